@@ -1,0 +1,153 @@
+"""Rolling-window sums and what they say (science.md, 'Across sessions').
+
+A session contributes integer sums (fixed point, 1e-6 of the score scale) so that adding and
+later evicting it is exact: no float drift however long the window slides. The same
+contribution and summary run against Redis (windows.redis_window) and in-process
+(windows.memory_window), so both give equal results.
+
+Scores are normalized to [0, 1] of their scale before summing, so sessions on different
+scales pool; summaries report score quantities back in points of a 1-10 scale.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from schemas.results import CorrelationEstimate, WindowSummary
+
+from .observations import SessionScores
+from .session_audit import REFERENCE_SPAN, SessionAnalysis
+from .stats import fisher_ci
+
+FIXED = 1_000_000  # fixed-point unit: 1e-6 of the scale span
+MIN_SESSIONS_FOR_ESTIMATE = 10
+
+# Field prefixes of the sums; names after the prefix are reviewer/model/position keys.
+POINTS = "p:"  # pooled length points: n, x, y, xx, yy, xy
+REVIEWER = "r:"  # leave-one-out score differences: n, s, q
+POSITION = "o:"  # within-model residuals by display position: n, s, q
+MODEL = "m:"  # peer scores by model: n, s
+
+
+def confidence_tier(sessions: int) -> str:
+    if sessions < 10:
+        return "insufficient"
+    if sessions < 20:
+        return "preliminary"
+    if sessions < 50:
+        return "moderate"
+    return "high"
+
+
+def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> dict[str, int]:
+    """Integer sums one session adds to its tenant's window; zero fields are left out."""
+    low, span = scores.scale_low, scores.scale_span
+    unit = FIXED / span
+    sums: dict[str, int] = {}
+    get = sums.get
+    offsets = analysis.offsets
+    n = sx = sy = sxx = syy = sxy = 0
+    for model, received in analysis.peer_scores.items():
+        # Offset-adjusted mean peer score: a harsh reviewer's absence does not lift a candidate.
+        adjusted = sum(s - offsets.get(r, 0.0) for r, s in received) / len(received)
+        x = scores.candidates[model].words
+        y = round((adjusted - low) * unit)
+        n += 1
+        sx += x
+        sy += y
+        sxx += x * x
+        syy += y * y
+        sxy += x * y
+        total = sum(s for _, s in received)
+        count = len(received)
+        key = MODEL + model
+        sums[key + ":n"] = get(key + ":n", 0) + count
+        sums[key + ":s"] = get(key + ":s", 0) + round((total - low * count) * unit)
+        if count > 1:
+            for reviewer, score in received:
+                d = round((score - (total - score) / (count - 1)) * unit)
+                key = REVIEWER + reviewer
+                sums[key + ":n"] = get(key + ":n", 0) + 1
+                sums[key + ":s"] = get(key + ":s", 0) + d
+                sums[key + ":q"] = get(key + ":q", 0) + d * d
+    if n:
+        sums.update({POINTS + "n": n, POINTS + "x": sx, POINTS + "y": sy,
+                     POINTS + "xx": sxx, POINTS + "yy": syy, POINTS + "xy": sxy})
+    for position, residual in analysis.position_residuals:
+        d = round(residual * unit)
+        key = f"{POSITION}{position}"
+        sums[key + ":n"] = get(key + ":n", 0) + 1
+        sums[key + ":s"] = get(key + ":s", 0) + d
+        sums[key + ":q"] = get(key + ":q", 0) + d * d
+    return {k: v for k, v in sums.items() if v != 0}
+
+
+def pooled_correlation(sums: Mapping[str, int]) -> tuple[float | None, int]:
+    """Pearson r from the integer sums: exact integer numerator and denominator terms."""
+    n = sums.get(POINTS + "n", 0)
+    if n < 3:
+        return None, n
+    sx, sy = sums.get(POINTS + "x", 0), sums.get(POINTS + "y", 0)
+    vx = n * sums.get(POINTS + "xx", 0) - sx * sx
+    vy = n * sums.get(POINTS + "yy", 0) - sy * sy
+    if vx <= 0 or vy <= 0:
+        return None, n
+    cov = n * sums.get(POINTS + "xy", 0) - sx * sy
+    r = cov / math.sqrt(vx * vy)  # ints are exact; one rounding here
+    return max(-1.0, min(1.0, r)), n
+
+
+def _per_key_means(sums: Mapping[str, int], prefix: str) -> dict[str, float]:
+    means = {}
+    for key, count in sums.items():
+        if key.startswith(prefix) and key.endswith(":n") and count > 0:
+            name = key[len(prefix) : -2]
+            means[name] = sums.get(f"{prefix}{name}:s", 0) / count / FIXED
+    return means
+
+
+def _points(fraction: float, digits: int = 4) -> float:
+    return round(fraction * REFERENCE_SPAN, digits)
+
+
+def summarize_window(
+    sums: Mapping[str, int],
+    *,
+    tenant_id: str,
+    sessions: int,
+    window_start: str | None,
+    window_end: str | None,
+) -> WindowSummary:
+    r, n = pooled_correlation(sums)
+    collecting = sessions < MIN_SESSIONS_FOR_ESTIMATE or r is None
+    ci = None if collecting else fisher_ci(r, n)
+    estimate = CorrelationEstimate(
+        point_estimate=None if collecting else round(r, 6),
+        ci_lower=None if ci is None else round(ci[0], 6),
+        ci_upper=None if ci is None else round(ci[1], 6),
+        sample_size=n,
+        status="collecting data" if collecting else "ok",
+    )
+    model_means = _per_key_means(sums, MODEL)
+    return WindowSummary(
+        tenant_id=tenant_id,
+        sessions=sessions,
+        confidence=confidence_tier(sessions),
+        window_start=window_start,
+        window_end=window_end,
+        length_correlation=estimate,
+        reviewer_offsets={k: _points(v) for k, v in sorted(_per_key_means(sums, REVIEWER).items())},
+        position_effects={k: _points(v) for k, v in sorted(_per_key_means(sums, POSITION).items())},
+        # model means on a 1-10 scale: 1 + fraction * 9
+        model_mean_scores={k: round(1.0 + v * REFERENCE_SPAN, 4) for k, v in sorted(model_means.items())},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WindowUpdate:
+    """What a window store answers for one session it was asked to count."""
+
+    status: str  # "new", "resume" (this delivery counted it before), "duplicate"
+    summary: WindowSummary

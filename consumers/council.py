@@ -1,0 +1,219 @@
+"""Council-session consumer: decode -> validate -> audit -> window -> records -> result.
+
+Transport-agnostic: it takes Deliveries and returns Outcomes; the transport publishes them and
+acknowledges. Exactly-once counting comes from the window store's per-session marker:
+a redelivery of the same delivery resumes (records + result), any other copy is a duplicate.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+from pydantic import ValidationError
+
+from analysis.observations import session_scores
+from analysis.records import build_records, effective_consent
+from analysis.session_audit import AuditConfig, audit_scores
+from analysis.verdict import session_verdict
+from analysis.window import session_contribution
+from schemas.events import CouncilSessionEvent, LLMResponseEvent
+from schemas.limits import DEFAULT_LIMITS, EventLimits
+from schemas.results import AuditResult, DeadLetter
+from windows.base import WindowItem, WindowStore
+
+from .envelope import Delivery, InvalidEvent, dead_letter, describe_validation_error, resolve_trace_id, utc_now_iso
+
+log = logging.getLogger("bias_audit.consumer")
+
+
+class RecordSink(Protocol):
+    def append(self, records: list[dict[str, Any]]) -> int: ...
+
+
+@dataclass(slots=True)
+class Outcome:
+    delivery: Delivery
+    result: AuditResult | None = None  # publish on bias.audit.stream
+    dead_letter: DeadLetter | None = None  # publish on bias.audit.deadletter
+    duplicate: bool = False  # nothing to publish, only acknowledge
+
+    @property
+    def trace_id(self) -> str | None:
+        if self.result is not None:
+            return self.result.trace_id
+        return self.dead_letter.trace_id if self.dead_letter is not None else None
+
+
+@dataclass(slots=True)
+class _Prepared:
+    delivery: Delivery
+    event: CouncilSessionEvent
+    trace_id: str
+    consent: int
+    records: list[dict[str, Any]]
+    item: WindowItem
+    analysis: Any
+
+
+def classify(document: Any) -> str:
+    """Tell council sessions and LLM responses apart by their fields."""
+    if isinstance(document, dict):
+        if "session_id" in document or "reviews" in document:
+            return "council.session"
+        if "audit_id" in document or "llm_response" in document:
+            return "llm.response"
+    return "unknown"
+
+
+class CouncilSessionConsumer:
+    def __init__(
+        self,
+        *,
+        window: WindowStore,
+        store: RecordSink | None,
+        default_consent: int = 1,
+        hash_secret: bytes | None = None,
+        limits: EventLimits = DEFAULT_LIMITS,
+        audit_config: AuditConfig = AuditConfig(),
+        remember: int = 10_000,
+    ) -> None:
+        self.window = window
+        self.store = store
+        self.default_consent = default_consent
+        self.hash_secret = hash_secret
+        self.limits = limits
+        self.audit_config = audit_config
+        # Deliveries whose records this process already appended: a retried batch or a
+        # re-claimed entry must not append them twice.
+        self._appended: OrderedDict[str, None] = OrderedDict()
+        self._remember = remember
+
+    def parse(self, delivery: Delivery) -> CouncilSessionEvent:
+        body = delivery.body
+        if len(body) > self.limits.max_event_bytes:
+            raise InvalidEvent(
+                f"event is {len(body)} bytes, over the limit of {self.limits.max_event_bytes}", "too_large"
+            )
+        try:
+            return CouncilSessionEvent.model_validate_json(body, context={"limits": self.limits})
+        except ValidationError as error:
+            kind = error.errors(include_url=False)[0]["type"]
+            if kind in ("json_invalid", "json_type"):
+                raise InvalidEvent(self._json_problem(body), "invalid_json") from None
+            self._reject_other_kinds(body)
+            raise InvalidEvent(describe_validation_error(error), "invalid_event") from None
+
+    @staticmethod
+    def _json_problem(body: bytes) -> str:
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as error:
+            return f"message body is not UTF-8 (byte {error.start}); send the event as UTF-8 JSON"
+        try:
+            document = orjson.loads(body)
+        except orjson.JSONDecodeError as error:
+            return f"message body is not valid JSON: {error}"
+        return f"message body must be a JSON object, not {type(document).__name__}"
+
+    @staticmethod
+    def _reject_other_kinds(body: bytes) -> None:
+        try:
+            document = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return
+        if classify(document) == "llm.response":
+            try:
+                LLMResponseEvent.model_validate(document)
+            except ValidationError:
+                return
+            raise InvalidEvent(
+                "this is an llm.responses event; send it to the llm.responses topic "
+                "(single-response analysis is not available in this version)",
+                "wrong_topic",
+            )
+
+    def _prepare(self, delivery: Delivery) -> _Prepared:
+        event = self.parse(delivery)
+        trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.session_id)
+        scores = session_scores(event)
+        analysis = audit_scores(scores, self.audit_config)
+        requested = event.consent_level if event.consent_level is not None else self.default_consent
+        consent = effective_consent(requested, self.hash_secret)
+        records = build_records(event, scores, trace_id=trace_id, consent=consent, secret=self.hash_secret)
+        item = WindowItem(
+            tenant_id=event.tenant_id,
+            session_id=event.session_id,
+            timestamp=event.timestamp,
+            owner=delivery.delivery_id,
+            contribution=session_contribution(scores, analysis) if consent > 0 else {},
+            counted=consent > 0,
+        )
+        return _Prepared(delivery, event, trace_id, consent, records, item, analysis)
+
+    def _result(self, prepared: _Prepared, summary) -> AuditResult:
+        audit = prepared.analysis.audit
+        verdict = session_verdict(audit)
+        event = prepared.event
+        return AuditResult(
+            audit_id=event.session_id,
+            source="council.session",
+            tenant_id=event.tenant_id,
+            trace_id=prepared.trace_id,
+            timestamp=utc_now_iso(),
+            event_timestamp=event.timestamp.isoformat().replace("+00:00", "Z"),
+            bias_detected=verdict.bias_detected,
+            bias_type=verdict.bias_type,
+            bias_score=verdict.bias_score,
+            bias_confidence_score=verdict.bias_confidence_score,
+            overall_bias_risk=audit.overall_bias_risk,
+            bias_indicators=verdict.indicators,
+            audit=audit,
+            window=summary,
+            consent_level=prepared.consent,
+        )
+
+    async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
+        """Outcomes in delivery order. Raises only on transient failures (window store or
+        disk); then nothing was acknowledged and the whole batch may be retried."""
+        outcomes: list[Outcome] = [Outcome(d) for d in deliveries]
+        prepared: list[tuple[int, _Prepared]] = []
+        for index, delivery in enumerate(deliveries):
+            try:
+                prepared.append((index, self._prepare(delivery)))
+            except InvalidEvent as error:
+                outcomes[index].dead_letter = dead_letter(delivery, str(error), error.error_type, error.trace_id)
+                log.warning(
+                    "dead-lettered",
+                    extra={"trace_id": outcomes[index].dead_letter.trace_id, "reason": str(error),
+                           "error_type": error.error_type, "delivery_id": delivery.delivery_id},
+                )
+        updates = await self.window.add_many([p.item for _, p in prepared])
+        to_append: list[dict[str, Any]] = []
+        appended_now: list[str] = []
+        for (index, p), update in zip(prepared, updates):
+            if update.status == "duplicate":
+                outcomes[index].duplicate = True
+                log.info("duplicate skipped", extra={"trace_id": p.trace_id, "session_id": p.event.session_id})
+                continue
+            if p.delivery.delivery_id not in self._appended:
+                to_append.extend(p.records)
+                appended_now.append(p.delivery.delivery_id)
+            outcomes[index].result = self._result(p, update.summary)
+        if to_append and self.store is not None:
+            self.store.append(to_append)
+        for delivery_id in appended_now:
+            self._appended[delivery_id] = None
+        while len(self._appended) > self._remember:
+            self._appended.popitem(last=False)
+        for outcome in outcomes:
+            if outcome.result is not None:
+                log.info(
+                    "audited",
+                    extra={"trace_id": outcome.result.trace_id, "session_id": outcome.result.audit_id,
+                           "tenant_id": outcome.result.tenant_id, "risk": outcome.result.overall_bias_risk},
+                )
+        return outcomes

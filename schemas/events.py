@@ -1,0 +1,202 @@
+"""Input events: a council session and a single LLM interaction (contracts.md)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from .limits import limits_from
+
+# Identifiers end up in Redis keys and file names: printable, no braces (cluster hash tags).
+Identifier = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\s{}\x00-\x1f]+$")]
+TenantId = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:@/-]+$")]
+ModelName = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+_SCALE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)\s*$")
+_LETTER_LABEL = re.compile(r"^[Rr]esponse\s+([A-Za-z])$")
+
+
+def parse_score_scale(scale: str) -> tuple[float, float]:
+    """"1-10" -> (1.0, 10.0); raises ValueError with a readable reason."""
+    match = _SCALE.match(scale)
+    if not match:
+        raise ValueError(f"score_scale {scale!r} is not of the form 'min-max', e.g. '1-10'")
+    low, high = float(match.group(1)), float(match.group(2))
+    if not low < high:
+        raise ValueError(f"score_scale {scale!r} has min >= max")
+    return low, high
+
+
+def letter_position(label: str) -> int | None:
+    match = _LETTER_LABEL.match(label.strip())
+    return ord(match.group(1).upper()) - ord("A") if match else None
+
+
+class _Strictish(BaseModel):
+    # Unknown fields are kept (producers add fields freely) but never trusted.
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class LabelAssignment(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    model: ModelName
+    display_index: int | None = Field(default=None, ge=0, le=1000)
+
+
+def _normalize_label_map(value: Any) -> Any:
+    """Accept the legacy form {"Response A": "model"}: its position is the letter."""
+    if not isinstance(value, dict):
+        return value
+    normalized = {}
+    for label, assignment in value.items():
+        if isinstance(assignment, str):
+            assignment = {"model": assignment, "display_index": letter_position(str(label))}
+        elif isinstance(assignment, dict) and assignment.get("display_index") is None:
+            assignment = {**assignment, "display_index": letter_position(str(label))}
+        normalized[label] = assignment
+    return normalized
+
+
+LabelMap = dict[Annotated[str, StringConstraints(min_length=1, max_length=64)], LabelAssignment]
+
+
+class CandidateResponse(_Strictish):
+    model: ModelName
+    response: str
+
+    @field_validator("response")
+    @classmethod
+    def _bounded(cls, value: str, info: ValidationInfo) -> str:
+        limit = limits_from(info).max_response_bytes
+        # len(str) <= bytes <= 4*len(str): only encode when it could matter.
+        if len(value) * 4 > limit and len(value.encode("utf-8", "surrogatepass")) > limit:
+            raise ValueError(f"response is larger than the limit of {limit} bytes")
+        return value
+
+
+class Review(_Strictish):
+    reviewer: ModelName
+    label_to_model: LabelMap | None = None
+    scores: dict[str, float] | None = None
+    ranking: list[str] | None = None
+    abstained: bool = False
+
+    @field_validator("label_to_model", mode="before")
+    @classmethod
+    def _legacy_labels(cls, value: Any) -> Any:
+        return _normalize_label_map(value)
+
+
+class Synthesis(_Strictish):
+    model: ModelName
+    response: str = ""
+
+
+class QueryMetadata(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    category: str | None = None
+    token_count_bucket: str | None = None
+    language: str | None = None
+
+
+class CouncilSessionEvent(_Strictish):
+    schema_version: str = "1.0"
+    session_id: Identifier
+    tenant_id: TenantId = "default"
+    trace_id: Annotated[str, StringConstraints(max_length=128)] | None = None
+    timestamp: AwareDatetime
+    council_config_version: str | None = None
+    consent_level: int | None = Field(default=None, ge=0, le=4)
+    query: str | None = Field(default=None, exclude=True, repr=False)
+    query_metadata: QueryMetadata | None = None
+    score_scale: str = "1-10"
+    responses: list[CandidateResponse]
+    label_to_model: LabelMap = Field(default_factory=dict)
+    reviews: list[Review] = Field(default_factory=list)
+    synthesis: Synthesis | None = None
+
+    @field_validator("label_to_model", mode="before")
+    @classmethod
+    def _legacy_labels(cls, value: Any) -> Any:
+        return _normalize_label_map(value)
+
+    @field_validator("score_scale")
+    @classmethod
+    def _scale(cls, value: str) -> str:
+        parse_score_scale(value)
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self, info: ValidationInfo) -> CouncilSessionEvent:
+        limits = limits_from(info)
+        if len(self.responses) < 2:
+            raise ValueError("a council session needs at least 2 responses")
+        if len(self.responses) > limits.max_responses:
+            raise ValueError(f"{len(self.responses)} responses exceed the limit of {limits.max_responses}")
+        if len(self.reviews) > limits.max_reviews:
+            raise ValueError(f"{len(self.reviews)} reviews exceed the limit of {limits.max_reviews}")
+        models = [r.model for r in self.responses]
+        if len(set(models)) != len(models):
+            raise ValueError("responses name the same model twice")
+        known = set(models)
+        low, high = parse_score_scale(self.score_scale)
+        for index, review in enumerate(self.reviews):
+            labels = review.label_to_model if review.label_to_model is not None else self.label_to_model
+            where = f"review {index} ({review.reviewer})"
+            for label, assignment in labels.items():
+                if assignment.model not in known:
+                    raise ValueError(f"{where}: label {label!r} maps to {assignment.model!r}, which has no response")
+            for label, score in (review.scores or {}).items():
+                if label not in labels:
+                    raise ValueError(f"{where}: score for unknown label {label!r}")
+                if not math.isfinite(score) or not low <= score <= high:
+                    raise ValueError(f"{where}: score {score!r} for {label!r} is outside score_scale {self.score_scale}")
+            for label in review.ranking or []:
+                if label not in labels:
+                    raise ValueError(f"{where}: ranking names unknown label {label!r}")
+        return self
+
+
+class Counterfactual(_Strictish):
+    swap: dict[str, str]
+    llm_response: str
+
+
+class Member(_Strictish):
+    member_id: Identifier
+    response: str
+
+
+class LLMResponseEvent(_Strictish):
+    schema_version: str = "1.0"
+    audit_id: Identifier
+    tenant_id: TenantId = "default"
+    user_id: str | None = None
+    trace_id: Annotated[str, StringConstraints(max_length=128)] | None = None
+    timestamp: AwareDatetime
+    llm_provider: str | None = None
+    llm_model: str | None = None
+    original_query: str | None = Field(default=None, exclude=True, repr=False)
+    llm_response: str
+    query_context: dict[str, Any] = Field(default_factory=dict)
+    counterfactuals: list[Counterfactual] = Field(default_factory=list)
+    members: list[Member] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _bounded(self, info: ValidationInfo) -> LLMResponseEvent:
+        limits = limits_from(info)
+        if len(self.members) > limits.max_members:
+            raise ValueError(f"{len(self.members)} members exceed the limit of {limits.max_members}")
+        return self

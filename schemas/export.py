@@ -1,0 +1,54 @@
+"""JSON Schemas of the contract models, committed under schemas/json/ and checked for drift."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from .events import CouncilSessionEvent, LLMResponseEvent
+from .records import BiasMetricRecord
+from .results import Alert, AuditResult, DeadLetter
+
+SCHEMA_DIR = Path(__file__).parent / "json"
+
+MODELS: dict[str, type[BaseModel]] = {
+    "council-session-event": CouncilSessionEvent,
+    "llm-response-event": LLMResponseEvent,
+    "bias-metric-record": BiasMetricRecord,
+    "audit-result": AuditResult,
+    "alert": Alert,
+    "dead-letter": DeadLetter,
+}
+
+
+def render_schemas() -> dict[str, str]:
+    """File name -> schema text, deterministic so a diff means the models changed."""
+    rendered = {}
+    for name, model in MODELS.items():
+        schema = model.model_json_schema(mode="validation")
+        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+        schema["$id"] = f"https://bias-audit.dev/schemas/{name}.json"
+        rendered[f"{name}.schema.json"] = json.dumps(schema, indent=2, sort_keys=True) + "\n"
+    return rendered
+
+
+def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for file_name, text in render_schemas().items():
+        path = directory / file_name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def drifted_schemas(directory: Path = SCHEMA_DIR) -> list[str]:
+    """Names of committed schema files that differ from the models (or are missing)."""
+    drifted = []
+    for file_name, text in render_schemas().items():
+        path = directory / file_name
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            drifted.append(file_name)
+    return drifted

@@ -1,0 +1,127 @@
+"""Outputs: the audit result, its per-session `audit` and `window` parts, alerts, dead letters."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RiskLevel = Literal["low", "medium", "high"]
+ConfidenceTier = Literal["insufficient", "preliminary", "moderate", "high"]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SessionAudit(_Out):
+    """Per-session metrics (science.md, 'Per session'). None means 'not computable here'."""
+
+    length_score_correlation: float | None
+    length_score_p_value: float | None
+    length_score_spearman: float | None
+    length_score_sample_size: int
+    length_bias_detected: bool
+    position_identifiable: bool
+    position_score_variance: float | None
+    position_effects: dict[str, float] = Field(default_factory=dict)
+    position_p_value: float | None = None
+    position_bias_detected: bool
+    reviewer_mean_scores: dict[str, float]
+    reviewer_score_std: dict[str, float]
+    reviewer_offsets: dict[str, float]
+    reviewer_offset_p_values: dict[str, float | None] = Field(default_factory=dict)
+    harsh_reviewers: list[str]
+    generous_reviewers: list[str]
+    self_preference: dict[str, float]
+    self_preference_p_values: dict[str, float | None] = Field(default_factory=dict)
+    self_preferring_reviewers: list[str] = Field(default_factory=list)
+    reviewer_agreement: float | None = None
+    calibration_threshold: float
+    overall_bias_risk: RiskLevel
+
+
+class CorrelationEstimate(_Out):
+    point_estimate: float | None
+    ci_lower: float | None
+    ci_upper: float | None
+    sample_size: int
+    status: Literal["ok", "collecting data"] = "ok"
+
+
+class WindowSummary(_Out):
+    tenant_id: str
+    sessions: int
+    confidence: ConfidenceTier
+    window_start: str | None
+    window_end: str | None
+    length_correlation: CorrelationEstimate
+    reviewer_offsets: dict[str, float] = Field(default_factory=dict)
+    position_effects: dict[str, float] = Field(default_factory=dict)
+    model_mean_scores: dict[str, float] = Field(default_factory=dict)
+
+
+class BiasIndicators(_Out):
+    position_variance: float | None
+    length_correlation: float | None
+    reviewer_agreement: float | None
+    flags: list[str]
+
+
+class AuditResult(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: str = "1.0"
+    event_type: Literal["bias.audit.completed"] = "bias.audit.completed"
+    audit_id: str
+    source: Literal["council.session", "llm.response"]
+    tenant_id: str
+    trace_id: str
+    timestamp: str
+    event_timestamp: str
+    bias_detected: bool
+    bias_type: list[str]
+    bias_score: dict[str, float | None]
+    bias_confidence_score: float
+    overall_bias_risk: RiskLevel
+    bias_indicators: BiasIndicators | None = None
+    audit: SessionAudit | None = None
+    window: WindowSummary | None = None
+    mitigation_action: str | None = None
+    bias_report_summary: dict[str, Any] | None = None
+
+
+class AlertWindow(_Out):
+    start: str | None
+    end: str | None
+    sessions: int
+
+
+class Alert(_Out):
+    schema_version: str = "1.0"
+    event_type: Literal["bias.audit.alert"] = "bias.audit.alert"
+    alert_id: str
+    alert_type: str
+    status: Literal["firing", "resolved"]
+    severity: Literal["info", "warning", "critical"]
+    tenant_id: str
+    trace_id: str
+    metric: str
+    value: float | None
+    threshold: float | None
+    window: AlertWindow
+    detected_at: str
+    message: str
+
+
+class DeadLetter(_Out):
+    schema_version: str = "1.0"
+    event_type: Literal["bias.audit.deadletter"] = "bias.audit.deadletter"
+    source_topic: str
+    error: str
+    error_type: str
+    received_at: str
+    delivery_attempts: int
+    trace_id: str | None = None
+    payload: Any = None
+    payload_encoding: Literal["json", "text", "base64"] = "json"

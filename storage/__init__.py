@@ -1,0 +1,1 @@
+"""Append-only record storage (JSONL) and its tolerant reader."""

@@ -1,0 +1,1 @@
+"""Rolling-window stores: Redis for the worker, in-process for `bias-audit audit`."""

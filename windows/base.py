@@ -1,0 +1,51 @@
+"""The window store interface shared by the Redis and in-process implementations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Protocol
+
+from analysis.window import WindowUpdate
+
+
+@dataclass(frozen=True, slots=True)
+class WindowPolicy:
+    max_sessions: int = 100
+    max_days: float = 30.0
+
+    @property
+    def window_ms(self) -> int:
+        return int(self.max_days * 86_400_000)
+
+    @property
+    def seen_ttl_seconds(self) -> int:
+        # A session id is remembered one day longer than the window can hold it: a redelivery
+        # after that is outside the window anyway.
+        return int(self.max_days * 86_400) + 86_400
+
+
+@dataclass(frozen=True, slots=True)
+class WindowItem:
+    tenant_id: str
+    session_id: str
+    timestamp: datetime
+    owner: str  # the delivery that counts it (stream entry id, Pub/Sub message id, line number)
+    contribution: dict[str, int] = field(default_factory=dict)
+    counted: bool = True  # False at consent 0: remember the id, store nothing
+
+    @property
+    def ts_ms(self) -> int:
+        return int(self.timestamp.timestamp() * 1000)
+
+
+def iso_from_ms(ms: int | float | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(int(ms) / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+class WindowStore(Protocol):
+    async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:
+        """Count each session once per tenant window, atomically per session."""
+        ...

@@ -1,0 +1,77 @@
+"""In-process window with exactly the semantics of windows/redis_window.lua."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from analysis.window import WindowUpdate, summarize_window
+
+from .base import WindowItem, WindowPolicy, iso_from_ms
+
+
+@dataclass
+class _TenantWindow:
+    sums: dict[str, int] = field(default_factory=dict)
+    contributions: dict[str, dict[str, int]] = field(default_factory=dict)
+    order: list[tuple[int, bytes, str]] = field(default_factory=list)  # heap, as a zset orders
+    max_ts: int | None = None
+
+
+class MemoryWindow:
+    def __init__(self, policy: WindowPolicy = WindowPolicy()) -> None:
+        self.policy = policy
+        self._tenants: dict[str, _TenantWindow] = {}
+        self._seen: dict[tuple[str, str], str] = {}
+
+    def _evict_oldest(self, tenant: _TenantWindow) -> None:
+        _, _, session_id = heapq.heappop(tenant.order)
+        for key, value in tenant.contributions.pop(session_id).items():
+            remaining = tenant.sums[key] - value
+            if remaining:
+                tenant.sums[key] = remaining
+            else:
+                del tenant.sums[key]
+
+    def add(self, item: WindowItem) -> WindowUpdate:
+        tenant = self._tenants.setdefault(item.tenant_id, _TenantWindow())
+        seen_key = (item.tenant_id, item.session_id)
+        marker = self._seen.get(seen_key)
+        if marker is not None:
+            status = "resume" if marker == item.owner else "duplicate"
+        else:
+            status = "new"
+            self._seen[seen_key] = item.owner
+            ts = item.ts_ms
+            if tenant.max_ts is None or ts > tenant.max_ts:
+                tenant.max_ts = ts
+            cutoff = tenant.max_ts - self.policy.window_ms
+            if item.counted and ts >= cutoff:
+                heapq.heappush(tenant.order, (ts, item.session_id.encode(), item.session_id))
+                tenant.contributions[item.session_id] = dict(item.contribution)
+                for key, value in item.contribution.items():
+                    total = tenant.sums.get(key, 0) + value
+                    if total:
+                        tenant.sums[key] = total
+                    else:
+                        tenant.sums.pop(key, None)
+            while tenant.order and tenant.order[0][0] < cutoff:
+                self._evict_oldest(tenant)
+            while len(tenant.order) > self.policy.max_sessions:
+                self._evict_oldest(tenant)
+        return WindowUpdate(status=status, summary=self.summary(item.tenant_id))
+
+    def summary(self, tenant_id: str):
+        tenant = self._tenants.get(tenant_id) or _TenantWindow()
+        start = tenant.order[0][0] if tenant.order else None
+        end = max(t for t, _, _ in tenant.order) if tenant.order else None
+        return summarize_window(
+            tenant.sums,
+            tenant_id=tenant_id,
+            sessions=len(tenant.order),
+            window_start=iso_from_ms(start),
+            window_end=iso_from_ms(end),
+        )
+
+    async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:
+        return [self.add(item) for item in items]

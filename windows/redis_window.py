@@ -1,0 +1,75 @@
+"""Per-tenant rolling windows in Redis: one atomic Lua script per session, pipelined per batch."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from redis.asyncio import Redis
+
+from analysis.window import WindowUpdate, summarize_window
+
+from .base import WindowItem, WindowPolicy, iso_from_ms
+
+_SCRIPT = files("windows").joinpath("redis_window.lua").read_text(encoding="utf-8")
+
+
+def tenant_keys(prefix: str, tenant_id: str) -> dict[str, str]:
+    # The {tenant} hash tag keeps every key of one tenant in one cluster slot.
+    base = f"{prefix}:{{{tenant_id}}}"
+    return {
+        "seen": f"{base}:seen:",
+        "sums": f"{base}:sums",
+        "order": f"{base}:order",
+        "newest": f"{base}:newest",
+        "contribution": f"{base}:c:",
+    }
+
+
+def _decode(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisWindow:
+    def __init__(self, client: Redis, policy: WindowPolicy = WindowPolicy(), prefix: str = "bias-audit") -> None:
+        self.client = client
+        self.policy = policy
+        self.prefix = prefix
+        self._script = client.register_script(_SCRIPT)
+
+    def _call_args(self, item: WindowItem) -> tuple[list[str], list[str]]:
+        keys = tenant_keys(self.prefix, item.tenant_id)
+        args = [
+            item.session_id,
+            str(item.ts_ms),
+            str(self.policy.max_sessions),
+            str(self.policy.window_ms),
+            str(self.policy.seen_ttl_seconds),
+            item.owner,
+            "1" if item.counted else "0",
+        ]
+        for key, value in item.contribution.items():
+            args.append(key)
+            args.append(str(value))
+        return [keys["seen"] + item.session_id, keys["sums"], keys["order"], keys["newest"], keys["contribution"]], args
+
+    def _parse(self, item: WindowItem, reply) -> WindowUpdate:
+        status, flat, sessions, first, last = reply
+        sums = {_decode(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+        summary = summarize_window(
+            sums,
+            tenant_id=item.tenant_id,
+            sessions=int(sessions),
+            window_start=iso_from_ms(float(first)) if first else None,
+            window_end=iso_from_ms(float(last)) if last else None,
+        )
+        return WindowUpdate(status=_decode(status), summary=summary)
+
+    async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:
+        if not items:
+            return []
+        async with self.client.pipeline(transaction=False) as pipe:
+            for item in items:
+                keys, args = self._call_args(item)
+                await self._script(keys=keys, args=args, client=pipe)
+            replies = await pipe.execute()
+        return [self._parse(item, reply) for item, reply in zip(items, replies)]

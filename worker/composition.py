@@ -1,0 +1,54 @@
+"""The one composition root: settings in, wired components out."""
+
+from __future__ import annotations
+
+import re
+
+from redis.asyncio import Redis
+
+from consumers.council import CouncilSessionConsumer
+from producers.redis_streams import OutputTopics, RedisStreamsOutbox
+from storage.jsonl_store import JsonlRecordStore
+from windows.base import WindowStore
+from windows.memory_window import MemoryWindow
+from windows.redis_window import RedisWindow
+
+from .settings import Settings
+
+
+def record_store(settings: Settings) -> JsonlRecordStore:
+    # One file per worker process: scaled-out workers never interleave lines.
+    stem = "records-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name)
+    return JsonlRecordStore(settings.records_dir, stem)
+
+
+def council_consumer(settings: Settings, window: WindowStore, store) -> CouncilSessionConsumer:
+    return CouncilSessionConsumer(
+        window=window,
+        store=store,
+        default_consent=settings.consent_level,
+        hash_secret=settings.secret_bytes,
+        limits=settings.limits,
+        audit_config=settings.audit_config,
+    )
+
+
+def output_topics(settings: Settings) -> OutputTopics:
+    return OutputTopics(results=settings.result_topic, alerts=settings.alerts_topic,
+                        deadletter=settings.deadletter_topic)
+
+
+def in_process_consumer(settings: Settings, store=None) -> CouncilSessionConsumer:
+    """`bias-audit audit`: same pipeline, window in memory, no broker."""
+    return council_consumer(settings, MemoryWindow(settings.window_policy), store)
+
+
+def redis_worker(settings: Settings):
+    from .redis_worker import RedisStreamsWorker
+
+    client = Redis.from_url(settings.broker_url)
+    window_client = Redis.from_url(settings.redis_url) if settings.redis_url else client
+    window = RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix)
+    consumer = council_consumer(settings, window, record_store(settings))
+    outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
+    return RedisStreamsWorker(settings=settings, client=client, consumer=consumer, outbox=outbox)

@@ -1,0 +1,131 @@
+"""`bias-audit demo`: embedded Redis, a real worker, the shipped biased sessions, a verdict table."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+import redis
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from analysis.reviewer_profiles import reviewer_profiles
+from producers.redis_streams import wire_fields
+from storage.jsonl_store import read_records
+
+from . import samples
+from .composition import redis_worker
+from .embedded_redis import EmbeddedRedis
+from .settings import Settings
+
+ALPHA = 0.01  # the demo claims a finding only on strong evidence
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:+.{digits}f}"
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else ("<1e-6" if value < 1e-6 else f"{value:.1e}")
+
+
+async def _run_worker(settings: Settings, expected: int, console: Console) -> list[dict]:
+    worker = redis_worker(settings)
+    ready = asyncio.Event()
+    task = asyncio.create_task(worker.run(install_signal_handlers=False, ready=ready))
+    await ready.wait()
+    client = redis.Redis.from_url(settings.broker_url)
+    deadline = time.monotonic() + 120
+    with Progress(console=console, transient=True) as progress:
+        bar = progress.add_task("auditing sessions", total=expected)
+        while (done := client.xlen(settings.result_topic)) < expected and time.monotonic() < deadline:
+            progress.update(bar, completed=done)
+            await asyncio.sleep(0.1)
+    worker.stopping.set()
+    await task
+    results = [orjson.loads(fields[b"data"]) for _, fields in client.xrange(settings.result_topic)]
+    client.close()
+    return results
+
+
+def run_demo(sessions_file: Path | None = None) -> int:
+    console = Console()
+    path = sessions_file or samples.SAMPLE_FILE
+    lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+    with tempfile.TemporaryDirectory(prefix="bias-audit-demo-") as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server:
+        settings = Settings(broker_url=server.url, data_dir=Path(tmp), consumer_name="demo", claim_idle_ms=60_000)
+        publisher = redis.Redis.from_url(server.url)
+        pipe = publisher.pipeline(transaction=False)
+        for line in lines:
+            document = orjson.loads(line)
+            pipe.xadd(settings.input_topic, wire_fields(line, event_type="council.session",
+                                                         tenant_id=document.get("tenant_id"), trace_id=None))
+        pipe.execute()
+        publisher.close()
+        console.print(f"published {len(lines)} council sessions to [bold]{settings.input_topic}[/bold] on {server.url}")
+        started = time.perf_counter()
+        results = asyncio.run(_run_worker(settings, len(lines), console))
+        elapsed = time.perf_counter() - started
+        records = list(read_records([settings.records_dir]))
+
+    console.print(f"{len(results)} results on [bold]{settings.result_topic}[/bold] in {elapsed:.1f} s; "
+                  f"{len(records)} records stored (raw queries: none)")
+    profiles = {p.reviewer: p for p in reviewer_profiles(records)}
+    flagged = {kind: {} for kind in ("harsh", "generous", "self")}
+    for result in results:
+        audit = result["audit"]
+        for r in audit["harsh_reviewers"]:
+            flagged["harsh"][r] = flagged["harsh"].get(r, 0) + 1
+        for r in audit["self_preferring_reviewers"]:
+            flagged["self"][r] = flagged["self"].get(r, 0) + 1
+
+    checks = [
+        (samples.HARSH, "harsh", "offset", lambda p: p.offset, lambda p: p.offset_p, lambda p: p.offset is not None and p.offset < -1.0),
+        (samples.LENGTH_LOVING, "length-loving", "length r", lambda p: p.length_correlation, lambda p: p.length_p,
+         lambda p: p.length_correlation is not None and p.length_correlation > 0.3),
+        (samples.PRIMACY, "primacy", "1st place", lambda p: p.primacy, lambda p: p.primacy_p,
+         lambda p: p.primacy is not None and p.primacy > 0.5),
+        (samples.SELF_PREFERRING, "self-preference", "own-peers", lambda p: p.self_preference, lambda p: p.self_preference_p,
+         lambda p: p.self_preference is not None and p.self_preference > 1.0),
+    ]
+    table = Table(title="Injected biases, and what the audit found", show_lines=False)
+    for column in ("reviewer", "injected", "measure", "estimate", "p", "flagged", "found"):
+        table.add_column(column)
+    all_found = True
+    for reviewer, kind, measure, value, p_value, large in checks:
+        profile = profiles.get(reviewer)
+        found = bool(profile and large(profile) and p_value(profile) is not None and p_value(profile) < ALPHA)
+        all_found &= found
+        per_session = {"harsh": flagged["harsh"].get(reviewer, 0), "self-preference": flagged["self"].get(reviewer, 0)}.get(kind)
+        table.add_row(reviewer, samples.INJECTED[reviewer], measure,
+                      _fmt(value(profile)) if profile else "-", _p(p_value(profile)) if profile else "-",
+                      "-" if per_session is None else f"{per_session}/{len(results)}",
+                      "[green]yes[/green]" if found else "[red]no[/red]")
+    console.print(table)
+
+    bystanders = [r for r in samples.MODELS if r not in samples.INJECTED]
+    false_alarms = [r for r in bystanders if profiles.get(r) and (profiles[r].offset_p or 1) < ALPHA and abs(profiles[r].offset or 0) > 1.0]
+    window = results[-1]["window"] if results else None
+    if window:
+        lc = window["length_correlation"]
+        console.print(
+            f"window ({window['tenant_id']}): {window['sessions']} sessions, confidence {window['confidence']}, "
+            f"pooled length r {lc['point_estimate']:.3f} (95% CI {lc['ci_lower']:.3f}..{lc['ci_upper']:.3f}, n={lc['sample_size']})"
+        )
+        offsets = Table(title="Window reviewer offsets (points on a 1-10 scale, self-reviews excluded)")
+        offsets.add_column("reviewer")
+        offsets.add_column("offset", justify="right")
+        for reviewer, offset in sorted(window["reviewer_offsets"].items(), key=lambda kv: kv[1]):
+            offsets.add_row(reviewer, f"{offset:+.2f}")
+        console.print(offsets)
+    if false_alarms:
+        console.print(f"[yellow]unbiased reviewers flagged: {', '.join(false_alarms)}[/yellow]")
+    if all_found and not false_alarms:
+        console.print("[bold green]every injected bias was found, and no unbiased reviewer was flagged[/bold green]")
+        return 0
+    console.print("[bold red]the audit missed an injected bias or flagged an unbiased reviewer[/bold red]")
+    return 1

@@ -1,0 +1,89 @@
+"""Sample council sessions with known, injected biases (the demo's data and the tests' corpus).
+
+Five members review each other (self-reviews included) under per-reviewer shuffled orders.
+Injected: a harsh reviewer, a length-loving reviewer, a primacy-biased reviewer and a
+self-preferring reviewer. Regenerate the shipped file with `python -m worker.samples`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+MODELS = ["openai/gpt-4o", "anthropic/claude-3.5", "google/gemini-1.5", "meta/llama-3.1", "mistral/large"]
+HARSH = "mistral/large"
+LENGTH_LOVING = "google/gemini-1.5"
+PRIMACY = "meta/llama-3.1"
+SELF_PREFERRING = "openai/gpt-4o"
+INJECTED = {
+    HARSH: "harsh, -2",
+    LENGTH_LOVING: "+1.5 / 100 words",
+    PRIMACY: "+1.5 at 1st place",
+    SELF_PREFERRING: "+2.5 to own",
+}
+SAMPLE_FILE = Path(__file__).parent / "samples" / "council_sessions.jsonl"
+_VOCABULARY = ("the model answer explains data cache index query latency result test case error value "
+               "system design user input output stream window score review council bias").split()
+
+
+def _answer(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(_VOCABULARY) for _ in range(words))
+
+
+def generate_sessions(count: int = 120, seed: int = 7, tenant_id: str = "demo",
+                      start: datetime = datetime(2026, 11, 1, tzinfo=timezone.utc)) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    sessions = []
+    for index in range(count):
+        quality = {m: rng.gauss(6.5, 1.0) for m in MODELS}
+        words = {m: rng.randint(80, 400) for m in MODELS}
+        reviews = []
+        for reviewer in MODELS:
+            order = MODELS[:]
+            rng.shuffle(order)
+            labels = {f"Response {chr(65 + i)}": {"model": m, "display_index": i} for i, m in enumerate(order)}
+            scores = {}
+            for label, assignment in labels.items():
+                model, position = assignment["model"], assignment["display_index"]
+                score = quality[model] + rng.gauss(0.0, 0.6)
+                if reviewer == HARSH:
+                    score -= 2.0
+                if reviewer == LENGTH_LOVING:
+                    score += 1.5 * (words[model] - 240) / 100
+                if reviewer == PRIMACY and position == 0:
+                    score += 1.5
+                if reviewer == SELF_PREFERRING and model == reviewer:
+                    score += 2.5
+                scores[label] = min(10.0, max(1.0, round(score * 2) / 2))
+            ranking = sorted(scores, key=scores.get, reverse=True)
+            reviews.append({"reviewer": reviewer, "label_to_model": labels, "scores": scores, "ranking": ranking})
+        sessions.append({
+            "schema_version": "1.0",
+            "session_id": f"demo-{seed}-{index:05d}",
+            "tenant_id": tenant_id,
+            "timestamp": (start + timedelta(minutes=7 * index)).isoformat().replace("+00:00", "Z"),
+            "council_config_version": "0.3.0",
+            "query": f"sample private question number {index}: how should I shard my cache?",
+            "query_metadata": {"category": "coding", "token_count_bucket": "100-500", "language": "en"},
+            "score_scale": "1-10",
+            "responses": [{"model": m, "response": _answer(rng, words[m])} for m in MODELS],
+            "label_to_model": {},
+            "reviews": reviews,
+            "synthesis": {"model": MODELS[0], "response": "synthesis"},
+        })
+    return sessions
+
+
+def write_jsonl(sessions: list[dict[str, Any]], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        for session in sessions:
+            handle.write(json.dumps(session, separators=(",", ":")) + "\n")
+
+
+if __name__ == "__main__":
+    write_jsonl(generate_sessions(), SAMPLE_FILE)
+    print(f"wrote {SAMPLE_FILE}")

@@ -1,0 +1,108 @@
+"""Configuration: BIAS_AUDIT_* environment variables (and CLI flags), the composition root's input."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from analysis.session_audit import AuditConfig
+from schemas.limits import EventLimits
+from windows.base import WindowPolicy
+
+MIN_SECRET_LENGTH = 16
+
+
+def default_consumer_name() -> str:
+    # On Kubernetes the pod name is the hostname: a restarted pod keeps its pending entries.
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BIAS_AUDIT_", extra="ignore")
+
+    broker_url: str | None = Field(None, description="redis://... ; unset = embedded Redis in data_dir")
+    redis_url: str | None = Field(None, description="Redis for windows; defaults to the broker's Redis")
+    data_dir: Path = Path(".bias-audit")
+    consent_level: int = Field(1, ge=0, le=4)
+    hash_secret: SecretStr | None = None
+
+    window_sessions: int = Field(100, ge=1, le=1_000_000)
+    window_days: float = Field(30.0, gt=0)
+
+    input_topic: str = "council.sessions"
+    llm_topic: str = "llm.responses"
+    result_topic: str = "bias.audit.stream"
+    alerts_topic: str = "bias.audit.alerts"
+    deadletter_topic: str = "bias.audit.deadletter"
+    group: str = "bias-audit"
+    consumer_name: str = Field(default_factory=default_consumer_name)
+    key_prefix: str = "bias-audit"
+
+    batch_size: int = Field(100, ge=1, le=10_000)
+    poll_ms: int = Field(100, ge=1)
+    claim_idle_ms: int = Field(30_000, ge=100, description="pending this long -> another worker takes it")
+    reclaim_interval_s: float = Field(5.0, gt=0)
+    max_deliveries: int = Field(5, ge=1, description="then the entry is dead-lettered")
+    result_max_len: int = Field(1_000_000, ge=1000)
+    shutdown_grace_s: float = Field(20.0, gt=0)
+    retry_max_backoff_s: float = Field(10.0, gt=0)
+
+    max_event_bytes: int = 4 * 1024 * 1024
+    max_response_bytes: int = 256 * 1024
+    max_responses: int = 32
+    max_reviews: int = 64
+    max_members: int = 64
+
+    length_correlation_threshold: float = 0.3
+    calibration_threshold: float = Field(1.5, description="points on a 1-10 scale, scaled to others")
+    self_preference_threshold: float = 1.5
+    alpha: float = 0.05
+
+    log_level: str = "INFO"
+
+    @model_validator(mode="after")
+    def _research_needs_secret(self) -> Settings:
+        secret = self.hash_secret.get_secret_value() if self.hash_secret else ""
+        if self.consent_level >= 4 and not secret:
+            raise ValueError(
+                "consent level 4 (RESEARCH) hashes queries and needs BIAS_AUDIT_HASH_SECRET; "
+                "there is no built-in secret"
+            )
+        if secret and len(secret) < MIN_SECRET_LENGTH:
+            raise ValueError(f"BIAS_AUDIT_HASH_SECRET must be at least {MIN_SECRET_LENGTH} characters")
+        return self
+
+    @property
+    def secret_bytes(self) -> bytes | None:
+        return self.hash_secret.get_secret_value().encode() if self.hash_secret else None
+
+    @property
+    def limits(self) -> EventLimits:
+        return EventLimits(
+            max_event_bytes=self.max_event_bytes,
+            max_response_bytes=self.max_response_bytes,
+            max_responses=self.max_responses,
+            max_reviews=self.max_reviews,
+            max_members=self.max_members,
+        )
+
+    @property
+    def audit_config(self) -> AuditConfig:
+        return AuditConfig(
+            length_correlation_threshold=self.length_correlation_threshold,
+            alpha=self.alpha,
+            calibration_threshold=self.calibration_threshold,
+            self_preference_threshold=self.self_preference_threshold,
+        )
+
+    @property
+    def window_policy(self) -> WindowPolicy:
+        return WindowPolicy(max_sessions=self.window_sessions, max_days=self.window_days)
+
+    @property
+    def records_dir(self) -> Path:
+        return self.data_dir / "records"
