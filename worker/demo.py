@@ -20,6 +20,7 @@ from storage.jsonl_store import read_records
 from . import samples
 from .composition import redis_worker
 from .embedded_redis import EmbeddedRedis
+from .logging_setup import configure_logging
 from .settings import Settings
 
 ALPHA = 0.01  # the demo claims a finding only on strong evidence
@@ -53,6 +54,7 @@ async def _run_worker(settings: Settings, expected: int, console: Console) -> li
 
 
 def run_demo(sessions_file: Path | None = None) -> int:
+    configure_logging("WARNING")  # the tables are the output; logs only for trouble
     console = Console()
     path = sessions_file or samples.SAMPLE_FILE
     lines = [line for line in path.read_bytes().splitlines() if line.strip()]

@@ -1,0 +1,51 @@
+"""Build council session events for tests from small score tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def council_event(
+    scores: dict[str, dict[str, float]],
+    *,
+    words: dict[str, int] | None = None,
+    orders: dict[str, list[str]] | None = None,
+    shared_order: list[str] | None = None,
+    session_id: str = "s-1",
+    tenant_id: str = "acme",
+    timestamp: str = "2026-11-20T10:30:00Z",
+    extra_reviews: list[dict[str, Any]] | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """scores: reviewer -> {model: score}. orders: reviewer -> display order (per-reviewer
+    labels); shared_order: one order for everyone (session-level labels)."""
+    models = sorted({m for row in scores.values() for m in row} | set(words or {}))
+    words = words or {m: 10 for m in models}
+    responses = [{"model": m, "response": " ".join(["w"] * words[m])} for m in models]
+    session_labels: dict[str, Any] = {}
+    if shared_order or not orders:
+        order = shared_order or models
+        session_labels = {f"Response {chr(65 + i)}": {"model": m, "display_index": i} for i, m in enumerate(order)}
+    reviews = []
+    for reviewer, row in scores.items():
+        review: dict[str, Any] = {"reviewer": reviewer}
+        if orders and reviewer in orders:
+            labels = {f"Response {chr(65 + i)}": {"model": m, "display_index": i} for i, m in enumerate(orders[reviewer])}
+            review["label_to_model"] = labels
+        else:
+            labels = session_labels
+        by_model = {v["model"]: label for label, v in labels.items()}
+        review["scores"] = {by_model[m]: s for m, s in row.items()}
+        reviews.append(review)
+    reviews.extend(extra_reviews or [])
+    return {
+        "schema_version": "1.0",
+        "session_id": session_id,
+        "tenant_id": tenant_id,
+        "timestamp": timestamp,
+        "score_scale": "1-10",
+        "responses": responses,
+        "label_to_model": session_labels,
+        "reviews": reviews,
+        **fields,
+    }

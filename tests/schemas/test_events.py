@@ -1,0 +1,61 @@
+import pytest
+from pydantic import ValidationError
+
+from consumers.envelope import describe_validation_error
+from schemas.events import CouncilSessionEvent
+from schemas.limits import EventLimits
+from tests.builders import council_event
+
+VALID = council_event({"R1": {"M1": 8, "M2": 6}, "R2": {"M1": 7, "M2": 5}})
+
+
+def problem(event, limits=None) -> str:
+    with pytest.raises(ValidationError) as caught:
+        CouncilSessionEvent.model_validate(event, context={"limits": limits} if limits else None)
+    return describe_validation_error(caught.value)
+
+
+def with_changes(**changes):
+    return {**VALID, **changes}
+
+
+def test_valid_event_parses():
+    event = CouncilSessionEvent.model_validate(VALID)
+    assert event.session_id == "s-1" and len(event.reviews) == 2
+
+
+@pytest.mark.parametrize(
+    "event, reason",
+    [
+        (with_changes(timestamp="2026-11-20T10:30:00"), "timestamp: Input should have timezone info"),
+        ({k: v for k, v in VALID.items() if k != "session_id"}, "session_id: required field is missing"),
+        (with_changes(responses=VALID["responses"][:1]), "a council session needs at least 2 responses"),
+        (with_changes(score_scale="ten"), "score_scale 'ten' is not of the form 'min-max'"),
+        (with_changes(reviews=[{"reviewer": "R1", "scores": {"Response A": 11}}]), "outside score_scale 1-10"),
+        (with_changes(reviews=[{"reviewer": "R1", "scores": {"Response Z": 5}}]), "score for unknown label 'Response Z'"),
+        (with_changes(reviews=[{"reviewer": "R1", "scores": {"Response A": "NaN"}}]), "score nan for 'Response A' is outside"),
+        (with_changes(label_to_model={"Response A": "ghost", "Response B": "M2"}), "maps to 'ghost', which has no response"),
+        (with_changes(tenant_id="a b"), "tenant_id: String should match pattern"),
+        (with_changes(consent_level=7), "consent_level: Input should be less than or equal to 4"),
+    ],
+)
+def test_invalid_events_get_one_readable_reason(event, reason):
+    assert reason in problem(event)
+
+
+def test_nan_score_is_rejected_as_not_finite():
+    message = problem(with_changes(reviews=[{"reviewer": "R1", "scores": {"Response A": float("nan")}}]))
+    assert "outside score_scale" in message
+
+
+def test_size_limits_come_from_the_validation_context():
+    tight = EventLimits(max_response_bytes=8, max_reviews=1)
+    big = with_changes(responses=[{"model": "M1", "response": "x" * 9}, {"model": "M2", "response": "y"}])
+    assert "larger than the limit of 8 bytes" in problem(big, tight)
+    assert "2 reviews exceed the limit of 1" in problem(VALID, EventLimits(max_reviews=1))
+
+
+def test_query_is_never_serialized():
+    event = CouncilSessionEvent.model_validate(with_changes(query="my secret question"))
+    assert event.query == "my secret question"
+    assert "my secret question" not in event.model_dump_json()
