@@ -102,7 +102,7 @@ class CouncilSessionConsumer:
             return CouncilSessionEvent.model_validate_json(body, context={"limits": self.limits})
         except ValidationError as error:
             kind = error.errors(include_url=False)[0]["type"]
-            if kind in ("json_invalid", "json_type"):
+            if kind in ("json_invalid", "json_type", "model_type"):
                 raise InvalidEvent(self._json_problem(body), "invalid_json") from None
             self._reject_other_kinds(body)
             raise InvalidEvent(describe_validation_error(error), "invalid_event") from None

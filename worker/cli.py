@@ -242,3 +242,7 @@ def schemas(
 
 def main() -> None:  # pragma: no cover
     app()
+
+
+if __name__ == "__main__":  # python -m worker.cli
+    app()

@@ -1,0 +1,192 @@
+"""End to end on a real redis-server with real worker processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import redis
+
+from producers.redis_streams import wire_fields
+from storage.jsonl_store import read_records, unique_records
+from worker.samples import generate_sessions
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"
+
+
+def start_worker(url: str, data_dir: Path, name: str, **env) -> subprocess.Popen:
+    environment = {**os.environ, "BIAS_AUDIT_BROKER_URL": url, "BIAS_AUDIT_DATA_DIR": str(data_dir),
+                   "BIAS_AUDIT_CONSUMER_NAME": name, "BIAS_AUDIT_CLAIM_IDLE_MS": "1500",
+                   "BIAS_AUDIT_RECLAIM_INTERVAL_S": "0.5", "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+                   **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
+    log = open(data_dir / f"{name}.log", "ab")
+    return subprocess.Popen([sys.executable, "-m", "worker.cli", "worker"], env=environment, stdout=log, stderr=log)
+
+
+def publish(client: redis.Redis, documents) -> None:
+    pipe = client.pipeline(transaction=False)
+    for document in documents:
+        body = document if isinstance(document, bytes) else json.dumps(document).encode()
+        pipe.xadd(INPUT, wire_fields(body, event_type="council.session", tenant_id="demo", trace_id=None))
+    pipe.execute()
+
+
+def wait_for(predicate, timeout=60.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def results(client) -> list[dict]:
+    return [json.loads(fields[b"data"]) for _, fields in client.xrange(RESULTS)]
+
+
+def stop(*workers) -> None:
+    for worker in workers:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+    for worker in workers:
+        assert worker.wait(timeout=30) == 0
+
+
+def window_keys(client, tenant="demo"):
+    return client.zcard(f"bias-audit:{{{tenant}}}:order"), client.hgetall(f"bias-audit:{{{tenant}}}:sums")
+
+
+def test_duplicates_are_counted_once_and_two_workers_share_the_load(redis_url, tmp_path):
+    client = redis.Redis.from_url(redis_url)
+    sessions = generate_sessions(200, seed=11)
+    publish(client, sessions)  # before any worker exists: the group starts at the stream's start
+    publish(client, sessions)  # every session delivered twice
+    workers = [start_worker(redis_url, tmp_path, f"w{i}", batch_size=20) for i in (1, 2)]
+    try:
+        wait_for(lambda: client.xlen(RESULTS) >= 200, what="200 results")
+        wait_for(lambda: client.xpending(INPUT, "bias-audit")["pending"] == 0, what="all acked")
+        time.sleep(1.0)
+    finally:
+        stop(*workers)
+    got = results(client)
+    assert len(got) == 200 and len({r["audit_id"] for r in got}) == 200
+    records = list(read_records([tmp_path / "records"]))
+    keys = Counter((r["session_id"], r["reviewer_id"], r["model_id"]) for r in records)
+    assert len(keys) == 200 * 25 and max(keys.values()) == 1  # one record per scored pair, no repeats
+    assert sum(r["is_self_review"] for r in records) == 200 * 5
+    files = sorted((tmp_path / "records").glob("*.jsonl"))
+    assert len(files) == 2 and all(f.stat().st_size > 0 for f in files)  # both workers took a share
+    sessions_in_window, sums = window_keys(client)
+    assert sessions_in_window == 100  # min(200, N = 100)
+    assert int(sums[b"p:n"]) == 100 * 5
+    assert max(r["window"]["sessions"] for r in got) == 100
+
+
+def test_a_worker_killed_mid_stream_loses_nothing_and_counts_nothing_twice(redis_url, tmp_path):
+    client = redis.Redis.from_url(redis_url)
+    total = 1500
+    publish(client, generate_sessions(total, seed=12))
+    victim = start_worker(redis_url, tmp_path, "victim", batch_size=10, window_sessions=10000)
+    survivor = start_worker(redis_url, tmp_path, "survivor", batch_size=10, window_sessions=10000)
+    try:
+        wait_for(lambda: client.xlen(RESULTS) >= 200, what="work under way")
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=10)
+        wait_for(lambda: client.xlen(RESULTS) >= total, timeout=120, what="the survivor finishing")
+        wait_for(lambda: client.xpending(INPUT, "bias-audit")["pending"] == 0, what="all acked")
+        time.sleep(1.0)
+    finally:
+        stop(survivor)
+    got = results(client)
+    assert len(got) == total and len({r["audit_id"] for r in got}) == total
+    sessions_in_window, sums = window_keys(client)
+    assert sessions_in_window == total and int(sums[b"p:n"]) == total * 5
+    unique = list(unique_records(read_records([tmp_path / "records"])))
+    assert len(unique) == total * 25
+
+
+def test_malformed_events_go_to_the_dead_letter_stream_and_the_worker_lives(redis_url, tmp_path):
+    client = redis.Redis.from_url(redis_url)
+    good = generate_sessions(3, seed=13)
+    bad_documents = [
+        b"not json", b"\xff\xfe\xfd", b"[]", b"{}",
+        json.dumps({**good[0], "session_id": "x1", "timestamp": "2026-11-20T10:30:00"}).encode(),
+        json.dumps({**good[0], "session_id": "x2", "responses": good[0]["responses"][:1]}).encode(),
+        json.dumps({**good[0], "session_id": "x3", "score_scale": "1-3"}).encode(),
+        json.dumps({**good[0], "session_id": "x4", "tenant_id": "bad tenant"}).encode(),
+        json.dumps({"audit_id": "llm-1", "timestamp": "2026-11-20T10:30:00Z", "llm_response": "x"}).encode(),
+    ]
+    worker = start_worker(redis_url, tmp_path, "w1")
+    try:
+        publish(client, bad_documents)
+        client.xadd(INPUT, {"no_data_field": "1"})  # the tenth: an entry without `data`
+        publish(client, good)
+        wait_for(lambda: client.xlen(DEAD) >= 10 and client.xlen(RESULTS) >= 3, what="dead letters and results")
+        assert worker.poll() is None  # alive
+    finally:
+        stop(worker)
+    letters = [json.loads(fields[b"data"]) for _, fields in client.xrange(DEAD)]
+    assert len(letters) == 10
+    assert all(letter["error"] and "\n" not in letter["error"] for letter in letters)
+    assert len({letter["error"] for letter in letters}) >= 8  # different kinds, different reasons
+    assert all("sample private question" not in json.dumps(letter["payload"]) for letter in letters)
+    assert all("query" not in letter["payload"] for letter in letters if isinstance(letter["payload"], dict))
+    assert client.xlen(RESULTS) == 3
+
+
+def test_results_are_plain_json_with_trace_fields(redis_url, tmp_path):
+    client = redis.Redis.from_url(redis_url)
+    session = generate_sessions(1, seed=14)[0]
+    session["trace_id"] = "4bf92f3577b34da6a3ce929d0e0e4736"
+    publish(client, [session])
+    worker = start_worker(redis_url, tmp_path, "w1")
+    try:
+        wait_for(lambda: client.xlen(RESULTS) >= 1, what="a result")
+    finally:
+        stop(worker)
+    [(_, fields)] = client.xrange(RESULTS)
+    assert set(fields) == {b"data", b"event_type", b"tenant_id", b"trace_id", b"traceparent"}
+    document = json.loads(fields[b"data"].decode("utf-8"))
+    assert document["trace_id"] == fields[b"trace_id"].decode() == session["trace_id"]
+    assert fields[b"traceparent"].decode().split("-")[1] == session["trace_id"]
+    record = next(read_records([tmp_path / "records"]))
+    assert record["trace_id"] == session["trace_id"]
+
+
+def test_worker_windows_equal_the_in_process_audit(redis_url, tmp_path):
+    client = redis.Redis.from_url(redis_url)
+    sessions = generate_sessions(60, seed=15)
+    path = tmp_path / "sessions.jsonl"
+    path.write_text("".join(json.dumps(s) + "\n" for s in sessions))
+    publish(client, sessions)
+    worker = start_worker(redis_url, tmp_path, "w1", window_sessions=40)
+    try:
+        wait_for(lambda: client.xlen(RESULTS) >= 60, what="60 results")
+    finally:
+        stop(worker)
+    offline = subprocess.run([sys.executable, "-m", "worker.cli", "audit", str(path), "--window-sessions", "40"],
+                             capture_output=True, check=True, env={**os.environ, "BIAS_AUDIT_LOG_LEVEL": "WARNING"})
+    live = {r["audit_id"]: r for r in results(client)}
+    for line in offline.stdout.decode().splitlines():
+        expected = json.loads(line)
+        assert live[expected["audit_id"]]["window"] == expected["window"]
+        assert live[expected["audit_id"]]["audit"] == expected["audit"]
+
+
+def test_sigterm_drains_and_exits_cleanly(redis_url, tmp_path):
+    client = redis.Redis.from_url(redis_url)
+    publish(client, generate_sessions(300, seed=16))
+    worker = start_worker(redis_url, tmp_path, "w1", batch_size=50)
+    wait_for(lambda: client.xlen(RESULTS) >= 1, what="work under way")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+    info = client.xpending(INPUT, "bias-audit")
+    assert info["pending"] == 0  # nothing left half-done: what was read was finished and acked
