@@ -75,6 +75,7 @@ class RedisStreamsWorker:
         self.broker = RedisBroker(
             settings.broker_url,
             graceful_timeout=settings.shutdown_grace_s,
+            log_level=logging.DEBUG,  # its per-batch "Received/Processed" lines: debug only
             logger=logging.getLogger("faststream"),
         )
         subscriber = self.broker.subscriber(

@@ -1,0 +1,190 @@
+"""Benchmarks for issue 2. Prints tables; record the figures in bench/RESULTS.md.
+
+    python bench/run.py                 # all sections
+    python bench/run.py audit storage   # some
+
+audit      per-session audit of 5x5 sessions vs llm-council-core's run_bias_audit, side by side
+throughput one worker process, one local Redis, 5x5 sessions with ~1 KB answers
+latency    publish-to-result latency at a fixed 200 sessions/s (Redis server clock: entry ids)
+storage    stored bytes per 5x5 session, raw and gzip-compressed
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import redis  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from analysis.observations import session_scores  # noqa: E402
+from analysis.session_audit import audit_scores  # noqa: E402
+from producers.redis_streams import wire_fields  # noqa: E402
+from schemas.events import CouncilSessionEvent  # noqa: E402
+from worker.embedded_redis import EmbeddedRedis  # noqa: E402
+from worker.samples import generate_sessions  # noqa: E402
+
+console = Console()
+
+
+def kb_sessions(count: int, seed: int = 21) -> list[dict]:
+    """5x5 sessions with answers of about 1 KB (the samples' answers are 80-400 words)."""
+    sessions = generate_sessions(count, seed=seed)
+    for session in sessions:
+        for response in session["responses"]:
+            response["response"] = response["response"][:1024]
+    return sessions
+
+
+def bench_audit(rounds: int = 5) -> None:
+    from llm_council.bias_audit import derive_position_mapping, extract_scores_from_stage2, run_bias_audit
+
+    sessions = kb_sessions(500)
+    events = [CouncilSessionEvent.model_validate(s) for s in sessions]
+    # The reference takes one shared order; give it each session's first reviewer's labels.
+    reference_inputs = []
+    for s in sessions:
+        labels = s["reviews"][0]["label_to_model"]
+        stage2 = [{"model": r["reviewer"], "parsed_ranking": {"scores": r["scores"], "ranking": r["ranking"]}} for r in s["reviews"]]
+        reference_inputs.append((s["responses"], stage2, labels))
+
+    def ours() -> None:
+        for event in events:
+            audit_scores(session_scores(event))
+
+    def reference() -> None:
+        for responses, stage2, labels in reference_inputs:
+            run_bias_audit(responses, extract_scores_from_stage2(stage2, labels), derive_position_mapping(labels))
+
+    timings = {"bias-audit": [], "llm-council-core 0.53.0": []}
+    for _ in range(rounds):  # interleaved, one run, same sessions
+        for name, fn in (("bias-audit", ours), ("llm-council-core 0.53.0", reference)):
+            start = time.perf_counter()
+            fn()
+            timings[name].append((time.perf_counter() - start) / len(events) * 1e6)
+    table = Table(title=f"Per-session audit, 5 models x 5 reviewers, {len(events)} sessions x {rounds} rounds")
+    for column in ("implementation", "median us/session", "best us/session", "speed-up"):
+        table.add_column(column, justify="right")
+    ref = statistics.median(timings["llm-council-core 0.53.0"])
+    for name, values in timings.items():
+        table.add_row(name, f"{statistics.median(values):.1f}", f"{min(values):.1f}", f"{ref / statistics.median(values):.2f}x")
+    console.print(table)
+
+
+def _start_worker(url: str, data_dir: Path, name: str, **env) -> subprocess.Popen:
+    environment = {**os.environ, "BIAS_AUDIT_BROKER_URL": url, "BIAS_AUDIT_DATA_DIR": str(data_dir),
+                   "BIAS_AUDIT_CONSUMER_NAME": name, "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+                   **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
+    return subprocess.Popen([sys.executable, "-m", "worker.cli", "worker"], env=environment, cwd=ROOT)
+
+
+def _publish(client, bodies) -> None:
+    pipe = client.pipeline(transaction=False)
+    for body in bodies:
+        pipe.xadd("council.sessions", wire_fields(body, event_type="council.session", tenant_id="bench", trace_id=None))
+    pipe.execute()
+
+
+def _entry_ms(entry_id: bytes) -> int:
+    return int(entry_id.split(b"-")[0])
+
+
+def bench_throughput(count: int = 10_000) -> dict:
+    bodies = [json.dumps(s).encode() for s in kb_sessions(count)]
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server:
+        client = redis.Redis.from_url(server.url)
+        _publish(client, bodies)  # backlog first: measures the worker, not the publisher
+        worker = _start_worker(server.url, Path(tmp), "bench", batch_size=200)
+        while client.xlen("bias.audit.stream") == 0:
+            time.sleep(0.005)
+        started = time.perf_counter()
+        first = client.xlen("bias.audit.stream")
+        while client.xlen("bias.audit.stream") < count:
+            time.sleep(0.01)
+        elapsed = time.perf_counter() - started
+        worker.terminate()
+        worker.wait(timeout=30)
+        record_bytes = sum(p.stat().st_size for p in (Path(tmp) / "records").glob("*.jsonl"))
+    rate = (count - first) / elapsed
+    table = Table(title=f"Worker throughput: 1 process, local Redis, {count} 5x5 sessions (~1 KB answers)")
+    table.add_column("sessions/s", justify="right")
+    table.add_column("target", justify="right")
+    table.add_row(f"{rate:,.0f}", ">= 1,000")
+    console.print(table)
+    return {"record_bytes": record_bytes, "sessions": count}
+
+
+def bench_latency(rate: int = 200, seconds: int = 15) -> None:
+    bodies = [json.dumps(s).encode() for s in kb_sessions(rate * seconds, seed=22)]
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server:
+        client = redis.Redis.from_url(server.url)
+        worker = _start_worker(server.url, Path(tmp), "bench", batch_size=100, poll_ms=5)
+        client.xadd("warmup", {"x": 1})
+        time.sleep(2.0)
+        interval = 1.0 / rate
+        start = time.perf_counter()
+        for index, body in enumerate(bodies):  # paced: one session every 5 ms
+            delay = start + index * interval - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            _publish(client, [body])
+        while client.xlen("bias.audit.stream") < len(bodies):
+            time.sleep(0.01)
+        worker.terminate()
+        worker.wait(timeout=30)
+        sent = {}
+        for entry_id, fields in client.xrange("council.sessions"):
+            sent[json.loads(fields[b"data"])["session_id"]] = _entry_ms(entry_id)
+        latencies = sorted(
+            _entry_ms(entry_id) - sent[json.loads(fields[b"data"])["audit_id"]]
+            for entry_id, fields in client.xrange("bias.audit.stream")
+        )
+    p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
+    table = Table(title=f"Publish-to-result latency at {rate} sessions/s for {seconds} s (Redis clock, ms)")
+    for column in ("p50", "p90", "p99", "max", "target p99"):
+        table.add_column(column, justify="right")
+    table.add_row(str(p(0.5)), str(p(0.9)), str(p(0.99)), str(latencies[-1]), "< 50")
+    console.print(table)
+
+
+def bench_storage(sessions: int = 1000) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        import asyncio
+
+        from consumers.envelope import Delivery
+        from worker.composition import in_process_consumer, record_store
+        from worker.settings import Settings
+
+        settings = Settings(data_dir=Path(tmp), consumer_name="bench")
+        store = record_store(settings)
+        consumer = in_process_consumer(settings, store)
+        deliveries = [Delivery(str(i), json.dumps(s).encode(), "bench") for i, s in enumerate(kb_sessions(sessions))]
+        asyncio.run(consumer.process(deliveries))
+        store.close()
+        raw = store.path.read_bytes()
+    compressed = gzip.compress(raw, 6)
+    table = Table(title=f"Stored bytes per 5x5 session (25 records), {sessions} sessions")
+    for column in ("format", "bytes/session", "design target"):
+        table.add_column(column, justify="right")
+    table.add_row("JSONL (contract fields)", f"{len(raw) / sessions:,.0f}", "< 1,024")
+    table.add_row("JSONL, gzip -6", f"{len(compressed) / sessions:,.0f}", "< 1,024")
+    console.print(table)
+
+
+SECTIONS = {"audit": bench_audit, "throughput": bench_throughput, "latency": bench_latency, "storage": bench_storage}
+
+if __name__ == "__main__":
+    chosen = sys.argv[1:] or list(SECTIONS)
+    for name in chosen:
+        SECTIONS[name]()
