@@ -142,10 +142,10 @@ def publish(
 
     from producers.redis_streams import wire_fields
 
+    lines = _read_lines(file)
     settings = load_settings(broker_url=broker, data_dir=data_dir)
     url = resolve_broker(settings)
     check_redis_url(url)
-    lines = _read_lines(file)
     entries = []
     for number, line in lines:
         try:
@@ -182,8 +182,10 @@ def audit(
 
     Bad lines are reported on stderr with their line number; the exit code is then 2."""
     from .composition import in_process_consumer
+    from .logging_setup import configure_logging
 
     settings = load_settings(window_sessions=window_sessions, window_days=window_days)
+    configure_logging("ERROR")  # bad lines are reported below, one line each
     consumer = in_process_consumer(settings)
     lines = _read_lines(file)
     problems = 0

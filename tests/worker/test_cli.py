@@ -1,0 +1,48 @@
+import json
+
+from typer.testing import CliRunner
+
+from worker.cli import app
+from worker.samples import generate_sessions
+
+runner = CliRunner()
+
+
+def test_audit_prints_one_result_per_session_in_input_order():
+    sessions = generate_sessions(12, seed=31)
+    text = "".join(json.dumps(s) + "\n" for s in sessions)
+    result = runner.invoke(app, ["audit", "-"], input=text)
+    assert result.exit_code == 0
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["audit_id"] for r in lines] == [s["session_id"] for s in sessions]
+    assert lines[-1]["window"]["sessions"] == 12 and lines[-1]["window"]["confidence"] == "preliminary"
+    assert lines[0]["window"]["length_correlation"]["status"] == "collecting data"
+
+
+def test_audit_reports_bad_lines_and_exits_2_after_auditing_the_rest():
+    good = json.dumps(generate_sessions(1, seed=32)[0])
+    result = runner.invoke(app, ["audit", "-"], input=f"{good}\nnot json\n")
+    assert result.exit_code == 2
+    assert len(result.stdout.splitlines()) == 1
+    assert "line 2: message body is not valid JSON" in result.stderr
+
+
+def test_consent_4_without_secret_is_refused_with_a_reason(monkeypatch):
+    monkeypatch.setenv("BIAS_AUDIT_CONSENT_LEVEL", "4")
+    result = runner.invoke(app, ["audit", "-"], input="")
+    assert result.exit_code == 2 and "BIAS_AUDIT_HASH_SECRET" in result.stderr
+
+
+def test_publish_without_a_broker_says_how_to_get_one(tmp_path, monkeypatch):
+    monkeypatch.delenv("BIAS_AUDIT_BROKER_URL", raising=False)
+    events = tmp_path / "e.jsonl"
+    events.write_text("{}\n")
+    result = runner.invoke(app, ["publish", str(events), "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "no broker" in result.stderr
+
+
+def test_pubsub_broker_is_not_available_yet(tmp_path):
+    events = tmp_path / "e.jsonl"
+    events.write_text("{}\n")
+    result = runner.invoke(app, ["publish", str(events), "--broker", "pubsub://proj"])
+    assert result.exit_code == 2 and "Pub/Sub transport is not available" in result.stderr
