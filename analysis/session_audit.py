@@ -21,7 +21,7 @@ from .stats import (
     pearson,
     pearson_r,
     prediction_t,
-    t_tail_probabilities,
+    t_p_values,
     sample_std,
     sample_variance,
     spearman_rho,
@@ -78,7 +78,7 @@ def _loo_differences(
     return differences, (agreement_total / agreement_count if agreement_count else None)
 
 
-def _position_residuals(peer, n_positions_by_model) -> tuple[list[tuple[int, float]], dict[int, list[float]], int]:
+def _position_residuals(peer) -> tuple[list[tuple[int, float]], dict[int, list[float]], int]:
     """Within-model residuals by display position (only called when identifiable)."""
     totals: dict[str, list[float]] = {}
     for obs in peer:
@@ -135,19 +135,10 @@ def audit_scores(scores: SessionScores, config: AuditConfig = AuditConfig()) -> 
             self_samples[obs.reviewer] = (obs.score, others)
     self_threshold = config.scaled(config.self_preference_threshold, scores.scale_span)
 
-    # Both families of p-values in one vectorized call (science: exact t, never normal).
-    offset_tests = {r: one_sample_t(d) for r, d in differences.items()}
-    self_tests = {r: prediction_t(value, sample) for r, (value, sample) in self_samples.items()}
-    tests = [(k, t) for k, t in [*((("o", r), t) for r, t in offset_tests.items()),
-                                 *((("s", r), t) for r, t in self_tests.items())] if t is not None]
-    tails = t_tail_probabilities([t[0] for _, t in tests], [t[1] for _, t in tests])
-    offset_p: dict[str, float | None] = {r: None for r in offset_tests}
-    self_p: dict[str, float | None] = {r: None for r in self_tests}
-    for ((kind, reviewer), (_, t)), tail in zip(tests, tails):
-        if kind == "o":
-            offset_p[reviewer] = 2.0 * min(tail, 1.0 - tail)  # two-sided
-        else:
-            self_p[reviewer] = 1.0 - tail  # one-sided: the own answer scored higher
+    # Exact t tails (science: never the normal approximation), one vectorized call per family.
+    offset_p = dict(zip(differences, t_p_values([one_sample_t(d) for d in differences.values()], two_sided=True)))
+    self_p = dict(zip(self_samples, t_p_values([prediction_t(v, peers) for v, peers in self_samples.values()],
+                                               two_sided=False)))
 
     def significant(p: float | None) -> bool:
         return p is not None and p < config.alpha
@@ -161,7 +152,7 @@ def audit_scores(scores: SessionScores, config: AuditConfig = AuditConfig()) -> 
     effects: dict[int, float] = {}
     position_p = None
     if identifiable:
-        residuals, groups, n_models = _position_residuals(peer, positions_by_model)
+        residuals, groups, n_models = _position_residuals(peer)
         effects = {p: sum(v) / len(v) for p, v in sorted(groups.items())}
         position_p = one_way_anova_p(list(groups.values()), lost_df=max(n_models - 1, 0))
     position_variance = sample_variance(list(effects.values())) if len(effects) >= 2 else None

@@ -169,20 +169,22 @@ def prediction_t(value: float, sample: Sequence[float]) -> tuple[int, float] | N
     return (k - 1, (value - m) / (sd * math.sqrt(1.0 + 1.0 / k)))
 
 
+def t_p_values(tests: Sequence[tuple[int, float] | None], *, two_sided: bool) -> list[float | None]:
+    """Exact p for many (df, t) tests in one ufunc call; None stays None.
+    two_sided: P(|T| >= |t|); else the upper tail P(T >= t)."""
+    present = [test for test in tests if test is not None]
+    if not present:
+        return [None] * len(tests)
+    tails = iter(stdtr([df for df, _ in present], [-abs(t) if two_sided else -t for _, t in present]).tolist())
+    factor = 2.0 if two_sided else 1.0
+    return [None if test is None else factor * next(tails) for test in tests]
+
+
 def one_sample_t_p(values: Sequence[float]) -> float | None:
     """Two-sided p of H0: mean = 0 (exact t, df = n-1)."""
-    test = one_sample_t(values)
-    return None if test is None else float(2.0 * stdtr(test[0], -abs(test[1])))
+    return t_p_values([one_sample_t(values)], two_sided=True)[0]
 
 
 def prediction_p(value: float, sample: Sequence[float]) -> float | None:
     """One-sided p that `value` lies above the population `sample` came from."""
-    test = prediction_t(value, sample)
-    return None if test is None else float(stdtr(test[0], -test[1]))
-
-
-def t_tail_probabilities(dfs: Sequence[int], ts: Sequence[float]) -> list[float]:
-    """P(T_df <= t) for many (df, t) at once: one ufunc call instead of one per test."""
-    if not ts:
-        return []
-    return stdtr(dfs, ts).tolist()
+    return t_p_values([prediction_t(value, sample)], two_sided=False)[0]

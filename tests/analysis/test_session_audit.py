@@ -143,3 +143,19 @@ def test_legacy_labels_take_their_position_from_the_letter():
     event["reviews"][0]["scores"] = {"Response A": 6, "Response B": 8}
     scores = session_scores(CouncilSessionEvent.model_validate(event))
     assert {(o.model, o.position, o.score) for o in scores.observations} == {("M2", 0, 6.0), ("M1", 1, 8.0)}
+
+
+def test_self_preference_p_is_the_upper_prediction_tail():
+    # M1 gives itself 10; its peers give it 6, 7, 8 (mean 7, sd 1):
+    # t = (10 - 7) / (1 * sqrt(1 + 1/3)), df = 2, one-sided.
+    scores = {
+        "M1": {"M1": 10, "M2": 5, "M3": 5, "M4": 5},
+        "M2": {"M1": 6, "M2": 5, "M3": 5, "M4": 5},
+        "M3": {"M1": 7, "M2": 5, "M3": 5, "M4": 5},
+        "M4": {"M1": 8, "M2": 5, "M3": 5, "M4": 5},
+    }
+    got = audit(council_event(scores))
+    t = 3 / (1 * (1 + 1 / 3) ** 0.5)
+    assert got.self_preference["M1"] == pytest.approx(3.0)
+    assert got.self_preference_p_values["M1"] == pytest.approx(sps.t.sf(t, df=2), rel=1e-9)
+    assert sps.t.sf(t, df=2) > 0.05 and got.self_preferring_reviewers == []  # 3 points, but weak evidence
