@@ -15,7 +15,8 @@ class _TenantWindow:
     sums: dict[str, int] = field(default_factory=dict)
     contributions: dict[str, dict[str, int]] = field(default_factory=dict)
     order: list[tuple[int, bytes, str]] = field(default_factory=list)  # heap, as a zset orders
-    max_ts: int | None = None
+    max_ts: int | None = None  # newest event seen, counted or not (the days cutoff)
+    newest_in_order: int | None = None  # window end; only the oldest ever leaves, so it stays until empty
 
 
 class MemoryWindow:
@@ -26,6 +27,8 @@ class MemoryWindow:
 
     def _evict_oldest(self, tenant: _TenantWindow) -> None:
         _, _, session_id = heapq.heappop(tenant.order)
+        if not tenant.order:
+            tenant.newest_in_order = None
         for key, value in tenant.contributions.pop(session_id).items():
             remaining = tenant.sums[key] - value
             if remaining:
@@ -48,6 +51,8 @@ class MemoryWindow:
             cutoff = tenant.max_ts - self.policy.window_ms
             if item.counted and ts >= cutoff:
                 heapq.heappush(tenant.order, (ts, item.session_id.encode(), item.session_id))
+                if tenant.newest_in_order is None or ts > tenant.newest_in_order:
+                    tenant.newest_in_order = ts
                 tenant.contributions[item.session_id] = dict(item.contribution)
                 for key, value in item.contribution.items():
                     total = tenant.sums.get(key, 0) + value
@@ -63,14 +68,12 @@ class MemoryWindow:
 
     def summary(self, tenant_id: str):
         tenant = self._tenants.get(tenant_id) or _TenantWindow()
-        start = tenant.order[0][0] if tenant.order else None
-        end = max(t for t, _, _ in tenant.order) if tenant.order else None
         return summarize_window(
             tenant.sums,
             tenant_id=tenant_id,
             sessions=len(tenant.order),
-            window_start=iso_from_ms(start),
-            window_end=iso_from_ms(end),
+            window_start=iso_from_ms(tenant.order[0][0]) if tenant.order else None,
+            window_end=iso_from_ms(tenant.newest_in_order),
         )
 
     async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:

@@ -30,6 +30,9 @@ def random_items(seed=3, count=120):
                 f"r:rev{rng.randint(0, 3)}:n": 1, f"r:rev{rng.randint(0, 3)}:s": rng.randint(-FIXED, FIXED)}
         # out-of-order timestamps, two tenants, some exact duplicates (same owner) and copies
         items.append(item(f"s{i}", rng.randint(0, 60 * 24 * 40), tenant=rng.choice(["acme", "beta"]), **sums))
+        if rng.random() < 0.1:  # consent 0: remembered, moves the days cutoff, not counted
+            items[-1] = WindowItem(**{**{f: getattr(items[-1], f) for f in ("tenant_id", "session_id", "timestamp", "owner")},
+                                      "contribution": {}, "counted": False})
         if rng.random() < 0.15:
             items.append(items[-1])
         if rng.random() < 0.1:
