@@ -41,12 +41,6 @@ class Outcome:
     dead_letter: DeadLetter | None = None  # publish on bias.audit.deadletter
     duplicate: bool = False  # nothing to publish, only acknowledge
 
-    @property
-    def trace_id(self) -> str | None:
-        if self.result is not None:
-            return self.result.trace_id
-        return self.dead_letter.trace_id if self.dead_letter is not None else None
-
 
 @dataclass(slots=True)
 class _Prepared:
@@ -185,7 +179,7 @@ class CouncilSessionConsumer:
             try:
                 prepared.append((index, self._prepare(delivery)))
             except InvalidEvent as error:
-                outcomes[index].dead_letter = dead_letter(delivery, str(error), error.error_type, error.trace_id)
+                outcomes[index].dead_letter = dead_letter(delivery, str(error), error.error_type)
                 log.warning(
                     "dead-lettered",
                     extra={"trace_id": outcomes[index].dead_letter.trace_id, "reason": str(error),
@@ -209,6 +203,8 @@ class CouncilSessionConsumer:
             self._appended[delivery_id] = None
         while len(self._appended) > self._remember:
             self._appended.popitem(last=False)
+        if not log.isEnabledFor(logging.INFO):  # skip building per-session log records
+            return outcomes
         for outcome in outcomes:
             if outcome.result is not None:
                 log.info(

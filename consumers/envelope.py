@@ -37,10 +37,9 @@ class Delivery:
 class InvalidEvent(Exception):
     """The event can never be processed; the message is a sentence a person can act on."""
 
-    def __init__(self, message: str, error_type: str, trace_id: str | None = None) -> None:
+    def __init__(self, message: str, error_type: str) -> None:
         super().__init__(message)
         self.error_type = error_type
-        self.trace_id = trace_id
 
 
 def trace_id_from_traceparent(traceparent: str | None) -> str | None:
@@ -100,7 +99,8 @@ def scrub_payload(body: bytes) -> tuple[Any, str]:
     return document, "json"
 
 
-def dead_letter(delivery: Delivery, error: str, error_type: str, trace_id: str | None) -> DeadLetter:
+def dead_letter(delivery: Delivery, error: str, error_type: str) -> DeadLetter:
+    """The trace id is the transport's (field or traceparent): an unreadable event has none of its own."""
     payload, encoding = scrub_payload(delivery.body)
     return DeadLetter(
         source_topic=delivery.source_topic,
@@ -108,7 +108,7 @@ def dead_letter(delivery: Delivery, error: str, error_type: str, trace_id: str |
         error_type=error_type,
         received_at=delivery.received_at,
         delivery_attempts=delivery.delivery_attempts,
-        trace_id=trace_id or delivery.attributes.get("trace_id") or trace_id_from_traceparent(delivery.attributes.get("traceparent")),
+        trace_id=delivery.attributes.get("trace_id") or trace_id_from_traceparent(delivery.attributes.get("traceparent")),
         payload=payload,
         payload_encoding=encoding,
     )

@@ -242,9 +242,5 @@ def schemas(
         print(path)
 
 
-def main() -> None:  # pragma: no cover
-    app()
-
-
 if __name__ == "__main__":  # python -m worker.cli
     app()

@@ -77,35 +77,26 @@ def run_demo(sessions_file: Path | None = None) -> int:
     console.print(f"{len(results)} results on [bold]{settings.result_topic}[/bold] in {elapsed:.1f} s; "
                   f"{len(records)} records stored (raw queries: none)")
     profiles = {p.reviewer: p for p in reviewer_profiles(records)}
-    flagged = {kind: {} for kind in ("harsh", "generous", "self")}
-    for result in results:
-        audit = result["audit"]
-        for r in audit["harsh_reviewers"]:
-            flagged["harsh"][r] = flagged["harsh"].get(r, 0) + 1
-        for r in audit["self_preferring_reviewers"]:
-            flagged["self"][r] = flagged["self"].get(r, 0) + 1
-
+    # (reviewer, measure, profile field, its p field, large enough, per-session audit list or None)
     checks = [
-        (samples.HARSH, "harsh", "offset", lambda p: p.offset, lambda p: p.offset_p, lambda p: p.offset is not None and p.offset < -1.0),
-        (samples.LENGTH_LOVING, "length-loving", "length r", lambda p: p.length_correlation, lambda p: p.length_p,
-         lambda p: p.length_correlation is not None and p.length_correlation > 0.3),
-        (samples.PRIMACY, "primacy", "1st place", lambda p: p.primacy, lambda p: p.primacy_p,
-         lambda p: p.primacy is not None and p.primacy > 0.5),
-        (samples.SELF_PREFERRING, "self-preference", "own-peers", lambda p: p.self_preference, lambda p: p.self_preference_p,
-         lambda p: p.self_preference is not None and p.self_preference > 1.0),
+        (samples.HARSH, "offset", "offset", "offset_p", lambda v: v < -1.0, "harsh_reviewers"),
+        (samples.LENGTH_LOVING, "length r", "length_correlation", "length_p", lambda v: v > 0.3, None),
+        (samples.PRIMACY, "1st place", "primacy", "primacy_p", lambda v: v > 0.5, None),
+        (samples.SELF_PREFERRING, "own-peers", "self_preference", "self_preference_p", lambda v: v > 1.0,
+         "self_preferring_reviewers"),
     ]
     table = Table(title="Injected biases, and what the audit found", show_lines=False)
     for column in ("reviewer", "injected", "measure", "estimate", "p", "flagged", "found"):
         table.add_column(column)
     all_found = True
-    for reviewer, kind, measure, value, p_value, large in checks:
+    for reviewer, measure, field, p_field, large, audit_list in checks:
         profile = profiles.get(reviewer)
-        found = bool(profile and large(profile) and p_value(profile) is not None and p_value(profile) < ALPHA)
+        value = getattr(profile, field) if profile else None
+        p_value = getattr(profile, p_field) if profile else None
+        found = value is not None and p_value is not None and large(value) and p_value < ALPHA
         all_found &= found
-        per_session = {"harsh": flagged["harsh"].get(reviewer, 0), "self-preference": flagged["self"].get(reviewer, 0)}.get(kind)
-        table.add_row(reviewer, samples.INJECTED[reviewer], measure,
-                      _fmt(value(profile)) if profile else "-", _p(p_value(profile)) if profile else "-",
-                      "-" if per_session is None else f"{per_session}/{len(results)}",
+        flagged = "-" if audit_list is None else f"{sum(reviewer in r['audit'][audit_list] for r in results)}/{len(results)}"
+        table.add_row(reviewer, samples.INJECTED[reviewer], measure, _fmt(value), _p(p_value), flagged,
                       "[green]yes[/green]" if found else "[red]no[/red]")
     console.print(table)
 

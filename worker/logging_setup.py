@@ -9,6 +9,9 @@ from datetime import datetime, timezone
 import orjson
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+# FastStream adds its own coloured handler to the logger named "faststream"; ours goes through
+# the JSON root like every other line.
+FASTSTREAM_LOGGER = "bias_audit.faststream"
 
 
 class JsonFormatter(logging.Formatter):
@@ -33,5 +36,5 @@ def configure_logging(level: str = "INFO", stream=None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # FastStream logs every batch at INFO; ours already say what matters, per session.
-    logging.getLogger("faststream").setLevel(max(logging.WARNING, root.level))
+    # FastStream logs task housekeeping at INFO; ours already say what matters, per session.
+    logging.getLogger(FASTSTREAM_LOGGER).setLevel(max(logging.WARNING, root.level))

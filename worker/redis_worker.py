@@ -31,6 +31,8 @@ from consumers.council import CouncilSessionConsumer, Outcome
 from consumers.envelope import Delivery, dead_letter
 from producers.redis_streams import RedisStreamsOutbox
 
+from .logging_setup import FASTSTREAM_LOGGER
+
 log = logging.getLogger("bias_audit.worker")
 
 TRANSIENT = (RedisConnectionError, RedisTimeoutError, OSError, asyncio.TimeoutError)
@@ -76,7 +78,7 @@ class RedisStreamsWorker:
             settings.broker_url,
             graceful_timeout=settings.shutdown_grace_s,
             log_level=logging.DEBUG,  # its per-batch "Received/Processed" lines: debug only
-            logger=logging.getLogger("faststream"),
+            logger=logging.getLogger(FASTSTREAM_LOGGER),
         )
         subscriber = self.broker.subscriber(
             stream=StreamSub(
@@ -131,14 +133,12 @@ class RedisStreamsWorker:
             delivery,
             f"processing failed {delivery.delivery_attempts} times; see the worker log for the error",
             "processing_failed",
-            delivery.attributes.get("trace_id"),
         )
         with suppress(*TRANSIENT):
             await self.outbox.complete([Outcome(delivery, dead_letter=letter)], stream=self.stream, group=self.group)
 
-    async def reclaim_once(self) -> int:
+    async def reclaim_once(self) -> None:
         """Take over entries idle longer than claim_idle_ms (a dead or stuck worker's)."""
-        claimed_total = 0
         start = "0-0"
         while not self.stopping.is_set():
             reply = await self.client.xautoclaim(
@@ -159,9 +159,8 @@ class RedisStreamsWorker:
                 if live:
                     log.info("reclaimed pending entries", extra={"count": len(live)})
                     await self.handle(live)
-                claimed_total += len(entries)
             if start in (b"0-0", "0-0"):
-                return claimed_total
+                return
 
     async def _delivery_counts(self, ids) -> dict:
         pending = await self.client.xpending_range(
