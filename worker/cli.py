@@ -118,15 +118,31 @@ def setup(broker: BrokerOpt = None, data_dir: DataDirOpt = None) -> None:
         fail(f"cannot reach {url}: {error}", code=1)
 
 
-def _read_lines(source: str) -> list[tuple[int, bytes]]:
+def _iter_lines(source: str):
+    """(line number, bytes) of non-blank lines, streamed from a file or stdin."""
     if source == "-":
-        data = sys.stdin.buffer.read()
+        handle = sys.stdin.buffer
     else:
         path = Path(source)
         if not path.is_file():
             fail(f"{source}: no such file")
-        data = path.read_bytes()
-    return [(n, line) for n, line in enumerate(data.splitlines(), 1) if line.strip()]
+        handle = open(path, "rb")
+    with handle:
+        for number, line in enumerate(handle, 1):
+            line = line.rstrip(b"\r\n")
+            if line.strip():
+                yield number, line
+
+
+def _chunks(lines, size: int = 500):
+    chunk = []
+    for item in lines:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 @app.command()
@@ -142,7 +158,7 @@ def publish(
 
     from producers.redis_streams import wire_fields
 
-    lines = _read_lines(file)
+    lines = list(_iter_lines(file))  # all read and checked first: a bad line publishes nothing
     settings = load_settings(broker_url=broker, data_dir=data_dir)
     url = resolve_broker(settings)
     check_redis_url(url)
@@ -187,14 +203,12 @@ def audit(
     settings = load_settings(window_sessions=window_sessions, window_days=window_days)
     configure_logging("ERROR")  # bad lines are reported below, one line each
     consumer = in_process_consumer(settings)
-    lines = _read_lines(file)
     problems = 0
     out = sys.stdout
 
-    async def run() -> int:
+    async def run() -> None:
         nonlocal problems
-        for start in range(0, len(lines), 500):
-            chunk = lines[start:start + 500]
+        for chunk in _chunks(_iter_lines(file)):  # memory bounded by the chunk, not the file
             deliveries = [Delivery(delivery_id=f"line-{n}", body=line, source_topic=file) for n, line in chunk]
             for (number, _), outcome in zip(chunk, await consumer.process(deliveries)):
                 if outcome.result is not None:
@@ -204,7 +218,6 @@ def audit(
                     err.print(f"line {number}: {outcome.dead_letter.error}", highlight=False, markup=False)
                 else:
                     err.print(f"line {number}: duplicate session, counted once", highlight=False, markup=False)
-        return problems
 
     asyncio.run(run())
     out.flush()

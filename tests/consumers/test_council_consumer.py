@@ -77,6 +77,12 @@ def test_trace_id_from_event_then_attribute_then_traceparent_then_derived():
     ids = [o.result.trace_id for o in outcomes]
     assert ids[:3] == ["from-event", "attr", "4bf92f3577b34da6a3ce929d0e0e4736"]
     assert len(ids[3]) == 32 and int(ids[3], 16) >= 0
+    # Derived, not random: a redelivery to another worker carries the same trace id.
+    elsewhere = CouncilSessionConsumer(window=MemoryWindow(), store=None)
+    [again] = asyncio.run(elsewhere.process([deliver(event(session_id="d"), "4")]))
+    assert again.result.trace_id == ids[3]
+    [other] = asyncio.run(elsewhere.process([deliver(event(session_id="e"), "5")]))
+    assert other.result.trace_id != ids[3]
 
 
 def test_duplicates_publish_nothing_and_store_nothing(tmp_path):

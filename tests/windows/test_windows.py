@@ -1,6 +1,7 @@
 """The Redis window (Lua) and the in-process window give equal results, and are exact."""
 
 import asyncio
+import dataclasses
 import random
 from datetime import datetime, timedelta, timezone
 
@@ -31,8 +32,7 @@ def random_items(seed=3, count=120):
         # out-of-order timestamps, two tenants, some exact duplicates (same owner) and copies
         items.append(item(f"s{i}", rng.randint(0, 60 * 24 * 40), tenant=rng.choice(["acme", "beta"]), **sums))
         if rng.random() < 0.1:  # consent 0: remembered, moves the days cutoff, not counted
-            items[-1] = WindowItem(**{**{f: getattr(items[-1], f) for f in ("tenant_id", "session_id", "timestamp", "owner")},
-                                      "contribution": {}, "counted": False})
+            items[-1] = dataclasses.replace(items[-1], contribution={}, counted=False)
         if rng.random() < 0.15:
             items.append(items[-1])
         if rng.random() < 0.1:
