@@ -30,7 +30,9 @@ class MemoryWindow:
         if not tenant.order:
             tenant.newest_in_order = None
         for key, value in tenant.contributions.pop(session_id).items():
-            remaining = tenant.sums[key] - value
+            # .get: an earlier session may have cancelled the key to zero (and removed it),
+            # as HINCRBY on a missing field starts from 0.
+            remaining = tenant.sums.get(key, 0) - value
             if remaining:
                 tenant.sums[key] = remaining
             else:

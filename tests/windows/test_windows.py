@@ -81,6 +81,24 @@ def test_eviction_is_exact_down_to_zero():
     assert window._tenants["acme"].sums == {}
 
 
+def test_a_key_cancelled_to_zero_can_still_be_evicted():
+    # "b" cancels "a"'s residual sum to 0 (the key is dropped); evicting "a" must leave -(-5).
+    window = MemoryWindow(WindowPolicy(max_sessions=2, max_days=30))
+    window.add(item("a", 0, **{"o:3:s": 5}))
+    window.add(item("b", 1, **{"o:3:s": -5}))
+    window.add(item("c", 2))
+    assert window._tenants["acme"].sums == {"o:3:s": -5}
+
+
+@pytest.mark.redis
+def test_redis_window_evicts_a_key_cancelled_to_zero(redis_url):
+    items = [item("a", 0, **{"o:3:s": 5}), item("b", 1, **{"o:3:s": -5}), item("c", 2, **{"o:3:n": 1})]
+    policy = WindowPolicy(max_sessions=2, max_days=30)
+    in_memory = asyncio.run(MemoryWindow(policy).add_many(items))
+    in_redis = asyncio.run(run_redis(redis_url, items, policy))
+    assert [u.summary for u in in_redis] == [u.summary for u in in_memory]
+
+
 def test_duplicates_and_resumes():
     window = MemoryWindow()
     assert window.add(item("a", 0, owner="1-0")).status == "new"
