@@ -52,20 +52,22 @@ def build_records(
         "trace_id": trace_id,
         "consent_level": consent,
     }
+    per_model = [(c.model, c.chars, c.words) for c in (scores.candidates[m] for m in scores.models)]
+    reviewers = scores.reviewers
     records = []
-    for obs in scores.observations:
-        candidate = scores.candidates[obs.model]
+    for r, m, score, shown_at, own in scores.cell_tuples():
+        model, chars, words = per_model[int(m)]
         records.append(
             {
                 **common,
-                "reviewer_id": obs.reviewer,
-                "model_id": obs.model,
-                "position": obs.position,
-                "response_length_chars": candidate.chars,
-                "response_length_words": candidate.words,
-                "score_value": obs.score,
+                "reviewer_id": reviewers[int(r)],
+                "model_id": model,
+                "position": None if shown_at < 0 else int(shown_at),
+                "response_length_chars": chars,
+                "response_length_words": words,
+                "score_value": score,
                 "score_scale": event.score_scale,
-                "is_self_review": obs.is_self,
+                "is_self_review": own == 1.0,
                 "council_config_version": event.council_config_version,
                 "query_hash": hashed,
                 "query_metadata": metadata,

@@ -1,31 +1,29 @@
-"""Per-session bias audit (science.md, 'Per session').
+"""Per-session bias audit (science.md, 'Per session'), vectorized over a batch of sessions.
 
 Every metric excludes self-reviews; self-preference measures them separately. Reviewer offsets
 are leave-one-out, so they work from 2 reviewers up and are not fooled by one better candidate.
 A reviewer or self-preference flag needs both size (the threshold, in points) and evidence
 (p < alpha), so one session's noise is not called a bias. Position is only estimated when the
 same model was seen at different positions.
+
+Each metric is computed for every session of the batch at once on (session, reviewer, model)
+arrays (analysis.score_arrays); a masked-out cell never enters a sum. audit_scores(one) is a
+batch of one.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+from scipy.special import fdtrc, stdtr
+
 from schemas.results import SessionAudit
+from schemas.trusted import trusted
 
 from .observations import SessionScores
-from .stats import (
-    one_sample_t,
-    one_way_anova_p,
-    pearson,
-    pearson_r,
-    prediction_t,
-    t_p_values,
-    sample_std,
-    sample_variance,
-    spearman_rho,
-)
+from .score_arrays import score_arrays
 
 REFERENCE_SPAN = 9.0  # thresholds are stated in points of a 1-10 scale
 
@@ -43,147 +41,266 @@ class AuditConfig:
 
 @dataclass(frozen=True, slots=True)
 class SessionAnalysis:
-    """The audit plus intermediate values that windows and verdicts reuse."""
+    """The audit plus the session's scores, which the window contribution reuses."""
 
     audit: SessionAudit
-    offsets: dict[str, float]
-    peer_scores: dict[str, list[tuple[str, float]]]  # model -> [(reviewer, score)], self excluded
-    position_residuals: list[tuple[int, float]]  # (position, score - model mean) when identifiable
+    scores: SessionScores
 
+    @property
+    def offsets(self) -> dict[str, float]:
+        return self.audit.reviewer_offsets
 
-def _loo_differences(
-    by_reviewer: dict[str, dict[str, float]], peer_scores: dict[str, list[tuple[str, float]]]
-) -> tuple[dict[str, list[float]], float | None]:
-    """For each reviewer, score_i(c) - mean_{j != i} score_j(c) over the candidates it scored;
-    and agreement: the mean over reviewers of corr(score_i, rest-of-council mean), >= 3 candidates."""
-    totals = {m: (sum(s for _, s in got), len(got)) for m, got in peer_scores.items()}
-    differences: dict[str, list[float]] = {}
-    agreement_total, agreement_count = 0.0, 0
-    for reviewer, scored in by_reviewer.items():
-        diffs, own, rest = [], [], []
-        for model, score in scored.items():
-            total, count = totals[model]
-            if count > 1:
-                others = (total - score) / (count - 1)
-                diffs.append(score - others)
-                own.append(score)
-                rest.append(others)
-        if diffs:
-            differences[reviewer] = diffs
-        if len(own) >= 3:
-            r = pearson_r(own, rest)
-            if r is not None:
-                agreement_total += r
-                agreement_count += 1
-    return differences, (agreement_total / agreement_count if agreement_count else None)
+    @property
+    def peer_scores(self) -> dict[str, list[tuple[str, float]]]:
+        """model -> [(reviewer, score)], self-reviews excluded, in review order."""
+        reviewers, models = self.scores.reviewers, self.scores.models
+        received: dict[str, list[tuple[str, float]]] = {}
+        for r, m, score, _, own in self.scores.cell_tuples():
+            if not own:
+                received.setdefault(models[int(m)], []).append((reviewers[int(r)], score))
+        return received
 
-
-def _position_residuals(peer) -> tuple[list[tuple[int, float]], dict[int, list[float]], int]:
-    """Within-model residuals by display position (only called when identifiable)."""
-    totals: dict[str, list[float]] = {}
-    for obs in peer:
-        if obs.position is not None:
-            t = totals.setdefault(obs.model, [0.0, 0])
-            t[0] += obs.score
+    @property
+    def position_residuals(self) -> list[tuple[int, float]]:
+        """(display position, score - the model's mean) of every placed peer score; empty
+        unless position is identifiable."""
+        if not self.audit.position_identifiable:
+            return []
+        placed = [(int(m), int(p), s) for _, m, s, p, own in self.scores.cell_tuples() if not own and p >= 0]
+        totals: dict[int, list[float]] = {}
+        for model, _, score in placed:
+            t = totals.setdefault(model, [0.0, 0])
+            t[0] += score
             t[1] += 1
-    means = {m: t[0] / t[1] for m, t in totals.items()}
-    residuals = [(o.position, o.score - means[o.model]) for o in peer if o.position is not None]
-    groups: dict[int, list[float]] = defaultdict(list)
-    for position, residual in residuals:
-        groups[position].append(residual)
-    return residuals, groups, len(means)
+        return [(position, score - totals[model][0] / totals[model][1]) for model, position, score in placed]
+
+
+
+def _masked_pearson(x: np.ndarray, y: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pearson r along the last axis over masked cells; (r, defined): r is undefined below
+    2 points or without variance on either side."""
+    w = mask.astype(np.float64)
+    n = w.sum(-1)
+    safe_n = np.maximum(n, 1.0)
+    dx = (x - (x * w).sum(-1, keepdims=True) / safe_n[..., None]) * w
+    dy = (y - (y * w).sum(-1, keepdims=True) / safe_n[..., None]) * w
+    sxx, syy = (dx * dx).sum(-1), (dy * dy).sum(-1)
+    defined = (n >= 2) & (sxx > 1e-300) & (syy > 1e-300)
+    r = (dx * dy).sum(-1) / np.sqrt(np.where(defined, sxx * syy, 1.0))
+    return np.clip(r, -1.0, 1.0), defined
+
+
+def _average_ranks(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """1-based ranks among the masked cells of each row, ties sharing their average rank
+    (scipy.stats.rankdata 'average'): #smaller + (#equal + 1) / 2."""
+    w = mask[..., None, :]
+    smaller = ((x[..., None, :] < x[..., :, None]) & w).sum(-1)
+    equal = ((x[..., None, :] == x[..., :, None]) & w).sum(-1)
+    return smaller + (equal + 1) / 2.0
+
+
+def _upper_tail_tests(t: np.ndarray, df: np.ndarray, tested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Arguments for stdtr: -t where tested (df >= 1), else a placeholder that is discarded."""
+    return np.where(tested, -t, 0.0), np.where(tested, df, 1.0)
+
+
+def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfig()) -> list[SessionAnalysis]:
+    if not batch:
+        return []
+    a = score_arrays(batch)
+    S, peer, P = a.score, a.peer, a.position
+    B = S.shape[0]
+    pw = peer.astype(np.float64)
+    inf = np.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Peer scores each model received.
+        model_n = pw.sum(1)  # (B, M)
+        model_total = (S * pw).sum(1)
+        model_mean = model_total / np.maximum(model_n, 1.0)
+        scored = model_n > 0
+
+        # Length: each candidate's words against its mean score from the other reviewers.
+        length_n = scored.sum(1)
+        length_r, length_defined = _masked_pearson(a.words, model_mean, scored)
+        length_defined &= length_n >= 3
+        ranks_x, ranks_y = _average_ranks(a.words, scored), _average_ranks(model_mean, scored)
+        spearman, spearman_defined = _masked_pearson(ranks_x, ranks_y, scored)
+        spearman_defined &= length_n >= 3
+        length_df = length_n - 2.0
+        length_t = np.where(np.abs(length_r) >= 1.0, np.copysign(inf, length_r),
+                            length_r * np.sqrt(np.maximum(length_df, 0.0)) / np.sqrt(1.0 - length_r * length_r))
+
+        # Reviewers: mean and spread of the peer scores they gave.
+        reviewer_n = pw.sum(2)  # (B, R)
+        reviewer_mean = (S * pw).sum(2) / np.maximum(reviewer_n, 1.0)
+        spread = (S - reviewer_mean[..., None]) * pw
+        reviewer_std = np.where(reviewer_n >= 2,
+                                np.sqrt((spread * spread).sum(2) / np.maximum(reviewer_n - 1.0, 1.0)), 0.0)
+
+        # Leave-one-out: score_i(c) - mean_{j != i} score_j(c), where c has another peer score.
+        loo = peer & (model_n > 1)[:, None, :]
+        lw = loo.astype(np.float64)
+        others = (model_total[:, None, :] - S) / np.maximum(model_n - 1.0, 1.0)[:, None, :]
+        diff = (S - others) * lw
+        k = lw.sum(2)
+        offset = diff.sum(2) / np.maximum(k, 1.0)
+        centred = (diff - offset[..., None]) * lw
+        offset_sd = np.sqrt((centred * centred).sum(2) / np.maximum(k - 1.0, 1.0))
+        offset_t = np.where(offset_sd > 0.0, offset / (offset_sd / np.sqrt(k)),
+                            np.where(offset == 0.0, 0.0, np.copysign(inf, offset)))
+        offset_tested = k >= 2
+        # Agreement: corr(score_i, rest-of-council mean) per reviewer with >= 3 candidates.
+        agree_r, agree_defined = _masked_pearson(S, others, loo)
+        agree_defined &= k >= 3
+        agree_n = agree_defined.sum(1)
+        agreement = np.where(agree_defined, agree_r, 0.0).sum(1) / np.maximum(agree_n, 1)
+
+        # Self-preference: own score against the others' scores of the same response, as a
+        # new draw from their population (prediction t, df = k - 1).
+        own = a.own & scored[:, None, :]
+        model_dev = (S - model_mean[:, None, :]) * pw
+        model_sd = np.sqrt((model_dev * model_dev).sum(1) / np.maximum(model_n - 1.0, 1.0))  # (B, M)
+        self_diff = np.where(own, S - model_mean[:, None, :], 0.0)
+        scale = (model_sd * np.sqrt(1.0 + 1.0 / np.maximum(model_n, 1.0)))[:, None, :]
+        self_t_cells = np.where(scale > 0.0, self_diff / scale,
+                                np.where(self_diff == 0.0, 0.0, np.copysign(inf, self_diff)))
+        has_self = own.any(2)  # (B, R): a reviewer reviews at most its own one response
+        self_pref = self_diff.sum(2)
+        self_t = np.where(own, self_t_cells, 0.0).sum(2)
+        self_df = np.where(own, model_n[:, None, :], 0.0).sum(2) - 1.0
+        self_tested = has_self & (self_df >= 1)
+
+        # Exact t tails (science: never the normal approximation), in one ufunc call.
+        length_args = _upper_tail_tests(np.abs(length_t), length_df, length_defined)
+        offset_args = _upper_tail_tests(np.abs(offset_t), k - 1.0, offset_tested)
+        self_args = _upper_tail_tests(self_t, self_df, self_tested)
+        tails = stdtr(np.concatenate([length_args[1], offset_args[1].ravel(), self_args[1].ravel()]),
+                      np.concatenate([length_args[0], offset_args[0].ravel(), self_args[0].ravel()]))
+        length_p = 2.0 * tails[:B]
+        offset_p = 2.0 * tails[B : B + offset_t.size].reshape(offset_t.shape)
+        self_p = tails[B + offset_t.size :].reshape(self_t.shape)
+
+        # Position: within-model residuals grouped by display position, only where some model
+        # was shown at two different positions (otherwise position and quality are confounded).
+        placed = peer & (P >= 0)
+        plw = placed.astype(np.float64)
+        placed_n = plw.sum(1)
+        groups = max(int(P.max()) + 1, 1)
+        first = np.where(placed, P, groups).min(1)
+        last = np.where(placed, P, -1).max(1)
+        identifiable = ((placed_n > 0) & (last > first)).any(1)
+        residual = S - ((S * plw).sum(1) / np.maximum(placed_n, 1.0))[:, None, :]
+        session_of = np.broadcast_to(np.arange(B)[:, None, None], S.shape)[placed]
+        cell_group = session_of * groups + P[placed]
+        residuals = residual[placed]
+        group_n = np.bincount(cell_group, minlength=B * groups).reshape(B, groups)
+        group_mean = (np.bincount(cell_group, weights=residuals, minlength=B * groups).reshape(B, groups)
+                      / np.maximum(group_n, 1))
+        within = np.bincount(session_of, weights=(residuals - group_mean.ravel()[cell_group]) ** 2, minlength=B)
+        total_n = group_n.sum(1)
+        k_groups = (group_n > 0).sum(1)
+        grand = (group_mean * group_n).sum(1) / np.maximum(total_n, 1)
+        between = (group_n * (group_mean - grand[:, None]) ** 2).sum(1)
+        df_between = k_groups - 1
+        df_within = total_n - k_groups - np.maximum((placed_n > 0).sum(1) - 1, 0)
+        tested = identifiable & (df_between >= 1) & (df_within >= 1)
+        f = (between / np.maximum(df_between, 1)) / (within / np.maximum(df_within, 1))
+        position_p = np.where(within > 0.0, fdtrc(np.maximum(df_between, 1), np.maximum(df_within, 1), f),
+                              np.where(between > 0.0, 0.0, np.nan))
+        position_tested = tested & ~np.isnan(position_p)
+        shown = group_n > 0
+        effect_mean = (group_mean * shown).sum(1) / np.maximum(k_groups, 1)
+        effect_var = (((group_mean - effect_mean[:, None]) * shown) ** 2).sum(1) / np.maximum(k_groups - 1, 1)
+
+    threshold = config.scaled(config.calibration_threshold, a.span)
+    self_threshold = config.scaled(config.self_preference_threshold, a.span)
+    alpha = config.alpha
+    offset_significant = offset_tested & (offset_p < alpha)
+    harsh = offset_significant & (offset <= -threshold[:, None])
+    generous = offset_significant & (offset >= threshold[:, None])
+    self_preferring = self_tested & (self_p < alpha) & (self_pref >= self_threshold[:, None])
+    length_detected = length_defined & (np.abs(length_r) > config.length_correlation_threshold) & (length_p < alpha)
+    position_detected = position_tested & (position_p < alpha)
+    risk_factors = (length_detected.astype(int) + position_detected + harsh.any(1) + generous.any(1)
+                    + self_preferring.any(1))
+
+    # Back to per-session Python values: one tolist() per array, then dicts by reviewer name
+    # (zip stops at each session's own reviewers; rows are padded to the batch's widest).
+    reviewer_rows = zip(*(v.tolist() for v in (
+        reviewer_n > 0, reviewer_mean, reviewer_std, k > 0, offset, _or_none(offset_p, offset_tested),
+        harsh, generous, has_self, self_pref, _or_none(self_p, self_tested), self_preferring)))
+    session_rows = zip(*(v.tolist() for v in (
+        _or_none(length_r, length_defined), _or_none(length_p, length_defined), length_n, length_detected,
+        _or_none(spearman, spearman_defined), identifiable, _or_none(position_p, position_tested),
+        position_detected, _or_none(effect_var, identifiable & (k_groups >= 2)),
+        _or_none(agreement, agree_n > 0), threshold, risk_factors,
+        (reviewer_n > 0).sum(1), (k > 0).sum(1), harsh.any(1) | generous.any(1), has_self.any(1))))
+    effects: list[dict[str, float]] = [{} for _ in range(B)]
+    shown &= identifiable[:, None]
+    for b, g, value in zip(*np.nonzero(shown), group_mean[shown].tolist()):
+        effects[b][str(g)] = value
+
+    analyses = []
+    for scores, names, session_effects, (
+        has_r, mean_r, std_r, has_o, o, o_p, is_harsh, is_generous, has_s, sp, sp_p, prefers,
+    ), (
+        length_r_b, length_p_b, length_n_b, length_detected_b, spearman_b, identifiable_b, position_p_b,
+        position_detected_b, effect_var_b, agreement_b, threshold_b, risk, n_scoring, n_offsets, any_flag,
+        any_self,
+    ) in zip(batch, a.reviewers, effects, reviewer_rows, session_rows):
+        if n_scoring == len(names):
+            means, stds = dict(zip(names, mean_r)), dict(zip(names, std_r))
+        else:
+            means = {name: v for name, v, h in zip(names, mean_r, has_r) if h}
+            stds = {name: v for name, v, h in zip(names, std_r, has_r) if h}
+        if n_offsets == len(names):
+            offsets, offset_ps = dict(zip(names, o)), dict(zip(names, o_p))
+        else:
+            offsets = {name: v for name, v, h in zip(names, o, has_o) if h}
+            offset_ps = {name: v for name, v, h in zip(names, o_p, has_o) if h}
+        harsh_names = sorted(name for name, h in zip(names, is_harsh) if h) if any_flag else []
+        generous_names = sorted(name for name, g in zip(names, is_generous) if g) if any_flag else []
+        if any_self:
+            self_prefs = {name: v for name, v, h in zip(names, sp, has_s) if h}
+            self_ps = {name: v for name, v, h in zip(names, sp_p, has_s) if h}
+            self_names = sorted(name for name, f in zip(names, prefers) if f)
+        else:
+            self_prefs, self_ps, self_names = {}, {}, []
+        audit = trusted(SessionAudit, {
+            "length_score_correlation": length_r_b,
+            "length_score_p_value": length_p_b,
+            "length_score_spearman": spearman_b,
+            "length_score_sample_size": length_n_b,
+            "length_bias_detected": length_detected_b,
+            "position_identifiable": identifiable_b,
+            "position_score_variance": effect_var_b,
+            "position_effects": session_effects,
+            "position_p_value": position_p_b,
+            "position_bias_detected": position_detected_b,
+            "reviewer_mean_scores": means,
+            "reviewer_score_std": stds,
+            "reviewer_offsets": offsets,
+            "reviewer_offset_p_values": offset_ps,
+            "harsh_reviewers": harsh_names,
+            "generous_reviewers": generous_names,
+            "self_preference": self_prefs,
+            "self_preference_p_values": self_ps,
+            "self_preferring_reviewers": self_names,
+            "reviewer_agreement": agreement_b,
+            "calibration_threshold": threshold_b,
+            "overall_bias_risk": "low" if risk == 0 else "medium" if risk <= 2 else "high",
+        })
+        analyses.append(SessionAnalysis(audit, scores))
+    return analyses
+
+
+def _or_none(values: np.ndarray, defined: np.ndarray) -> np.ndarray:
+    """An object array whose tolist() gives the float where defined, else None."""
+    out = values.astype(object)
+    out[~defined] = None
+    return out
 
 
 def audit_scores(scores: SessionScores, config: AuditConfig = AuditConfig()) -> SessionAnalysis:
-    peer_scores: dict[str, list[tuple[str, float]]] = {}
-    by_reviewer: dict[str, dict[str, float]] = {}
-    positions_by_model: dict[str, set[int]] = {}
-    peer = []
-    for obs in scores.observations:
-        if obs.is_self:
-            continue
-        peer.append(obs)
-        peer_scores.setdefault(obs.model, []).append((obs.reviewer, obs.score))
-        by_reviewer.setdefault(obs.reviewer, {})[obs.model] = obs.score
-        if obs.position is not None:
-            positions_by_model.setdefault(obs.model, set()).add(obs.position)
-
-    # Length: each candidate's words against its mean score from the other reviewers.
-    lengths, means = [], []
-    for model, candidate in scores.candidates.items():
-        received = peer_scores.get(model)
-        if received:
-            lengths.append(float(candidate.words))
-            means.append(sum(s for _, s in received) / len(received))
-    length = pearson(lengths, means)
-    length_detected = (
-        length.p_value is not None
-        and abs(length.r) > config.length_correlation_threshold
-        and length.p_value < config.alpha
-    )
-
-    differences, agreement = _loo_differences(by_reviewer, peer_scores)
-    offsets = {r: sum(d) / len(d) for r, d in differences.items()}
-    threshold = config.scaled(config.calibration_threshold, scores.scale_span)
-
-    self_pref: dict[str, float] = {}
-    self_samples: dict[str, tuple[float, list[float]]] = {}
-    for obs in scores.observations:
-        if obs.is_self and obs.model in peer_scores:
-            others = [s for _, s in peer_scores[obs.model]]
-            self_pref[obs.reviewer] = obs.score - sum(others) / len(others)
-            self_samples[obs.reviewer] = (obs.score, others)
-    self_threshold = config.scaled(config.self_preference_threshold, scores.scale_span)
-
-    # Exact t tails (science: never the normal approximation), one vectorized call per family.
-    offset_p = dict(zip(differences, t_p_values([one_sample_t(d) for d in differences.values()], two_sided=True)))
-    self_p = dict(zip(self_samples, t_p_values([prediction_t(v, peers) for v, peers in self_samples.values()],
-                                               two_sided=False)))
-
-    def significant(p: float | None) -> bool:
-        return p is not None and p < config.alpha
-
-    harsh = sorted(r for r, o in offsets.items() if o <= -threshold and significant(offset_p[r]))
-    generous = sorted(r for r, o in offsets.items() if o >= threshold and significant(offset_p[r]))
-    self_preferring = sorted(r for r, d in self_pref.items() if d >= self_threshold and significant(self_p[r]))
-
-    identifiable = any(len(p) > 1 for p in positions_by_model.values())
-    residuals: list[tuple[int, float]] = []
-    effects: dict[int, float] = {}
-    position_p = None
-    if identifiable:
-        residuals, groups, n_models = _position_residuals(peer)
-        effects = {p: sum(v) / len(v) for p, v in sorted(groups.items())}
-        position_p = one_way_anova_p(list(groups.values()), lost_df=max(n_models - 1, 0))
-    position_variance = sample_variance(list(effects.values())) if len(effects) >= 2 else None
-    position_detected = significant(position_p)
-
-    risk_factors = length_detected + position_detected + bool(harsh) + bool(generous) + bool(self_preferring)
-    risk = "low" if risk_factors == 0 else "medium" if risk_factors <= 2 else "high"
-
-    # model_construct: every value is computed here, with the types the model declares.
-    audit = SessionAudit.model_construct(
-        length_score_correlation=length.r,
-        length_score_p_value=length.p_value,
-        length_score_spearman=spearman_rho(lengths, means),
-        length_score_sample_size=length.n,
-        length_bias_detected=length_detected,
-        position_identifiable=identifiable,
-        position_score_variance=position_variance,
-        position_effects={str(p): e for p, e in effects.items()},
-        position_p_value=position_p,
-        position_bias_detected=position_detected,
-        reviewer_mean_scores={r: sum(s.values()) / len(s) for r, s in by_reviewer.items()},
-        reviewer_score_std={r: sample_std(list(s.values())) for r, s in by_reviewer.items()},
-        reviewer_offsets=offsets,
-        reviewer_offset_p_values=offset_p,
-        harsh_reviewers=harsh,
-        generous_reviewers=generous,
-        self_preference=self_pref,
-        self_preference_p_values=self_p,
-        self_preferring_reviewers=self_preferring,
-        reviewer_agreement=agreement,
-        calibration_threshold=threshold,
-        overall_bias_risk=risk,
-    )
-    return SessionAnalysis(audit, offsets, peer_scores, residuals)
+    """The audit of one session (a batch of one)."""
+    return audit_batch([scores], config)[0]

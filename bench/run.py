@@ -29,11 +29,15 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from analysis.observations import session_scores  # noqa: E402
-from analysis.session_audit import audit_scores  # noqa: E402
+from analysis.session_audit import audit_batch, audit_scores  # noqa: E402
 from producers.redis_streams import wire_fields  # noqa: E402
 from schemas.events import CouncilSessionEvent  # noqa: E402
 from worker.embedded_redis import EmbeddedRedis  # noqa: E402
+from worker.gc_tuning import tune_gc  # noqa: E402
 from worker.samples import generate_sessions  # noqa: E402
+from worker.settings import Settings  # noqa: E402
+
+BATCH = Settings.model_fields["batch_size"].default  # as the worker audits
 
 console = Console()
 
@@ -48,6 +52,7 @@ def kb_sessions(count: int, seed: int = 21) -> list[dict]:
 
 
 def bench_audit(rounds: int = 5) -> None:
+    """Both implementations run in this process with the worker's GC settings (worker.gc_tuning)."""
     from llm_council.bias_audit import derive_position_mapping, extract_scores_from_stage2, run_bias_audit
 
     sessions = kb_sessions(500)
@@ -59,7 +64,11 @@ def bench_audit(rounds: int = 5) -> None:
         stage2 = [{"model": r["reviewer"], "parsed_ranking": {"scores": r["scores"], "ranking": r["ranking"]}} for r in s["reviews"]]
         reference_inputs.append((s["responses"], stage2, labels))
 
-    def ours() -> None:
+    def ours() -> None:  # as the worker does: a batch of deliveries at a time
+        for start in range(0, len(events), BATCH):
+            audit_batch([session_scores(event) for event in events[start : start + BATCH]])
+
+    def ours_one_at_a_time() -> None:
         for event in events:
             audit_scores(session_scores(event))
 
@@ -67,9 +76,12 @@ def bench_audit(rounds: int = 5) -> None:
         for responses, stage2, labels in reference_inputs:
             run_bias_audit(responses, extract_scores_from_stage2(stage2, labels), derive_position_mapping(labels))
 
-    timings = {"bias-audit": [], "llm-council-core 0.53.0": []}
+    ours_name = f"bias-audit, batches of {BATCH}"
+    tune_gc()
+    timings = {ours_name: [], "bias-audit, one session at a time": [], "llm-council-core 0.53.0": []}
     for _ in range(rounds):  # interleaved, one run, same sessions
-        for name, fn in (("bias-audit", ours), ("llm-council-core 0.53.0", reference)):
+        for name, fn in ((ours_name, ours), ("bias-audit, one session at a time", ours_one_at_a_time),
+                         ("llm-council-core 0.53.0", reference)):
             start = time.perf_counter()
             fn()
             timings[name].append((time.perf_counter() - start) / len(events) * 1e6)

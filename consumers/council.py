@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from analysis.observations import session_scores
 from analysis.records import build_records, effective_consent
-from analysis.session_audit import AuditConfig, audit_scores
+from analysis.session_audit import AuditConfig, audit_batch
 from analysis.verdict import session_verdict
 from analysis.window import session_contribution
 from schemas.events import CouncilSessionEvent, LLMResponseEvent
@@ -130,11 +130,8 @@ class CouncilSessionConsumer:
                 "wrong_topic",
             )
 
-    def _prepare(self, delivery: Delivery) -> _Prepared:
-        event = self.parse(delivery)
+    def _prepare(self, delivery: Delivery, event: CouncilSessionEvent, scores, analysis) -> _Prepared:
         trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.session_id)
-        scores = session_scores(event)
-        analysis = audit_scores(scores, self.audit_config)
         requested = event.consent_level if event.consent_level is not None else self.default_consent
         consent = effective_consent(requested, self.hash_secret)
         records = build_records(event, scores, trace_id=trace_id, consent=consent, secret=self.hash_secret)
@@ -174,10 +171,10 @@ class CouncilSessionConsumer:
         """Outcomes in delivery order. Raises only on transient failures (window store or
         disk); then nothing was acknowledged and the whole batch may be retried."""
         outcomes: list[Outcome] = [Outcome(d) for d in deliveries]
-        prepared: list[tuple[int, _Prepared]] = []
+        parsed: list[tuple[int, CouncilSessionEvent]] = []
         for index, delivery in enumerate(deliveries):
             try:
-                prepared.append((index, self._prepare(delivery)))
+                parsed.append((index, self.parse(delivery)))
             except InvalidEvent as error:
                 outcomes[index].dead_letter = dead_letter(delivery, str(error), error.error_type)
                 log.warning(
@@ -185,6 +182,12 @@ class CouncilSessionConsumer:
                     extra={"trace_id": outcomes[index].dead_letter.trace_id, "reason": str(error),
                            "error_type": error.error_type, "delivery_id": delivery.delivery_id},
                 )
+        scores = [session_scores(event) for _, event in parsed]
+        analyses = audit_batch(scores, self.audit_config)  # vectorized over the batch
+        prepared = [
+            (index, self._prepare(deliveries[index], event, session, analysis))
+            for (index, event), session, analysis in zip(parsed, scores, analyses)
+        ]
         updates = await self.window.add_many([p.item for _, p in prepared])
         to_append: list[dict[str, Any]] = []
         appended_now: list[str] = []

@@ -152,6 +152,7 @@ class CouncilSessionEvent(_Strictish):
             raise ValueError("responses name the same model twice")
         known = set(models)
         low, high = parse_score_scale(self.score_scale)
+        scored: dict[tuple[str, str], str] = {}  # one score per (reviewer, model): one record each
         for index, review in enumerate(self.reviews):
             labels = review.label_to_model if review.label_to_model is not None else self.label_to_model
             where = f"review {index} ({review.reviewer})"
@@ -161,6 +162,14 @@ class CouncilSessionEvent(_Strictish):
             for label, score in (review.scores or {}).items():
                 if label not in labels:
                     raise ValueError(f"{where}: score for unknown label {label!r}")
+                if not review.abstained:
+                    pair = (review.reviewer, labels[label].model)
+                    if pair in scored:
+                        raise ValueError(
+                            f"{where}: scores {pair[1]!r} again (label {label!r}; already scored via "
+                            f"{scored[pair]!r}); a reviewer scores each response once"
+                        )
+                    scored[pair] = label
                 if not math.isfinite(score) or not low <= score <= high:
                     raise ValueError(f"{where}: score {score!r} for {label!r} is outside score_scale {self.score_scale}")
             for label in review.ranking or []:

@@ -85,8 +85,15 @@ def worker(
         settings = settings.model_copy(update={"broker_url": embedded.url})
         err.print(f"embedded Redis at {embedded.url} (data in {settings.data_dir / 'redis'})")
     check_redis_url(settings.broker_url)
+    from .gc_tuning import tune_gc
+
+    async def serve() -> None:
+        service = redis_worker(settings)
+        tune_gc()  # after imports and wiring: the startup heap leaves every collection
+        await service.run()
+
     try:
-        asyncio.run(redis_worker(settings).run())
+        asyncio.run(serve())
     finally:
         if embedded:
             embedded.stop()

@@ -37,6 +37,12 @@ def test_valid_event_parses():
         (with_changes(label_to_model={"Response A": "ghost", "Response B": "M2"}), "maps to 'ghost', which has no response"),
         (with_changes(tenant_id="a b"), "tenant_id: String should match pattern"),
         (with_changes(consent_level=7), "consent_level: Input should be less than or equal to 4"),
+        (with_changes(reviews=[{"reviewer": "R1", "scores": {"Response A": 5}},
+                               {"reviewer": "R1", "scores": {"Response A": 6}}]),
+         "review 1 (R1): scores 'M1' again (label 'Response A'; already scored via 'Response A')"),
+        (with_changes(reviews=[{"reviewer": "R1", "label_to_model": {"Response A": "M1", "Response B": "M1"},
+                                "scores": {"Response A": 5, "Response B": 6}}]),
+         "review 0 (R1): scores 'M1' again (label 'Response B'"),
     ],
 )
 def test_invalid_events_get_one_readable_reason(event, reason):

@@ -1,0 +1,197 @@
+"""The vectorized batch audit against independent computations (numpy/scipy, one session at a
+time), and independent of which other sessions share its batch."""
+
+import math
+import random
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from analysis.observations import session_scores
+from analysis.session_audit import audit_batch, audit_scores
+from schemas.events import CouncilSessionEvent
+from tests.builders import council_event
+
+MODELS = ["M1", "M2", "M3", "M4", "M5", "M6"]
+
+
+def random_session(rng: random.Random, index: int) -> CouncilSessionEvent:
+    k = rng.randint(2, 6)
+    models = MODELS[:k]
+    reviewers = models[: rng.randint(1, k)] + (["outsider"] if rng.random() < 0.3 else [])
+    grid = rng.choice([[5.0, 6.0, 7.0], [float(v) for v in range(1, 11)], [7.0], [1.0, 10.0]])
+    scores = {r: {m: rng.choice(grid) for m in models if rng.random() < 0.85} for r in reviewers}
+    scores = {r: row for r, row in scores.items() if row} or {"outsider": {m: 5.0 for m in models}}
+    words = {m: rng.choice([10, 10, 50, rng.randint(1, 500)]) for m in models}
+    if rng.random() < 0.5:
+        event = council_event(scores, words=words, orders={r: rng.sample(models, k) for r in scores},
+                              session_id=f"s{index}")
+    else:
+        event = council_event(scores, words=words, shared_order=rng.sample(models, k), session_id=f"s{index}")
+    return CouncilSessionEvent.model_validate(event)
+
+
+_RNG = random.Random(11)
+SESSIONS = [session_scores(random_session(_RNG, i)) for i in range(400)]
+
+
+def close(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+def test_a_session_gets_the_same_audit_whatever_shares_its_batch():
+    together = audit_batch(SESSIONS)
+    alone = [audit_scores(s) for s in SESSIONS[:150]]
+    reversed_batch = audit_batch(SESSIONS[:150][::-1])[::-1]
+    for a, b, c in zip(together, alone, reversed_batch):
+        assert close(a.audit.model_dump(), b.audit.model_dump())
+        assert close(a.audit.model_dump(), c.audit.model_dump())
+
+
+def peer_table(scores):
+    """reviewer -> {model: score} without self-reviews, from the named observations."""
+    table = {}
+    for o in scores.observations:
+        if not o.is_self:
+            table.setdefault(o.reviewer, {})[o.model] = o.score
+    return table
+
+
+def test_length_correlation_and_spearman_match_scipy():
+    checked = 0
+    for scores, analysis in zip(SESSIONS, audit_batch(SESSIONS)):
+        table = peer_table(scores)
+        received = {m: [row[m] for row in table.values() if m in row] for m in scores.models}
+        points = [(scores.candidates[m].words, np.mean(v)) for m, v in received.items() if v]
+        x, y = np.array([p[0] for p in points], float), np.array([p[1] for p in points])
+        audit = analysis.audit
+        assert audit.length_score_sample_size == len(points)
+        if len(points) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
+            r, p = sps.pearsonr(x, y)
+            assert audit.length_score_correlation == pytest.approx(r, abs=1e-9)
+            assert audit.length_score_p_value == pytest.approx(p, abs=1e-7)  # r near +-1: p near 0
+            rho = sps.spearmanr(x, y).statistic
+            if not math.isnan(rho):
+                assert audit.length_score_spearman == pytest.approx(rho, abs=1e-9)
+            checked += 1
+        else:
+            assert audit.length_score_correlation is None and audit.length_score_p_value is None
+    assert checked > 50
+
+
+def test_leave_one_out_offsets_and_their_t_tests_match_a_direct_computation():
+    checked = 0
+    for scores, analysis in zip(SESSIONS, audit_batch(SESSIONS)):
+        table = peer_table(scores)
+        audit = analysis.audit
+        for reviewer, row in table.items():
+            diffs = []
+            for model, score in row.items():
+                others = [r[model] for name, r in table.items() if name != reviewer and model in r]
+                if others:
+                    diffs.append(score - np.mean(others))
+            if not diffs:
+                assert reviewer not in audit.reviewer_offsets
+                continue
+            assert audit.reviewer_offsets[reviewer] == pytest.approx(np.mean(diffs), abs=1e-9)
+            assert audit.reviewer_mean_scores[reviewer] == pytest.approx(np.mean(list(row.values())), abs=1e-9)
+            p = audit.reviewer_offset_p_values[reviewer]
+            if len(diffs) < 2:
+                assert p is None
+            elif np.std(diffs) > 1e-9:
+                assert p == pytest.approx(sps.ttest_1samp(diffs, 0.0).pvalue, abs=1e-9)
+                checked += 1
+    assert checked > 100
+
+
+def test_self_preference_matches_the_prediction_t_test():
+    checked = 0
+    for scores, analysis in zip(SESSIONS, audit_batch(SESSIONS)):
+        table = peer_table(scores)
+        audit = analysis.audit
+        for o in scores.observations:
+            if not o.is_self:
+                continue
+            others = [row[o.model] for row in table.values() if o.model in row]
+            if not others:
+                assert o.reviewer not in audit.self_preference
+                continue
+            assert audit.self_preference[o.reviewer] == pytest.approx(o.score - np.mean(others), abs=1e-9)
+            if len(others) >= 2 and np.std(others) > 0:
+                t = (o.score - np.mean(others)) / (np.std(others, ddof=1) * math.sqrt(1 + 1 / len(others)))
+                assert audit.self_preference_p_values[o.reviewer] == pytest.approx(
+                    sps.t.sf(t, len(others) - 1), abs=1e-9)
+                checked += 1
+    assert checked > 50
+
+
+def test_agreement_is_the_mean_item_rest_correlation():
+    checked = 0
+    for scores, analysis in zip(SESSIONS, audit_batch(SESSIONS)):
+        table = peer_table(scores)
+        correlations = []
+        for reviewer, row in table.items():
+            pairs = []
+            for model, score in row.items():
+                others = [r[model] for name, r in table.items() if name != reviewer and model in r]
+                if others:
+                    pairs.append((score, np.mean(others)))
+            if len(pairs) >= 3:
+                a, b = np.array(pairs).T
+                if np.ptp(a) > 0 and np.ptp(b) > 1e-12:
+                    correlations.append(np.corrcoef(a, b)[0, 1])
+        if correlations:
+            assert analysis.audit.reviewer_agreement == pytest.approx(np.mean(correlations), abs=1e-9)
+            checked += 1
+        else:
+            assert analysis.audit.reviewer_agreement is None
+    assert checked > 50
+
+
+def test_the_corpus_is_varied():
+    assert {len(s.models) for s in SESSIONS} == {2, 3, 4, 5, 6}
+    assert len({len(s.reviewers) for s in SESSIONS}) >= 5
+
+
+def test_an_empty_batch_audits_nothing():
+    assert audit_batch([]) == []
+
+
+def test_position_effects_and_f_test_match_a_direct_computation():
+    """Within-model residuals grouped by display position; F test with the model means' degrees
+    of freedom removed from the within-group df (science.md)."""
+    checked = 0
+    for scores, analysis in zip(SESSIONS, audit_batch(SESSIONS)):
+        audit = analysis.audit
+        placed = [o for o in scores.observations if not o.is_self and o.position is not None]
+        positions_by_model = {}
+        for o in placed:
+            positions_by_model.setdefault(o.model, set()).add(o.position)
+        identifiable = any(len(p) > 1 for p in positions_by_model.values())
+        assert audit.position_identifiable is identifiable
+        if not identifiable:
+            assert audit.position_effects == {} and audit.position_p_value is None
+            continue
+        model_mean = {m: np.mean([o.score for o in placed if o.model == m]) for m in positions_by_model}
+        groups = {}
+        for o in placed:
+            groups.setdefault(o.position, []).append(o.score - model_mean[o.model])
+        effects = {str(p): np.mean(v) for p, v in sorted(groups.items())}
+        assert audit.position_effects == pytest.approx(effects, abs=1e-9)
+        if len(groups) >= 2:
+            assert audit.position_score_variance == pytest.approx(np.var(list(effects.values()), ddof=1), abs=1e-9)
+        values = np.concatenate([np.array(v) for v in groups.values()])
+        between = sum(len(v) * (np.mean(v) - values.mean()) ** 2 for v in groups.values())
+        within = sum(((np.array(v) - np.mean(v)) ** 2).sum() for v in groups.values())
+        df_between = len(groups) - 1
+        df_within = len(values) - len(groups) - (len(positions_by_model) - 1)
+        if df_between >= 1 and df_within >= 1 and within > 1e-9:
+            expected = sps.f.sf((between / df_between) / (within / df_within), df_between, df_within)
+            assert audit.position_p_value == pytest.approx(expected, abs=1e-9)
+            checked += 1
+    assert checked > 50
