@@ -62,14 +62,27 @@ def peer_table(scores):
     return table
 
 
+def audited():
+    """(scores, peer table, audit) for every session of the corpus, audited as one batch."""
+    return [(s, peer_table(s), a.audit) for s, a in zip(SESSIONS, audit_batch(SESSIONS))]
+
+
+def own_and_rest(table, reviewer):
+    """(reviewer's score, mean of the other reviewers' scores) per model others scored too."""
+    pairs = []
+    for model, score in table[reviewer].items():
+        others = [r[model] for name, r in table.items() if name != reviewer and model in r]
+        if others:
+            pairs.append((score, np.mean(others)))
+    return pairs
+
+
 def test_length_correlation_and_spearman_match_scipy():
     checked = 0
-    for scores, analysis in zip(SESSIONS, audit_batch(SESSIONS)):
-        table = peer_table(scores)
+    for scores, table, audit in audited():
         received = {m: [row[m] for row in table.values() if m in row] for m in scores.models}
         points = [(scores.candidates[m].words, np.mean(v)) for m, v in received.items() if v]
         x, y = np.array([p[0] for p in points], float), np.array([p[1] for p in points])
-        audit = analysis.audit
         assert audit.length_score_sample_size == len(points)
         if len(points) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
             r, p = sps.pearsonr(x, y)
@@ -86,15 +99,9 @@ def test_length_correlation_and_spearman_match_scipy():
 
 def test_leave_one_out_offsets_and_their_t_tests_match_a_direct_computation():
     checked = 0
-    for scores, analysis in zip(SESSIONS, audit_batch(SESSIONS)):
-        table = peer_table(scores)
-        audit = analysis.audit
+    for scores, table, audit in audited():
         for reviewer, row in table.items():
-            diffs = []
-            for model, score in row.items():
-                others = [r[model] for name, r in table.items() if name != reviewer and model in r]
-                if others:
-                    diffs.append(score - np.mean(others))
+            diffs = [own - rest for own, rest in own_and_rest(table, reviewer)]
             if not diffs:
                 assert reviewer not in audit.reviewer_offsets
                 continue
@@ -111,9 +118,7 @@ def test_leave_one_out_offsets_and_their_t_tests_match_a_direct_computation():
 
 def test_self_preference_matches_the_prediction_t_test():
     checked = 0
-    for scores, analysis in zip(SESSIONS, audit_batch(SESSIONS)):
-        table = peer_table(scores)
-        audit = analysis.audit
+    for scores, table, audit in audited():
         for o in scores.observations:
             if not o.is_self:
                 continue
@@ -132,24 +137,19 @@ def test_self_preference_matches_the_prediction_t_test():
 
 def test_agreement_is_the_mean_item_rest_correlation():
     checked = 0
-    for scores, analysis in zip(SESSIONS, audit_batch(SESSIONS)):
-        table = peer_table(scores)
+    for _, table, audit in audited():
         correlations = []
-        for reviewer, row in table.items():
-            pairs = []
-            for model, score in row.items():
-                others = [r[model] for name, r in table.items() if name != reviewer and model in r]
-                if others:
-                    pairs.append((score, np.mean(others)))
+        for reviewer in table:
+            pairs = own_and_rest(table, reviewer)
             if len(pairs) >= 3:
                 a, b = np.array(pairs).T
                 if np.ptp(a) > 0 and np.ptp(b) > 1e-12:
                     correlations.append(np.corrcoef(a, b)[0, 1])
         if correlations:
-            assert analysis.audit.reviewer_agreement == pytest.approx(np.mean(correlations), abs=1e-9)
+            assert audit.reviewer_agreement == pytest.approx(np.mean(correlations), abs=1e-9)
             checked += 1
         else:
-            assert analysis.audit.reviewer_agreement is None
+            assert audit.reviewer_agreement is None
     assert checked > 50
 
 
@@ -166,8 +166,7 @@ def test_position_effects_and_f_test_match_a_direct_computation():
     """Within-model residuals grouped by display position; F test with the model means' degrees
     of freedom removed from the within-group df (science.md)."""
     checked = 0
-    for scores, analysis in zip(SESSIONS, audit_batch(SESSIONS)):
-        audit = analysis.audit
+    for scores, _, audit in audited():
         placed = [o for o in scores.observations if not o.is_self and o.position is not None]
         positions_by_model = {}
         for o in placed:
