@@ -74,6 +74,9 @@ class RedisStreamsWorker:
         self.group = settings.group
         self.stopping = asyncio.Event()
         self.processed = 0
+        # Entries this process is handling (or retrying): the reclaimer must not start a second
+        # handling of them, or a session would get two results.
+        self.in_flight: set[str] = set()
         self.broker = RedisBroker(
             settings.broker_url,
             graceful_timeout=settings.shutdown_grace_s,
@@ -104,6 +107,20 @@ class RedisStreamsWorker:
 
     async def handle(self, deliveries: list[Delivery]) -> None:
         """Process and complete a batch; on return every entry is acked or left pending."""
+        ids = [d.delivery_id for d in deliveries]
+        self.in_flight.update(ids)
+        try:
+            await self._handle(deliveries)
+        finally:
+            self.in_flight.difference_update(ids)
+
+    async def _keep_claimed(self, deliveries: list[Delivery]) -> None:
+        """Reset the entries' idle time while retrying, so other workers' reclaimers leave them."""
+        with suppress(*TRANSIENT):
+            await self.client.xclaim(self.stream, self.group, self.settings.consumer_name, 0,
+                                     [d.delivery_id for d in deliveries], justid=True)
+
+    async def _handle(self, deliveries: list[Delivery]) -> None:
         backoff = 0.05
         while True:
             try:
@@ -115,6 +132,7 @@ class RedisStreamsWorker:
                 log.warning("transient failure, retrying", extra={"error": repr(error), "backoff_s": backoff})
                 if self.stopping.is_set():
                     return  # left pending: another worker (or this one, restarted) takes it
+                await self._keep_claimed(deliveries)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.settings.retry_max_backoff_s)
             except Exception:
@@ -123,7 +141,7 @@ class RedisStreamsWorker:
                     await self._give_up_or_leave(deliveries[0])
                     return
                 for delivery in deliveries:
-                    await self.handle([delivery])
+                    await self._handle([delivery])
                 return
 
     async def _give_up_or_leave(self, delivery: Delivery) -> None:
@@ -152,7 +170,7 @@ class RedisStreamsWorker:
                     delivery_from_entry(self.stream, entry_id, fields, attempts.get(entry_id, 1))
                     for entry_id, fields in entries
                 ]
-                live = [d for d in deliveries if d.body or d.attributes]
+                live = [d for d in deliveries if (d.body or d.attributes) and d.delivery_id not in self.in_flight]
                 gone = [d for d in deliveries if not (d.body or d.attributes)]
                 if gone:  # trimmed from the stream while pending: nothing left to process
                     await self.client.xack(self.stream, self.group, *[d.delivery_id for d in gone])

@@ -190,3 +190,37 @@ def test_sigterm_drains_and_exits_cleanly(redis_url, tmp_path):
     assert worker.wait(timeout=30) == 0
     info = client.xpending(INPUT, "bias-audit")
     assert info["pending"] == 0  # nothing left half-done: what was read was finished and acked
+
+
+def test_window_redis_outage_is_retried_and_nothing_is_acked_early(redis_url, tmp_path):
+    """The windows live on a second redis-server that goes away mid-stream (AOF keeps its data):
+    the worker keeps the batch pending while it retries, then finishes every session exactly once."""
+    from worker.embedded_redis import EmbeddedRedis
+
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    window_server = EmbeddedRedis(tmp_path / "window-redis", persist=True).start()
+    worker = start_worker(redis_url, tmp_path, "w1", redis_url=window_server.url, batch_size=20,
+                          retry_max_backoff_s=0.5)
+    try:
+        sessions = generate_sessions(120, seed=31)
+        publish(client, sessions[:40])
+        wait_for(lambda: client.xlen(RESULTS) == 40, what="first 40 results")
+        window_server.stop()  # the window store is unreachable
+        publish(client, sessions[40:])
+        time.sleep(3.0)  # several retries with backoff
+        assert client.xlen(RESULTS) == 40  # nothing completed while the window was down
+        pending = client.xpending(INPUT, "bias-audit")["pending"]
+        assert pending > 0  # read, not acknowledged
+        assert worker.poll() is None  # alive, retrying
+        window_server.start()  # back, same port, same data
+        wait_for(lambda: client.xlen(RESULTS) == 120, what="all 120 results after the outage")
+        wait_for(lambda: client.xpending(INPUT, "bias-audit")["pending"] == 0, what="everything acknowledged")
+        assert len({r["audit_id"] for r in results(client)}) == 120
+        assert results(client)[-1]["window"]["sessions"] == 100  # min(120, N): no session counted twice
+        records = list(read_records(sorted((tmp_path / "records").glob("*.jsonl"))))
+        assert len({r["session_id"] for r in records}) == 120
+        assert len(records) == len(list(unique_records(records)))  # no record appended twice
+    finally:
+        stop(worker)
+        window_server.stop()
