@@ -41,14 +41,13 @@ class AuditConfig:
 
 @dataclass(frozen=True, slots=True)
 class SessionAnalysis:
-    """The audit plus the session's scores, which the window contribution reuses."""
+    """The audit plus what the window contribution reuses."""
 
     audit: SessionAudit
     scores: SessionScores
-
-    @property
-    def offsets(self) -> dict[str, float]:
-        return self.audit.reviewer_offsets
+    # (display position, score - the model's mean) of every placed peer score, from the batch
+    # arrays; empty unless position is identifiable.
+    position_residuals: list[tuple[int, float]]
 
     @property
     def peer_scores(self) -> dict[str, list[tuple[str, float]]]:
@@ -59,21 +58,6 @@ class SessionAnalysis:
             if not own:
                 received.setdefault(models[int(m)], []).append((reviewers[int(r)], score))
         return received
-
-    @property
-    def position_residuals(self) -> list[tuple[int, float]]:
-        """(display position, score - the model's mean) of every placed peer score; empty
-        unless position is identifiable."""
-        if not self.audit.position_identifiable:
-            return []
-        placed = [(int(m), int(p), s) for _, m, s, p, own in self.scores.cell_tuples() if not own and p >= 0]
-        totals: dict[int, list[float]] = {}
-        for model, _, score in placed:
-            t = totals.setdefault(model, [0.0, 0])
-            t[0] += score
-            t[1] += 1
-        return [(position, score - totals[model][0] / totals[model][1]) for model, position, score in placed]
-
 
 
 def _masked_pearson(x: np.ndarray, y: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -102,6 +86,60 @@ def _average_ranks(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
 def _upper_tail_tests(t: np.ndarray, df: np.ndarray, tested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Arguments for stdtr: -t where tested (df >= 1), else a placeholder that is discarded."""
     return np.where(tested, -t, 0.0), np.where(tested, df, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class _PositionTests:
+    identifiable: np.ndarray  # (B,) some model was shown at two different positions
+    group_n: np.ndarray  # (B, G) placed peer scores per display position
+    group_mean: np.ndarray  # (B, G) mean within-model residual per display position
+    k_groups: np.ndarray  # (B,) positions with scores
+    p_value: np.ndarray  # (B,) F test p (nan where ss_within = ss_between = 0)
+    tested: np.ndarray  # (B,) the F test is defined
+    effect_var: np.ndarray  # (B,) sample variance of the position effects
+    residuals: list[list[tuple[int, float]]]  # per session: (position, residual), if identifiable
+
+
+def _position_tests(S: np.ndarray, peer: np.ndarray, P: np.ndarray) -> _PositionTests:
+    """Within-model residuals grouped by display position, only where some model was shown at
+    two different positions (otherwise position and quality are confounded); the F test has
+    the model means' degrees of freedom removed from the within-group df."""
+    B = S.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        placed = peer & (P >= 0)
+        plw = placed.astype(np.float64)
+        placed_n = plw.sum(1)
+        groups = max(int(P.max()) + 1, 1)
+        first = np.where(placed, P, groups).min(1)
+        last = np.where(placed, P, -1).max(1)
+        identifiable = ((placed_n > 0) & (last > first)).any(1)
+        residual = S - ((S * plw).sum(1) / np.maximum(placed_n, 1.0))[:, None, :]
+        session_of = np.broadcast_to(np.arange(B)[:, None, None], S.shape)[placed]  # sorted by session
+        cell_position = P[placed]
+        cell_group = session_of * groups + cell_position
+        residuals = residual[placed]
+        group_n = np.bincount(cell_group, minlength=B * groups).reshape(B, groups)
+        group_mean = (np.bincount(cell_group, weights=residuals, minlength=B * groups).reshape(B, groups)
+                      / np.maximum(group_n, 1))
+        within = np.bincount(session_of, weights=(residuals - group_mean.ravel()[cell_group]) ** 2, minlength=B)
+        total_n = group_n.sum(1)
+        k_groups = (group_n > 0).sum(1)
+        grand = (group_mean * group_n).sum(1) / np.maximum(total_n, 1)
+        between = (group_n * (group_mean - grand[:, None]) ** 2).sum(1)
+        df_between = k_groups - 1
+        df_within = total_n - k_groups - np.maximum((placed_n > 0).sum(1) - 1, 0)
+        f = (between / np.maximum(df_between, 1)) / (within / np.maximum(df_within, 1))
+        p_value = np.where(within > 0.0, fdtrc(np.maximum(df_between, 1), np.maximum(df_within, 1), f),
+                           np.where(between > 0.0, 0.0, np.nan))
+        tested = identifiable & (df_between >= 1) & (df_within >= 1) & ~np.isnan(p_value)
+        shown = group_n > 0
+        effect_mean = (group_mean * shown).sum(1) / np.maximum(k_groups, 1)
+        effect_var = (((group_mean - effect_mean[:, None]) * shown) ** 2).sum(1) / np.maximum(k_groups - 1, 1)
+    ends = np.cumsum(np.bincount(session_of, minlength=B)).tolist()
+    pairs = list(zip(cell_position.tolist(), residuals.tolist()))
+    per_session = [pairs[start:end] if ok else [] for start, end, ok in
+                   zip([0, *ends[:-1]], ends, identifiable.tolist())]
+    return _PositionTests(identifiable, group_n, group_mean, k_groups, p_value, tested, effect_var, per_session)
 
 
 def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfig()) -> list[SessionAnalysis]:
@@ -180,37 +218,10 @@ def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfi
         offset_p = 2.0 * tails[B : B + offset_t.size].reshape(offset_t.shape)
         self_p = tails[B + offset_t.size :].reshape(self_t.shape)
 
-        # Position: within-model residuals grouped by display position, only where some model
-        # was shown at two different positions (otherwise position and quality are confounded).
-        placed = peer & (P >= 0)
-        plw = placed.astype(np.float64)
-        placed_n = plw.sum(1)
-        groups = max(int(P.max()) + 1, 1)
-        first = np.where(placed, P, groups).min(1)
-        last = np.where(placed, P, -1).max(1)
-        identifiable = ((placed_n > 0) & (last > first)).any(1)
-        residual = S - ((S * plw).sum(1) / np.maximum(placed_n, 1.0))[:, None, :]
-        session_of = np.broadcast_to(np.arange(B)[:, None, None], S.shape)[placed]
-        cell_group = session_of * groups + P[placed]
-        residuals = residual[placed]
-        group_n = np.bincount(cell_group, minlength=B * groups).reshape(B, groups)
-        group_mean = (np.bincount(cell_group, weights=residuals, minlength=B * groups).reshape(B, groups)
-                      / np.maximum(group_n, 1))
-        within = np.bincount(session_of, weights=(residuals - group_mean.ravel()[cell_group]) ** 2, minlength=B)
-        total_n = group_n.sum(1)
-        k_groups = (group_n > 0).sum(1)
-        grand = (group_mean * group_n).sum(1) / np.maximum(total_n, 1)
-        between = (group_n * (group_mean - grand[:, None]) ** 2).sum(1)
-        df_between = k_groups - 1
-        df_within = total_n - k_groups - np.maximum((placed_n > 0).sum(1) - 1, 0)
-        tested = identifiable & (df_between >= 1) & (df_within >= 1)
-        f = (between / np.maximum(df_between, 1)) / (within / np.maximum(df_within, 1))
-        position_p = np.where(within > 0.0, fdtrc(np.maximum(df_between, 1), np.maximum(df_within, 1), f),
-                              np.where(between > 0.0, 0.0, np.nan))
-        position_tested = tested & ~np.isnan(position_p)
-        shown = group_n > 0
-        effect_mean = (group_mean * shown).sum(1) / np.maximum(k_groups, 1)
-        effect_var = (((group_mean - effect_mean[:, None]) * shown) ** 2).sum(1) / np.maximum(k_groups - 1, 1)
+    position = _position_tests(S, peer, P)
+    identifiable, k_groups, shown, group_mean = (
+        position.identifiable, position.k_groups, position.group_n > 0, position.group_mean)
+    position_p, position_tested, effect_var = position.p_value, position.tested, position.effect_var
 
     threshold = config.scaled(config.calibration_threshold, a.span)
     self_threshold = config.scaled(config.self_preference_threshold, a.span)
@@ -248,6 +259,7 @@ def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfi
         position_detected_b, effect_var_b, agreement_b, threshold_b, risk, n_scoring, n_offsets, any_flag,
         any_self,
     ) in zip(batch, a.reviewers, effects, reviewer_rows, session_rows):
+        # dict(zip()) when every reviewer has the value (the usual case), else filter by the mask
         if n_scoring == len(names):
             means, stds = dict(zip(names, mean_r)), dict(zip(names, std_r))
         else:
@@ -290,7 +302,7 @@ def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfi
             "calibration_threshold": threshold_b,
             "overall_bias_risk": "low" if risk == 0 else "medium" if risk <= 2 else "high",
         })
-        analyses.append(SessionAnalysis(audit, scores))
+        analyses.append(SessionAnalysis(audit, scores, position.residuals[len(analyses)]))
     return analyses
 
 

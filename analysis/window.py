@@ -47,7 +47,7 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> di
     unit = FIXED / span
     sums: dict[str, int] = {}
     get = sums.get
-    offsets = analysis.offsets
+    offsets = analysis.audit.reviewer_offsets
     n = sx = sy = sxx = syy = sxy = 0
     for model, received in analysis.peer_scores.items():
         # Offset-adjusted mean peer score: a harsh reviewer's absence does not lift a candidate.

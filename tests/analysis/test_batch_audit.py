@@ -166,7 +166,8 @@ def test_position_effects_and_f_test_match_a_direct_computation():
     """Within-model residuals grouped by display position; F test with the model means' degrees
     of freedom removed from the within-group df (science.md)."""
     checked = 0
-    for scores, _, audit in audited():
+    for scores, analysis in zip(SESSIONS, audit_batch(SESSIONS)):
+        audit = analysis.audit
         placed = [o for o in scores.observations if not o.is_self and o.position is not None]
         positions_by_model = {}
         for o in placed:
@@ -175,11 +176,16 @@ def test_position_effects_and_f_test_match_a_direct_computation():
         assert audit.position_identifiable is identifiable
         if not identifiable:
             assert audit.position_effects == {} and audit.position_p_value is None
+            assert analysis.position_residuals == []
             continue
         model_mean = {m: np.mean([o.score for o in placed if o.model == m]) for m in positions_by_model}
         groups = {}
         for o in placed:
             groups.setdefault(o.position, []).append(o.score - model_mean[o.model])
+        expected_residuals = sorted((o.position, o.score - model_mean[o.model]) for o in placed)
+        got_residuals = sorted(analysis.position_residuals)
+        assert [p for p, _ in got_residuals] == [p for p, _ in expected_residuals]
+        assert [r for _, r in got_residuals] == pytest.approx([r for _, r in expected_residuals], abs=1e-9)
         effects = {str(p): np.mean(v) for p, v in sorted(groups.items())}
         assert audit.position_effects == pytest.approx(effects, abs=1e-9)
         if len(groups) >= 2:
