@@ -149,5 +149,7 @@ def summarize_window(
 class WindowUpdate:
     """What a window store answers for one session it was asked to count."""
 
-    status: str  # "new", "resume" (this delivery counted it before), "duplicate"
+    # "new"; "resume" (this delivery counted it before), "resume_recorded" (and appended its
+    # records), "done" (and published its result); "duplicate" (another delivery counted it)
+    status: str
     summary: WindowSummary

@@ -23,7 +23,7 @@ from analysis.window import session_contribution
 from schemas.events import CouncilSessionEvent, LLMResponseEvent
 from schemas.limits import DEFAULT_LIMITS, EventLimits
 from schemas.results import AuditResult, DeadLetter
-from windows.base import WindowItem, WindowStore
+from windows.base import PUBLISHED, RECORDED, WindowItem, WindowStore
 
 from .envelope import Delivery, InvalidEvent, dead_letter, describe_validation_error, resolve_trace_id, utc_now_iso
 
@@ -40,6 +40,7 @@ class Outcome:
     result: AuditResult | None = None  # publish on bias.audit.stream
     dead_letter: DeadLetter | None = None  # publish on bias.audit.deadletter
     duplicate: bool = False  # nothing to publish, only acknowledge
+    window_item: WindowItem | None = None  # the session's window entry, to mark it published
 
 
 @dataclass(slots=True)
@@ -190,20 +191,25 @@ class CouncilSessionConsumer:
         ]
         updates = await self.window.add_many([p.item for _, p in prepared])
         to_append: list[dict[str, Any]] = []
-        appended_now: list[str] = []
+        appended_now: list[_Prepared] = []
         for (index, p), update in zip(prepared, updates):
-            if update.status == "duplicate":
+            if update.status in ("duplicate", "done"):  # another copy counted it / already published
                 outcomes[index].duplicate = True
-                log.info("duplicate skipped", extra={"trace_id": p.trace_id, "session_id": p.event.session_id})
+                log.info("duplicate skipped", extra={"trace_id": p.trace_id, "session_id": p.event.session_id,
+                                                     "status": update.status})
                 continue
-            if p.delivery.delivery_id not in self._appended:
-                to_append.extend(p.records)
-                appended_now.append(p.delivery.delivery_id)
             outcomes[index].result = self._result(p, update.summary)
+            outcomes[index].window_item = p.item
+            if update.status != "resume_recorded" and p.delivery.delivery_id not in self._appended:
+                to_append.extend(p.records)
+                appended_now.append(p)
         if to_append and self.store is not None:
             self.store.append(to_append)
-        for delivery_id in appended_now:
-            self._appended[delivery_id] = None
+        if appended_now:
+            # so a redelivery, here or in another worker, does not append them again
+            await self.window.mark([p.item for p in appended_now], RECORDED)
+        for p in appended_now:
+            self._appended[p.delivery.delivery_id] = None
         while len(self._appended) > self._remember:
             self._appended.popitem(last=False)
         if not log.isEnabledFor(logging.INFO):  # skip building per-session log records
@@ -216,3 +222,8 @@ class CouncilSessionConsumer:
                            "tenant_id": outcome.result.tenant_id, "risk": outcome.result.overall_bias_risk},
                 )
         return outcomes
+
+    async def published(self, outcomes: list[Outcome]) -> None:
+        """After a transport that cannot publish and acknowledge atomically (Pub/Sub) published
+        the results: a redelivery of these messages is then only acknowledged."""
+        await self.window.mark([o.window_item for o in outcomes if o.window_item is not None], PUBLISHED)

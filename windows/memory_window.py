@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from analysis.window import WindowUpdate, summarize_window
 
-from .base import WindowItem, WindowPolicy, iso_from_ms
+from .base import STATUS_AFTER, WindowItem, WindowPolicy, iso_from_ms, marker_value
 
 
 @dataclass
@@ -43,7 +43,7 @@ class MemoryWindow:
         seen_key = (item.tenant_id, item.session_id)
         marker = self._seen.get(seen_key)
         if marker is not None:
-            status = "resume" if marker == item.owner else "duplicate"
+            status = self._status(marker, item.owner)
         else:
             status = "new"
             self._seen[seen_key] = item.owner
@@ -67,6 +67,21 @@ class MemoryWindow:
             while len(tenant.order) > self.policy.max_sessions:
                 self._evict_oldest(tenant)
         return WindowUpdate(status=status, summary=self.summary(item.tenant_id))
+
+    @staticmethod
+    def _status(marker: str, owner: str) -> str:
+        if marker == owner:
+            return "resume"
+        for phase, status in STATUS_AFTER.items():
+            if marker == marker_value(owner, phase):
+                return status
+        return "duplicate"
+
+    async def mark(self, items: list[WindowItem], phase: str) -> None:
+        for item in items:
+            key = (item.tenant_id, item.session_id)
+            if key in self._seen:  # like SET XX: never creates a marker
+                self._seen[key] = marker_value(item.owner, phase)
 
     def summary(self, tenant_id: str):
         tenant = self._tenants.get(tenant_id) or _TenantWindow()

@@ -1,4 +1,6 @@
 -- Count one session in its tenant's rolling window, atomically, at most once.
+-- The seen marker holds the owner, then owner|recorded, then owner|published as the
+-- delivery's records are appended and its result published (see base.py's statuses).
 -- KEYS[1] seen marker   KEYS[2] sums hash   KEYS[3] order zset (score = event ms)
 -- KEYS[4] newest event ms   KEYS[5] prefix of per-session contribution hashes
 -- ARGV[1] session id  ARGV[2] event ms  ARGV[3] max sessions  ARGV[4] window ms
@@ -8,7 +10,10 @@
 local status = 'new'
 local seen = redis.call('GET', KEYS[1])
 if seen then
-  if seen == ARGV[6] then status = 'resume' else status = 'duplicate' end
+  if seen == ARGV[6] then status = 'resume'
+  elseif seen == ARGV[6] .. '|recorded' then status = 'resume_recorded'
+  elseif seen == ARGV[6] .. '|published' then status = 'done'
+  else status = 'duplicate' end
 else
   redis.call('SET', KEYS[1], ARGV[6], 'EX', ARGV[5])
   local ts = tonumber(ARGV[2])

@@ -8,7 +8,7 @@ from redis.asyncio import Redis
 
 from analysis.window import WindowUpdate, summarize_window
 
-from .base import WindowItem, WindowPolicy, iso_from_ms
+from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value
 
 _SCRIPT = files("windows").joinpath("redis_window.lua").read_text(encoding="utf-8")
 
@@ -73,3 +73,13 @@ class RedisWindow:
                 await self._script(keys=keys, args=args, client=pipe)
             replies = await pipe.execute()
         return [self._parse(item, reply) for item, reply in zip(items, replies)]
+
+    async def mark(self, items: list[WindowItem], phase: str) -> None:
+        if not items:
+            return
+        async with self.client.pipeline(transaction=False) as pipe:
+            for item in items:
+                key = tenant_keys(self.prefix, item.tenant_id)["seen"] + item.session_id
+                # XX: only a marker the window wrote; KEEPTTL: it still expires with the window.
+                pipe.set(key, marker_value(item.owner, phase), xx=True, keepttl=True)
+            await pipe.execute()

@@ -21,19 +21,22 @@ from consumers.envelope import Delivery, describe_validation_error
 from .settings import Settings
 
 app = typer.Typer(
-    help="Audit bias in LLM councils and LLM responses, live on Redis Streams or over a JSONL file.",
+    help="Audit bias in LLM councils and LLM responses, live on Redis Streams or Google Pub/Sub, or over a JSONL file.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True)
 
-BrokerOpt = Annotated[Optional[str], typer.Option("--broker", help="redis://HOST:PORT/DB (env BIAS_AUDIT_BROKER_URL)")]
+BrokerOpt = Annotated[Optional[str], typer.Option(
+    "--broker", help="redis://HOST:PORT/DB or pubsub://PROJECT (honours PUBSUB_EMULATOR_HOST); env BIAS_AUDIT_BROKER_URL")]
+RedisOpt = Annotated[Optional[str], typer.Option(
+    "--redis", help="Redis for the windows (required with pubsub://; default: the broker's Redis); env BIAS_AUDIT_REDIS_URL")]
 DataDirOpt = Annotated[Optional[Path], typer.Option("--data-dir", help="records and embedded Redis (env BIAS_AUDIT_DATA_DIR)")]
 
 
 def fail(message: str, code: int = 2) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)  # one line, never wrapped
     raise typer.Exit(code)
 
 
@@ -55,45 +58,69 @@ def resolve_broker(settings: Settings) -> str:
          f"(its embedded Redis is found through {url_file})")
 
 
-def check_redis_url(url: str) -> None:
+def check_broker_url(url: str) -> None:
+    if url.startswith("pubsub://"):
+        if not url.removeprefix("pubsub://").strip("/"):
+            fail("pubsub:// needs a project: pubsub://PROJECT")
+        return
     if not url.startswith(("redis://", "rediss://", "unix://")):
-        if url.startswith("pubsub://"):
-            fail("the Pub/Sub transport is not available in this version; use redis://")
-        fail(f"unsupported broker URL {url!r}: use redis://HOST:PORT/DB")
+        fail(f"unsupported broker URL {url!r}: use redis://HOST:PORT/DB or pubsub://PROJECT")
+
+
+def check_pubsub_settings(settings: Settings) -> None:
+    if not settings.redis_url:
+        fail("pubsub:// keeps its windows and exactly-once markers in Redis: pass --redis redis://... "
+             "or set BIAS_AUDIT_REDIS_URL (shared by all workers)")
+    if not settings.redis_url.startswith(("redis://", "rediss://", "unix://")):
+        fail(f"unsupported Redis URL {settings.redis_url!r}: use redis://HOST:PORT/DB")
 
 
 @app.command()
 def worker(
     broker: BrokerOpt = None,
+    redis: RedisOpt = None,
     data_dir: DataDirOpt = None,
     consumer: Annotated[Optional[str], typer.Option(help="consumer name in the group (default host-pid)")] = None,
     consent_level: Annotated[Optional[int], typer.Option(help="default consent 0-4 (env BIAS_AUDIT_CONSENT_LEVEL)")] = None,
     window_sessions: Annotated[Optional[int], typer.Option(help="window: last N sessions per tenant")] = None,
     window_days: Annotated[Optional[float], typer.Option(help="window: last D days per tenant")] = None,
+    ops_port: Annotated[Optional[int], typer.Option(help="/healthz /readyz /metrics port (default 9464; 0 any, -1 off)")] = None,
 ) -> None:
-    """Run the stream worker. With no broker configured, starts an embedded Redis in the data directory."""
-    from .composition import redis_worker
-    from .embedded_redis import EmbeddedRedis
+    """Run the stream worker on Redis Streams or Pub/Sub. With no broker configured, starts an
+    embedded Redis in the data directory. SIGTERM drains the batch in hand, then exits."""
     from .logging_setup import configure_logging
 
-    settings = load_settings(broker_url=broker, data_dir=data_dir, consumer_name=consumer,
-                             consent_level=consent_level, window_sessions=window_sessions, window_days=window_days)
+    settings = load_settings(broker_url=broker, redis_url=redis, data_dir=data_dir, consumer_name=consumer,
+                             consent_level=consent_level, window_sessions=window_sessions, window_days=window_days,
+                             ops_port=ops_port)
     configure_logging(settings.log_level)
+    if settings.broker_url:
+        check_broker_url(settings.broker_url)
+    if settings.transport == "pubsub":
+        check_pubsub_settings(settings)
     embedded = None
     if not settings.broker_url:
+        from .embedded_redis import EmbeddedRedis
+
         embedded = EmbeddedRedis(settings.data_dir / "redis").start()
         settings = settings.model_copy(update={"broker_url": embedded.url})
         err.print(f"embedded Redis at {embedded.url} (data in {settings.data_dir / 'redis'})")
-    check_redis_url(settings.broker_url)
+    from . import composition
     from .gc_tuning import tune_gc
 
     async def serve() -> None:
-        service = redis_worker(settings)
+        build = composition.pubsub_worker if settings.transport == "pubsub" else composition.redis_worker
+        service = build(settings)
         tune_gc()  # after imports and wiring: the startup heap leaves every collection
         await service.run()
 
     try:
         asyncio.run(serve())
+    except Exception as error:
+        if settings.transport == "pubsub" and error.__class__.__name__ == "NotFound":
+            fail(f"subscription not found ({error.__class__.__name__}: {getattr(error, 'message', error)}); "
+                 f"run `bias-audit setup --broker {settings.broker_url}` first", code=1)
+        raise
     finally:
         if embedded:
             embedded.stop()
@@ -101,14 +128,24 @@ def worker(
 
 @app.command()
 def setup(broker: BrokerOpt = None, data_dir: DataDirOpt = None) -> None:
-    """Create the input streams and consumer groups (from the stream's start). Idempotent."""
+    """Create the input streams and consumer groups (from the stream's start), or the Pub/Sub
+    topics and subscriptions (with the dead-letter and retry policies). Idempotent."""
+    settings = load_settings(broker_url=broker, data_dir=data_dir)
+    url = resolve_broker(settings)
+    check_broker_url(url)
+    if url.startswith("pubsub://"):
+        from .pubsub_admin import ensure_pubsub
+
+        try:
+            for line in ensure_pubsub(settings.model_copy(update={"broker_url": url})):
+                print(line)
+        except Exception as error:  # google.api_core errors: unreachable, permission denied
+            fail(f"Pub/Sub setup failed: {error.__class__.__name__}: {getattr(error, 'message', error)}", code=1)
+        return
+
     from redis.asyncio import Redis
 
     from .redis_worker import ensure_group
-
-    settings = load_settings(broker_url=broker, data_dir=data_dir)
-    url = resolve_broker(settings)
-    check_redis_url(url)
 
     async def run() -> None:
         client = Redis.from_url(url)
@@ -160,15 +197,12 @@ def publish(
     topic: Annotated[Optional[str], typer.Option(help="stream name (default: by event kind)")] = None,
 ) -> None:
     """Publish JSONL events in the contract's wire format (field `data` = the JSON document)."""
-    import redis
-    from rich.progress import Progress
-
-    from producers.redis_streams import wire_fields
+    from producers.wire import wire_fields
 
     lines = list(_iter_lines(file))  # all read and checked first: a bad line publishes nothing
     settings = load_settings(broker_url=broker, data_dir=data_dir)
     url = resolve_broker(settings)
-    check_redis_url(url)
+    check_broker_url(url)
     entries = []
     for number, line in lines:
         try:
@@ -180,6 +214,17 @@ def publish(
         fields = wire_fields(line, event_type=kind, tenant_id=document.get("tenant_id") if isinstance(document, dict) else None,
                              trace_id=document.get("trace_id") if isinstance(document, dict) else None)
         entries.append((stream, fields))
+    if url.startswith("pubsub://"):
+        _publish_pubsub(url.removeprefix("pubsub://").strip("/"), entries)
+    else:
+        _publish_redis(url, entries)
+    err.print(f"published {len(entries)} events")
+
+
+def _publish_redis(url: str, entries: list) -> None:
+    import redis
+    from rich.progress import Progress
+
     client = redis.Redis.from_url(url)
     try:
         with Progress(console=err, transient=True) as progress:
@@ -192,7 +237,31 @@ def publish(
                 progress.update(task, advance=len(entries[start:start + 500]))
     except redis.ConnectionError as error:
         fail(f"cannot reach {url}: {error}", code=1)
-    err.print(f"published {len(entries)} events")
+
+
+def _publish_pubsub(project: str, entries: list) -> None:
+    from google.cloud import pubsub_v1
+    from rich.progress import Progress
+
+    from producers.pubsub import message_parts
+
+    publisher = pubsub_v1.PublisherClient()
+    try:
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("publishing", total=len(entries))
+            for start in range(0, len(entries), 500):
+                futures = []
+                for topic, fields in entries[start:start + 500]:
+                    data, attributes = message_parts(fields)
+                    futures.append(publisher.publish(publisher.topic_path(project, topic), data, **attributes))
+                for future in futures:
+                    future.result(timeout=60)
+                progress.update(task, advance=len(futures))
+    except Exception as error:  # google.api_core errors: NotFound topic, unreachable
+        fail(f"publishing to Pub/Sub project {project} failed: {error.__class__.__name__}: "
+             f"{getattr(error, 'message', error)} (did you run `bias-audit setup`?)", code=1)
+    finally:
+        publisher.stop()
 
 
 @app.command()

@@ -13,6 +13,7 @@ from windows.base import WindowStore
 from windows.memory_window import MemoryWindow
 from windows.redis_window import RedisWindow
 
+from .metrics import TimedWindow, WorkerMetrics
 from .settings import Settings
 
 
@@ -46,9 +47,27 @@ def in_process_consumer(settings: Settings, store=None) -> CouncilSessionConsume
 def redis_worker(settings: Settings):
     from .redis_worker import RedisStreamsWorker
 
+    metrics = WorkerMetrics("redis")
     client = Redis.from_url(settings.broker_url)
     window_client = Redis.from_url(settings.redis_url) if settings.redis_url else client
-    window = RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix)
+    window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     consumer = council_consumer(settings, window, record_store(settings))
     outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
-    return RedisStreamsWorker(settings=settings, client=client, consumer=consumer, outbox=outbox)
+    return RedisStreamsWorker(settings=settings, client=client, consumer=consumer, outbox=outbox,
+                              metrics=metrics, window_client=window_client)
+
+
+def pubsub_worker(settings: Settings):
+    """Pub/Sub carries the messages; the windows (and exactly-once markers) live in Redis."""
+    from producers.pubsub import PubSubOutbox
+
+    from .pubsub_worker import PubSubWorker, pubsub_clients
+
+    metrics = WorkerMetrics("pubsub")
+    window_client = Redis.from_url(settings.redis_url)
+    window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
+    consumer = council_consumer(settings, window, record_store(settings))
+    subscriber, publisher = pubsub_clients(settings)
+    outbox = PubSubOutbox(publisher, settings.pubsub_project, output_topics(settings))
+    return PubSubWorker(settings=settings, subscriber=subscriber, outbox=outbox, consumer=consumer,
+                        metrics=metrics, window_client=window_client)

@@ -23,19 +23,25 @@ from faststream import AckPolicy
 from faststream.redis import RedisBroker, StreamSub
 from faststream.redis.annotations import RedisBatchStreamMessage
 from redis.asyncio import Redis
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from consumers.council import CouncilSessionConsumer, Outcome
-from consumers.envelope import Delivery, dead_letter
+from consumers.council import CouncilSessionConsumer
+from consumers.envelope import Delivery
 from producers.redis_streams import RedisStreamsOutbox
 
+from .batch_pipeline import BASE_TRANSIENT, BatchPipeline
+from .health import redis_reachable, stalled
 from .logging_setup import FASTSTREAM_LOGGER
+from .metrics import WorkerMetrics
+from .ops_server import OpsServer
 
 log = logging.getLogger("bias_audit.worker")
 
-TRANSIENT = (RedisConnectionError, RedisTimeoutError, OSError, asyncio.TimeoutError)
+TRANSIENT = BASE_TRANSIENT
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 async def ensure_group(client: Redis, stream: str, group: str) -> bool:
@@ -64,16 +70,52 @@ def delivery_from_entry(stream: str, entry_id: bytes | str, fields: dict | None,
                     delivery_attempts=attempts)
 
 
+class RedisStreamsTransport:
+    """Redis Streams under the batch pipeline: publish and XACK in one MULTI; a message given
+    back stays pending, and the reclaimer (here or in another worker) retries it later."""
+
+    transient_errors = ()
+    publish_acknowledges = True
+
+    def __init__(self, client: Redis, outbox: RedisStreamsOutbox, *, stream: str, group: str, consumer_name: str) -> None:
+        self.client = client
+        self.outbox = outbox
+        self.topic = stream
+        self.group = group
+        self.consumer_name = consumer_name
+
+    async def publish(self, outcomes) -> None:
+        await self.outbox.complete(outcomes, stream=self.topic, group=self.group)
+
+    async def acknowledge(self, outcomes) -> None:
+        return None  # done in publish's MULTI
+
+    async def hold(self, deliveries: list[Delivery]) -> None:
+        # XCLAIM JUSTID resets the idle time, so other workers' reclaimers leave them.
+        with suppress(*TRANSIENT):
+            await self.client.xclaim(self.topic, self.group, self.consumer_name, 0,
+                                     [d.delivery_id for d in deliveries], justid=True)
+
+    async def release(self, deliveries: list[Delivery]) -> None:
+        return None  # pending until claim_idle_ms, then reclaimed
+
+
 class RedisStreamsWorker:
-    def __init__(self, *, settings, client: Redis, consumer: CouncilSessionConsumer, outbox: RedisStreamsOutbox) -> None:
+    def __init__(self, *, settings, client: Redis, consumer: CouncilSessionConsumer, outbox: RedisStreamsOutbox,
+                 metrics: WorkerMetrics | None = None, window_client: Redis | None = None) -> None:
         self.settings = settings
         self.client = client
+        self.window_client = window_client or client
         self.consumer = consumer
-        self.outbox = outbox
         self.stream = settings.input_topic
         self.group = settings.group
         self.stopping = asyncio.Event()
-        self.processed = 0
+        self.metrics = metrics or WorkerMetrics("redis")
+        self.transport = RedisStreamsTransport(client, outbox, stream=self.stream, group=self.group,
+                                               consumer_name=settings.consumer_name)
+        self.pipeline = BatchPipeline(consumer=consumer, transport=self.transport, metrics=self.metrics,
+                                      max_deliveries=settings.max_deliveries,
+                                      retry_max_backoff_s=settings.retry_max_backoff_s, stopping=self.stopping)
         # Entries this process is handling (or retrying): the reclaimer must not start a second
         # handling of them, or a session would get two results.
         self.in_flight: set[str] = set()
@@ -83,7 +125,7 @@ class RedisStreamsWorker:
             log_level=logging.DEBUG,  # its per-batch "Received/Processed" lines: debug only
             logger=logging.getLogger(FASTSTREAM_LOGGER),
         )
-        subscriber = self.broker.subscriber(
+        self.subscriber = self.broker.subscriber(
             stream=StreamSub(
                 self.stream,
                 group=self.group,
@@ -95,7 +137,13 @@ class RedisStreamsWorker:
             ),
             ack_policy=AckPolicy.MANUAL,
         )
-        subscriber(self._on_batch)
+        self.subscriber(self._on_batch)
+        self._started = False
+        self.ops: OpsServer | None = None
+
+    @property
+    def processed(self) -> int:
+        return self.pipeline.completed
 
     async def _on_batch(self, body, msg: RedisBatchStreamMessage) -> None:
         raw = msg.raw_message
@@ -110,50 +158,27 @@ class RedisStreamsWorker:
         ids = [d.delivery_id for d in deliveries]
         self.in_flight.update(ids)
         try:
-            await self._handle(deliveries)
+            await self.pipeline.handle(deliveries)
         finally:
             self.in_flight.difference_update(ids)
 
-    async def _keep_claimed(self, deliveries: list[Delivery]) -> None:
-        """Reset the entries' idle time while retrying, so other workers' reclaimers leave them."""
-        with suppress(*TRANSIENT):
-            await self.client.xclaim(self.stream, self.group, self.settings.consumer_name, 0,
-                                     [d.delivery_id for d in deliveries], justid=True)
+    # -- health (the ops server asks) --
+    def liveness(self) -> tuple[bool, str]:
+        if not self._started:
+            return True, "starting"
+        if not self.subscriber.running or not any(not t.done() for t in self.subscriber.tasks):
+            return False, "the stream subscriber's read loop is not running"
+        return stalled(self.pipeline, self.settings.liveness_stall_s)
 
-    async def _handle(self, deliveries: list[Delivery]) -> None:
-        backoff = 0.05
-        while True:
-            try:
-                outcomes = await self.consumer.process(deliveries)
-                await self.outbox.complete(outcomes, stream=self.stream, group=self.group)
-                self.processed += len(deliveries)
-                return
-            except TRANSIENT as error:
-                log.warning("transient failure, retrying", extra={"error": repr(error), "backoff_s": backoff})
-                if self.stopping.is_set():
-                    return  # left pending: another worker (or this one, restarted) takes it
-                await self._keep_claimed(deliveries)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, self.settings.retry_max_backoff_s)
-            except Exception:
-                log.exception("batch failed; processing its entries one by one")
-                if len(deliveries) == 1:
-                    await self._give_up_or_leave(deliveries[0])
-                    return
-                for delivery in deliveries:
-                    await self._handle([delivery])
-                return
+    async def readiness(self) -> tuple[bool, str]:
+        return await redis_reachable({"broker": self.client, "window store": self.window_client})
 
-    async def _give_up_or_leave(self, delivery: Delivery) -> None:
-        if delivery.delivery_attempts < self.settings.max_deliveries:
-            return  # stays pending; the reclaimer retries it after claim_idle_ms
-        letter = dead_letter(
-            delivery,
-            f"processing failed {delivery.delivery_attempts} times; see the worker log for the error",
-            "processing_failed",
-        )
-        with suppress(*TRANSIENT):
-            await self.outbox.complete([Outcome(delivery, dead_letter=letter)], stream=self.stream, group=self.group)
+    async def refresh_lag(self) -> None:
+        for group in await self.client.xinfo_groups(self.stream):
+            if _text(group.get("name")) == self.group:
+                self.metrics.pending.labels("redis", self.stream).set(int(group.get("pending") or 0))
+                if group.get("lag") is not None:  # Redis >= 7
+                    self.metrics.lag.labels("redis", self.stream).set(int(group["lag"]))
 
     async def reclaim_once(self) -> None:
         """Take over entries idle longer than claim_idle_ms (a dead or stuck worker's)."""
@@ -191,6 +216,7 @@ class RedisStreamsWorker:
         while not self.stopping.is_set():
             try:
                 await self.reclaim_once()
+                await self.refresh_lag()
             except TRANSIENT as error:
                 log.warning("reclaimer: Redis unreachable", extra={"error": repr(error)})
             except Exception:
@@ -200,11 +226,15 @@ class RedisStreamsWorker:
 
     async def run(self, *, install_signal_handlers: bool = True, ready: asyncio.Event | None = None) -> None:
         await ensure_group(self.client, self.stream, self.group)
+        ops = OpsServer(self, self.metrics, self.settings.ops_host, self.settings.ops_port)
+        await ops.start()
+        self.ops = ops
         if install_signal_handlers:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stopping.set)
         await self.broker.start()
+        self._started = True
         reclaimer = asyncio.create_task(self._reclaimer())
         log.info("worker started", extra={"stream": self.stream, "group": self.group,
                                           "consumer": self.settings.consumer_name})
@@ -218,4 +248,5 @@ class RedisStreamsWorker:
             reclaimer.cancel()
             with suppress(asyncio.CancelledError):
                 await reclaimer
+            await ops.stop()
             log.info("worker stopped", extra={"processed": self.processed})

@@ -63,6 +63,21 @@ class Settings(BaseSettings):
     alpha: float = 0.05
 
     log_level: str = "INFO"
+    ops_host: str = Field("0.0.0.0", description="/healthz, /readyz, /metrics listen here")
+    ops_port: int = Field(9464, ge=-1, le=65535, description="0 = any free port, -1 = no ops server")
+    liveness_stall_s: float = Field(300.0, gt=0, description="a batch in hand longer than this = not alive")
+
+    # Google Cloud Pub/Sub (broker_url pubsub://PROJECT)
+    pubsub_max_outstanding: int = Field(1000, ge=1, description="flow control: messages held unacked")
+    pubsub_max_outstanding_bytes: int = Field(100 * 1024 * 1024, ge=1024)
+    pubsub_max_lease_s: float = Field(3600.0, gt=0, description="leases are extended this long at most")
+    pubsub_ack_deadline_s: int = Field(60, ge=10, le=600, description="the subscription's (setup)")
+    pubsub_lease_extension_s: int = Field(20, ge=10, le=600, description="each lease extension: what a "
+                                          "killed worker held is redelivered this long after it died")
+    pubsub_poison_topic: str = Field("bias.audit.undeliverable", description="the subscriptions' dead-letter "
+                                     "topic: messages that failed max_deliveries + 2 times (e.g. crashed workers)")
+    pubsub_publish_batch: int = Field(500, ge=1, le=1000)
+    pubsub_publish_latency_s: float = Field(0.01, gt=0)
 
     @model_validator(mode="after")
     def _research_needs_secret(self) -> Settings:
@@ -102,6 +117,17 @@ class Settings(BaseSettings):
     @property
     def window_policy(self) -> WindowPolicy:
         return WindowPolicy(max_sessions=self.window_sessions, max_days=self.window_days)
+
+    @property
+    def transport(self) -> str:
+        return "pubsub" if (self.broker_url or "").startswith("pubsub://") else "redis"
+
+    @property
+    def pubsub_project(self) -> str:
+        return (self.broker_url or "").removeprefix("pubsub://").strip("/")
+
+    def subscription_for(self, topic: str) -> str:
+        return f"{topic}.{self.group}"
 
     @property
     def records_dir(self) -> Path:

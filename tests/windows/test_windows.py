@@ -9,7 +9,7 @@ import pytest
 from redis.asyncio import Redis
 
 from analysis.window import FIXED, pooled_correlation
-from windows.base import WindowItem, WindowPolicy
+from windows.base import PUBLISHED, RECORDED, WindowItem, WindowPolicy
 from windows.memory_window import MemoryWindow
 from windows.redis_window import RedisWindow
 
@@ -117,3 +117,39 @@ def test_pooled_correlation_from_integer_sums_matches_numpy():
             "p:yy": int((y.astype(object) ** 2).sum()), "p:xy": int((x.astype(object) * y.astype(object)).sum())}
     r, n = pooled_correlation(sums)
     assert n == 300 and r == pytest.approx(np.corrcoef(x, y)[0, 1], abs=1e-12)
+
+
+async def _progress_statuses(window) -> list[str]:
+    first = item("a", 0, owner="1-0")
+    statuses = [(await window.add_many([first]))[0].status]
+    await window.mark([first], RECORDED)
+    statuses.append((await window.add_many([first]))[0].status)
+    await window.mark([first], PUBLISHED)
+    statuses.append((await window.add_many([first]))[0].status)
+    statuses.append((await window.add_many([item("a", 0, owner="2-0")]))[0].status)  # another copy
+    await window.mark([item("never-added", 0, owner="3-0")], PUBLISHED)  # creates nothing
+    statuses.append((await window.add_many([item("never-added", 0, owner="3-0")]))[0].status)
+    return statuses
+
+
+PROGRESS = ["new", "resume_recorded", "done", "duplicate", "new"]
+
+
+def test_progress_marks_in_memory():
+    assert asyncio.run(_progress_statuses(MemoryWindow())) == PROGRESS
+
+
+@pytest.mark.redis
+def test_progress_marks_in_redis_keep_the_ttl(redis_url):
+    async def run():
+        client = Redis.from_url(redis_url)
+        try:
+            statuses = await _progress_statuses(RedisWindow(client, WindowPolicy(max_days=1)))
+            ttl = await client.ttl("bias-audit:{acme}:seen:a")
+            return statuses, ttl
+        finally:
+            await client.aclose()
+
+    statuses, ttl = asyncio.run(run())
+    assert statuses == PROGRESS
+    assert 86_400 < ttl <= 2 * 86_400

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from typer.testing import CliRunner
 
 from worker.cli import app
@@ -41,8 +43,17 @@ def test_publish_without_a_broker_says_how_to_get_one(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "no broker" in result.stderr
 
 
-def test_pubsub_broker_is_not_available_yet(tmp_path):
-    events = tmp_path / "e.jsonl"
-    events.write_text("{}\n")
-    result = runner.invoke(app, ["publish", str(events), "--broker", "pubsub://proj"])
-    assert result.exit_code == 2 and "Pub/Sub transport is not available" in result.stderr
+BAD_BROKER_SETTINGS = [
+    (["worker", "--broker", "pubsub://proj"], "keeps its windows", "--redis redis://"),  # windows live in Redis
+    (["worker", "--broker", "pubsub://"], "needs a project", "pubsub://PROJECT"),
+    (["worker", "--broker", "amqp://x"], "unsupported broker URL", "pubsub://PROJECT"),
+    (["worker", "--broker", "pubsub://p", "--redis", "mysql://x"], "unsupported Redis URL", "redis://"),
+]
+
+
+@pytest.mark.parametrize("args,reason,hint", BAD_BROKER_SETTINGS)
+def test_bad_broker_settings_exit_2_with_a_reason_before_connecting(args, reason, hint, monkeypatch, tmp_path):
+    monkeypatch.delenv("BIAS_AUDIT_REDIS_URL", raising=False)
+    result = runner.invoke(app, [*args, "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert reason in result.stderr and hint in result.stderr

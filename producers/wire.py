@@ -1,0 +1,43 @@
+"""The contract's wire format, shared by both transports: the body is the JSON document, and
+plain fields (Redis) or attributes (Pub/Sub) carry event_type, tenant_id, trace_id, traceparent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from consumers.council import Outcome
+from consumers.envelope import traceparent_for
+
+
+@dataclass(frozen=True, slots=True)
+class OutputTopics:
+    results: str = "bias.audit.stream"
+    alerts: str = "bias.audit.alerts"
+    deadletter: str = "bias.audit.deadletter"
+
+
+def wire_fields(data: bytes | str, *, event_type: str, tenant_id: str | None, trace_id: str | None) -> dict[str, str | bytes]:
+    fields: dict[str, str | bytes] = {"data": data, "event_type": event_type}
+    if tenant_id:
+        fields["tenant_id"] = tenant_id
+    if trace_id:
+        fields["trace_id"] = trace_id
+        fields["traceparent"] = traceparent_for(trace_id)
+    return fields
+
+
+def outcome_entries(outcomes: Iterable[Outcome], topics: OutputTopics) -> list[tuple[str, dict]]:
+    entries = []
+    for outcome in outcomes:
+        if outcome.result is not None:
+            result = outcome.result
+            entries.append((topics.results, wire_fields(
+                result.model_dump_json(), event_type=result.event_type,
+                tenant_id=result.tenant_id, trace_id=result.trace_id)))
+        elif outcome.dead_letter is not None:
+            letter = outcome.dead_letter
+            entries.append((topics.deadletter, wire_fields(
+                letter.model_dump_json(), event_type=letter.event_type,
+                tenant_id=None, trace_id=letter.trace_id)))
+    return entries

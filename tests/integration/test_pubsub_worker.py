@@ -1,0 +1,290 @@
+"""End to end on Google's Pub/Sub emulator, with a real redis-server and real worker processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import redis
+from google.api_core.exceptions import DeadlineExceeded
+from google.cloud import pubsub_v1
+
+from analysis.observations import session_scores
+from analysis.session_audit import audit_batch
+from analysis.window import session_contribution
+from schemas.events import CouncilSessionEvent
+from storage.jsonl_store import read_records
+from worker.samples import generate_sessions
+
+pytestmark = [pytest.mark.redis, pytest.mark.pubsub, pytest.mark.slow]
+RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(*args, env=None, check=True) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "worker.cli", *args], env={**os.environ, **(env or {})},
+                          capture_output=True, text=True, check=check, timeout=120, cwd=ROOT)
+
+
+def setup_project(project: str, **env) -> None:
+    env = {f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}
+    first = cli("setup", "--broker", f"pubsub://{project}", env=env)
+    again = cli("setup", "--broker", f"pubsub://{project}", env=env)
+    assert "subscription council.sessions.bias-audit: created" in first.stdout
+    assert "subscription council.sessions.bias-audit: already exists" in again.stdout  # idempotent
+    subscriber = pubsub_v1.SubscriberClient()
+    try:  # readers of the outputs, before anything is published
+        for topic in (RESULTS, DEAD):
+            subscriber.create_subscription(name=subscriber.subscription_path(project, f"test.{topic}"),
+                                           topic=subscriber.topic_path(project, topic))
+    finally:
+        subscriber.close()
+
+
+def start_worker(project: str, redis_url: str, data_dir: Path, name: str, **env) -> subprocess.Popen:
+    environment = {**os.environ, "BIAS_AUDIT_BROKER_URL": f"pubsub://{project}", "BIAS_AUDIT_REDIS_URL": redis_url,
+                   "BIAS_AUDIT_DATA_DIR": str(data_dir), "BIAS_AUDIT_CONSUMER_NAME": name,
+                   "BIAS_AUDIT_WINDOW_SESSIONS": "1000", "BIAS_AUDIT_OPS_PORT": "0",
+                   "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+                   **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
+    log = open(data_dir / f"{name}.log", "ab")
+    return subprocess.Popen([sys.executable, "-m", "worker.cli", "worker"], env=environment, stdout=log,
+                            stderr=log, cwd=ROOT)
+
+
+def publish(project: str, bodies: list[bytes]) -> None:
+    publisher = pubsub_v1.PublisherClient()
+    topic = publisher.topic_path(project, INPUT)
+    try:
+        futures = [publisher.publish(topic, body, event_type="council.session", tenant_id="demo") for body in bodies]
+        for future in futures:
+            future.result(timeout=60)
+    finally:
+        publisher.stop()
+
+
+class Reader:
+    """Pulls (and acks) everything on a test subscription."""
+
+    def __init__(self, project: str, topic: str) -> None:
+        self.client = pubsub_v1.SubscriberClient()
+        self.path = self.client.subscription_path(project, f"test.{topic}")
+        self.messages: list = []
+
+    def pull(self) -> int:
+        try:
+            reply = self.client.pull(request={"subscription": self.path, "max_messages": 1000}, timeout=3)
+        except DeadlineExceeded:
+            return 0
+        if reply.received_messages:
+            self.client.acknowledge(request={"subscription": self.path,
+                                             "ack_ids": [m.ack_id for m in reply.received_messages]})
+            self.messages.extend(m.message for m in reply.received_messages)
+        return len(reply.received_messages)
+
+    def until(self, count: int, timeout: float = 120.0, settle: float = 3.0) -> list:
+        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        while len(self.messages) < count and time.monotonic() < deadline:
+            self.pull()
+            if os.environ.get("DEBUG_READER"):
+                print(f"{time.monotonic() - started:6.1f}s {len(self.messages)}")
+        quiet_until = time.monotonic() + settle  # anything extra (a second result) arrives too
+        while time.monotonic() < quiet_until:
+            if self.pull():
+                quiet_until = time.monotonic() + settle
+        return [json.loads(m.data) for m in self.messages]
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def stop(*workers) -> list[int]:
+    for worker in workers:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+    return [worker.wait(timeout=60) for worker in workers]
+
+
+def expected_window_sums(sessions: list[dict]) -> dict[str, int]:
+    """What the window must hold, computed in-process from the sessions (order-free: N > count)."""
+    events = [CouncilSessionEvent.model_validate(s) for s in sessions]
+    scores = [session_scores(e) for e in events]
+    totals: Counter = Counter()
+    for s, analysis in zip(scores, audit_batch(scores)):
+        totals.update(session_contribution(s, analysis))
+    return {k: v for k, v in totals.items() if v}
+
+
+def window_state(redis_url: str, tenant: str = "demo") -> tuple[int, dict[str, int]]:
+    client = redis.Redis.from_url(redis_url)
+    sums = {k.decode(): int(v) for k, v in client.hgetall(f"bias-audit:{{{tenant}}}:sums").items()}
+    return client.zcard(f"bias-audit:{{{tenant}}}:order"), sums
+
+
+def record_sessions(data_dir: Path) -> Counter:
+    """How many record lines each session has across all workers' files."""
+    lines = Counter()
+    for record in read_records([data_dir / "records"]):
+        lines[record["session_id"]] += 1
+    return lines
+
+
+def corpus(count=500, duplicated=50, seed=41) -> tuple[list[dict], list[bytes]]:
+    sessions = generate_sessions(count, seed=seed)
+    for session in sessions:
+        session["tenant_id"] = "demo"
+    bodies = [json.dumps(s).encode() for s in sessions]
+    return sessions, bodies + bodies[:duplicated]  # 10% delivered twice, as separate messages
+
+
+def test_two_workers_with_duplicates_count_every_session_exactly_once(pubsub_project, redis_url, tmp_path):
+    setup_project(pubsub_project)
+    sessions, bodies = corpus()
+    publish(pubsub_project, bodies)
+    # At most 50 held each: the first worker to subscribe cannot take the whole backlog.
+    workers = [start_worker(pubsub_project, redis_url, tmp_path, f"w{i}", batch_size=25, pubsub_max_outstanding=50)
+               for i in (1, 2)]
+    results = Reader(pubsub_project, RESULTS)
+    try:
+        got = results.until(500)
+    finally:
+        codes = stop(*workers)
+        results.close()
+    assert codes == [0, 0]
+    assert len(got) == 500 and len({r["audit_id"] for r in got}) == 500
+    assert {r["audit_id"] for r in got} == {s["session_id"] for s in sessions}
+    per_session = record_sessions(tmp_path)
+    assert len(per_session) == 500 and set(per_session.values()) == {25}  # 5x5 pairs, once each
+    count, sums = window_state(redis_url)
+    assert count == 500 and sums == expected_window_sums(sessions)
+    processed = [w for w in (tmp_path / "records").iterdir()]
+    assert len(processed) == 2  # both workers took a share
+    for name in ("w1", "w2"):
+        assert "did not exit" not in (tmp_path / f"{name}.log").read_text()
+
+
+def test_a_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(pubsub_project, redis_url, tmp_path):
+    setup_project(pubsub_project, pubsub_ack_deadline_s=10)
+    sessions, bodies = corpus(seed=43)
+    # All published before the kill: the emulator loses messages it pushes into a stream whose
+    # client was SIGKILLed but that it has not yet seen close (real Pub/Sub redelivers them).
+    publish(pubsub_project, bodies)
+    held = {"batch_size": 10, "pubsub_max_outstanding": 40, "pubsub_lease_extension_s": 10}
+    doomed = start_worker(pubsub_project, redis_url, tmp_path, "doomed", **held)
+    survivor = start_worker(pubsub_project, redis_url, tmp_path, "survivor", **held)
+    results = Reader(pubsub_project, RESULTS)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "records" / "records-doomed.jsonl").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(timeout=10)
+        got = results.until(500, timeout=150)
+    finally:
+        stop(survivor)
+        results.close()
+    assert {r["audit_id"] for r in got} == {s["session_id"] for s in sessions}
+    # At most the batch the killed worker had published but not yet marked may repeat.
+    assert len(got) - 500 <= 10, f"{len(got) - 500} repeated results"
+    per_session = record_sessions(tmp_path)
+    assert len(per_session) == 500
+    count, sums = window_state(redis_url)
+    assert count == 500 and sums == expected_window_sums(sessions)
+
+
+MALFORMED = [b"not json", b"\xff\xfe\x00", b"[1, 2]", b'{"session_id": "x"}'] * 5
+
+
+def test_malformed_messages_become_dead_letters_with_reasons_and_the_worker_lives(pubsub_project, redis_url, tmp_path):
+    setup_project(pubsub_project)
+    sessions = generate_sessions(10, seed=47)
+    publish(pubsub_project, MALFORMED + [json.dumps(s).encode() for s in sessions])
+    worker = start_worker(pubsub_project, redis_url, tmp_path, "w1")
+    dead, results = Reader(pubsub_project, DEAD), Reader(pubsub_project, RESULTS)
+    try:
+        letters = dead.until(20)
+        got = results.until(10)
+    finally:
+        codes = stop(worker)
+        dead.close()
+        results.close()
+    assert codes == [0]
+    assert len(letters) == 20 and len(got) == 10
+    reasons = Counter(letter["error_type"] for letter in letters)
+    assert reasons == {"invalid_json": 15, "invalid_event": 5}
+    assert all(letter["error"] and letter["source_topic"] == INPUT for letter in letters)
+    assert sum(letter["payload_encoding"] == "base64" for letter in letters) == 5  # the non-UTF-8 ones
+
+
+def test_results_carry_the_contract_attributes(pubsub_project, redis_url, tmp_path):
+    setup_project(pubsub_project)
+    session = generate_sessions(1, seed=53)[0]
+    publish(pubsub_project, [json.dumps(session).encode()])
+    worker = start_worker(pubsub_project, redis_url, tmp_path, "w1")
+    results = Reader(pubsub_project, RESULTS)
+    try:
+        results.until(1)
+    finally:
+        stop(worker)
+        results.close()
+    [message] = results.messages
+    body = json.loads(message.data)
+    attributes = dict(message.attributes)
+    assert attributes["event_type"] == body["event_type"] and attributes["trace_id"] == body["trace_id"]
+    assert attributes["tenant_id"] == body["tenant_id"]
+    assert attributes["traceparent"].split("-")[1] == body["trace_id"]
+
+
+def test_the_subscription_dead_letter_policy_catches_what_never_reaches_our_code(pubsub_project):
+    """A message nacked max_deliveries + 2 times (a crashing worker) moves to the poison topic
+    (an unordered subscription: ordering plus dead-lettering wedges the emulator)."""
+    setup_project(pubsub_project)
+    publish(pubsub_project, [b'{"session_id": "crashes-the-worker"}'])
+    subscriber = pubsub_v1.SubscriberClient()
+    path = subscriber.subscription_path(pubsub_project, "council.sessions.bias-audit")
+    hold = subscriber.subscription_path(pubsub_project, "bias.audit.undeliverable.bias-audit")
+    attempts = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                reply = subscriber.pull(request={"subscription": path, "max_messages": 10}, timeout=3)
+            except DeadlineExceeded:
+                reply = None
+            if reply and reply.received_messages:
+                attempts.extend(m.delivery_attempt for m in reply.received_messages)
+                subscriber.modify_ack_deadline(request={"subscription": path, "ack_deadline_seconds": 0,
+                                                        "ack_ids": [m.ack_id for m in reply.received_messages]})
+            try:
+                moved = subscriber.pull(request={"subscription": hold, "max_messages": 10}, timeout=1)
+            except DeadlineExceeded:
+                continue
+            if moved.received_messages:
+                assert moved.received_messages[0].message.data == b'{"session_id": "crashes-the-worker"}'
+                break
+        else:
+            pytest.fail(f"never dead-lettered; attempts seen {attempts}")
+    finally:
+        subscriber.close()
+    assert attempts[:3] == [1, 2, 3] and max(attempts) == 7  # max_deliveries (5) + 2
+
+
+def test_setup_against_an_unreachable_emulator_exits_1_with_a_reason(tmp_path):
+    from worker.embedded_redis import free_port
+
+    env = {"PUBSUB_EMULATOR_HOST": f"127.0.0.1:{free_port()}"}
+    try:
+        result = subprocess.run([sys.executable, "-m", "worker.cli", "setup", "--broker", "pubsub://p"],
+                                env={**os.environ, **env}, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        pytest.fail("setup hung against an unreachable emulator")
+    assert result.returncode == 1 and "Pub/Sub setup failed" in result.stderr
+

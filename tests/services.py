@@ -1,0 +1,60 @@
+"""Real services for tests and benchmarks: the Google Pub/Sub emulator, started on a free port.
+
+The emulator is Google's (`gcloud beta emulators pubsub start`, a Java server); gcloud starts
+it as a child, so it runs in its own process group and is stopped as a group.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from worker.embedded_redis import free_port
+
+
+class PubSubEmulator:
+    def __init__(self, log_dir: Path) -> None:
+        self.log_path = Path(log_dir) / "pubsub-emulator.log"
+        self.port = free_port()
+        self.host = f"127.0.0.1:{self.port}"
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout_s: float = 90.0) -> PubSubEmulator:
+        gcloud = shutil.which("gcloud")
+        if not gcloud:
+            raise RuntimeError("gcloud is not installed (the Pub/Sub emulator comes with google-cloud-cli)")
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [gcloud, "beta", "emulators", "pubsub", "start", f"--host-port={self.host}", "--quiet"],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the Pub/Sub emulator exited; see {self.log_path}")
+            try:
+                with urllib.request.urlopen(f"http://{self.host}/", timeout=1) as reply:
+                    if reply.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"the Pub/Sub emulator did not answer within {timeout_s:.0f}s; see {self.log_path}")
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.process = None

@@ -1,0 +1,24 @@
+"""Liveness and readiness checks the ops server asks the running worker for."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+
+def stalled(pipeline, limit_s: float) -> tuple[bool, str]:
+    """Alive unless one batch has been in hand longer than `limit_s` (a wedged loop)."""
+    since = pipeline.busy_since
+    if since is not None and time.monotonic() - since > limit_s:
+        return False, f"one batch has been in hand for {time.monotonic() - since:.0f}s (limit {limit_s:.0f}s)"
+    return True, "consuming"
+
+
+async def redis_reachable(clients: dict, timeout_s: float = 2.0) -> tuple[bool, str]:
+    problems = []
+    for name, client in clients.items():
+        try:
+            await asyncio.wait_for(client.ping(), timeout_s)
+        except Exception as error:  # any failure means not ready; the reason is reported
+            problems.append(f"{name} Redis unreachable: {error.__class__.__name__}: {error}")
+    return (not problems), "; ".join(problems) or "broker and window store reachable"

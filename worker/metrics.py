@@ -1,0 +1,83 @@
+"""Prometheus metrics of one worker process (its own registry: tests build several workers)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+# Batches of 100 take ~5-100 ms; a window update ~1-5 ms; the tail matters during outages.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class WorkerMetrics:
+    def __init__(self, transport: str) -> None:
+        self.registry = CollectorRegistry()
+        self.transport = transport
+        labels = ("transport", "topic")
+        self.consumed = Counter("bias_audit_events_consumed", "Messages taken from the input",
+                                labels, registry=self.registry)
+        self.processed = Counter("bias_audit_events_processed", "Messages completed, by outcome "
+                                 "(result | duplicate | dead_letter)", (*labels, "outcome"), registry=self.registry)
+        self.failed = Counter("bias_audit_events_failed", "Processing attempts that failed "
+                              "(transient: retried; error: split, retried, then dead-lettered)",
+                              (*labels, "kind"), registry=self.registry)
+        self.dead_lettered = Counter("bias_audit_events_dead_lettered", "Dead letters by reason",
+                                     (*labels, "reason"), registry=self.registry)
+        self.processing_seconds = Histogram("bias_audit_processing_seconds", "Time from taking a batch "
+                                            "to acknowledging it, per message", labels,
+                                            buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.window_update_seconds = Histogram("bias_audit_window_update_seconds", "Window store call per batch",
+                                               ("transport",), buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.lag = Gauge("bias_audit_consumer_lag", "Entries not yet delivered to the group (Redis: XINFO "
+                         "lag) or messages held unacknowledged by this worker (Pub/Sub)", labels,
+                         registry=self.registry)
+        self.pending = Gauge("bias_audit_consumer_pending", "Delivered but not acknowledged "
+                             "(Redis: the group's PEL; Pub/Sub: this worker's outstanding)", labels,
+                             registry=self.registry)
+
+    def consumed_batch(self, topic: str, count: int) -> None:
+        self.consumed.labels(self.transport, topic).inc(count)
+
+    def completed(self, topic: str, outcomes: Iterable, started: float) -> None:
+        elapsed = time.perf_counter() - started
+        counts: dict[str, int] = {}
+        for outcome in outcomes:
+            if outcome.result is not None:
+                kind = "result"
+            elif outcome.dead_letter is not None:
+                kind = "dead_letter"
+                self.dead_lettered.labels(self.transport, topic, outcome.dead_letter.error_type).inc()
+            else:
+                kind = "duplicate"
+            counts[kind] = counts.get(kind, 0) + 1
+        histogram = self.processing_seconds.labels(self.transport, topic)
+        for kind, count in counts.items():
+            self.processed.labels(self.transport, topic, kind).inc(count)
+            for _ in range(count):
+                histogram.observe(elapsed)
+
+    def failure(self, topic: str, kind: str, count: int) -> None:
+        self.failed.labels(self.transport, topic, kind).inc(count)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class TimedWindow:
+    """A window store that reports how long each call takes (composition wraps the real one)."""
+
+    def __init__(self, inner, metrics: WorkerMetrics) -> None:
+        self.inner = inner
+        self.histogram = metrics.window_update_seconds.labels(metrics.transport)
+
+    async def add_many(self, items):
+        started = time.perf_counter()
+        try:
+            return await self.inner.add_many(items)
+        finally:
+            self.histogram.observe(time.perf_counter() - started)
+
+    async def mark(self, items, phase):
+        return await self.inner.mark(items, phase)

@@ -1,0 +1,239 @@
+"""The stream worker on Google Cloud Pub/Sub (google-cloud-pubsub streaming pull).
+
+- The client's callback threads only hand messages to the event loop (call_soon_threadsafe);
+  flow control (max outstanding messages / bytes) is the backpressure: Pub/Sub stops sending
+  while this worker holds that many unacknowledged.
+- Batches go through the same pipeline as on Redis. A message is acknowledged only after its
+  result or dead letter was published and its session marked published in Redis, so a
+  redelivery (Pub/Sub delivers at least once) is acknowledged without a second result.
+- The client's leaser extends leases while a batch is slow or being retried (up to
+  pubsub_max_lease_s); a message that fails in our code is nacked and comes back with the
+  subscription's backoff; after max_deliveries it gets our dead letter with the reason.
+- SIGTERM: stop taking batches, finish the one in hand within the grace period, nack what was
+  received but not started (another worker gets it at once), close the stream, flush publishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections import OrderedDict
+from contextlib import suppress
+
+from google.api_core import exceptions as gexc
+
+from consumers.council import CouncilSessionConsumer
+from consumers.envelope import Delivery
+from producers.pubsub import PubSubOutbox
+
+from .batch_pipeline import BatchPipeline
+from .health import redis_reachable, stalled
+from .metrics import WorkerMetrics
+from .ops_server import OpsServer
+
+log = logging.getLogger("bias_audit.worker")
+
+PUBSUB_TRANSIENT = (gexc.ServiceUnavailable, gexc.DeadlineExceeded, gexc.TooManyRequests,
+                    gexc.InternalServerError, gexc.Aborted, gexc.Unknown)
+
+
+def pubsub_clients(settings):
+    """Subscriber and batching publisher; both honour PUBSUB_EMULATOR_HOST."""
+    from google.cloud import pubsub_v1
+    from google.cloud.pubsub_v1 import types
+
+    publisher = pubsub_v1.PublisherClient(
+        batch_settings=types.BatchSettings(
+            max_messages=settings.pubsub_publish_batch,
+            max_bytes=9 * 1024 * 1024,  # the API's request limit is 10 MB
+            max_latency=settings.pubsub_publish_latency_s,
+        ),
+        publisher_options=types.PublisherOptions(
+            flow_control=types.PublishFlowControl(
+                message_limit=20 * settings.pubsub_publish_batch,
+                byte_limit=200 * 1024 * 1024,
+                limit_exceeded_behavior=types.LimitExceededBehavior.BLOCK,
+            ),
+        ),
+    )
+    return pubsub_v1.SubscriberClient(), publisher
+
+
+class PubSubTransport:
+    transient_errors = PUBSUB_TRANSIENT
+    publish_acknowledges = False  # two steps: publish, then ack (the pipeline marks in between)
+
+    def __init__(self, outbox: PubSubOutbox, topic: str) -> None:
+        self.outbox = outbox
+        self.topic = topic
+
+    async def publish(self, outcomes) -> None:
+        await self.outbox.publish(outcomes)
+
+    async def acknowledge(self, outcomes) -> None:
+        for outcome in outcomes:
+            outcome.delivery.handle.ack()
+
+    async def hold(self, deliveries: list[Delivery]) -> None:
+        return None  # the client's leaser keeps extending the leases
+
+    async def release(self, deliveries: list[Delivery]) -> None:
+        for delivery in deliveries:
+            delivery.handle.nack()
+
+
+class PubSubWorker:
+    def __init__(self, *, settings, subscriber, outbox: PubSubOutbox, consumer: CouncilSessionConsumer,
+                 metrics: WorkerMetrics | None = None, window_client=None) -> None:
+        self.settings = settings
+        self.subscriber = subscriber
+        self.outbox = outbox
+        self.window_client = window_client
+        self.topic = settings.input_topic
+        self.subscription = subscriber.subscription_path(settings.pubsub_project,
+                                                         settings.subscription_for(self.topic))
+        self.stopping = asyncio.Event()
+        self.metrics = metrics or WorkerMetrics("pubsub")
+        self.transport = PubSubTransport(outbox, self.topic)
+        self.pipeline = BatchPipeline(consumer=consumer, transport=self.transport, metrics=self.metrics,
+                                      max_deliveries=settings.max_deliveries,
+                                      retry_max_backoff_s=settings.retry_max_backoff_s, stopping=self.stopping)
+        self.queue: asyncio.Queue | None = None
+        self.stream = None  # the StreamingPullFuture
+        self.stream_error: BaseException | None = None
+        self._consume_task: asyncio.Task | None = None
+        # Without a dead-letter policy Pub/Sub does not count attempts; count them here too.
+        self._attempts: OrderedDict[str, int] = OrderedDict()
+        self.ops: OpsServer | None = None
+
+    @property
+    def processed(self) -> int:
+        return self.pipeline.completed
+
+    def _delivery(self, message) -> Delivery:
+        seen = self._attempts.pop(message.message_id, 0) + 1
+        self._attempts[message.message_id] = seen
+        while len(self._attempts) > 100_000:
+            self._attempts.popitem(last=False)
+        return Delivery(
+            delivery_id=message.message_id,
+            body=message.data,
+            source_topic=self.topic,
+            attributes=dict(message.attributes),
+            delivery_attempts=max(message.delivery_attempt or 0, seen),
+            handle=message,
+        )
+
+    async def _next_batch(self) -> list:
+        first = await self.queue.get()
+        batch = [first]
+        while len(batch) < self.settings.batch_size and not self.queue.empty():
+            batch.append(self.queue.get_nowait())
+        return batch
+
+    async def _consume(self) -> None:
+        while not self.stopping.is_set():
+            waiter = asyncio.ensure_future(self._next_batch())
+            stop = asyncio.ensure_future(self.stopping.wait())
+            done, _ = await asyncio.wait({waiter, stop}, return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            if waiter not in done:
+                waiter.cancel()
+                with suppress(asyncio.CancelledError):
+                    batch = await waiter
+                    self._give_back(batch)  # it completed while being cancelled
+                return
+            batch = waiter.result()
+            self.metrics.pending.labels("pubsub", self.topic).set(self.queue.qsize() + len(batch))
+            await self.pipeline.handle([self._delivery(message) for message in batch])
+
+    def _give_back(self, messages) -> None:
+        for message in messages:
+            message.nack()
+
+    def _stream_ended(self, future) -> None:
+        if self.stopping.is_set():
+            return
+        self.stream_error = future.exception() or RuntimeError("the streaming pull ended")
+        log.error("streaming pull ended", extra={"error": repr(self.stream_error), "subscription": self.subscription})
+        self.stopping.set()
+
+    # -- health (the ops server asks) --
+    def liveness(self) -> tuple[bool, str]:
+        if self.stream is None:
+            return True, "starting"
+        if self.stream.done() and not self.stopping.is_set():
+            return False, "the streaming pull ended"
+        if self._consume_task is not None and self._consume_task.done() and not self.stopping.is_set():
+            return False, "the consume loop ended"
+        return stalled(self.pipeline, self.settings.liveness_stall_s)
+
+    async def readiness(self) -> tuple[bool, str]:
+        ok, detail = await redis_reachable({"window store": self.window_client})
+        try:
+            loop = asyncio.get_running_loop()
+            await asyncio.wait_for(loop.run_in_executor(
+                None, lambda: self.subscriber.get_subscription(subscription=self.subscription, timeout=2.0)), 3.0)
+        except Exception as error:  # the reason is reported, not raised
+            return False, f"Pub/Sub subscription {self.subscription} unreachable: {error.__class__.__name__}: {error}"
+        return ok, detail if not ok else "Pub/Sub subscription and window store reachable"
+
+    async def run(self, *, install_signal_handlers: bool = True, ready: asyncio.Event | None = None) -> None:
+        from google.cloud.pubsub_v1.types import FlowControl
+
+        loop = asyncio.get_running_loop()
+        self.queue = asyncio.Queue()
+        self.ops = OpsServer(self, self.metrics, self.settings.ops_host, self.settings.ops_port)
+        await self.ops.start()
+        if install_signal_handlers:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.stopping.set)
+
+        def on_message(message) -> None:  # runs on the client's threads: only hand it over
+            loop.call_soon_threadsafe(self.queue.put_nowait, message)
+
+        flow = FlowControl(max_messages=self.settings.pubsub_max_outstanding,
+                           max_bytes=self.settings.pubsub_max_outstanding_bytes,
+                           max_lease_duration=self.settings.pubsub_max_lease_s,
+                           min_duration_per_lease_extension=self.settings.pubsub_lease_extension_s,
+                           max_duration_per_lease_extension=self.settings.pubsub_lease_extension_s)
+        self.stream = self.subscriber.subscribe(self.subscription, on_message, flow_control=flow,
+                                                await_callbacks_on_shutdown=True)
+        self.stream.add_done_callback(lambda future: loop.call_soon_threadsafe(self._stream_ended, future))
+        self._consume_task = asyncio.create_task(self._consume())
+        log.info("worker started", extra={"subscription": self.subscription, "consumer": self.settings.consumer_name})
+        if ready is not None:
+            ready.set()
+        try:
+            await self.stopping.wait()
+        finally:
+            await self._drain(loop)
+        if self.stream_error is not None:
+            raise self.stream_error
+
+    async def _drain(self, loop) -> None:
+        log.info("draining", extra={"grace_s": self.settings.shutdown_grace_s})
+        try:
+            await asyncio.wait_for(self._consume_task, self.settings.shutdown_grace_s)
+        except asyncio.TimeoutError:
+            log.warning("grace period over; the batch in hand is left to be redelivered")
+        self._give_back(self._drain_queue())  # received, never started: another worker takes them now
+        self.stream.cancel()
+        await loop.run_in_executor(None, self._close_clients)
+        self._give_back(self._drain_queue())  # arrived while closing; redelivered after the deadline
+        if self.ops is not None:
+            await self.ops.stop()
+        log.info("worker stopped", extra={"processed": self.processed})
+
+    def _drain_queue(self) -> list:
+        messages = []
+        while self.queue is not None and not self.queue.empty():
+            messages.append(self.queue.get_nowait())
+        return messages
+
+    def _close_clients(self) -> None:
+        with suppress(Exception):
+            self.stream.result(timeout=self.settings.shutdown_grace_s)
+        self.subscriber.close()
+        self.outbox.stop()
