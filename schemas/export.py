@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from .asyncapi import ASYNCAPI_PATH, render_asyncapi
 from .events import CouncilSessionEvent, LLMResponseEvent
 from .records import BiasMetricRecord
 from .results import Alert, AuditResult, DeadLetter
@@ -36,7 +37,7 @@ def render_schemas() -> dict[str, str]:
 
 def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
-    written = []
+    written = [write_asyncapi()] if directory == SCHEMA_DIR else []
     for file_name, text in render_schemas().items():
         path = directory / file_name
         path.write_text(text, encoding="utf-8")
@@ -44,9 +45,16 @@ def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
     return written
 
 
+def write_asyncapi() -> Path:
+    ASYNCAPI_PATH.write_text(render_asyncapi(), encoding="utf-8")
+    return ASYNCAPI_PATH
+
+
 def drifted_schemas(directory: Path = SCHEMA_DIR) -> list[str]:
     """Names of committed schema files that differ from the models (or are missing)."""
     drifted = []
+    if directory == SCHEMA_DIR and (not ASYNCAPI_PATH.exists() or ASYNCAPI_PATH.read_text(encoding="utf-8") != render_asyncapi()):
+        drifted.append(ASYNCAPI_PATH.name)
     for file_name, text in render_schemas().items():
         path = directory / file_name
         if not path.exists() or path.read_text(encoding="utf-8") != text:

@@ -1,0 +1,97 @@
+"""The AsyncAPI 3 document for every topic and payload, on both transports, from the models.
+
+FastStream documents only the subscribers and publishers it runs; our outputs are published
+with plain redis-py / google-cloud-pubsub (to keep the wire format free of its envelope), so the
+document is built here from the same pydantic models, and a test fails when it drifts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic.json_schema import models_json_schema
+
+from .events import CouncilSessionEvent, LLMResponseEvent
+from .results import Alert, AuditResult, DeadLetter
+
+ASYNCAPI_PATH = Path(__file__).parent / "asyncapi.json"
+
+# (channel id, default topic name, message name, model, direction, what it carries)
+CHANNELS = [
+    ("councilSessions", "council.sessions", "CouncilSessionEvent", CouncilSessionEvent, "receive",
+     "Council session events, one per session; session_id is the idempotency key."),
+    ("llmResponses", "llm.responses", "LLMResponseEvent", LLMResponseEvent, "receive",
+     "Single LLM interaction events."),
+    ("auditStream", "bias.audit.stream", "AuditResult", AuditResult, "send",
+     "One audit result per input event, tagged with its trace_id."),
+    ("alerts", "bias.audit.alerts", "Alert", Alert, "send",
+     "Anomaly and trend alerts: one firing per onset, one resolved when it clears."),
+    ("deadLetters", "bias.audit.deadletter", "DeadLetter", DeadLetter, "send",
+     "Events that could not be processed, with the reason."),
+]
+
+WIRE_HEADERS = {
+    "type": "object",
+    "description": "Redis Streams: plain entry fields beside `data`; Pub/Sub: message attributes.",
+    "properties": {
+        "event_type": {"type": "string"},
+        "tenant_id": {"type": "string"},
+        "trace_id": {"type": "string"},
+        "traceparent": {"type": "string", "description": "W3C trace context carrying trace_id"},
+    },
+}
+
+
+def build_asyncapi() -> dict:
+    models = [(model, "validation") for *_, model, _, _ in CHANNELS]
+    _, definitions = models_json_schema(models, ref_template="#/components/schemas/{model}")
+    schemas = definitions.get("$defs", {})
+    channels, operations, messages = {}, {}, {}
+    for channel_id, topic, message, model, direction, text in CHANNELS:
+        messages[message] = {
+            "name": message,
+            "contentType": "application/json",
+            "headers": {"$ref": "#/components/schemas/WireHeaders"},
+            "payload": {"$ref": f"#/components/schemas/{model.__name__}"},
+        }
+        channels[channel_id] = {
+            "address": topic,
+            "description": text,
+            "messages": {message: {"$ref": f"#/components/messages/{message}"}},
+            "bindings": {
+                "redis": {"bindingVersion": "0.1.0"},
+                "googlepubsub": {"bindingVersion": "0.2.0"},
+            },
+        }
+        operations[f"{direction}{channel_id[0].upper()}{channel_id[1:]}"] = {
+            "action": direction,
+            "channel": {"$ref": f"#/channels/{channel_id}"},
+            "messages": [{"$ref": f"#/channels/{channel_id}/messages/{message}"}],
+        }
+    schemas["WireHeaders"] = WIRE_HEADERS
+    return {
+        "asyncapi": "3.0.0",
+        "info": {
+            "title": "bias-audit",
+            "version": "0.1.0",
+            "description": "Audits bias in LLM councils and LLM responses. The message body is the JSON "
+                           "document, UTF-8, on both transports (no framework envelope).",
+        },
+        "defaultContentType": "application/json",
+        "servers": {
+            "redis": {"host": "localhost:6379", "protocol": "redis",
+                      "description": "Redis Streams: one entry per message, field `data` = the document; "
+                                     "consumer group `bias-audit`."},
+            "pubsub": {"host": "pubsub.googleapis.com", "protocol": "googlepubsub",
+                       "description": "Google Cloud Pub/Sub: topic per channel, subscription "
+                                      "`<topic>.bias-audit` for inputs."},
+        },
+        "channels": channels,
+        "operations": operations,
+        "components": {"messages": messages, "schemas": dict(sorted(schemas.items()))},
+    }
+
+
+def render_asyncapi() -> str:
+    return json.dumps(build_asyncapi(), indent=2, sort_keys=True) + "\n"
