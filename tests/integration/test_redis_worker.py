@@ -26,6 +26,7 @@ def start_worker(url: str, data_dir: Path, name: str, **env) -> subprocess.Popen
     environment = {**os.environ, "BIAS_AUDIT_BROKER_URL": url, "BIAS_AUDIT_DATA_DIR": str(data_dir),
                    "BIAS_AUDIT_CONSUMER_NAME": name, "BIAS_AUDIT_CLAIM_IDLE_MS": "1500",
                    "BIAS_AUDIT_RECLAIM_INTERVAL_S": "0.5", "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+                   "BIAS_AUDIT_OPS_PORT": "0",  # several workers on one host
                    **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
     log = open(data_dir / f"{name}.log", "ab")
     return subprocess.Popen([sys.executable, "-m", "worker.cli", "worker"], env=environment, stdout=log, stderr=log)
