@@ -82,8 +82,9 @@ class CouncilSessionConsumer:
         self.hash_secret = hash_secret
         self.limits = limits
         self.audit_config = audit_config
-        # Deliveries whose records this process already appended: a retried batch or a
-        # re-claimed entry must not append them twice.
+        # Deliveries whose records this process appended. The RECORDED mark in the window says
+        # so to every worker; this covers the one case it cannot: the append succeeded and the
+        # mark did not (window Redis down), and the batch is retried here.
         self._appended: OrderedDict[str, None] = OrderedDict()
         self._remember = remember
 

@@ -32,6 +32,16 @@ def _docker_answers() -> bool:
         return False
 
 
+def start_local(start, what: str):
+    """A locally started service; with CI=true its absence fails the run instead of skipping."""
+    try:
+        return start()
+    except Exception as error:  # pragma: no cover - depends on the machine
+        if IN_CI:
+            pytest.fail(f"CI=true but {what} could not be started: {error}")
+        pytest.skip(f"no {what}: {error}")
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory):
     url = os.environ.get("BIAS_AUDIT_TEST_REDIS_URL")
@@ -44,12 +54,7 @@ def redis_server(tmp_path_factory):
         with RedisContainer("redis:7-alpine") as container:
             yield f"redis://{container.get_container_host_ip()}:{container.get_exposed_port(6379)}/0"
         return
-    try:
-        server = EmbeddedRedis(tmp_path_factory.mktemp("redis"), persist=False).start()
-    except Exception as error:  # pragma: no cover - depends on the machine
-        if IN_CI:
-            pytest.fail(f"CI=true but no Redis could be started: {error}")
-        pytest.skip(f"no Redis available: {error}")
+    server = start_local(EmbeddedRedis(tmp_path_factory.mktemp("redis"), persist=False).start, "Redis")
     yield server.url
     server.stop()
 
@@ -91,12 +96,7 @@ def pubsub_emulator(tmp_path_factory):
         return
     from tests.services import PubSubEmulator
 
-    try:
-        emulator = PubSubEmulator(tmp_path_factory.mktemp("pubsub")).start()
-    except Exception as error:  # pragma: no cover - depends on the machine
-        if IN_CI:
-            pytest.fail(f"CI=true but the Pub/Sub emulator could not be started: {error}")
-        pytest.skip(f"no Pub/Sub emulator: {error}")
+    emulator = start_local(PubSubEmulator(tmp_path_factory.mktemp("pubsub")).start, "the Pub/Sub emulator")
     os.environ["PUBSUB_EMULATOR_HOST"] = emulator.host
     yield emulator.host
     os.environ.pop("PUBSUB_EMULATOR_HOST", None)

@@ -1,4 +1,5 @@
-"""Real services for tests and benchmarks: the Google Pub/Sub emulator, started on a free port.
+"""Real services for tests and benchmarks: worker processes, and the Google Pub/Sub emulator
+started on a free port.
 
 The emulator is Google's (`gcloud beta emulators pubsub start`, a Java server); gcloud starts
 it as a child, so it runs in its own process group and is stopped as a group.
@@ -6,15 +7,35 @@ it as a child, so it runs in its own process group and is stopped as a group.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
 
 from worker.embedded_redis import free_port
+
+
+PR_SET_PDEATHSIG = 1
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _die_with_parent() -> None:
+    # A test run killed from outside (a timeout) must not leave workers that later consume
+    # from another run's redis-server on a reused port.
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def spawn_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen:
+    """`bias-audit worker` in a child process that dies with this one; output to log_path."""
+    log = open(log_path, "ab")
+    preexec = _die_with_parent if sys.platform.startswith("linux") else None
+    return subprocess.Popen([sys.executable, "-m", "worker.cli", "worker"], env={**os.environ, **env},
+                            stdout=log, stderr=log, cwd=ROOT, preexec_fn=preexec)
 
 
 class PubSubEmulator:
@@ -29,6 +50,8 @@ class PubSubEmulator:
         if not gcloud:
             raise RuntimeError("gcloud is not installed (the Pub/Sub emulator comes with google-cloud-cli)")
         log = open(self.log_path, "ab")
+        # Its own session, so the Java child is stopped with gcloud; no parent-death signal here:
+        # it would reach gcloud only, not the Java server.
         self.process = subprocess.Popen(
             [gcloud, "beta", "emulators", "pubsub", "start", f"--host-port={self.host}", "--quiet"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,

@@ -117,9 +117,12 @@ def worker(
     try:
         asyncio.run(serve())
     except Exception as error:
-        if settings.transport == "pubsub" and error.__class__.__name__ == "NotFound":
-            fail(f"subscription not found ({error.__class__.__name__}: {getattr(error, 'message', error)}); "
-                 f"run `bias-audit setup --broker {settings.broker_url}` first", code=1)
+        if settings.transport == "pubsub":
+            from google.api_core.exceptions import NotFound
+
+            if isinstance(error, NotFound):
+                fail(f"subscription not found ({error.message}); "
+                     f"run `bias-audit setup --broker {settings.broker_url}` first", code=1)
         raise
     finally:
         if embedded:

@@ -52,11 +52,11 @@ class WorkerMetrics:
             else:
                 kind = "duplicate"
             counts[kind] = counts.get(kind, 0) + 1
-        histogram = self.processing_seconds.labels(self.transport, topic)
         for kind, count in counts.items():
             self.processed.labels(self.transport, topic, kind).inc(count)
-            for _ in range(count):
-                histogram.observe(elapsed)
+        histogram = self.processing_seconds.labels(self.transport, topic)
+        for _ in range(sum(counts.values())):  # one observation per message: the batch's time
+            histogram.observe(elapsed)
 
     def failure(self, topic: str, kind: str, count: int) -> None:
         self.failed.labels(self.transport, topic, kind).inc(count)

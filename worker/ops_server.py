@@ -72,7 +72,7 @@ class OpsServer:
             await self.runner.cleanup()
             self.runner = None
             return
-        self.bound_port = site._server.sockets[0].getsockname()[1]  # the real port when 0 was asked
+        self.bound_port = self.runner.addresses[0][1]  # the real port when 0 was asked
         log.info("ops server listening", extra={"host": self.host, "port": self.bound_port,
                                                 "paths": ["/healthz", "/readyz", "/metrics"]})
 

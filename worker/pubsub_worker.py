@@ -34,6 +34,10 @@ from .ops_server import OpsServer
 
 log = logging.getLogger("bias_audit.worker")
 
+# Put by _drain into an emptied queue (in one step, no await between), so it is always taken
+# first, never inside a batch; messages arriving later wait behind it and are given back.
+STOP = object()
+
 PUBSUB_TRANSIENT = (gexc.ServiceUnavailable, gexc.DeadlineExceeded, gexc.TooManyRequests,
                     gexc.InternalServerError, gexc.Aborted, gexc.Unknown)
 
@@ -125,26 +129,14 @@ class PubSubWorker:
             handle=message,
         )
 
-    async def _next_batch(self) -> list:
-        first = await self.queue.get()
-        batch = [first]
-        while len(batch) < self.settings.batch_size and not self.queue.empty():
-            batch.append(self.queue.get_nowait())
-        return batch
-
     async def _consume(self) -> None:
-        while not self.stopping.is_set():
-            waiter = asyncio.ensure_future(self._next_batch())
-            stop = asyncio.ensure_future(self.stopping.wait())
-            done, _ = await asyncio.wait({waiter, stop}, return_when=asyncio.FIRST_COMPLETED)
-            stop.cancel()
-            if waiter not in done:
-                waiter.cancel()
-                with suppress(asyncio.CancelledError):
-                    batch = await waiter
-                    self._give_back(batch)  # it completed while being cancelled
+        while True:
+            first = await self.queue.get()
+            if first is STOP:
                 return
-            batch = waiter.result()
+            batch = [first]
+            while len(batch) < self.settings.batch_size and not self.queue.empty():
+                batch.append(self.queue.get_nowait())
             self.metrics.pending.labels("pubsub", self.topic).set(self.queue.qsize() + len(batch))
             await self.pipeline.handle([self._delivery(message) for message in batch])
 
@@ -214,11 +206,13 @@ class PubSubWorker:
 
     async def _drain(self, loop) -> None:
         log.info("draining", extra={"grace_s": self.settings.shutdown_grace_s})
+        self._give_back(self._drain_queue())  # received, never started: another worker takes them now
+        self.queue.put_nowait(STOP)  # the batch in hand finishes, then the loop ends
         try:
             await asyncio.wait_for(self._consume_task, self.settings.shutdown_grace_s)
         except asyncio.TimeoutError:
             log.warning("grace period over; the batch in hand is left to be redelivered")
-        self._give_back(self._drain_queue())  # received, never started: another worker takes them now
+        self._give_back(self._drain_queue())  # arrived while draining
         self.stream.cancel()
         await loop.run_in_executor(None, self._close_clients)
         self._give_back(self._drain_queue())  # arrived while closing; redelivered after the deadline
@@ -229,7 +223,9 @@ class PubSubWorker:
     def _drain_queue(self) -> list:
         messages = []
         while self.queue is not None and not self.queue.empty():
-            messages.append(self.queue.get_nowait())
+            message = self.queue.get_nowait()
+            if message is not STOP:
+                messages.append(message)
         return messages
 
     def _close_clients(self) -> None:

@@ -37,9 +37,6 @@ from .ops_server import OpsServer
 
 log = logging.getLogger("bias_audit.worker")
 
-TRANSIENT = BASE_TRANSIENT
-
-
 def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -92,7 +89,7 @@ class RedisStreamsTransport:
 
     async def hold(self, deliveries: list[Delivery]) -> None:
         # XCLAIM JUSTID resets the idle time, so other workers' reclaimers leave them.
-        with suppress(*TRANSIENT):
+        with suppress(*BASE_TRANSIENT):
             await self.client.xclaim(self.topic, self.group, self.consumer_name, 0,
                                      [d.delivery_id for d in deliveries], justid=True)
 
@@ -190,20 +187,37 @@ class RedisStreamsWorker:
             )
             start, entries = reply[0], reply[1]
             if entries:
-                attempts = await self._delivery_counts([e[0] for e in entries])
-                deliveries = [
-                    delivery_from_entry(self.stream, entry_id, fields, attempts.get(entry_id, 1))
-                    for entry_id, fields in entries
-                ]
-                live = [d for d in deliveries if (d.body or d.attributes) and d.delivery_id not in self.in_flight]
-                gone = [d for d in deliveries if not (d.body or d.attributes)]
-                if gone:  # trimmed from the stream while pending: nothing left to process
-                    await self.client.xack(self.stream, self.group, *[d.delivery_id for d in gone])
-                if live:
-                    log.info("reclaimed pending entries", extra={"count": len(live)})
-                    await self.handle(live)
+                await self._take_over(entries, "reclaimed pending entries")
             if start in (b"0-0", "0-0"):
                 return
+
+    async def _take_over(self, entries, what: str) -> None:
+        """Handle claimed entries (not those this process is handling already)."""
+        attempts = await self._delivery_counts([e[0] for e in entries])
+        deliveries = [
+            delivery_from_entry(self.stream, entry_id, fields, attempts.get(entry_id, 1))
+            for entry_id, fields in entries
+        ]
+        live = [d for d in deliveries if (d.body or d.attributes) and d.delivery_id not in self.in_flight]
+        gone = [d for d in deliveries if not (d.body or d.attributes)]
+        if gone:  # trimmed from the stream while pending: nothing left to process
+            await self.client.xack(self.stream, self.group, *[d.delivery_id for d in gone])
+        if live:
+            log.info(what, extra={"count": len(live)})
+            await self.handle(live)
+
+    async def finish_read_entries(self) -> None:
+        """At shutdown: FastStream can stop between reading a batch and handing it over. Those
+        entries are pending under this consumer; finish them now instead of leaving them for
+        another worker's reclaimer after claim_idle_ms."""
+        pending = await self.client.xpending_range(
+            self.stream, self.group, min="-", max="+", count=10 * self.settings.batch_size,
+            consumername=self.settings.consumer_name,
+        )
+        ids = [p["message_id"] for p in pending]
+        if ids:
+            entries = await self.client.xclaim(self.stream, self.group, self.settings.consumer_name, 0, ids)
+            await self._take_over(entries, "finishing entries read before the stop")
 
     async def _delivery_counts(self, ids) -> dict:
         pending = await self.client.xpending_range(
@@ -217,7 +231,7 @@ class RedisStreamsWorker:
             try:
                 await self.reclaim_once()
                 await self.refresh_lag()
-            except TRANSIENT as error:
+            except BASE_TRANSIENT as error:
                 log.warning("reclaimer: Redis unreachable", extra={"error": repr(error)})
             except Exception:
                 log.exception("reclaimer failed; will retry")
@@ -245,6 +259,8 @@ class RedisStreamsWorker:
         finally:
             log.info("draining", extra={"grace_s": self.settings.shutdown_grace_s})
             await self.broker.stop()  # waits for the batch in hand, up to graceful_timeout
+            with suppress(*BASE_TRANSIENT):
+                await asyncio.wait_for(self.finish_read_entries(), self.settings.shutdown_grace_s)
             reclaimer.cancel()
             with suppress(asyncio.CancelledError):
                 await reclaimer

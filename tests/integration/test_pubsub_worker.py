@@ -21,6 +21,7 @@ from analysis.session_audit import audit_batch
 from analysis.window import session_contribution
 from schemas.events import CouncilSessionEvent
 from storage.jsonl_store import read_records
+from tests.services import spawn_worker
 from worker.samples import generate_sessions
 
 pytestmark = [pytest.mark.redis, pytest.mark.pubsub, pytest.mark.slow]
@@ -49,14 +50,12 @@ def setup_project(project: str, **env) -> None:
 
 
 def start_worker(project: str, redis_url: str, data_dir: Path, name: str, **env) -> subprocess.Popen:
-    environment = {**os.environ, "BIAS_AUDIT_BROKER_URL": f"pubsub://{project}", "BIAS_AUDIT_REDIS_URL": redis_url,
+    environment = {"BIAS_AUDIT_BROKER_URL": f"pubsub://{project}", "BIAS_AUDIT_REDIS_URL": redis_url,
                    "BIAS_AUDIT_DATA_DIR": str(data_dir), "BIAS_AUDIT_CONSUMER_NAME": name,
                    "BIAS_AUDIT_WINDOW_SESSIONS": "1000", "BIAS_AUDIT_OPS_PORT": "0",
                    "BIAS_AUDIT_LOG_LEVEL": "WARNING",
                    **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
-    log = open(data_dir / f"{name}.log", "ab")
-    return subprocess.Popen([sys.executable, "-m", "worker.cli", "worker"], env=environment, stdout=log,
-                            stderr=log, cwd=ROOT)
+    return spawn_worker(environment, data_dir / f"{name}.log")
 
 
 def publish(project: str, bodies: list[bytes]) -> None:
@@ -91,11 +90,8 @@ class Reader:
 
     def until(self, count: int, timeout: float = 120.0, settle: float = 3.0) -> list:
         deadline = time.monotonic() + timeout
-        started = time.monotonic()
         while len(self.messages) < count and time.monotonic() < deadline:
             self.pull()
-            if os.environ.get("DEBUG_READER"):
-                print(f"{time.monotonic() - started:6.1f}s {len(self.messages)}")
         quiet_until = time.monotonic() + settle  # anything extra (a second result) arrives too
         while time.monotonic() < quiet_until:
             if self.pull():
@@ -165,8 +161,7 @@ def test_two_workers_with_duplicates_count_every_session_exactly_once(pubsub_pro
     assert len(per_session) == 500 and set(per_session.values()) == {25}  # 5x5 pairs, once each
     count, sums = window_state(redis_url)
     assert count == 500 and sums == expected_window_sums(sessions)
-    processed = [w for w in (tmp_path / "records").iterdir()]
-    assert len(processed) == 2  # both workers took a share
+    assert len(list((tmp_path / "records").iterdir())) == 2  # both workers took a share
     for name in ("w1", "w2"):
         assert "did not exit" not in (tmp_path / f"{name}.log").read_text()
 
@@ -311,3 +306,9 @@ def test_setup_against_an_unreachable_emulator_exits_1_with_a_reason(tmp_path):
         pytest.fail("setup hung against an unreachable emulator")
     assert result.returncode == 1 and "Pub/Sub setup failed" in result.stderr
 
+
+
+def test_a_worker_without_its_subscription_exits_1_saying_to_run_setup(pubsub_project, redis_url, tmp_path):
+    worker = start_worker(pubsub_project, redis_url, tmp_path, "w1")  # no `setup` for this project
+    assert worker.wait(timeout=60) == 1
+    assert "run `bias-audit setup --broker pubsub://" in (tmp_path / "w1.log").read_text()

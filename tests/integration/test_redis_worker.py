@@ -16,6 +16,7 @@ import redis
 
 from producers.redis_streams import wire_fields
 from storage.jsonl_store import read_records, unique_records
+from tests.services import spawn_worker
 from worker.samples import generate_sessions
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -23,13 +24,12 @@ RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.se
 
 
 def start_worker(url: str, data_dir: Path, name: str, **env) -> subprocess.Popen:
-    environment = {**os.environ, "BIAS_AUDIT_BROKER_URL": url, "BIAS_AUDIT_DATA_DIR": str(data_dir),
+    environment = {"BIAS_AUDIT_BROKER_URL": url, "BIAS_AUDIT_DATA_DIR": str(data_dir),
                    "BIAS_AUDIT_CONSUMER_NAME": name, "BIAS_AUDIT_CLAIM_IDLE_MS": "1500",
                    "BIAS_AUDIT_RECLAIM_INTERVAL_S": "0.5", "BIAS_AUDIT_LOG_LEVEL": "WARNING",
                    "BIAS_AUDIT_OPS_PORT": "0",  # several workers on one host
                    **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
-    log = open(data_dir / f"{name}.log", "ab")
-    return subprocess.Popen([sys.executable, "-m", "worker.cli", "worker"], env=environment, stdout=log, stderr=log)
+    return spawn_worker(environment, data_dir / f"{name}.log")
 
 
 def publish(client: redis.Redis, documents) -> None:
@@ -61,6 +61,12 @@ def stop(*workers) -> None:
         assert worker.wait(timeout=30) == 0
 
 
+def blocked_readers(client) -> int:
+    # Redis 6.2 creates a group consumer only when it is given entries; a reader waiting on an
+    # empty stream shows as a client whose last command is XREADGROUP.
+    return sum(1 for c in client.client_list() if c.get("cmd") == "xreadgroup")
+
+
 def window_keys(client, tenant="demo"):
     return client.zcard(f"bias-audit:{{{tenant}}}:order"), client.hgetall(f"bias-audit:{{{tenant}}}:sums")
 
@@ -68,10 +74,13 @@ def window_keys(client, tenant="demo"):
 def test_duplicates_are_counted_once_and_two_workers_share_the_load(redis_url, tmp_path):
     client = redis.Redis.from_url(redis_url)
     sessions = generate_sessions(200, seed=11)
-    publish(client, sessions)  # before any worker exists: the group starts at the stream's start
-    publish(client, sessions)  # every session delivered twice
+    publish(client, sessions[:20])  # before any worker exists: the group starts at the stream's start
     workers = [start_worker(redis_url, tmp_path, f"w{i}", batch_size=20) for i in (1, 2)]
     try:
+        # The rest only once both read (one worker could drain it while the other starts).
+        wait_for(lambda: blocked_readers(client) >= 2, what="two workers reading")
+        publish(client, sessions[20:])
+        publish(client, sessions)  # every session delivered twice
         wait_for(lambda: client.xlen(RESULTS) >= 200, what="200 results")
         wait_for(lambda: client.xpending(INPUT, "bias-audit")["pending"] == 0, what="all acked")
         time.sleep(1.0)

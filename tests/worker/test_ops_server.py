@@ -26,7 +26,7 @@ def metric(text: str, name: str, **labels) -> float:
     raise AssertionError(f"no sample {name}{{{wanted}}}")
 
 
-async def scenario(redis_url: str, tmp_path, window_url: str):
+async def scenario(redis_url: str, tmp_path, window_url: str, expect_processed: int):
     settings = Settings(broker_url=redis_url, redis_url=window_url, data_dir=tmp_path, ops_port=0,
                         consumer_name="ops-test", batch_size=10)
     worker = redis_worker(settings)
@@ -39,7 +39,7 @@ async def scenario(redis_url: str, tmp_path, window_url: str):
     for body in bodies:
         client.xadd("council.sessions", wire_fields(body, event_type="council.session", tenant_id="demo", trace_id=None))
     for _ in range(200):
-        if worker.processed >= 23:
+        if worker.processed >= expect_processed:
             break
         await asyncio.sleep(0.05)
     async with aiohttp.ClientSession() as http:
@@ -53,7 +53,7 @@ async def scenario(redis_url: str, tmp_path, window_url: str):
 
 
 def test_health_and_metrics_of_a_running_worker(redis_url, tmp_path):
-    live_status, live, ready_status, ready, metrics = asyncio.run(scenario(redis_url, tmp_path, redis_url))
+    live_status, live, ready_status, ready, metrics = asyncio.run(scenario(redis_url, tmp_path, redis_url, 23))
     assert live_status == 200 and live["status"] == "alive"
     assert ready_status == 200 and ready["status"] == "ready"
     labels = {"transport": "redis", "topic": "council.sessions"}
@@ -68,6 +68,6 @@ def test_readiness_fails_with_the_reason_when_the_window_redis_is_unreachable(re
     from worker.embedded_redis import free_port
 
     unreachable = f"redis://127.0.0.1:{free_port()}/0"
-    live_status, _, ready_status, ready, _ = asyncio.run(scenario(redis_url, tmp_path, unreachable))
+    live_status, _, ready_status, ready, _ = asyncio.run(scenario(redis_url, tmp_path, unreachable, 0))
     assert live_status == 200  # alive: the loop runs and retries
     assert ready_status == 503 and "window store Redis unreachable" in ready["detail"]
