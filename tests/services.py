@@ -7,7 +7,6 @@ it as a child, so it runs in its own process group and is stopped as a group.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import signal
@@ -20,22 +19,23 @@ from pathlib import Path
 from worker.embedded_redis import free_port
 
 
-PR_SET_PDEATHSIG = 1
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _die_with_parent() -> None:
-    # A test run killed from outside (a timeout) must not leave workers that later consume
-    # from another run's redis-server on a reused port.
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+# The child asks for SIGKILL when its parent dies (PR_SET_PDEATHSIG = 1, kept across exec), then
+# becomes the worker: a test run killed from outside (a timeout) leaves no worker that later
+# consumes from another run's redis-server on a reused port. Done in the child rather than with
+# preexec_fn, which forks a Python child of a process whose gRPC threads abort after fork.
+_DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys; "
+    "ctypes.CDLL(None).prctl(1, signal.SIGKILL); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'worker.cli', 'worker'])"
+)
 
 
 def spawn_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen:
     """`bias-audit worker` in a child process that dies with this one; output to log_path."""
     log = open(log_path, "ab")
-    preexec = _die_with_parent if sys.platform.startswith("linux") else None
-    return subprocess.Popen([sys.executable, "-m", "worker.cli", "worker"], env={**os.environ, **env},
-                            stdout=log, stderr=log, cwd=ROOT, preexec_fn=preexec)
+    command = ["-c", _DIE_WITH_PARENT] if sys.platform.startswith("linux") else ["-m", "worker.cli", "worker"]
+    return subprocess.Popen([sys.executable, *command], env={**os.environ, **env}, stdout=log, stderr=log, cwd=ROOT)
 
 
 class PubSubEmulator:

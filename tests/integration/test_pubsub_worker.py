@@ -312,3 +312,38 @@ def test_a_worker_without_its_subscription_exits_1_saying_to_run_setup(pubsub_pr
     worker = start_worker(pubsub_project, redis_url, tmp_path, "w1")  # no `setup` for this project
     assert worker.wait(timeout=60) == 1
     assert "run `bias-audit setup --broker pubsub://" in (tmp_path / "w1.log").read_text()
+
+
+def test_a_worker_added_and_one_removed_under_load_lose_nothing(pubsub_project, redis_url, tmp_path):
+    """As on Redis, with a replay at the end: the emulator does not deliver messages published
+    after one of a subscription's streams closed, even cleanly, to the streams still open
+    (reproduced with plain client code); real Pub/Sub does."""
+    setup_project(pubsub_project)
+    sessions, bodies = corpus(count=400, duplicated=0, seed=59)
+    published_at = time.time() - 5
+    held = {"batch_size": 10, "pubsub_max_outstanding": 40}
+    first = start_worker(pubsub_project, redis_url, tmp_path, "w1", **held)
+    second = None
+    results = Reader(pubsub_project, RESULTS)
+    try:
+        time.sleep(3.0)  # subscribed
+        for index in range(0, 400, 20):
+            publish(pubsub_project, bodies[index:index + 20])
+            if index == 120:
+                second = start_worker(pubsub_project, redis_url, tmp_path, "w2", **held)  # added
+            if index == 280:
+                first.send_signal(signal.SIGTERM)  # removed: drains, nacks what it did not start
+            time.sleep(0.1)
+        assert first.wait(timeout=60) == 0
+        results.until(400, timeout=20)
+        replay_subscription(pubsub_project, published_at)
+        got = results.until(400, timeout=90, settle=5.0)
+    finally:
+        stop(*[w for w in (first, second) if w is not None])
+        results.close()
+    assert {r["audit_id"] for r in got} == {s["session_id"] for s in sessions}
+    assert len(got) == 400  # SIGTERM drains cleanly: nothing published twice, even after the replay
+    assert len(record_sessions(tmp_path)) == 400 and set(record_sessions(tmp_path).values()) == {25}
+    count, sums = window_state(redis_url)
+    assert count == 400 and sums == expected_window_sums(sessions)
+    assert "did not exit" not in (tmp_path / "w1.log").read_text()

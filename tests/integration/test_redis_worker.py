@@ -234,3 +234,29 @@ def test_window_redis_outage_is_retried_and_nothing_is_acked_early(redis_url, tm
     finally:
         stop(worker)
         window_server.stop()
+
+
+def test_a_worker_added_and_one_removed_under_load_lose_nothing(redis_url, tmp_path):
+    client = redis.Redis.from_url(redis_url)
+    sessions = generate_sessions(600, seed=19)
+    first = start_worker(redis_url, tmp_path, "w1", batch_size=10)
+    second = None
+    try:
+        for index in range(0, 600, 20):  # a steady stream, ~20 sessions every 50 ms
+            publish(client, sessions[index:index + 20])
+            if index == 200:
+                second = start_worker(redis_url, tmp_path, "w2", batch_size=10)  # added under load
+            if index == 400:
+                first.send_signal(signal.SIGTERM)  # removed under load: drains and exits
+            time.sleep(0.05)
+        assert first.wait(timeout=30) == 0
+        wait_for(lambda: client.xlen(RESULTS) >= 600, what="600 results")
+        time.sleep(0.5)
+    finally:
+        stop(*[w for w in (first, second) if w is not None])
+    got = results(client)
+    assert len(got) == 600 and len({r["audit_id"] for r in got}) == 600
+    assert client.xpending(INPUT, "bias-audit")["pending"] == 0
+    assert window_keys(client)[0] == 100  # the default window holds the last 100, each once
+    lines = list(read_records([tmp_path / "records"]))
+    assert len(lines) == len(list(unique_records(lines))) == 600 * 25
