@@ -5,7 +5,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench schemas clean
+.PHONY: install demo test bench schemas screenshot system-deps clean
 
 install: $(STAMP)
 
@@ -18,7 +18,14 @@ $(STAMP): pyproject.toml
 demo: install
 	$(VENV)/bin/bias-audit demo
 
-test: install
+# Debian's chromium opens the HTML report in a test; installed when missing and we may.
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); \
+	  else echo "chromium is missing: apt-get install chromium (the HTML report test needs it)"; fi
+
+test: install system-deps
 	$(PY) -m pytest -q
 
 bench: install
@@ -26,6 +33,9 @@ bench: install
 
 schemas: install
 	$(VENV)/bin/bias-audit schemas
+
+screenshot: install system-deps
+	$(PY) scripts/report_screenshot.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .bias-audit bench/out

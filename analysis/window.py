@@ -153,3 +153,4 @@ class WindowUpdate:
     # records), "done" (and published its result); "duplicate" (another delivery counted it)
     status: str
     summary: WindowSummary
+    sequence: int = 0  # the tenant's counting order of this session (0 unless counted now)

@@ -8,6 +8,8 @@ a redelivery of the same delivery resumes (records + result), any other copy is 
 from __future__ import annotations
 
 import logging
+import uuid
+from bisect import bisect_left
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -15,15 +17,19 @@ from typing import Any, Protocol
 import orjson
 from pydantic import ValidationError
 
+from analysis.alerts import AlertPolicy, Condition, SessionSignals, session_signals, window_baseline
+from analysis.digest import SessionDigest, digest_from_scores
 from analysis.observations import session_scores
 from analysis.records import build_records, effective_consent
 from analysis.session_audit import AuditConfig, audit_batch
 from analysis.verdict import session_verdict
-from analysis.window import session_contribution
+from analysis.window import WindowUpdate, session_contribution
+from analysis.window_cells import window_cells
 from schemas.events import CouncilSessionEvent, LLMResponseEvent
 from schemas.limits import DEFAULT_LIMITS, EventLimits
-from schemas.results import AuditResult, DeadLetter
-from windows.base import PUBLISHED, RECORDED, WindowItem, WindowStore
+from schemas.results import Alert, AlertWindow, AuditResult, DeadLetter
+from windows.alert_state import AlertStateStore, Transition
+from windows.base import PUBLISHED, RECORDED, WindowItem, WindowPolicy, WindowStore
 
 from .envelope import Delivery, InvalidEvent, dead_letter, describe_validation_error, resolve_trace_id, utc_now_iso
 
@@ -41,6 +47,7 @@ class Outcome:
     dead_letter: DeadLetter | None = None  # publish on bias.audit.deadletter
     duplicate: bool = False  # nothing to publish, only acknowledge
     window_item: WindowItem | None = None  # the session's window entry, to mark it published
+    alerts: list[Alert] | None = None  # publish on bias.audit.alerts
 
 
 @dataclass(slots=True)
@@ -52,6 +59,7 @@ class _Prepared:
     records: list[dict[str, Any]]
     item: WindowItem
     analysis: Any
+    digest: SessionDigest | None
 
 
 def classify(document: Any) -> str:
@@ -75,6 +83,9 @@ class CouncilSessionConsumer:
         limits: EventLimits = DEFAULT_LIMITS,
         audit_config: AuditConfig = AuditConfig(),
         remember: int = 10_000,
+        alert_state: AlertStateStore | None = None,
+        alert_policy: AlertPolicy = AlertPolicy(),
+        window_policy: WindowPolicy = WindowPolicy(),
     ) -> None:
         self.window = window
         self.store = store
@@ -87,6 +98,9 @@ class CouncilSessionConsumer:
         # mark did not (window Redis down), and the batch is retried here.
         self._appended: OrderedDict[str, None] = OrderedDict()
         self._remember = remember
+        self.alert_state = alert_state
+        self.alert_policy = alert_policy
+        self.window_policy = window_policy
 
     def parse(self, delivery: Delivery) -> CouncilSessionEvent:
         body = delivery.body
@@ -137,15 +151,21 @@ class CouncilSessionConsumer:
         requested = event.consent_level if event.consent_level is not None else self.default_consent
         consent = effective_consent(requested, self.hash_secret)
         records = build_records(event, scores, trace_id=trace_id, consent=consent, secret=self.hash_secret)
+        counted = consent > 0
+        digest = digest_from_scores(
+            scores, session_id=event.session_id, tenant_id=event.tenant_id, timestamp=event.timestamp,
+            trace_id=trace_id, config_version=event.council_config_version,
+        ) if counted else None
         item = WindowItem(
             tenant_id=event.tenant_id,
             session_id=event.session_id,
             timestamp=event.timestamp,
             owner=delivery.delivery_id,
-            contribution=session_contribution(scores, analysis) if consent > 0 else {},
-            counted=consent > 0,
+            contribution=session_contribution(scores, analysis) if counted else {},
+            counted=counted,
+            digest=digest.to_dict() if digest is not None else None,
         )
-        return _Prepared(delivery, event, trace_id, consent, records, item, analysis)
+        return _Prepared(delivery, event, trace_id, consent, records, item, analysis, digest)
 
     def _result(self, prepared: _Prepared, summary) -> AuditResult:
         audit = prepared.analysis.audit
@@ -190,6 +210,9 @@ class CouncilSessionConsumer:
             (index, self._prepare(deliveries[index], event, session, analysis))
             for (index, event), session, analysis in zip(parsed, scores, analyses)
         ]
+        before: dict[str, list[SessionDigest]] = {}
+        if self.alert_state is not None and prepared:
+            before = await self.window.digests(sorted({p.event.tenant_id for _, p in prepared}))
         updates = await self.window.add_many([p.item for _, p in prepared])
         to_append: list[dict[str, Any]] = []
         appended_now: list[_Prepared] = []
@@ -213,6 +236,10 @@ class CouncilSessionConsumer:
             self._appended[p.delivery.delivery_id] = None
         while len(self._appended) > self._remember:
             self._appended.popitem(last=False)
+        counted_now = [(index, p, update) for (index, p), update in zip(prepared, updates)
+                       if update.status == "new" and p.item.counted]
+        if self.alert_state is not None and counted_now:
+            await self._signal(counted_now, outcomes, before)
         if not log.isEnabledFor(logging.INFO):  # skip building per-session log records
             return outcomes
         for outcome in outcomes:
@@ -223,6 +250,57 @@ class CouncilSessionConsumer:
                            "tenant_id": outcome.result.tenant_id, "risk": outcome.result.overall_bias_risk},
                 )
         return outcomes
+
+    async def _signal(self, counted: list[tuple[int, _Prepared, WindowUpdate]], outcomes: list[Outcome],
+                      before: dict[str, list[SessionDigest]]) -> None:
+        """Anomaly scores for each session counted now, and the alerts whose state it changed.
+        Each session is judged on its window as it stood when it was counted: the window read
+        before the batch plus the batch's sessions up to it (last N sessions, D days)."""
+        transitions: list[Transition] = []
+        pending: list[tuple[int, _Prepared, WindowUpdate, Condition]] = []
+        policy = self.window_policy
+        for tenant in sorted({p.event.tenant_id for _, p, _ in counted}):
+            mine = [(index, p, update) for index, p, update in counted if p.event.tenant_id == tenant]
+            fresh = {p.event.session_id for _, p, _ in mine}
+            digests = sorted([*(d for d in before.get(tenant, ()) if d.session_id not in fresh),
+                              *(p.digest for _, p, _ in mine)], key=lambda d: d.ts_ms)
+            cells = window_cells(digests)
+            at = {d.session_id: i for i, d in enumerate(digests)}
+            times = [d.ts_ms for d in digests]
+
+            def window_start(i: int) -> int:
+                return max(0, i + 1 - policy.max_sessions, bisect_left(times, times[i] - policy.window_ms))
+
+            first = min(at[p.event.session_id] for _, p, _ in mine)
+            baseline = window_baseline(cells, window_start(first), first, self.alert_policy)
+            for index, p, update in mine:
+                i = at[p.event.session_id]
+                signals: SessionSignals = session_signals(cells, i, update.summary, self.alert_policy, baseline,
+                                                          start=window_start(i))
+                if outcomes[index].result is not None:
+                    outcomes[index].result.anomaly = signals.anomaly()
+                for condition in signals.conditions:
+                    if condition.state == "hold":
+                        continue
+                    alert_id = uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{tenant}:{condition.key}:{update.sequence}")
+                    transitions.append(Transition(tenant, condition.key, condition.state, update.sequence, alert_id.hex))
+                    pending.append((index, p, update, condition))
+        for (index, p, update, condition), change in zip(pending, await self.alert_state.apply(transitions)):
+            if change is None:
+                continue
+            status, alert_id = change
+            summary = update.summary
+            alert = Alert(
+                alert_id=alert_id, alert_type=condition.alert_type,
+                status="firing" if status == "fired" else "resolved",
+                severity=condition.severity, tenant_id=p.event.tenant_id, trace_id=p.trace_id,
+                metric=condition.metric, value=condition.value, threshold=condition.threshold,
+                window=AlertWindow(start=summary.window_start, end=summary.window_end, sessions=summary.sessions),
+                detected_at=utc_now_iso(), message=condition.message, session_id=p.event.session_id,
+            )
+            outcomes[index].alerts = [*(outcomes[index].alerts or []), alert]
+            log.warning("alert %s", alert.status, extra={"trace_id": p.trace_id, "alert_type": alert.alert_type,
+                                                          "alert_key": condition.key, "value": condition.value})
 
     async def published(self, outcomes: list[Outcome]) -> None:
         """After a transport that cannot publish and acknowledge atomically (Pub/Sub) published

@@ -35,6 +35,10 @@ def outcome_entries(outcomes: Iterable[Outcome], topics: OutputTopics) -> list[t
             entries.append((topics.results, wire_fields(
                 result.model_dump_json(), event_type=result.event_type,
                 tenant_id=result.tenant_id, trace_id=result.trace_id)))
+            for alert in outcome.alerts or ():
+                entries.append((topics.alerts, wire_fields(
+                    alert.model_dump_json(), event_type=alert.event_type,
+                    tenant_id=alert.tenant_id, trace_id=alert.trace_id)))
         elif outcome.dead_letter is not None:
             letter = outcome.dead_letter
             entries.append((topics.deadletter, wire_fields(

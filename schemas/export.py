@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from .asyncapi import ASYNCAPI_PATH, render_asyncapi
 from .events import CouncilSessionEvent, LLMResponseEvent
 from .records import BiasMetricRecord
+from .report import BiasReport
 from .results import Alert, AuditResult, DeadLetter
 
 SCHEMA_DIR = Path(__file__).parent / "json"
@@ -21,6 +22,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "audit-result": AuditResult,
     "alert": Alert,
     "dead-letter": DeadLetter,
+    "bias-report": BiasReport,  # `bias-audit report --format json`
 }
 
 

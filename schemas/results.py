@@ -87,6 +87,9 @@ class AuditResult(BaseModel):
     bias_indicators: BiasIndicators | None = None
     audit: SessionAudit | None = None
     window: WindowSummary | None = None
+    # robust z (median/MAD) of this session against its window: its mean score, and each
+    # reviewer's offset against that reviewer's history
+    anomaly: dict[str, Any] | None = None
     mitigation_action: str | None = None
     bias_report_summary: dict[str, Any] | None = None
 
@@ -112,6 +115,7 @@ class Alert(_Out):
     window: AlertWindow
     detected_at: str
     message: str
+    session_id: str | None = None  # the session that tipped it
 
 
 class DeadLetter(_Out):

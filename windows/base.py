@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
 
+from analysis.digest import SessionDigest
 from analysis.window import WindowUpdate
 
 
@@ -33,6 +34,7 @@ class WindowItem:
     owner: str  # the delivery that counts it (stream entry id, Pub/Sub message id, line number)
     contribution: dict[str, int] = field(default_factory=dict)
     counted: bool = True  # False at consent 0: remember the id, store nothing
+    digest: dict | None = None  # SessionDigest.to_dict(): what cross-session analytics read
 
     @property
     def ts_ms(self) -> int:
@@ -63,4 +65,8 @@ class WindowStore(Protocol):
 
     async def mark(self, items: list[WindowItem], phase: str) -> None:
         """Record that these deliveries got through `phase` (RECORDED or PUBLISHED)."""
+        ...
+
+    async def digests(self, tenant_ids: list[str]) -> dict[str, list[SessionDigest]]:
+        """Each tenant's window as session digests, oldest first."""
         ...

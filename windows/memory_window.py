@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+from analysis.digest import SessionDigest
 from analysis.window import WindowUpdate, summarize_window
 
 from .base import STATUS_AFTER, WindowItem, WindowPolicy, iso_from_ms, marker_value
@@ -14,6 +15,8 @@ from .base import STATUS_AFTER, WindowItem, WindowPolicy, iso_from_ms, marker_va
 class _TenantWindow:
     sums: dict[str, int] = field(default_factory=dict)
     contributions: dict[str, dict[str, int]] = field(default_factory=dict)
+    digests: dict[str, dict] = field(default_factory=dict)
+    sequence: int = 0
     order: list[tuple[int, bytes, str]] = field(default_factory=list)  # heap, as a zset orders
     max_ts: int | None = None  # newest event seen, counted or not (the days cutoff)
     newest_in_order: int | None = None  # window end; only the oldest ever leaves, so it stays until empty
@@ -29,6 +32,7 @@ class MemoryWindow:
         _, _, session_id = heapq.heappop(tenant.order)
         if not tenant.order:
             tenant.newest_in_order = None
+        tenant.digests.pop(session_id, None)
         for key, value in tenant.contributions.pop(session_id).items():
             # .get: an earlier session may have cancelled the key to zero (and removed it),
             # as HINCRBY on a missing field starts from 0.
@@ -42,6 +46,7 @@ class MemoryWindow:
         tenant = self._tenants.setdefault(item.tenant_id, _TenantWindow())
         seen_key = (item.tenant_id, item.session_id)
         marker = self._seen.get(seen_key)
+        sequence = 0
         if marker is not None:
             status = self._status(marker, item.owner)
         else:
@@ -56,6 +61,10 @@ class MemoryWindow:
                 if tenant.newest_in_order is None or ts > tenant.newest_in_order:
                     tenant.newest_in_order = ts
                 tenant.contributions[item.session_id] = dict(item.contribution)
+                tenant.sequence += 1
+                sequence = tenant.sequence
+                if item.digest is not None:
+                    tenant.digests[item.session_id] = item.digest
                 for key, value in item.contribution.items():
                     total = tenant.sums.get(key, 0) + value
                     if total:
@@ -66,7 +75,7 @@ class MemoryWindow:
                 self._evict_oldest(tenant)
             while len(tenant.order) > self.policy.max_sessions:
                 self._evict_oldest(tenant)
-        return WindowUpdate(status=status, summary=self.summary(item.tenant_id))
+        return WindowUpdate(status=status, summary=self.summary(item.tenant_id), sequence=sequence)
 
     @staticmethod
     def _status(marker: str, owner: str) -> str:
@@ -92,6 +101,14 @@ class MemoryWindow:
             window_start=iso_from_ms(tenant.order[0][0]) if tenant.order else None,
             window_end=iso_from_ms(tenant.newest_in_order),
         )
+
+    async def digests(self, tenant_ids: list[str]) -> dict[str, list[SessionDigest]]:
+        out = {}
+        for tenant_id in tenant_ids:
+            tenant = self._tenants.get(tenant_id) or _TenantWindow()
+            stored = tenant.digests
+            out[tenant_id] = [SessionDigest.from_dict(stored[sid]) for _, _, sid in sorted(tenant.order) if sid in stored]
+        return out
 
     async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:
         return [self.add(item) for item in items]

@@ -3,11 +3,15 @@
 -- delivery's records are appended and its result published (see base.py's statuses).
 -- KEYS[1] seen marker   KEYS[2] sums hash   KEYS[3] order zset (score = event ms)
 -- KEYS[4] newest event ms   KEYS[5] prefix of per-session contribution hashes
+-- KEYS[6] session digests hash (session id -> JSON)   KEYS[7] counting sequence of the tenant
 -- ARGV[1] session id  ARGV[2] event ms  ARGV[3] max sessions  ARGV[4] window ms
 -- ARGV[5] seen ttl s  ARGV[6] owner (delivery id)  ARGV[7] '1' to count, '0' to only remember
--- ARGV[8..] field, value pairs: integer strings, never turned into Lua numbers (doubles),
+-- ARGV[8] the session's digest (JSON, '' for none)
+-- ARGV[9..] field, value pairs: integer strings, never turned into Lua numbers (doubles),
 -- so sums stay exact int64 in Redis.
+-- Returns {status, sums, sessions, first ms, last ms, sequence (0 unless counted now)}.
 local status = 'new'
+local sequence = 0
 local seen = redis.call('GET', KEYS[1])
 if seen then
   if seen == ARGV[6] then status = 'resume'
@@ -26,9 +30,11 @@ else
 
   if ARGV[7] == '1' and ts >= cutoff then
     redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
-    if #ARGV >= 9 then
+    sequence = redis.call('INCR', KEYS[7])
+    if ARGV[8] ~= '' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[8]) end
+    if #ARGV >= 10 then
       local pairs_ = {}
-      for i = 8, #ARGV, 2 do
+      for i = 9, #ARGV, 2 do
         redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
         pairs_[#pairs_ + 1] = ARGV[i]
         pairs_[#pairs_ + 1] = ARGV[i + 1]
@@ -49,6 +55,7 @@ else
       end
     end
     redis.call('DEL', contribution)
+    redis.call('HDEL', KEYS[6], member)
     redis.call('ZREM', KEYS[3], member)
   end
 
@@ -62,4 +69,5 @@ end
 
 local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-return {status, redis.call('HGETALL', KEYS[2]), redis.call('ZCARD', KEYS[3]), first[2] or false, last[2] or false}
+return {status, redis.call('HGETALL', KEYS[2]), redis.call('ZCARD', KEYS[3]), first[2] or false, last[2] or false,
+        sequence}

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from importlib.resources import files
 
+import orjson
+from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
+from analysis.digest import SessionDigest
 from analysis.window import WindowUpdate, summarize_window
 
 from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value
@@ -22,6 +25,8 @@ def tenant_keys(prefix: str, tenant_id: str) -> dict[str, str]:
         "order": f"{base}:order",
         "newest": f"{base}:newest",
         "contribution": f"{base}:c:",
+        "digests": f"{base}:digests",
+        "sequence": f"{base}:seq",
     }
 
 
@@ -46,14 +51,16 @@ class RedisWindow:
             str(self.policy.seen_ttl_seconds),
             item.owner,
             "1" if item.counted else "0",
+            orjson.dumps(item.digest).decode() if item.digest is not None else "",
         ]
         for key, value in item.contribution.items():
             args.append(key)
             args.append(str(value))
-        return [keys["seen"] + item.session_id, keys["sums"], keys["order"], keys["newest"], keys["contribution"]], args
+        return [keys["seen"] + item.session_id, keys["sums"], keys["order"], keys["newest"], keys["contribution"],
+                keys["digests"], keys["sequence"]], args
 
     def _parse(self, item: WindowItem, reply) -> WindowUpdate:
-        status, flat, sessions, first, last = reply
+        status, flat, sessions, first, last, sequence = reply
         sums = {_decode(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
         summary = summarize_window(
             sums,
@@ -62,7 +69,7 @@ class RedisWindow:
             window_start=iso_from_ms(float(first)) if first else None,
             window_end=iso_from_ms(float(last)) if last else None,
         )
-        return WindowUpdate(status=_decode(status), summary=summary)
+        return WindowUpdate(status=_decode(status), summary=summary, sequence=int(sequence))
 
     async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:
         if not items:
@@ -83,3 +90,41 @@ class RedisWindow:
                 # XX: only a marker the window wrote; KEEPTTL: it still expires with the window.
                 pipe.set(key, marker_value(item.owner, phase), xx=True, keepttl=True)
             await pipe.execute()
+
+    async def digests(self, tenant_ids: list[str]) -> dict[str, list[SessionDigest]]:
+        async with self.client.pipeline(transaction=False) as pipe:
+            for tenant in tenant_ids:
+                keys = tenant_keys(self.prefix, tenant)
+                pipe.zrange(keys["order"], 0, -1)
+                pipe.hgetall(keys["digests"])
+            replies = await pipe.execute()
+        return {tenant: _ordered_digests(replies[2 * i], replies[2 * i + 1]) for i, tenant in enumerate(tenant_ids)}
+
+
+def _ordered_digests(order: list, stored: dict) -> list[SessionDigest]:
+    """The window's digests in its order (event time); a session without one is skipped."""
+    out = []
+    for member in order:
+        raw = stored.get(member if isinstance(member, bytes) else member.encode())
+        if raw is not None:
+            out.append(SessionDigest.from_dict(orjson.loads(raw)))
+    return out
+
+
+def read_live_windows(client: SyncRedis, prefix: str, tenant: str | None = None) -> dict[str, list[SessionDigest]]:
+    """Every tenant's live window (or one tenant's), for `bias-audit report --redis`."""
+    if tenant is not None:
+        tenants = [tenant]
+    else:
+        start, end = f"{prefix}:{{", "}:order"
+        tenants = sorted(_decode(key)[len(start):-len(end)] for key in client.scan_iter(match=f"{prefix}:{{*}}:order"))
+    out = {}
+    for name in tenants:
+        keys = tenant_keys(prefix, name)
+        pipe = client.pipeline(transaction=False)
+        pipe.zrange(keys["order"], 0, -1)
+        pipe.hgetall(keys["digests"])
+        order, stored = pipe.execute()
+        if order:
+            out[name] = _ordered_digests(order, stored)
+    return out

@@ -1,4 +1,4 @@
-"""`bias-audit`: worker, setup, publish, audit, demo, schemas.
+"""`bias-audit`: worker, setup, publish, audit, report, demo, schemas.
 
 Exit codes: 0 ok, 2 usage or input error (one line saying why), 1 anything else.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -15,8 +16,6 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from consumers.council import classify
-from consumers.envelope import Delivery, describe_validation_error
 
 from .settings import Settings
 
@@ -45,6 +44,8 @@ def load_settings(**overrides) -> Settings:
     try:
         return Settings(**values)
     except ValidationError as error:
+        from consumers.envelope import describe_validation_error
+
         fail(f"configuration: {describe_validation_error(error)}")
 
 
@@ -202,6 +203,8 @@ def publish(
     """Publish JSONL events in the contract's wire format (field `data` = the JSON document)."""
     from producers.wire import wire_fields
 
+    from consumers.council import classify
+
     lines = list(_iter_lines(file))  # all read and checked first: a bad line publishes nothing
     settings = load_settings(broker_url=broker, data_dir=data_dir)
     url = resolve_broker(settings)
@@ -275,7 +278,10 @@ def audit(
 ) -> None:
     """Audit JSONL events in-process (no broker) and print one result per line, in input order.
 
-    Bad lines are reported on stderr with their line number; the exit code is then 2."""
+    Alerts (firing / resolved) and bad lines are reported on stderr with their line number;
+    with bad lines the exit code is 2."""
+    from consumers.envelope import Delivery
+
     from .composition import in_process_consumer
     from .logging_setup import configure_logging
 
@@ -292,6 +298,9 @@ def audit(
             for (number, _), outcome in zip(chunk, await consumer.process(deliveries)):
                 if outcome.result is not None:
                     out.write(outcome.result.model_dump_json() + "\n")
+                    for alert in outcome.alerts or ():
+                        err.print(f"line {number}: alert {alert.status}: {alert.alert_type}: {alert.message}",
+                                  highlight=False, markup=False, soft_wrap=True)
                 elif outcome.dead_letter is not None:
                     problems += 1
                     err.print(f"line {number}: {outcome.dead_letter.error}", highlight=False, markup=False)
@@ -302,6 +311,135 @@ def audit(
     out.flush()
     if problems:
         raise typer.Exit(2)
+
+
+class ReportFormat(str, Enum):
+    text = "text"
+    json = "json"
+    csv = "csv"
+    html = "html"
+
+
+PROGRESS_FROM_BYTES = 32 * 1024 * 1024  # smaller inputs finish before a bar would help
+
+
+@app.command()
+def report(
+    paths: Annotated[Optional[list[str]], typer.Argument(help="more record files or directories", show_default=False)] = None,
+    inputs: Annotated[Optional[list[str]], typer.Option(
+        "--input", "-i", help="JSONL record file, directory (all *.jsonl: every worker's file) or quoted glob; "
+        "repeatable; llm-council-core's bias_metrics.jsonl is read too")] = None,
+    format: Annotated[ReportFormat, typer.Option("--format", "-f", help="text (rich tables), json, csv or html")] = ReportFormat.text,
+    sessions: Annotated[Optional[int], typer.Option(
+        help="window: newest N sessions per tenant, 0 = all (default BIAS_AUDIT_WINDOW_SESSIONS, 100)")] = None,
+    days: Annotated[Optional[float], typer.Option(
+        help="window: sessions within D days of the tenant's newest, 0 = no limit (default BIAS_AUDIT_WINDOW_DAYS, 30)")] = None,
+    tenant: Annotated[Optional[str], typer.Option(help="only this tenant (default: one section per tenant)")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="every table: position effects, swapped pairs, "
+                                          "timeline, trends, config changes (JSON: the chart points too)")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")] = None,
+    redis: Annotated[Optional[str], typer.Option(
+        "--redis", help="report the live window kept in this Redis instead of stored records")] = None,
+) -> None:
+    """Cross-session bias report: pooled length bias with CIs, length-controlled model scores,
+    position effects, randomization balance, reviewer profiles, agreement, trends.
+
+    Reads the window (newest N sessions / D days per tenant) while streaming the files, so
+    memory follows the window, not the files."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    from reports.build import build_report
+    from storage.report_reader import InputError, WindowReader, expand_inputs
+
+    settings = load_settings()
+    window_sessions = settings.window_sessions if sessions is None else (sessions or None)
+    window_days = settings.window_days if days is None else (days or None)
+    if window_sessions is not None and window_sessions < 0 or window_days is not None and window_days < 0:
+        fail("--sessions and --days must be 0 (no limit) or positive")
+    sources = [*(inputs or []), *(paths or [])]
+    if redis:
+        if sources:
+            fail("give either --input files or --redis, not both")
+        windows, stats = _live_windows(redis, settings.key_prefix, tenant, window_sessions, window_days)
+        sources = [redis]
+    else:
+        if not sources:
+            fail("no input: pass --input PATH (a records file or directory), or --redis URL for the live window")
+        try:
+            files = expand_inputs(sources)
+            reader = WindowReader(sessions=window_sessions, days=window_days, tenant=tenant)
+            total = sum(f.stat().st_size for f in files)
+            if total >= PROGRESS_FROM_BYTES:
+                with Progress("reading records", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                              console=err, transient=True) as progress:
+                    task = progress.add_task("read", total=total)
+                    reader.read(files, lambda n: progress.advance(task, n))
+            else:
+                reader.read(files)
+        except InputError as error:
+            fail(str(error))
+        windows, stats = reader.windows(), reader.stats
+    document = build_report(windows, stats, sources=sources, sessions=window_sessions, days=window_days)
+    _write_report(document, format, output, verbose)
+
+
+def _live_windows(url: str, prefix: str, tenant: str | None, sessions: int | None, days: float | None):
+    from redis import Redis
+    from redis.exceptions import RedisError
+
+    from analysis.window_cells import window_cells
+    from storage.report_reader import ReadStats, TenantWindows
+    from windows.redis_window import read_live_windows
+
+    check_broker_url(url)
+    try:
+        client = Redis.from_url(url, socket_connect_timeout=5)
+        live = read_live_windows(client, prefix, tenant)
+    except RedisError as error:
+        fail(f"reading the live window from {url} failed: {error}", code=1)
+    stats = ReadStats(sessions=sum(len(d) for d in live.values()))
+    windows = []
+    for name, digests in sorted(live.items()):
+        if sessions is not None:
+            digests = digests[-sessions:]
+        if days is not None and digests:
+            cutoff = digests[-1].ts_ms - int(days * 86_400_000)
+            digests = [d for d in digests if d.ts_ms >= cutoff]
+        windows.append(TenantWindows(name, window_cells(digests), 0))
+    return windows, stats
+
+
+def _write_report(document, format: ReportFormat, output: Path | None, verbose: bool) -> None:
+    import io
+
+    from reports.csv_out import render_csv
+    from reports.html import render_html
+    from reports.text import render_text
+
+    if format is ReportFormat.json:
+        exclude = None if verbose else {"tenants": {"__all__": {"length_points"}}}
+        text = document.model_dump_json(indent=2, exclude=exclude) + "\n"
+    elif format is ReportFormat.csv:
+        buffer = io.StringIO()
+        render_csv(document, buffer)
+        text = buffer.getvalue()
+    elif format is ReportFormat.html:
+        text = render_html(document)
+    else:
+        if output is None:
+            render_text(document, Console(), verbose=verbose)
+            return
+        buffer = io.StringIO()
+        render_text(document, Console(file=buffer, width=80, force_terminal=False), verbose=verbose)
+        text = buffer.getvalue()
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        fail(f"cannot write {output}: {error.strerror}", code=1)
+    err.print(f"wrote {output}", highlight=False)
 
 
 @app.command()

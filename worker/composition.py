@@ -9,6 +9,7 @@ from redis.asyncio import Redis
 from consumers.council import CouncilSessionConsumer
 from producers.redis_streams import OutputTopics, RedisStreamsOutbox
 from storage.jsonl_store import JsonlRecordStore
+from windows.alert_state import MemoryAlertState, RedisAlertState
 from windows.base import WindowStore
 from windows.memory_window import MemoryWindow
 from windows.redis_window import RedisWindow
@@ -23,7 +24,7 @@ def record_store(settings: Settings) -> JsonlRecordStore:
     return JsonlRecordStore(settings.records_dir, stem)
 
 
-def council_consumer(settings: Settings, window: WindowStore, store) -> CouncilSessionConsumer:
+def council_consumer(settings: Settings, window: WindowStore, store, alert_state=None) -> CouncilSessionConsumer:
     return CouncilSessionConsumer(
         window=window,
         store=store,
@@ -31,6 +32,9 @@ def council_consumer(settings: Settings, window: WindowStore, store) -> CouncilS
         hash_secret=settings.secret_bytes,
         limits=settings.limits,
         audit_config=settings.audit_config,
+        alert_state=alert_state if settings.alerts_enabled else None,
+        alert_policy=settings.alert_policy,
+        window_policy=settings.window_policy,
     )
 
 
@@ -41,7 +45,8 @@ def output_topics(settings: Settings) -> OutputTopics:
 
 def in_process_consumer(settings: Settings, store=None) -> CouncilSessionConsumer:
     """`bias-audit audit`: same pipeline, window in memory, no broker."""
-    return council_consumer(settings, MemoryWindow(settings.window_policy), store)
+    return council_consumer(settings, MemoryWindow(settings.window_policy), store,
+                            MemoryAlertState(settings.alert_limits))
 
 
 def redis_worker(settings: Settings):
@@ -51,7 +56,8 @@ def redis_worker(settings: Settings):
     client = Redis.from_url(settings.broker_url)
     window_client = Redis.from_url(settings.redis_url) if settings.redis_url else client
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
-    consumer = council_consumer(settings, window, record_store(settings))
+    alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
+    consumer = council_consumer(settings, window, record_store(settings), alerts)
     outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
     return RedisStreamsWorker(settings=settings, client=client, consumer=consumer, outbox=outbox,
                               metrics=metrics, window_client=window_client)
@@ -66,7 +72,8 @@ def pubsub_worker(settings: Settings):
     metrics = WorkerMetrics("pubsub")
     window_client = Redis.from_url(settings.redis_url)
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
-    consumer = council_consumer(settings, window, record_store(settings))
+    alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
+    consumer = council_consumer(settings, window, record_store(settings), alerts)
     subscriber, publisher = pubsub_clients(settings)
     outbox = PubSubOutbox(publisher, settings.pubsub_project, output_topics(settings))
     return PubSubWorker(settings=settings, subscriber=subscriber, outbox=outbox, consumer=consumer,

@@ -81,3 +81,6 @@ class TimedWindow:
 
     async def mark(self, items, phase):
         return await self.inner.mark(items, phase)
+
+    async def digests(self, tenant_ids):
+        return await self.inner.digests(tenant_ids)

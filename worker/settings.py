@@ -5,13 +5,18 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from analysis.session_audit import AuditConfig
 from schemas.limits import EventLimits
 from windows.base import WindowPolicy
+
+if TYPE_CHECKING:  # imported where used: `bias-audit report` starts without scipy/redis
+    from analysis.alerts import AlertPolicy
+    from analysis.session_audit import AuditConfig
+    from windows.alert_state import AlertLimits
 
 MIN_SECRET_LENGTH = 16
 
@@ -62,6 +67,12 @@ class Settings(BaseSettings):
     self_preference_threshold: float = 1.5
     alpha: float = 0.05
 
+    alerts_enabled: bool = Field(True, description="anomaly scores in results, alerts on alerts_topic")
+    alert_recent_sessions: int = Field(20, ge=2, description="a reviewer's last K sessions decide its alert")
+    alert_reviewer_offset: float = Field(1.0, gt=0, description="points (1-10 scale) to fire; clears below half")
+    alert_cooldown_s: float = Field(300.0, ge=0, description="a cleared alert does not fire again sooner")
+    alert_max_per_minute: int = Field(30, ge=1, description="firing alerts per tenant per minute")
+
     log_level: str = "INFO"
     ops_host: str = Field("0.0.0.0", description="/healthz, /readyz, /metrics listen here")
     ops_port: int = Field(9464, ge=-1, le=65535, description="0 = any free port, -1 = no ops server")
@@ -107,12 +118,27 @@ class Settings(BaseSettings):
 
     @property
     def audit_config(self) -> AuditConfig:
+        from analysis.session_audit import AuditConfig
+
         return AuditConfig(
             length_correlation_threshold=self.length_correlation_threshold,
             alpha=self.alpha,
             calibration_threshold=self.calibration_threshold,
             self_preference_threshold=self.self_preference_threshold,
         )
+
+    @property
+    def alert_policy(self) -> AlertPolicy:
+        from analysis.alerts import AlertPolicy
+
+        return AlertPolicy(recent_sessions=self.alert_recent_sessions, reviewer_fire=self.alert_reviewer_offset,
+                           reviewer_clear=self.alert_reviewer_offset / 2)
+
+    @property
+    def alert_limits(self) -> AlertLimits:
+        from windows.alert_state import AlertLimits
+
+        return AlertLimits(cooldown_s=self.alert_cooldown_s, max_per_minute=self.alert_max_per_minute)
 
     @property
     def window_policy(self) -> WindowPolicy:

@@ -1,0 +1,119 @@
+"""Agreement between reviewers (Krippendorff's alpha) and position consistency on swapped
+pairs (MT-Bench's PC; Shi et al. 2024's preference fairness)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from schemas.report import Estimate, PositionConsistency
+
+from .window import confidence_tier
+from .window_cells import WindowCells
+
+MIN_SESSIONS = 10
+
+
+def krippendorff_alpha_interval(values: np.ndarray, units: np.ndarray) -> tuple[float | None, int]:
+    """Alpha with the interval metric, in O(n): for squared differences the pairable sums
+    reduce to sums and sums of squares per unit. Units with one value are not pairable.
+    Returns (alpha or None, pairable values)."""
+    _, units = np.unique(units, return_inverse=True)
+    m = np.bincount(units).astype(np.float64)
+    pairable = m[units] >= 2
+    v, u = values[pairable], units[pairable]
+    n = len(v)
+    if n < 2:
+        return None, n
+    m_u = np.bincount(u)
+    keep = m_u >= 2
+    s1 = np.bincount(u, weights=v)[keep]
+    s2 = np.bincount(u, weights=v * v)[keep]
+    m_u = m_u[keep].astype(np.float64)
+    # sum over ordered pairs i != j of (v_i - v_j)^2 = 2 m S2 - 2 S1^2
+    observed = np.sum((2 * m_u * s2 - 2 * s1 * s1) / (m_u - 1)) / n
+    expected = (2 * n * (v @ v) - 2 * v.sum() ** 2) / (n * (n - 1))
+    if expected <= 0:
+        return None, n
+    return float(1.0 - observed / expected), n
+
+
+def agreement(cells: WindowCells) -> Estimate:
+    peer = cells.peer
+    sessions = cells.sessions
+    alpha, n = krippendorff_alpha_interval(cells.score[peer], cells.group[peer])
+    if sessions < MIN_SESSIONS or alpha is None:
+        return Estimate(point_estimate=None, ci_lower=None, ci_upper=None, sample_size=n, sessions=sessions,
+                        confidence=confidence_tier(sessions), status="collecting data")
+    return Estimate(point_estimate=round(alpha, 4), ci_lower=None, ci_upper=None, sample_size=n,
+                    sessions=sessions, confidence=confidence_tier(sessions))
+
+
+def _within_group_pairs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (i, j), i before j, of elements sharing a key; keys must be sorted."""
+    firsts, seconds = [], []
+    n = len(keys)
+    distance = 1
+    while distance < n:
+        same = keys[distance:] == keys[:-distance]
+        if not same.any():
+            break
+        i = np.flatnonzero(same)
+        firsts.append(i)
+        seconds.append(i + distance)
+        distance += 1
+    if not firsts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(firsts), np.concatenate(seconds)
+
+
+def position_consistency(cells: WindowCells) -> list[PositionConsistency]:
+    """For each reviewer, every time it saw a pair of models in one order is matched (in time
+    order) with a time it saw them in the other order. Consistent: the same model preferred
+    (or a tie) both times. Primacy-preferred: the first shown won both times; recency: the
+    second. PF = (recency - primacy) / pairs."""
+    use = cells.peer & (cells.position >= 0)
+    session, reviewer, model = cells.session[use], cells.reviewer[use], cells.model[use]
+    position, score = cells.position[use], cells.score[use]
+    review = session * len(cells.reviewers) + reviewer
+    order = np.argsort(review, kind="stable")
+    i, j = _within_group_pairs(review[order])
+    i, j = order[i], order[j]
+    lo = np.minimum(model[i], model[j])
+    swap = model[i] != lo  # orient each pair as (lower model index, higher)
+    a, b = np.where(swap, j, i), np.where(swap, i, j)
+    lo_first = position[a] < position[b]
+    preference = np.sign(score[a] - score[b]).astype(np.int64)  # +1: the lower-index model won
+    n_models = len(cells.models)
+    pair_key = (reviewer[a] * n_models + model[a]) * n_models + model[b]
+    # rank of each observation within (pair, orientation), in time (session) order
+    sort = np.lexsort((session[a], lo_first, pair_key))
+    group = pair_key[sort] * 2 + lo_first[sort]
+    starts = np.r_[0, np.flatnonzero(np.diff(group)) + 1]
+    rank = np.empty(len(sort), np.int64)
+    rank[sort] = np.arange(len(sort)) - np.repeat(starts, np.diff(np.r_[starts, len(sort)]))
+    stride = int(rank.max()) + 1 if len(rank) else 1
+    match_id = pair_key * stride + rank
+    first_ids, second_ids = match_id[lo_first], match_id[~lo_first]
+    _, ia, ib = np.intersect1d(first_ids, second_ids, assume_unique=True, return_indices=True)
+    pa, pb = preference[lo_first][ia], preference[~lo_first][ib]
+    who = reviewer[a][lo_first][ia]
+    consistent = pa == pb
+    primacy = (pa == 1) & (pb == -1)  # lower model won when first, higher model won when first
+    recency = (pa == -1) & (pb == 1)
+    out = []
+    size = len(cells.reviewers)
+    pairs = np.bincount(who, minlength=size)
+    n_consistent = np.bincount(who, weights=consistent, minlength=size)
+    n_primacy = np.bincount(who, weights=primacy, minlength=size)
+    n_recency = np.bincount(who, weights=recency, minlength=size)
+    for k, name in enumerate(cells.reviewers):
+        total = int(pairs[k])
+        if total == 0:
+            continue
+        out.append(PositionConsistency(
+            reviewer=name, pairs=total,
+            position_consistency=round(n_consistent[k] / total, 4),
+            preference_fairness=round((n_recency[k] - n_primacy[k]) / total, 4),
+            primacy_preferred=int(n_primacy[k]), recency_preferred=int(n_recency[k]),
+        ))
+    return out

@@ -1,0 +1,193 @@
+"""Live alert conditions and anomaly scores, evaluated for each newly counted session against
+its tenant's window (pure: digests and the window summary in, conditions out).
+
+A condition is "firing", "ok" or "hold": between the fire and clear thresholds it holds
+whatever state the alert is in (hysteresis), so a metric hovering at a threshold does not
+flap. Which condition changes the alert's state is decided in one place (Redis), in the
+order the sessions were counted, so two workers raise one alert per onset.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import stdtr
+
+from schemas.results import WindowSummary
+
+from .trends import MAD_TO_SD
+from .window_cells import WindowCells
+
+
+@dataclass(frozen=True, slots=True)
+class AlertPolicy:
+    recent_sessions: int = 20  # a reviewer's last K sessions in the window
+    min_sessions: int = 10  # below this (the "insufficient" tier) nothing fires
+    reviewer_fire: float = 1.0  # points of a 1-10 scale
+    reviewer_clear: float = 0.5
+    fire_alpha: float = 0.001
+    clear_alpha: float = 0.05
+    length_fire: float = 0.3
+    length_clear: float = 0.2
+    length_min_sessions: int = 20
+    anomaly_z: float = 5.0
+    anomaly_min_sessions: int = 20
+    cooldown_s: float = 300.0  # a cleared alert does not fire again sooner
+    max_per_minute: int = 30  # per tenant, firing alerts only
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    key: str  # the alert's identity within the tenant, e.g. "reviewer_calibration:openai/gpt-4"
+    alert_type: str
+    metric: str
+    state: str  # "firing" | "ok" | "hold"
+    value: float | None
+    threshold: float
+    severity: str
+    message: str
+
+
+@dataclass(slots=True)
+class SessionSignals:
+    """What one session adds to its result: robust anomaly scores, and the conditions."""
+
+    session_score_z: float | None = None
+    reviewer_offset_z: dict[str, float] = field(default_factory=dict)
+    conditions: list[Condition] = field(default_factory=list)
+
+    def anomaly(self) -> dict:
+        return {"session_mean_score_z": None if self.session_score_z is None else round(self.session_score_z, 3),
+                "reviewer_offset_z": {k: round(v, 3) for k, v in self.reviewer_offset_z.items()}}
+
+
+def _t_test(values: np.ndarray) -> tuple[float, float] | None:
+    """(mean, two-sided p) of H0 mean = 0, exact t with df = n - 1."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = float(values.mean())
+    sd = float(values.std(ddof=1))
+    if sd == 0:
+        return mean, (0.0 if mean else 1.0)
+    return mean, float(2 * stdtr(n - 1, -abs(mean) / (sd / np.sqrt(n))))
+
+
+def reviewer_condition(name: str, offsets: np.ndarray, policy: AlertPolicy) -> Condition | None:
+    """`offsets`: the reviewer's per-session offsets up to this session, oldest first (NaN where
+    it did not review). Fires when its recent mean is far from 0 with strong evidence."""
+    recent = offsets[~np.isnan(offsets)][-policy.recent_sessions:]
+    if len(recent) < policy.min_sessions:
+        return None
+    test = _t_test(recent)
+    if test is None:
+        return None
+    mean, p = test
+    if abs(mean) >= policy.reviewer_fire and p < policy.fire_alpha:
+        state = "firing"
+    elif abs(mean) < policy.reviewer_clear or p >= policy.clear_alpha:
+        state = "ok"
+    else:
+        state = "hold"
+    kind = "harsh" if mean < 0 else "generous"
+    return Condition(
+        key=f"reviewer_calibration:{name}", alert_type="reviewer_calibration", metric="reviewer_offset_recent",
+        state=state, value=round(mean, 4), threshold=policy.reviewer_fire if state != "ok" else policy.reviewer_clear,
+        severity="warning",
+        message=(f"reviewer {name} scores {abs(mean):.2f} points {'below' if mean < 0 else 'above'} its peers over "
+                 f"its last {len(recent)} sessions (p={p:.2g}): {kind}") if state != "ok" else
+                (f"reviewer {name} is back within {policy.reviewer_clear:g} points of its peers "
+                 f"({mean:+.2f} over its last {len(recent)} sessions)"),
+    )
+
+
+def length_condition(summary: WindowSummary, policy: AlertPolicy) -> Condition | None:
+    estimate = summary.length_correlation
+    if summary.sessions < policy.length_min_sessions or estimate.point_estimate is None:
+        return None
+    r, lo, hi = estimate.point_estimate, estimate.ci_lower, estimate.ci_upper
+    excludes_zero = lo is not None and hi is not None and (lo > 0 or hi < 0)
+    if abs(r) >= policy.length_fire and excludes_zero:
+        state = "firing"
+    elif abs(r) < policy.length_clear or not excludes_zero:
+        state = "ok"
+    else:
+        state = "hold"
+    return Condition(
+        key="length_correlation", alert_type="length_bias", metric="length_correlation", state=state,
+        value=r, threshold=policy.length_fire if state != "ok" else policy.length_clear, severity="warning",
+        message=(f"scores follow response length across the window: r={r:+.2f} [{lo:+.2f}, {hi:+.2f}] over "
+                 f"{estimate.sample_size} responses in {summary.sessions} sessions") if state != "ok" else
+                f"length-score correlation back to r={r:+.2f} over {summary.sessions} sessions",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """Median and robust SD (1.4826 MAD) of the window the batch arrived to: each session's
+    mean score, and each reviewer's per-session offsets. NaN where there are too few values or
+    no spread. Computed once per batch: the sessions of the batch are not in it, so a batch
+    cannot mask itself."""
+
+    score_median: float
+    score_scale: float
+    offset_median: np.ndarray  # per reviewer
+    offset_scale: np.ndarray
+
+
+def _robust(values: np.ndarray, minimum: int) -> tuple[np.ndarray, np.ndarray]:
+    """Column-wise (median, 1.4826 MAD) ignoring NaN; NaN below `minimum` values or MAD 0."""
+    count = (~np.isnan(values)).sum(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        median = np.nanmedian(values, axis=0) if len(values) else np.full(values.shape[1:], np.nan)
+        scale = MAD_TO_SD * np.nanmedian(np.abs(values - median), axis=0) if len(values) else median
+    bad = (count < minimum) | ~(scale > 0)
+    return np.where(bad, np.nan, median), np.where(bad, np.nan, scale)
+
+
+def window_baseline(cells: WindowCells, start: int, stop: int, policy: AlertPolicy) -> Baseline:
+    score_median, score_scale = _robust(cells.session_mean_score[start:stop, None], policy.anomaly_min_sessions)
+    offset_median, offset_scale = _robust(cells.session_offsets[start:stop], policy.anomaly_min_sessions)
+    return Baseline(float(score_median[0]), float(score_scale[0]), offset_median, offset_scale)
+
+
+def _z(value: float, median: float, scale: float) -> float | None:
+    z = (value - median) / scale
+    return None if np.isnan(z) else float(z)
+
+
+def session_signals(
+    cells: WindowCells, index: int, summary: WindowSummary, policy: AlertPolicy, baseline: Baseline,
+    *, start: int = 0,
+) -> SessionSignals:
+    """Signals of the session at `index` (time order): robust z against `baseline`, and the
+    conditions over its window, the sessions `start`..`index`."""
+    signals = SessionSignals()
+    signals.session_score_z = _z(float(cells.session_mean_score[index]), baseline.score_median, baseline.score_scale)
+    offsets = cells.session_offsets
+    for k, name in enumerate(cells.reviewers):
+        value = offsets[index, k]
+        if np.isnan(value):
+            continue
+        z = _z(float(value), baseline.offset_median[k], baseline.offset_scale[k])
+        if z is not None:
+            signals.reviewer_offset_z[name] = z
+        condition = reviewer_condition(name, offsets[start: index + 1, k], policy)
+        if condition is not None:
+            signals.conditions.append(condition)
+    z = signals.session_score_z
+    if z is not None:
+        anomalous = abs(z) >= policy.anomaly_z
+        signals.conditions.append(Condition(
+            key="session_anomaly", alert_type="session_anomaly", metric="session_mean_score_z",
+            state="firing" if anomalous else "ok", value=round(z, 3), threshold=policy.anomaly_z,
+            severity="info",
+            message=(f"session mean score is {abs(z):.1f} robust SDs {'below' if z < 0 else 'above'} the window's median")
+            if anomalous else "sessions back within the window's usual range"))
+    length = length_condition(summary, policy)
+    if length is not None:
+        signals.conditions.append(length)
+    return signals

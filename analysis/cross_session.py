@@ -1,0 +1,411 @@
+"""Cross-session metrics over a window of session digests (science.md, 'Across sessions').
+
+Pure: digests in, schemas.report models out. The live worker (alerts, `report --redis`) and
+the offline report read the same digests, so they compute the same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import chdtrc, ndtr
+
+from schemas.report import (
+    Estimate,
+    LengthControl,
+    LengthCorrelation,
+    ModelScore,
+    PositionAnalysis,
+    PositionEffect,
+    Randomization,
+    ReviewerProfile,
+)
+
+from .fixed_effects import absorbed_least_squares, one_hot
+from .stats import fisher_ci
+from .window import confidence_tier
+from .window_cells import WindowCells
+
+MIN_SESSIONS = 10  # below this a metric says "collecting data"
+
+
+@dataclass(frozen=True, slots=True)
+class WindowThresholds:
+    """Effect sizes worth a flag, in points of a 1-10 scale (and r for length); a flag also
+    needs p < alpha, so noise is not called a bias."""
+
+    alpha: float = 0.05
+    reviewer_offset: float = 0.5
+    self_preference: float = 0.5
+    position_effect: float = 0.25
+    position_alpha: float = 0.01  # joint test over several positions
+    length_correlation: float = 0.2
+    length_coefficient: float = 0.25
+    randomization_alpha: float = 0.001
+    shared_order_fraction: float = 0.5
+    bootstrap_replicates: int = 1000
+    bootstrap_seed: int = 20240501
+
+
+def collecting(sample_size: int, sessions: int, status: str = "collecting data") -> Estimate:
+    return Estimate(point_estimate=None, ci_lower=None, ci_upper=None, sample_size=sample_size,
+                    sessions=sessions, confidence=confidence_tier(sessions), status=status)
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None or not np.isfinite(value) else round(float(value), digits)
+
+
+def _pearson_from_sums(sums: np.ndarray) -> np.ndarray:
+    """r from (n, sx, sy, sxx, syy, sxy) rows; NaN where undefined."""
+    n, sx, sy, sxx, syy, sxy = sums.T
+    vx, vy = n * sxx - sx * sx, n * syy - sy * sy
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (n * sxy - sx * sy) / np.sqrt(vx * vy)
+    return np.where((vx > 0) & (vy > 0), np.clip(r, -1, 1), np.nan)
+
+
+def session_length_sums(cells: WindowCells) -> np.ndarray:
+    """(sessions, 6) sums of the length points of each session, for the cluster bootstrap."""
+    session, x, y = cells.length_points
+    columns = [np.ones_like(x), x, y, x * x, y * y, x * y]
+    return np.column_stack([np.bincount(session, weights=c, minlength=cells.sessions) for c in columns])
+
+
+def cluster_bootstrap_ci(per_session: np.ndarray, replicates: int, seed: int) -> tuple[float, float] | None:
+    """Percentile CI of pooled r, resampling whole sessions (points of a session move together)."""
+    sessions = per_session.shape[0]
+    if sessions < MIN_SESSIONS:
+        return None
+    rng = np.random.default_rng(seed)
+    estimates = []
+    chunk = max(1, min(replicates, 8_000_000 // sessions))  # bounded memory (and int32 draws) on long windows
+    done = 0
+    while done < replicates:
+        size = min(chunk, replicates - done)
+        # how often each session is drawn, per replicate: one bincount over all draws
+        draws = rng.integers(0, sessions, (size, sessions), dtype=np.int32)  # int32 halves the memory traffic
+        draws += (np.arange(size, dtype=np.int32) * sessions)[:, None]
+        counts = np.bincount(draws.ravel(), minlength=size * sessions).reshape(size, sessions)
+        estimates.append(_pearson_from_sums(counts @ per_session))
+        done += size
+    r = np.concatenate(estimates)
+    r = r[~np.isnan(r)]
+    if len(r) < replicates // 2:
+        return None
+    return float(np.quantile(r, 0.025)), float(np.quantile(r, 0.975))
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties sharing their average rank (scipy.stats.rankdata's 'average'),
+    without importing scipy.stats (half a second of a report's start-up)."""
+    order = np.argsort(values, kind="mergesort")
+    ordered = values[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]]
+    dense = np.cumsum(starts)
+    bounds = np.r_[np.flatnonzero(starts), len(values)]
+    ranks = np.empty(len(values))
+    ranks[order] = 0.5 * (bounds[dense - 1] + bounds[dense] + 1)
+    return ranks
+
+
+def chi_square_independence(table: np.ndarray) -> tuple[float, int, float]:
+    """(statistic, degrees of freedom, p) of Pearson's chi-square test of independence."""
+    total = table.sum()
+    expected = np.outer(table.sum(1), table.sum(0)) / total
+    statistic = float(((table - expected) ** 2 / expected).sum())
+    dof = (table.shape[0] - 1) * (table.shape[1] - 1)
+    return statistic, dof, float(chdtrc(dof, statistic))
+
+
+def length_correlation(cells: WindowCells, thresholds: WindowThresholds) -> LengthCorrelation:
+    session, x, y = cells.length_points
+    n, sessions = len(x), cells.sessions
+    base = dict(sample_size=n, sessions=sessions, confidence=confidence_tier(sessions))
+    if sessions < MIN_SESSIONS or n < 4:
+        return LengthCorrelation(point_estimate=None, ci_lower=None, ci_upper=None, status="collecting data", **base)
+    r = _pearson_from_sums(np.array([[n, x.sum(), y.sum(), x @ x, y @ y, x @ y]]))[0]
+    if np.isnan(r):
+        return LengthCorrelation(point_estimate=None, ci_lower=None, ci_upper=None, status="not identifiable", **base)
+    lo, hi = fisher_ci(float(r), n)
+    boot = cluster_bootstrap_ci(session_length_sums(cells), thresholds.bootstrap_replicates, thresholds.bootstrap_seed)
+    # The flag trusts the bootstrap interval: it does not pretend points in a session are independent.
+    excludes_zero = boot is not None and (boot[0] > 0 or boot[1] < 0)
+    se = 1 / np.sqrt(n - 3)
+    p = float(2 * ndtr(-abs(np.arctanh(min(abs(r), 0.999999))) / se))
+    return LengthCorrelation(
+        point_estimate=_r(r), ci_lower=_r(lo), ci_upper=_r(hi), p_value=_r(p, 6),
+        bootstrap_ci_lower=_r(boot[0]) if boot else None, bootstrap_ci_upper=_r(boot[1]) if boot else None,
+        spearman=_r(np.corrcoef(average_ranks(x), average_ranks(y))[0, 1]) if np.ptp(x) > 0 and np.ptp(y) > 0 else None,
+        flagged=bool(excludes_zero and abs(r) >= thresholds.length_correlation),
+        **base,
+    )
+
+
+def length_fit(cells: WindowCells) -> tuple[float, float] | None:
+    """Least-squares line of the length chart: (intercept, slope) in points and points/unit."""
+    _, x, y = cells.length_points
+    if len(x) < 2 or np.ptp(x) == 0:
+        return None
+    slope, intercept = np.polyfit(x, y, 1)
+    return float(intercept) + 1.0, float(slope)  # +1: points above the bottom -> a 1-10 value
+
+
+def _ranks(values: list[float]) -> list[int]:
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    ranks = [0] * len(values)
+    for rank, i in enumerate(order, 1):
+        ranks[i] = rank
+    return ranks
+
+
+def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthControl:
+    """AlpacaEval-style LC: score ~ model + reviewer + b*tanh(standardized length difference)
+    + session effect; each model's score predicted at zero length difference."""
+    peer = cells.peer
+    sessions = cells.sessions
+    if sessions < MIN_SESSIONS or peer.sum() == 0:
+        return LengthControl(status="collecting data", coefficient=collecting(int(peer.sum()), sessions))
+    session, model, reviewer, y = cells.session[peer], cells.model[peer], cells.reviewer[peer], cells.score[peer]
+    length = cells.length[peer]
+    # length difference from the session's mean response length (each response counted once)
+    ls, lx, _ = cells.length_points
+    session_mean = np.bincount(ls, weights=lx, minlength=sessions) / np.maximum(np.bincount(ls, minlength=sessions), 1)
+    diff = length - session_mean[session]
+    point_diff = lx - session_mean[ls]
+    spread = float(point_diff.std())
+    n_models, n_reviewers = len(cells.models), len(cells.reviewers)
+    raw = [(m, float(y[model == i].mean()) + 1.0, int((model == i).sum())) for i, m in enumerate(cells.models)
+           if (model == i).any()]
+    raw_ranks = _ranks([s for _, s, _ in raw])
+    if spread == 0:
+        models = [ModelScore(model=m, scores=k, raw_score=round(s, 4), length_controlled_score=None,
+                             raw_rank=rank, length_controlled_rank=None) for (m, s, k), rank in zip(raw, raw_ranks)]
+        return LengthControl(status="not identifiable", coefficient=collecting(len(y), sessions, "not identifiable"),
+                             models=models)
+    term = np.tanh(diff / spread)
+    design = np.hstack([one_hot(model, n_models), one_hot(reviewer, n_reviewers), term[:, None]])
+    fit = absorbed_least_squares(design, y, session)
+    if fit is None:
+        return LengthControl(status="not identifiable", coefficient=collecting(len(y), sessions, "not identifiable"))
+    width = design.shape[1]
+    c = np.zeros(width)
+    c[-1] = 1.0
+    coefficient = fit.contrast(c)
+    grand = float(y.mean()) + 1.0
+    present = [i for i, m in enumerate(cells.models) if (model == i).any()]
+    lc_scores: list[float | None] = []
+    for i in present:
+        contrast = np.zeros(width)
+        contrast[present] = -1.0 / len(present)
+        contrast[i] += 1.0
+        est = fit.contrast(contrast)
+        lc_scores.append(None if est is None else grand + est[0])
+    lc_known = [s for s in lc_scores if s is not None]
+    lc_ranks = _ranks(lc_known) if len(lc_known) == len(lc_scores) else [None] * len(lc_scores)
+    models = [
+        ModelScore(model=m, scores=k, raw_score=round(s, 4), length_controlled_score=_r(lc),
+                   raw_rank=rank, length_controlled_rank=lc_rank)
+        for (m, s, k), rank, lc, lc_rank in zip(raw, raw_ranks, lc_scores, lc_ranks)
+    ]
+    if coefficient is None:
+        estimate = collecting(len(y), sessions, "not identifiable")
+    else:
+        value, _, lo, hi, p = coefficient
+        estimate = Estimate(point_estimate=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), sample_size=len(y),
+                            sessions=sessions, confidence=confidence_tier(sessions), p_value=_r(p, 6),
+                            flagged=abs(value) >= thresholds.length_coefficient and p < thresholds.alpha)
+    changes = sum(1 for m in models if m.length_controlled_rank is not None and m.length_controlled_rank != m.raw_rank)
+    return LengthControl(status="ok", coefficient=estimate, models=models, rank_changes=changes)
+
+
+def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> PositionAnalysis:
+    """score ~ model + reviewer + position + session effect; effects relative to the first
+    position, a joint F test over all of them, and a flag that needs both p and size."""
+    placed = cells.peer & (cells.position >= 0)
+    sessions = int(np.count_nonzero(np.bincount(cells.session[placed]))) if placed.any() else 0
+    if sessions < MIN_SESSIONS:
+        return PositionAnalysis(status="collecting data")
+    positions = np.flatnonzero(np.bincount(cells.position[placed]))
+    if len(positions) < 2:
+        return PositionAnalysis(status="not identifiable")
+    lookup = np.zeros(int(positions[-1]) + 1, dtype=np.int64)
+    lookup[positions] = np.arange(len(positions))
+    position_index = lookup[cells.position[placed]]
+    n_models, n_reviewers = len(cells.models), len(cells.reviewers)
+    design = np.hstack([
+        one_hot(cells.model[placed], n_models),
+        one_hot(cells.reviewer[placed], n_reviewers),
+        one_hot(position_index, len(positions)),
+    ])
+    fit = absorbed_least_squares(design, cells.score[placed], cells.session[placed])
+    if fit is None:
+        return PositionAnalysis(status="not identifiable")
+    offset = n_models + n_reviewers
+    effects, rows = [], []
+    for k in range(1, len(positions)):
+        c = np.zeros(design.shape[1])
+        c[offset + k] = 1.0
+        c[offset] = -1.0
+        est = fit.contrast(c)
+        n = int((position_index == k).sum())
+        if est is None:
+            effects.append(PositionEffect(position=int(positions[k]), effect=collecting(n, sessions, "not identifiable")))
+            continue
+        rows.append(c)
+        value, _, lo, hi, p = est
+        effects.append(PositionEffect(position=int(positions[k]), effect=Estimate(
+            point_estimate=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), sample_size=n, sessions=sessions,
+            confidence=confidence_tier(sessions), p_value=_r(p, 6))))
+    if not rows:
+        return PositionAnalysis(status="not identifiable", baseline_position=int(positions[0]), effects=effects)
+    joint = fit.joint_test(np.array(rows))
+    f, p = joint if joint else (None, None)
+    sizes = [e.effect.point_estimate for e in effects if e.effect.point_estimate is not None]
+    biggest = max((abs(s) for s in sizes), default=0.0)
+    flagged = p is not None and p < thresholds.position_alpha and biggest >= thresholds.position_effect
+    direction = None
+    if flagged:
+        # all later positions below the first: primacy; all above: recency
+        direction = "primacy" if all(s < 0 for s in sizes) else "recency" if all(s > 0 for s in sizes) else "mixed"
+    return PositionAnalysis(status="ok", baseline_position=int(positions[0]), effects=effects,
+                            f_statistic=_r(f), p_value=_r(p, 6), flagged=bool(flagged), direction=direction)
+
+
+def randomization_balance(cells: WindowCells, thresholds: WindowThresholds) -> Randomization:
+    """Chi-square of models x positions. A placement is a distinct (session, model, position):
+    a shared order counts once per session, so it cannot inflate the test."""
+    placed = cells.position >= 0
+    if not placed.any():
+        return Randomization(status="collecting data", sessions=0, placements=0)
+    width = int(cells.position[placed].max()) + 1
+    n_models = len(cells.models)
+    key = (cells.session[placed] * n_models + cells.model[placed]) * width + cells.position[placed]
+    unique = np.flatnonzero(np.bincount(key))  # distinct placements, sorted
+    session = unique // (n_models * width)
+    model = (unique // width) % n_models
+    position = unique % width
+    sessions = len(np.unique(session))
+    table = np.zeros((n_models, width), dtype=np.int64)
+    np.add.at(table, (model, position), 1)
+    keep_rows, keep_cols = table.sum(1) > 0, table.sum(0) > 0
+    table = table[keep_rows][:, keep_cols]
+    models = [m for m, keep in zip(cells.models, keep_rows) if keep]
+    positions = [int(p) for p in np.flatnonzero(keep_cols)]
+    # shared: every reviewer of the session saw the same order (distinct placements == models placed)
+    reviews = np.bincount(cells.session[placed] * len(cells.reviewers) + cells.reviewer[placed])
+    reviewers_per_session = np.bincount(np.flatnonzero(reviews) // len(cells.reviewers), minlength=cells.sessions)
+    placements_per_session = np.bincount(session, minlength=cells.sessions)
+    models_per_session = np.bincount(np.flatnonzero(np.bincount(session * n_models + model)) // n_models,
+                                     minlength=cells.sessions)
+    multi = reviewers_per_session >= 2
+    shared_fraction = float((placements_per_session[multi] == models_per_session[multi]).mean()) if multi.any() else None
+    base = dict(sessions=sessions, placements=len(unique), models=models, positions=positions, counts=table.tolist(),
+                shared_order_fraction=_r(shared_fraction))
+    if sessions < MIN_SESSIONS or table.shape[0] < 2 or table.shape[1] < 2:
+        return Randomization(status="collecting data", **base)
+    chi2, dof, p = chi_square_independence(table)
+    return Randomization(
+        status="ok", chi_square=_r(chi2), degrees_of_freedom=int(dof), p_value=_r(p, 8),
+        broken=bool(p < thresholds.randomization_alpha),
+        shared=bool(shared_fraction is not None and shared_fraction >= thresholds.shared_order_fraction),
+        **base,
+    )
+
+
+def _contrast_estimate(fit, contrast: np.ndarray, *, sample_size: int, sessions: int, threshold: float,
+                       alpha: float) -> Estimate:
+    if sessions < MIN_SESSIONS:
+        return collecting(sample_size, sessions)
+    est = fit.contrast(contrast) if fit is not None else None
+    if est is None:
+        return collecting(sample_size, sessions, "not identifiable")
+    value, _, lo, hi, p = est
+    return Estimate(point_estimate=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), sample_size=sample_size,
+                    sessions=sessions, confidence=confidence_tier(sessions), p_value=_r(p, 6),
+                    flagged=bool(abs(value) >= threshold and p < alpha))
+
+
+def _median_reference(values: dict[int, float]) -> dict[int, float]:
+    """Weights of the median of `values` (one reviewer, or the middle two halved)."""
+    order = sorted(values, key=values.__getitem__)
+    if not order:
+        return {}
+    middle = len(order) // 2
+    if len(order) % 2:
+        return {order[middle]: 1.0}
+    return {order[middle - 1]: 0.5, order[middle]: 0.5}
+
+
+def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[ReviewerProfile]:
+    """score ~ reviewer + reviewer x self-review + (session, model) effect. The (session, model)
+    effect absorbs each response's quality; a reviewer's offset is its effect minus the median
+    of the other reviewers' effects, so one harsh reviewer does not make the rest look generous
+    (a plain leave-one-out mean shifts them by offset / (reviewers - 1)); self-preference is
+    net of the reviewer's own offset and of a harsh peer among the scorers of its response."""
+    n_reviewers = len(cells.reviewers)
+    fit = None
+    if len(cells.score):
+        reviewer = one_hot(cells.reviewer, n_reviewers)
+        design = np.hstack([reviewer, reviewer * cells.own[:, None]])
+        fit = absorbed_least_squares(design, cells.score, cells.group)
+    width = 2 * n_reviewers
+    relative: dict[int, float] = {}
+    if fit is not None:
+        for k in range(n_reviewers):
+            c = np.zeros(width)
+            c[k], c[0] = c[k] + 1.0, c[0] - 1.0
+            est = fit.contrast(c) if k else (0.0,)
+            if est is not None:
+                relative[k] = est[0]
+    loo = cells.loo_difference
+    size = cells.sessions * n_reviewers
+    key = cells.session * n_reviewers + cells.reviewer
+    scored_in = (np.bincount(key, minlength=size).reshape(-1, n_reviewers) > 0).sum(0)
+    owned_in = (np.bincount(key[cells.own], minlength=size).reshape(-1, n_reviewers) > 0).sum(0)
+    profiles = []
+    for i, name in enumerate(cells.reviewers):
+        scored_sessions = int(scored_in[i])
+        if scored_sessions == 0:  # a name from another slice of the window
+            continue
+        mine = cells.reviewer == i
+        peer = mine & cells.peer
+        own = mine & cells.own
+        scores = cells.score[peer]
+        contrast = np.zeros(width)
+        contrast[i] = 1.0
+        others = {k: v for k, v in relative.items() if k != i}
+        if i in relative and others:
+            for k, weight in _median_reference(others).items():
+                contrast[k] -= weight
+        else:
+            contrast[:] = 0.0
+        common = dict(sessions=scored_sessions, alpha=thresholds.alpha)
+        offset = (_contrast_estimate(fit, contrast, sample_size=int(peer.sum()), threshold=thresholds.reviewer_offset,
+                                     **common) if contrast.any() else collecting(int(peer.sum()), scored_sessions))
+        self_contrast = np.zeros(width)
+        self_contrast[n_reviewers + i] = 1.0
+        own_sessions = int(owned_in[i])
+        self_estimate = (_contrast_estimate(fit, self_contrast, sample_size=int(own.sum()), sessions=own_sessions,
+                                            threshold=thresholds.self_preference, alpha=thresholds.alpha)
+                         if own.any() else collecting(0, 0))
+        defined = peer & ~np.isnan(loo)
+        agreement = None
+        if defined.sum() >= 3:
+            others_mean = cells.score[defined] - loo[defined]  # = mean of the other peers' scores
+            if np.ptp(others_mean) > 0 and np.ptp(cells.score[defined]) > 0:
+                agreement = _r(np.corrcoef(cells.score[defined], others_mean)[0, 1])
+        flags = []
+        if offset.flagged:
+            flags.append("HARSH" if (offset.point_estimate or 0) < 0 else "GENEROUS")
+        if self_estimate.flagged and (self_estimate.point_estimate or 0) > 0:
+            flags.append("SELF_PREFERENCE")
+        profiles.append(ReviewerProfile(
+            reviewer=name, sessions=scored_sessions, scores=int(peer.sum()),
+            confidence=confidence_tier(scored_sessions),
+            mean_score=_r(scores.mean() + 1.0) if len(scores) else None,
+            score_std=_r(scores.std(ddof=1)) if len(scores) > 1 else None,
+            offset=offset, self_preference=self_estimate, agreement_with_peers=agreement, flags=flags,
+        ))
+    return profiles

@@ -1,0 +1,103 @@
+"""One tenant's cross-session report from its window of digests (and the window before it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from schemas.report import TenantReport
+
+from .agreement import agreement, position_consistency
+from .cross_session import (
+    WindowThresholds,
+    length_control,
+    length_correlation,
+    length_fit,
+    position_effects,
+    randomization_balance,
+    reviewer_profiles,
+)
+from .digest import SessionDigest, iso_ms
+from .trends import change_points, compare_windows, timeline
+from .window import confidence_tier
+from .window_cells import WindowCells, window_cells
+
+CHART_POINTS = 2000
+
+
+def _chart_points(x: np.ndarray, y: np.ndarray) -> list[tuple[float, float]]:
+    """An evenly strided sample, deterministic, so the chart stays small on long windows."""
+    step = max(1, len(x) // CHART_POINTS)
+    return [(round(float(a), 1), round(float(b) + 1.0, 3)) for a, b in zip(x[::step], y[::step])]
+
+
+def tenant_report(
+    window: Sequence[SessionDigest] | WindowCells,
+    previous: Sequence[SessionDigest] | int = (),
+    thresholds: WindowThresholds = WindowThresholds(),
+) -> TenantReport:
+    """The window's report. `window`: its digests oldest first, or columns already built
+    (the report's path) whose first `previous` sessions are the window before it; given
+    digests, `previous` is that earlier window's digests. The earlier window feeds the
+    trend tests and the change points only."""
+    if isinstance(window, WindowCells):
+        combined, before = window, int(previous)
+    else:
+        combined, before = window_cells([*previous, *window]), len(previous)
+    cells = combined.slice(before, combined.sessions) if before else combined
+    digests = cells.digests
+    sessions = len(digests)
+    units = {d.length_unit for d in digests}
+    warnings = []
+    if len(units) > 1:
+        warnings.append("lengths mix words (bias-audit records) and characters (llm-council-core records); "
+                        "the length metrics pool unlike units")
+    if sessions < 10:
+        warnings.append(f"only {sessions} sessions: metrics need 10 to leave 'collecting data'")
+    length = length_correlation(cells, thresholds)
+    control = length_control(cells, thresholds)
+    position = position_effects(cells, thresholds)
+    balance = randomization_balance(cells, thresholds)
+    reviewers = reviewer_profiles(cells, thresholds)
+    trends = compare_windows(combined.slice(0, before), cells) if before else []
+    flags = []
+    if length.flagged:
+        flags.append("LENGTH_BIAS")
+    if control.coefficient.flagged:
+        flags.append("LENGTH_PREFERENCE_IN_SCORES")
+    if position.flagged:
+        flags.append(f"POSITION_BIAS_{(position.direction or 'mixed').upper()}")
+    if balance.broken:
+        flags.append("RANDOMIZATION_BROKEN")
+    if balance.shared:
+        flags.append("ORDER_SHARED_ACROSS_REVIEWERS")
+    for profile in reviewers:
+        flags.extend(f"{flag}:{profile.reviewer}" for flag in profile.flags)
+    flags.extend(f"TREND:{t.metric}:{t.subject}" for t in trends if t.flagged)
+    if position.status == "not identifiable" and sessions >= 10:
+        warnings.append("position effects are not identifiable: no model was seen at more than one position")
+    _, x, y = cells.length_points
+    return TenantReport(
+        tenant_id=digests[0].tenant_id if digests else "default",
+        sessions=sessions,
+        scores=int(cells.peer.sum()),
+        window_start=iso_ms(digests[0].ts_ms) if digests else None,
+        window_end=iso_ms(digests[-1].ts_ms) if digests else None,
+        confidence=confidence_tier(sessions),
+        length_unit=units.pop() if len(units) == 1 else "mixed" if units else "words",
+        length_correlation=length,
+        length_control=control,
+        position=position,
+        position_consistency=position_consistency(cells),
+        randomization=balance,
+        reviewers=reviewers,
+        agreement={"krippendorff_alpha": agreement(cells)},
+        timeline=timeline(cells),
+        trends=trends,
+        change_points=change_points(combined),
+        flags=flags,
+        warnings=warnings,
+        length_points=_chart_points(x, y),
+        length_fit=length_fit(cells),
+    )

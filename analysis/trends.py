@@ -1,0 +1,139 @@
+"""Metrics over time: Welch trend tests between adjacent windows,
+change points where council_config_version changes, and the report's timeline buckets."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ndtr, stdtr
+
+from schemas.report import ChangePoint, TimeBucket, TrendTest
+
+from .digest import iso_ms
+from .window_cells import WindowCells
+
+MAD_TO_SD = 1.4826  # MAD of a normal sample x this = its standard deviation
+MIN_BUCKET = 10
+
+
+def welch_test(a: np.ndarray, b: np.ndarray) -> tuple[float, float] | None:
+    """(mean b - mean a, two-sided p) of Welch's t-test; None below 2 values a side."""
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    diff = float(b.mean() - a.mean())
+    if va + vb == 0:
+        return diff, (0.0 if diff else 1.0)
+    t = diff / np.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    return diff, float(2 * stdtr(df, -abs(t)))
+
+
+def _pooled_r(cells: WindowCells, sessions: np.ndarray | None = None) -> tuple[float | None, int]:
+    session, x, y = cells.length_points
+    if sessions is not None:
+        keep = np.isin(session, sessions)
+        x, y = x[keep], y[keep]
+    if len(x) < 4 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None, len(x)
+    return float(np.corrcoef(x, y)[0, 1]), len(x)
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None or not np.isfinite(value) else round(float(value), digits)
+
+
+def timeline(cells: WindowCells, buckets: int = 10) -> list[TimeBucket]:
+    """Equal-count buckets of the window's sessions in time order, at least 10 sessions each."""
+    sessions = cells.sessions
+    count = min(buckets, sessions // MIN_BUCKET)
+    if count < 1:
+        return []
+    edges = np.linspace(0, sessions, count + 1).astype(int)
+    out = []
+    offsets = cells.session_offsets
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        members = np.arange(lo, hi)
+        r, _ = _pooled_r(cells, members)
+        means = cells.session_mean_score[lo:hi]
+        reviewer_offsets = {}
+        for k, name in enumerate(cells.reviewers):
+            column = offsets[lo:hi, k]  # all-NaN for a reviewer absent from the bucket
+            if (~np.isnan(column)).any():
+                reviewer_offsets[name] = round(float(np.nanmean(column)), 4)
+        out.append(TimeBucket(
+            start=iso_ms(cells.digests[lo].ts_ms), end=iso_ms(cells.digests[hi - 1].ts_ms), sessions=int(hi - lo),
+            mean_score=_round(np.nanmean(means) + 1.0) if (~np.isnan(means)).any() else None,
+            length_correlation=_round(r), reviewer_offsets=reviewer_offsets,
+        ))
+    return out
+
+
+def _trend(metric: str, subject: str, before: np.ndarray, after: np.ndarray, size: float, alpha: float) -> TrendTest:
+    test = welch_test(before, after)
+    a, b = before[~np.isnan(before)], after[~np.isnan(after)]
+    diff, p = test if test else (None, None)
+    return TrendTest(
+        metric=metric, subject=subject,
+        previous=_round(a.mean()) if len(a) else None, current=_round(b.mean()) if len(b) else None,
+        difference=_round(diff), p_value=_round(p, 6), previous_sessions=len(a), current_sessions=len(b),
+        flagged=bool(p is not None and p < alpha and abs(diff) >= size),
+    )
+
+
+def compare_windows(
+    previous: WindowCells, current: WindowCells, *, size: float = 0.5, alpha: float = 0.01
+) -> list[TrendTest]:
+    """Each reviewer's offset and each model's mean score, previous window vs current (Welch on
+    per-session values), and the pooled length correlation (Fisher z difference)."""
+    if previous.sessions < MIN_BUCKET or current.sessions < MIN_BUCKET:
+        return []
+    tests = []
+    for name in sorted(set(previous.active_reviewers) & set(current.active_reviewers)):
+        tests.append(_trend("reviewer_offset", name,
+                            previous.session_offsets[:, previous.reviewers.index(name)],
+                            current.session_offsets[:, current.reviewers.index(name)], size, alpha))
+    for name in sorted(set(previous.active_models) & set(current.active_models)):
+        tests.append(_trend("model_mean_score", name, _model_session_means(previous, name),
+                            _model_session_means(current, name), size, alpha))
+    (r0, n0), (r1, n1) = _pooled_r(previous), _pooled_r(current)
+    if r0 is not None and r1 is not None and n0 > 3 and n1 > 3:
+        z = (np.arctanh(min(max(r1, -0.999999), 0.999999)) - np.arctanh(min(max(r0, -0.999999), 0.999999)))
+        z /= np.sqrt(1 / (n0 - 3) + 1 / (n1 - 3))
+        p = float(2 * ndtr(-abs(z)))
+        tests.append(TrendTest(metric="length_correlation", subject="pooled", previous=_round(r0), current=_round(r1),
+                               difference=_round(r1 - r0), p_value=_round(p, 6), previous_sessions=previous.sessions,
+                               current_sessions=current.sessions, flagged=bool(p < alpha and abs(r1 - r0) >= 0.2)))
+    # Bonferroni over the family: a dozen tests at alpha each would flag noise in every other report
+    family = len(tests)
+    return [t.model_copy(update={"flagged": t.flagged and t.p_value is not None and t.p_value < alpha / family})
+            for t in tests]
+
+
+def _model_session_means(cells: WindowCells, model: str) -> np.ndarray:
+    index = cells.models.index(model)
+    use = cells.peer & (cells.model == index)
+    total = np.bincount(cells.session[use], weights=cells.score[use], minlength=cells.sessions)
+    count = np.bincount(cells.session[use], minlength=cells.sessions)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / count, np.nan)
+
+
+def change_points(cells: WindowCells, *, limit: int = 5, alpha: float = 0.01) -> list[ChangePoint]:
+    """Where council_config_version changes between consecutive sessions (time order): the
+    sessions since the previous change vs those until the next, compared like two windows."""
+    digests = cells.digests
+    versions = [d.config_version for d in digests]
+    marks = [i for i in range(1, len(digests))
+             if versions[i] is not None and versions[i - 1] is not None and versions[i] != versions[i - 1]]
+    out = []
+    bounds = [0, *marks, len(digests)]
+    for k, at in enumerate(marks[-limit:], start=len(marks) - min(limit, len(marks))):
+        before = cells.slice(bounds[k], at)
+        after = cells.slice(at, bounds[k + 2])
+        out.append(ChangePoint(
+            at=iso_ms(digests[at].ts_ms), trace_id=digests[at].trace_id,
+            from_version=str(versions[at - 1]), to_version=str(versions[at]),
+            tests=compare_windows(before, after, alpha=alpha),
+        ))
+    return out

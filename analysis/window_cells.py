@@ -1,0 +1,173 @@
+"""A window of session digests as columns of cells, plus the per-session quantities every
+cross-session metric starts from (leave-one-out reviewer offsets, self-preference, length points).
+
+Scores are in points of a 1-10 scale (fraction of the session's scale x 9), so sessions on
+different scales pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import chain
+
+import numpy as np
+
+from .digest import SessionDigest
+from .session_audit import REFERENCE_SPAN
+
+
+@dataclass(frozen=True)
+class WindowCells:
+    digests: Sequence[SessionDigest]  # oldest first
+    reviewers: list[str]
+    models: list[str]
+    session: np.ndarray  # (n,) int: index into digests
+    reviewer: np.ndarray  # (n,) int: index into reviewers
+    model: np.ndarray  # (n,) int: index into models
+    position: np.ndarray  # (n,) int: display position, -1 unknown
+    score: np.ndarray  # (n,) float: points of a 1-10 span (0..9)
+    own: np.ndarray  # (n,) bool: self-review
+    length: np.ndarray  # (n,) float: the scored response's length
+
+    @property
+    def sessions(self) -> int:
+        return len(self.digests)
+
+    @property
+    def peer(self) -> np.ndarray:
+        return ~self.own
+
+    def slice(self, start: int, stop: int) -> WindowCells:
+        """The sessions start..stop-1 (names keep their indices; some may have no cells)."""
+        keep = (self.session >= start) & (self.session < stop)
+        return WindowCells(
+            digests=self.digests[start:stop], reviewers=self.reviewers, models=self.models,
+            session=self.session[keep] - start, reviewer=self.reviewer[keep], model=self.model[keep],
+            position=self.position[keep], score=self.score[keep], own=self.own[keep], length=self.length[keep],
+        )
+
+    @cached_property
+    def active_reviewers(self) -> list[str]:
+        present = np.bincount(self.reviewer, minlength=len(self.reviewers)) > 0
+        return [name for name, here in zip(self.reviewers, present) if here]
+
+    @cached_property
+    def active_models(self) -> list[str]:
+        present = np.bincount(self.model, minlength=len(self.models)) > 0
+        return [name for name, here in zip(self.models, present) if here]
+
+    @cached_property
+    def group(self) -> np.ndarray:
+        """(session, model) group of each cell."""
+        return self.session * len(self.models) + self.model
+
+    @cached_property
+    def _peer_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        size = self.sessions * len(self.models)
+        peer = self.peer
+        total = np.bincount(self.group[peer], weights=self.score[peer], minlength=size)
+        count = np.bincount(self.group[peer], minlength=size).astype(np.float64)
+        return total, count
+
+    @cached_property
+    def loo_difference(self) -> np.ndarray:
+        """Peer cell: score minus the mean of the other peers' scores of the same response
+        (NaN for self-reviews and responses with one peer score)."""
+        total, count = self._peer_sums
+        g = self.group
+        others = count[g] - 1.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diff = self.score - (total[g] - self.score) / others
+        return np.where(self.peer & (others >= 1.0), diff, np.nan)
+
+    @cached_property
+    def self_difference(self) -> np.ndarray:
+        """Self-review cell: own score minus the peers' mean for that response (else NaN)."""
+        total, count = self._peer_sums
+        g = self.group
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diff = self.score - total[g] / count[g]
+        return np.where(self.own & (count[g] >= 1.0), diff, np.nan)
+
+    def per_session_reviewer_mean(self, values: np.ndarray) -> np.ndarray:
+        """(sessions, reviewers) mean of the defined values of each reviewer in each session."""
+        size = self.sessions * len(self.reviewers)
+        defined = ~np.isnan(values)
+        key = self.session[defined] * len(self.reviewers) + self.reviewer[defined]
+        total = np.bincount(key, weights=values[defined], minlength=size)
+        count = np.bincount(key, minlength=size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = total / count
+        return np.where(count > 0, mean, np.nan).reshape(self.sessions, len(self.reviewers))
+
+    @cached_property
+    def session_offsets(self) -> np.ndarray:
+        """(sessions, reviewers) leave-one-out offset of each reviewer in each session."""
+        return self.per_session_reviewer_mean(self.loo_difference)
+
+    @cached_property
+    def session_self_preference(self) -> np.ndarray:
+        return self.per_session_reviewer_mean(self.self_difference)
+
+    @cached_property
+    def length_points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(session, length, offset-adjusted mean peer score) per scored response: the
+        reviewer's offset in that session is removed first (undefined offsets count as 0)."""
+        offsets = np.nan_to_num(self.session_offsets[self.session, self.reviewer], nan=0.0)
+        peer = self.peer
+        size = self.sessions * len(self.models)
+        g = self.group[peer]
+        total = np.bincount(g, weights=(self.score - offsets)[peer], minlength=size)
+        count = np.bincount(g, minlength=size)
+        length = np.zeros(size)
+        length[self.group] = self.length
+        present = np.flatnonzero(count)
+        return present // len(self.models), length[present], total[present] / count[present]
+
+    @cached_property
+    def session_mean_score(self) -> np.ndarray:
+        """(sessions,) mean peer score, points above the bottom of the scale."""
+        peer = self.peer
+        total = np.bincount(self.session[peer], weights=self.score[peer], minlength=self.sessions)
+        count = np.bincount(self.session[peer], minlength=self.sessions)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(count > 0, total / count, np.nan)
+
+
+def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
+    """Columns of every cell of the window. Names are mapped to window-wide indices once per
+    session; the cells themselves are read in one C-level pass (no per-cell Python)."""
+    reviewer_index: dict[str, int] = {}
+    model_index: dict[str, int] = {}
+    reviewer_map: list[int] = []  # per session, its reviewers' window indices, concatenated
+    model_map: list[int] = []
+    lengths: list[float] = []
+    counts: list[int] = []
+    for digest in digests:
+        reviewer_map.extend(reviewer_index.setdefault(name, len(reviewer_index)) for name in digest.reviewers)
+        model_map.extend(model_index.setdefault(name, len(model_index)) for name in digest.models)
+        lengths.extend(digest.lengths)
+        counts.append(len(digest.cells))
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(d.cells for d in digests)), np.float64)
+    table = flat.reshape(-1, 5)
+    session = np.repeat(np.arange(len(digests)), counts)
+    reviewer_start = np.cumsum([0, *(len(d.reviewers) for d in digests)])[:-1]
+    model_start = np.cumsum([0, *(len(d.models) for d in digests)])[:-1]
+    local_reviewer = table[:, 0].astype(np.int64)
+    local_model = table[:, 1].astype(np.int64)
+    model_slot = model_start[session] + local_model if len(digests) else local_model
+    return WindowCells(
+        digests=digests,
+        reviewers=list(reviewer_index),
+        models=list(model_index),
+        session=session,
+        reviewer=np.asarray(reviewer_map, dtype=np.int64)[reviewer_start[session] + local_reviewer]
+        if len(digests) else local_reviewer,
+        model=np.asarray(model_map, dtype=np.int64)[model_slot] if len(digests) else local_model,
+        position=table[:, 2].astype(np.int64),
+        score=table[:, 3] * REFERENCE_SPAN,
+        own=table[:, 4] > 0.5,
+        length=np.asarray(lengths, dtype=np.float64)[model_slot] if len(digests) else table[:, 3] * 0,
+    )

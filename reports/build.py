@@ -1,0 +1,32 @@
+"""Assemble the report document from the windows the reader (or the live Redis window) holds."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from analysis.cross_session import WindowThresholds
+from analysis.tenant_report import tenant_report
+from schemas.report import BiasReport, ReportInputs
+from storage.report_reader import ReadStats, TenantWindows
+
+
+def build_report(
+    windows: list[TenantWindows],
+    stats: ReadStats,
+    *,
+    sources: list[str],
+    sessions: int | None,
+    days: float | None,
+    thresholds: WindowThresholds = WindowThresholds(),
+) -> BiasReport:
+    return BiasReport(
+        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        window_sessions=sessions,
+        window_days=days,
+        inputs=ReportInputs(
+            sources=sources, files=stats.files, lines=stats.lines, records=stats.records,
+            sessions_read=stats.sessions, duplicate_sessions=stats.duplicate_sessions,
+            skipped_lines=stats.skipped_lines, skipped_examples=stats.skipped_examples,
+        ),
+        tenants=[tenant_report(w.cells, w.previous_sessions, thresholds) for w in windows if w.cells.sessions],
+    )

@@ -1,0 +1,57 @@
+"""The report as one long CSV table: a row per (tenant, metric, subject)."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from typing import TextIO
+
+from schemas.report import BiasReport, Estimate, TenantReport
+
+COLUMNS = ["tenant_id", "window_start", "window_end", "metric", "subject", "point_estimate", "ci_lower",
+           "ci_upper", "p_value", "sample_size", "sessions", "confidence", "status", "flagged"]
+
+
+def _estimate_row(t: TenantReport, metric: str, subject: str, e: Estimate) -> list:
+    return [t.tenant_id, t.window_start, t.window_end, metric, subject, e.point_estimate, e.ci_lower, e.ci_upper,
+            e.p_value, e.sample_size, e.sessions, e.confidence, e.status, e.flagged]
+
+
+def _rows(t: TenantReport) -> Iterator[list]:
+    def plain(metric: str, subject: str, value, *, p=None, n=None, flagged=False) -> list:
+        return [t.tenant_id, t.window_start, t.window_end, metric, subject, value, None, None, p, n, t.sessions,
+                t.confidence, "ok" if value is not None else "collecting data", flagged]
+
+    yield _estimate_row(t, "length_correlation", "pooled", t.length_correlation)
+    lc = t.length_correlation
+    if lc.bootstrap_ci_lower is not None:
+        row = _estimate_row(t, "length_correlation_bootstrap", "pooled", lc)
+        row[6], row[7] = lc.bootstrap_ci_lower, lc.bootstrap_ci_upper
+        yield row
+    yield _estimate_row(t, "length_coefficient", "pooled", t.length_control.coefficient)
+    for m in t.length_control.models:
+        yield plain("model_raw_score", m.model, m.raw_score, n=m.scores)
+        yield plain("model_length_controlled_score", m.model, m.length_controlled_score, n=m.scores)
+    for e in t.position.effects:
+        yield _estimate_row(t, "position_effect", str(e.position), e.effect)
+    yield plain("position_joint_test_f", "all", t.position.f_statistic, p=t.position.p_value, flagged=t.position.flagged)
+    r = t.randomization
+    yield plain("randomization_chi_square", "models x positions", r.chi_square, p=r.p_value, n=r.placements,
+                flagged=r.broken)
+    yield plain("shared_order_fraction", "sessions", r.shared_order_fraction, flagged=r.shared)
+    yield _estimate_row(t, "krippendorff_alpha", "all reviewers", t.agreement.krippendorff_alpha)
+    for p in t.reviewers:
+        yield _estimate_row(t, "reviewer_offset", p.reviewer, p.offset)
+        yield _estimate_row(t, "self_preference", p.reviewer, p.self_preference)
+    for c in t.position_consistency:
+        yield plain("position_consistency", c.reviewer, c.position_consistency, n=c.pairs)
+        yield plain("preference_fairness", c.reviewer, c.preference_fairness, n=c.pairs)
+    for x in t.trends:
+        yield plain(f"trend_{x.metric}", x.subject, x.difference, p=x.p_value, flagged=x.flagged)
+
+
+def render_csv(report: BiasReport, out: TextIO) -> None:
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for tenant in report.tenants:
+        writer.writerows(_rows(tenant))

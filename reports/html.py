@@ -1,0 +1,169 @@
+"""The report as one self-contained HTML file: inline CSS and SVG, no script, no fetch."""
+
+from __future__ import annotations
+
+from html import escape
+
+from schemas.report import BiasReport, Estimate, TenantReport
+
+from .svg import forest_plot, line_chart, scatter
+from .text import fmt_estimate, fmt_p
+
+CHART_WIDTH = 500  # two charts side by side in the page's 1100 px
+
+STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1100px;color:#0f172a;
+background:#fff;padding:0 16px}
+h1{font-size:24px;margin-bottom:4px}h2{font-size:20px;border-bottom:2px solid #e2e8f0;padding-bottom:4px;margin-top:32px}
+.meta{color:#475569}.flags span{display:inline-block;background:#fee2e2;color:#991b1b;border-radius:4px;
+padding:2px 8px;margin:2px;font-weight:600}.ok{background:#dcfce7;color:#166534;border-radius:4px;padding:2px 8px}
+.warn{color:#92400e;background:#fef3c7;padding:6px 10px;border-radius:4px;margin:6px 0}
+table{border-collapse:collapse;margin:10px 0}td,th{border-bottom:1px solid #e2e8f0;padding:4px 10px;text-align:left}
+th{background:#f8fafc}.num{text-align:right;font-variant-numeric:tabular-nums}.flag{color:#b91c1c;font-weight:700}
+.charts{display:flex;flex-wrap:wrap;gap:18px}.chart{border:1px solid #e2e8f0;border-radius:6px;padding:10px}
+"""
+
+
+def _flag(flagged: bool) -> str:
+    return '<span class="flag">FLAG</span>' if flagged else "ok"
+
+
+def _metric_rows(t: TenantReport) -> str:
+    rows = []
+    lc = t.length_correlation
+    boot = (f"<br>session bootstrap [{lc.bootstrap_ci_lower:+.2f}, {lc.bootstrap_ci_upper:+.2f}]"
+            if lc.bootstrap_ci_lower is not None else "")
+
+    def row(name: str, e: Estimate | None, text: str | None, p: float | None, flagged: bool, note: str = "") -> None:
+        value = escape(text if text is not None else fmt_estimate(e)) + note
+        n = "" if e is None else f"{e.sample_size} / {e.sessions}"
+        rows.append(f"<tr><td>{escape(name)}</td><td>{value}</td><td class=num>{n}</td>"
+                    f"<td class=num>{fmt_p(p)}</td><td>{_flag(flagged)}</td></tr>")
+
+    row("Length vs score (pooled r)", lc, None, lc.p_value, lc.flagged, boot)
+    coefficient = t.length_control.coefficient
+    row("Length term in scores (points)", coefficient, None, coefficient.p_value, coefficient.flagged)
+    position = t.position
+    if position.status == "ok":
+        biggest = max(position.effects, key=lambda e: abs(e.effect.point_estimate or 0))
+        row(f"Position {biggest.position} vs {position.baseline_position} (largest; joint F test p)",
+            biggest.effect, None, position.p_value, position.flagged)
+    else:
+        row("Position effect", None, position.status, None, False)
+    r = t.randomization
+    shared = "" if r.shared_order_fraction is None else f"; shared order in {r.shared_order_fraction:.0%} of sessions"
+    row("Randomization balance (chi-square)", None,
+        (f"chi2 {r.chi_square:.1f}, df {r.degrees_of_freedom}" if r.status == "ok" else r.status) + shared,
+        r.p_value, r.broken or r.shared)
+    alpha = t.agreement.krippendorff_alpha
+    row("Agreement (Krippendorff's alpha, interval)", alpha, None, None, False)
+    return "".join(rows)
+
+
+def _reviewer_table(t: TenantReport) -> str:
+    rows = "".join(
+        f"<tr><td>{escape(p.reviewer)}</td><td class=num>{p.sessions}</td>"
+        f"<td class=num>{'' if p.mean_score is None else f'{p.mean_score:.2f}'}</td>"
+        f"<td>{escape(fmt_estimate(p.offset))}</td><td>{escape(fmt_estimate(p.self_preference))}</td>"
+        f"<td class=num>{'' if p.agreement_with_peers is None else f'{p.agreement_with_peers:.2f}'}</td>"
+        f"<td class=flag>{escape(', '.join(p.flags))}</td></tr>"
+        for p in t.reviewers)
+    return ("<table><tr><th>reviewer</th><th>sessions</th><th>mean score</th><th>offset [95% CI]</th>"
+            f"<th>self-preference [95% CI]</th><th>r with peers</th><th>flags</th></tr>{rows}</table>")
+
+
+def _model_table(t: TenantReport) -> str:
+    rows = "".join(
+        f"<tr><td>{escape(m.model)}</td><td class=num>{m.raw_score:.2f}</td><td class=num>{m.raw_rank}</td>"
+        f"<td class=num>{'-' if m.length_controlled_score is None else f'{m.length_controlled_score:.2f}'}</td>"
+        f"<td class=num>{'-' if m.length_controlled_rank is None else m.length_controlled_rank}</td></tr>"
+        for m in t.length_control.models)
+    return ("<table><tr><th>model</th><th>raw score</th><th>rank</th><th>length-controlled</th><th>rank</th></tr>"
+            f"{rows}</table>")
+
+
+def _consistency_table(t: TenantReport) -> str:
+    if not t.position_consistency:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(c.reviewer)}</td><td class=num>{c.pairs}</td><td class=num>{c.position_consistency:.2f}</td>"
+        f"<td class=num>{c.preference_fairness:+.2f}</td></tr>" for c in t.position_consistency)
+    return ("<h3>Swapped pairs</h3><p class=meta>Position consistency: share of pairs judged alike in both orders "
+            "(MT-Bench). Preference fairness: -1 primacy, 0 fair, +1 recency (Shi et al. 2024).</p>"
+            f"<table><tr><th>reviewer</th><th>pairs</th><th>PC</th><th>PF</th></tr>{rows}</table>")
+
+
+def _trend_table(t: TenantReport) -> str:
+    items = [(f"{x.metric} · {x.subject}", x) for x in t.trends]
+    for cp in t.change_points:
+        items.extend((f"config {cp.from_version} → {cp.to_version} at {cp.at[:16]} · {x.metric} · {x.subject}", x)
+                     for x in cp.tests)
+    if not items:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(label)}</td><td class=num>{'' if x.previous is None else f'{x.previous:+.2f}'}</td>"
+        f"<td class=num>{'' if x.current is None else f'{x.current:+.2f}'}</td><td class=num>{fmt_p(x.p_value)}</td>"
+        f"<td>{_flag(x.flagged)}</td></tr>" for label, x in items)
+    return ("<h3>Trends and config changes</h3><table><tr><th>what</th><th>before</th><th>after</th><th>p</th>"
+            f"<th></th></tr>{rows}</table>")
+
+
+def _charts(t: TenantReport) -> str:
+    charts = []
+    offsets = [(p.reviewer, p.offset.point_estimate, p.offset.ci_lower, p.offset.ci_upper, p.offset.flagged)
+               for p in t.reviewers if p.offset.point_estimate is not None]
+    charts.append(forest_plot(offsets, title="Reviewer offsets (95% CI)", unit="points vs the median reviewer",
+                              band=0.5, width=CHART_WIDTH))
+    if t.position.status == "ok":
+        effects = [(f"position {t.position.baseline_position} (baseline)", 0.0, None, None, False)] + [
+            (f"position {e.position}", e.effect.point_estimate, e.effect.ci_lower, e.effect.ci_upper, t.position.flagged)
+            for e in t.position.effects if e.effect.point_estimate is not None]
+        charts.append(forest_plot(effects, title="Position effects (95% CI)", unit="points vs the first position",
+                                  width=CHART_WIDTH))
+    charts.append(scatter(t.length_points, t.length_fit, title="Length vs score, with the fitted line",
+                          x_label=f"response length ({t.length_unit})", y_label="score, reviewer offsets removed",
+                          width=CHART_WIDTH))
+    if len(t.timeline) >= 2:
+        same_day = t.timeline[0].start[:10] == t.timeline[-1].end[:10]
+        labels = [b.start[11:16] if same_day else b.start[5:10] for b in t.timeline]
+        reviewers = sorted({name for b in t.timeline for name in b.reviewer_offsets})
+        series = {name: [b.reviewer_offsets.get(name) for b in t.timeline] for name in reviewers}
+        charts.append(line_chart(labels, series, title="Reviewer offsets over time", y_label="points",
+                                 width=CHART_WIDTH))
+        charts.append(line_chart(labels, {"length r": [b.length_correlation for b in t.timeline]},
+                                 title="Length-score correlation over time", y_label="r",
+                                 width=CHART_WIDTH))
+    return "".join(f'<div class="chart">{c}</div>' for c in charts if c)
+
+
+def _tenant(t: TenantReport) -> str:
+    flags = ("<div class=flags>" + "".join(f"<span>{escape(f)}</span>" for f in t.flags) + "</div>"
+             if t.flags else '<p><span class="ok">no bias flagged</span></p>')
+    warnings = "".join(f'<div class="warn">{escape(w)}</div>' for w in t.warnings)
+    return (
+        f"<h2>Tenant {escape(t.tenant_id)}</h2>"
+        f"<p class=meta>{t.sessions} sessions, {t.scores} peer scores, confidence <b>{t.confidence}</b>; "
+        f"window {escape(t.window_start or '-')} to {escape(t.window_end or '-')}</p>{flags}{warnings}"
+        f'<div class="charts">{_charts(t)}</div>'
+        "<h3>Window metrics</h3><table><tr><th>metric</th><th>estimate [95% CI]</th><th>n / sessions</th>"
+        f"<th>p</th><th></th></tr>{_metric_rows(t)}</table>"
+        f"<h3>Reviewers</h3>{_reviewer_table(t)}<h3>Models: raw and length-controlled</h3>{_model_table(t)}"
+        f"{_consistency_table(t)}{_trend_table(t)}"
+    )
+
+
+def render_html(report: BiasReport) -> str:
+    inputs = report.inputs
+    window = f"last {report.window_sessions or 'all'} sessions" + (
+        f" within {report.window_days:g} days" if report.window_days else "")
+    body = "".join(_tenant(t) for t in report.tenants) or "<p>No sessions in the window.</p>"
+    return (
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
+        "<meta name=viewport content='width=device-width, initial-scale=1'>"
+        f"<title>Bias report</title><style>{STYLE}</style></head><body>"
+        f"<h1>LLM council bias report</h1><p class=meta>Generated {escape(report.generated_at)} · {window} · "
+        f"{inputs.files} files, {inputs.sessions_read} sessions read, {inputs.duplicate_sessions} repeated, "
+        f"{inputs.skipped_lines} lines skipped. Scores in points of a 1-10 scale; every estimate with its 95% CI; "
+        "a flag needs both a practical size and p &lt; 0.05.</p>"
+        f"{body}</body></html>"
+    )

@@ -1,0 +1,165 @@
+"""The report as rich tables, readable in 80 columns."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from schemas.report import BiasReport, Estimate, TenantReport
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return "<1e-6" if p < 1e-6 else f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
+
+
+def fmt_estimate(e: Estimate, digits: int = 2, signed: bool = True) -> str:
+    if e.status != "ok" or e.point_estimate is None:
+        return e.status
+    sign = "+" if signed else ""
+    text = f"{e.point_estimate:{sign}.{digits}f}"
+    if e.ci_lower is not None and e.ci_upper is not None:
+        text += f" [{e.ci_lower:{sign}.{digits}f}, {e.ci_upper:{sign}.{digits}f}]"
+    return text
+
+
+def _flag(flagged: bool) -> Text:
+    return Text("FLAG", style="bold red") if flagged else Text("ok", style="green")
+
+
+def _header(t: TenantReport) -> Text:
+    text = Text()
+    text.append(f"tenant {t.tenant_id}", style="bold")
+    text.append(f"  {t.sessions} sessions, {t.scores} peer scores, confidence {t.confidence}\n")
+    text.append(f"window {t.window_start or '-'} .. {t.window_end or '-'}\n")
+    if t.flags:
+        text.append("flags: ", style="bold")
+        text.append(", ".join(t.flags), style="bold red")
+    else:
+        text.append("flags: none", style="green")
+    for warning in t.warnings:
+        text.append(f"\nnote: {warning}", style="yellow")
+    return text
+
+
+def _metrics(t: TenantReport) -> Table:
+    table = Table(title="Window metrics (points of a 1-10 scale; 95% CI)", title_justify="left", expand=False)
+    table.add_column("metric")
+    table.add_column("estimate [95% CI]")
+    table.add_column("p", justify="right")
+    table.add_column("", justify="center")
+    lc = t.length_correlation
+    length_text = fmt_estimate(lc)
+    if lc.bootstrap_ci_lower is not None:
+        length_text += f"\nsession bootstrap [{lc.bootstrap_ci_lower:+.2f}, {lc.bootstrap_ci_upper:+.2f}]"
+    table.add_row(f"length vs score r (n={lc.sample_size})", length_text, fmt_p(lc.p_value), _flag(lc.flagged))
+    coefficient = t.length_control.coefficient
+    table.add_row("length term in scores", fmt_estimate(coefficient), fmt_p(coefficient.p_value),
+                  _flag(coefficient.flagged))
+    position = t.position
+    if position.status == "ok":
+        biggest = max(position.effects, key=lambda e: abs(e.effect.point_estimate or 0))
+        table.add_row(f"position {biggest.position} vs {position.baseline_position} (largest)",
+                      fmt_estimate(biggest.effect), fmt_p(position.p_value), _flag(position.flagged))
+    else:
+        table.add_row("position effect", position.status, "-", Text("-"))
+    balance = t.randomization
+    balance_text = balance.status if balance.status != "ok" else f"chi2 {balance.chi_square:.1f}, df {balance.degrees_of_freedom}"
+    if balance.shared_order_fraction is not None:
+        balance_text += f"\nshared order in {balance.shared_order_fraction:.0%} of sessions"
+    table.add_row("randomization balance", balance_text, fmt_p(balance.p_value),
+                  _flag(balance.broken or balance.shared))
+    alpha = t.agreement.krippendorff_alpha
+    table.add_row("agreement (Krippendorff alpha)", fmt_estimate(alpha, signed=False), "-", Text("-"))
+    return table
+
+
+def _reviewers(t: TenantReport) -> Table:
+    table = Table(title="Reviewers (offset vs the median reviewer; self-preference)", title_justify="left")
+    table.add_column("reviewer", overflow="fold", max_width=22)
+    table.add_column("n", justify="right")
+    table.add_column("offset [CI]")
+    table.add_column("self-pref [CI]")
+    table.add_column("flags", overflow="fold")
+    for r in t.reviewers:
+        table.add_row(r.reviewer, str(r.sessions), fmt_estimate(r.offset), fmt_estimate(r.self_preference),
+                      Text(", ".join(r.flags) or "-", style="bold red" if r.flags else ""))
+    return table
+
+
+def _models(t: TenantReport) -> Table:
+    table = Table(title="Models: raw and length-controlled scores", title_justify="left")
+    table.add_column("model", overflow="fold", max_width=26)
+    table.add_column("raw", justify="right")
+    table.add_column("rank", justify="right")
+    table.add_column("LC", justify="right")
+    table.add_column("LC rank", justify="right")
+    for m in t.length_control.models:
+        table.add_row(m.model, f"{m.raw_score:.2f}", str(m.raw_rank),
+                      "-" if m.length_controlled_score is None else f"{m.length_controlled_score:.2f}",
+                      "-" if m.length_controlled_rank is None else str(m.length_controlled_rank))
+    return table
+
+
+def _verbose(t: TenantReport) -> list:
+    parts: list = []
+    if t.position.effects:
+        table = Table(title=f"Position effects vs position {t.position.baseline_position}", title_justify="left")
+        table.add_column("position", justify="right")
+        table.add_column("effect [CI]")
+        table.add_column("p", justify="right")
+        for e in t.position.effects:
+            table.add_row(str(e.position), fmt_estimate(e.effect), fmt_p(e.effect.p_value))
+        parts.append(table)
+    if t.position_consistency:
+        table = Table(title="Swapped pairs: position consistency (PC), preference fairness (PF)", title_justify="left")
+        table.add_column("reviewer", overflow="fold", max_width=26)
+        table.add_column("pairs", justify="right")
+        table.add_column("PC", justify="right")
+        table.add_column("PF", justify="right")
+        for c in t.position_consistency:
+            table.add_row(c.reviewer, str(c.pairs), f"{c.position_consistency:.2f}", f"{c.preference_fairness:+.2f}")
+        parts.append(table)
+    if t.timeline:
+        table = Table(title="Over time", title_justify="left")
+        table.add_column("from")
+        table.add_column("sessions", justify="right")
+        table.add_column("mean", justify="right")
+        table.add_column("length r", justify="right")
+        for b in t.timeline:
+            table.add_row(b.start[:16], str(b.sessions), "-" if b.mean_score is None else f"{b.mean_score:.2f}",
+                          "-" if b.length_correlation is None else f"{b.length_correlation:+.2f}")
+        parts.append(table)
+    changes = [(f"{x.metric} {x.subject}", x) for x in t.trends]
+    for cp in t.change_points:
+        changes.extend((f"{cp.from_version}->{cp.to_version} {x.metric} {x.subject}", x) for x in cp.tests)
+    if changes:
+        table = Table(title="Trends (previous window -> this) and config changes", title_justify="left")
+        table.add_column("what", overflow="fold", max_width=36)
+        table.add_column("change", justify="right")
+        table.add_column("p", justify="right")
+        table.add_column("", justify="center")
+        for label, x in changes:
+            table.add_row(label, "-" if x.difference is None else f"{x.difference:+.2f}", fmt_p(x.p_value),
+                          _flag(x.flagged))
+        parts.append(table)
+    return parts
+
+
+def render_text(report: BiasReport, console: Console, *, verbose: bool = False) -> None:
+    inputs = report.inputs
+    window = f"last {report.window_sessions or 'all'} sessions" + (
+        f" within {report.window_days:g} days" if report.window_days else "")
+    console.print(f"[bold]bias-audit report[/bold]  {window}; read {inputs.files} files, "
+                  f"{inputs.sessions_read} sessions ({inputs.duplicate_sessions} repeated, "
+                  f"{inputs.skipped_lines} lines skipped)", highlight=False)
+    if not report.tenants:
+        console.print("no sessions in the window", style="yellow")
+    for tenant in report.tenants:
+        parts = [_header(tenant), _metrics(tenant), _reviewers(tenant), _models(tenant)]
+        if verbose:
+            parts.extend(_verbose(tenant))
+        console.print(Panel(Group(*parts), expand=False))

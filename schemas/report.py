@@ -1,0 +1,190 @@
+"""The cross-session bias report (`bias-audit report`, and the live window's analytics).
+
+Score quantities are in points of a 1-10 scale whatever scale the sessions used. Every metric
+carries its sample size, the sessions behind it, a 95% CI and a confidence tier; below the floor
+of 10 sessions it says "collecting data" and carries no number.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .results import ConfidenceTier
+
+REPORT_SCHEMA_VERSION = "1.0"
+Status = Literal["ok", "collecting data", "not identifiable"]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Estimate(_Out):
+    point_estimate: float | None
+    ci_lower: float | None
+    ci_upper: float | None
+    sample_size: int  # points, cells or pairs behind the estimate
+    sessions: int
+    confidence: ConfidenceTier
+    status: Status = "ok"
+    p_value: float | None = None
+    flagged: bool = False
+
+
+class LengthCorrelation(Estimate):
+    """Pooled over (session, model) points after removing each reviewer's offset; the Fisher CI
+    treats points as independent, the session-cluster bootstrap CI does not."""
+
+    bootstrap_ci_lower: float | None = None
+    bootstrap_ci_upper: float | None = None
+    spearman: float | None = None
+
+
+class ModelScore(_Out):
+    model: str
+    scores: int
+    raw_score: float
+    length_controlled_score: float | None
+    raw_rank: int
+    length_controlled_rank: int | None
+
+
+class LengthControl(_Out):
+    status: Status
+    coefficient: Estimate  # points per unit of tanh(standardized length difference)
+    models: list[ModelScore] = Field(default_factory=list)
+    rank_changes: int = 0
+
+
+class PositionEffect(_Out):
+    position: int
+    effect: Estimate  # points, relative to the first position
+
+
+class PositionAnalysis(_Out):
+    status: Status
+    baseline_position: int | None = None
+    effects: list[PositionEffect] = Field(default_factory=list)
+    f_statistic: float | None = None
+    p_value: float | None = None
+    flagged: bool = False
+    direction: Literal["primacy", "recency", "mixed"] | None = None
+
+
+class PositionConsistency(_Out):
+    reviewer: str
+    pairs: int
+    position_consistency: float | None  # consistent / all swapped pairs (MT-Bench)
+    preference_fairness: float | None  # -1 primacy .. 0 fair .. +1 recency (Shi et al. 2024)
+    primacy_preferred: int
+    recency_preferred: int
+
+
+class Randomization(_Out):
+    status: Status
+    sessions: int
+    placements: int
+    models: list[str] = Field(default_factory=list)
+    positions: list[int] = Field(default_factory=list)
+    counts: list[list[int]] = Field(default_factory=list)  # models x positions
+    chi_square: float | None = None
+    degrees_of_freedom: int | None = None
+    p_value: float | None = None
+    shared_order_fraction: float | None = None
+    broken: bool = False
+    shared: bool = False
+
+
+class ReviewerProfile(_Out):
+    reviewer: str
+    sessions: int
+    scores: int
+    confidence: ConfidenceTier
+    mean_score: float | None
+    score_std: float | None
+    offset: Estimate  # leave-one-out: negative = harsh
+    self_preference: Estimate
+    agreement_with_peers: float | None  # Pearson of its scores with the other reviewers' mean
+    flags: list[str] = Field(default_factory=list)
+
+
+class Agreement(_Out):
+    krippendorff_alpha: Estimate  # interval metric, raw scores, units = (session, model)
+
+
+class TimeBucket(_Out):
+    start: str
+    end: str
+    sessions: int
+    mean_score: float | None
+    length_correlation: float | None
+    reviewer_offsets: dict[str, float] = Field(default_factory=dict)
+
+
+class TrendTest(_Out):
+    metric: str
+    subject: str
+    previous: float | None
+    current: float | None
+    difference: float | None
+    p_value: float | None
+    previous_sessions: int
+    current_sessions: int
+    flagged: bool = False
+
+
+class ChangePoint(_Out):
+    at: str
+    trace_id: str | None
+    from_version: str
+    to_version: str
+    tests: list[TrendTest] = Field(default_factory=list)
+
+
+class TenantReport(_Out):
+    tenant_id: str
+    sessions: int
+    scores: int
+    window_start: str | None
+    window_end: str | None
+    confidence: ConfidenceTier
+    length_unit: str
+    length_correlation: LengthCorrelation
+    length_control: LengthControl
+    position: PositionAnalysis
+    position_consistency: list[PositionConsistency] = Field(default_factory=list)
+    randomization: Randomization
+    reviewers: list[ReviewerProfile] = Field(default_factory=list)
+    agreement: Agreement
+    timeline: list[TimeBucket] = Field(default_factory=list)
+    trends: list[TrendTest] = Field(default_factory=list)
+    change_points: list[ChangePoint] = Field(default_factory=list)
+    flags: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    # Points of the length-vs-score chart: (length, offset-adjusted mean peer score), at most a
+    # few thousand, and the fitted line's intercept and slope (points per length unit).
+    length_points: list[tuple[float, float]] = Field(default_factory=list)
+    length_fit: tuple[float, float] | None = None
+
+
+class ReportInputs(_Out):
+    sources: list[str]
+    files: int
+    lines: int
+    records: int
+    sessions_read: int
+    duplicate_sessions: int
+    skipped_lines: int
+    skipped_examples: list[str] = Field(default_factory=list)
+
+
+class BiasReport(_Out):
+    schema_version: str = REPORT_SCHEMA_VERSION
+    report_type: Literal["bias.audit.report"] = "bias.audit.report"
+    generated_at: str
+    window_sessions: int | None
+    window_days: float | None
+    inputs: ReportInputs
+    tenants: list[TenantReport]

@@ -1,0 +1,195 @@
+"""Cross-session metrics: exact values on hand-built windows, and independent oracles
+(explicit dummy regression, the krippendorff package, scipy) on random ones."""
+
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pytest
+from scipy import stats
+
+from analysis.agreement import krippendorff_alpha_interval, position_consistency
+from analysis.cross_session import (
+    WindowThresholds,
+    average_ranks,
+    chi_square_independence,
+    length_correlation,
+    randomization_balance,
+    reviewer_profiles,
+)
+from analysis.digest import SessionDigest
+from analysis.fixed_effects import absorbed_least_squares, one_hot
+from analysis.stats import fisher_ci
+from analysis.tenant_report import tenant_report
+from analysis.alerts import _robust, _z
+from analysis.trends import welch_test
+from analysis.window_cells import window_cells
+from tests.simulate import Corpus
+
+NAMES = ("a", "b", "c")
+
+
+def digest(session: int, cells, *, lengths=(100.0, 200.0, 300.0), models=NAMES, reviewers=NAMES) -> SessionDigest:
+    """cells: (reviewer, model, position, score in points 1-10, self)."""
+    return SessionDigest(
+        session_id=f"s{session}", tenant_id="t", ts_ms=1_700_000_000_000 + session * 60_000, trace_id=None,
+        config_version=None, reviewers=reviewers, models=models, lengths=lengths, length_unit="words",
+        cells=tuple((r, m, p, (score - 1.0) / 9.0, own) for r, m, p, score, own in cells))
+
+
+def test_leave_one_out_and_self_preference_per_session():
+    # a scores b=6, c=6; b scores a=8, c=7; c scores a=9, b=7; a also scores itself 10
+    window = window_cells([digest(0, [(0, 1, 0, 6, False), (0, 2, 1, 6, False), (1, 0, 0, 8, False),
+                                      (1, 2, 1, 7, False), (2, 0, 0, 9, False), (2, 1, 1, 7, False),
+                                      (0, 0, 2, 10, True)])])
+    offsets = window.session_offsets[0]
+    # a: (6 - 7) on b and (6 - 7) on c -> -1; b: (8 - 9) and (7 - 6) -> 0; c: (9 - 8) and (7 - 6) -> +1
+    assert offsets.tolist() == pytest.approx([-1.0, 0.0, 1.0])
+    # a's own response got 8 and 9 from peers: 10 - 8.5
+    assert window.session_self_preference[0, 0] == pytest.approx(1.5)
+    assert np.isnan(window.session_self_preference[0, 1])
+
+
+def test_pooled_length_correlation_matches_scipy_and_fisher():
+    digests = Corpus(sessions=30, seed=4, length_slope=0.4).digests()
+    window = window_cells(digests)
+    _, x, y = window.length_points
+    result = length_correlation(window, WindowThresholds(bootstrap_replicates=200))
+    r = stats.pearsonr(x, y).statistic
+    assert result.point_estimate == pytest.approx(r, abs=1e-4)
+    lo, hi = fisher_ci(r, len(x))
+    assert (result.ci_lower, result.ci_upper) == pytest.approx((lo, hi), abs=1e-4)
+    assert result.sample_size == 30 * 5 and result.sessions == 30
+    # the cluster bootstrap interval brackets the estimate
+    assert result.bootstrap_ci_lower < result.point_estimate < result.bootstrap_ci_upper
+    assert result.flagged
+
+
+def test_below_ten_sessions_every_metric_is_collecting_data():
+    report = tenant_report(Corpus(sessions=9, seed=1, reviewer_offsets={0: -3.0}).digests())
+    assert report.confidence == "insufficient"
+    assert report.length_correlation.status == "collecting data" and report.length_correlation.point_estimate is None
+    assert report.position.status == "collecting data"
+    assert all(p.offset.status == "collecting data" and p.offset.point_estimate is None for p in report.reviewers)
+    assert report.flags == []
+
+
+@pytest.mark.parametrize(("sessions", "tier"), [(10, "preliminary"), (19, "preliminary"), (20, "moderate"),
+                                                (49, "moderate"), (50, "high")])
+def test_confidence_tiers_count_sessions(sessions, tier):
+    assert tenant_report(Corpus(sessions=sessions, seed=2).digests()).confidence == tier
+
+
+def test_absorbed_least_squares_equals_explicit_session_dummies():
+    rng = np.random.default_rng(0)
+    n, groups = 300, 40
+    group = rng.integers(0, groups, n)
+    model = rng.integers(0, 4, n)
+    y = rng.normal(size=n) + model * 0.3 + group * 0.05
+    design = one_hot(model, 4)[:, 1:]  # drop one level: the explicit fit below has group dummies
+    fit = absorbed_least_squares(design, y, group)
+    explicit = np.hstack([design, one_hot(group, groups)])
+    beta, *_ = np.linalg.lstsq(explicit, y, rcond=None)
+    assert fit.beta == pytest.approx(beta[:3], abs=1e-9)
+    residual = y - explicit @ beta
+    df = n - np.linalg.matrix_rank(explicit)
+    assert fit.df == df
+    assert fit.sigma2 == pytest.approx(residual @ residual / df)
+
+
+def test_a_contrast_the_design_cannot_separate_is_not_estimable():
+    # position always equals model: their effects are confounded
+    model = np.tile(np.arange(3), 20)
+    design = np.hstack([one_hot(model, 3), one_hot(model, 3)])
+    fit = absorbed_least_squares(design, np.random.default_rng(1).normal(size=60), np.repeat(np.arange(20), 3))
+    position_contrast = np.array([0, 0, 0, -1.0, 1.0, 0])
+    assert fit.contrast(position_contrast) is None
+
+
+def test_krippendorff_alpha_matches_the_reference_package():
+    rng = np.random.default_rng(3)
+    reliability = rng.normal(5, 2, size=(4, 60)) + rng.normal(0, 2, size=60)  # 4 coders, 60 units
+    reliability[rng.random(reliability.shape) < 0.2] = np.nan  # missing scores
+    expected = krippendorff.alpha(reliability_data=reliability, level_of_measurement="interval")
+    coders, units = np.nonzero(~np.isnan(reliability))
+    alpha, _ = krippendorff_alpha_interval(reliability[coders, units], units)
+    assert alpha == pytest.approx(expected, abs=1e-9)
+
+
+def test_position_consistency_on_swapped_pairs():
+    # reviewer a sees (b, c) as b first in s0 and c first in s1, s2, s3
+    #  s0: b first, prefers b | s1: c first, prefers c -> primacy (first shown won both times)
+    #  s2: c first, prefers b -> pairs with nothing (one b-first observation only)
+    cells = [
+        [(0, 1, 0, 8, False), (0, 2, 1, 6, False)],
+        [(0, 1, 1, 6, False), (0, 2, 0, 8, False)],
+        [(0, 1, 1, 8, False), (0, 2, 0, 6, False)],
+    ]
+    result = position_consistency(window_cells([digest(i, c) for i, c in enumerate(cells)]))
+    assert len(result) == 1
+    (a,) = result
+    assert (a.reviewer, a.pairs, a.position_consistency, a.primacy_preferred, a.recency_preferred) == ("a", 1, 0.0, 1, 0)
+    assert a.preference_fairness == -1.0
+    # consistent case: b wins in both orders
+    consistent = [cells[0], [(0, 1, 1, 8, False), (0, 2, 0, 6, False)]]
+    (b,) = position_consistency(window_cells([digest(i, c) for i, c in enumerate(consistent)]))
+    assert (b.pairs, b.position_consistency, b.preference_fairness) == (1, 1.0, 0.0)
+
+
+@pytest.mark.parametrize(("shuffle", "broken", "shared"), [("fixed", True, True), ("shared", False, True),
+                                                           ("per_reviewer", False, False)])
+def test_randomization_balance(shuffle, broken, shared):
+    result = randomization_balance(window_cells(Corpus(sessions=40, seed=5, shuffle=shuffle).digests()),
+                                   WindowThresholds())
+    assert (result.broken, result.shared) == (broken, shared)
+    # a shared order is counted once per session, not once per reviewer
+    if shuffle != "per_reviewer":
+        assert result.placements == 40 * 5
+
+
+def test_shared_orders_still_identify_position_across_sessions():
+    report = tenant_report(Corpus(sessions=60, seed=6, shuffle="shared", position_effects={0: 1.0}).digests())
+    assert report.position.status == "ok" and report.position.flagged
+    fixed = tenant_report(Corpus(sessions=60, seed=6, shuffle="fixed").digests())
+    assert fixed.position.status == "not identifiable"
+
+
+def test_reviewer_offset_against_the_median_reviewer_without_noise():
+    corpus = Corpus(sessions=20, seed=7, noise=0.0, reviewer_offsets={2: -1.5})
+    profiles = {p.reviewer: p for p in reviewer_profiles(window_cells(corpus.digests()), WindowThresholds())}
+    harsh = profiles["vendor2/model-2"]
+    assert harsh.offset.point_estimate == pytest.approx(-1.5, abs=0.05)  # clipping at the scale's ends aside
+    assert harsh.flags == ["HARSH"]
+    others = [p for name, p in profiles.items() if name != "vendor2/model-2"]
+    assert all(abs(p.offset.point_estimate) < 0.05 and not p.flags for p in others)
+
+
+@pytest.mark.parametrize(("value", "baseline", "expected"), [
+    (10.0, [1, 2, 3, 4, 5], (10 - 3) / (1.4826 * 1)),
+    (3.0, [1, 2, 3, 4, 5], 0.0),
+    (0.0, [1, 2, 3, 4, 5, np.nan], (0 - 3) / 1.4826),  # a reviewer absent from a session
+    (9.0, [2, 2, 2, 2, 2], None),  # MAD 0
+    (9.0, [1, 2, 3, 4], None),  # too few
+])
+def test_robust_z(value, baseline, expected):
+    median, scale = _robust(np.array(baseline, dtype=float)[:, None], 5)
+    result = _z(value, median[0], scale[0])
+    assert result == (None if expected is None else pytest.approx(expected))
+
+
+def test_ranks_and_chi_square_match_scipy():
+    rng = np.random.default_rng(9)
+    values = rng.integers(0, 20, 200).astype(float)  # many ties
+    assert average_ranks(values) == pytest.approx(stats.rankdata(values))
+    table = rng.integers(5, 40, size=(5, 4))
+    statistic, dof, p = chi_square_independence(table)
+    expected = stats.chi2_contingency(table, correction=False)
+    assert (statistic, dof, p) == pytest.approx((expected.statistic, expected.dof, expected.pvalue))
+
+
+def test_welch_test_matches_scipy():
+    rng = np.random.default_rng(8)
+    a, b = rng.normal(0, 1, 15), rng.normal(0.8, 2, 25)
+    diff, p = welch_test(a, b)
+    assert diff == pytest.approx(b.mean() - a.mean())
+    assert p == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue)

@@ -1,0 +1,80 @@
+"""Live signals in the consumer: alerts on a reviewer that turns harsh, anomaly scores in
+results, and the live window agreeing with a report over the records the worker wrote."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+
+from analysis.alerts import AlertPolicy
+from analysis.tenant_report import tenant_report
+from consumers.council import CouncilSessionConsumer
+from consumers.envelope import Delivery
+from storage.jsonl_store import JsonlRecordStore
+from storage.report_reader import WindowReader
+from tests.simulate import Corpus, digest_event
+from windows.alert_state import MemoryAlertState
+from windows.base import WindowPolicy
+from windows.memory_window import MemoryWindow
+
+CHANGE, STOP = 150, 240
+
+
+def harsh_stream(seed: int = 3) -> list[bytes]:
+    corpus = Corpus(sessions=300, models=5, seed=seed, reviewer_offsets={1: -2.0}, offset_from=CHANGE,
+                    offset_until=STOP)
+    return [orjson.dumps(digest_event(d)) for d in corpus.digests()]
+
+
+def run(consumer: CouncilSessionConsumer, bodies: list[bytes], batch: int = 50):
+    outcomes = []
+    for start in range(0, len(bodies), batch):
+        deliveries = [Delivery(delivery_id=f"{n}-0", body=body, source_topic="council.sessions")
+                      for n, body in enumerate(bodies[start:start + batch], start)]
+        outcomes.extend(asyncio.run(consumer.process(deliveries)))
+    return outcomes
+
+
+def consumer(store=None) -> CouncilSessionConsumer:
+    return CouncilSessionConsumer(window=MemoryWindow(WindowPolicy(100, 30)), store=store,
+                                  alert_state=MemoryAlertState(), alert_policy=AlertPolicy())
+
+
+@pytest.mark.parametrize("seed", [3, 11, 12])
+def test_a_reviewer_turning_harsh_fires_once_and_resolves_once(seed):
+    outcomes = run(consumer(), harsh_stream(seed))
+    alerts = [(i, a) for i, o in enumerate(outcomes) for a in o.alerts or ()]
+    firing = [(i, a) for i, a in alerts if a.status == "firing"]
+    resolved = [(i, a) for i, a in alerts if a.status == "resolved"]
+    assert len(firing) == 1 and len(resolved) == 1, [(i, a.status, a.message) for i, a in alerts]
+    (fired_at, alert), (resolved_at, cleared) = firing[0], resolved[0]
+    assert CHANGE <= fired_at < CHANGE + 30
+    assert resolved_at > STOP
+    assert alert.alert_type == "reviewer_calibration" and "vendor1/model-1" in alert.message
+    assert alert.value < -1.0 and alert.trace_id == outcomes[fired_at].result.trace_id
+    assert cleared.alert_id == alert.alert_id and cleared.window.sessions == 100
+
+
+def test_unbiased_stream_raises_no_alert():
+    bodies = [orjson.dumps(digest_event(d)) for d in Corpus(sessions=300, seed=21).digests()]
+    outcomes = run(consumer(), bodies)
+    assert [a.message for o in outcomes for a in o.alerts or ()] == []
+    # every result carries its anomaly scores once the window has a baseline
+    assert outcomes[-1].result.anomaly["session_mean_score_z"] is not None
+    assert set(outcomes[-1].result.anomaly["reviewer_offset_z"]) == {f"vendor{i}/model-{i}" for i in range(5)}
+
+
+def test_live_window_and_report_from_records_agree(tmp_path):
+    store = JsonlRecordStore(tmp_path, "records-w1")
+    bodies = [orjson.dumps(digest_event(d)) for d in Corpus(sessions=130, seed=5, length_slope=0.3).digests()]
+    outcomes = run(consumer(store), bodies)
+    live = outcomes[-1].result.window.length_correlation
+    reader = WindowReader(sessions=100, days=30)
+    reader.read([store.path])
+    [window] = reader.windows()
+    offline = tenant_report(window.cells, window.previous_sessions).length_correlation
+    assert offline.sample_size == live.sample_size == 500
+    assert offline.point_estimate == pytest.approx(live.point_estimate, abs=1e-4)
+    assert (offline.ci_lower, offline.ci_upper) == pytest.approx((live.ci_lower, live.ci_upper), abs=1e-4)

@@ -1,0 +1,98 @@
+"""`bias-audit report` end to end: every format, the window options, errors with exit 2."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from tests.simulate import Corpus, digest_records
+from worker.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("records")
+    corpus = Corpus(sessions=80, seed=9, reviewer_offsets={1: -1.5}, position_effects={0: 0.6}, length_slope=0.3,
+                    config_version=["1.0"] * 60 + ["1.1"] * 20)
+    with open(directory / "records-w1.jsonl", "wb") as handle:
+        for digest in corpus.digests():
+            handle.write(b"".join(orjson.dumps(r) + b"\n" for r in digest_records(digest)))
+    return directory
+
+
+def report(*args: str):
+    return runner.invoke(app, ["report", *args], catch_exceptions=False)
+
+
+def test_json_is_one_document_with_every_section(records):
+    result = report("--input", str(records), "--format", "json", "--sessions", "50")
+    assert result.exit_code == 0
+    document = json.loads(result.stdout)  # one valid document
+    assert document["report_type"] == "bias.audit.report" and document["window_sessions"] == 50
+    [tenant] = document["tenants"]
+    assert tenant["sessions"] == 50 and tenant["confidence"] == "high"
+    assert "HARSH:vendor1/model-1" in tenant["flags"] and "POSITION_BIAS_PRIMACY" in tenant["flags"]
+    for section in ("length_correlation", "length_control", "position", "randomization", "reviewers", "agreement",
+                    "trends", "change_points", "timeline"):
+        assert section in tenant
+    assert "length_points" not in tenant  # chart data only with --verbose
+    assert tenant["change_points"] == [] or tenant["change_points"][0]["to_version"] == "1.1"
+
+
+def test_text_fits_80_columns_and_names_the_flags(records, tmp_path):
+    out = tmp_path / "report.txt"
+    result = report("--input", str(records), "--verbose", "--output", str(out))  # a file: plain text, 80 wide
+    assert result.exit_code == 0
+    text = out.read_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "HARSH" in text and "Krippendorff" in text and "Swapped pairs" in text and "1.0->1.1" in text
+
+
+def test_csv_is_one_table(records):
+    result = report("-i", str(records), "-f", "csv")
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    metrics = {row["metric"] for row in rows}
+    assert {"length_correlation", "reviewer_offset", "position_effect", "model_length_controlled_score",
+            "krippendorff_alpha", "randomization_chi_square"} <= metrics
+    harsh = next(r for r in rows if r["metric"] == "reviewer_offset" and r["subject"] == "vendor1/model-1")
+    assert float(harsh["point_estimate"]) < -1.0 and harsh["flagged"] == "True"
+
+
+def test_html_is_self_contained(records, tmp_path):
+    out = tmp_path / "report.html"
+    result = report("-i", str(records), "-f", "html", "-o", str(out))
+    assert result.exit_code == 0
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") >= 4
+    # nothing to fetch: no scripts, links, images or remote URLs (the SVG namespace is a name, not a fetch)
+    assert not re.search(r"<script|<link|<img|@import|url\(", page)
+    assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", page)
+
+
+def test_tenant_filter_and_unlimited_window(records):
+    result = report("-i", str(records), "-f", "json", "--sessions", "0", "--days", "0", "--tenant", "acme")
+    [tenant] = json.loads(result.stdout)["tenants"]
+    assert tenant["sessions"] == 80
+    none = json.loads(report("-i", str(records), "-f", "json", "--tenant", "other").stdout)
+    assert none["tenants"] == []
+
+
+@pytest.mark.parametrize(("args", "reason"), [
+    ((), "no input"),
+    (("--input", "/nonexistent/records"), "no such file"),
+    (("--input", "x.jsonl", "--redis", "redis://localhost:1"), "not both"),
+    (("--input", "x", "--sessions", "-3"), "must be 0"),
+    (("--input", "x", "--format", "pdf"), "pdf"),
+])
+def test_usage_errors_exit_2_with_one_line(args, reason):
+    result = report(*args)
+    assert result.exit_code == 2
+    assert reason in result.output

@@ -1,0 +1,103 @@
+"""The streaming window reader: which sessions it keeps, repeats, torn lines, the reference's files."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from llm_council.bias_persistence import BiasMetricRecord, append_bias_records
+
+from storage.report_reader import InputError, WindowReader, expand_inputs
+from tests.simulate import Corpus, digest_records
+
+
+def write(path, digests, *, torn: bool = False) -> None:
+    with open(path, "ab") as handle:
+        for digest in digests:
+            handle.write(b"".join(orjson.dumps(r) + b"\n" for r in digest_records(digest)))
+        if torn:
+            handle.write(b'{"schema_version": "1.2.0", "session_id": "torn')
+
+
+def ids(digests) -> list[str]:
+    return [d.session_id for d in digests]
+
+
+def test_keeps_the_newest_sessions_across_worker_files_and_the_window_before(tmp_path):
+    digests = Corpus(sessions=50, seed=1).digests()
+    # two workers' files, each in its own processing order
+    write(tmp_path / "records-w1.jsonl", digests[0::2])
+    write(tmp_path / "records-w2.jsonl", digests[1::2])
+    reader = WindowReader(sessions=10, days=None)
+    reader.read(expand_inputs([str(tmp_path)]))
+    [window] = reader.windows()
+    assert ids(window.current) == ids(digests[40:])
+    assert ids(window.cells.digests[:window.previous_sessions]) == ids(digests[30:40])
+    assert reader.stats.sessions == 50 and reader.stats.lines == 50 * 25
+    assert reader.stats.records == 20 * 25  # only the kept sessions are parsed in full
+
+
+def test_days_cut_the_window_at_the_newest_session(tmp_path):
+    digests = Corpus(sessions=30, seed=2).digests()  # ten minutes apart
+    write(tmp_path / "r.jsonl", digests)
+    reader = WindowReader(sessions=100, days=(95 * 60) / 86_400)  # 95 minutes: the newest 10
+    reader.read([tmp_path / "r.jsonl"])
+    [window] = reader.windows()
+    assert ids(window.current) == ids(digests[20:])
+
+
+def test_a_repeated_batch_counts_once_and_a_torn_line_is_skipped(tmp_path):
+    digests = Corpus(sessions=12, seed=3).digests()
+    write(tmp_path / "a.jsonl", digests)
+    write(tmp_path / "b.jsonl", digests[5:8], torn=True)  # a redelivered batch, then a crash
+    reader = WindowReader(sessions=100, days=None)
+    reader.read(expand_inputs([str(tmp_path)]))
+    [window] = reader.windows()
+    assert ids(window.current) == ids(digests)
+    assert reader.stats.duplicate_sessions == 3
+    assert reader.stats.skipped_lines == 1 and "b.jsonl:" in reader.stats.skipped_examples[0]
+
+
+def test_tenants_are_windowed_apart_and_one_can_be_chosen(tmp_path):
+    write(tmp_path / "r.jsonl", Corpus(sessions=15, seed=4, tenant="acme").digests())
+    write(tmp_path / "r.jsonl", Corpus(sessions=12, seed=5, tenant="globex").digests())
+    reader = WindowReader(sessions=100, days=None)
+    reader.read([tmp_path / "r.jsonl"])
+    assert [(w.tenant_id, len(w.current)) for w in reader.windows()] == [("acme", 15), ("globex", 12)]
+    only = WindowReader(sessions=100, days=None, tenant="globex")
+    only.read([tmp_path / "r.jsonl"])
+    assert [w.tenant_id for w in only.windows()] == ["globex"]
+
+
+def test_reads_llm_council_core_records(tmp_path):
+    store = tmp_path / "bias_metrics.jsonl"
+    records = []
+    for session in range(3):
+        for reviewer in ("m1", "m2", "m3"):
+            for position, model in enumerate(("m1", "m2", "m3")):
+                records.append(BiasMetricRecord(
+                    session_id=f"s{session}", timestamp=f"2026-11-0{session + 1}T10:00:00",  # naive, as it writes
+                    reviewer_id=reviewer, model_id=model, position=position, response_length_chars=100 * (position + 1),
+                    score_value=5.0 + position, score_scale="1-10"))
+    append_bias_records(records, store_path=store)
+    reader = WindowReader(sessions=100, days=30)
+    reader.read([store])
+    [window] = reader.windows()
+    assert window.tenant_id == "default" and len(window.current) == 3
+    assert {d.length_unit for d in window.current} == {"chars"}
+    cells = window.cells
+    first = cells.session == 0
+    assert sorted(set(cells.length[first].tolist())) == [100.0, 200.0, 300.0]
+    # reviewer == model is a self-review though the reference does not store the flag
+    assert int(cells.own[first].sum()) == 3
+    assert (cells.position[first] >= 0).all()  # schema 1.2.0: display positions
+
+
+def test_missing_inputs_are_named(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        expand_inputs([str(tmp_path / "nope.jsonl")])
+    with pytest.raises(InputError, match="no file matches"):
+        expand_inputs([str(tmp_path / "*.jsonl")])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no .jsonl files"):
+        expand_inputs([str(tmp_path / "empty")])
+

@@ -1,0 +1,64 @@
+"""Alert state: the Redis script and the in-process store follow the same rules."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from redis.asyncio import Redis
+
+from windows.alert_state import AlertLimits, MemoryAlertState, RedisAlertState, Transition
+
+# (wanted state, sequence) -> what happens, under a 0 s cooldown and 2 firings a minute
+SCRIPT = [
+    (("ok", 1), None),  # already ok
+    (("firing", 3), ("fired", "a3")),
+    (("ok", 2), None),  # an older session's view: ignored
+    (("firing", 4), None),  # still firing: no second alert
+    (("ok", 5), ("resolved", "a3")),  # resolved carries the firing's id
+    (("firing", 6), ("fired", "a6")),
+    (("ok", 7), ("resolved", "a6")),
+    (("firing", 8), None),  # the third firing this minute: rate-limited, state unchanged
+    (("ok", 9), None),
+]
+
+
+def transitions(key="reviewer_calibration:r1"):
+    return [Transition("acme", key, wanted, sequence, f"a{sequence}") for (wanted, sequence), _ in SCRIPT]
+
+
+def expected():
+    return [outcome for _, outcome in SCRIPT]
+
+
+LIMITS = AlertLimits(cooldown_s=0, max_per_minute=2)
+
+
+def test_memory_state_follows_the_rules():
+    state = MemoryAlertState(LIMITS, clock=lambda: 1000.0)
+    assert [asyncio.run(state.apply([t]))[0] for t in transitions()] == expected()
+
+
+@pytest.mark.redis
+def test_redis_state_follows_the_same_rules(redis_url):
+    async def run():
+        client = Redis.from_url(redis_url)
+        try:
+            state = RedisAlertState(client, LIMITS, prefix="alert-test")
+            return [(await state.apply([t]))[0] for t in transitions()]
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(run()) == expected()
+
+
+def test_cooldown_keeps_a_cleared_alert_quiet():
+    now = [0.0]
+    state = MemoryAlertState(AlertLimits(cooldown_s=300, max_per_minute=30), clock=lambda: now[0])
+    apply = lambda wanted, seq: asyncio.run(state.apply([Transition("t", "k", wanted, seq, f"a{seq}")]))[0]  # noqa: E731
+    assert apply("firing", 1) == ("fired", "a1")
+    assert apply("ok", 2) == ("resolved", "a1")
+    now[0] = 100.0
+    assert apply("firing", 3) is None  # within the cooldown
+    now[0] = 400.0
+    assert apply("firing", 4) == ("fired", "a4")

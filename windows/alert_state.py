@@ -1,0 +1,101 @@
+"""Alert state shared by every worker of a tenant: one firing per onset, one resolved when it
+clears, in the order the sessions were counted (Redis), or in-process for `bias-audit audit`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Protocol
+
+from redis.asyncio import Redis
+
+_SCRIPT = files("windows").joinpath("alert_state.lua").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    tenant_id: str
+    key: str
+    wanted: str  # "firing" | "ok"
+    sequence: int
+    alert_id: str  # used if it fires
+
+
+@dataclass(frozen=True, slots=True)
+class AlertLimits:
+    cooldown_s: float = 300.0
+    max_per_minute: int = 30
+    state_ttl_s: int = 90 * 86_400  # an alert quiet this long is forgotten
+
+
+class AlertStateStore(Protocol):
+    async def apply(self, transitions: list[Transition]) -> list[tuple[str, str] | None]:
+        """Per transition: ("fired" | "resolved", alert id), or None when nothing changed."""
+        ...
+
+
+def _decode(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisAlertState:
+    def __init__(self, client: Redis, limits: AlertLimits = AlertLimits(), prefix: str = "bias-audit") -> None:
+        self.client = client
+        self.limits = limits
+        self.prefix = prefix
+        self._script = client.register_script(_SCRIPT)
+
+    async def apply(self, transitions: list[Transition]) -> list[tuple[str, str] | None]:
+        if not transitions:
+            return []
+        now_ms = int(time.time() * 1000)
+        minute = now_ms // 60_000
+        async with self.client.pipeline(transaction=False) as pipe:
+            for t in transitions:
+                base = f"{self.prefix}:{{{t.tenant_id}}}"
+                await self._script(
+                    keys=[f"{base}:alert:{t.key}", f"{base}:alerts-fired:{minute}"],
+                    args=[t.wanted, t.sequence, now_ms, int(self.limits.cooldown_s * 1000),
+                          self.limits.max_per_minute, t.alert_id, self.limits.state_ttl_s],
+                    client=pipe,
+                )
+            replies = await pipe.execute()
+        return [None if _decode(r[0]) == "unchanged" else (_decode(r[0]), _decode(r[1])) for r in replies]
+
+
+class MemoryAlertState:
+    """The same rules in-process (one worker: sequences only grow)."""
+
+    def __init__(self, limits: AlertLimits = AlertLimits(), clock=time.time) -> None:
+        self.limits = limits
+        self.clock = clock
+        self._state: dict[tuple[str, str], dict] = {}
+        self._fired: dict[tuple[str, int], int] = {}
+
+    async def apply(self, transitions: list[Transition]) -> list[tuple[str, str] | None]:
+        out: list[tuple[str, str] | None] = []
+        now = self.clock()
+        for t in transitions:
+            state = self._state.setdefault((t.tenant_id, t.key), {"status": "ok", "sequence": -1})
+            if t.sequence <= state["sequence"]:
+                out.append(None)
+                continue
+            state["sequence"] = t.sequence
+            if t.wanted == state["status"]:
+                out.append(None)
+            elif t.wanted == "firing":
+                minute = (t.tenant_id, int(now // 60))
+                if "resolved_at" in state and now - state["resolved_at"] < self.limits.cooldown_s:
+                    out.append(None)
+                    continue
+                self._fired[minute] = self._fired.get(minute, 0) + 1
+                if self._fired[minute] > self.limits.max_per_minute:
+                    out.append(None)
+                    continue
+                state.update(status="firing", alert_id=t.alert_id)
+                out.append(("fired", t.alert_id))
+            else:
+                state.update(status="ok", resolved_at=now)
+                out.append(("resolved", state.get("alert_id", "")))
+        return out
