@@ -17,13 +17,14 @@ from scipy.special import stdtr
 
 from schemas.results import WindowSummary
 
+from .session_audit import REFERENCE_SPAN
 from .trends import MAD_TO_SD
+from .window import FIXED, RECENT_OFFSET
 from .window_cells import WindowCells
 
 
 @dataclass(frozen=True, slots=True)
 class AlertPolicy:
-    recent_sessions: int = 20  # a reviewer's last K sessions in the window
     min_sessions: int = 10  # below this (the "insufficient" tier) nothing fires
     reviewer_fire: float = 1.0  # points of a 1-10 scale
     reviewer_clear: float = 0.5
@@ -63,28 +64,31 @@ class SessionSignals:
                 "reviewer_offset_z": {k: round(v, 3) for k, v in self.reviewer_offset_z.items()}}
 
 
-def _t_test(values: np.ndarray) -> tuple[float, float] | None:
-    """(mean, two-sided p) of H0 mean = 0, exact t with df = n - 1."""
-    n = len(values)
-    if n < 2:
-        return None
-    mean = float(values.mean())
-    sd = float(values.std(ddof=1))
-    if sd == 0:
-        return mean, (0.0 if mean else 1.0)
-    return mean, float(2 * stdtr(n - 1, -abs(mean) / (sd / np.sqrt(n))))
+def recent_offset_tests(recent: dict[str, int]) -> dict[str, tuple[int, float, float]]:
+    """Per reviewer (sessions, mean offset in points, two-sided p) from the recent window's sums
+    of per-session offsets (fixed point), exact t with df = n - 1."""
+    out = {}
+    for key, n in recent.items():
+        if not (key.startswith(RECENT_OFFSET) and key.endswith(":n")) or n < 2:
+            continue
+        name = key[len(RECENT_OFFSET):-2]
+        s, q = recent.get(f"{RECENT_OFFSET}{name}:s", 0), recent.get(f"{RECENT_OFFSET}{name}:q", 0)
+        mean = s / n
+        variance = max(q - s * s / n, 0) / (n - 1)  # integers: exact until this division
+        points = mean / FIXED * REFERENCE_SPAN
+        if variance == 0:
+            p = 0.0 if mean else 1.0
+        else:
+            p = float(2 * stdtr(n - 1, -abs(mean) / np.sqrt(variance / n)))
+        out[name] = (n, points, p)
+    return out
 
 
-def reviewer_condition(name: str, offsets: np.ndarray, policy: AlertPolicy) -> Condition | None:
-    """`offsets`: the reviewer's per-session offsets up to this session, oldest first (NaN where
-    it did not review). Fires when its recent mean is far from 0 with strong evidence."""
-    recent = offsets[~np.isnan(offsets)][-policy.recent_sessions:]
-    if len(recent) < policy.min_sessions:
+def reviewer_condition(name: str, n: int, mean: float, p: float, policy: AlertPolicy) -> Condition | None:
+    """The reviewer's mean offset over the recent window's sessions (points) and its p. Fires
+    when the mean is far from 0 with strong evidence."""
+    if n < policy.min_sessions:
         return None
-    test = _t_test(recent)
-    if test is None:
-        return None
-    mean, p = test
     if abs(mean) >= policy.reviewer_fire and p < policy.fire_alpha:
         state = "firing"
     elif abs(mean) < policy.reviewer_clear or p >= policy.clear_alpha:
@@ -97,9 +101,9 @@ def reviewer_condition(name: str, offsets: np.ndarray, policy: AlertPolicy) -> C
         state=state, value=round(mean, 4), threshold=policy.reviewer_fire if state != "ok" else policy.reviewer_clear,
         severity="warning",
         message=(f"reviewer {name} scores {abs(mean):.2f} points {'below' if mean < 0 else 'above'} its peers over "
-                 f"its last {len(recent)} sessions (p={p:.2g}): {kind}") if state != "ok" else
+                 f"its last {n} sessions (p={p:.2g}): {kind}") if state != "ok" else
                 (f"reviewer {name} is back within {policy.reviewer_clear:g} points of its peers "
-                 f"({mean:+.2f} over its last {len(recent)} sessions)"),
+                 f"({mean:+.2f} over its last {n} sessions)"),
     )
 
 
@@ -160,11 +164,12 @@ def _z(value: float, median: float, scale: float) -> float | None:
 
 
 def session_signals(
-    cells: WindowCells, index: int, summary: WindowSummary, policy: AlertPolicy, baseline: Baseline,
-    *, start: int = 0,
+    cells: WindowCells, index: int, summary: WindowSummary, recent: dict[str, int], policy: AlertPolicy,
+    baseline: Baseline,
 ) -> SessionSignals:
-    """Signals of the session at `index` (time order): robust z against `baseline`, and the
-    conditions over its window, the sessions `start`..`index`."""
+    """Signals of the session at `index` (time order): robust z against `baseline`; conditions
+    from the window sums Redis returned when it counted the session (`summary`, `recent`):
+    complete and in counting order whichever worker counted the sessions before it."""
     signals = SessionSignals()
     signals.session_score_z = _z(float(cells.session_mean_score[index]), baseline.score_median, baseline.score_scale)
     offsets = cells.session_offsets
@@ -175,7 +180,8 @@ def session_signals(
         z = _z(float(value), baseline.offset_median[k], baseline.offset_scale[k])
         if z is not None:
             signals.reviewer_offset_z[name] = z
-        condition = reviewer_condition(name, offsets[start: index + 1, k], policy)
+    for name, (n, mean, p) in sorted(recent_offset_tests(recent).items()):
+        condition = reviewer_condition(name, n, mean, p, policy)
         if condition is not None:
             signals.conditions.append(condition)
     z = signals.session_score_z

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from schemas.results import CorrelationEstimate, WindowSummary
 
@@ -29,6 +29,7 @@ POINTS = "p:"  # pooled length points: n, x, y, xx, yy, xy
 REVIEWER = "r:"  # leave-one-out score differences: n, s, q
 POSITION = "o:"  # within-model residuals by display position: n, s, q
 MODEL = "m:"  # peer scores by model: n, s
+RECENT_OFFSET = "ro:"  # per-session reviewer offsets, recent window only: n, s, q
 
 
 def confidence_tier(sessions: int) -> str:
@@ -75,13 +76,19 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> di
     if n:
         sums.update({POINTS + "n": n, POINTS + "x": sx, POINTS + "y": sy,
                      POINTS + "xx": sxx, POINTS + "yy": syy, POINTS + "xy": sxy})
+    for reviewer, offset in analysis.audit.reviewer_offsets.items():
+        d = round(offset * unit)  # one value per session: the alert's t test counts sessions
+        key = RECENT_OFFSET + reviewer
+        sums[key + ":n"] = 1
+        sums[key + ":s"] = d
+        sums[key + ":q"] = d * d
     for position, residual in analysis.position_residuals:
         d = round(residual * unit)
         key = f"{POSITION}{position}"
         sums[key + ":n"] = get(key + ":n", 0) + 1
         sums[key + ":s"] = get(key + ":s", 0) + d
         sums[key + ":q"] = get(key + ":q", 0) + d * d
-    return {k: v for k, v in sums.items() if v != 0}
+    return {k: v for k, v in sums.items() if v != 0 or k.startswith(RECENT_OFFSET)}
 
 
 def pooled_correlation(sums: Mapping[str, int]) -> tuple[float | None, int]:
@@ -154,3 +161,4 @@ class WindowUpdate:
     status: str
     summary: WindowSummary
     sequence: int = 0  # the tenant's counting order of this session (0 unless counted now)
+    recent: dict[str, int] = field(default_factory=dict)  # sums of the last K sessions counted

@@ -275,8 +275,8 @@ class CouncilSessionConsumer:
             baseline = window_baseline(cells, window_start(first), first, self.alert_policy)
             for index, p, update in mine:
                 i = at[p.event.session_id]
-                signals: SessionSignals = session_signals(cells, i, update.summary, self.alert_policy, baseline,
-                                                          start=window_start(i))
+                signals: SessionSignals = session_signals(cells, i, update.summary, update.recent,
+                                                          self.alert_policy, baseline)
                 if outcomes[index].result is not None:
                     outcomes[index].result.anomaly = signals.anomaly()
                 for condition in signals.conditions:

@@ -14,6 +14,7 @@ from analysis.window import WindowUpdate
 class WindowPolicy:
     max_sessions: int = 100
     max_days: float = 30.0
+    recent_sessions: int = 20  # the last K sessions counted: live alerts are judged on them
 
     @property
     def window_ms(self) -> int:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from dataclasses import dataclass, field
 
 from analysis.digest import SessionDigest
-from analysis.window import WindowUpdate, summarize_window
+from analysis.window import RECENT_OFFSET, WindowUpdate, summarize_window
 
 from .base import STATUS_AFTER, WindowItem, WindowPolicy, iso_from_ms, marker_value
 
@@ -17,9 +18,21 @@ class _TenantWindow:
     contributions: dict[str, dict[str, int]] = field(default_factory=dict)
     digests: dict[str, dict] = field(default_factory=dict)
     sequence: int = 0
+    recent_order: deque[str] = field(default_factory=deque)  # counting order
+    recent_contributions: dict[str, dict[str, int]] = field(default_factory=dict)
+    recent_sums: dict[str, int] = field(default_factory=dict)
     order: list[tuple[int, bytes, str]] = field(default_factory=list)  # heap, as a zset orders
     max_ts: int | None = None  # newest event seen, counted or not (the days cutoff)
     newest_in_order: int | None = None  # window end; only the oldest ever leaves, so it stays until empty
+
+
+def _add_into(sums: dict[str, int], contribution: dict[str, int], sign: int) -> None:
+    for key, value in contribution.items():
+        total = sums.get(key, 0) + sign * value
+        if total:
+            sums[key] = total
+        else:
+            sums.pop(key, None)  # HINCRBY to 0, then HDEL
 
 
 class MemoryWindow:
@@ -60,22 +73,25 @@ class MemoryWindow:
                 heapq.heappush(tenant.order, (ts, item.session_id.encode(), item.session_id))
                 if tenant.newest_in_order is None or ts > tenant.newest_in_order:
                     tenant.newest_in_order = ts
-                tenant.contributions[item.session_id] = dict(item.contribution)
+                main = {k: v for k, v in item.contribution.items() if not k.startswith(RECENT_OFFSET)}
+                recent = {k: v for k, v in item.contribution.items() if k.startswith(RECENT_OFFSET)}
+                tenant.contributions[item.session_id] = main
+                _add_into(tenant.recent_sums, recent, 1)
+                tenant.recent_contributions[item.session_id] = recent
+                tenant.recent_order.append(item.session_id)
+                while len(tenant.recent_order) > self.policy.recent_sessions:
+                    _add_into(tenant.recent_sums, tenant.recent_contributions.pop(tenant.recent_order.popleft()), -1)
                 tenant.sequence += 1
                 sequence = tenant.sequence
                 if item.digest is not None:
                     tenant.digests[item.session_id] = item.digest
-                for key, value in item.contribution.items():
-                    total = tenant.sums.get(key, 0) + value
-                    if total:
-                        tenant.sums[key] = total
-                    else:
-                        tenant.sums.pop(key, None)
+                _add_into(tenant.sums, main, 1)
             while tenant.order and tenant.order[0][0] < cutoff:
                 self._evict_oldest(tenant)
             while len(tenant.order) > self.policy.max_sessions:
                 self._evict_oldest(tenant)
-        return WindowUpdate(status=status, summary=self.summary(item.tenant_id), sequence=sequence)
+        return WindowUpdate(status=status, summary=self.summary(item.tenant_id), sequence=sequence,
+                            recent=dict(tenant.recent_sums))
 
     @staticmethod
     def _status(marker: str, owner: str) -> str:

@@ -6,10 +6,13 @@
 -- KEYS[6] session digests hash (session id -> JSON)   KEYS[7] counting sequence of the tenant
 -- ARGV[1] session id  ARGV[2] event ms  ARGV[3] max sessions  ARGV[4] window ms
 -- ARGV[5] seen ttl s  ARGV[6] owner (delivery id)  ARGV[7] '1' to count, '0' to only remember
--- ARGV[8] the session's digest (JSON, '' for none)
--- ARGV[9..] field, value pairs: integer strings, never turned into Lua numbers (doubles),
--- so sums stay exact int64 in Redis.
--- Returns {status, sums, sessions, first ms, last ms, sequence (0 unless counted now)}.
+-- ARGV[8] the session's digest (JSON, '' for none)   ARGV[9] sessions in the recent window
+-- ARGV[10..] field, value pairs: integer strings, never turned into Lua numbers (doubles),
+-- so sums stay exact int64 in Redis. Fields starting 'ro:' go to the recent window only.
+-- KEYS[8] recent sums  KEYS[9] recent order (score = sequence)  KEYS[10] recent contributions
+-- The recent window is the last ARGV[9] sessions in counting order: every worker's sessions,
+-- complete at the moment this one is counted, which is what live alerts are judged on.
+-- Returns {status, sums, sessions, first ms, last ms, sequence (0 unless counted now), recent sums}.
 local status = 'new'
 local sequence = 0
 local seen = redis.call('GET', KEYS[1])
@@ -32,14 +35,36 @@ else
     redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
     sequence = redis.call('INCR', KEYS[7])
     if ARGV[8] ~= '' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[8]) end
-    if #ARGV >= 10 then
-      local pairs_ = {}
-      for i = 9, #ARGV, 2 do
+    local pairs_, recent_ = {}, {}
+    for i = 10, #ARGV, 2 do
+      if string.sub(ARGV[i], 1, 3) == 'ro:' then
+        redis.call('HINCRBY', KEYS[8], ARGV[i], ARGV[i + 1])
+        recent_[#recent_ + 1] = ARGV[i]
+        recent_[#recent_ + 1] = ARGV[i + 1]
+      else
         redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
         pairs_[#pairs_ + 1] = ARGV[i]
         pairs_[#pairs_ + 1] = ARGV[i + 1]
       end
-      redis.call('HSET', KEYS[5] .. ARGV[1], unpack(pairs_))
+    end
+    if #pairs_ > 0 then redis.call('HSET', KEYS[5] .. ARGV[1], unpack(pairs_)) end
+    if #recent_ > 0 then redis.call('HSET', KEYS[10] .. ARGV[1], unpack(recent_)) end
+    redis.call('ZADD', KEYS[9], sequence, ARGV[1])
+    local excess_recent = redis.call('ZCARD', KEYS[9]) - tonumber(ARGV[9])
+    if excess_recent > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', KEYS[9], 0, excess_recent - 1)) do
+        local flat = redis.call('HGETALL', KEYS[10] .. member)
+        for i = 1, #flat, 2 do
+          local v = flat[i + 1]
+          if v ~= '0' then  -- a zero offset: nothing to take back, and Redis refuses '-0'
+            local negated
+            if string.sub(v, 1, 1) == '-' then negated = string.sub(v, 2) else negated = '-' .. v end
+            if redis.call('HINCRBY', KEYS[8], flat[i], negated) == 0 then redis.call('HDEL', KEYS[8], flat[i]) end
+          end
+        end
+        redis.call('DEL', KEYS[10] .. member)
+        redis.call('ZREM', KEYS[9], member)
+      end
     end
   end
 
@@ -70,4 +95,4 @@ end
 local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
 return {status, redis.call('HGETALL', KEYS[2]), redis.call('ZCARD', KEYS[3]), first[2] or false, last[2] or false,
-        sequence}
+        sequence, redis.call('HGETALL', KEYS[8])}

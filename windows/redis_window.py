@@ -27,6 +27,9 @@ def tenant_keys(prefix: str, tenant_id: str) -> dict[str, str]:
         "contribution": f"{base}:c:",
         "digests": f"{base}:digests",
         "sequence": f"{base}:seq",
+        "recent_sums": f"{base}:recent-sums",
+        "recent_order": f"{base}:recent-order",
+        "recent_contribution": f"{base}:rc:",
     }
 
 
@@ -52,16 +55,20 @@ class RedisWindow:
             item.owner,
             "1" if item.counted else "0",
             orjson.dumps(item.digest).decode() if item.digest is not None else "",
+            str(self.policy.recent_sessions),
         ]
         for key, value in item.contribution.items():
             args.append(key)
             args.append(str(value))
         return [keys["seen"] + item.session_id, keys["sums"], keys["order"], keys["newest"], keys["contribution"],
-                keys["digests"], keys["sequence"]], args
+                keys["digests"], keys["sequence"], keys["recent_sums"], keys["recent_order"],
+                keys["recent_contribution"]], args
 
     def _parse(self, item: WindowItem, reply) -> WindowUpdate:
-        status, flat, sessions, first, last, sequence = reply
+        status, flat, sessions, first, last, sequence, recent_flat = reply
         sums = {_decode(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+        recent = {_decode(recent_flat[i]): int(recent_flat[i + 1]) for i in range(0, len(recent_flat), 2)
+                  if recent_flat[i + 1] not in (b"0", "0")}  # a zero sum is no sum (as in memory)
         summary = summarize_window(
             sums,
             tenant_id=item.tenant_id,
@@ -69,7 +76,7 @@ class RedisWindow:
             window_start=iso_from_ms(float(first)) if first else None,
             window_end=iso_from_ms(float(last)) if last else None,
         )
-        return WindowUpdate(status=_decode(status), summary=summary, sequence=int(sequence))
+        return WindowUpdate(status=_decode(status), summary=summary, sequence=int(sequence), recent=recent)
 
     async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:
         if not items:

@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     alpha: float = 0.05
 
     alerts_enabled: bool = Field(True, description="anomaly scores in results, alerts on alerts_topic")
-    alert_recent_sessions: int = Field(20, ge=2, description="a reviewer's last K sessions decide its alert")
+    alert_recent_sessions: int = Field(20, ge=2, description="the tenant's last K sessions decide reviewer alerts")
     alert_reviewer_offset: float = Field(1.0, gt=0, description="points (1-10 scale) to fire; clears below half")
     alert_cooldown_s: float = Field(300.0, ge=0, description="a cleared alert does not fire again sooner")
     alert_max_per_minute: int = Field(30, ge=1, description="firing alerts per tenant per minute")
@@ -131,7 +131,7 @@ class Settings(BaseSettings):
     def alert_policy(self) -> AlertPolicy:
         from analysis.alerts import AlertPolicy
 
-        return AlertPolicy(recent_sessions=self.alert_recent_sessions, reviewer_fire=self.alert_reviewer_offset,
+        return AlertPolicy(reviewer_fire=self.alert_reviewer_offset,
                            reviewer_clear=self.alert_reviewer_offset / 2)
 
     @property
@@ -142,7 +142,8 @@ class Settings(BaseSettings):
 
     @property
     def window_policy(self) -> WindowPolicy:
-        return WindowPolicy(max_sessions=self.window_sessions, max_days=self.window_days)
+        return WindowPolicy(max_sessions=self.window_sessions, max_days=self.window_days,
+                            recent_sessions=self.alert_recent_sessions)
 
     @property
     def transport(self) -> str:

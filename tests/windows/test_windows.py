@@ -27,8 +27,11 @@ def random_items(seed=3, count=120):
     for i in range(count):
         x = rng.randint(50, 400)
         y = rng.randint(0, FIXED)
+        offset = rng.choice([0, rng.randint(-FIXED, FIXED)])  # zero offsets too: Redis refuses "-0"
         sums = {"p:n": 1, "p:x": x, "p:y": y, "p:xx": x * x, "p:yy": y * y, "p:xy": x * y,
-                f"r:rev{rng.randint(0, 3)}:n": 1, f"r:rev{rng.randint(0, 3)}:s": rng.randint(-FIXED, FIXED)}
+                f"r:rev{rng.randint(0, 3)}:n": 1, f"r:rev{rng.randint(0, 3)}:s": rng.randint(-FIXED, FIXED),
+                f"ro:rev{rng.randint(0, 3)}:n": 1, f"ro:rev{rng.randint(0, 3)}:s": offset,
+                f"ro:rev{rng.randint(0, 3)}:q": offset * offset}
         # out-of-order timestamps, two tenants, some exact duplicates (same owner) and copies
         items.append(item(f"s{i}", rng.randint(0, 60 * 24 * 40), tenant=rng.choice(["acme", "beta"]), **sums))
         if rng.random() < 0.1:  # consent 0: remembered, moves the days cutoff, not counted
@@ -58,6 +61,8 @@ def test_redis_and_memory_windows_agree(redis_url, policy):
     in_redis = asyncio.run(run_redis(redis_url, items, policy))
     assert [u.status for u in in_redis] == [u.status for u in in_memory]
     assert [u.summary for u in in_redis] == [u.summary for u in in_memory]
+    assert [u.recent for u in in_redis] == [u.recent for u in in_memory]  # the alerts' recent window
+    assert any(u.recent for u in in_memory)
     assert {u.status for u in in_memory} == {"new", "resume", "duplicate"}
 
 
