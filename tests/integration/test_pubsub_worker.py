@@ -145,12 +145,14 @@ def corpus(count=500, duplicated=50, seed=41) -> tuple[list[dict], list[bytes]]:
 def test_two_workers_with_duplicates_count_every_session_exactly_once(pubsub_project, redis_url, tmp_path):
     setup_project(pubsub_project)
     sessions, bodies = corpus()
-    publish(pubsub_project, bodies)
-    # At most 50 held each: the first worker to subscribe cannot take the whole backlog.
+    # At most 50 held each, and the backlog published once both have subscribed: a worker that
+    # started first could otherwise drain all 550 messages before the other one is up (CI load).
     workers = [start_worker(pubsub_project, redis_url, tmp_path, f"w{i}", batch_size=25, pubsub_max_outstanding=50)
                for i in (1, 2)]
     results = Reader(pubsub_project, RESULTS)
     try:
+        time.sleep(4.0)  # subscribed (no readiness signal to wait on: ops ports are random here)
+        publish(pubsub_project, bodies)
         got = results.until(500)
     finally:
         codes = stop(*workers)
