@@ -242,6 +242,9 @@ def test_a_worker_added_and_one_removed_under_load_lose_nothing(redis_url, tmp_p
     first = start_worker(redis_url, tmp_path, "w1", batch_size=10)
     second = None
     try:
+        # reading (so its SIGTERM handler is in place: under CI load start-up took longer than
+        # the stream's first second, and the SIGTERM below killed it before it could drain)
+        wait_for(lambda: blocked_readers(client) >= 1, what="the first worker reading")
         for index in range(0, 600, 20):  # a steady stream, ~20 sessions every 50 ms
             publish(client, sessions[index:index + 20])
             if index == 200:
