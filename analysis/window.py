@@ -88,7 +88,7 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> di
         sums[key + ":n"] = get(key + ":n", 0) + 1
         sums[key + ":s"] = get(key + ":s", 0) + d
         sums[key + ":q"] = get(key + ":q", 0) + d * d
-    return {k: v for k, v in sums.items() if v != 0 or k.startswith(RECENT_OFFSET)}
+    return {k: v for k, v in sums.items() if v != 0}
 
 
 def pooled_correlation(sums: Mapping[str, int]) -> tuple[float | None, int]:

@@ -32,7 +32,7 @@ def _add_into(sums: dict[str, int], contribution: dict[str, int], sign: int) -> 
         if total:
             sums[key] = total
         else:
-            sums.pop(key, None)  # HINCRBY to 0, then HDEL
+            sums.pop(key, None)  # as the Lua script: a sum reaching 0 is removed
 
 
 class MemoryWindow:
@@ -46,14 +46,9 @@ class MemoryWindow:
         if not tenant.order:
             tenant.newest_in_order = None
         tenant.digests.pop(session_id, None)
-        for key, value in tenant.contributions.pop(session_id).items():
-            # .get: an earlier session may have cancelled the key to zero (and removed it),
-            # as HINCRBY on a missing field starts from 0.
-            remaining = tenant.sums.get(key, 0) - value
-            if remaining:
-                tenant.sums[key] = remaining
-            else:
-                del tenant.sums[key]
+        # an earlier session may have cancelled a key to zero (and removed it): it restarts from 0,
+        # as HINCRBY on a missing field does
+        _add_into(tenant.sums, tenant.contributions.pop(session_id), -1)
 
     def add(self, item: WindowItem) -> WindowUpdate:
         tenant = self._tenants.setdefault(item.tenant_id, _TenantWindow())

@@ -13,6 +13,24 @@
 -- The recent window is the last ARGV[9] sessions in counting order: every worker's sessions,
 -- complete at the moment this one is counted, which is what live alerts are judged on.
 -- Returns {status, sums, sessions, first ms, last ms, sequence (0 unless counted now), recent sums}.
+-- A sum that reaches 0 is removed, as if never written (the in-process window does the same).
+local function add_to(hash, field, value)
+  if redis.call('HINCRBY', hash, field, value) == 0 then redis.call('HDEL', hash, field) end
+end
+
+-- Subtract a session's contribution (a hash of field -> integer string) and delete it. The
+-- negation is done on the string: the values never become Lua numbers (doubles).
+local function take_back(hash, contribution)
+  local flat = redis.call('HGETALL', contribution)
+  for i = 1, #flat, 2 do
+    local v = flat[i + 1]
+    if v ~= '0' then  -- nothing to take back, and Redis refuses '-0'
+      if string.sub(v, 1, 1) == '-' then add_to(hash, flat[i], string.sub(v, 2)) else add_to(hash, flat[i], '-' .. v) end
+    end
+  end
+  redis.call('DEL', contribution)
+end
+
 local status = 'new'
 local sequence = 0
 local seen = redis.call('GET', KEYS[1])
@@ -38,11 +56,11 @@ else
     local pairs_, recent_ = {}, {}
     for i = 10, #ARGV, 2 do
       if string.sub(ARGV[i], 1, 3) == 'ro:' then
-        redis.call('HINCRBY', KEYS[8], ARGV[i], ARGV[i + 1])
+        add_to(KEYS[8], ARGV[i], ARGV[i + 1])
         recent_[#recent_ + 1] = ARGV[i]
         recent_[#recent_ + 1] = ARGV[i + 1]
       else
-        redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
+        add_to(KEYS[2], ARGV[i], ARGV[i + 1])
         pairs_[#pairs_ + 1] = ARGV[i]
         pairs_[#pairs_ + 1] = ARGV[i + 1]
       end
@@ -53,33 +71,14 @@ else
     local excess_recent = redis.call('ZCARD', KEYS[9]) - tonumber(ARGV[9])
     if excess_recent > 0 then
       for _, member in ipairs(redis.call('ZRANGE', KEYS[9], 0, excess_recent - 1)) do
-        local flat = redis.call('HGETALL', KEYS[10] .. member)
-        for i = 1, #flat, 2 do
-          local v = flat[i + 1]
-          if v ~= '0' then  -- a zero offset: nothing to take back, and Redis refuses '-0'
-            local negated
-            if string.sub(v, 1, 1) == '-' then negated = string.sub(v, 2) else negated = '-' .. v end
-            if redis.call('HINCRBY', KEYS[8], flat[i], negated) == 0 then redis.call('HDEL', KEYS[8], flat[i]) end
-          end
-        end
-        redis.call('DEL', KEYS[10] .. member)
+        take_back(KEYS[8], KEYS[10] .. member)
         redis.call('ZREM', KEYS[9], member)
       end
     end
   end
 
   local function evict(member)
-    local contribution = KEYS[5] .. member
-    local flat = redis.call('HGETALL', contribution)
-    for i = 1, #flat, 2 do
-      local v = flat[i + 1]
-      local negated
-      if string.sub(v, 1, 1) == '-' then negated = string.sub(v, 2) else negated = '-' .. v end
-      if redis.call('HINCRBY', KEYS[2], flat[i], negated) == 0 then
-        redis.call('HDEL', KEYS[2], flat[i])
-      end
-    end
-    redis.call('DEL', contribution)
+    take_back(KEYS[2], KEYS[5] .. member)
     redis.call('HDEL', KEYS[6], member)
     redis.call('ZREM', KEYS[3], member)
   end

@@ -67,8 +67,7 @@ class RedisWindow:
     def _parse(self, item: WindowItem, reply) -> WindowUpdate:
         status, flat, sessions, first, last, sequence, recent_flat = reply
         sums = {_decode(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
-        recent = {_decode(recent_flat[i]): int(recent_flat[i + 1]) for i in range(0, len(recent_flat), 2)
-                  if recent_flat[i + 1] not in (b"0", "0")}  # a zero sum is no sum (as in memory)
+        recent = {_decode(recent_flat[i]): int(recent_flat[i + 1]) for i in range(0, len(recent_flat), 2)}
         summary = summarize_window(
             sums,
             tenant_id=item.tenant_id,
