@@ -13,9 +13,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
-from schemas.events import parse_score_scale
-
-from .observations import SessionScores
+from .observations import SessionScores, score_bounds
 
 # The record schema from which `position` is the display index (llm-council-core #611): older
 # records hold the ranking there, which must not be read as position.
@@ -59,8 +57,9 @@ class SessionDigest:
         )
 
 
-def iso_ms(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def iso_ms(ms: int | float) -> str:
+    """Epoch ms -> ISO 8601 UTC with Z, the form of every timestamp we publish."""
+    return datetime.fromtimestamp(int(ms) / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def timestamp_ms(value: str | datetime) -> int:
@@ -96,9 +95,6 @@ def digest_from_scores(
         length_unit="words",
         cells=cells,
     )
-
-
-score_bounds = lru_cache(maxsize=64)(parse_score_scale)
 
 
 @lru_cache(maxsize=16)

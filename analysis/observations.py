@@ -66,7 +66,7 @@ class SessionScores:
 _WORD_BYTES = bytes((32 if chr(c).isspace() else 120) if c < 128 else 120 for c in range(256))
 
 
-_scale = lru_cache(maxsize=64)(parse_score_scale)  # a handful of distinct scales in practice
+score_bounds = lru_cache(maxsize=64)(parse_score_scale)  # a handful of distinct scales in practice
 
 
 def count_words(text: str) -> int:
@@ -79,7 +79,7 @@ def count_words(text: str) -> int:
 
 def session_scores(event: CouncilSessionEvent) -> SessionScores:
     """Cells in review order; abstained and ranking-only reviews contribute none."""
-    low, high = _scale(event.score_scale)
+    low, high = score_bounds(event.score_scale)
     column = {r.model: float(i) for i, r in enumerate(event.responses)}
     cells: list[float] = []
     extend = cells.extend

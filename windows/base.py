@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Protocol
 
-from analysis.digest import SessionDigest
+from analysis.digest import SessionDigest, iso_ms, timestamp_ms
 from analysis.window import WindowUpdate
 
 
@@ -39,13 +39,11 @@ class WindowItem:
 
     @property
     def ts_ms(self) -> int:
-        return int(self.timestamp.timestamp() * 1000)
+        return timestamp_ms(self.timestamp)
 
 
 def iso_from_ms(ms: int | float | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(int(ms) / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return None if ms is None else iso_ms(ms)
 
 
 # How far a delivery got, kept in its session's seen marker: a redelivery (a killed worker, a
