@@ -1,5 +1,5 @@
-"""Live alert conditions and anomaly scores, evaluated for each newly counted session against
-its tenant's window (pure: digests and the window summary in, conditions out).
+"""Live alert conditions and anomaly scores, evaluated for each newly counted session (pure:
+the window sums Redis returned for it, and the window's columns, in; conditions out).
 
 A condition is "firing", "ok" or "hold": between the fire and clear thresholds it holds
 whatever state the alert is in (hysteresis), so a metric hovering at a threshold does not
@@ -9,15 +9,16 @@ order the sessions were counted, so two workers raise one alert per onset.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import stdtr
 
 from schemas.results import WindowSummary
 
 from .session_audit import REFERENCE_SPAN
+from .stats import t_p_values
 from .trends import MAD_TO_SD
 from .window import FIXED, RECENT_OFFSET
 from .window_cells import WindowCells
@@ -35,8 +36,6 @@ class AlertPolicy:
     length_min_sessions: int = 20
     anomaly_z: float = 5.0
     anomaly_min_sessions: int = 20
-    cooldown_s: float = 300.0  # a cleared alert does not fire again sooner
-    max_per_minute: int = 30  # per tenant, firing alerts only
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,13 +74,13 @@ def recent_offset_tests(recent: dict[str, int]) -> dict[str, tuple[int, float, f
         s, q = recent.get(f"{RECENT_OFFSET}{name}:s", 0), recent.get(f"{RECENT_OFFSET}{name}:q", 0)
         mean = s / n
         variance = max(q - s * s / n, 0) / (n - 1)  # integers: exact until this division
-        points = mean / FIXED * REFERENCE_SPAN
         if variance == 0:
-            p = 0.0 if mean else 1.0
+            test = (n - 1, 0.0 if mean == 0 else math.copysign(math.inf, mean))
         else:
-            p = float(2 * stdtr(n - 1, -abs(mean) / np.sqrt(variance / n)))
-        out[name] = (n, points, p)
-    return out
+            test = (n - 1, mean / math.sqrt(variance / n))
+        out[name] = (n, mean / FIXED * REFERENCE_SPAN, test)
+    tests = t_p_values([t for _, _, t in out.values()], two_sided=True)
+    return {name: (n, points, p) for (name, (n, points, _)), p in zip(out.items(), tests)}
 
 
 def reviewer_condition(name: str, n: int, mean: float, p: float, policy: AlertPolicy) -> Condition | None:

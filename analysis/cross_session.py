@@ -1,7 +1,8 @@
 """Cross-session metrics over a window of session digests (science.md, 'Across sessions').
 
-Pure: digests in, schemas.report models out. The live worker (alerts, `report --redis`) and
-the offline report read the same digests, so they compute the same numbers.
+Pure: window columns (analysis.window_cells) in, schemas.report models out. `report --redis`
+(digests from the live window) and `report --input` (digests from records) compute the same
+numbers from the same digests.
 """
 
 from __future__ import annotations
@@ -119,6 +120,21 @@ def chi_square_independence(table: np.ndarray) -> tuple[float, int, float]:
     return statistic, dof, float(chdtrc(dof, statistic))
 
 
+def _contrast_estimate(fit, contrast: np.ndarray, *, sample_size: int, sessions: int, threshold: float | None,
+                       alpha: float) -> Estimate:
+    """A fitted contrast as an Estimate; flagged when |value| >= threshold and p < alpha
+    (threshold None: never flagged on its own)."""
+    if sessions < MIN_SESSIONS:
+        return collecting(sample_size, sessions)
+    est = fit.contrast(contrast) if fit is not None else None
+    if est is None:
+        return collecting(sample_size, sessions, "not identifiable")
+    value, _, lo, hi, p = est
+    return Estimate(point_estimate=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), sample_size=sample_size,
+                    sessions=sessions, confidence=confidence_tier(sessions), p_value=_r(p, 6),
+                    flagged=bool(threshold is not None and abs(value) >= threshold and p < alpha))
+
+
 def length_correlation(cells: WindowCells, thresholds: WindowThresholds) -> LengthCorrelation:
     session, x, y = cells.length_points
     n, sessions = len(x), cells.sessions
@@ -192,7 +208,8 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     width = design.shape[1]
     c = np.zeros(width)
     c[-1] = 1.0
-    coefficient = fit.contrast(c)
+    estimate = _contrast_estimate(fit, c, sample_size=len(y), sessions=sessions,
+                                  threshold=thresholds.length_coefficient, alpha=thresholds.alpha)
     grand = float(y.mean()) + 1.0
     present = [i for i, m in enumerate(cells.models) if (model == i).any()]
     lc_scores: list[float | None] = []
@@ -209,13 +226,6 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
                    raw_rank=rank, length_controlled_rank=lc_rank)
         for (m, s, k), rank, lc, lc_rank in zip(raw, raw_ranks, lc_scores, lc_ranks)
     ]
-    if coefficient is None:
-        estimate = collecting(len(y), sessions, "not identifiable")
-    else:
-        value, _, lo, hi, p = coefficient
-        estimate = Estimate(point_estimate=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), sample_size=len(y),
-                            sessions=sessions, confidence=confidence_tier(sessions), p_value=_r(p, 6),
-                            flagged=abs(value) >= thresholds.length_coefficient and p < thresholds.alpha)
     changes = sum(1 for m in models if m.length_controlled_rank is not None and m.length_controlled_rank != m.raw_rank)
     return LengthControl(status="ok", coefficient=estimate, models=models, rank_changes=changes)
 
@@ -248,16 +258,12 @@ def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> Positi
         c = np.zeros(design.shape[1])
         c[offset + k] = 1.0
         c[offset] = -1.0
-        est = fit.contrast(c)
-        n = int((position_index == k).sum())
-        if est is None:
-            effects.append(PositionEffect(position=int(positions[k]), effect=collecting(n, sessions, "not identifiable")))
-            continue
-        rows.append(c)
-        value, _, lo, hi, p = est
-        effects.append(PositionEffect(position=int(positions[k]), effect=Estimate(
-            point_estimate=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), sample_size=n, sessions=sessions,
-            confidence=confidence_tier(sessions), p_value=_r(p, 6))))
+        # one position alone is not flagged: the joint F test below decides
+        effect = _contrast_estimate(fit, c, sample_size=int((position_index == k).sum()), sessions=sessions,
+                                    threshold=None, alpha=thresholds.position_alpha)
+        effects.append(PositionEffect(position=int(positions[k]), effect=effect))
+        if effect.status == "ok":
+            rows.append(c)
     if not rows:
         return PositionAnalysis(status="not identifiable", baseline_position=int(positions[0]), effects=effects)
     joint = fit.joint_test(np.array(rows))
@@ -312,19 +318,6 @@ def randomization_balance(cells: WindowCells, thresholds: WindowThresholds) -> R
         shared=bool(shared_fraction is not None and shared_fraction >= thresholds.shared_order_fraction),
         **base,
     )
-
-
-def _contrast_estimate(fit, contrast: np.ndarray, *, sample_size: int, sessions: int, threshold: float,
-                       alpha: float) -> Estimate:
-    if sessions < MIN_SESSIONS:
-        return collecting(sample_size, sessions)
-    est = fit.contrast(contrast) if fit is not None else None
-    if est is None:
-        return collecting(sample_size, sessions, "not identifiable")
-    value, _, lo, hi, p = est
-    return Estimate(point_estimate=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), sample_size=sample_size,
-                    sessions=sessions, confidence=confidence_tier(sessions), p_value=_r(p, 6),
-                    flagged=bool(abs(value) >= threshold and p < alpha))
 
 
 def _median_reference(values: dict[int, float]) -> dict[int, float]:
