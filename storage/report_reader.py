@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import glob
 import heapq
+from bisect import bisect_left
 from contextlib import contextmanager
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -51,13 +52,23 @@ def expand_inputs(inputs: Iterable[str]) -> list[Path]:
     return files
 
 
+def window_bounds(times: list[int], newest_ms: int | None, sessions: int | None,
+                  days: float | None) -> tuple[int, int]:
+    """Over sessions sorted oldest first: (first of the window before, first of the window).
+    The window is the newest `sessions` within `days` of the tenant's newest event (the worker's
+    rule); the window before is the `sessions` preceding it (all of them when unlimited)."""
+    first = bisect_left(times, newest_ms - int(days * DAY_MS)) if days is not None and newest_ms is not None else 0
+    if sessions is not None:
+        first = max(first, len(times) - sessions)
+    return max(0, first - (sessions or first)), first
+
+
 @dataclass
 class _Run:
     ts_ms: int
     order: int
     session_id: str
     lines: list[bytes]
-
 
 
 @dataclass
@@ -250,17 +261,10 @@ class WindowReader:
         for tenant in sorted(self._tenants):
             window = self._tenants[tenant]
             runs = [run for _, _, run in sorted(window.heap, key=lambda entry: entry[:2])]
-            if self.days is not None and window.newest_ms is not None:
-                cutoff = window.newest_ms - int(self.days * DAY_MS)
-                split = next((i for i, run in enumerate(runs) if run.ts_ms >= cutoff), len(runs))
-            else:
-                split = 0
-            in_window = runs[split:]
-            if self.sessions is not None:
-                in_window = in_window[-self.sessions:]
-            first_current = len(runs) - len(in_window)
-            previous = runs[max(0, first_current - (self.sessions or first_current)):first_current]
-            cells, kept = self._cells(previous + in_window)
+            first_previous, first_current = window_bounds([run.ts_ms for run in runs], window.newest_ms,
+                                                          self.sessions, self.days)
+            previous = runs[first_previous:first_current]
+            cells, kept = self._cells(runs[first_previous:])
             # a session dropped as unreadable shifts the split: count the previous ones kept
             before = sum(1 for run in previous if run.session_id in kept)
             out.append(TenantWindows(tenant, cells, before))

@@ -388,7 +388,7 @@ def _live_windows(url: str, prefix: str, tenant: str | None, sessions: int | Non
     from redis.exceptions import RedisError
 
     from analysis.window_cells import window_cells
-    from storage.report_reader import ReadStats, TenantWindows
+    from storage.report_reader import ReadStats, TenantWindows, window_bounds
     from windows.redis_window import read_live_windows
 
     check_broker_url(url)
@@ -400,12 +400,10 @@ def _live_windows(url: str, prefix: str, tenant: str | None, sessions: int | Non
     stats = ReadStats(sessions=sum(len(d) for d in live.values()))
     windows = []
     for name, digests in sorted(live.items()):
-        if sessions is not None:
-            digests = digests[-sessions:]
-        if days is not None and digests:
-            cutoff = digests[-1].ts_ms - int(days * 86_400_000)
-            digests = [d for d in digests if d.ts_ms >= cutoff]
-        windows.append(TenantWindows(name, window_cells(digests), 0))
+        if not digests:  # counted before digests were kept (an older worker)
+            continue
+        first_previous, first = window_bounds([d.ts_ms for d in digests], digests[-1].ts_ms, sessions, days)
+        windows.append(TenantWindows(name, window_cells(digests[first_previous:]), first - first_previous))
     return windows, stats
 
 

@@ -6,7 +6,7 @@ import orjson
 import pytest
 from llm_council.bias_persistence import BiasMetricRecord, append_bias_records
 
-from storage.report_reader import InputError, WindowReader, expand_inputs
+from storage.report_reader import DAY_MS, InputError, WindowReader, expand_inputs, window_bounds
 from tests.simulate import Corpus, digest_records
 
 
@@ -101,3 +101,16 @@ def test_missing_inputs_are_named(tmp_path):
     with pytest.raises(InputError, match="no .jsonl files"):
         expand_inputs([str(tmp_path / "empty")])
 
+
+
+@pytest.mark.parametrize(("sessions", "days", "expected"), [
+    (None, None, (0, 0)),  # everything, nothing before
+    (3, None, (0, 3)),  # the newest 3 (days 3-5), the 3 before them
+    (2, None, (2, 4)),  # the newest 2, the 2 before them
+    (None, 2.5, (0, 3)),  # days 3..5 of 0..5 (within 2.5 days of day 5), all older ones before
+    (10, 2.5, (0, 3)),
+    (1, 2.5, (4, 5)),
+])
+def test_window_bounds(sessions, days, expected):
+    times = [day * DAY_MS for day in range(6)]  # one session a day, days 0..5
+    assert window_bounds(times, times[-1], sessions, days) == expected
