@@ -254,8 +254,9 @@ class CouncilSessionConsumer:
     async def _signal(self, counted: list[tuple[int, _Prepared, WindowUpdate]], outcomes: list[Outcome],
                       before: dict[str, list[SessionDigest]]) -> None:
         """Anomaly scores for each session counted now, and the alerts whose state it changed.
-        Each session is judged on its window as it stood when it was counted: the window read
-        before the batch plus the batch's sessions up to it (last N sessions, D days)."""
+        Conditions come from the sums Redis returned when it counted the session (complete, in
+        counting order); the anomaly baseline is the window the batch arrived to (read before
+        it), and each session's own values come from the batch's digests."""
         transitions: list[Transition] = []
         pending: list[tuple[int, _Prepared, WindowUpdate, Condition]] = []
         policy = self.window_policy
@@ -267,12 +268,10 @@ class CouncilSessionConsumer:
             cells = window_cells(digests)
             at = {d.session_id: i for i, d in enumerate(digests)}
             times = [d.ts_ms for d in digests]
-
-            def window_start(i: int) -> int:
-                return max(0, i + 1 - policy.max_sessions, bisect_left(times, times[i] - policy.window_ms))
-
             first = min(at[p.event.session_id] for _, p, _ in mine)
-            baseline = window_baseline(cells, window_start(first), first, self.alert_policy)
+            # the window the batch arrived to: last N sessions within D days before its first session
+            start = max(0, first + 1 - policy.max_sessions, bisect_left(times, times[first] - policy.window_ms))
+            baseline = window_baseline(cells, start, first, self.alert_policy)
             for index, p, update in mine:
                 i = at[p.event.session_id]
                 signals: SessionSignals = session_signals(cells, i, update.summary, update.recent,

@@ -173,7 +173,6 @@ class WindowReader:
         prefix: bytes | None = None
         current_id: str | None = None
         lines: list[bytes] | None = None  # the current session's lines while it is held
-        window: _TenantWindow | None = None
         consumed = number = 0
         try:
             handle = open(path, "rb")

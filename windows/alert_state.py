@@ -89,6 +89,8 @@ class MemoryAlertState:
                 if "resolved_at" in state and now - state["resolved_at"] < self.limits.cooldown_s:
                     out.append(None)
                     continue
+                if minute not in self._fired:  # a new minute: earlier minutes no longer count
+                    self._fired = {key: n for key, n in self._fired.items() if key[1] == minute[1]}
                 self._fired[minute] = self._fired.get(minute, 0) + 1
                 if self._fired[minute] > self.limits.max_per_minute:
                     out.append(None)
