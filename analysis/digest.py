@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from .observations import SessionScores, score_bounds
 
@@ -111,62 +111,72 @@ class BadRecord(ValueError):
     """A stored record that cannot be read as a scored cell; the message says why."""
 
 
-def digest_from_records(rows: Sequence[Mapping[str, Any]]) -> SessionDigest:
+class StoredCell(Protocol):
+    """One stored record as the report reads it (storage decodes only these fields and skips
+    the rest of the line)."""
+
+    session_id: str
+    timestamp: str
+    reviewer_id: str
+    model_id: str
+    score_value: float
+    tenant_id: str | None
+    trace_id: str | None
+    position: int | None
+    response_length_words: float | None
+    response_length_chars: float | None
+    score_scale: str | None
+    is_self_review: bool | None
+    council_config_version: str | None
+    schema_version: str
+
+
+def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
     """One session's records (ours or llm-council-core's) -> its digest. Repeated
-    (reviewer, model) records, left by a redelivered batch, count once."""
-    first = rows[0]
-    reviewers: dict[str, int] = {}
-    models: dict[str, int] = {}
-    lengths: dict[int, float] = {}
+    (reviewer, model) records, left by a redelivered batch, count once (the first).
+    Column by column rather than record by record: this runs for every reported session."""
+    reviewer_ids = [row.reviewer_id for row in rows]
+    model_ids = [row.model_id for row in rows]
+    reviewers = {name: i for i, name in enumerate(dict.fromkeys(reviewer_ids))}
+    models = {name: i for i, name in enumerate(dict.fromkeys(model_ids))}
     # one unit per session: words where our records carry them, else characters
-    length_field = "response_length_words" if first.get("response_length_words") is not None else "response_length_chars"
-    cells = []
-    seen: set[tuple[int, int]] = set()
-    # per-session caches: a session's records share their scale and schema version
-    scales: dict[str, tuple[float, float]] = {}
-    displays: dict[str, bool] = {}
+    words = rows[0].response_length_words is not None
+    lengths: dict[str, float] = {}
+    for model_id, row in zip(model_ids, rows):
+        if model_id not in lengths:
+            lengths[model_id] = float((row.response_length_words if words else row.response_length_chars) or 0)
+    pairs = list(zip(map(reviewers.__getitem__, reviewer_ids), map(models.__getitem__, model_ids)))
+    if len(set(pairs)) < len(pairs):
+        first_of_pair = sorted({pair: i for i, pair in reversed(list(enumerate(pairs)))}.values())
+        rows = [rows[i] for i in first_of_pair]
+        pairs = [pairs[i] for i in first_of_pair]
+    first = rows[0]
     try:
-        for row in rows:
-            reviewer_id, model_id = row["reviewer_id"], row["model_id"]
-            reviewer = reviewers.get(reviewer_id)
-            if reviewer is None:
-                reviewer = reviewers[reviewer_id] = len(reviewers)
-            model = models.get(model_id)
-            if model is None:
-                model = models[model_id] = len(models)
-                lengths[model] = float(row.get(length_field) or 0)
-            key = (reviewer, model)
-            if key in seen:
-                continue
-            seen.add(key)
-            scale = row.get("score_scale") or "1-10"
-            bounds = scales.get(scale)
-            if bounds is None:
-                bounds = scales[scale] = score_bounds(scale)
-            version = row.get("schema_version", "")
-            display = displays.get(version)
-            if display is None:
-                display = displays[version] = position_is_display_order(version)
-            position = row.get("position")
-            if position is None or not display:
-                position = -1
-            own = row.get("is_self_review")
-            if own is None:  # llm-council-core does not store it
-                own = reviewer_id == model_id
-            low, high = bounds
-            cells.append((reviewer, model, int(position), (float(row["score_value"]) - low) / (high - low), bool(own)))
-        ts = timestamp_ms(first["timestamp"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise BadRecord(f"session {first.get('session_id')!r}: unreadable record ({type(error).__name__}: {error})") from None
+        # a session's records share their scale and schema version: parse each distinct one once
+        bounds = {scale: score_bounds(scale or "1-10") for scale in {row.score_scale for row in rows}}
+        display = {version: position_is_display_order(version) for version in {row.schema_version for row in rows}}
+        if len(bounds) == 1:
+            low, high = next(iter(bounds.values()))
+            scores = [(row.score_value - low) / (high - low) for row in rows]
+        else:
+            scores = [(row.score_value - bounds[row.score_scale][0])
+                      / (bounds[row.score_scale][1] - bounds[row.score_scale][0]) for row in rows]
+        positions = [-1 if row.position is None or not display[row.schema_version] else row.position for row in rows]
+        # llm-council-core does not store is_self_review
+        own = [row.reviewer_id == row.model_id if row.is_self_review is None else row.is_self_review for row in rows]
+        ts = timestamp_ms(first.timestamp)
+    except (TypeError, ValueError) as error:
+        raise BadRecord(f"session {first.session_id!r}: unreadable record ({type(error).__name__}: {error})") from None
     return SessionDigest(
-        session_id=str(first["session_id"]),
-        tenant_id=first.get("tenant_id") or "default",
+        session_id=first.session_id,
+        tenant_id=first.tenant_id or "default",
         ts_ms=ts,
-        trace_id=first.get("trace_id"),
-        config_version=first.get("council_config_version"),
+        trace_id=first.trace_id,
+        config_version=first.council_config_version,
         reviewers=tuple(reviewers),
         models=tuple(models),
-        lengths=tuple(lengths[i] for i in range(len(models))),
-        length_unit="words" if length_field == "response_length_words" else "chars",
-        cells=tuple(cells),
+        lengths=tuple(lengths[name] for name in models),
+        length_unit="words" if words else "chars",
+        cells=tuple(zip(*zip(*pairs), positions, scores, own)),
     )
+

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
+import msgspec
 
 from analysis.digest import BadRecord, SessionDigest, digest_from_records, timestamp_ms
 from analysis.window_cells import WindowCells, window_cells
@@ -26,6 +26,40 @@ from analysis.window_cells import WindowCells, window_cells
 from .jsonl_store import record_files
 
 DAY_MS = 86_400_000
+
+
+class StoredCell(msgspec.Struct, gc=False):
+    """The fields of a stored record the report reads (analysis.digest.StoredCell); the decoder
+    skips every other field without building it, and the struct is not tracked by the GC."""
+
+    session_id: str
+    timestamp: str
+    reviewer_id: str
+    model_id: str
+    score_value: float
+    tenant_id: str | None = None
+    trace_id: str | None = None
+    position: int | None = None
+    response_length_words: float | None = None
+    response_length_chars: float | None = None
+    score_scale: str | None = None
+    is_self_review: bool | None = None
+    council_config_version: str | None = None
+    schema_version: str = ""
+
+
+class _SessionHead(msgspec.Struct, gc=False):
+    """What the first line of a session says about where it belongs."""
+
+    session_id: str
+    timestamp: str
+    tenant_id: str | None = None
+
+
+# strict=False: numbers written as strings ("7") are read as numbers, as json.loads + float() did
+_SESSION = msgspec.json.Decoder(list[StoredCell], strict=False)
+_RECORD = msgspec.json.Decoder(StoredCell, strict=False)
+_HEAD = msgspec.json.Decoder(_SessionHead, strict=False)
 
 
 class InputError(ValueError):
@@ -136,6 +170,13 @@ def _collector_paused():
             gc.enable()
 
 
+def _advance(progress: Callable[[int], None], handle, offset: int) -> int:
+    """Report the bytes read since `offset` (position asked only now and then, not per line)."""
+    position = handle.tell()
+    progress(position - offset)
+    return position
+
+
 def _session_prefix(line: bytes) -> bytes | None:
     """The line up to the end of its session_id value: every record of the session starts so
     when session_id precedes the per-record fields (ours and llm-council-core's do)."""
@@ -173,30 +214,27 @@ class WindowReader:
         prefix: bytes | None = None
         current_id: str | None = None
         lines: list[bytes] | None = None  # the current session's lines while it is held
-        consumed = number = 0
+        reported = number = offset = 0
         try:
             handle = open(path, "rb")
         except OSError as error:
             raise InputError(f"{path}: {error.strerror}") from None
         with handle:
             for number, line in enumerate(handle, 1):
-                consumed += len(line)
-                if prefix is not None and line.startswith(prefix):
+                if prefix is not None and line.startswith(prefix):  # the hot loop: most lines end here
                     if lines is not None:
                         lines.append(line)
                     continue
-                if number % 65536 == 0 and progress is not None:
-                    progress(consumed)
-                    consumed = 0
+                if number > reported + 65536 and progress is not None:
+                    reported, offset = number, _advance(progress, handle, offset)
                 if not line.strip():
                     continue
                 try:
-                    record = orjson.loads(line)
-                    session_id = str(record["session_id"])
-                    tenant = record.get("tenant_id") or "default"
-                    ts = timestamp_ms(record["timestamp"])
-                except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-                    stats.skip(f"{path}:{number}")
+                    head = _HEAD.decode(line)
+                    session_id, tenant = head.session_id, head.tenant_id or "default"
+                    ts = timestamp_ms(head.timestamp)
+                except (msgspec.DecodeError, ValueError) as error:
+                    stats.skip(f"{path}:{number}: {error}")
                     continue
                 if session_id == current_id:  # same session, fields in another order
                     if lines is not None:
@@ -216,20 +254,20 @@ class WindowReader:
                 if window.offer(run):
                     lines = run.lines
             stats.lines += number
-        if progress is not None:
-            progress(consumed)
+            if progress is not None:
+                _advance(progress, handle, offset)
 
-    def _rows(self, run: _Run) -> list:
+    def _rows(self, run: _Run) -> list[StoredCell]:
         try:  # a session's lines as one JSON array: one parser call instead of one per line
-            return orjson.loads(b"[" + b",".join(run.lines) + b"]")
-        except orjson.JSONDecodeError:
+            return _SESSION.decode(b"[" + b",".join(run.lines) + b"]")
+        except msgspec.DecodeError:
             pass
         rows = []
         for line in run.lines:  # find the bad lines, keep the rest
             try:
-                rows.append(orjson.loads(line))
-            except orjson.JSONDecodeError:
-                self.stats.skip(f"session {run.session_id}: torn or malformed line")
+                rows.append(_RECORD.decode(line))
+            except msgspec.DecodeError as error:
+                self.stats.skip(f"session {run.session_id}: {error}")
         return rows
 
     def _cells(self, runs: list[_Run]) -> tuple[WindowCells, set[str]]:
@@ -238,7 +276,7 @@ class WindowReader:
         which stays in the CPU cache (holding every record first was 2x slower)."""
         digests = []
         for run in runs:
-            rows = [row for row in self._rows(run) if isinstance(row, dict)]
+            rows = self._rows(run)
             if not rows:
                 continue
             try:

@@ -114,3 +114,29 @@ def test_missing_inputs_are_named(tmp_path):
 def test_window_bounds(sessions, days, expected):
     times = [day * DAY_MS for day in range(6)]  # one session a day, days 0..5
     assert window_bounds(times, times[-1], sessions, days) == expected
+
+
+def test_a_record_that_does_not_fit_is_skipped_with_its_reason_and_its_session_kept(tmp_path):
+    digests = Corpus(sessions=3, seed=9).digests()
+    lines = [orjson.dumps(r) for d in digests for r in digest_records(d)]
+    bad = orjson.loads(lines[30])  # the second session's sixth record
+    bad["score_value"] = "high"
+    lines[30] = orjson.dumps(bad)
+    (tmp_path / "r.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
+    reader = WindowReader(sessions=100, days=None)
+    reader.read([tmp_path / "r.jsonl"])
+    [window] = reader.windows()
+    assert ids(window.current) == ids(digests)
+    assert reader.stats.records == 3 * 25 - 1 and reader.stats.skipped_lines == 1
+    assert "score_value" in reader.stats.skipped_examples[0] and digests[1].session_id in reader.stats.skipped_examples[0]
+    assert len(window.current[1].cells) == len(digests[1].cells) - 1
+
+
+def test_progress_adds_up_to_every_byte_of_every_file(tmp_path):
+    digests = Corpus(sessions=3000, seed=4).digests()  # 75,000 lines: progress is reported along the way too
+    write(tmp_path / "a.jsonl", digests[:2900])
+    write(tmp_path / "b.jsonl", digests[2900:])
+    steps: list[int] = []
+    WindowReader(sessions=10, days=None).read(expand_inputs([str(tmp_path)]), steps.append)
+    assert len(steps) > 2 and all(step > 0 for step in steps)
+    assert sum(steps) == (tmp_path / "a.jsonl").stat().st_size + (tmp_path / "b.jsonl").stat().st_size
