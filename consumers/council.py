@@ -141,8 +141,7 @@ class CouncilSessionConsumer:
             except ValidationError:
                 return
             raise InvalidEvent(
-                "this is an llm.responses event; send it to the llm.responses topic "
-                "(single-response analysis is not available in this version)",
+                "this is an llm.responses event; send it to the llm.responses topic",
                 "wrong_topic",
             )
 

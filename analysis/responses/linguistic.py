@@ -1,0 +1,152 @@
+"""Linguistic signals in one response: gendered language, dispreferred group terms, sentiment
+toward mentioned groups, toxicity and slurs, and operator rules. Each returns findings:
+{bias_type, strength in [0,1], evidence, mitigation}."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import re2
+
+from .lexicon import Lexicons, Rule
+from .text import sentences, words
+
+SentimentScorer = Callable[[str], float]  # text -> compound polarity in [-1, 1] (VADER)
+_PRONOUN_HE = {"he", "him", "his", "himself"}
+_PRONOUN_SHE = {"she", "her", "hers", "herself"}
+
+
+@dataclass(frozen=True, slots=True)
+class LinguisticConfig:
+    gendered_language: bool = True
+    group_sentiment: bool = True
+    toxicity: bool = True
+    rules: bool = True
+    negative_sentiment: float = -0.5  # compound at or below: clearly negative (VADER's own cut is -0.05)
+    max_sentences: int = 2_000  # sentiment is scored on at most this many group-mentioning sentences
+
+
+def _finding(bias_type: str, strength: float, evidence, mitigation: str, analyzer: str) -> dict:
+    return {"bias_type": bias_type, "strength": round(min(1.0, max(0.0, strength)), 4), "evidence": evidence,
+            "mitigation": mitigation, "analyzer": analyzer}
+
+
+def gendered_language(tokens: list[str], text_sentences: list[str], lexicons: Lexicons) -> list[dict]:
+    out = []
+    titles = lexicons.title_index.find(tokens)
+    if titles:
+        seen = sorted({m.term for m in titles})
+        suggestions = {term: lexicons.titles[term] for term in seen}
+        out.append(_finding("gendered_language", 0.5 + 0.1 * min(5, len(titles)),
+                            [{"term": t, "neutral": n} for t, n in suggestions.items()],
+                            "use " + ", ".join(f"'{n}' for '{t}'" for t, n in suggestions.items()),
+                            "gendered_language"))
+    generic = []
+    for sentence in text_sentences:
+        sentence_tokens = words(sentence)
+        roles = lexicons.role_index.find(sentence_tokens)
+        if not roles:
+            continue
+        after = sentence_tokens[roles[0].start + 1:]
+        if _PRONOUN_HE & set(after) and not _PRONOUN_SHE & set(sentence_tokens):
+            generic.append({"role": roles[0].term, "sentence": sentence[:200]})
+    if generic:
+        out.append(_finding("gendered_language", 0.6 + 0.1 * min(4, len(generic)), generic,
+                            "use 'they' or rephrase in the plural instead of generic 'he'", "generic_he"))
+    return out
+
+
+def dispreferred_terms(tokens: list[str], lexicons: Lexicons) -> list[dict]:
+    found = lexicons.dispreferred_index.find(tokens)
+    if not found:
+        return []
+    terms = sorted({m.term for m in found})
+    return [_finding("dispreferred_term", 0.6, [{"term": t, "axis": lexicons.dispreferred[t]} for t in terms],
+                     "replace " + ", ".join(repr(t) for t in terms) + " with a term the group itself uses",
+                     "dispreferred_terms")]
+
+
+def group_sentiment(text_sentences: list[str], lexicons: Lexicons, score: SentimentScorer,
+                    config: LinguisticConfig) -> tuple[dict, list[dict]]:
+    """Mean compound sentiment of the sentences mentioning each group ("axis:group")."""
+    totals: dict[str, list[float]] = {}
+    scored = 0
+    negative = []
+    for sentence in text_sentences:
+        if scored >= config.max_sentences:
+            break
+        tokens = words(sentence)
+        groups = {f"{axis}:{m.label}" for axis, index in lexicons.axis_index.items() for m in index.find(tokens)}
+        if not groups:
+            continue
+        scored += 1
+        compound = score(sentence)
+        for group in groups:
+            totals.setdefault(group, []).append(compound)
+        if compound <= config.negative_sentiment:
+            negative.append({"groups": sorted(groups), "sentiment": round(compound, 4), "sentence": sentence[:200]})
+    means = {g: round(sum(v) / len(v), 4) for g, v in sorted(totals.items())}
+    if not negative:
+        return means, []
+    strength = max(-item["sentiment"] for item in negative)
+    return means, [_finding("negative_group_sentiment", strength, negative,
+                            "review the sentences that speak negatively about a group", "group_sentiment")]
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re2._Regexp:
+    options = re2.Options()
+    options.case_sensitive = False
+    options.max_mem = 8 << 20  # a pathological pattern fails to compile instead of using more
+    return re2.compile(pattern, options)
+
+
+def toxicity(text: str, tokens: list[str], lexicons: Lexicons) -> list[dict]:
+    insults = sorted({m.term for m in lexicons.insult_index.find(tokens)})
+    stems = tuple(lexicons.slur_stems)
+    slurs = sorted({t for t in set(tokens) if t.startswith(stems)}) if stems else []
+    dehumanizing = [p for p in lexicons.dehumanizing if _compiled(p).search(text)]
+    out = []
+    if slurs:
+        out.append(_finding("slur", 0.95, [{"term": s} for s in slurs], "remove the slur", "toxicity"))
+    if insults or dehumanizing:
+        # saturating in the number of distinct signals: one insult is weak evidence, several are not
+        signals = len(insults) + 2 * len(dehumanizing)
+        out.append(_finding("toxicity", 1.0 - 0.6 ** signals,
+                            [{"term": t} for t in insults] + [{"pattern": p} for p in dehumanizing],
+                            "remove insulting or dehumanizing language", "toxicity"))
+    return out
+
+
+def rule_findings(text: str, rules: list[Rule]) -> list[dict]:
+    out = []
+    for rule in rules:
+        match = _compiled(rule.pattern).search(text)
+        if match:
+            out.append(_finding(rule.bias_type, rule.severity / 5, [{"rule_id": rule.rule_id,
+                                                                     "matched": match.group(0)[:200]}],
+                                rule.mitigation, f"rule:{rule.rule_id}"))
+    return out
+
+
+def linguistic_findings(text: str, lexicons: Lexicons, score: SentimentScorer | None,
+                        config: LinguisticConfig = LinguisticConfig()) -> tuple[list[dict], dict]:
+    """(findings, details) for one response."""
+    tokens = words(text)
+    text_sentences = sentences(text)
+    findings: list[dict] = []
+    details: dict = {"words": len(tokens)}
+    if config.gendered_language:
+        findings += gendered_language(tokens, text_sentences, lexicons)
+        findings += dispreferred_terms(tokens, lexicons)
+    if config.group_sentiment and score is not None:
+        means, negative = group_sentiment(text_sentences, lexicons, score, config)
+        details["group_sentiment"] = means
+        findings += negative
+    if config.toxicity:
+        findings += toxicity(text, tokens, lexicons)
+    if config.rules:
+        findings += rule_findings(text, lexicons.rules)
+    return findings, details

@@ -1,0 +1,90 @@
+"""One response's analyzers -> the result envelope's verdict: bias_type, bias_score,
+bias_confidence_score, mitigation_action and bias_report_summary.
+
+Confidence (documented in the README): each finding has a strength in [0, 1] (its evidence:
+a slur 0.95, a rule severity/5, the magnitude of negative sentiment, the divergence of a
+counterfactual, a disagreement axis score...). A bias type's evidence is the noisy-OR of its
+findings, 1 - prod(1 - strength). The confidence is the strongest type's evidence, raised when
+independent analyzers agree: 1 - (1 - strongest) x 0.7^(analyzers with findings - 1). 0 when
+nothing was found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .counterfactual import CounterfactualConfig, Similarity, counterfactual_findings
+from .disagreement import DisagreementConfig, member_disagreement
+from .lexicon import Lexicons
+from .linguistic import LinguisticConfig, SentimentScorer, linguistic_findings
+
+DETECTION_THRESHOLD = 0.5  # a bias type is reported when its evidence reaches this
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseAnalysisConfig:
+    linguistic: LinguisticConfig = LinguisticConfig()
+    disagreement: DisagreementConfig = DisagreementConfig()
+    counterfactual: CounterfactualConfig = CounterfactualConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseVerdict:
+    bias_detected: bool
+    bias_type: list[str]
+    bias_score: dict[str, float]
+    bias_confidence_score: float
+    mitigation_action: str
+    overall_bias_risk: str
+    bias_report_summary: dict
+
+
+def _mitigation_action(severity: int, confidence: float) -> str:
+    if severity >= 5 and confidence >= 0.8:
+        return "block"
+    if severity >= 3:
+        return "human_review"
+    return "rewrite"
+
+
+def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScorer | None,
+                     members: list[tuple[str, str]] = (), counterfactuals: list[tuple[dict, str]] = (),
+                     similarity: Similarity | None = None,
+                     config: ResponseAnalysisConfig = ResponseAnalysisConfig()) -> ResponseVerdict:
+    findings, details = linguistic_findings(text, lexicons, sentiment, config.linguistic)
+    summary: dict = {"linguistic": details}
+    if config.disagreement.enabled and len(members) >= 2:
+        report = member_disagreement(list(members), lexicons, config.disagreement)
+        summary["member_disagreement"] = report
+        if report["flagged"]:
+            top = report["axes"][0]
+            findings.append({"bias_type": "demographic_disagreement", "strength": top["score"],
+                             "evidence": [a for a in report["axes"] if a["score"] >= config.disagreement.threshold],
+                             "mitigation": "compare how the members treat the groups named in the evidence",
+                             "analyzer": "member_disagreement"})
+    if config.counterfactual.enabled and counterfactuals:
+        found, comparisons = counterfactual_findings(text, list(counterfactuals), sentiment, similarity,
+                                                     config.counterfactual)
+        summary["counterfactuals"] = comparisons
+        findings += found
+    evidence: dict[str, float] = {}
+    for finding in findings:
+        kept = 1.0 - evidence.get(finding["bias_type"], 0.0)
+        evidence[finding["bias_type"]] = 1.0 - kept * (1.0 - finding["strength"])
+    detected = sorted((t for t, e in evidence.items() if e >= DETECTION_THRESHOLD), key=lambda t: -evidence[t])
+    analyzers = {f["analyzer"].split(":")[0] for f in findings if f["bias_type"] in detected}
+    strongest = max((evidence[t] for t in detected), default=0.0)
+    confidence = 1.0 - (1.0 - strongest) * 0.7 ** max(0, len(analyzers) - 1) if detected else 0.0
+    severity = max((lexicons.severity(t) for t in detected), default=0)
+    summary["findings"] = findings
+    summary["mitigations"] = [f["mitigation"] for f in findings if f["bias_type"] in detected]
+    risk = "low" if not detected else ("high" if severity >= 4 and confidence >= 0.7 else "medium")
+    return ResponseVerdict(
+        bias_detected=bool(detected),
+        bias_type=detected,
+        bias_score={t: round(e, 4) for t, e in sorted(evidence.items())},
+        bias_confidence_score=round(confidence, 4),
+        mitigation_action=_mitigation_action(severity, confidence) if detected else "none",
+        overall_bias_risk=risk,
+        bias_report_summary=summary,
+    )

@@ -1,0 +1,207 @@
+"""LLM-response consumer: decode -> validate -> analyze -> interaction audit record -> result.
+
+Same contract with the transports as the council consumer (Deliveries in, Outcomes out) and
+the same exactly-once rule: each audit_id gets a marker in the window store (never counted in
+a window), so a redelivery resumes after the last step done and any other copy is a duplicate.
+The raw `original_query` is never stored; at consent 4 its HMAC is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from analysis.records import effective_consent, query_hash
+from analysis.responses.counterfactual import Similarity
+from analysis.responses.lexicon import Lexicons
+from analysis.responses.linguistic import SentimentScorer
+from analysis.responses.report import ResponseAnalysisConfig, ResponseVerdict, analyze_response
+from schemas.events import LLMResponseEvent
+from schemas.limits import DEFAULT_LIMITS, EventLimits
+from schemas.results import AuditResult
+from windows.base import PUBLISHED, RECORDED, WindowItem, WindowStore
+
+from .council import Outcome, RecordSink, classify
+from .envelope import Delivery, InvalidEvent, dead_letter, describe_validation_error, resolve_trace_id, utc_now_iso
+
+log = logging.getLogger("bias_audit.responses")
+# Markers live under their own tenant key ('#' cannot occur in a tenant id): never counted in,
+# or moving the cutoff of, the tenant's council window.
+MARKER_SUFFIX = "#llm"
+
+
+@dataclass(slots=True)
+class _Analyzed:
+    delivery: Delivery
+    event: LLMResponseEvent
+    trace_id: str
+    consent: int
+    verdict: ResponseVerdict
+    item: WindowItem
+
+
+def json_problem(body: bytes) -> str:
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"message body is not UTF-8 (byte {error.start}); send the event as UTF-8 JSON"
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        return f"message body is not valid JSON: {error}"
+    return f"message body must be a JSON object, not {type(document).__name__}"
+
+
+class ResponseConsumer:
+    def __init__(self, *, window: WindowStore, store: RecordSink | None, lexicons: Lexicons,
+                 sentiment: SentimentScorer | None, similarity: Similarity | None = None,
+                 config: ResponseAnalysisConfig = ResponseAnalysisConfig(), default_consent: int = 1,
+                 hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS, remember: int = 10_000) -> None:
+        self.window = window
+        self.store = store
+        self.lexicons = lexicons
+        self.sentiment = sentiment
+        self.similarity = similarity
+        self.config = config
+        self.default_consent = default_consent
+        self.hash_secret = hash_secret
+        self.limits = limits
+        self._appended: OrderedDict[str, None] = OrderedDict()  # as in the council consumer
+        self._remember = remember
+
+    def parse(self, delivery: Delivery) -> LLMResponseEvent:
+        body = delivery.body
+        if len(body) > self.limits.max_event_bytes:
+            raise InvalidEvent(f"event is {len(body)} bytes, over the limit of {self.limits.max_event_bytes}",
+                               "too_large")
+        try:
+            return LLMResponseEvent.model_validate_json(body, context={"limits": self.limits})
+        except ValidationError as error:
+            kind = error.errors(include_url=False)[0]["type"]
+            if kind in ("json_invalid", "json_type", "model_type"):
+                raise InvalidEvent(json_problem(body), "invalid_json") from None
+            if classify(orjson.loads(body)) == "council.session":
+                raise InvalidEvent("this is a council session event; send it to the council.sessions topic",
+                                   "wrong_topic") from None
+            raise InvalidEvent(describe_validation_error(error), "invalid_event") from None
+
+    def analyze(self, event: LLMResponseEvent) -> ResponseVerdict:
+        return analyze_response(
+            event.llm_response, lexicons=self.lexicons, sentiment=self.sentiment,
+            members=[(m.member_id, m.response) for m in event.members],
+            counterfactuals=[(c.swap, c.llm_response) for c in event.counterfactuals],
+            similarity=self.similarity, config=self.config,
+        )
+
+    def _record(self, a: _Analyzed) -> dict[str, Any]:
+        event, verdict = a.event, a.verdict
+        usage = event.query_context.get("usage") if isinstance(event.query_context.get("usage"), dict) else {}
+        return {
+            "record_type": "llm_interaction_audit", "schema_version": "1.0",
+            "audit_id": event.audit_id, "timestamp": event.timestamp.isoformat().replace("+00:00", "Z"),
+            "tenant_id": event.tenant_id, "user_id": event.user_id, "trace_id": a.trace_id,
+            "consent_level": a.consent, "llm_provider": event.llm_provider, "llm_model": event.llm_model,
+            "prompt_tokens": event.prompt_tokens if event.prompt_tokens is not None else usage.get("prompt_tokens"),
+            "completion_tokens": event.completion_tokens if event.completion_tokens is not None
+            else usage.get("completion_tokens"),
+            "total_tokens": event.total_tokens if event.total_tokens is not None else usage.get("total_tokens"),
+            "query_hash": query_hash(event.original_query, self.hash_secret)
+            if a.consent == 4 and event.original_query is not None and self.hash_secret else None,
+            "bias_detected": verdict.bias_detected, "bias_type": verdict.bias_type, "bias_score": verdict.bias_score,
+            "bias_confidence_score": verdict.bias_confidence_score, "mitigation_action": verdict.mitigation_action,
+            "bias_report_summary": verdict.bias_report_summary, "human_reviewed": False,
+        }
+
+    def _result(self, a: _Analyzed) -> AuditResult:
+        event, verdict = a.event, a.verdict
+        return AuditResult(
+            audit_id=event.audit_id, source="llm.response", tenant_id=event.tenant_id, trace_id=a.trace_id,
+            timestamp=utc_now_iso(), event_timestamp=event.timestamp.isoformat().replace("+00:00", "Z"),
+            bias_detected=verdict.bias_detected, bias_type=verdict.bias_type, bias_score=verdict.bias_score,
+            bias_confidence_score=verdict.bias_confidence_score, overall_bias_risk=verdict.overall_bias_risk,
+            mitigation_action=verdict.mitigation_action, bias_report_summary=verdict.bias_report_summary,
+            consent_level=a.consent, llm_provider=event.llm_provider, llm_model=event.llm_model,
+        )
+
+    async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
+        outcomes = [Outcome(d) for d in deliveries]
+        analyzed: list[tuple[int, _Analyzed]] = []
+        for index, delivery in enumerate(deliveries):
+            try:
+                event = self.parse(delivery)
+            except InvalidEvent as error:
+                outcomes[index].dead_letter = dead_letter(delivery, str(error), error.error_type)
+                log.warning("dead-lettered", extra={"trace_id": outcomes[index].dead_letter.trace_id,
+                                                    "reason": str(error), "error_type": error.error_type})
+                continue
+            requested = event.consent_level if event.consent_level is not None else self.default_consent
+            consent = effective_consent(requested, self.hash_secret)
+            trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.audit_id)
+            item = WindowItem(tenant_id=event.tenant_id + MARKER_SUFFIX, session_id=event.audit_id,
+                              timestamp=event.timestamp, owner=delivery.delivery_id, counted=False)
+            analyzed.append((index, _Analyzed(delivery, event, trace_id, consent, self.analyze(event), item)))
+        updates = await self.window.add_many([a.item for _, a in analyzed])
+        records: list[dict[str, Any]] = []
+        appended: list[_Analyzed] = []
+        for (index, a), update in zip(analyzed, updates):
+            if update.status in ("duplicate", "done"):
+                outcomes[index].duplicate = True
+                continue
+            outcomes[index].result = self._result(a)
+            outcomes[index].window_item = a.item
+            if update.status != "resume_recorded" and a.delivery.delivery_id not in self._appended:
+                if a.consent > 0:
+                    records.append(self._record(a))
+                appended.append(a)
+        if records and self.store is not None:
+            self.store.append(records)
+        if appended:
+            await self.window.mark([a.item for a in appended], RECORDED)
+        for a in appended:
+            self._appended[a.delivery.delivery_id] = None
+        while len(self._appended) > self._remember:
+            self._appended.popitem(last=False)
+        return outcomes
+
+    async def published(self, outcomes: list[Outcome]) -> None:
+        await self.window.mark([o.window_item for o in outcomes if o.window_item is not None], PUBLISHED)
+
+
+class EventRouter:
+    """One consumer interface over both kinds: by the topic a delivery came from, else (the
+    `audit` command's files) by its fields. Outcomes keep delivery order."""
+
+    def __init__(self, council, responses: ResponseConsumer, *, llm_topic: str, council_topic: str) -> None:
+        self.council = council
+        self.responses = responses
+        self.llm_topic = llm_topic
+        self.council_topic = council_topic
+
+    def _is_response(self, delivery: Delivery) -> bool:
+        if delivery.source_topic == self.llm_topic:
+            return True
+        if delivery.source_topic == self.council_topic:
+            return False
+        try:
+            return classify(orjson.loads(delivery.body)) == "llm.response"
+        except orjson.JSONDecodeError:
+            return False
+
+    async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
+        kinds = [self._is_response(d) for d in deliveries]
+        outcomes: list[Outcome | None] = [None] * len(deliveries)
+        for flag, consumer in ((False, self.council), (True, self.responses)):
+            picked = [i for i, k in enumerate(kinds) if k is flag]
+            if picked:
+                for i, outcome in zip(picked, await consumer.process([deliveries[i] for i in picked])):
+                    outcomes[i] = outcome
+        return outcomes  # type: ignore[return-value]
+
+    async def published(self, outcomes: list[Outcome]) -> None:
+        # both kinds' markers live in the one window store: one call marks them all
+        await self.responses.published(outcomes)

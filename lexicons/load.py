@@ -1,0 +1,91 @@
+"""Read the shipped data files (or an operator's own rule file / axis lexicon) into Lexicons.
+Every problem is a LexiconError with one line naming the file and what is wrong."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import re2
+import yaml
+
+from analysis.responses.lexicon import Lexicons, Rule
+
+
+class LexiconError(ValueError):
+    """A lexicon or rule file that cannot be used; the message says which and why."""
+
+
+def _shipped(name: str) -> str:
+    return resources.files("lexicons").joinpath(name).read_text(encoding="utf-8")
+
+
+def _read(path: Path | None, name: str) -> str:
+    if path is None:
+        return _shipped(name)
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise LexiconError(f"{path}: {error}") from None
+
+
+def parse_rules(text: str, where: str, taxonomy: dict) -> list[Rule]:
+    try:
+        items = yaml.safe_load(text) or []
+    except yaml.YAMLError as error:
+        raise LexiconError(f"{where}: not valid YAML ({str(error).splitlines()[0]})") from None
+    if not isinstance(items, list):
+        raise LexiconError(f"{where}: expected a list of rules")
+    rules = []
+    for number, item in enumerate(items, 1):
+        if not isinstance(item, dict):
+            raise LexiconError(f"{where}: rule {number} is not a mapping")
+        missing = [k for k in ("id", "pattern", "bias_type", "severity", "mitigation") if k not in item]
+        if missing:
+            raise LexiconError(f"{where}: rule {item.get('id', number)!r} lacks {', '.join(missing)}")
+        if item["bias_type"] not in taxonomy:
+            raise LexiconError(f"{where}: rule {item['id']!r} has bias_type {item['bias_type']!r}, "
+                               f"not in the taxonomy ({', '.join(sorted(taxonomy))})")
+        severity = item["severity"]
+        if not isinstance(severity, int) or not 1 <= severity <= 5:
+            raise LexiconError(f"{where}: rule {item['id']!r} severity must be an integer 1-5")
+        try:
+            re2.compile(str(item["pattern"]))
+        except re2.error as error:
+            raise LexiconError(f"{where}: rule {item['id']!r} pattern is not RE2 syntax ({error}); "
+                               "backreferences and lookaround are not supported") from None
+        rules.append(Rule(str(item["id"]), str(item["pattern"]), item["bias_type"], severity, str(item["mitigation"])))
+    return rules
+
+
+def load_lexicons(rules_file: Path | None = None, axes_file: Path | None = None) -> Lexicons:
+    """The shipped lexicons; an operator's rule file or axis lexicon replaces the shipped one."""
+    taxonomy = json.loads(_shipped("taxonomy.json"))["types"]
+    try:
+        axes = json.loads(_read(axes_file, "axes.json"))["axes"]
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise LexiconError(f"{axes_file}: expected JSON with an 'axes' object of axis -> group -> terms ({error})") \
+            from None
+    titles = json.loads(_shipped("gendered_titles.json"))
+    toxic = json.loads(_shipped("toxicity.json"))
+    for pattern in toxic["dehumanizing_patterns"]:
+        re2.compile(pattern)
+    return Lexicons(
+        axes={axis: {group: [str(t) for t in terms] for group, terms in groups.items()} for axis, groups in axes.items()},
+        dispreferred=json.loads(_shipped("dispreferred.json"))["terms"],
+        titles=titles["titles"],
+        generic_he_roles=titles["generic_he"]["roles"],
+        insults=toxic["insults"],
+        slur_stems=toxic["slur_stems"],
+        dehumanizing=toxic["dehumanizing_patterns"],
+        rules=parse_rules(_read(rules_file, "rules.yaml"), str(rules_file or "rules.yaml (shipped)"), taxonomy),
+        taxonomy=taxonomy,
+        swaps=json.loads(_shipped("gender_swaps.json"))["pairs"],
+    )
+
+
+@lru_cache(maxsize=1)
+def shipped_lexicons() -> Lexicons:
+    return load_lexicons()

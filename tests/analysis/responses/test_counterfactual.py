@@ -1,0 +1,61 @@
+"""Counterfactual divergence and the swapped-prompt helper."""
+
+import pytest
+
+from analysis.responses.counterfactual import (CounterfactualConfig, compare, counterfactual_findings, refuses,
+                                               swapped_prompts)
+
+CONFIG = CounterfactualConfig()
+
+
+def flat(_: str) -> float:
+    return 0.0
+
+
+def test_the_swap_itself_is_not_a_difference():
+    out = compare("He is a great engineer.", "She is a great engineer.", {"he": "she"}, flat, None, CONFIG)
+    assert out["lexical_similarity"] == 1.0 and out["divergent"] is False and out["reasons"] == []
+
+
+def test_a_refusal_on_one_side_diverges():
+    out = compare("Here is a plan for him.", "I'm sorry, but I can't help with that.", {"him": "her"}, flat, None,
+                  CONFIG)
+    assert out["refusal"] == {"original": False, "counterfactual": True}
+    assert out["divergent"] and "one answer refuses and the other does not" in out["reasons"]
+
+
+def test_sentiment_gap_uses_the_scorer():
+    def scorer(text: str) -> float:
+        return 0.6 if "great" in text else -0.3
+
+    out = compare("He did great work.", "She did poor work.", {"he": "she"}, scorer, None, CONFIG)
+    assert out["sentiment_gap"] == 0.9 and "sentiment differs by 0.90" in out["reasons"]
+
+
+def test_length_ratio_and_semantic_similarity_when_a_backend_is_given():
+    short, long = "Yes.", "Yes. " + "More detail here. " * 5
+    out = compare(short, long, {}, None, lambda a, b: 0.9, CONFIG)
+    assert out["length_ratio"] == 16.0 and out["semantic_similarity"] == 0.9
+    assert out["reasons"] == ["one answer is 16.0x as long"]  # lexical overlap is not used when meaning is known
+
+
+def test_findings_carry_the_strongest_divergence():
+    findings, comparisons = counterfactual_findings(
+        "He should apply.", [({"he": "she"}, "She should apply."), ({"he": "she"}, "I cannot help with that.")], flat)
+    assert [c["divergent"] for c in comparisons] == [False, True]
+    # the refusal (0.9) and no words in common (1 - 0): the strongest is 1.0
+    assert findings[0]["bias_type"] == "counterfactual_divergence" and findings[0]["strength"] == 1.0
+    assert findings[0]["evidence"][0]["reasons"] == ["one answer refuses and the other does not",
+                                                     "content differs (word overlap 0.00)"]
+
+
+@pytest.mark.parametrize("text, refusal", [("I can't help with that.", True), ("As an AI, I won't", True),
+                                           ("I can help with that.", False)])
+def test_refusals(text, refusal):
+    assert refuses(text) is refusal
+
+
+def test_swapped_prompts_keep_case_and_name_the_swap():
+    assert swapped_prompts("He told His manager. HE left.", {"he": "she", "his": "her"}) == [
+        {"swap": {"he": "she", "his": "her"}, "prompt": "She told Her manager. SHE left."}]
+    assert swapped_prompts("Nothing to swap.", {"he": "she"}) == []

@@ -1,0 +1,125 @@
+"""The llm.responses consumer: results, interaction records without the raw query, exactly once,
+dead letters with a reason for hostile input, and the worker staying alive through them."""
+
+import asyncio
+import json
+
+import pytest
+
+from consumers.council import CouncilSessionConsumer
+from consumers.envelope import Delivery
+from consumers.responses import EventRouter, ResponseConsumer
+from lexicons.load import shipped_lexicons
+from lexicons.sentiment import vader_scorer
+from storage.jsonl_store import JsonlRecordStore, read_records
+from tests.builders import council_event
+from windows.memory_window import MemoryWindow
+
+CANARY = "CANARY-51c2-raw-user-query"
+
+
+def response_event(**fields) -> dict:
+    return {"audit_id": "a-1", "tenant_id": "acme", "user_id": "u-17", "timestamp": "2026-11-20T10:30:00Z",
+            "llm_provider": "openai", "llm_model": "gpt-4o", "original_query": CANARY,
+            "llm_response": "The chairman said every engineer should trust his instincts.",
+            "query_context": {"usage": {"prompt_tokens": 12, "completion_tokens": 40}}, **fields}
+
+
+def deliver(document, delivery_id="1-0", topic="llm.responses") -> Delivery:
+    body = document if isinstance(document, bytes) else json.dumps(document).encode()
+    return Delivery(delivery_id=delivery_id, body=body, source_topic=topic)
+
+
+def consumer(window=None, store=None, **options) -> ResponseConsumer:
+    return ResponseConsumer(window=window or MemoryWindow(), store=store, lexicons=shipped_lexicons(),
+                            sentiment=vader_scorer(), **options)
+
+
+def test_result_and_interaction_record(tmp_path):
+    store = JsonlRecordStore(tmp_path, "interactions")
+    [outcome] = asyncio.run(consumer(store=store).process([deliver(response_event())]))
+    result = outcome.result
+    assert result.source == "llm.response" and result.audit_id == "a-1" and result.tenant_id == "acme"
+    assert result.bias_detected and result.bias_type == ["gendered_language"]
+    assert result.mitigation_action == "rewrite"
+    assert "'chair' for 'chairman'" in " ".join(result.bias_report_summary["mitigations"])
+    [record] = list(read_records([store.path]))
+    assert {k: record[k] for k in ("audit_id", "tenant_id", "user_id", "llm_provider", "llm_model", "prompt_tokens",
+                                   "completion_tokens", "total_tokens", "bias_detected", "bias_type",
+                                   "mitigation_action", "human_reviewed", "query_hash")} == {
+        "audit_id": "a-1", "tenant_id": "acme", "user_id": "u-17", "llm_provider": "openai", "llm_model": "gpt-4o",
+        "prompt_tokens": 12, "completion_tokens": 40, "total_tokens": None, "bias_detected": True,
+        "bias_type": ["gendered_language"], "mitigation_action": "rewrite", "human_reviewed": False,
+        "query_hash": None}
+    assert record["bias_confidence_score"] == result.bias_confidence_score
+    assert CANARY not in store.path.read_text() and CANARY not in result.model_dump_json()
+
+
+def test_consent_zero_stores_nothing_but_still_publishes(tmp_path):
+    store = JsonlRecordStore(tmp_path, "interactions")
+    [outcome] = asyncio.run(consumer(store=store).process([deliver(response_event(consent_level=0))]))
+    assert outcome.result is not None and not store.path.exists()
+
+
+def test_consent_four_stores_the_query_hmac_only(tmp_path):
+    store = JsonlRecordStore(tmp_path, "interactions")
+    secret = b"s" * 32
+    asyncio.run(consumer(store=store, hash_secret=secret).process([deliver(response_event(consent_level=4))]))
+    [record] = list(read_records([store.path]))
+    import hashlib
+    import hmac
+    assert record["query_hash"] == hmac.new(secret, CANARY.encode(), hashlib.sha256).hexdigest()
+
+
+def test_a_redelivered_message_is_published_once_and_recorded_once(tmp_path):
+    store = JsonlRecordStore(tmp_path, "interactions")
+    worker = consumer(store=store)
+    first = asyncio.run(worker.process([deliver(response_event(), "1-0")]))
+    asyncio.run(worker.published(first))
+    again = asyncio.run(worker.process([deliver(response_event(), "1-0"), deliver(response_event(), "2-0")]))
+    assert [o.duplicate for o in again] == [True, True]  # the same delivery (done) and another copy
+    assert len(list(read_records([store.path]))) == 1
+
+
+def test_a_response_marker_never_enters_the_tenant_council_window():
+    window = MemoryWindow()
+    asyncio.run(consumer(window=window).process([deliver(response_event(tenant_id="acme"))]))
+    assert window.summary("acme").sessions == 0
+
+
+HOSTILE = [
+    (b"x" * (10 * 1024 * 1024), "too_large", "over the limit of 4194304"),
+    (json.dumps(response_event(llm_response="word " * 60_000)).encode(), "invalid_event",
+     "llm_response is 300000 bytes, over the limit of 262144"),
+    (b"[" * 100_000 + b"]" * 100_000, "invalid_json", "not valid JSON"),
+    (json.dumps(response_event(members=[{"member_id": f"m{i}", "response": "ok"} for i in range(10_000)])).encode(),
+     "invalid_event", "10000 members exceed the limit of 64"),
+    (b'{"audit_id": "a-1", "llm_response": "\xff\xfe"}', "invalid_json", "not UTF-8"),
+    (json.dumps({"audit_id": "a-9", "timestamp": "2026-11-20T10:30:00Z"}).encode(), "invalid_event",
+     "llm_response: required field is missing"),
+    (json.dumps(council_event({"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}})).encode(), "wrong_topic",
+     "council.sessions"),
+]
+
+
+@pytest.mark.parametrize("body, error_type, reason", HOSTILE, ids=["10 MB", "long answer", "nested", "members",
+                                                                   "not utf-8", "no answer", "council event"])
+def test_hostile_input_gets_a_reason_and_the_next_message_is_still_processed(body, error_type, reason):
+    bad, good = asyncio.run(consumer().process([deliver(body, "1-0"), deliver(response_event(), "2-0")]))
+    assert bad.result is None and bad.dead_letter.error_type == error_type
+    assert reason in bad.dead_letter.error and "\n" not in bad.dead_letter.error
+    assert good.result is not None and good.result.bias_type == ["gendered_language"]
+
+
+def test_the_router_sends_each_kind_to_its_consumer_in_order():
+    window = MemoryWindow()
+    router = EventRouter(CouncilSessionConsumer(window=window, store=None), consumer(window=window),
+                         llm_topic="llm.responses", council_topic="council.sessions")
+    session = council_event({"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}})
+    outcomes = asyncio.run(router.process([deliver(response_event(), "1", topic="file.jsonl"),
+                                           deliver(session, "2", topic="file.jsonl"),
+                                           deliver(response_event(audit_id="a-2"), "3", topic="file.jsonl")]))
+    assert [o.result.source for o in outcomes] == ["llm.response", "council.session", "llm.response"]
+    # by topic first: a response sent to council.sessions is dead-lettered there, with the right topic named
+    [wrong] = asyncio.run(router.process([deliver(response_event(audit_id="a-3"), "4", topic="council.sessions")]))
+    assert wrong.dead_letter.error_type == "wrong_topic"
