@@ -1,13 +1,24 @@
 # make demo: install and run the end-to-end demo on an embedded Redis.
-# make test: install everything and run the whole suite (the fixtures start a real redis-server).
+# make test: install everything (with the embedding extra) and run the whole suite (the fixtures
+# start a real redis-server and the Pub/Sub emulator).
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+EMBEDDINGS_STAMP := $(VENV)/.installed-embeddings
+# torch for the optional embedding backend: a CPU build when pip can find one (PIP_FIND_LINKS),
+# which sorts above PyPI's CUDA build of the same version
+TORCH ?= torch==2.13.*
 
-.PHONY: install demo test bench schemas screenshot system-deps clean
+.PHONY: install install-embeddings demo test bench schemas screenshot system-deps clean
 
 install: $(STAMP)
+
+install-embeddings: $(EMBEDDINGS_STAMP)
+
+$(EMBEDDINGS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[test,embeddings]" "$(TORCH)"
+	touch $(EMBEDDINGS_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +36,7 @@ system-deps:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); \
 	  else echo "chromium is missing: apt-get install chromium (the HTML report test needs it)"; fi
 
-test: install system-deps
+test: install install-embeddings system-deps
 	$(PY) -m pytest -q
 
 bench: install

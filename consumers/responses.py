@@ -17,10 +17,10 @@ import orjson
 from pydantic import ValidationError
 
 from analysis.records import effective_consent, query_hash
-from analysis.responses.counterfactual import Similarity
 from analysis.responses.lexicon import Lexicons
 from analysis.responses.linguistic import SentimentScorer
 from analysis.responses.report import ResponseAnalysisConfig, ResponseVerdict, analyze_response
+from analysis.responses.semantic import Embed
 from schemas.events import LLMResponseEvent
 from schemas.limits import DEFAULT_LIMITS, EventLimits
 from schemas.results import AuditResult
@@ -57,16 +57,26 @@ def json_problem(body: bytes) -> str:
     return f"message body must be a JSON object, not {type(document).__name__}"
 
 
+def _count(declared: int | None, from_context: Any) -> int | None:
+    """The event's token count, else the one in query_context.usage when it is a sane count
+    (query_context is free-form: anything else there is ignored, never stored)."""
+    if declared is not None:
+        return declared
+    if isinstance(from_context, int) and not isinstance(from_context, bool) and 0 <= from_context <= 2**53:
+        return from_context
+    return None
+
+
 class ResponseConsumer:
     def __init__(self, *, window: WindowStore, store: RecordSink | None, lexicons: Lexicons,
-                 sentiment: SentimentScorer | None, similarity: Similarity | None = None,
+                 sentiment: SentimentScorer | None, embed: Embed | None = None,
                  config: ResponseAnalysisConfig = ResponseAnalysisConfig(), default_consent: int = 1,
                  hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS, remember: int = 10_000) -> None:
         self.window = window
         self.store = store
         self.lexicons = lexicons
         self.sentiment = sentiment
-        self.similarity = similarity
+        self.embed = embed
         self.config = config
         self.default_consent = default_consent
         self.hash_secret = hash_secret
@@ -95,21 +105,21 @@ class ResponseConsumer:
             event.llm_response, lexicons=self.lexicons, sentiment=self.sentiment,
             members=[(m.member_id, m.response) for m in event.members],
             counterfactuals=[(c.swap, c.llm_response) for c in event.counterfactuals],
-            similarity=self.similarity, config=self.config,
+            embed=self.embed, config=self.config,
         )
 
     def _record(self, a: _Analyzed) -> dict[str, Any]:
         event, verdict = a.event, a.verdict
-        usage = event.query_context.get("usage") if isinstance(event.query_context.get("usage"), dict) else {}
+        usage = event.query_context.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
         return {
             "record_type": "llm_interaction_audit", "schema_version": "1.0",
             "audit_id": event.audit_id, "timestamp": event.timestamp.isoformat().replace("+00:00", "Z"),
             "tenant_id": event.tenant_id, "user_id": event.user_id, "trace_id": a.trace_id,
             "consent_level": a.consent, "llm_provider": event.llm_provider, "llm_model": event.llm_model,
-            "prompt_tokens": event.prompt_tokens if event.prompt_tokens is not None else usage.get("prompt_tokens"),
-            "completion_tokens": event.completion_tokens if event.completion_tokens is not None
-            else usage.get("completion_tokens"),
-            "total_tokens": event.total_tokens if event.total_tokens is not None else usage.get("total_tokens"),
+            "prompt_tokens": _count(event.prompt_tokens, usage.get("prompt_tokens")),
+            "completion_tokens": _count(event.completion_tokens, usage.get("completion_tokens")),
+            "total_tokens": _count(event.total_tokens, usage.get("total_tokens")),
             "query_hash": query_hash(event.original_query, self.hash_secret)
             if a.consent == 4 and event.original_query is not None and self.hash_secret else None,
             "bias_detected": verdict.bias_detected, "bias_type": verdict.bias_type, "bias_score": verdict.bias_score,

@@ -78,7 +78,7 @@ def load_lexicons(rules_file: Path | None = None, axes_file: Path | None = None)
         titles=titles["titles"],
         generic_he_roles=titles["generic_he"]["roles"],
         insults=toxic["insults"],
-        slur_stems=toxic["slur_stems"],
+        slurs=toxic["slurs"],
         dehumanizing=toxic["dehumanizing_patterns"],
         rules=parse_rules(_read(rules_file, "rules.yaml"), str(rules_file or "rules.yaml (shipped)"), taxonomy),
         taxonomy=taxonomy,

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import (
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -23,6 +24,28 @@ from .limits import limits_from
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\s{}\x00-\x1f]+$")]
 TenantId = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:@/-]+$")]
 ModelName = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+def _json_integer(value: Any) -> Any:
+    """JSON Schema's integer: 2 and 2.0, never "2" or true (pydantic's lax int takes both)."""
+    if isinstance(value, (str, bool)):
+        raise ValueError("must be a JSON number, not a string or boolean")
+    return value
+
+
+def _iso_text(value: Any) -> Any:
+    """The contract's timestamps are ISO 8601 text; pydantic would also read a number as epoch
+    seconds, which is not what a producer sending 1700000000000 (ms) meant."""
+    if isinstance(value, (int, float)):
+        raise ValueError("must be ISO 8601 text with a timezone, e.g. 2026-11-20T10:30:00Z")
+    return value
+
+
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
+# the bounds sit on int itself, so the JSON schema carries them as minimum / maximum
+Consent = Annotated[int, Field(ge=0, le=4), BeforeValidator(_json_integer)]
+Count = Annotated[int, Field(ge=0, le=2**53), BeforeValidator(_json_integer)]  # exact in every JSON reader
+DisplayIndex = Annotated[int, Field(ge=0, le=1000), BeforeValidator(_json_integer)]
 
 _SCALE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)\s*$")
 _LETTER_LABEL = re.compile(r"^[Rr]esponse\s+([A-Za-z])$")
@@ -52,7 +75,7 @@ class _Strictish(BaseModel):
 class LabelAssignment(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     model: ModelName
-    display_index: int | None = Field(default=None, ge=0, le=1000)
+    display_index: DisplayIndex | None = None
 
 
 def _normalize_label_map(value: Any) -> Any:
@@ -116,9 +139,9 @@ class CouncilSessionEvent(_Strictish):
     session_id: Identifier
     tenant_id: TenantId = "default"
     trace_id: Annotated[str, StringConstraints(max_length=128)] | None = None
-    timestamp: AwareDatetime
+    timestamp: Timestamp
     council_config_version: str | None = None
-    consent_level: int | None = Field(default=None, ge=0, le=4)
+    consent_level: Consent | None = None
     query: str | None = Field(default=None, exclude=True, repr=False)
     query_metadata: QueryMetadata | None = None
     score_scale: str = "1-10"
@@ -194,7 +217,7 @@ class LLMResponseEvent(_Strictish):
     tenant_id: TenantId = "default"
     user_id: str | None = None
     trace_id: Annotated[str, StringConstraints(max_length=128)] | None = None
-    timestamp: AwareDatetime
+    timestamp: Timestamp
     llm_provider: str | None = None
     llm_model: str | None = None
     original_query: str | None = Field(default=None, exclude=True, repr=False)
@@ -202,10 +225,10 @@ class LLMResponseEvent(_Strictish):
     query_context: dict[str, Any] = Field(default_factory=dict)
     counterfactuals: list[Counterfactual] = Field(default_factory=list)
     members: list[Member] = Field(default_factory=list)
-    consent_level: Annotated[int, Field(ge=0, le=4)] | None = None
-    prompt_tokens: Annotated[int, Field(ge=0)] | None = None
-    completion_tokens: Annotated[int, Field(ge=0)] | None = None
-    total_tokens: Annotated[int, Field(ge=0)] | None = None
+    consent_level: Consent | None = None
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
+    total_tokens: Count | None = None
 
     @model_validator(mode="after")
     def _bounded(self, info: ValidationInfo) -> LLMResponseEvent:

@@ -118,11 +118,12 @@ def worker(
         tune_gc()  # after imports and wiring: the startup heap leaves every collection
         await service.run()
 
+    from embeddings.minilm import EmbeddingsUnavailable
     from lexicons.load import LexiconError
 
     try:
         asyncio.run(serve())
-    except LexiconError as error:
+    except (LexiconError, EmbeddingsUnavailable) as error:
         fail(str(error))
     except Exception as error:
         if settings.transport == "pubsub":
@@ -135,6 +136,34 @@ def worker(
     finally:
         if embedded:
             embedded.stop()
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="listen address")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="listen port")] = 8080,
+    data_dir: DataDirOpt = None,
+    consent_level: Annotated[Optional[int], typer.Option(help="default consent 0-4 (env BIAS_AUDIT_CONSENT_LEVEL)")] = None,
+) -> None:
+    """Serve the HTTP API: POST /analyze-bias (an LLM response event), POST /audit-session (a
+    council session event), /healthz, /readyz, /metrics; the OpenAPI document at /openapi.json
+    and its pages at /docs. Errors are problem+json with a one-line reason."""
+    import uvicorn
+
+    from embeddings.minilm import EmbeddingsUnavailable
+    from lexicons.load import LexiconError
+
+    from .composition import api_app
+    from .logging_setup import configure_logging
+
+    settings = load_settings(data_dir=data_dir, consent_level=consent_level)
+    configure_logging(settings.log_level)
+    try:
+        application = api_app(settings)
+    except (LexiconError, EmbeddingsUnavailable) as error:
+        fail(str(error))
+    err.print(f"bias-audit API on http://{host}:{port} (OpenAPI at /openapi.json)")
+    uvicorn.run(application, host=host, port=port, log_level="warning")
 
 
 @app.command()

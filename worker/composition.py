@@ -44,15 +44,15 @@ def response_consumer(settings: Settings, window: WindowStore, store) -> Respons
     from lexicons.sentiment import vader_scorer
 
     custom = settings.rules_file or settings.axes_file
-    similarity = None
+    embed = None
     if settings.embeddings:
-        from analysis_embeddings import minilm_similarity  # the optional extra; a clear error if absent
+        from embeddings.minilm import minilm_embedder  # the optional extra; a clear error if absent
 
-        similarity = minilm_similarity()
+        embed = minilm_embedder()
     return ResponseConsumer(
         window=window, store=store,
         lexicons=load_lexicons(settings.rules_file, settings.axes_file) if custom else shipped_lexicons(),
-        sentiment=vader_scorer(), similarity=similarity, config=settings.response_analysis,
+        sentiment=vader_scorer(), embed=embed, config=settings.response_analysis,
         default_consent=settings.consent_level, hash_secret=settings.secret_bytes, limits=settings.limits,
     )
 
@@ -112,3 +112,13 @@ def pubsub_worker(settings: Settings):
     outbox = PubSubOutbox(publisher, settings.pubsub_project, output_topics(settings))
     return PubSubWorker(settings=settings, subscriber=subscriber, outbox=outbox, consumer=consumer,
                         metrics=metrics, window_client=window_client)
+
+
+def api_app(settings: Settings):
+    """`bias-audit serve`: the HTTP API over the in-process consumers (window in memory),
+    appending records and interaction records like a worker does."""
+    from service.app import create_app
+
+    consumer = in_process_consumer(settings, record_store(settings), interaction_store(settings))
+    return create_app(consumer, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
+                      council_topic=settings.input_topic)

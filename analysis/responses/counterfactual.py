@@ -100,9 +100,9 @@ def counterfactual_findings(original: str, counterfactuals: list[tuple[dict, str
 _SWAP_WORD = re.compile(r"\w+(?:'\w+)?")
 
 
-def swapped_prompts(prompt: str, swaps: Mapping[str, str]) -> list[dict]:
-    """For clients: the prompt with every swappable word replaced by its counterpart (case kept),
-    as one counterfactual prompt with the swap that produced it. Empty when nothing applies."""
+def apply_swap(text: str, swaps: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """Every word with a counterpart in `swaps` replaced by it (case kept): the text and the
+    swaps used."""
     table = {k.casefold(): v for k, v in swaps.items()}
     used: dict[str, str] = {}
 
@@ -116,5 +116,17 @@ def swapped_prompts(prompt: str, swaps: Mapping[str, str]) -> list[dict]:
             return counterpart.upper()
         return counterpart.capitalize() if word[0].isupper() else counterpart
 
-    text = _SWAP_WORD.sub(replace, prompt)
+    return _SWAP_WORD.sub(replace, text), used
+
+
+def unswapped(answer: str, swap: Mapping[str, str]) -> str:
+    """A counterfactual answer with its swap undone ("she" back to "he"), so comparing it with
+    the original measures what changed besides the swap."""
+    return apply_swap(answer, {v: k for k, v in swap.items()})[0]
+
+
+def swapped_prompts(prompt: str, swaps: Mapping[str, str]) -> list[dict]:
+    """For clients: the prompt with every swappable word replaced by its counterpart (case kept),
+    as one counterfactual prompt with the swap that produced it. Empty when nothing applies."""
+    text, used = apply_swap(prompt, swaps)
     return [{"swap": used, "prompt": text}] if used else []

@@ -25,7 +25,7 @@ class Lexicons:
     titles: dict[str, str] = field(default_factory=dict)  # gendered title -> neutral alternative
     generic_he_roles: list[str] = field(default_factory=list)
     insults: list[str] = field(default_factory=list)
-    slur_stems: list[str] = field(default_factory=list)
+    slurs: list[str] = field(default_factory=list)
     dehumanizing: list[str] = field(default_factory=list)  # RE2 patterns
     rules: list[Rule] = field(default_factory=list)
     taxonomy: dict[str, dict] = field(default_factory=dict)  # bias type -> {description, severity}
@@ -46,6 +46,10 @@ class Lexicons:
     @cached_property
     def insult_index(self) -> TermIndex:
         return TermIndex({word: "insult" for word in self.insults}, inflect=False)
+
+    @cached_property
+    def slur_index(self) -> TermIndex:
+        return TermIndex({word: "slur" for word in self.slurs})
 
     @cached_property
     def role_index(self) -> TermIndex:

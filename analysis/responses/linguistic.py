@@ -16,6 +16,7 @@ from .text import sentences, words
 SentimentScorer = Callable[[str], float]  # text -> compound polarity in [-1, 1] (VADER)
 _PRONOUN_HE = {"he", "him", "his", "himself"}
 _PRONOUN_SHE = {"she", "her", "hers", "herself"}
+PRONOUNS = _PRONOUN_HE | _PRONOUN_SHE
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,9 @@ def group_sentiment(text_sentences: list[str], lexicons: Lexicons, score: Sentim
         if scored >= config.max_sentences:
             break
         tokens = words(sentence)
-        groups = {f"{axis}:{m.label}" for axis, index in lexicons.axis_index.items() for m in index.find(tokens)}
+        # a pronoun points at one person, not at a group: sentiment about Ray is not about men
+        groups = {f"{axis}:{m.label}" for axis, index in lexicons.axis_index.items() for m in index.find(tokens)
+                  if m.term not in PRONOUNS}
         if not groups:
             continue
         scored += 1
@@ -105,8 +108,7 @@ def _compiled(pattern: str) -> re2._Regexp:
 
 def toxicity(text: str, tokens: list[str], lexicons: Lexicons) -> list[dict]:
     insults = sorted({m.term for m in lexicons.insult_index.find(tokens)})
-    stems = tuple(lexicons.slur_stems)
-    slurs = sorted({t for t in set(tokens) if t.startswith(stems)}) if stems else []
+    slurs = sorted({m.term for m in lexicons.slur_index.find(tokens)})
     dehumanizing = [p for p in lexicons.dehumanizing if _compiled(p).search(text)]
     out = []
     if slurs:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .counterfactual import CounterfactualConfig, Similarity, counterfactual_findings
+from .counterfactual import CounterfactualConfig, counterfactual_findings, unswapped
 from .disagreement import DisagreementConfig, member_disagreement
 from .lexicon import Lexicons
 from .linguistic import LinguisticConfig, SentimentScorer, linguistic_findings
+from .semantic import Embed, member_clusters
 
 DETECTION_THRESHOLD = 0.5  # a bias type is reported when its evidence reaches this
 
@@ -49,12 +50,30 @@ def _mitigation_action(severity: int, confidence: float) -> str:
 
 def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScorer | None,
                      members: list[tuple[str, str]] = (), counterfactuals: list[tuple[dict, str]] = (),
-                     similarity: Similarity | None = None,
+                     embed: Embed | None = None,
                      config: ResponseAnalysisConfig = ResponseAnalysisConfig()) -> ResponseVerdict:
+    """`embed` (the optional embedding backend) adds semantic similarity to the counterfactual
+    comparison and clusters of the members' answers."""
     findings, details = linguistic_findings(text, lexicons, sentiment, config.linguistic)
     summary: dict = {"linguistic": details}
+    members, counterfactuals = list(members), list(counterfactuals)
+    similarity = None
+    if embed is not None and (counterfactuals or len(members) >= 2):
+        # one batch for every text: the model's per-call cost dominates short answers. Swaps are
+        # undone first: MiniLM alone puts "He is an engineer." and "She is ..." at cosine ~0.75
+        texts = [text, *(unswapped(answer, swap) for swap, answer in counterfactuals),
+                 *(answer for _, answer in members)]
+        vectors = embed(texts)
+        cosine_to = {answer: float(vectors[0] @ v) for (_, answer), v in zip(counterfactuals, vectors[1:])}
+
+        def similarity(_: str, other: str) -> float:
+            return cosine_to[other]
+
+        if len(members) >= 2:
+            summary["member_clusters"] = member_clusters([m for m, _ in members],
+                                                         vectors[1 + len(counterfactuals):])
     if config.disagreement.enabled and len(members) >= 2:
-        report = member_disagreement(list(members), lexicons, config.disagreement)
+        report = member_disagreement(members, lexicons, config.disagreement)
         summary["member_disagreement"] = report
         if report["flagged"]:
             top = report["axes"][0]
@@ -63,7 +82,7 @@ def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScore
                              "mitigation": "compare how the members treat the groups named in the evidence",
                              "analyzer": "member_disagreement"})
     if config.counterfactual.enabled and counterfactuals:
-        found, comparisons = counterfactual_findings(text, list(counterfactuals), sentiment, similarity,
+        found, comparisons = counterfactual_findings(text, counterfactuals, sentiment, similarity,
                                                      config.counterfactual)
         summary["counterfactuals"] = comparisons
         findings += found

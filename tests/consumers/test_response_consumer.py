@@ -99,11 +99,13 @@ HOSTILE = [
      "llm_response: required field is missing"),
     (json.dumps(council_event({"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}})).encode(), "wrong_topic",
      "council.sessions"),
+    (json.dumps(response_event(timestamp=1_763_634_600_000)).encode(), "invalid_event", "ISO 8601"),
 ]
 
 
 @pytest.mark.parametrize("body, error_type, reason", HOSTILE, ids=["10 MB", "long answer", "nested", "members",
-                                                                   "not utf-8", "no answer", "council event"])
+                                                                   "not utf-8", "no answer", "council event",
+                                                                   "epoch timestamp"])
 def test_hostile_input_gets_a_reason_and_the_next_message_is_still_processed(body, error_type, reason):
     bad, good = asyncio.run(consumer().process([deliver(body, "1-0"), deliver(response_event(), "2-0")]))
     assert bad.result is None and bad.dead_letter.error_type == error_type
@@ -123,3 +125,15 @@ def test_the_router_sends_each_kind_to_its_consumer_in_order():
     # by topic first: a response sent to council.sessions is dead-lettered there, with the right topic named
     [wrong] = asyncio.run(router.process([deliver(response_event(audit_id="a-3"), "4", topic="council.sessions")]))
     assert wrong.dead_letter.error_type == "wrong_topic"
+
+
+@pytest.mark.parametrize("usage, stored", [({"prompt_tokens": 7}, 7), ({"prompt_tokens": 10**30}, None),
+                                           ({"prompt_tokens": "7"}, None), ({"prompt_tokens": True}, None),
+                                           ("not a mapping", None)])
+def test_token_counts_from_query_context_are_taken_only_when_sane(tmp_path, usage, stored):
+    # found by fuzzing the API: a 100-bit integer there made the record unwritable
+    store = JsonlRecordStore(tmp_path, "interactions")
+    [outcome] = asyncio.run(consumer(store=store).process([deliver(response_event(query_context={"usage": usage}))]))
+    assert outcome.result is not None
+    [record] = list(read_records([store.path]))
+    assert record["prompt_tokens"] == stored

@@ -59,3 +59,9 @@ def test_swapped_prompts_keep_case_and_name_the_swap():
     assert swapped_prompts("He told His manager. HE left.", {"he": "she", "his": "her"}) == [
         {"swap": {"he": "she", "his": "her"}, "prompt": "She told Her manager. SHE left."}]
     assert swapped_prompts("Nothing to swap.", {"he": "she"}) == []
+
+
+def test_unswapped_undoes_the_swap_only():
+    from analysis.responses.counterfactual import unswapped
+    assert unswapped("She said her team won. Sheila agreed.", {"he": "she", "his": "her"}) == \
+        "He said his team won. Sheila agreed."

@@ -30,6 +30,7 @@ def test_gendered_titles_get_their_neutral_alternatives():
     ("Every doctor should trust their instincts.", False),
     ("The doctor said she would call; he agreed.", False),  # a named woman and man, not a generic he
     ("He met the doctor.", False),  # the pronoun comes before the role
+    ("The developer argued with the designer because he disliked it.", False),  # one person (WinoBias)
 ])
 def test_generic_he(text, generic):
     found = gendered_language(words(text), sentences(text), LEX)
@@ -50,9 +51,10 @@ def test_sentiment_per_group_with_an_injected_scorer():
     def scorer(sentence: str) -> float:
         return -0.8 if "terrible" in sentence else 0.2
 
-    text = "Women are terrible drivers. Men are fine. The weather is terrible."
+    text = "Women are terrible drivers. Men are fine. The weather is terrible. He was terrible at golf."
     means, [finding] = group_sentiment(sentences(text), LEX, scorer, LinguisticConfig())
-    assert means == {"gender:female": -0.8, "gender:male": 0.2}  # the third sentence names no group
+    # the third sentence names no group; the fourth only a pronoun: one person, not a group
+    assert means == {"gender:female": -0.8, "gender:male": 0.2}
     assert finding["strength"] == 0.8
     assert finding["evidence"] == [{"groups": ["gender:female"], "sentiment": -0.8,
                                     "sentence": "Women are terrible drivers."}]
@@ -62,7 +64,8 @@ def test_sentiment_per_group_with_an_injected_scorer():
     ("You are an idiot.", [("toxicity", 0.4)]),  # 1 - 0.6^1
     ("You idiot, you moron.", [("toxicity", 0.64)]),  # 1 - 0.6^2
     ("They are vermin and parasites.", [("toxicity", 1 - 0.6 ** 4)]),  # two insults + one dehumanizing pattern (x2)
-    ("The retarded plan", [("slur", 0.95)]),  # slur stems match any word they start
+    ("The retarded plan", [("slur", 0.95)]),
+    ("Add the spice to the spicy dish.", []),  # whole words: "spice" is not the slur it starts with
     ("A thoughtful, careful answer.", []),
 ])
 def test_toxicity(text, expected):

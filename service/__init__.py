@@ -1,0 +1,1 @@
+"""`bias-audit serve`: the HTTP API over the same consumers the stream worker runs."""

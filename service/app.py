@@ -1,0 +1,181 @@
+"""The HTTP API: POST /analyze-bias (an LLM response event -> its audit result), POST
+/audit-session (a council session event -> its audit result), /healthz, /readyz, /metrics and
+the OpenAPI document at /openapi.json.
+
+Bodies are read raw and go through the same consumer code as the stream worker, so a request
+gets exactly the reasons a dead letter would carry, as RFC 9457 problem+json. Results are kept
+per id in a bounded cache: repeating a request with the same audit_id / session_id returns the
+first result (an idempotency key), and the session is counted in the in-process window once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from consumers.envelope import Delivery
+from consumers.responses import EventRouter
+from schemas.events import CouncilSessionEvent, LLMResponseEvent
+from schemas.results import AuditResult
+
+PROBLEM = "application/problem+json"
+STATUS_FOR = {"too_large": 413, "invalid_json": 400, "invalid_event": 422, "wrong_topic": 422}
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details; `detail` is one sentence a person can act on."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+
+
+def problem(status: int, title: str, detail: str, kind: str = "about:blank",
+            headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"type": kind, "title": title, "status": status, "detail": detail}, status_code=status,
+                        media_type=PROBLEM, headers=headers)
+
+
+PROBLEMS = {
+    400: "the body is not a UTF-8 JSON object", 413: "the body is over the size limit",
+    422: "the event does not follow the contract",
+}
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"description": text, "content": {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+    for status, text in PROBLEMS.items()
+}
+
+
+def _body_schema(model: type[BaseModel]) -> dict:
+    return {"requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}}
+
+
+class ResultCache:
+    """The first result per (kind, id), bounded: a repeated request gets it again."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self.size = size
+        self._results: OrderedDict[tuple[str, str], AuditResult] = OrderedDict()
+
+    def get(self, key: tuple[str, str]) -> AuditResult | None:
+        return self._results.get(key)
+
+    def put(self, key: tuple[str, str], result: AuditResult) -> None:
+        self._results[key] = result
+        while len(self._results) > self.size:
+            self._results.popitem(last=False)
+
+
+def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, council_topic: str) -> FastAPI:
+    app = FastAPI(title="bias-audit", version="1.0",
+                  description="Bias audits of single LLM responses and of LLM council sessions.")
+    registry = CollectorRegistry()
+    requests = Counter("bias_audit_http_requests", "HTTP requests", ["endpoint", "status"], registry=registry)
+    latency = Histogram("bias_audit_http_seconds", "time to answer", ["endpoint"], registry=registry,
+                        buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0))
+    cache = ResultCache()
+    serial = iter(range(1, 1 << 62))
+
+    async def audit(request: Request, topic: str, kind: str, id_field: str) -> JSONResponse:
+        started = time.perf_counter()
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
+            response = problem(413, "body too large", f"body is {declared} bytes, over the limit of {max_body_bytes}")
+        else:
+            body = await request.body()
+            response = await _answer(body, topic, kind, id_field)
+        requests.labels(kind, str(response.status_code)).inc()
+        latency.labels(kind).observe(time.perf_counter() - started)
+        return response
+
+    async def _answer(body: bytes, topic: str, kind: str, id_field: str) -> JSONResponse:
+        delivery = Delivery(delivery_id=f"http-{next(serial)}", body=body, source_topic=topic)
+        [outcome] = await consumer.process([delivery])
+        if outcome.dead_letter is not None:
+            letter = outcome.dead_letter
+            status = STATUS_FOR.get(letter.error_type, 422)
+            return problem(status, PROBLEMS.get(status, "the event cannot be audited"), letter.error,
+                           f"urn:bias-audit:problem:{letter.error_type}")
+        if outcome.result is not None:
+            await consumer.published([outcome])
+            cache.put((kind, outcome.result.audit_id), outcome.result)
+            return JSONResponse(outcome.result.model_dump(mode="json"))
+        # a repeat of an id already audited in this process: the first answer again
+        event_id = _event_id(body, id_field)
+        cached = cache.get((kind, event_id)) if event_id else None
+        if cached is None:
+            return problem(422, PROBLEMS[422], f"{id_field} {event_id!r} was already audited and its result is no "
+                           "longer cached; send a new id", "urn:bias-audit:problem:duplicate")
+        return JSONResponse(cached.model_dump(mode="json"), headers={"Idempotent-Replay": "true"})
+
+    @app.post("/analyze-bias", response_model=AuditResult, responses=ERROR_RESPONSES,
+              openapi_extra=_body_schema(LLMResponseEvent), summary="Audit one LLM response")
+    async def analyze_bias(request: Request) -> JSONResponse:
+        """The contract's LLM response event in; its audit result out (bias_type, bias_score,
+        bias_confidence_score, mitigation_action, bias_report_summary)."""
+        return await audit(request, llm_topic, "llm.response", "audit_id")
+
+    @app.post("/audit-session", response_model=AuditResult, responses=ERROR_RESPONSES,
+              openapi_extra=_body_schema(CouncilSessionEvent), summary="Audit one council session")
+    async def audit_session(request: Request) -> JSONResponse:
+        """The contract's council session event in; its audit result out, with this process's
+        window of the tenant's sessions."""
+        return await audit(request, council_topic, "council.session", "session_id")
+
+    @app.get("/healthz", summary="Liveness")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", summary="Readiness: lexicons and models loaded")
+    async def readyz() -> dict[str, str]:
+        return {"status": "ready"}
+
+    @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics")
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(generate_latest(registry).decode(), media_type=CONTENT_TYPE_LATEST)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_problem(_: Request, error: StarletteHTTPException) -> JSONResponse:
+        # keeps the framework's headers (405 carries Allow)
+        return problem(error.status_code, str(error.detail), str(error.detail), headers=error.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_problem(_: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0]
+        return problem(422, PROBLEMS[422], f"{'.'.join(map(str, first['loc']))}: {first['msg']}")
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            document = get_openapi(title=app.title, version=app.version, description=app.description,
+                                   routes=app.routes)
+            schemas = document.setdefault("components", {}).setdefault("schemas", {})
+            for model in (LLMResponseEvent, CouncilSessionEvent, Problem):
+                schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                schemas.update(schema.pop("$defs", {}))
+                schemas[model.__name__] = schema
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def _event_id(body: bytes, field: str) -> str | None:
+    import orjson
+
+    try:
+        value = orjson.loads(body).get(field)
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None

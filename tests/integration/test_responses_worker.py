@@ -1,0 +1,88 @@
+"""llm.responses end to end, on a real redis-server and on Google's Pub/Sub emulator: each
+response gets exactly one result (duplicates too), bad messages get dead letters with reasons,
+the interaction records hold no raw query, and the worker lives through it all."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+import redis
+from google.cloud import pubsub_v1
+
+from producers.redis_streams import wire_fields
+from storage.jsonl_store import read_records
+from tests.integration import test_pubsub_worker as pubsub_helpers
+from tests.integration.test_redis_worker import start_worker, stop, wait_for
+from worker.response_samples import generate_responses
+
+RESULTS, DEAD, LLM = "bias.audit.stream", "bias.audit.deadletter", "llm.responses"
+QUERY = "How should we roll out the new service?"  # every sample's original_query
+BAD = [b"not json", json.dumps({"audit_id": "x-1", "timestamp": "2026-11-20T10:30:00Z"}).encode()]
+
+
+def corpus() -> tuple[list[dict], list[bytes]]:
+    events = generate_responses(60, seed=3)
+    bodies = [json.dumps(e).encode() for e in events]
+    return events, bodies + bodies[:10] + BAD  # ten delivered twice
+
+
+def check(events: list[dict], results: list[dict], dead: list[dict], data_dir) -> None:
+    per_id = Counter(r["audit_id"] for r in results)
+    assert per_id == Counter({e["audit_id"]: 1 for e in events})
+    assert all(r["source"] == "llm.response" for r in results)
+    injected = {e["audit_id"]: e["query_context"]["injected"] for e in events}
+    for result in results:  # the injected biases are found; the neutral answers are left alone
+        assert result["bias_detected"] is (injected[result["audit_id"]] is not None), result["audit_id"]
+    assert sorted(d["error_type"] for d in dead) == ["invalid_event", "invalid_json"]
+    assert any("llm_response: required field is missing" in d["error"] for d in dead)
+    records = list(read_records([data_dir / "interactions"]))
+    assert Counter(r["audit_id"] for r in records) == per_id
+    assert all(QUERY not in path.read_text() for path in (data_dir / "interactions").glob("*.jsonl"))
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_responses_on_redis_streams(redis_url, tmp_path):
+    client = redis.Redis.from_url(redis_url)
+    events, bodies = corpus()
+    pipe = client.pipeline(transaction=False)
+    for body in bodies:
+        pipe.xadd(LLM, wire_fields(body, event_type="llm.response", tenant_id="demo", trace_id=None))
+    pipe.execute()
+    worker = start_worker(redis_url, tmp_path, "r1", consume="responses", batch_size=25)
+    try:
+        wait_for(lambda: client.xlen(RESULTS) >= 60 and client.xlen(DEAD) >= 2, what="results and dead letters")
+        assert worker.poll() is None
+    finally:
+        stop(worker)
+    results = [json.loads(f[b"data"]) for _, f in client.xrange(RESULTS)]
+    dead = [json.loads(f[b"data"]) for _, f in client.xrange(DEAD)]
+    check(events, results, dead, tmp_path)
+    assert client.xpending(LLM, "bias-audit")["pending"] == 0  # every entry acknowledged
+
+
+@pytest.mark.redis
+@pytest.mark.pubsub
+@pytest.mark.slow
+def test_responses_on_pubsub(pubsub_project, redis_url, tmp_path):
+    pubsub_helpers.setup_project(pubsub_project)
+    events, bodies = corpus()
+    results_reader = pubsub_helpers.Reader(pubsub_project, RESULTS)
+    dead_reader = pubsub_helpers.Reader(pubsub_project, DEAD)
+    worker = pubsub_helpers.start_worker(pubsub_project, redis_url, tmp_path, "p1", consume="responses")
+    publisher = pubsub_v1.PublisherClient()
+    try:
+        topic = publisher.topic_path(pubsub_project, LLM)
+        for future in [publisher.publish(topic, body, event_type="llm.response") for body in bodies]:
+            future.result(timeout=60)
+        results = results_reader.until(60)
+        dead = dead_reader.until(2, settle=1.0)
+        assert worker.poll() is None
+    finally:
+        publisher.stop()
+        results_reader.close()
+        dead_reader.close()
+        assert pubsub_helpers.stop(worker) == [0]
+    check(events, results, dead, tmp_path)
