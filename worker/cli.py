@@ -87,8 +87,8 @@ def worker(
     window_days: Annotated[Optional[float], typer.Option(help="window: last D days per tenant")] = None,
     ops_port: Annotated[Optional[int], typer.Option(help="/healthz /readyz /metrics port (default 9464; 0 any, -1 off)")] = None,
     consume: Annotated[Optional[str], typer.Option(
-        help="council: council sessions (council.sessions); responses: single LLM responses (llm.responses). "
-             "Run one worker (or deployment) per input; env BIAS_AUDIT_CONSUME")] = None,
+        help="all (default): council sessions and LLM responses; council: council.sessions only; responses: "
+             "llm.responses only (one per deployment scales each on its own backlog). Env BIAS_AUDIT_CONSUME")] = None,
 ) -> None:
     """Run the stream worker on Redis Streams or Pub/Sub. With no broker configured, starts an
     embedded Redis in the data directory. SIGTERM drains the batch in hand, then exits."""

@@ -82,6 +82,7 @@ def in_process_consumer(settings: Settings, store=None, interactions=None) -> Ev
 
 
 def redis_worker(settings: Settings):
+    from .multi_input import MultiInputWorker
     from .redis_worker import RedisStreamsWorker
 
     metrics = WorkerMetrics("redis")
@@ -92,14 +93,17 @@ def redis_worker(settings: Settings):
     consumer = event_consumer(settings, window, alerts, council_store=record_store(settings),
                               response_store=interaction_store(settings))
     outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
-    return RedisStreamsWorker(settings=settings, client=client, consumer=consumer, outbox=outbox,
-                              metrics=metrics, window_client=window_client)
+    workers = [RedisStreamsWorker(settings=settings.for_input(topic), client=client, consumer=consumer,
+                                  outbox=outbox, metrics=metrics, window_client=window_client)
+               for topic in settings.consumed_topics]
+    return workers[0] if len(workers) == 1 else MultiInputWorker(workers, metrics, settings)
 
 
 def pubsub_worker(settings: Settings):
     """Pub/Sub carries the messages; the windows (and exactly-once markers) live in Redis."""
     from producers.pubsub import PubSubOutbox
 
+    from .multi_input import MultiInputWorker
     from .pubsub_worker import PubSubWorker, pubsub_clients
 
     metrics = WorkerMetrics("pubsub")
@@ -108,10 +112,13 @@ def pubsub_worker(settings: Settings):
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
     consumer = event_consumer(settings, window, alerts, council_store=record_store(settings),
                               response_store=interaction_store(settings))
-    subscriber, publisher = pubsub_clients(settings)
-    outbox = PubSubOutbox(publisher, settings.pubsub_project, output_topics(settings))
-    return PubSubWorker(settings=settings, subscriber=subscriber, outbox=outbox, consumer=consumer,
-                        metrics=metrics, window_client=window_client)
+    workers = []
+    for topic in settings.consumed_topics:
+        subscriber, publisher = pubsub_clients(settings)  # each input drains and closes its own clients
+        outbox = PubSubOutbox(publisher, settings.pubsub_project, output_topics(settings))
+        workers.append(PubSubWorker(settings=settings.for_input(topic), subscriber=subscriber, outbox=outbox,
+                                    consumer=consumer, metrics=metrics, window_client=window_client))
+    return workers[0] if len(workers) == 1 else MultiInputWorker(workers, metrics, settings)
 
 
 def api_app(settings: Settings):

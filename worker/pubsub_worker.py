@@ -171,12 +171,14 @@ class PubSubWorker:
             return False, f"Pub/Sub subscription {self.subscription} unreachable: {error.__class__.__name__}: {error}"
         return ok, detail if not ok else "Pub/Sub subscription and window store reachable"
 
-    async def run(self, *, install_signal_handlers: bool = True, ready: asyncio.Event | None = None) -> None:
+    async def run(self, *, install_signal_handlers: bool = True, ready: asyncio.Event | None = None,
+                  ops: bool = True) -> None:
+        """ops=False: a MultiInputWorker serves the probes and metrics for all its inputs."""
         from google.cloud.pubsub_v1.types import FlowControl
 
         loop = asyncio.get_running_loop()
         self.queue = asyncio.Queue()
-        self.ops = OpsServer(self, self.metrics, self.settings.ops_host, self.settings.ops_port)
+        self.ops = OpsServer(self, self.metrics, self.settings.ops_host, self.settings.ops_port if ops else -1)
         await self.ops.start()
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):

@@ -238,11 +238,13 @@ class RedisStreamsWorker:
             with suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), timeout=self.settings.reclaim_interval_s)
 
-    async def run(self, *, install_signal_handlers: bool = True, ready: asyncio.Event | None = None) -> None:
+    async def run(self, *, install_signal_handlers: bool = True, ready: asyncio.Event | None = None,
+                  ops: bool = True) -> None:
+        """ops=False: a MultiInputWorker serves the probes and metrics for all its inputs."""
         await ensure_group(self.client, self.stream, self.group)
-        ops = OpsServer(self, self.metrics, self.settings.ops_host, self.settings.ops_port)
-        await ops.start()
-        self.ops = ops
+        ops_server = OpsServer(self, self.metrics, self.settings.ops_host, self.settings.ops_port if ops else -1)
+        await ops_server.start()
+        self.ops = ops_server
         if install_signal_handlers:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -264,5 +266,5 @@ class RedisStreamsWorker:
             reclaimer.cancel()
             with suppress(asyncio.CancelledError):
                 await reclaimer
-            await ops.stop()
+            await ops_server.stop()
             log.info("worker stopped", extra={"processed": self.processed})

@@ -41,8 +41,9 @@ class Settings(BaseSettings):
 
     input_topic: str = "council.sessions"
     llm_topic: str = "llm.responses"
-    consume: str = Field("council", pattern="^(council|responses)$",
-                         description="which input this worker consumes: council (input_topic) or responses (llm_topic)")
+    consume: str = Field("all", pattern="^(all|council|responses)$",
+                         description="the inputs this worker consumes: all, council (input_topic) or responses "
+                                     "(llm_topic); one per deployment lets each scale on its own backlog")
     result_topic: str = "bias.audit.stream"
     alerts_topic: str = "bias.audit.alerts"
     deadletter_topic: str = "bias.audit.deadletter"
@@ -186,8 +187,19 @@ class Settings(BaseSettings):
         return (self.broker_url or "").removeprefix("pubsub://").strip("/")
 
     @property
+    def consumed_topics(self) -> list[str]:
+        return {"council": [self.input_topic], "responses": [self.llm_topic]}.get(self.consume,
+                                                                              [self.input_topic, self.llm_topic])
+
+    @property
     def consumed_topic(self) -> str:
-        return self.llm_topic if self.consume == "responses" else self.input_topic
+        """The one input of a single-input worker."""
+        [topic] = self.consumed_topics
+        return topic
+
+    def for_input(self, topic: str) -> Settings:
+        """These settings for the worker of one input."""
+        return self.model_copy(update={"consume": "responses" if topic == self.llm_topic else "council"})
 
     def subscription_for(self, topic: str) -> str:
         return f"{topic}.{self.group}"

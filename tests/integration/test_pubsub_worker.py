@@ -53,7 +53,7 @@ def start_worker(project: str, redis_url: str, data_dir: Path, name: str, **env)
     environment = {"BIAS_AUDIT_BROKER_URL": f"pubsub://{project}", "BIAS_AUDIT_REDIS_URL": redis_url,
                    "BIAS_AUDIT_DATA_DIR": str(data_dir), "BIAS_AUDIT_CONSUMER_NAME": name,
                    "BIAS_AUDIT_WINDOW_SESSIONS": "1000", "BIAS_AUDIT_OPS_PORT": "0",
-                   "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+                   "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_CONSUME": "council",
                    **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
     return spawn_worker(environment, data_dir / f"{name}.log")
 

@@ -28,6 +28,7 @@ def start_worker(url: str, data_dir: Path, name: str, **env) -> subprocess.Popen
                    "BIAS_AUDIT_CONSUMER_NAME": name, "BIAS_AUDIT_CLAIM_IDLE_MS": "1500",
                    "BIAS_AUDIT_RECLAIM_INTERVAL_S": "0.5", "BIAS_AUDIT_LOG_LEVEL": "WARNING",
                    "BIAS_AUDIT_OPS_PORT": "0",  # several workers on one host
+                   "BIAS_AUDIT_CONSUME": "council",  # one stream: the reader counts below are per stream
                    **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
     return spawn_worker(environment, data_dir / f"{name}.log")
 

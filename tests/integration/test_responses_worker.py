@@ -86,3 +86,63 @@ def test_responses_on_pubsub(pubsub_project, redis_url, tmp_path):
         dead_reader.close()
         assert pubsub_helpers.stop(worker) == [0]
     check(events, results, dead, tmp_path)
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_one_worker_consumes_both_inputs(redis_url, tmp_path):
+    """`--consume all` (the default): council sessions and LLM responses in one process."""
+    from worker.samples import generate_sessions
+
+    client = redis.Redis.from_url(redis_url)
+    events, bodies = corpus()
+    sessions = generate_sessions(20, seed=8)
+    pipe = client.pipeline(transaction=False)
+    for body in bodies:
+        pipe.xadd(LLM, wire_fields(body, event_type="llm.response", tenant_id="demo", trace_id=None))
+    for session in sessions:
+        pipe.xadd("council.sessions", wire_fields(json.dumps(session).encode(), event_type="council.session",
+                                                  tenant_id=session["tenant_id"], trace_id=None))
+    pipe.execute()
+    worker = start_worker(redis_url, tmp_path, "both", consume="all", batch_size=25)
+    try:
+        wait_for(lambda: client.xlen(RESULTS) >= 80 and client.xlen(DEAD) >= 2, what="both inputs' results")
+        assert worker.poll() is None
+    finally:
+        stop(worker)  # one SIGTERM drains both inputs and exits 0
+    results = [json.loads(f[b"data"]) for _, f in client.xrange(RESULTS)]
+    assert Counter(r["source"] for r in results) == {"llm.response": 60, "council.session": 20}
+    check(events, [r for r in results if r["source"] == "llm.response"],
+          [json.loads(f[b"data"]) for _, f in client.xrange(DEAD)], tmp_path)
+    assert len(list(read_records([tmp_path / "records"]))) > 0  # council records in their own files
+    for stream in (LLM, "council.sessions"):
+        assert client.xpending(stream, "bias-audit")["pending"] == 0
+
+
+@pytest.mark.redis
+@pytest.mark.pubsub
+@pytest.mark.slow
+def test_one_pubsub_worker_consumes_both_subscriptions(pubsub_project, redis_url, tmp_path):
+    from worker.samples import generate_sessions
+
+    pubsub_helpers.setup_project(pubsub_project)
+    events, bodies = corpus()
+    sessions = generate_sessions(20, seed=8)
+    results_reader = pubsub_helpers.Reader(pubsub_project, RESULTS)
+    worker = pubsub_helpers.start_worker(pubsub_project, redis_url, tmp_path, "both", consume="all")
+    publisher = pubsub_v1.PublisherClient()
+    try:
+        futures = [publisher.publish(publisher.topic_path(pubsub_project, LLM), body) for body in bodies]
+        futures += [publisher.publish(publisher.topic_path(pubsub_project, "council.sessions"),
+                                      json.dumps(s).encode()) for s in sessions]
+        for future in futures:
+            future.result(timeout=60)
+        results = results_reader.until(80)
+        assert worker.poll() is None
+    finally:
+        publisher.stop()
+        results_reader.close()
+        assert pubsub_helpers.stop(worker) == [0]
+    assert Counter(r["source"] for r in results) == {"llm.response": 60, "council.session": 20}
+    assert Counter(r["audit_id"] for r in results if r["source"] == "llm.response") == \
+        Counter({e["audit_id"]: 1 for e in events})
