@@ -17,13 +17,14 @@ from analysis.reviewer_profiles import reviewer_profiles
 from producers.redis_streams import wire_fields
 from storage.jsonl_store import read_records
 
-from . import samples
+from . import response_samples, samples
 from .composition import redis_worker
 from .embedded_redis import EmbeddedRedis
 from .logging_setup import configure_logging
 from .settings import Settings
 
 ALPHA = 0.01  # the demo claims a finding only on strong evidence
+RESPONSES = 40
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -42,7 +43,7 @@ async def _run_worker(settings: Settings, expected: int, console: Console) -> li
     client = redis.Redis.from_url(settings.broker_url)
     deadline = time.monotonic() + 120
     with Progress(console=console, transient=True) as progress:
-        bar = progress.add_task("auditing sessions", total=expected)
+        bar = progress.add_task("auditing sessions and responses", total=expected)
         while (done := client.xlen(settings.result_topic)) < expected and time.monotonic() < deadline:
             progress.update(bar, completed=done)
             await asyncio.sleep(0.1)
@@ -66,16 +67,27 @@ def run_demo(sessions_file: Path | None = None) -> int:
             document = orjson.loads(line)
             pipe.xadd(settings.input_topic, wire_fields(line, event_type="council.session",
                                                          tenant_id=document.get("tenant_id"), trace_id=None))
+        responses = response_samples.generate_responses(RESPONSES, seed=21)
+        for event in responses:
+            pipe.xadd(settings.llm_topic, wire_fields(orjson.dumps(event), event_type="llm.response",
+                                                      tenant_id=event["tenant_id"], trace_id=None))
         pipe.execute()
         publisher.close()
-        console.print(f"published {len(lines)} council sessions to [bold]{settings.input_topic}[/bold] on {server.url}")
+        console.print(f"published {len(lines)} council sessions to [bold]{settings.input_topic}[/bold] and "
+                      f"{len(responses)} LLM responses to [bold]{settings.llm_topic}[/bold] on {server.url}")
         started = time.perf_counter()
-        results = asyncio.run(_run_worker(settings, len(lines), console))
+        everything = asyncio.run(_run_worker(settings, len(lines) + len(responses), console))
         elapsed = time.perf_counter() - started
         records = list(read_records([settings.records_dir]))
+        interactions = list(read_records([settings.interactions_dir]))
+        stored = b"".join(path.read_bytes() for path in Path(tmp).rglob("*.jsonl"))
 
-    console.print(f"{len(results)} results on [bold]{settings.result_topic}[/bold] in {elapsed:.1f} s; "
-                  f"{len(records)} records stored (raw queries: none)")
+    results = [r for r in everything if r["source"] == "council.session"]
+    query_leaked = any(e["original_query"].encode() in stored for e in responses[:1])
+    console.print(f"{len(everything)} results on [bold]{settings.result_topic}[/bold] in {elapsed:.1f} s; "
+                  f"{len(records)} council records and {len(interactions)} interaction records stored "
+                  f"(raw queries: {'[red]found[/red]' if query_leaked else 'none'})")
+    responses_ok = _response_table(console, responses, [r for r in everything if r["source"] == "llm.response"])
     profiles = {p.reviewer: p for p in reviewer_profiles(records)}
     # (reviewer, measure, profile field, its p field, large enough, per-session audit list or None)
     checks = [
@@ -117,8 +129,36 @@ def run_demo(sessions_file: Path | None = None) -> int:
         console.print(offsets)
     if false_alarms:
         console.print(f"[yellow]unbiased reviewers flagged: {', '.join(false_alarms)}[/yellow]")
-    if all_found and not false_alarms:
-        console.print("[bold green]every injected bias was found, and no unbiased reviewer was flagged[/bold green]")
+    if all_found and not false_alarms and responses_ok and not query_leaked:
+        console.print("[bold green]every injected bias was found, and no unbiased reviewer or answer was "
+                      "flagged[/bold green]")
         return 0
-    console.print("[bold red]the audit missed an injected bias or flagged an unbiased reviewer[/bold red]")
+    console.print("[bold red]the audit missed an injected bias or flagged an unbiased reviewer or answer[/bold red]")
     return 1
+
+
+def _response_table(console: Console, events: list[dict], results: list[dict]) -> bool:
+    """Per injected kind (or none): how many answers, how many found with that bias type."""
+    by_id = {r["audit_id"]: r for r in results}
+    rows: dict[str, list[int]] = {}
+    for event in events:
+        injected = event["query_context"]["injected"] or "none"
+        result = by_id.get(event["audit_id"])
+        found = result is not None and (injected in result["bias_type"] if injected != "none"
+                                         else not result["bias_detected"])
+        counts = rows.setdefault(injected, [0, 0])
+        counts[0] += 1
+        counts[1] += found
+    table = Table(title=f"Single LLM responses ({len(results)} of {len(events)} audited): injected bias, "
+                        "and answers where it was found")
+    for column in ("injected", "answers", "found (none: nothing flagged)", "ok"):
+        table.add_column(column)
+    for injected, (count, found) in sorted(rows.items()):
+        table.add_row(injected, str(count), str(found), "[green]yes[/green]" if found == count else "[red]no[/red]")
+    console.print(table)
+    example = next((r for r in results if r["bias_detected"]), None)
+    if example:
+        console.print(f"e.g. {example['audit_id']}: {', '.join(example['bias_type'])}, confidence "
+                      f"{example['bias_confidence_score']:.2f}, action {example['mitigation_action']}: "
+                      f"{'; '.join(example['bias_report_summary']['mitigations'])}", soft_wrap=True)
+    return len(results) == len(events) and all(found == count for count, found in rows.values())

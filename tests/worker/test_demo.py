@@ -1,0 +1,21 @@
+"""`bias-audit demo` end to end: a real embedded redis-server and worker, both inputs."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.redis
+def test_the_demo_finds_every_injected_bias_on_both_inputs(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "worker.cli", "demo"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={"PATH": "/usr/bin:/bin", "COLUMNS": "160",
+                                                       "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "120 council sessions" in done.stdout and "40 LLM responses" in done.stdout
+    assert "Single LLM responses (40 of 40 audited)" in done.stdout
+    assert "raw queries: none" in done.stdout
+    assert "every injected bias was found" in done.stdout
