@@ -10,12 +10,8 @@ from __future__ import annotations
 import logging
 import uuid
 from bisect import bisect_left
-from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import orjson
-from pydantic import ValidationError
+from typing import Any
 
 from analysis.alerts import AlertPolicy, Condition, SessionSignals, session_signals, window_baseline
 from analysis.digest import SessionDigest, digest_from_scores
@@ -29,15 +25,12 @@ from schemas.events import CouncilSessionEvent, LLMResponseEvent
 from schemas.limits import DEFAULT_LIMITS, EventLimits
 from schemas.results import Alert, AlertWindow, AuditResult, DeadLetter
 from windows.alert_state import AlertStateStore, Transition
-from windows.base import PUBLISHED, RECORDED, WindowItem, WindowPolicy, WindowStore
+from windows.base import WindowItem, WindowPolicy, WindowStore
 
-from .envelope import Delivery, InvalidEvent, dead_letter, describe_validation_error, resolve_trace_id, utc_now_iso
+from .exactly_once import RecordOnce, RecordSink
+from .envelope import Delivery, InvalidEvent, Misrouted, dead_letter, parse_event, resolve_trace_id, utc_now_iso
 
 log = logging.getLogger("bias_audit.consumer")
-
-
-class RecordSink(Protocol):
-    def append(self, records: list[dict[str, Any]]) -> int: ...
 
 
 @dataclass(slots=True)
@@ -62,17 +55,10 @@ class _Prepared:
     digest: SessionDigest | None
 
 
-def classify(document: Any) -> str:
-    """Tell council sessions and LLM responses apart by their fields."""
-    if isinstance(document, dict):
-        if "session_id" in document or "reviews" in document:
-            return "council.session"
-        if "audit_id" in document or "llm_response" in document:
-            return "llm.response"
-    return "unknown"
-
-
 class CouncilSessionConsumer:
+    misrouted = Misrouted("llm.response", LLMResponseEvent,
+                          "this is an llm.responses event; send it to the llm.responses topic")
+
     def __init__(
         self,
         *,
@@ -88,62 +74,17 @@ class CouncilSessionConsumer:
         window_policy: WindowPolicy = WindowPolicy(),
     ) -> None:
         self.window = window
-        self.store = store
         self.default_consent = default_consent
         self.hash_secret = hash_secret
         self.limits = limits
         self.audit_config = audit_config
-        # Deliveries whose records this process appended. The RECORDED mark in the window says
-        # so to every worker; this covers the one case it cannot: the append succeeded and the
-        # mark did not (window Redis down), and the batch is retried here.
-        self._appended: OrderedDict[str, None] = OrderedDict()
-        self._remember = remember
+        self.once = RecordOnce(window, store, remember)
         self.alert_state = alert_state
         self.alert_policy = alert_policy
         self.window_policy = window_policy
 
     def parse(self, delivery: Delivery) -> CouncilSessionEvent:
-        body = delivery.body
-        if len(body) > self.limits.max_event_bytes:
-            raise InvalidEvent(
-                f"event is {len(body)} bytes, over the limit of {self.limits.max_event_bytes}", "too_large"
-            )
-        try:
-            return CouncilSessionEvent.model_validate_json(body, context={"limits": self.limits})
-        except ValidationError as error:
-            kind = error.errors(include_url=False)[0]["type"]
-            if kind in ("json_invalid", "json_type", "model_type"):
-                raise InvalidEvent(self._json_problem(body), "invalid_json") from None
-            self._reject_other_kinds(body)
-            raise InvalidEvent(describe_validation_error(error), "invalid_event") from None
-
-    @staticmethod
-    def _json_problem(body: bytes) -> str:
-        try:
-            body.decode("utf-8")
-        except UnicodeDecodeError as error:
-            return f"message body is not UTF-8 (byte {error.start}); send the event as UTF-8 JSON"
-        try:
-            document = orjson.loads(body)
-        except orjson.JSONDecodeError as error:
-            return f"message body is not valid JSON: {error}"
-        return f"message body must be a JSON object, not {type(document).__name__}"
-
-    @staticmethod
-    def _reject_other_kinds(body: bytes) -> None:
-        try:
-            document = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return
-        if classify(document) == "llm.response":
-            try:
-                LLMResponseEvent.model_validate(document)
-            except ValidationError:
-                return
-            raise InvalidEvent(
-                "this is an llm.responses event; send it to the llm.responses topic",
-                "wrong_topic",
-            )
+        return parse_event(CouncilSessionEvent, delivery.body, self.limits, self.misrouted)
 
     def _prepare(self, delivery: Delivery, event: CouncilSessionEvent, scores, analysis) -> _Prepared:
         trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.session_id)
@@ -213,8 +154,7 @@ class CouncilSessionConsumer:
         if self.alert_state is not None and prepared:
             before = await self.window.digests(sorted({p.event.tenant_id for _, p in prepared}))
         updates = await self.window.add_many([p.item for _, p in prepared])
-        to_append: list[dict[str, Any]] = []
-        appended_now: list[_Prepared] = []
+        to_append: list[tuple[str, WindowItem, list[dict[str, Any]]]] = []
         for (index, p), update in zip(prepared, updates):
             if update.status in ("duplicate", "done"):  # another copy counted it / already published
                 outcomes[index].duplicate = True
@@ -223,18 +163,9 @@ class CouncilSessionConsumer:
                 continue
             outcomes[index].result = self._result(p, update.summary)
             outcomes[index].window_item = p.item
-            if update.status != "resume_recorded" and p.delivery.delivery_id not in self._appended:
-                to_append.extend(p.records)
-                appended_now.append(p)
-        if to_append and self.store is not None:
-            self.store.append(to_append)
-        if appended_now:
-            # so a redelivery, here or in another worker, does not append them again
-            await self.window.mark([p.item for p in appended_now], RECORDED)
-        for p in appended_now:
-            self._appended[p.delivery.delivery_id] = None
-        while len(self._appended) > self._remember:
-            self._appended.popitem(last=False)
+            if self.once.needed(p.delivery.delivery_id, update.status):
+                to_append.append((p.delivery.delivery_id, p.item, p.records))
+        await self.once.append(to_append)
         counted_now = [(index, p, update) for (index, p), update in zip(prepared, updates)
                        if update.status == "new" and p.item.counted]
         if self.alert_state is not None and counted_now:
@@ -301,6 +232,4 @@ class CouncilSessionConsumer:
                                                           "alert_key": condition.key, "value": condition.value})
 
     async def published(self, outcomes: list[Outcome]) -> None:
-        """After a transport that cannot publish and acknowledge atomically (Pub/Sub) published
-        the results: a redelivery of these messages is then only acknowledged."""
-        await self.window.mark([o.window_item for o in outcomes if o.window_item is not None], PUBLISHED)
+        await self.once.published([o.window_item for o in outcomes if o.window_item is not None])

@@ -7,12 +7,15 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from schemas.limits import EventLimits
 from schemas.results import DeadLetter
+
+M = TypeVar("M", bound=BaseModel)
 
 RAW_TEXT_FIELDS = ("query", "original_query")  # never stored, logged or forwarded
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
@@ -82,6 +85,58 @@ def describe_validation_error(error: ValidationError) -> str:
     if len(problems) > 1:
         text += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
     return text
+
+
+def classify(document: Any) -> str:
+    """Tell council sessions and LLM responses apart by their fields."""
+    if isinstance(document, dict):
+        if "session_id" in document or "reviews" in document:
+            return "council.session"
+        if "audit_id" in document or "llm_response" in document:
+            return "llm.response"
+    return "unknown"
+
+
+def json_problem(body: bytes) -> str:
+    """Why a body is not a JSON object, in one line."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"message body is not UTF-8 (byte {error.start}); send the event as UTF-8 JSON"
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        return f"message body is not valid JSON: {error}"
+    return f"message body must be a JSON object, not {type(document).__name__}"
+
+
+@dataclass(frozen=True, slots=True)
+class Misrouted:
+    """The other kind of event, and what to tell a producer who sent it here."""
+
+    kind: str  # classify()'s name for it
+    model: type[BaseModel]
+    reason: str
+
+
+def parse_event(model: type[M], body: bytes, limits: EventLimits, other: Misrouted) -> M:
+    """The size limit, then the contract; every failure an InvalidEvent with a one-line reason.
+    A valid event of the other kind is told where to go."""
+    if len(body) > limits.max_event_bytes:
+        raise InvalidEvent(f"event is {len(body)} bytes, over the limit of {limits.max_event_bytes}", "too_large")
+    try:
+        return model.model_validate_json(body, context={"limits": limits})
+    except ValidationError as error:
+        if error.errors(include_url=False)[0]["type"] in ("json_invalid", "json_type", "model_type"):
+            raise InvalidEvent(json_problem(body), "invalid_json") from None
+        if classify(orjson.loads(body)) == other.kind:
+            try:
+                other.model.model_validate_json(body, context={"limits": limits})
+            except ValidationError:
+                pass
+            else:
+                raise InvalidEvent(other.reason, "wrong_topic") from None
+        raise InvalidEvent(describe_validation_error(error), "invalid_event") from None
 
 
 def scrub_payload(body: bytes) -> tuple[Any, str]:

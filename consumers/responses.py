@@ -9,25 +9,25 @@ The raw `original_query` is never stored; at consent 4 its HMAC is.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
 
 from analysis.records import effective_consent, query_hash
 from analysis.responses.lexicon import Lexicons
 from analysis.responses.linguistic import SentimentScorer
 from analysis.responses.report import ResponseAnalysisConfig, ResponseVerdict, analyze_response
 from analysis.responses.semantic import Embed
-from schemas.events import LLMResponseEvent
+from schemas.events import CouncilSessionEvent, LLMResponseEvent
 from schemas.limits import DEFAULT_LIMITS, EventLimits
 from schemas.results import AuditResult
-from windows.base import PUBLISHED, RECORDED, WindowItem, WindowStore
+from windows.base import WindowItem, WindowStore
 
-from .council import Outcome, RecordSink, classify
-from .envelope import Delivery, InvalidEvent, dead_letter, describe_validation_error, resolve_trace_id, utc_now_iso
+from .council import Outcome
+from .exactly_once import RecordOnce, RecordSink
+from .envelope import (Delivery, InvalidEvent, Misrouted, classify, dead_letter, parse_event, resolve_trace_id,
+                       utc_now_iso)
 
 log = logging.getLogger("bias_audit.responses")
 # Markers live under their own tenant key ('#' cannot occur in a tenant id): never counted in,
@@ -45,18 +45,6 @@ class _Analyzed:
     item: WindowItem
 
 
-def json_problem(body: bytes) -> str:
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return f"message body is not UTF-8 (byte {error.start}); send the event as UTF-8 JSON"
-    try:
-        document = orjson.loads(body)
-    except orjson.JSONDecodeError as error:
-        return f"message body is not valid JSON: {error}"
-    return f"message body must be a JSON object, not {type(document).__name__}"
-
-
 def _count(declared: int | None, from_context: Any) -> int | None:
     """The event's token count, else the one in query_context.usage when it is a sane count
     (query_context is free-form: anything else there is ignored, never stored)."""
@@ -68,12 +56,13 @@ def _count(declared: int | None, from_context: Any) -> int | None:
 
 
 class ResponseConsumer:
+    misrouted = Misrouted("council.session", CouncilSessionEvent,
+                          "this is a council session event; send it to the council.sessions topic")
     def __init__(self, *, window: WindowStore, store: RecordSink | None, lexicons: Lexicons,
                  sentiment: SentimentScorer | None, embed: Embed | None = None,
                  config: ResponseAnalysisConfig = ResponseAnalysisConfig(), default_consent: int = 1,
                  hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS, remember: int = 10_000) -> None:
         self.window = window
-        self.store = store
         self.lexicons = lexicons
         self.sentiment = sentiment
         self.embed = embed
@@ -81,24 +70,10 @@ class ResponseConsumer:
         self.default_consent = default_consent
         self.hash_secret = hash_secret
         self.limits = limits
-        self._appended: OrderedDict[str, None] = OrderedDict()  # as in the council consumer
-        self._remember = remember
+        self.once = RecordOnce(window, store, remember)
 
     def parse(self, delivery: Delivery) -> LLMResponseEvent:
-        body = delivery.body
-        if len(body) > self.limits.max_event_bytes:
-            raise InvalidEvent(f"event is {len(body)} bytes, over the limit of {self.limits.max_event_bytes}",
-                               "too_large")
-        try:
-            return LLMResponseEvent.model_validate_json(body, context={"limits": self.limits})
-        except ValidationError as error:
-            kind = error.errors(include_url=False)[0]["type"]
-            if kind in ("json_invalid", "json_type", "model_type"):
-                raise InvalidEvent(json_problem(body), "invalid_json") from None
-            if classify(orjson.loads(body)) == "council.session":
-                raise InvalidEvent("this is a council session event; send it to the council.sessions topic",
-                                   "wrong_topic") from None
-            raise InvalidEvent(describe_validation_error(error), "invalid_event") from None
+        return parse_event(LLMResponseEvent, delivery.body, self.limits, self.misrouted)
 
     def analyze(self, event: LLMResponseEvent) -> ResponseVerdict:
         return analyze_response(
@@ -156,30 +131,20 @@ class ResponseConsumer:
                               timestamp=event.timestamp, owner=delivery.delivery_id, counted=False)
             analyzed.append((index, _Analyzed(delivery, event, trace_id, consent, self.analyze(event), item)))
         updates = await self.window.add_many([a.item for _, a in analyzed])
-        records: list[dict[str, Any]] = []
-        appended: list[_Analyzed] = []
+        to_append: list[tuple[str, WindowItem, list[dict[str, Any]]]] = []
         for (index, a), update in zip(analyzed, updates):
             if update.status in ("duplicate", "done"):
                 outcomes[index].duplicate = True
                 continue
             outcomes[index].result = self._result(a)
             outcomes[index].window_item = a.item
-            if update.status != "resume_recorded" and a.delivery.delivery_id not in self._appended:
-                if a.consent > 0:
-                    records.append(self._record(a))
-                appended.append(a)
-        if records and self.store is not None:
-            self.store.append(records)
-        if appended:
-            await self.window.mark([a.item for a in appended], RECORDED)
-        for a in appended:
-            self._appended[a.delivery.delivery_id] = None
-        while len(self._appended) > self._remember:
-            self._appended.popitem(last=False)
+            if self.once.needed(a.delivery.delivery_id, update.status):
+                to_append.append((a.delivery.delivery_id, a.item, [self._record(a)] if a.consent > 0 else []))
+        await self.once.append(to_append)
         return outcomes
 
     async def published(self, outcomes: list[Outcome]) -> None:
-        await self.window.mark([o.window_item for o in outcomes if o.window_item is not None], PUBLISHED)
+        await self.once.published([o.window_item for o in outcomes if o.window_item is not None])
 
 
 class EventRouter:

@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -172,8 +173,6 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
 
 
 def _event_id(body: bytes, field: str) -> str | None:
-    import orjson
-
     try:
         value = orjson.loads(body).get(field)
     except (orjson.JSONDecodeError, AttributeError):

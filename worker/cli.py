@@ -239,7 +239,7 @@ def publish(
     """Publish JSONL events in the contract's wire format (field `data` = the JSON document)."""
     from producers.wire import wire_fields
 
-    from consumers.council import classify
+    from consumers.envelope import classify
 
     lines = list(_iter_lines(file))  # all read and checked first: a bad line publishes nothing
     settings = load_settings(broker_url=broker, data_dir=data_dir)

@@ -11,6 +11,7 @@ nothing was found.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .counterfactual import CounterfactualConfig, counterfactual_findings, unswapped
@@ -49,7 +50,7 @@ def _mitigation_action(severity: int, confidence: float) -> str:
 
 
 def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScorer | None,
-                     members: list[tuple[str, str]] = (), counterfactuals: list[tuple[dict, str]] = (),
+                     members: Sequence[tuple[str, str]] = (), counterfactuals: Sequence[tuple[dict, str]] = (),
                      embed: Embed | None = None,
                      config: ResponseAnalysisConfig = ResponseAnalysisConfig()) -> ResponseVerdict:
     """`embed` (the optional embedding backend) adds semantic similarity to the counterfactual

@@ -98,14 +98,15 @@ def test_duplicates_publish_nothing_and_store_nothing(tmp_path):
 
 def test_a_redelivery_to_another_worker_resumes_after_the_last_step_done(tmp_path):
     window = MemoryWindow()  # shared, as Redis is shared between workers
-    first_worker = CouncilSessionConsumer(window=window, store=JsonlRecordStore(tmp_path, "w1"))
+    first_store = JsonlRecordStore(tmp_path, "w1")
+    first_worker = CouncilSessionConsumer(window=window, store=first_store)
     second_store = JsonlRecordStore(tmp_path, "w2")
     second_worker = CouncilSessionConsumer(window=window, store=second_store)
     asyncio.run(first_worker.process([deliver(event(), "m-1")]))  # records appended, then killed
     resumed = asyncio.run(second_worker.process([deliver(event(), "m-1")]))
     assert resumed[0].result is not None  # the result was never published: publish it now
     second_store.close()
-    first_worker.store.close()
+    first_store.close()
     assert len(list(read_records([tmp_path]))) == 6  # but its records were appended once, by w1
     asyncio.run(second_worker.published(resumed))
     after_publish = asyncio.run(second_worker.process([deliver(event(), "m-1")]))

@@ -28,6 +28,13 @@ def corpus() -> tuple[list[dict], list[bytes]]:
     return events, bodies + bodies[:10] + BAD  # ten delivered twice
 
 
+def xadd_all(client: redis.Redis, stream: str, bodies: list[bytes], event_type: str) -> None:
+    pipe = client.pipeline(transaction=False)
+    for body in bodies:
+        pipe.xadd(stream, wire_fields(body, event_type=event_type, tenant_id="demo", trace_id=None))
+    pipe.execute()
+
+
 def check(events: list[dict], results: list[dict], dead: list[dict], data_dir) -> None:
     per_id = Counter(r["audit_id"] for r in results)
     assert per_id == Counter({e["audit_id"]: 1 for e in events})
@@ -47,10 +54,7 @@ def check(events: list[dict], results: list[dict], dead: list[dict], data_dir) -
 def test_responses_on_redis_streams(redis_url, tmp_path):
     client = redis.Redis.from_url(redis_url)
     events, bodies = corpus()
-    pipe = client.pipeline(transaction=False)
-    for body in bodies:
-        pipe.xadd(LLM, wire_fields(body, event_type="llm.response", tenant_id="demo", trace_id=None))
-    pipe.execute()
+    xadd_all(client, LLM, bodies, "llm.response")
     worker = start_worker(redis_url, tmp_path, "r1", consume="responses", batch_size=25)
     try:
         wait_for(lambda: client.xlen(RESULTS) >= 60 and client.xlen(DEAD) >= 2, what="results and dead letters")
@@ -96,14 +100,9 @@ def test_one_worker_consumes_both_inputs(redis_url, tmp_path):
 
     client = redis.Redis.from_url(redis_url)
     events, bodies = corpus()
-    sessions = generate_sessions(20, seed=8)
-    pipe = client.pipeline(transaction=False)
-    for body in bodies:
-        pipe.xadd(LLM, wire_fields(body, event_type="llm.response", tenant_id="demo", trace_id=None))
-    for session in sessions:
-        pipe.xadd("council.sessions", wire_fields(json.dumps(session).encode(), event_type="council.session",
-                                                  tenant_id=session["tenant_id"], trace_id=None))
-    pipe.execute()
+    xadd_all(client, LLM, bodies, "llm.response")
+    xadd_all(client, "council.sessions", [json.dumps(s).encode() for s in generate_sessions(20, seed=8)],
+             "council.session")
     worker = start_worker(redis_url, tmp_path, "both", consume="all", batch_size=25)
     try:
         wait_for(lambda: client.xlen(RESULTS) >= 80 and client.xlen(DEAD) >= 2, what="both inputs' results")

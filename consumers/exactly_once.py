@@ -1,0 +1,46 @@
+"""The record-once step both consumers share. A delivery's records are appended once: the
+RECORDED mark in the window store says so to every worker, and this process also remembers the
+deliveries it appended, which covers the one case the mark cannot: the append succeeded and the
+mark did not (window Redis down), and the batch is retried here."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Protocol
+
+from windows.base import PUBLISHED, RECORDED, WindowItem, WindowStore
+
+
+class RecordSink(Protocol):
+    def append(self, records: list[dict[str, Any]]) -> int: ...
+
+
+class RecordOnce:
+    def __init__(self, window: WindowStore, store: RecordSink | None, remember: int = 10_000) -> None:
+        self.window = window
+        self.store = store
+        self._appended: OrderedDict[str, None] = OrderedDict()
+        self._remember = remember
+
+    def needed(self, delivery_id: str, status: str) -> bool:
+        """Whether this delivery's records still have to be appended ("resume_recorded": another
+        attempt appended them already)."""
+        return status != "resume_recorded" and delivery_id not in self._appended
+
+    async def append(self, batch: list[tuple[str, WindowItem, list[dict[str, Any]]]]) -> None:
+        """(delivery id, window item, records) of the deliveries that needed it, in one write."""
+        records = [record for _, _, rows in batch for record in rows]
+        if records and self.store is not None:
+            self.store.append(records)
+        if batch:
+            # so a redelivery, here or in another worker, does not append them again
+            await self.window.mark([item for _, item, _ in batch], RECORDED)
+        for delivery_id, _, _ in batch:
+            self._appended[delivery_id] = None
+        while len(self._appended) > self._remember:
+            self._appended.popitem(last=False)
+
+    async def published(self, items: list[WindowItem]) -> None:
+        """After a transport that cannot publish and acknowledge atomically (Pub/Sub) published
+        the results: a redelivery of these messages is then only acknowledged."""
+        await self.window.mark(items, PUBLISHED)
