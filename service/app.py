@@ -1,6 +1,7 @@
 """The HTTP API: POST /analyze-bias (an LLM response event -> its audit result), POST
-/audit-session (a council session event -> its audit result), /healthz, /readyz, /metrics and
-the OpenAPI document at /openapi.json.
+/audit-session (a council session event -> its audit result), POST /counterfactual-prompts
+(the swapped prompts a client sends beside the original), /healthz, /readyz, /metrics and the
+OpenAPI document at /openapi.json.
 
 Bodies are read raw and go through the same consumer code as the stream worker, so a request
 gets exactly the reasons a dead letter would carry, as RFC 9457 problem+json. Results are kept
@@ -20,9 +21,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from analysis.responses.counterfactual import swapped_prompts
 from consumers.envelope import Delivery
 from consumers.responses import EventRouter
 from schemas.events import CouncilSessionEvent, LLMResponseEvent
@@ -62,6 +64,17 @@ def _body_schema(model: type[BaseModel]) -> dict:
         "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}}
 
 
+class SwapRequest(BaseModel):
+    prompt: str = Field(max_length=256 * 1024)
+    swaps: dict[str, str] | None = Field(default=None, max_length=10_000,
+                                         description="word -> counterpart; default: the shipped gender swap list")
+
+
+class SwappedPrompt(BaseModel):
+    swap: dict[str, str]
+    prompt: str
+
+
 class ResultCache:
     """The first result per (kind, id), bounded: a repeated request gets it again."""
 
@@ -78,7 +91,8 @@ class ResultCache:
             self._results.popitem(last=False)
 
 
-def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, council_topic: str) -> FastAPI:
+def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, council_topic: str,
+               default_swaps: dict[str, str]) -> FastAPI:
     app = FastAPI(title="bias-audit", version="1.0",
                   description="Bias audits of single LLM responses and of LLM council sessions.")
     registry = CollectorRegistry()
@@ -133,6 +147,15 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
         """The contract's council session event in; its audit result out, with this process's
         window of the tenant's sessions."""
         return await audit(request, council_topic, "council.session", "session_id")
+
+    @app.post("/counterfactual-prompts", response_model=list[SwappedPrompt], responses=ERROR_RESPONSES,
+              summary="Swapped prompts for a counterfactual test")
+    async def counterfactual_prompts(request: SwapRequest) -> list[SwappedPrompt]:
+        """The prompt with every swappable word exchanged ("he" -> "she"), to send to the model
+        beside the original; put each answer in the event's `counterfactuals` with its swap.
+        Empty when no word of the prompt has a counterpart."""
+        swaps = default_swaps if request.swaps is None else request.swaps
+        return [SwappedPrompt(**item) for item in swapped_prompts(request.prompt, swaps)]
 
     @app.get("/healthz", summary="Liveness")
     async def healthz() -> dict[str, str]:

@@ -124,8 +124,9 @@ def pubsub_worker(settings: Settings):
 def api_app(settings: Settings):
     """`bias-audit serve`: the HTTP API over the in-process consumers (window in memory),
     appending records and interaction records like a worker does."""
+    from lexicons.load import shipped_lexicons
     from service.app import create_app
 
     consumer = in_process_consumer(settings, record_store(settings), interaction_store(settings))
     return create_app(consumer, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
-                      council_topic=settings.input_topic)
+                      council_topic=settings.input_topic, default_swaps=shipped_lexicons().swaps)

@@ -61,6 +61,18 @@ def test_bad_bodies_are_problem_json_with_one_line_reasons():
         assert problem["status"] == status and reason in problem["detail"] and "\n" not in problem["detail"]
 
 
+def test_counterfactual_prompts_with_the_shipped_and_a_given_swap_list():
+    reply = client.post("/counterfactual-prompts", json={"prompt": "Should he ask his father?"})
+    assert reply.json() == [{"swap": {"he": "she", "his": "her", "father": "mother"},
+                             "prompt": "Should she ask her mother?"}]
+    reply = client.post("/counterfactual-prompts", json={"prompt": "Is a Christian fit?",
+                                                         "swaps": {"christian": "muslim"}})
+    assert reply.json() == [{"swap": {"christian": "muslim"}, "prompt": "Is a Muslim fit?"}]
+    bad = client.post("/counterfactual-prompts", json={"swaps": {}})
+    assert bad.status_code == 422 and bad.headers["content-type"] == "application/problem+json"
+    assert "prompt" in bad.json()["detail"]
+
+
 def test_health_and_metrics():
     assert client.get("/healthz").json() == {"status": "ok"}
     assert client.get("/readyz").status_code == 200
