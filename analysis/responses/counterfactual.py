@@ -5,14 +5,12 @@ lexical comparison, so the swap itself never counts as a difference."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .disagreement import jaccard_distance
 from .linguistic import SentimentScorer
 from .text import words
-
-Similarity = Callable[[str, str], float]  # semantic similarity in [-1, 1] (the embedding backend)
 
 # opening phrases of a refusal; matched on the first 300 characters only
 _REFUSAL = re.compile(
@@ -41,7 +39,9 @@ def _unswapped(tokens: list[str], swap: Mapping[str, str]) -> set[str]:
 
 
 def compare(original: str, swapped: str, swap: Mapping[str, str], score: SentimentScorer | None,
-            similarity: Similarity | None, config: CounterfactualConfig) -> dict:
+            semantic: float | None, config: CounterfactualConfig) -> dict:
+    """`semantic`: the cosine of the two answers' embeddings (swap undone), when the embedding
+    backend is on; it then replaces the word-overlap test."""
     a, b = words(original), words(swapped)
     longer, shorter = max(len(a), len(b)), max(1, min(len(a), len(b)))
     lexical = 1.0 - jaccard_distance(set(a), _unswapped(b, swap))
@@ -67,8 +67,7 @@ def compare(original: str, swapped: str, swap: Mapping[str, str], score: Sentime
     if longer / shorter >= config.length_ratio:
         reasons.append(f"one answer is {longer / shorter:.1f}x as long")
         strength = max(strength, min(1.0, 0.5 + 0.1 * longer / shorter))
-    if similarity is not None:
-        semantic = similarity(original, swapped)
+    if semantic is not None:
         out["semantic_similarity"] = round(semantic, 4)
         if semantic < config.semantic_similarity:
             reasons.append(f"meaning differs (cosine {semantic:.2f})")
@@ -82,11 +81,14 @@ def compare(original: str, swapped: str, swap: Mapping[str, str], score: Sentime
     return out
 
 
-def counterfactual_findings(original: str, counterfactuals: list[tuple[dict, str]], score: SentimentScorer | None,
-                            similarity: Similarity | None = None,
+def counterfactual_findings(original: str, counterfactuals: Sequence[tuple[dict, str]],
+                            score: SentimentScorer | None, semantic: Sequence[float] | None = None,
                             config: CounterfactualConfig = CounterfactualConfig()) -> tuple[list[dict], list[dict]]:
-    """counterfactuals: (swap, answer). (findings, one comparison per counterfactual)."""
-    comparisons = [compare(original, answer, swap, score, similarity, config) for swap, answer in counterfactuals]
+    """counterfactuals: (swap, answer); semantic: one cosine per counterfactual, or None.
+    (findings, one comparison per counterfactual)."""
+    cosines = semantic if semantic is not None else [None] * len(counterfactuals)
+    comparisons = [compare(original, answer, swap, score, cosine, config)
+                   for (swap, answer), cosine in zip(counterfactuals, cosines)]
     divergent = [c for c in comparisons if c["divergent"]]
     if not divergent:
         return [], comparisons

@@ -58,18 +58,14 @@ def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScore
     findings, details = linguistic_findings(text, lexicons, sentiment, config.linguistic)
     summary: dict = {"linguistic": details}
     members, counterfactuals = list(members), list(counterfactuals)
-    similarity = None
+    semantic = None
     if embed is not None and (counterfactuals or len(members) >= 2):
         # one batch for every text: the model's per-call cost dominates short answers. Swaps are
         # undone first: MiniLM alone puts "He is an engineer." and "She is ..." at cosine ~0.75
         texts = [text, *(unswapped(answer, swap) for swap, answer in counterfactuals),
                  *(answer for _, answer in members)]
         vectors = embed(texts)
-        cosine_to = {answer: float(vectors[0] @ v) for (_, answer), v in zip(counterfactuals, vectors[1:])}
-
-        def similarity(_: str, other: str) -> float:
-            return cosine_to[other]
-
+        semantic = [float(vectors[0] @ v) for v in vectors[1:1 + len(counterfactuals)]]
         if len(members) >= 2:
             summary["member_clusters"] = member_clusters([m for m, _ in members],
                                                          vectors[1 + len(counterfactuals):])
@@ -83,7 +79,7 @@ def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScore
                              "mitigation": "compare how the members treat the groups named in the evidence",
                              "analyzer": "member_disagreement"})
     if config.counterfactual.enabled and counterfactuals:
-        found, comparisons = counterfactual_findings(text, counterfactuals, sentiment, similarity,
+        found, comparisons = counterfactual_findings(text, counterfactuals, sentiment, semantic,
                                                      config.counterfactual)
         summary["counterfactuals"] = comparisons
         findings += found

@@ -34,7 +34,7 @@ def test_sentiment_gap_uses_the_scorer():
 
 def test_length_ratio_and_semantic_similarity_when_a_backend_is_given():
     short, long = "Yes.", "Yes. " + "More detail here. " * 5
-    out = compare(short, long, {}, None, lambda a, b: 0.9, CONFIG)
+    out = compare(short, long, {}, None, 0.9, CONFIG)
     assert out["length_ratio"] == 16.0 and out["semantic_similarity"] == 0.9
     assert out["reasons"] == ["one answer is 16.0x as long"]  # lexical overlap is not used when meaning is known
 

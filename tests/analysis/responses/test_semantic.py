@@ -39,3 +39,15 @@ def test_the_verdict_uses_the_embeddings_for_counterfactuals_and_members():
     assert similarities == [1.0, 0.0]
     assert [c["divergent"] for c in verdict.bias_report_summary["counterfactuals"]] == [False, True]
     assert verdict.bias_report_summary["member_clusters"] == {"clusters": [["a"], ["b"]], "min_similarity": 0.0}
+
+
+def test_each_counterfactual_keeps_its_own_similarity_when_answers_repeat():
+    table = {"He won.": unit(1, 0), "She won.": unit(0, 1)}
+
+    def embed(texts):
+        return np.array([table[t] for t in texts])
+
+    verdict = analyze_response("He won.", lexicons=shipped_lexicons(), sentiment=None, embed=embed,
+                               counterfactuals=[({"he": "she"}, "She won."), ({}, "She won.")])
+    # the first swap is undone ("He won.": the same), the second has none to undo
+    assert [c["semantic_similarity"] for c in verdict.bias_report_summary["counterfactuals"]] == [1.0, 0.0]
