@@ -58,6 +58,7 @@ def _count(declared: int | None, from_context: Any) -> int | None:
 class ResponseConsumer:
     misrouted = Misrouted("council.session", CouncilSessionEvent,
                           "this is a council session event; send it to the council.sessions topic")
+
     def __init__(self, *, window: WindowStore, store: RecordSink | None, lexicons: Lexicons,
                  sentiment: SentimentScorer | None, embed: Embed | None = None,
                  config: ResponseAnalysisConfig = ResponseAnalysisConfig(), default_consent: int = 1,

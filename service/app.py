@@ -104,11 +104,11 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
 
     async def audit(request: Request, topic: str, kind: str, id_field: str) -> JSONResponse:
         started = time.perf_counter()
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
-            response = problem(413, "body too large", f"body is {declared} bytes, over the limit of {max_body_bytes}")
+        body = await _bounded_body(request, max_body_bytes)
+        if body is None:
+            response = problem(413, PROBLEMS[413], f"body is over the limit of {max_body_bytes} bytes",
+                               "urn:bias-audit:problem:too_large")
         else:
-            body = await request.body()
             response = await _answer(body, topic, kind, id_field)
         requests.labels(kind, str(response.status_code)).inc()
         latency.labels(kind).observe(time.perf_counter() - started)
@@ -193,6 +193,21 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+async def _bounded_body(request: Request, limit: int) -> bytes | None:
+    """The body, or None once it passes `limit` (declared or streamed): a client cannot make the
+    server hold more than the limit, chunked or not."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _event_id(body: bytes, field: str) -> str | None:

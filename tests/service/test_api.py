@@ -73,6 +73,15 @@ def test_counterfactual_prompts_with_the_shipped_and_a_given_swap_list():
     assert "prompt" in bad.json()["detail"]
 
 
+def test_a_chunked_body_over_the_limit_is_refused_without_holding_it():
+    def chunks():  # no content-length: the server counts as it reads
+        for _ in range(6):
+            yield b"x" * (1024 * 1024)
+
+    reply = client.post("/analyze-bias", content=chunks())
+    assert reply.status_code == 413 and "over the limit of 4194304 bytes" in reply.json()["detail"]
+
+
 def test_health_and_metrics():
     assert client.get("/healthz").json() == {"status": "ok"}
     assert client.get("/readyz").status_code == 200

@@ -45,3 +45,17 @@ def test_member_disagreement_and_counterfactuals_join_the_verdict():
     assert verdict.bias_type == ["demographic_disagreement", "counterfactual_divergence"]
     assert verdict.bias_report_summary["member_disagreement"]["flagged"] is True
     assert len(verdict.bias_report_summary["counterfactuals"]) == 1
+
+
+def test_every_bias_type_the_analyzers_emit_is_in_the_taxonomy():
+    texts = ["The chairman said every doctor should trust his instincts.", "He is wheelchair-bound.",
+             "Women are terrible drivers.", "You idiot, you moron.", "What a retard.", "Most women never pay."]
+    emitted = set()
+    for text in texts:
+        verdict = analyze_response(text, lexicons=LEX, sentiment=lambda s: -0.9,
+                                   members=[("a", "She is a doctor."), ("b", "He is a doctor.")],
+                                   counterfactuals=[({"he": "she"}, "I can't help with that.")])
+        emitted |= set(verdict.bias_score)
+    assert emitted == {"gendered_language", "dispreferred_term", "negative_group_sentiment", "toxicity", "slur",
+                       "stereotype", "demographic_disagreement", "counterfactual_divergence"}
+    assert emitted <= set(LEX.taxonomy)
