@@ -235,8 +235,9 @@ class LLMResponseEvent(_Strictish):
         limits = limits_from(info)
         if len(self.members) > limits.max_members:
             raise ValueError(f"{len(self.members)} members exceed the limit of {limits.max_members}")
-        if len(self.counterfactuals) > limits.max_responses:
-            raise ValueError(f"{len(self.counterfactuals)} counterfactuals exceed the limit of {limits.max_responses}")
+        if len(self.counterfactuals) > limits.max_counterfactuals:
+            raise ValueError(f"{len(self.counterfactuals)} counterfactuals exceed the limit of "
+                             f"{limits.max_counterfactuals}")
         texts = [("llm_response", self.llm_response)]
         texts += [(f"members[{i}].response", m.response) for i, m in enumerate(self.members)]
         texts += [(f"counterfactuals[{i}].llm_response", c.llm_response) for i, c in enumerate(self.counterfactuals)]

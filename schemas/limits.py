@@ -14,6 +14,7 @@ class EventLimits:
     max_responses: int = 32
     max_reviews: int = 64
     max_members: int = 64
+    max_counterfactuals: int = 32
 
 
 DEFAULT_LIMITS = EventLimits()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -41,8 +41,7 @@ class Settings(BaseSettings):
 
     input_topic: str = "council.sessions"
     llm_topic: str = "llm.responses"
-    consume: str = Field("all", pattern="^(all|council|responses)$",
-                         description="the inputs this worker consumes: all, council (input_topic) or responses "
+    consume: Literal["all", "council", "responses"] = Field("all", description="the inputs this worker consumes: all, council (input_topic) or responses "
                                      "(llm_topic); one per deployment lets each scale on its own backlog")
     result_topic: str = "bias.audit.stream"
     alerts_topic: str = "bias.audit.alerts"
@@ -65,6 +64,7 @@ class Settings(BaseSettings):
     max_responses: int = 32
     max_reviews: int = 64
     max_members: int = 64
+    max_counterfactuals: int = 32
 
     length_correlation_threshold: float = 0.3
     calibration_threshold: float = Field(1.5, description="points on a 1-10 scale, scaled to others")
@@ -132,6 +132,7 @@ class Settings(BaseSettings):
             max_responses=self.max_responses,
             max_reviews=self.max_reviews,
             max_members=self.max_members,
+            max_counterfactuals=self.max_counterfactuals,
         )
 
     @property
