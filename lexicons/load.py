@@ -64,16 +64,18 @@ def load_lexicons(rules_file: Path | None = None, axes_file: Path | None = None)
     """The shipped lexicons; an operator's rule file or axis lexicon replaces the shipped one."""
     taxonomy = json.loads(_shipped("taxonomy.json"))["types"]
     try:
-        axes = json.loads(_read(axes_file, "axes.json"))["axes"]
-    except (json.JSONDecodeError, KeyError, TypeError) as error:
-        raise LexiconError(f"{axes_file}: expected JSON with an 'axes' object of axis -> group -> terms ({error})") \
-            from None
+        document = json.loads(_read(axes_file, "axes.json"))["axes"]
+        axes = {str(axis): {str(group): [str(term) for term in terms] for group, terms in groups.items()}
+                for axis, groups in document.items()}
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+        raise LexiconError(f"{axes_file}: expected JSON with an 'axes' object of axis -> group -> [terms] "
+                           f"({type(error).__name__}: {error})") from None
     titles = json.loads(_shipped("gendered_titles.json"))
     toxic = json.loads(_shipped("toxicity.json"))
     for pattern in toxic["dehumanizing_patterns"]:
         re2.compile(pattern)
     return Lexicons(
-        axes={axis: {group: [str(t) for t in terms] for group, terms in groups.items()} for axis, groups in axes.items()},
+        axes=axes,
         dispreferred=json.loads(_shipped("dispreferred.json"))["terms"],
         titles=titles["titles"],
         generic_he_roles=titles["generic_he"]["roles"],

@@ -53,9 +53,10 @@ def test_a_custom_axis_lexicon_replaces_the_shipped_one(tmp_path):
     path = tmp_path / "axes.json"
     path.write_text(json.dumps({"axes": {"diet": {"vegan": ["vegan"], "meat": ["carnivore"]}}}))
     assert set(load_lexicons(axes_file=path).axes) == {"diet"}
-    path.write_text("[1, 2]")
-    with pytest.raises(LexiconError, match="expected JSON with an 'axes' object"):
-        load_lexicons(axes_file=path)
+    for bad in ("[1, 2]", '{"axes": {"diet": ["vegan"]}}', '{"axes": 3}', "not json"):
+        path.write_text(bad)
+        with pytest.raises(LexiconError, match="expected JSON with an 'axes' object"):
+            load_lexicons(axes_file=path)
     with pytest.raises(LexiconError, match="No such file"):
         load_lexicons(axes_file=tmp_path / "missing.json")
 
