@@ -8,6 +8,7 @@ The raw `original_query` is never stored; at consent 4 its HMAC is.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -116,7 +117,7 @@ class ResponseConsumer:
 
     async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
         outcomes = [Outcome(d) for d in deliveries]
-        analyzed: list[tuple[int, _Analyzed]] = []
+        parsed: list[tuple[int, Delivery, LLMResponseEvent]] = []
         for index, delivery in enumerate(deliveries):
             try:
                 event = self.parse(delivery)
@@ -125,12 +126,18 @@ class ResponseConsumer:
                 log.warning("dead-lettered", extra={"trace_id": outcomes[index].dead_letter.trace_id,
                                                     "reason": str(error), "error_type": error.error_type})
                 continue
+            parsed.append((index, delivery, event))
+        # off the event loop: the embedding backend takes ~100 ms a response (torch releases the
+        # GIL), and the loop keeps serving the other input, the probes and the drain meanwhile
+        verdicts = await asyncio.to_thread(lambda: [self.analyze(event) for _, _, event in parsed]) if parsed else []
+        analyzed: list[tuple[int, _Analyzed]] = []
+        for (index, delivery, event), verdict in zip(parsed, verdicts):
             requested = event.consent_level if event.consent_level is not None else self.default_consent
             consent = effective_consent(requested, self.hash_secret)
             trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.audit_id)
             item = WindowItem(tenant_id=event.tenant_id + MARKER_SUFFIX, session_id=event.audit_id,
                               timestamp=event.timestamp, owner=delivery.delivery_id, counted=False)
-            analyzed.append((index, _Analyzed(delivery, event, trace_id, consent, self.analyze(event), item)))
+            analyzed.append((index, _Analyzed(delivery, event, trace_id, consent, verdict, item)))
         updates = await self.window.add_many([a.item for _, a in analyzed])
         to_append: list[tuple[str, WindowItem, list[dict[str, Any]]]] = []
         for (index, a), update in zip(analyzed, updates):

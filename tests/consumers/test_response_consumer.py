@@ -137,3 +137,32 @@ def test_token_counts_from_query_context_are_taken_only_when_sane(tmp_path, usag
     assert outcome.result is not None
     [record] = list(read_records([store.path]))
     assert record["prompt_tokens"] == stored
+
+
+def test_analysis_runs_off_the_event_loop():
+    """A slow embedding backend must not stall the loop (the other input, probes, the drain)."""
+    import time
+
+    import numpy as np
+
+    def slow_embed(texts):
+        time.sleep(0.3)  # the model's time, with the GIL released as torch does
+        return np.ones((len(texts), 2)) / np.sqrt(2)
+
+    async def run() -> int:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        task = asyncio.create_task(ticker())
+        event = response_event(counterfactuals=[{"swap": {"he": "she"}, "llm_response": "She is fine."}])
+        [outcome] = await consumer(embed=slow_embed).process([deliver(event)])
+        task.cancel()
+        assert outcome.result.bias_report_summary["counterfactuals"][0]["semantic_similarity"] == 1.0
+        return ticks
+
+    assert asyncio.run(run()) >= 10  # the loop ticked through the 0.3 s of "inference"
