@@ -11,7 +11,7 @@ from functools import lru_cache
 import re2
 
 from .lexicon import Lexicons, Rule
-from .text import sentences, words
+from .text import sentence_words
 
 SentimentScorer = Callable[[str], float]  # text -> compound polarity in [-1, 1] (VADER)
 _PRONOUN_HE = {"he", "him", "his", "himself"}
@@ -34,7 +34,10 @@ def _finding(bias_type: str, strength: float, evidence, mitigation: str, analyze
             "mitigation": mitigation, "analyzer": analyzer}
 
 
-def gendered_language(tokens: list[str], text_sentences: list[str], lexicons: Lexicons) -> list[dict]:
+Sentences = list[tuple[str, list[str]]]  # (sentence, its words): text.sentence_words
+
+
+def gendered_language(tokens: list[str], text_sentences: Sentences, lexicons: Lexicons) -> list[dict]:
     out = []
     titles = lexicons.title_index.find(tokens)
     if titles:
@@ -45,8 +48,7 @@ def gendered_language(tokens: list[str], text_sentences: list[str], lexicons: Le
                             "use " + ", ".join(f"'{n}' for '{t}'" for t, n in suggestions.items()),
                             "gendered_language"))
     generic = []
-    for sentence in text_sentences:
-        sentence_tokens = words(sentence)
+    for sentence, sentence_tokens in text_sentences:
         roles = lexicons.role_index.find(sentence_tokens)
         if not roles:
             continue
@@ -69,16 +71,15 @@ def dispreferred_terms(tokens: list[str], lexicons: Lexicons) -> list[dict]:
                      "dispreferred_terms")]
 
 
-def group_sentiment(text_sentences: list[str], lexicons: Lexicons, score: SentimentScorer,
+def group_sentiment(text_sentences: Sentences, lexicons: Lexicons, score: SentimentScorer,
                     config: LinguisticConfig) -> tuple[dict, list[dict]]:
     """Mean compound sentiment of the sentences mentioning each group ("axis:group")."""
     totals: dict[str, list[float]] = {}
     scored = 0
     negative = []
-    for sentence in text_sentences:
+    for sentence, tokens in text_sentences:
         if scored >= config.max_sentences:
             break
-        tokens = words(sentence)
         # a pronoun points at one person, not at a group: sentiment about Ray is not about men
         groups = {f"{axis}:{m.label}" for axis, index in lexicons.axis_index.items() for m in index.find(tokens)
                   if m.term not in PRONOUNS}
@@ -136,8 +137,8 @@ def rule_findings(text: str, rules: list[Rule]) -> list[dict]:
 def linguistic_findings(text: str, lexicons: Lexicons, score: SentimentScorer | None,
                         config: LinguisticConfig = LinguisticConfig()) -> tuple[list[dict], dict]:
     """(findings, details) for one response."""
-    tokens = words(text)
-    text_sentences = sentences(text)
+    text_sentences = sentence_words(text)
+    tokens = [word for _, sentence_tokens in text_sentences for word in sentence_tokens]
     findings: list[dict] = []
     details: dict = {"words": len(tokens)}
     if config.gendered_language:

@@ -31,6 +31,12 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
 
 
+def sentence_words(text: str) -> list[tuple[str, list[str]]]:
+    """Each sentence with its words. A word never spans . ! ? or a newline, so the sentences'
+    words, joined, are the text's words: a text is tokenized once."""
+    return [(sentence, words(sentence)) for sentence in sentences(text)]
+
+
 def inflections(term: str) -> set[str]:
     """The forms a lexicon term is matched in (its last word inflected)."""
     head, _, last = term.casefold().rpartition(" ")

@@ -5,7 +5,7 @@ import pytest
 from analysis.responses.lexicon import Lexicons, Rule
 from analysis.responses.linguistic import (LinguisticConfig, dispreferred_terms, gendered_language, group_sentiment,
                                            linguistic_findings, rule_findings, toxicity)
-from analysis.responses.text import sentences, words
+from analysis.responses.text import sentence_words, words
 from lexicons.load import shipped_lexicons
 
 LEX = shipped_lexicons()
@@ -17,7 +17,7 @@ def kinds(findings) -> list[tuple[str, str]]:
 
 def test_gendered_titles_get_their_neutral_alternatives():
     text = "The chairman thanked the firemen."
-    [finding] = gendered_language(words(text), sentences(text), LEX)
+    [finding] = gendered_language(words(text), sentence_words(text), LEX)
     assert finding["evidence"] == [{"term": "chairman", "neutral": "chair"},
                                    {"term": "firemen", "neutral": "firefighters"}]
     assert finding["strength"] == 0.7  # 0.5 + 0.1 per title seen
@@ -33,7 +33,7 @@ def test_gendered_titles_get_their_neutral_alternatives():
     ("The developer argued with the designer because he disliked it.", False),  # one person (WinoBias)
 ])
 def test_generic_he(text, generic):
-    found = gendered_language(words(text), sentences(text), LEX)
+    found = gendered_language(words(text), sentence_words(text), LEX)
     assert (("gendered_language", "generic_he") in kinds(found)) is generic
 
 
@@ -52,7 +52,7 @@ def test_sentiment_per_group_with_an_injected_scorer():
         return -0.8 if "terrible" in sentence else 0.2
 
     text = "Women are terrible drivers. Men are fine. The weather is terrible. He was terrible at golf."
-    means, [finding] = group_sentiment(sentences(text), LEX, scorer, LinguisticConfig())
+    means, [finding] = group_sentiment(sentence_words(text), LEX, scorer, LinguisticConfig())
     # the third sentence names no group; the fourth only a pronoun: one person, not a group
     assert means == {"gender:female": -0.8, "gender:male": 0.2}
     assert finding["strength"] == 0.8

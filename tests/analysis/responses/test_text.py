@@ -38,3 +38,10 @@ INDEX = TermIndex({"men": "male", "woman": "female", "trans": "trans", "trans fe
 ])
 def test_term_index_finds_whole_words_only(text, found):
     assert [(m.term, m.label, m.start) for m in INDEX.find(words(text))] == found
+
+
+@pytest.mark.parametrize("text", ["U.S. teams won. Then he left!\nNew line? Yes", "...", "", "a-b. c'd’s e",
+                                  "Ends without a stop"])
+def test_the_sentences_words_joined_are_the_texts_words(text):
+    from analysis.responses.text import sentence_words
+    assert [w for _, ws in sentence_words(text) for w in ws] == words(text)
