@@ -65,3 +65,14 @@ def test_unswapped_undoes_the_swap_only():
     from analysis.responses.counterfactual import unswapped
     assert unswapped("She said her team won. Sheila agreed.", {"he": "she", "his": "her"}) == \
         "He said his team won. Sheila agreed."
+
+
+def test_the_original_is_scored_once_however_many_counterfactuals():
+    scored = []
+
+    def scorer(text: str) -> float:
+        scored.append(text)
+        return 0.0
+
+    counterfactual_findings("He should apply.", [({"he": "she"}, "She should apply.")] * 3, scorer)
+    assert scored.count("He should apply.") == 1 and scored.count("She should apply.") == 3
