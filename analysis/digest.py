@@ -11,7 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
+
+import msgspec
 
 from .observations import SessionScores, score_bounds
 
@@ -111,24 +113,24 @@ class BadRecord(ValueError):
     """A stored record that cannot be read as a scored cell; the message says why."""
 
 
-class StoredCell(Protocol):
-    """One stored record as the report reads it (storage decodes only these fields and skips
-    the rest of the line)."""
+class StoredCell(msgspec.Struct, gc=False):
+    """One stored record as the report reads it, ours or llm-council-core's. The report's decoder
+    builds only these fields and skips the rest of each line; not tracked by the GC."""
 
     session_id: str
     timestamp: str
     reviewer_id: str
     model_id: str
     score_value: float
-    tenant_id: str | None
-    trace_id: str | None
-    position: int | None
-    response_length_words: float | None
-    response_length_chars: float | None
-    score_scale: str | None
-    is_self_review: bool | None
-    council_config_version: str | None
-    schema_version: str
+    tenant_id: str | None = None
+    trace_id: str | None = None
+    position: int | None = None
+    response_length_words: float | None = None
+    response_length_chars: float | None = None
+    score_scale: str | None = None
+    is_self_review: bool | None = None
+    council_config_version: str | None = None
+    schema_version: str = ""
 
 
 def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:

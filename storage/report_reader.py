@@ -20,32 +20,12 @@ from pathlib import Path
 
 import msgspec
 
-from analysis.digest import BadRecord, SessionDigest, digest_from_records, timestamp_ms
+from analysis.digest import BadRecord, SessionDigest, StoredCell, digest_from_records, timestamp_ms
 from analysis.window_cells import WindowCells, window_cells
 
 from .jsonl_store import record_files
 
 DAY_MS = 86_400_000
-
-
-class StoredCell(msgspec.Struct, gc=False):
-    """The fields of a stored record the report reads (analysis.digest.StoredCell); the decoder
-    skips every other field without building it, and the struct is not tracked by the GC."""
-
-    session_id: str
-    timestamp: str
-    reviewer_id: str
-    model_id: str
-    score_value: float
-    tenant_id: str | None = None
-    trace_id: str | None = None
-    position: int | None = None
-    response_length_words: float | None = None
-    response_length_chars: float | None = None
-    score_scale: str | None = None
-    is_self_review: bool | None = None
-    council_config_version: str | None = None
-    schema_version: str = ""
 
 
 class _SessionHead(msgspec.Struct, gc=False):

@@ -2,49 +2,37 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
-from analysis.digest import BadRecord, digest_from_records
+from analysis.digest import BadRecord, StoredCell, digest_from_records
 
 
-@dataclass
-class Row:  # the attributes analysis.digest.StoredCell names, with the contract's defaults
-    reviewer_id: str
-    model_id: str
-    score_value: float
-    position: int | None = 0
-    score_scale: str | None = "1-10"
-    schema_version: str = "1.2.0"
-    is_self_review: bool | None = False
-    response_length_words: float | None = 100.0
-    response_length_chars: float | None = 600.0
-    session_id: str = "s1"
-    timestamp: str = "2026-11-01T00:00:00Z"
-    tenant_id: str | None = None
-    trace_id: str | None = None
-    council_config_version: str | None = None
+def stored(reviewer_id: str, model_id: str, score_value: float, **fields) -> StoredCell:
+    """A stored record with the contract's usual values, as the reader decodes it."""
+    defaults = {"position": 0, "score_scale": "1-10", "schema_version": "1.2.0", "is_self_review": False,
+                "response_length_words": 100.0, "response_length_chars": 600.0, "session_id": "s1",
+                "timestamp": "2026-11-01T00:00:00Z"}
+    return StoredCell(reviewer_id=reviewer_id, model_id=model_id, score_value=score_value, **{**defaults, **fields})
 
 
 CASES = [
     ("scores become fractions of the scale",
-     [Row("a", "x", 4.0), Row("a", "y", 10.0, position=1)],
+     [stored("a", "x", 4.0), stored("a", "y", 10.0, position=1)],
      ((0, 0, 0, 3 / 9, False), (0, 1, 1, 1.0, False))),
     ("a repeated (reviewer, model) record counts once: the first",
-     [Row("a", "x", 4.0), Row("b", "x", 7.0), Row("a", "x", 9.0)],
+     [stored("a", "x", 4.0), stored("b", "x", 7.0), stored("a", "x", 9.0)],
      ((0, 0, 0, 3 / 9, False), (1, 0, 0, 6 / 9, False))),
     ("each record's own scale",
-     [Row("a", "x", 10.0), Row("b", "x", 3.0, score_scale="1-5")],
+     [stored("a", "x", 10.0), stored("b", "x", 3.0, score_scale="1-5")],
      ((0, 0, 0, 1.0, False), (1, 0, 0, 0.5, False))),
     ("before schema 1.2.0 position held the ranking: unknown",
-     [Row("a", "x", 4.0, position=2, schema_version="1.1.0")],
+     [stored("a", "x", 4.0, position=2, schema_version="1.1.0")],
      ((0, 0, -1, 3 / 9, False),)),
     ("no position stored: unknown",
-     [Row("a", "x", 4.0, position=None)],
+     [stored("a", "x", 4.0, position=None)],
      ((0, 0, -1, 3 / 9, False),)),
     ("llm-council-core stores no is_self_review: the ids decide",
-     [Row("x", "x", 4.0, is_self_review=None), Row("x", "y", 4.0, is_self_review=None)],
+     [stored("x", "x", 4.0, is_self_review=None), stored("x", "y", 4.0, is_self_review=None)],
      ((0, 0, 0, 3 / 9, True), (0, 1, 0, 3 / 9, False))),
 ]
 
@@ -55,8 +43,8 @@ def test_cells(rows, cells):
 
 
 def test_session_fields_come_from_its_first_record():
-    digest = digest_from_records([Row("a", "x", 4.0, tenant_id=None, trace_id="t1", council_config_version="1.1"),
-                                  Row("a", "y", 5.0, response_length_words=50.0)])
+    digest = digest_from_records([stored("a", "x", 4.0, tenant_id=None, trace_id="t1", council_config_version="1.1"),
+                                  stored("a", "y", 5.0, response_length_words=50.0)])
     session = (digest.session_id, digest.tenant_id, digest.trace_id, digest.config_version)
     assert session == ("s1", "default", "t1", "1.1")
     assert digest.ts_ms == 1_793_491_200_000  # 2026-11-01T00:00:00Z
@@ -65,11 +53,11 @@ def test_session_fields_come_from_its_first_record():
 
 
 def test_characters_when_the_records_carry_no_word_counts():
-    digest = digest_from_records([Row("a", "x", 4.0, response_length_words=None)])
+    digest = digest_from_records([stored("a", "x", 4.0, response_length_words=None)])
     assert (digest.lengths, digest.length_unit) == ((600.0,), "chars")
 
 
-@pytest.mark.parametrize("row", [Row("a", "x", 4.0, score_scale="ten"), Row("a", "x", 4.0, timestamp="yesterday")])
+@pytest.mark.parametrize("row", [stored("a", "x", 4.0, score_scale="ten"), stored("a", "x", 4.0, timestamp="yesterday")])
 def test_an_unreadable_record_names_its_session(row):
     with pytest.raises(BadRecord, match="session 's1'"):
         digest_from_records([row])
