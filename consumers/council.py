@@ -28,7 +28,7 @@ from windows.alert_state import AlertStateStore, Transition
 from windows.base import WindowItem, WindowPolicy, WindowStore
 
 from .exactly_once import RecordOnce, RecordSink
-from .envelope import Delivery, InvalidEvent, Misrouted, dead_letter, parse_event, resolve_trace_id, utc_now_iso
+from .envelope import Delivery, Misrouted, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
 
 log = logging.getLogger("bias_audit.consumer")
 
@@ -133,17 +133,7 @@ class CouncilSessionConsumer:
         """Outcomes in delivery order. Raises only on transient failures (window store or
         disk); then nothing was acknowledged and the whole batch may be retried."""
         outcomes: list[Outcome] = [Outcome(d) for d in deliveries]
-        parsed: list[tuple[int, CouncilSessionEvent]] = []
-        for index, delivery in enumerate(deliveries):
-            try:
-                parsed.append((index, self.parse(delivery)))
-            except InvalidEvent as error:
-                outcomes[index].dead_letter = dead_letter(delivery, str(error), error.error_type)
-                log.warning(
-                    "dead-lettered",
-                    extra={"trace_id": outcomes[index].dead_letter.trace_id, "reason": str(error),
-                           "error_type": error.error_type, "delivery_id": delivery.delivery_id},
-                )
+        parsed = parse_or_dead_letter(deliveries, outcomes, self.parse)
         scores = [session_scores(event) for _, event in parsed]
         analyses = audit_batch(scores, self.audit_config)  # vectorized over the batch
         prepared = [

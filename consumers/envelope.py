@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -16,6 +18,7 @@ from schemas.limits import EventLimits
 from schemas.results import DeadLetter
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger("bias_audit.consumer")
 
 RAW_TEXT_FIELDS = ("query", "original_query")  # never stored, logged or forwarded
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
@@ -137,6 +140,21 @@ def parse_event(model: type[M], body: bytes, limits: EventLimits, other: Misrout
             else:
                 raise InvalidEvent(other.reason, "wrong_topic") from None
         raise InvalidEvent(describe_validation_error(error), "invalid_event") from None
+
+
+def parse_or_dead_letter(deliveries: list[Delivery], outcomes: list, parse: Callable[[Delivery], M]) -> list[tuple[int, M]]:
+    """(index, event) of each delivery that parses; every other one gets its dead letter on its
+    outcome, with the reason, and a log line."""
+    parsed = []
+    for index, delivery in enumerate(deliveries):
+        try:
+            parsed.append((index, parse(delivery)))
+        except InvalidEvent as error:
+            letter = outcomes[index].dead_letter = dead_letter(delivery, str(error), error.error_type)
+            log.warning("dead-lettered", extra={"trace_id": letter.trace_id, "reason": str(error),
+                                                "error_type": error.error_type, "delivery_id": delivery.delivery_id,
+                                                "source_topic": delivery.source_topic})
+    return parsed
 
 
 def scrub_payload(body: bytes) -> tuple[Any, str]:

@@ -9,7 +9,6 @@ The raw `original_query` is never stored; at consent 4 its HMAC is.
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,10 +26,9 @@ from windows.base import WindowItem, WindowStore
 
 from .council import Outcome
 from .exactly_once import RecordOnce, RecordSink
-from .envelope import (Delivery, InvalidEvent, Misrouted, classify, dead_letter, parse_event, resolve_trace_id,
+from .envelope import (Delivery, Misrouted, classify, parse_event, parse_or_dead_letter, resolve_trace_id,
                        utc_now_iso)
 
-log = logging.getLogger("bias_audit.responses")
 # Markers live under their own tenant key ('#' cannot occur in a tenant id): never counted in,
 # or moving the cutoff of, the tenant's council window.
 MARKER_SUFFIX = "#llm"
@@ -117,21 +115,13 @@ class ResponseConsumer:
 
     async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
         outcomes = [Outcome(d) for d in deliveries]
-        parsed: list[tuple[int, Delivery, LLMResponseEvent]] = []
-        for index, delivery in enumerate(deliveries):
-            try:
-                event = self.parse(delivery)
-            except InvalidEvent as error:
-                outcomes[index].dead_letter = dead_letter(delivery, str(error), error.error_type)
-                log.warning("dead-lettered", extra={"trace_id": outcomes[index].dead_letter.trace_id,
-                                                    "reason": str(error), "error_type": error.error_type})
-                continue
-            parsed.append((index, delivery, event))
+        parsed = parse_or_dead_letter(deliveries, outcomes, self.parse)
         # off the event loop: the embedding backend takes ~100 ms a response (torch releases the
         # GIL), and the loop keeps serving the other input, the probes and the drain meanwhile
-        verdicts = await asyncio.to_thread(lambda: [self.analyze(event) for _, _, event in parsed]) if parsed else []
+        verdicts = await asyncio.to_thread(lambda: [self.analyze(event) for _, event in parsed]) if parsed else []
         analyzed: list[tuple[int, _Analyzed]] = []
-        for (index, delivery, event), verdict in zip(parsed, verdicts):
+        for (index, event), verdict in zip(parsed, verdicts):
+            delivery = deliveries[index]
             requested = event.consent_level if event.consent_level is not None else self.default_consent
             consent = effective_consent(requested, self.hash_secret)
             trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.audit_id)
