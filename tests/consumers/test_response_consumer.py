@@ -81,10 +81,18 @@ def test_a_redelivered_message_is_published_once_and_recorded_once(tmp_path):
     assert len(list(read_records([store.path]))) == 1
 
 
-def test_a_response_marker_never_enters_the_tenant_council_window():
+def test_responses_share_the_window_store_without_touching_the_tenant_council_window():
     window = MemoryWindow()
-    asyncio.run(consumer(window=window).process([deliver(response_event(tenant_id="acme"))]))
-    assert window.summary("acme").sessions == 0
+    router = EventRouter(CouncilSessionConsumer(window=window, store=None), consumer(window=window),
+                         llm_topic="llm.responses", council_topic="council.sessions")
+    session = council_event({"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}}, session_id="x-1",
+                            tenant_id="acme", timestamp="2026-11-01T00:00:00Z")
+    asyncio.run(router.process([deliver(session, "1", topic="council.sessions")]))
+    # 40 days newer than the session: as a window entry it would move the 30-day cutoff past it
+    late = response_event(tenant_id="acme", audit_id="x-1", timestamp="2026-12-11T00:00:00Z")
+    [outcome] = asyncio.run(router.process([deliver(late, "2", topic="llm.responses")]))
+    assert outcome.result is not None and not outcome.duplicate  # the same id as the session: not a duplicate
+    assert window.summary("acme").sessions == 1
 
 
 HOSTILE = [
