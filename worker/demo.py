@@ -83,7 +83,8 @@ def run_demo(sessions_file: Path | None = None) -> int:
         stored = b"".join(path.read_bytes() for path in Path(tmp).rglob("*.jsonl"))
 
     results = [r for r in everything if r["source"] == "council.session"]
-    query_leaked = any(e["original_query"].encode() in stored for e in responses[:1])
+    queries = {e["original_query"] for e in responses} | {orjson.loads(line).get("query") for line in lines}
+    query_leaked = any(query.encode() in stored for query in queries if query)
     console.print(f"{len(everything)} results on [bold]{settings.result_topic}[/bold] in {elapsed:.1f} s; "
                   f"{len(records)} council records and {len(interactions)} interaction records stored "
                   f"(raw queries: {'[red]found[/red]' if query_leaked else 'none'})")
