@@ -63,13 +63,11 @@ class TermIndex:
 
     def __init__(self, terms: Mapping[str, str], *, inflect: bool = True) -> None:
         self._by_first: dict[str, list[tuple[tuple[str, ...], str, str]]] = {}
-        self.size = 0
         for term, label in terms.items():
             for form in (inflections(term) if inflect else {term.casefold()}):
                 tokens = tuple(words(form))
                 if tokens:
                     self._by_first.setdefault(tokens[0], []).append((tokens, term, label))
-                    self.size += 1
         for candidates in self._by_first.values():
             candidates.sort(key=lambda c: -len(c[0]))  # longest first: "trans female" before "trans"
 
