@@ -7,6 +7,7 @@ import re
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     BeforeValidator,
@@ -41,7 +42,16 @@ def _iso_text(value: Any) -> Any:
     return value
 
 
+def _within_response_limit(value: str, info: ValidationInfo) -> str:
+    limit = limits_from(info).max_response_bytes
+    # len(str) <= bytes <= 4*len(str): only encode when it could matter.
+    if len(value) * 4 > limit and (size := len(value.encode("utf-8", "surrogatepass"))) > limit:
+        raise ValueError(f"the text is {size} bytes, larger than the limit of {limit} bytes")
+    return value
+
+
 Timestamp = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
+ResponseText = Annotated[str, AfterValidator(_within_response_limit)]  # any model answer an event carries
 # the bounds sit on int itself, so the JSON schema carries them as minimum / maximum
 Consent = Annotated[int, Field(ge=0, le=4), BeforeValidator(_json_integer)]
 Count = Annotated[int, Field(ge=0, le=2**53), BeforeValidator(_json_integer)]  # exact in every JSON reader
@@ -97,16 +107,7 @@ LabelMap = dict[Annotated[str, StringConstraints(min_length=1, max_length=64)], 
 
 class CandidateResponse(_Strictish):
     model: ModelName
-    response: str
-
-    @field_validator("response")
-    @classmethod
-    def _bounded(cls, value: str, info: ValidationInfo) -> str:
-        limit = limits_from(info).max_response_bytes
-        # len(str) <= bytes <= 4*len(str): only encode when it could matter.
-        if len(value) * 4 > limit and len(value.encode("utf-8", "surrogatepass")) > limit:
-            raise ValueError(f"response is larger than the limit of {limit} bytes")
-        return value
+    response: ResponseText
 
 
 class Review(_Strictish):
@@ -203,12 +204,12 @@ class CouncilSessionEvent(_Strictish):
 
 class Counterfactual(_Strictish):
     swap: dict[str, str]
-    llm_response: str
+    llm_response: ResponseText
 
 
 class Member(_Strictish):
     member_id: Identifier
-    response: str
+    response: ResponseText
 
 
 class LLMResponseEvent(_Strictish):
@@ -221,7 +222,7 @@ class LLMResponseEvent(_Strictish):
     llm_provider: str | None = None
     llm_model: str | None = None
     original_query: str | None = Field(default=None, exclude=True, repr=False)
-    llm_response: str
+    llm_response: ResponseText
     query_context: dict[str, Any] = Field(default_factory=dict)
     counterfactuals: list[Counterfactual] = Field(default_factory=list)
     members: list[Member] = Field(default_factory=list)
@@ -238,12 +239,4 @@ class LLMResponseEvent(_Strictish):
         if len(self.counterfactuals) > limits.max_counterfactuals:
             raise ValueError(f"{len(self.counterfactuals)} counterfactuals exceed the limit of "
                              f"{limits.max_counterfactuals}")
-        texts = [("llm_response", self.llm_response)]
-        texts += [(f"members[{i}].response", m.response) for i, m in enumerate(self.members)]
-        texts += [(f"counterfactuals[{i}].llm_response", c.llm_response) for i, c in enumerate(self.counterfactuals)]
-        for where, text in texts:
-            if 4 * len(text) > limits.max_response_bytes:  # at most 4 bytes a character: most texts skip encoding
-                size = len(text.encode("utf-8", "surrogatepass"))
-                if size > limits.max_response_bytes:
-                    raise ValueError(f"{where} is {size} bytes, over the limit of {limits.max_response_bytes}")
         return self

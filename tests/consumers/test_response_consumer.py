@@ -98,7 +98,7 @@ def test_responses_share_the_window_store_without_touching_the_tenant_council_wi
 HOSTILE = [
     (b"x" * (10 * 1024 * 1024), "too_large", "over the limit of 4194304"),
     (json.dumps(response_event(llm_response="word " * 60_000)).encode(), "invalid_event",
-     "llm_response is 300000 bytes, over the limit of 262144"),
+     "llm_response: the text is 300000 bytes, larger than the limit of 262144 bytes"),
     (b"[" * 100_000 + b"]" * 100_000, "invalid_json", "not valid JSON"),
     (json.dumps(response_event(members=[{"member_id": f"m{i}", "response": "ok"} for i in range(10_000)])).encode(),
      "invalid_event", "10000 members exceed the limit of 64"),
