@@ -16,7 +16,7 @@ from .base import STATUS_AFTER, WindowItem, WindowPolicy, iso_from_ms, marker_va
 class _TenantWindow:
     sums: dict[str, int] = field(default_factory=dict)
     contributions: dict[str, dict[str, int]] = field(default_factory=dict)
-    digests: dict[str, dict] = field(default_factory=dict)
+    digests: dict[str, SessionDigest] = field(default_factory=dict)  # parsed once, when counted
     sequence: int = 0
     recent_order: deque[str] = field(default_factory=deque)  # counting order
     recent_contributions: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -79,7 +79,7 @@ class MemoryWindow:
                 tenant.sequence += 1
                 sequence = tenant.sequence
                 if item.digest is not None:
-                    tenant.digests[item.session_id] = item.digest
+                    tenant.digests[item.session_id] = SessionDigest.from_dict(item.digest)
                 _add_into(tenant.sums, main, 1)
             while tenant.order and tenant.order[0][0] < cutoff:
                 self._evict_oldest(tenant)
@@ -118,7 +118,7 @@ class MemoryWindow:
         for tenant_id in tenant_ids:
             tenant = self._tenants.get(tenant_id) or _TenantWindow()
             stored = tenant.digests
-            out[tenant_id] = [SessionDigest.from_dict(stored[sid]) for _, _, sid in sorted(tenant.order) if sid in stored]
+            out[tenant_id] = [stored[sid] for _, _, sid in sorted(tenant.order) if sid in stored]
         return out
 
     async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:
