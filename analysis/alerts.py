@@ -10,7 +10,6 @@ order the sessions were counted, so two workers raise one alert per onset.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -140,13 +139,25 @@ class Baseline:
     offset_scale: np.ndarray
 
 
+def _column_medians(values: np.ndarray) -> np.ndarray:
+    """np.nanmedian(values, axis=0), exactly, without its masked-array path (~1 ms a call on a
+    100 x 5 window, paid on every batch): sort puts NaN last, so each column's median sits at
+    the middle of its first `count` values. NaN for an all-NaN column."""
+    count = (~np.isnan(values)).sum(0)
+    if not len(values):
+        return np.full(values.shape[1:], np.nan)
+    ordered = np.sort(values, axis=0)
+    columns = np.arange(values.shape[1])
+    low = ordered[np.maximum(count - 1, 0) // 2, columns]  # the middle pair of the first `count`
+    high = ordered[count // 2, columns]  # (the same value when `count` is odd)
+    return np.where(count > 0, (low + high) / 2, np.nan)
+
+
 def _robust(values: np.ndarray, minimum: int) -> tuple[np.ndarray, np.ndarray]:
     """Column-wise (median, 1.4826 MAD) ignoring NaN; NaN below `minimum` values or MAD 0."""
     count = (~np.isnan(values)).sum(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
-        median = np.nanmedian(values, axis=0) if len(values) else np.full(values.shape[1:], np.nan)
-        scale = MAD_TO_SD * np.nanmedian(np.abs(values - median), axis=0) if len(values) else median
+    median = _column_medians(values)
+    scale = MAD_TO_SD * _column_medians(np.abs(values - median))
     bad = (count < minimum) | ~(scale > 0)
     return np.where(bad, np.nan, median), np.where(bad, np.nan, scale)
 
