@@ -45,6 +45,8 @@ sys.path.insert(0, str(ROOT))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from percentiles import percentile  # noqa: E402  (this folder is on the path: run as a script)
+
 from analysis.responses.report import analyze_response  # noqa: E402
 from analysis.responses.text import words  # noqa: E402
 from lexicons.load import shipped_lexicons  # noqa: E402
@@ -58,11 +60,6 @@ REDDIT = {"gender": "gender/reddit_comments_gender_female", "race": "race/reddit
 DETECTORS = ["any", "negative_group_sentiment", "stereotype", "toxicity", "slur", "dispreferred_term",
              "gendered_language"]
 console = Console(width=150)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def latency(use_embeddings: bool, count: int) -> None:
@@ -97,7 +94,8 @@ def latency(use_embeddings: bool, count: int) -> None:
                            else "lexicon path"))
     for column in ("p50 ms", "p90 ms", "p99 ms", "max ms", "target p99"):
         table.add_column(column, justify="right")
-    table.add_row(*(f"{percentile(times, q):.2f}" for q in (0.5, 0.9, 0.99)), f"{max(times):.2f}",
+    times.sort()
+    table.add_row(*(f"{percentile(times, q):.2f}" for q in (0.5, 0.9, 0.99)), f"{times[-1]:.2f}",
                   "< 200 ms" if use_embeddings else "< 5 ms")
     console.print(table)
 

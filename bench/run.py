@@ -28,6 +28,8 @@ import redis  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from percentiles import percentile  # noqa: E402  (this folder is on the path: run as a script)
+
 from analysis.observations import session_scores  # noqa: E402
 from analysis.session_audit import audit_batch, audit_scores  # noqa: E402
 from producers.redis_streams import wire_fields  # noqa: E402
@@ -162,7 +164,9 @@ def bench_latency(rate: int = 200, seconds: int = 15) -> None:
             _entry_ms(entry_id) - sent[json.loads(fields[b"data"])["audit_id"]]
             for entry_id, fields in client.xrange("bias.audit.stream")
         )
-    p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
+    def p(q: float) -> float:
+        return percentile(latencies, q)
+
     table = Table(title=f"Publish-to-result latency at {rate} sessions/s for {seconds} s (Redis clock, ms)")
     for column in ("p50", "p90", "p99", "max", "target p99"):
         table.add_column(column, justify="right")
