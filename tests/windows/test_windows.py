@@ -158,3 +158,38 @@ def test_progress_marks_in_redis_keep_the_ttl(redis_url):
     statuses, ttl = asyncio.run(run())
     assert statuses == PROGRESS
     assert 86_400 < ttl <= 2 * 86_400
+
+
+def with_digest(window_item: WindowItem) -> WindowItem:
+    from analysis.digest import SessionDigest
+    digest = SessionDigest(session_id=window_item.session_id, tenant_id=window_item.tenant_id,
+                           ts_ms=window_item.ts_ms, trace_id=None, config_version=None, reviewers=("r",), models=("m",),
+                           lengths=(10.0,), length_unit="words", cells=((0, 0, 0, 0.5, False),))
+    return dataclasses.replace(window_item, digest=digest.to_dict() if window_item.counted else None)
+
+
+@pytest.mark.redis
+def test_window_digests_follow_the_window_through_additions_and_evictions(redis_url):
+    """digests() after every batch, on one RedisWindow (its parsed-digest cache warm), equals the
+    in-process window's, in event-time order."""
+    policy = WindowPolicy(max_sessions=10, max_days=20)  # both limits bite on 40 days of sessions
+    items = [with_digest(i) for i in random_items(seed=8, count=90)]
+
+    async def run() -> list[tuple[list[str], list[str]]]:
+        client = Redis.from_url(redis_url)
+        in_redis, in_memory = RedisWindow(client, policy, prefix="dg"), MemoryWindow(policy)
+        seen = []
+        for start in range(0, len(items), 7):
+            batch = items[start:start + 7]
+            await in_redis.add_many(batch)
+            await in_memory.add_many(batch)
+            got, want = await in_redis.digests(["acme", "beta"]), await in_memory.digests(["acme", "beta"])
+            for tenant in ("acme", "beta"):
+                assert got[tenant] == want[tenant]
+                assert [d.ts_ms for d in got[tenant]] == sorted(d.ts_ms for d in got[tenant])
+                seen.append([d.session_id for d in got[tenant]])
+        await client.aclose()
+        return seen
+
+    windows = asyncio.run(run())
+    assert max(len(w) for w in windows) == 10 and len({tuple(w) for w in windows}) > 10  # it moved and filled
