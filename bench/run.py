@@ -202,5 +202,9 @@ SECTIONS = {"audit": bench_audit, "throughput": bench_throughput, "latency": ben
 
 if __name__ == "__main__":
     chosen = sys.argv[1:] or list(SECTIONS)
+    unknown = [name for name in chosen if name not in SECTIONS]
+    if unknown:  # --help among them
+        print(__doc__.strip(), f"\n\nsections: {', '.join(SECTIONS)} (default: all)", file=sys.stderr)
+        sys.exit(0 if unknown in (["--help"], ["-h"]) else 2)
     for name in chosen:
         SECTIONS[name]()
