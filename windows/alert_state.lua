@@ -1,25 +1,38 @@
--- Move one alert between ok and firing, at most once per onset, across every worker.
--- KEYS[1] the alert's state hash   KEYS[2] the tenant's firing counter for this minute
--- ARGV[1] wanted state ('firing' | 'ok')   ARGV[2] sequence of the session evaluated
--- ARGV[3] now ms   ARGV[4] cooldown ms   ARGV[5] max firings per minute per tenant
--- ARGV[6] alert id to use if this fires   ARGV[7] state ttl s
--- Returns {'fired', id} | {'resolved', id} | {'unchanged'}: a condition evaluated on an older
--- session than the last one applied is ignored, so the state follows the window's order.
-local state = redis.call('HMGET', KEYS[1], 'status', 'sequence', 'alert_id', 'resolved_ms')
-local status = state[1] or 'ok'
-local sequence = tonumber(ARGV[2])
-if state[2] and sequence <= tonumber(state[2]) then return {'unchanged'} end
-redis.call('HSET', KEYS[1], 'sequence', ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[7])
-if ARGV[1] == status then return {'unchanged'} end
-local now = tonumber(ARGV[3])
-if ARGV[1] == 'firing' then
-  if state[4] and now - tonumber(state[4]) < tonumber(ARGV[4]) then return {'unchanged'} end
-  local fired = redis.call('INCR', KEYS[2])
-  if fired == 1 then redis.call('PEXPIRE', KEYS[2], 60000) end
-  if fired > tonumber(ARGV[5]) then return {'unchanged'} end
-  redis.call('HSET', KEYS[1], 'status', 'firing', 'alert_id', ARGV[6])
-  return {'fired', ARGV[6]}
+-- Move a tenant's alerts between ok and firing, at most once per onset, across every worker.
+-- One call per tenant per batch; the transitions are applied in order, each as it would be alone.
+-- KEYS[1] the tenant's firing counter for this minute   KEYS[1 + i] the state hash of transition i
+-- ARGV[1] now ms   ARGV[2] cooldown ms   ARGV[3] max firings per minute per tenant   ARGV[4] state ttl s
+-- then per transition, 3 values: wanted state ('firing' | 'ok'), sequence of the session
+-- evaluated, alert id to use if this fires.
+-- Returns per transition 'fired' | 'resolved' | 'unchanged', then the alert id ('' if unchanged):
+-- a condition evaluated on an older session than the last one applied is ignored, so the state
+-- follows the window's order.
+local now, cooldown, max_per_minute, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local out = {}
+
+local function apply(key, wanted, sequence_text, alert_id)
+  local state = redis.call('HMGET', key, 'status', 'sequence', 'alert_id', 'resolved_ms')
+  local status = state[1] or 'ok'
+  if state[2] and tonumber(sequence_text) <= tonumber(state[2]) then return 'unchanged', '' end
+  redis.call('HSET', key, 'sequence', sequence_text)
+  redis.call('EXPIRE', key, ttl)
+  if wanted == status then return 'unchanged', '' end
+  if wanted == 'firing' then
+    if state[4] and now - tonumber(state[4]) < cooldown then return 'unchanged', '' end
+    local fired = redis.call('INCR', KEYS[1])
+    if fired == 1 then redis.call('PEXPIRE', KEYS[1], 60000) end
+    if fired > max_per_minute then return 'unchanged', '' end
+    redis.call('HSET', key, 'status', 'firing', 'alert_id', alert_id)
+    return 'fired', alert_id
+  end
+  redis.call('HSET', key, 'status', 'ok', 'resolved_ms', ARGV[1])
+  return 'resolved', state[3] or ''
 end
-redis.call('HSET', KEYS[1], 'status', 'ok', 'resolved_ms', ARGV[3])
-return {'resolved', state[3] or ''}
+
+for i = 1, #KEYS - 1 do
+  local base = 4 + (i - 1) * 3
+  local change, id = apply(KEYS[1 + i], ARGV[base + 1], ARGV[base + 2], ARGV[base + 3])
+  out[#out + 1] = change
+  out[#out + 1] = id
+end
+return out

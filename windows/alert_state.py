@@ -51,17 +51,27 @@ class RedisAlertState:
             return []
         now_ms = int(time.time() * 1000)
         minute = now_ms // 60_000
+        limits = self.limits
+        by_tenant: dict[str, list[int]] = {}
+        for index, t in enumerate(transitions):
+            by_tenant.setdefault(t.tenant_id, []).append(index)
         async with self.client.pipeline(transaction=False) as pipe:
-            for t in transitions:
-                base = f"{self.prefix}:{{{t.tenant_id}}}"
-                await self._script(
-                    keys=[f"{base}:alert:{t.key}", f"{base}:alerts-fired:{minute}"],
-                    args=[t.wanted, t.sequence, now_ms, int(self.limits.cooldown_s * 1000),
-                          self.limits.max_per_minute, t.alert_id, self.limits.state_ttl_s],
-                    client=pipe,
-                )
+            for tenant, indexes in by_tenant.items():  # one call per tenant: its keys share a slot
+                base = f"{self.prefix}:{{{tenant}}}"
+                args = [now_ms, int(limits.cooldown_s * 1000), limits.max_per_minute, limits.state_ttl_s]
+                for i in indexes:
+                    t = transitions[i]
+                    args += [t.wanted, t.sequence, t.alert_id]
+                await self._script(keys=[f"{base}:alerts-fired:{minute}",
+                                         *(f"{base}:alert:{transitions[i].key}" for i in indexes)],
+                                   args=args, client=pipe)
             replies = await pipe.execute()
-        return [None if _decode(r[0]) == "unchanged" else (_decode(r[0]), _decode(r[1])) for r in replies]
+        out: list[tuple[str, str] | None] = [None] * len(transitions)
+        for indexes, reply in zip(by_tenant.values(), replies):
+            for n, index in enumerate(indexes):
+                change = _decode(reply[2 * n])
+                out[index] = None if change == "unchanged" else (change, _decode(reply[2 * n + 1]))
+        return out
 
 
 class MemoryAlertState:

@@ -1,97 +1,159 @@
--- Count one session in its tenant's rolling window, atomically, at most once.
+-- Count a batch of one tenant's sessions in its rolling window, atomically, each at most once.
+-- One call per tenant per batch: the sums are written once per field at the end, not once per
+-- field per session (a session adds ~60 fields and evicts as many: that was ~120 HINCRBY each).
 -- The seen marker holds the owner, then owner|recorded, then owner|published as the
 -- delivery's records are appended and its result published (see base.py's statuses).
--- KEYS[1] seen marker   KEYS[2] sums hash   KEYS[3] order zset (score = event ms)
--- KEYS[4] newest event ms   KEYS[5] prefix of per-session contribution hashes
--- KEYS[6] session digests hash (session id -> JSON)   KEYS[7] counting sequence of the tenant
--- ARGV[1] session id  ARGV[2] event ms  ARGV[3] max sessions  ARGV[4] window ms
--- ARGV[5] seen ttl s  ARGV[6] owner (delivery id)  ARGV[7] '1' to count, '0' to only remember
--- ARGV[8] the session's digest (JSON, '' for none)   ARGV[9] sessions in the recent window
--- ARGV[10..] field, value pairs: integer strings, never turned into Lua numbers (doubles),
--- so sums stay exact int64 in Redis. Fields starting 'ro:' go to the recent window only.
--- KEYS[8] recent sums  KEYS[9] recent order (score = sequence)  KEYS[10] recent contributions
--- The recent window is the last ARGV[9] sessions in counting order: every worker's sessions,
+-- KEYS[1] sums hash   KEYS[2] order zset (score = event ms)   KEYS[3] newest event ms
+-- KEYS[4] prefix of per-session contributions   KEYS[5] session digests hash (id -> JSON)
+-- KEYS[6] counting sequence of the tenant   KEYS[7] recent sums   KEYS[8] recent order
+-- (score = sequence)   KEYS[9] prefix of recent contributions   KEYS[9 + i] seen marker of session i
+-- ARGV[1] max sessions  ARGV[2] window ms  ARGV[3] seen ttl s  ARGV[4] sessions in the recent window
+-- then per session, 6 values: id, event ms, owner (delivery id), '1' to count or '0' to only
+-- remember, digest JSON ('' for none), contribution (JSON ["field", "value", ...], '' for none;
+-- values are integer strings, fields starting 'ro:' go to the recent window only).
+-- The recent window is the last ARGV[4] sessions in counting order: every worker's sessions,
 -- complete at the moment this one is counted, which is what live alerts are judged on.
--- Returns {status, sums, sessions, first ms, last ms, sequence (0 unless counted now), recent sums}.
+-- Returns {sums before, recent sums before, then per session {status, sequence (0 unless counted
+-- now), sessions, first ms, last ms, contributions it evicted, recent contributions it evicted}}:
+-- the caller replays them over the sums before to get each session's sums exactly.
 -- A sum that reaches 0 is removed, as if never written (the in-process window does the same).
+
+-- Integers below 2^52 add exactly as doubles; larger ones go to HINCRBY as strings (int64).
+local EXACT = 4503599627370496
+
 local function add_to(hash, field, value)
   if redis.call('HINCRBY', hash, field, value) == 0 then redis.call('HDEL', hash, field) end
 end
 
--- Subtract a session's contribution (a hash of field -> integer string) and delete it. The
--- negation is done on the string: the values never become Lua numbers (doubles).
-local function take_back(hash, contribution)
-  local flat = redis.call('HGETALL', contribution)
-  for i = 1, #flat, 2 do
-    local v = flat[i + 1]
-    if v ~= '0' then  -- nothing to take back, and Redis refuses '-0'
-      if string.sub(v, 1, 1) == '-' then add_to(hash, flat[i], string.sub(v, 2)) else add_to(hash, flat[i], '-' .. v) end
-    end
-  end
-  redis.call('DEL', contribution)
+local function negated(v)
+  if string.sub(v, 1, 1) == '-' then return string.sub(v, 2) end
+  return '-' .. v
 end
 
-local status = 'new'
-local sequence = 0
-local seen = redis.call('GET', KEYS[1])
-if seen then
-  if seen == ARGV[6] then status = 'resume'
-  elseif seen == ARGV[6] .. '|recorded' then status = 'resume_recorded'
-  elseif seen == ARGV[6] .. '|published' then status = 'done'
-  else status = 'duplicate' end
-else
-  redis.call('SET', KEYS[1], ARGV[6], 'EX', ARGV[5])
-  local ts = tonumber(ARGV[2])
-  local newest = tonumber(redis.call('GET', KEYS[4]) or ARGV[2])
-  if ts >= newest then
-    newest = ts
-    redis.call('SET', KEYS[4], ARGV[2])
-  end
-  local cutoff = newest - tonumber(ARGV[4])
+-- Per-field deltas of the batch, flushed to the hash once at the end.
+local function new_pending(hash) return {hash = hash, delta = {}} end
 
-  if ARGV[7] == '1' and ts >= cutoff then
-    redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
-    sequence = redis.call('INCR', KEYS[7])
-    if ARGV[8] ~= '' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[8]) end
-    local pairs_, recent_ = {}, {}
-    for i = 10, #ARGV, 2 do
-      if string.sub(ARGV[i], 1, 3) == 'ro:' then
-        add_to(KEYS[8], ARGV[i], ARGV[i + 1])
-        recent_[#recent_ + 1] = ARGV[i]
-        recent_[#recent_ + 1] = ARGV[i + 1]
-      else
-        add_to(KEYS[2], ARGV[i], ARGV[i + 1])
-        pairs_[#pairs_ + 1] = ARGV[i]
-        pairs_[#pairs_ + 1] = ARGV[i + 1]
-      end
-    end
-    if #pairs_ > 0 then redis.call('HSET', KEYS[5] .. ARGV[1], unpack(pairs_)) end
-    if #recent_ > 0 then redis.call('HSET', KEYS[10] .. ARGV[1], unpack(recent_)) end
-    redis.call('ZADD', KEYS[9], sequence, ARGV[1])
-    local excess_recent = redis.call('ZCARD', KEYS[9]) - tonumber(ARGV[9])
-    if excess_recent > 0 then
-      for _, member in ipairs(redis.call('ZRANGE', KEYS[9], 0, excess_recent - 1)) do
-        take_back(KEYS[8], KEYS[10] .. member)
-        redis.call('ZREM', KEYS[9], member)
-      end
-    end
+local function accumulate(pending, field, text, sign)
+  if text == '0' or text == '-0' then return end
+  local v = tonumber(text)
+  if v == nil or v >= EXACT or v <= -EXACT then
+    add_to(pending.hash, field, sign > 0 and text or negated(text))
+    return
   end
-
-  local function evict(member)
-    take_back(KEYS[2], KEYS[5] .. member)
-    redis.call('HDEL', KEYS[6], member)
-    redis.call('ZREM', KEYS[3], member)
+  local before = pending.delta[field] or 0
+  local after = before + sign * v
+  if after >= EXACT or after <= -EXACT then
+    add_to(pending.hash, field, string.format('%.0f', before))
+    after = sign * v
   end
+  pending.delta[field] = after
+end
 
-  local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. string.format('%.0f', cutoff))
-  for _, member in ipairs(expired) do evict(member) end
-  local excess = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[3])
-  if excess > 0 then
-    for _, member in ipairs(redis.call('ZRANGE', KEYS[3], 0, excess - 1)) do evict(member) end
+local function flush(pending)
+  for field, v in pairs(pending.delta) do
+    if v ~= 0 then add_to(pending.hash, field, string.format('%.0f', v)) end
   end
 end
 
-local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-return {status, redis.call('HGETALL', KEYS[2]), redis.call('ZCARD', KEYS[3]), first[2] or false, last[2] or false,
-        sequence, redis.call('HGETALL', KEYS[8])}
+local function add_pairs(pending, flat, sign)
+  for i = 1, #flat, 2 do accumulate(pending, flat[i], flat[i + 1], sign) end
+end
+
+-- Take a stored contribution back out of the sums; returns it (JSON) for the caller's replay.
+local function take_back(pending, key)
+  local stored = redis.pcall('GET', key)
+  if type(stored) == 'string' then
+    redis.call('DEL', key)
+    add_pairs(pending, cjson.decode(stored), -1)
+    return stored
+  end
+  if not stored then return '[]' end
+  -- WRONGTYPE: a contribution written as a hash by the per-session script before this one
+  local flat = redis.call('HGETALL', key)
+  if #flat == 0 then return '[]' end
+  redis.call('DEL', key)
+  add_pairs(pending, flat, -1)
+  return cjson.encode(flat)
+end
+
+local sums_before = redis.call('HGETALL', KEYS[1])
+local recent_before = redis.call('HGETALL', KEYS[7])
+local sums = new_pending(KEYS[1])
+local recent_sums = new_pending(KEYS[7])
+local max_sessions, window_ms, seen_ttl, recent_max = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local newest = tonumber(redis.call('GET', KEYS[3]) or '-1e300')
+local newest_changed = false
+local out = {sums_before, recent_before}
+
+local function evict(member, evicted)
+  evicted[#evicted + 1] = take_back(sums, KEYS[4] .. member)
+  redis.call('HDEL', KEYS[5], member)
+  redis.call('ZREM', KEYS[2], member)
+end
+
+for i = 0, (#ARGV - 4) / 6 - 1 do
+  local base = 4 + i * 6
+  local id, ts_text, owner, counted, digest, contribution =
+    ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4], ARGV[base + 5], ARGV[base + 6]
+  local seen_key = KEYS[10 + i]
+  local status, sequence = 'new', 0
+  local evicted, recent_evicted = {}, {}
+  local seen = redis.call('GET', seen_key)
+  if seen then
+    if seen == owner then status = 'resume'
+    elseif seen == owner .. '|recorded' then status = 'resume_recorded'
+    elseif seen == owner .. '|published' then status = 'done'
+    else status = 'duplicate' end
+  else
+    redis.call('SET', seen_key, owner, 'EX', seen_ttl)
+    local ts = tonumber(ts_text)
+    if ts >= newest then
+      newest = ts
+      newest_changed = true
+    end
+    local cutoff = newest - window_ms
+
+    if counted == '1' and ts >= cutoff then
+      redis.call('ZADD', KEYS[2], ts_text, id)
+      sequence = redis.call('INCR', KEYS[6])
+      if digest ~= '' then redis.call('HSET', KEYS[5], id, digest) end
+      local main, recent = {}, {}
+      if contribution ~= '' then
+        local flat = cjson.decode(contribution)
+        for j = 1, #flat, 2 do
+          local part = string.sub(flat[j], 1, 3) == 'ro:' and recent or main
+          part[#part + 1] = flat[j]
+          part[#part + 1] = flat[j + 1]
+        end
+      end
+      add_pairs(sums, main, 1)
+      add_pairs(recent_sums, recent, 1)
+      if #main > 0 then redis.call('SET', KEYS[4] .. id, cjson.encode(main)) end
+      if #recent > 0 then redis.call('SET', KEYS[9] .. id, cjson.encode(recent)) end
+      redis.call('ZADD', KEYS[8], sequence, id)
+      local excess_recent = redis.call('ZCARD', KEYS[8]) - recent_max
+      if excess_recent > 0 then
+        for _, member in ipairs(redis.call('ZRANGE', KEYS[8], 0, excess_recent - 1)) do
+          recent_evicted[#recent_evicted + 1] = take_back(recent_sums, KEYS[9] .. member)
+          redis.call('ZREM', KEYS[8], member)
+        end
+      end
+    end
+
+    local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. string.format('%.0f', cutoff))
+    for _, member in ipairs(expired) do evict(member, evicted) end
+    local excess = redis.call('ZCARD', KEYS[2]) - max_sessions
+    if excess > 0 then
+      for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, excess - 1)) do evict(member, evicted) end
+    end
+  end
+  local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+  out[#out + 1] = {status, sequence, redis.call('ZCARD', KEYS[2]), first[2] or false, last[2] or false,
+                   evicted, recent_evicted}
+end
+
+if newest_changed then redis.call('SET', KEYS[3], string.format('%.0f', newest)) end
+flush(sums)
+flush(recent_sums)
+return out

@@ -10,6 +10,7 @@ out of every collection, and larger thresholds collect the (rare) reference cycl
 from __future__ import annotations
 
 import gc
+from contextlib import contextmanager
 
 YOUNG_THRESHOLD = 50_000  # allocations between young collections (default 700)
 MIDDLE_EVERY = 20  # young collections per middle collection (default 10)
@@ -21,3 +22,34 @@ def tune_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_EVERY, FULL_EVERY)
+
+
+# Batches in hand (several inputs' pipelines may overlap) and whether the collector was on.
+_batches = 0
+_was_enabled = False
+
+
+@contextmanager
+def collector_paused():
+    """No automatic collection while a batch is in hand. A batch's parsed events, records and
+    results (~50,000 container objects for 200 sessions) all live until it is published, so a
+    young collection in the middle walks every one of them and frees nothing: measured ~17 ms,
+    once per batch (~80 us a session). Refcounting frees them after the batch; the collector
+    runs again then, on a nearly empty young generation."""
+    global _batches, _was_enabled
+    if _batches == 0:
+        _was_enabled = gc.isenabled()
+        gc.disable()
+    _batches += 1
+    try:
+        yield
+    finally:
+        _batches -= 1
+        if _batches == 0:
+            if _was_enabled:
+                gc.enable()
+        elif gc.get_count()[0] > OVERLAP_LIMIT:  # inputs that never stop overlapping: collect anyway
+            gc.collect(1)
+
+
+OVERLAP_LIMIT = 4 * YOUNG_THRESHOLD

@@ -52,6 +52,29 @@ def test_redis_state_follows_the_same_rules(redis_url):
     assert asyncio.run(run()) == expected()
 
 
+@pytest.mark.redis
+def test_redis_state_applies_a_batch_in_order_as_one_at_a_time(redis_url):
+    """One script call per tenant: two tenants' and two keys' transitions interleaved in one
+    batch give each its own answers, in the batch's order (the minute's firing limit is per tenant)."""
+    interleaved = [(tenant, t) for pair in zip(transitions("k1"), transitions("k2")) for t in pair
+                   for tenant in ("acme", "beta")]
+    batch = [Transition(tenant, t.key, t.wanted, t.sequence, f"{tenant}-{t.key}-{t.sequence}")
+             for tenant, t in interleaved]
+
+    async def run():
+        client = Redis.from_url(redis_url)
+        try:
+            return await RedisAlertState(client, AlertLimits(cooldown_s=0, max_per_minute=4),
+                                         prefix="alert-batch").apply(batch)
+        finally:
+            await client.aclose()
+
+    memory = asyncio.run(MemoryAlertState(AlertLimits(cooldown_s=0, max_per_minute=4), clock=lambda: 1000.0).apply(batch))
+    assert asyncio.run(run()) == memory
+    fired = [t for t, change in zip(batch, memory) if change and change[0] == "fired"]
+    assert len(fired) == 8  # 4 per tenant: the limit, reached across both keys
+
+
 def test_cooldown_keeps_a_cleared_alert_quiet():
     now = [0.0]
     state = MemoryAlertState(AlertLimits(cooldown_s=300, max_per_minute=30), clock=lambda: now[0])

@@ -193,3 +193,49 @@ def test_window_digests_follow_the_window_through_additions_and_evictions(redis_
 
     windows = asyncio.run(run())
     assert max(len(w) for w in windows) == 10 and len({tuple(w) for w in windows}) > 10  # it moved and filled
+
+
+async def _stored_sums(url, prefix, tenant):
+    client = Redis.from_url(url)
+    sums = await client.hgetall(f"{prefix}:{{{tenant}}}:sums")
+    recent = await client.hgetall(f"{prefix}:{{{tenant}}}:recent-sums")
+    await client.aclose()
+    decode = lambda flat: {k.decode(): int(v) for k, v in flat.items()}  # noqa: E731
+    return decode(sums), decode(recent)
+
+
+@pytest.mark.redis
+def test_sums_beyond_double_precision_stay_exact(redis_url):
+    """The script adds a batch's values as doubles only below 2^52; past that, exact int64."""
+    big = 2**61 + 12345  # a double cannot hold it: 2**61 + 12345 would round
+    values = [big, 3, -big + 7, 2**52 + 1, 2**52 - 1, -5]
+    items = [item(f"s{i}", i, **{"p:yy": v, "ro:a:q": v, "m:a:n": 1}) for i, v in enumerate(values)]
+    policy = WindowPolicy(max_sessions=4, max_days=30, recent_sessions=3)
+    in_memory = MemoryWindow(policy)
+    memory_updates = asyncio.run(in_memory.add_many(items))
+    redis_updates = asyncio.run(run_redis(redis_url, items, policy))
+    assert [u.recent for u in redis_updates] == [u.recent for u in memory_updates]
+    sums, recent = asyncio.run(_stored_sums(redis_url, "t", "acme"))
+    assert sums == {"p:yy": -big + 7 + 2**52 + 1 + 2**52 - 1 - 5, "m:a:n": 4}  # the last four
+    assert recent == {"ro:a:q": 2**52 + 1 + 2**52 - 1 - 5}  # the last three
+
+
+@pytest.mark.redis
+def test_a_contribution_stored_by_the_per_session_script_is_still_evicted(redis_url):
+    """Before the batch script, contributions were hashes; a window written then still slides."""
+    async def run():
+        client = Redis.from_url(redis_url)
+        base = "legacy:{acme}"
+        await client.zadd(f"{base}:order", {"old": T0.timestamp() * 1000})
+        await client.hset(f"{base}:c:old", mapping={"m:x:n": 1, "m:x:s": 700})
+        await client.hset(f"{base}:sums", mapping={"m:x:n": 1, "m:x:s": 700})
+        window = RedisWindow(client, WindowPolicy(max_sessions=1, max_days=30), prefix="legacy")
+        update = (await window.add_many([item("new", 5, **{"m:x:n": 1, "m:x:s": 100})]))[0]
+        left = await client.exists(f"{base}:c:old")
+        await client.aclose()
+        return update, left
+
+    update, left = asyncio.run(run())
+    assert update.summary.sessions == 1 and left == 0
+    assert update.summary.model_mean_scores == {"x": pytest.approx(1 + (100 / FIXED) * 9)}
+    assert asyncio.run(_stored_sums(redis_url, "legacy", "acme"))[0] == {"m:x:n": 1, "m:x:s": 100}
