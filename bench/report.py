@@ -43,13 +43,14 @@ OURS = """
 import sys, time
 from pathlib import Path
 from reports.build import build_report
-from storage.report_reader import WindowReader
+from storage.report_reader import WindowReader, collector_paused
 started = time.perf_counter()
 sessions, days = int(sys.argv[2]) or None, float(sys.argv[3]) or None
-reader = WindowReader(sessions=sessions, days=days)
-reader.read([Path(sys.argv[1])])
-document = build_report(reader.windows(), reader.stats, sources=[sys.argv[1]], sessions=sessions, days=days)
-document.model_dump_json()
+with collector_paused():  # as `bias-audit report` runs
+    reader = WindowReader(sessions=sessions, days=days)
+    reader.read([Path(sys.argv[1])])
+    document = build_report(reader.windows(), reader.stats, sources=[sys.argv[1]], sessions=sessions, days=days)
+    document.model_dump_json()
 print(time.perf_counter() - started, document.tenants[0].sessions)
 """
 

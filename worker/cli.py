@@ -382,10 +382,7 @@ def report(
 
     Reads the window (newest N sessions / D days per tenant) while streaming the files, so
     memory follows the window, not the files."""
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-    from reports.build import build_report
-    from storage.report_reader import InputError, WindowReader, expand_inputs
+    from storage.report_reader import collector_paused
 
     settings = load_settings()
     window_sessions = settings.window_sessions if sessions is None else (sessions or None)
@@ -393,10 +390,21 @@ def report(
     if window_sessions is not None and window_sessions < 0 or window_days is not None and window_days < 0:
         fail("--sessions and --days must be 0 (no limit) or positive")
     sources = [*(inputs or []), *(paths or [])]
+    with collector_paused():  # a one-shot run whose objects all live to its end
+        _report(sources, redis, tenant, window_sessions, window_days, format, output, verbose, settings.key_prefix)
+
+
+def _report(sources: list[str], redis: str | None, tenant: str | None, window_sessions: int | None,
+            window_days: float | None, format: ReportFormat, output: Path | None, verbose: bool, key_prefix: str) -> None:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    from reports.build import build_report
+    from storage.report_reader import InputError, WindowReader, expand_inputs
+
     if redis:
         if sources:
             fail("give either --input files or --redis, not both")
-        windows, stats = _live_windows(redis, settings.key_prefix, tenant, window_sessions, window_days)
+        windows, stats = _live_windows(redis, key_prefix, tenant, window_sessions, window_days)
         sources = [redis]
     else:
         if not sources:
