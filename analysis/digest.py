@@ -33,8 +33,26 @@ class SessionDigest:
     models: tuple[str, ...]
     lengths: tuple[float, ...]  # per model: words when known, else characters
     length_unit: str  # "words" | "chars"
-    # (reviewer index, model index, display position or -1, score as a fraction of the scale, self)
-    cells: tuple[tuple[int, int, int, float, bool], ...]
+    # The scored cells as columns, one entry per score (a window's arrays are built column by
+    # column, with no per-cell tuple): reviewer index, model index, display position or -1,
+    # score as a fraction of the scale, self-review.
+    cell_reviewer: tuple[int, ...]
+    cell_model: tuple[int, ...]
+    cell_position: tuple[int, ...]
+    cell_score: tuple[float, ...]
+    cell_own: tuple[bool, ...]
+
+    @classmethod
+    def from_cells(cls, cells: Sequence[tuple[int, int, int, float, bool]], **fields: Any) -> SessionDigest:
+        """From (reviewer, model, position, score fraction, self) rows."""
+        columns = tuple(zip(*cells)) if cells else ((),) * 5
+        return cls(**fields, cell_reviewer=columns[0], cell_model=columns[1], cell_position=columns[2],
+                   cell_score=columns[3], cell_own=columns[4])
+
+    @property
+    def cells(self) -> tuple[tuple[int, int, int, float, bool], ...]:
+        """The cells as rows: (reviewer, model, position, score fraction, self)."""
+        return tuple(zip(self.cell_reviewer, self.cell_model, self.cell_position, self.cell_score, self.cell_own))
 
     @property
     def timestamp(self) -> str:
@@ -51,11 +69,11 @@ class SessionDigest:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SessionDigest:
-        return cls(
+        return cls.from_cells(
+            [(int(r), int(m), int(p), float(y), bool(own)) for r, m, p, y, own in data["c"]],
             session_id=data["s"], tenant_id=data["t"], ts_ms=int(data["ts"]), trace_id=data.get("tr"),
             config_version=data.get("v"), reviewers=tuple(data["r"]), models=tuple(data["m"]),
             lengths=tuple(float(x) for x in data["l"]), length_unit=data.get("u", "words"),
-            cells=tuple((int(r), int(m), int(p), float(y), bool(own)) for r, m, p, y, own in data["c"]),
         )
 
 
@@ -82,9 +100,7 @@ def digest_from_scores(
     config_version: str | None,
 ) -> SessionDigest:
     low, span = scores.scale_low, scores.scale_span
-    cells = tuple(
-        (int(r), int(m), int(p), (score - low) / span, own == 1.0) for r, m, score, p, own in scores.cell_tuples()
-    )
+    flat = scores.cells  # CELL_WIDTH numbers per score: reviewer, model, score, position, self
     return SessionDigest(
         session_id=session_id,
         tenant_id=tenant_id,
@@ -95,7 +111,11 @@ def digest_from_scores(
         models=scores.models,
         lengths=tuple(float(scores.candidates[m].words) for m in scores.models),
         length_unit="words",
-        cells=cells,
+        cell_reviewer=tuple(map(int, flat[0::5])),
+        cell_model=tuple(map(int, flat[1::5])),
+        cell_position=tuple(map(int, flat[3::5])),
+        cell_score=tuple((score - low) / span for score in flat[2::5]),
+        cell_own=tuple(own == 1.0 for own in flat[4::5]),
     )
 
 
@@ -147,11 +167,14 @@ def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
     for model_id, row in zip(model_ids, rows):
         if model_id not in lengths:
             lengths[model_id] = float((row.response_length_words if words else row.response_length_chars) or 0)
-    pairs = list(zip(map(reviewers.__getitem__, reviewer_ids), map(models.__getitem__, model_ids)))
+    reviewer_column = list(map(reviewers.__getitem__, reviewer_ids))
+    model_column = list(map(models.__getitem__, model_ids))
+    pairs = list(zip(reviewer_column, model_column))
     if len(set(pairs)) < len(pairs):
         first_of_pair = sorted({pair: i for i, pair in reversed(list(enumerate(pairs)))}.values())
         rows = [rows[i] for i in first_of_pair]
-        pairs = [pairs[i] for i in first_of_pair]
+        reviewer_column = [reviewer_column[i] for i in first_of_pair]
+        model_column = [model_column[i] for i in first_of_pair]
     first = rows[0]
     try:
         # a session's records share their scale and schema version: parse each distinct one once
@@ -179,6 +202,10 @@ def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
         models=tuple(models),
         lengths=tuple(lengths[name] for name in models),
         length_unit="words" if words else "chars",
-        cells=tuple(zip(*zip(*pairs), positions, scores, own)),
+        cell_reviewer=tuple(reviewer_column),
+        cell_model=tuple(model_column),
+        cell_position=tuple(positions),
+        cell_score=tuple(scores),
+        cell_own=tuple(own),
     )
 

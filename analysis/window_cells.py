@@ -138,7 +138,7 @@ class WindowCells:
 
 def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
     """Columns of every cell of the window. Names are mapped to window-wide indices once per
-    session; the cells themselves are read in one C-level pass (no per-cell Python)."""
+    session; each cell column is read in one C-level pass (no per-cell Python)."""
     reviewer_index: dict[str, int] = {}
     model_index: dict[str, int] = {}
     reviewer_map: list[int] = []  # per session, its reviewers' window indices, concatenated
@@ -149,14 +149,18 @@ def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
         reviewer_map.extend(reviewer_index.setdefault(name, len(reviewer_index)) for name in digest.reviewers)
         model_map.extend(model_index.setdefault(name, len(model_index)) for name in digest.models)
         lengths.extend(digest.lengths)
-        counts.append(len(digest.cells))
-    flat = np.fromiter(chain.from_iterable(chain.from_iterable(d.cells for d in digests)), np.float64)
-    table = flat.reshape(-1, 5)
+        counts.append(len(digest.cell_reviewer))
+    total = sum(counts)
+
+    def column(name: str, dtype) -> np.ndarray:
+        return np.fromiter(chain.from_iterable(getattr(d, name) for d in digests), dtype, count=total)
+
     session = np.repeat(np.arange(len(digests)), counts)
     reviewer_start = np.cumsum([0, *(len(d.reviewers) for d in digests)])[:-1]
     model_start = np.cumsum([0, *(len(d.models) for d in digests)])[:-1]
-    local_reviewer = table[:, 0].astype(np.int64)
-    local_model = table[:, 1].astype(np.int64)
+    local_reviewer = column("cell_reviewer", np.int64)
+    local_model = column("cell_model", np.int64)
+    score = column("cell_score", np.float64)
     model_slot = model_start[session] + local_model if len(digests) else local_model
     return WindowCells(
         digests=digests,
@@ -166,8 +170,8 @@ def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
         reviewer=np.asarray(reviewer_map, dtype=np.int64)[reviewer_start[session] + local_reviewer]
         if len(digests) else local_reviewer,
         model=np.asarray(model_map, dtype=np.int64)[model_slot] if len(digests) else local_model,
-        position=table[:, 2].astype(np.int64),
-        score=table[:, 3] * REFERENCE_SPAN,
-        own=table[:, 4] > 0.5,
-        length=np.asarray(lengths, dtype=np.float64)[model_slot] if len(digests) else table[:, 3] * 0,
+        position=column("cell_position", np.int64),
+        score=score * REFERENCE_SPAN,
+        own=column("cell_own", np.bool_),
+        length=np.asarray(lengths, dtype=np.float64)[model_slot] if len(digests) else score * 0,
     )

@@ -60,11 +60,12 @@ class Corpus:
                     score = float(np.clip(score, 1.0, 10.0))
                     cells.append((r, m, int(positions[m]), (score - 1.0) / 9.0, r == m))
             version = self.config_version if isinstance(self.config_version, str) else self.config_version[s]
-            out.append(SessionDigest(
+            out.append(SessionDigest.from_cells(
+                cells,
                 session_id=f"{self.tenant}-{self.seed}-{s:06d}", tenant_id=self.tenant,
                 ts_ms=timestamp_ms(START + timedelta(minutes=10 * s)), trace_id=f"{s:032x}",
                 config_version=version, reviewers=tuple(names), models=tuple(names),
-                lengths=tuple(words.tolist()), length_unit="words", cells=tuple(cells)))
+                lengths=tuple(words.tolist()), length_unit="words"))
         return out
 
 

@@ -31,10 +31,10 @@ NAMES = ("a", "b", "c")
 
 def digest(session: int, cells, *, lengths=(100.0, 200.0, 300.0), models=NAMES, reviewers=NAMES) -> SessionDigest:
     """cells: (reviewer, model, position, score in points 1-10, self)."""
-    return SessionDigest(
+    return SessionDigest.from_cells(
+        tuple((r, m, p, (score - 1.0) / 9.0, own) for r, m, p, score, own in cells),
         session_id=f"s{session}", tenant_id="t", ts_ms=1_700_000_000_000 + session * 60_000, trace_id=None,
-        config_version=None, reviewers=reviewers, models=models, lengths=lengths, length_unit="words",
-        cells=tuple((r, m, p, (score - 1.0) / 9.0, own) for r, m, p, score, own in cells))
+        config_version=None, reviewers=reviewers, models=models, lengths=lengths, length_unit="words")
 
 
 def test_leave_one_out_and_self_preference_per_session():
