@@ -3,8 +3,9 @@
 A session's records are contiguous in a file (a worker appends a session in one write), so
 the reader finds where one session ends and the next begins, parses only the first line of
 each session, and keeps the raw lines of a session only while it can still be among the
-newest 2N of its tenant (the window, and the window before it for the trend tests). Every
-other line costs one `startswith`; lines are parsed in full only for the sessions reported.
+newest 2N of its tenant (the window, and the window before it for the trend tests). The file is
+read in blocks; every other line costs a `startswith` and a `find` on the block, and lines are
+parsed in full only for the sessions reported.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import gc
 import glob
 import heapq
+import os
 from bisect import bisect_left
 from contextlib import contextmanager
 from collections.abc import Callable, Iterable
@@ -163,6 +165,20 @@ def _session_prefix(line: bytes) -> bytes | None:
     return line[: end + 1] if start > 0 and end > start else None
 
 
+_ADVISE = hasattr(os, "posix_fadvise")
+
+
+def _half_of_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError):
+        return 1 << 62
+
+
+# A file larger than this is read once, front to back, and would only evict its own first pages
+# from the page cache: its pages are dropped as they are read. Measured on 12.7 GB with an 11 GB
+# cache: 30.8 s when the read had to reclaim the cache, 9.8 s with the pages dropped.
+DROP_CACHE_ABOVE = _half_of_memory()
 READ_BLOCK = 1 << 22  # 4 MB reads: few system calls, few carried-over lines
 
 
@@ -234,7 +250,14 @@ class WindowReader:
             raise InputError(f"{path}: {error.strerror}") from None
         with handle:
             carry = b""  # a line cut by the end of the previous block
+            fd, done = handle.fileno(), 0
+            drop = _ADVISE and os.fstat(fd).st_size > DROP_CACHE_ABOVE
+            if _ADVISE:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)  # a larger read-ahead
             while block := handle.read(READ_BLOCK):
+                if drop:
+                    os.posix_fadvise(fd, done, len(block), os.POSIX_FADV_DONTNEED)
+                    done += len(block)
                 first = block.find(b"\n") + 1
                 if not first:  # no line ends in this block (a very long line)
                     carry += block

@@ -140,3 +140,29 @@ def test_progress_adds_up_to_every_byte_of_every_file(tmp_path):
     WindowReader(sessions=10, days=None).read(expand_inputs([str(tmp_path)]), steps.append)
     assert len(steps) > 2 and all(step > 0 for step in steps)
     assert sum(steps) == (tmp_path / "a.jsonl").stat().st_size + (tmp_path / "b.jsonl").stat().st_size
+
+
+@pytest.mark.parametrize("block", [97, 700, 4096])  # shorter than a line, about a line, several lines
+def test_small_blocks_and_dropped_pages_read_the_same_windows(tmp_path, monkeypatch, block):
+    """Sessions, lines and a torn last line cut anywhere by the block boundaries: the same
+    windows, counts and skipped line (with its line number) as one large block."""
+    import storage.report_reader as reader_module
+
+    digests = Corpus(sessions=40, seed=12).digests()
+    write(tmp_path / "a.jsonl", digests[:30])
+    with open(tmp_path / "a.jsonl", "ab") as handle:
+        handle.write(b"\n  \n")  # blank lines between sessions
+    write(tmp_path / "a.jsonl", digests[30:], torn=True)  # ends without a newline
+
+    def read() -> tuple[list, list, WindowReader]:
+        reader = WindowReader(sessions=15, days=None)
+        reader.read([tmp_path / "a.jsonl"])
+        return [[d for d in w.cells.digests] for w in reader.windows()], reader.stats.skipped_examples, reader
+
+    expected_windows, expected_skips, expected = read()
+    monkeypatch.setattr(reader_module, "READ_BLOCK", block)
+    monkeypatch.setattr(reader_module, "DROP_CACHE_ABOVE", 0)  # and the pages dropped as read
+    windows, skips, small = read()
+    assert windows == expected_windows and len(windows[0]) == 30
+    assert small.stats.lines == expected.stats.lines == 40 * 25 + 3
+    assert skips == expected_skips == [f"{tmp_path / 'a.jsonl'}:{40 * 25 + 3}: {expected_skips[0].split(': ', 1)[1]}"]
