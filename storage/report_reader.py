@@ -169,10 +169,18 @@ _ADVISE = hasattr(os, "posix_fadvise")
 
 
 def _half_of_memory() -> int:
+    """Half of the memory this process may use: the machine's, or its container's limit (cgroup v2)."""
     try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
-        return 1 << 62
+        memory = 1 << 63
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        limit = "max"
+    if limit.isdigit():
+        memory = min(memory, int(limit))
+    return memory // 2
 
 
 # A file larger than this is read once, front to back, and would only evict its own first pages
