@@ -12,7 +12,7 @@ scales pool; summaries report score quantities back in points of a 1-10 scale.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from schemas.results import CorrelationEstimate, WindowSummary
@@ -89,6 +89,26 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> di
         sums[key + ":s"] = get(key + ":s", 0) + d
         sums[key + ":q"] = get(key + ":q", 0) + d * d
     return {k: v for k, v in sums.items() if v != 0}
+
+
+def split_recent(contribution: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """(window sums, recent-window sums) of a session's contribution: the recent window takes
+    the RECENT_OFFSET fields only."""
+    main, recent = {}, {}
+    for key, value in contribution.items():
+        (recent if key.startswith(RECENT_OFFSET) else main)[key] = value
+    return main, recent
+
+
+def add_into(sums: dict[str, int], pairs: Iterable[tuple[str, int]], sign: int) -> None:
+    """Add (sign 1) or take back (sign -1) a contribution. A sum reaching 0 is removed, as if
+    never written, as the Redis script does (HINCRBY on a missing field restarts from 0)."""
+    for key, value in pairs:
+        total = sums.get(key, 0) + sign * value
+        if total:
+            sums[key] = total
+        else:
+            sums.pop(key, None)
 
 
 def pooled_correlation(sums: Mapping[str, int]) -> tuple[float | None, int]:

@@ -7,7 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from analysis.digest import SessionDigest
-from analysis.window import RECENT_OFFSET, WindowUpdate, summarize_window
+from analysis.window import WindowUpdate, add_into, split_recent, summarize_window
 
 from .base import STATUS_AFTER, WindowItem, WindowPolicy, iso_from_ms, marker_value
 
@@ -26,15 +26,6 @@ class _TenantWindow:
     newest_in_order: int | None = None  # window end; only the oldest ever leaves, so it stays until empty
 
 
-def _add_into(sums: dict[str, int], contribution: dict[str, int], sign: int) -> None:
-    for key, value in contribution.items():
-        total = sums.get(key, 0) + sign * value
-        if total:
-            sums[key] = total
-        else:
-            sums.pop(key, None)  # as the Lua script: a sum reaching 0 is removed
-
-
 class MemoryWindow:
     def __init__(self, policy: WindowPolicy = WindowPolicy()) -> None:
         self.policy = policy
@@ -48,7 +39,7 @@ class MemoryWindow:
         tenant.digests.pop(session_id, None)
         # an earlier session may have cancelled a key to zero (and removed it): it restarts from 0,
         # as HINCRBY on a missing field does
-        _add_into(tenant.sums, tenant.contributions.pop(session_id), -1)
+        add_into(tenant.sums, tenant.contributions.pop(session_id).items(), -1)
 
     def add(self, item: WindowItem) -> WindowUpdate:
         tenant = self._tenants.setdefault(item.tenant_id, _TenantWindow())
@@ -68,19 +59,18 @@ class MemoryWindow:
                 heapq.heappush(tenant.order, (ts, item.session_id.encode(), item.session_id))
                 if tenant.newest_in_order is None or ts > tenant.newest_in_order:
                     tenant.newest_in_order = ts
-                main = {k: v for k, v in item.contribution.items() if not k.startswith(RECENT_OFFSET)}
-                recent = {k: v for k, v in item.contribution.items() if k.startswith(RECENT_OFFSET)}
+                main, recent = split_recent(item.contribution)
                 tenant.contributions[item.session_id] = main
-                _add_into(tenant.recent_sums, recent, 1)
+                add_into(tenant.recent_sums, recent.items(), 1)
                 tenant.recent_contributions[item.session_id] = recent
                 tenant.recent_order.append(item.session_id)
                 while len(tenant.recent_order) > self.policy.recent_sessions:
-                    _add_into(tenant.recent_sums, tenant.recent_contributions.pop(tenant.recent_order.popleft()), -1)
+                    add_into(tenant.recent_sums, tenant.recent_contributions.pop(tenant.recent_order.popleft()).items(), -1)
                 tenant.sequence += 1
                 sequence = tenant.sequence
                 if item.digest is not None:
                     tenant.digests[item.session_id] = SessionDigest.from_dict(item.digest)
-                _add_into(tenant.sums, main, 1)
+                add_into(tenant.sums, main.items(), 1)
             while tenant.order and tenant.order[0][0] < cutoff:
                 self._evict_oldest(tenant)
             while len(tenant.order) > self.policy.max_sessions:

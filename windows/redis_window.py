@@ -9,7 +9,7 @@ from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
 from analysis.digest import SessionDigest
-from analysis.window import RECENT_OFFSET, WindowUpdate, summarize_window
+from analysis.window import WindowUpdate, add_into, split_recent, summarize_window
 
 from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value
 
@@ -42,19 +42,10 @@ def _ints(flat: list) -> dict[str, int]:
     return {_decode(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
 
 
-def _take_back(sums: dict[str, int], stored: bytes) -> None:
-    """Subtract an evicted session's stored contribution (JSON [field, integer string, ...])."""
+def _stored_pairs(stored: bytes):
+    """An evicted session's stored contribution (JSON [field, integer string, ...]) as pairs."""
     flat = iter(orjson.loads(stored))
-    for key, value in zip(flat, flat):
-        _add(sums, key, -int(value))
-
-
-def _add(sums: dict[str, int], key: str, value: int) -> None:
-    total = sums.get(key, 0) + value
-    if total:
-        sums[key] = total
-    else:
-        sums.pop(key, None)  # a sum reaching 0 is removed, as in the script
+    return ((key, int(value)) for key, value in zip(flat, flat))
 
 
 class RedisWindow:
@@ -90,12 +81,13 @@ class RedisWindow:
         updates = []
         for item, (status, sequence, sessions, first, last, evicted, recent_evicted) in zip(items, reply[2:]):
             if sequence:  # counted now
-                for key, value in item.contribution.items():
-                    _add(recent if key.startswith(RECENT_OFFSET) else sums, key, value)
+                main, recent_part = split_recent(item.contribution)
+                add_into(sums, main.items(), 1)
+                add_into(recent, recent_part.items(), 1)
             for stored in evicted:
-                _take_back(sums, stored)
+                add_into(sums, _stored_pairs(stored), -1)
             for stored in recent_evicted:
-                _take_back(recent, stored)
+                add_into(recent, _stored_pairs(stored), -1)
             summary = summarize_window(
                 sums, tenant_id=tenant_id, sessions=int(sessions),
                 window_start=iso_from_ms(float(first)) if first else None,
