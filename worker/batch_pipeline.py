@@ -18,7 +18,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from consumers.council import CouncilSessionConsumer, Outcome
 from consumers.envelope import Delivery, dead_letter
 
-from .gc_tuning import collector_paused
+from .gc_tuning import collector_paused_per_batch
 from .metrics import WorkerMetrics
 
 log = logging.getLogger("bias_audit.worker")
@@ -65,7 +65,7 @@ class BatchPipeline:
         self.metrics.consumed_batch(self.transport.topic, len(deliveries))
         self.busy_since = time.monotonic()
         try:
-            with collector_paused():
+            with collector_paused_per_batch():
                 await self._handle(deliveries, time.perf_counter())
         finally:
             self.busy_since = None

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 YOUNG_THRESHOLD = 50_000  # allocations between young collections (default 700)
 MIDDLE_EVERY = 20  # young collections per middle collection (default 10)
 FULL_EVERY = 10  # middle collections per full collection (default 10)
+OVERLAP_LIMIT = 4 * YOUNG_THRESHOLD  # young objects tolerated while batches keep overlapping
 
 
 def tune_gc() -> None:
@@ -30,7 +31,7 @@ _was_enabled = False
 
 
 @contextmanager
-def collector_paused():
+def collector_paused_per_batch():
     """No automatic collection while a batch is in hand. A batch's parsed events, records and
     results (~50,000 container objects for 200 sessions) all live until it is published, so a
     young collection in the middle walks every one of them and frees nothing: measured ~17 ms,
@@ -51,5 +52,3 @@ def collector_paused():
         elif gc.get_count()[0] > OVERLAP_LIMIT:  # inputs that never stop overlapping: collect anyway
             gc.collect(1)
 
-
-OVERLAP_LIMIT = 4 * YOUNG_THRESHOLD

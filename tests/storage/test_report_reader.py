@@ -165,4 +165,5 @@ def test_small_blocks_and_dropped_pages_read_the_same_windows(tmp_path, monkeypa
     windows, skips, small = read()
     assert windows == expected_windows and len(windows[0]) == 30
     assert small.stats.lines == expected.stats.lines == 40 * 25 + 3
-    assert skips == expected_skips == [f"{tmp_path / 'a.jsonl'}:{40 * 25 + 3}: {expected_skips[0].split(': ', 1)[1]}"]
+    assert skips == expected_skips and len(skips) == 1
+    assert skips[0].startswith(f"{tmp_path / 'a.jsonl'}:{40 * 25 + 3}: ")  # the torn line: 30 + 10 sessions, 2 blank

@@ -1,6 +1,7 @@
 import gc
 
 from worker import gc_tuning
+from worker.gc_tuning import collector_paused_per_batch
 
 
 def test_tune_gc_freezes_the_startup_heap_and_raises_thresholds():
@@ -12,3 +13,24 @@ def test_tune_gc_freezes_the_startup_heap_and_raises_thresholds():
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_overlapping_batches_keep_the_collector_off_until_the_last_ends():
+    assert gc.isenabled()
+    first, second = collector_paused_per_batch(), collector_paused_per_batch()
+    first.__enter__()
+    second.__enter__()  # another input's batch starts before the first ends
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()  # the second batch is still in hand
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
+
+
+def test_a_collector_turned_off_before_stays_off():
+    gc.disable()
+    try:
+        with collector_paused_per_batch():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
