@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from schemas.report import Estimate, PositionConsistency
+from bias_audit.schemas.report import Estimate, PositionConsistency
 
 from .window import confidence_tier
 from .window_cells import WindowCells

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from schemas.results import WindowSummary
+from bias_audit.schemas.results import WindowSummary
 
 from .session_audit import REFERENCE_SPAN
 from .stats import t_p_values

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import chdtrc, ndtr
 
-from schemas.report import (
+from bias_audit.schemas.report import (
     Estimate,
     LengthControl,
     LengthCorrelation,

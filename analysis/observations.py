@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-from schemas.events import CouncilSessionEvent, parse_score_scale
+from bias_audit.schemas.events import CouncilSessionEvent, parse_score_scale
 
 
 class Observation(NamedTuple):

@@ -10,8 +10,8 @@ import hashlib
 import hmac
 from typing import Any
 
-from schemas.events import CouncilSessionEvent
-from schemas.records import RECORD_SCHEMA_VERSION
+from bias_audit.schemas.events import CouncilSessionEvent
+from bias_audit.schemas.records import RECORD_SCHEMA_VERSION
 
 from .observations import SessionScores
 

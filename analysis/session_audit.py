@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import fdtrc, stdtr
 
-from schemas.results import SessionAudit
-from schemas.trusted import trusted
+from bias_audit.schemas.results import SessionAudit
+from bias_audit.schemas.trusted import trusted
 
 from .observations import SessionScores
 from .score_arrays import score_arrays

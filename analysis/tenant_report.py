@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from schemas.report import TenantReport
+from bias_audit.schemas.report import TenantReport
 
 from .agreement import agreement, position_consistency
 from .cross_session import (

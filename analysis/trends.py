@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr, stdtr
 
-from schemas.report import ChangePoint, TimeBucket, TrendTest
+from bias_audit.schemas.report import ChangePoint, TimeBucket, TrendTest
 
 from .digest import iso_ms
 from .window_cells import WindowCells

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.results import BiasIndicators, SessionAudit
+from bias_audit.schemas.results import BiasIndicators, SessionAudit
 
 
 @dataclass(frozen=True, slots=True)

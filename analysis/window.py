@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from schemas.results import CorrelationEstimate, WindowSummary
+from bias_audit.schemas.results import CorrelationEstimate, WindowSummary
 
 from .observations import SessionScores
 from .session_audit import REFERENCE_SPAN, SessionAnalysis

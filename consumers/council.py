@@ -13,19 +13,19 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.alerts import AlertPolicy, Condition, SessionSignals, session_signals, window_baseline
-from analysis.digest import SessionDigest, digest_from_scores
-from analysis.observations import session_scores
-from analysis.records import build_records, effective_consent
-from analysis.session_audit import AuditConfig, audit_batch
-from analysis.verdict import session_verdict
-from analysis.window import WindowUpdate, session_contribution
-from analysis.window_cells import window_cells
-from schemas.events import CouncilSessionEvent, LLMResponseEvent
-from schemas.limits import DEFAULT_LIMITS, EventLimits
-from schemas.results import Alert, AlertWindow, AuditResult, DeadLetter
-from windows.alert_state import AlertStateStore, Transition
-from windows.base import WindowItem, WindowPolicy, WindowStore
+from bias_audit.analysis.alerts import AlertPolicy, Condition, SessionSignals, session_signals, window_baseline
+from bias_audit.analysis.digest import SessionDigest, digest_from_scores
+from bias_audit.analysis.observations import session_scores
+from bias_audit.analysis.records import build_records, effective_consent
+from bias_audit.analysis.session_audit import AuditConfig, audit_batch
+from bias_audit.analysis.verdict import session_verdict
+from bias_audit.analysis.window import WindowUpdate, session_contribution
+from bias_audit.analysis.window_cells import window_cells
+from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
+from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
+from bias_audit.schemas.results import Alert, AlertWindow, AuditResult, DeadLetter
+from bias_audit.windows.alert_state import AlertStateStore, Transition
+from bias_audit.windows.base import WindowItem, WindowPolicy, WindowStore
 
 from .exactly_once import RecordOnce, RecordSink
 from .envelope import Delivery, Misrouted, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from schemas.limits import EventLimits
-from schemas.results import DeadLetter
+from bias_audit.schemas.limits import EventLimits
+from bias_audit.schemas.results import DeadLetter
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("bias_audit.consumer")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Protocol
 
-from windows.base import PUBLISHED, RECORDED, WindowItem, WindowStore
+from bias_audit.windows.base import PUBLISHED, RECORDED, WindowItem, WindowStore
 
 
 class RecordSink(Protocol):

@@ -14,15 +14,15 @@ from typing import Any
 
 import orjson
 
-from analysis.records import effective_consent, query_hash
-from analysis.responses.lexicon import Lexicons
-from analysis.responses.linguistic import SentimentScorer
-from analysis.responses.report import ResponseAnalysisConfig, ResponseVerdict, analyze_response
-from analysis.responses.semantic import Embed
-from schemas.events import CouncilSessionEvent, LLMResponseEvent
-from schemas.limits import DEFAULT_LIMITS, EventLimits
-from schemas.results import AuditResult
-from windows.base import WindowItem, WindowStore
+from bias_audit.analysis.records import effective_consent, query_hash
+from bias_audit.analysis.responses.lexicon import Lexicons
+from bias_audit.analysis.responses.linguistic import SentimentScorer
+from bias_audit.analysis.responses.report import ResponseAnalysisConfig, ResponseVerdict, analyze_response
+from bias_audit.analysis.responses.semantic import Embed
+from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
+from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
+from bias_audit.schemas.results import AuditResult
+from bias_audit.windows.base import WindowItem, WindowStore
 
 from .council import Outcome
 from .exactly_once import RecordOnce, RecordSink

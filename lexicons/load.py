@@ -11,7 +11,7 @@ from pathlib import Path
 import re2
 import yaml
 
-from analysis.responses.lexicon import Lexicons, Rule
+from bias_audit.analysis.responses.lexicon import Lexicons, Rule
 
 
 class LexiconError(ValueError):
@@ -19,7 +19,7 @@ class LexiconError(ValueError):
 
 
 def _shipped(name: str) -> str:
-    return resources.files("lexicons").joinpath(name).read_text(encoding="utf-8")
+    return resources.files("bias_audit.lexicons").joinpath(name).read_text(encoding="utf-8")
 
 
 def _read(path: Path | None, name: str) -> str:

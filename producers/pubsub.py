@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from consumers.council import Outcome
+from bias_audit.consumers.council import Outcome
 
 from .wire import OutputTopics, outcome_entries, wire_fields
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from redis.asyncio import Redis
 
-from consumers.council import Outcome
+from bias_audit.consumers.council import Outcome
 
 from .wire import OutputTopics, outcome_entries, wire_fields
 
@@ -32,3 +32,9 @@ class RedisStreamsOutbox:
             if ids:
                 pipe.xack(stream, group, *ids)
             await pipe.execute()
+
+
+def read_recent(client, stream: str, count: int) -> list[bytes]:
+    """The `data` of the newest `count` entries of an output stream, oldest first."""
+    entries = client.xrevrange(stream, "+", "-", count=count)
+    return [fields[b"data"] for _, fields in reversed(entries) if b"data" in fields]

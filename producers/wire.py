@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from consumers.council import Outcome
-from consumers.envelope import traceparent_for
+from bias_audit.consumers.council import Outcome
+from bias_audit.consumers.envelope import traceparent_for
 
 
 @dataclass(frozen=True, slots=True)

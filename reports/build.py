@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from analysis.cross_session import WindowThresholds
-from analysis.tenant_report import tenant_report
-from schemas.report import BiasReport, ReportInputs
-from storage.report_reader import ReadStats, TenantWindows
+from bias_audit.analysis.cross_session import WindowThresholds
+from bias_audit.analysis.tenant_report import tenant_report
+from bias_audit.schemas.report import BiasReport, ReportInputs
+from bias_audit.storage.report_reader import ReadStats, TenantWindows
 
 
 def build_report(

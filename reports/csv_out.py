@@ -6,7 +6,7 @@ import csv
 from collections.abc import Iterator
 from typing import TextIO
 
-from schemas.report import BiasReport, Estimate, TenantReport
+from bias_audit.schemas.report import BiasReport, Estimate, TenantReport
 
 COLUMNS = ["tenant_id", "window_start", "window_end", "metric", "subject", "point_estimate", "ci_lower",
            "ci_upper", "p_value", "sample_size", "sessions", "confidence", "status", "flagged"]

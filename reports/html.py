@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from schemas.report import BiasReport, Estimate, TenantReport
+from bias_audit.schemas.report import BiasReport, Estimate, TenantReport
 
 from .svg import forest_plot, line_chart, scatter
 from .text import fmt_estimate, fmt_p

@@ -7,7 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from schemas.report import BiasReport, Estimate, TenantReport
+from bias_audit.schemas.report import BiasReport, Estimate, TenantReport
 
 
 def fmt_p(p: float | None) -> str:

@@ -15,14 +15,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from consumers.envelope import Delivery  # noqa: E402
-from reports.build import build_report  # noqa: E402
-from reports.chromium import screenshot  # noqa: E402
-from reports.html import render_html  # noqa: E402
-from storage.report_reader import WindowReader  # noqa: E402
-from worker.composition import in_process_consumer, record_store  # noqa: E402
-from worker.samples import SAMPLE_FILE  # noqa: E402
-from worker.settings import Settings  # noqa: E402
+from bias_audit.consumers.envelope import Delivery  # noqa: E402
+from bias_audit.reports.build import build_report  # noqa: E402
+from bias_audit.reports.chromium import screenshot  # noqa: E402
+from bias_audit.reports.html import render_html  # noqa: E402
+from bias_audit.storage.report_reader import WindowReader  # noqa: E402
+from bias_audit.worker.composition import in_process_consumer, record_store  # noqa: E402
+from bias_audit.worker.samples import SAMPLE_FILE  # noqa: E402
+from bias_audit.worker.settings import Settings  # noqa: E402
 
 
 def main() -> None:

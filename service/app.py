@@ -24,11 +24,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from analysis.responses.counterfactual import swapped_prompts
-from consumers.envelope import Delivery
-from consumers.responses import EventRouter
-from schemas.events import CouncilSessionEvent, LLMResponseEvent
-from schemas.results import AuditResult
+from bias_audit.analysis.responses.counterfactual import swapped_prompts
+from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.responses import EventRouter
+from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
+from bias_audit.schemas.results import AuditResult
 
 PROBLEM = "application/problem+json"
 STATUS_FOR = {"too_large": 413, "invalid_json": 400, "invalid_event": 422, "wrong_topic": 422}

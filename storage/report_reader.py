@@ -22,8 +22,8 @@ from pathlib import Path
 
 import msgspec
 
-from analysis.digest import BadRecord, SessionDigest, StoredCell, digest_from_records, timestamp_ms
-from analysis.window_cells import WindowCells, window_cells
+from bias_audit.analysis.digest import BadRecord, SessionDigest, StoredCell, digest_from_records, timestamp_ms
+from bias_audit.analysis.window_cells import WindowCells, window_cells
 
 from .jsonl_store import record_files
 

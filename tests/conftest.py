@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from worker.embedded_redis import EmbeddedRedis
+from bias_audit.worker.embedded_redis import EmbeddedRedis
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -110,3 +110,8 @@ def pubsub_project(pubsub_emulator, request) -> str:
     import uuid
 
     return re.sub(r"[^a-z0-9-]", "-", f"t-{request.node.name[:30].lower()}-{uuid.uuid4().hex[:6]}")
+
+
+# A worker started with its embedded Redis leaves a pointer for commands run elsewhere
+# (worker.run.running_pointer): keep the suite's pointers out of the user's runtime folder.
+os.environ["XDG_RUNTIME_DIR"] = str(Path(__import__("tempfile").mkdtemp(prefix="bias-audit-test-runtime-")))

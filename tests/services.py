@@ -16,7 +16,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from worker.embedded_redis import free_port
+from bias_audit.worker.embedded_redis import free_port
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,14 +27,14 @@ ROOT = Path(__file__).resolve().parent.parent
 _DIE_WITH_PARENT = (
     "import ctypes, os, signal, sys; "
     "ctypes.CDLL(None).prctl(1, signal.SIGKILL); "
-    "os.execv(sys.executable, [sys.executable, '-m', 'worker.cli', 'worker'])"
+    "os.execv(sys.executable, [sys.executable, '-m', 'bias_audit', 'worker'])"
 )
 
 
 def spawn_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen:
     """`bias-audit worker` in a child process that dies with this one; output to log_path."""
     log = open(log_path, "ab")
-    command = ["-c", _DIE_WITH_PARENT] if sys.platform.startswith("linux") else ["-m", "worker.cli", "worker"]
+    command = ["-c", _DIE_WITH_PARENT] if sys.platform.startswith("linux") else ["-m", "bias_audit", "worker"]
     return subprocess.Popen([sys.executable, *command], env={**os.environ, **env}, stdout=log, stderr=log, cwd=ROOT)
 
 

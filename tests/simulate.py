@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from analysis.digest import SessionDigest, timestamp_ms
+from bias_audit.analysis.digest import SessionDigest, timestamp_ms
 
 START = datetime(2026, 11, 1, tzinfo=timezone.utc)
 

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from redis.asyncio import Redis
 
-_SCRIPT = files("windows").joinpath("alert_state.lua").read_text(encoding="utf-8")
+_SCRIPT = files("bias_audit.windows").joinpath("alert_state.lua").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from analysis.digest import SessionDigest, iso_ms, timestamp_ms
-from analysis.window import WindowUpdate
+from bias_audit.analysis.digest import SessionDigest, iso_ms, timestamp_ms
+from bias_audit.analysis.window import WindowUpdate
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,8 @@ import heapq
 from collections import deque
 from dataclasses import dataclass, field
 
-from analysis.digest import SessionDigest
-from analysis.window import WindowUpdate, add_into, split_recent, summarize_window
+from bias_audit.analysis.digest import SessionDigest
+from bias_audit.analysis.window import WindowUpdate, add_into, split_recent, summarize_window
 
 from .base import STATUS_AFTER, WindowItem, WindowPolicy, iso_from_ms, marker_value
 

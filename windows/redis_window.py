@@ -8,12 +8,12 @@ import orjson
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
-from analysis.digest import SessionDigest
-from analysis.window import WindowUpdate, add_into, split_recent, summarize_window
+from bias_audit.analysis.digest import SessionDigest
+from bias_audit.analysis.window import WindowUpdate, add_into, split_recent, summarize_window
 
 from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value
 
-_SCRIPT = files("windows").joinpath("redis_window.lua").read_text(encoding="utf-8")
+_SCRIPT = files("bias_audit.windows").joinpath("redis_window.lua").read_text(encoding="utf-8")
 
 
 def tenant_keys(prefix: str, tenant_id: str) -> dict[str, str]:

@@ -15,8 +15,8 @@ from typing import Protocol
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from consumers.council import CouncilSessionConsumer, Outcome
-from consumers.envelope import Delivery, dead_letter
+from bias_audit.consumers.council import CouncilSessionConsumer, Outcome
+from bias_audit.consumers.envelope import Delivery, dead_letter
 
 from .gc_tuning import collector_paused_per_batch
 from .metrics import WorkerMetrics

@@ -6,14 +6,14 @@ import re
 
 from redis.asyncio import Redis
 
-from consumers.council import CouncilSessionConsumer
-from consumers.responses import EventRouter, ResponseConsumer
-from producers.redis_streams import OutputTopics, RedisStreamsOutbox
-from storage.jsonl_store import JsonlRecordStore
-from windows.alert_state import MemoryAlertState, RedisAlertState
-from windows.base import WindowStore
-from windows.memory_window import MemoryWindow
-from windows.redis_window import RedisWindow
+from bias_audit.consumers.council import CouncilSessionConsumer
+from bias_audit.consumers.responses import EventRouter, ResponseConsumer
+from bias_audit.producers.redis_streams import OutputTopics, RedisStreamsOutbox
+from bias_audit.storage.jsonl_store import JsonlRecordStore
+from bias_audit.windows.alert_state import MemoryAlertState, RedisAlertState
+from bias_audit.windows.base import WindowStore
+from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.windows.redis_window import RedisWindow
 
 from .metrics import TimedWindow, WorkerMetrics
 from .settings import Settings
@@ -40,13 +40,13 @@ def council_consumer(settings: Settings, window: WindowStore, store, alert_state
 
 
 def response_consumer(settings: Settings, window: WindowStore, store) -> ResponseConsumer:
-    from lexicons.load import load_lexicons, shipped_lexicons
-    from lexicons.sentiment import vader_scorer
+    from bias_audit.lexicons.load import load_lexicons, shipped_lexicons
+    from bias_audit.lexicons.sentiment import vader_scorer
 
     custom = settings.rules_file or settings.axes_file
     embed = None
     if settings.embeddings:
-        from embeddings.minilm import minilm_embedder  # the optional extra; a clear error if absent
+        from bias_audit.embeddings.minilm import minilm_embedder  # the optional extra; a clear error if absent
 
         embed = minilm_embedder()
     return ResponseConsumer(
@@ -62,7 +62,7 @@ def event_consumer(settings: Settings, window: WindowStore, alert_state=None, *,
     """Both kinds of event behind one consumer: council sessions and LLM responses."""
     return EventRouter(council_consumer(settings, window, council_store, alert_state),
                        response_consumer(settings, window, response_store),
-                       llm_topic=settings.llm_topic, council_topic=settings.input_topic)
+                       llm_topic=settings.llm_topic, council_topic=settings.council_topic)
 
 
 def interaction_store(settings: Settings) -> JsonlRecordStore:
@@ -101,7 +101,7 @@ def redis_worker(settings: Settings):
 
 def pubsub_worker(settings: Settings):
     """Pub/Sub carries the messages; the windows (and exactly-once markers) live in Redis."""
-    from producers.pubsub import PubSubOutbox
+    from bias_audit.producers.pubsub import PubSubOutbox
 
     from .multi_input import MultiInputWorker
     from .pubsub_worker import PubSubWorker, pubsub_clients
@@ -124,9 +124,9 @@ def pubsub_worker(settings: Settings):
 def api_app(settings: Settings):
     """`bias-audit serve`: the HTTP API over the in-process consumers (window in memory),
     appending records and interaction records like a worker does."""
-    from lexicons.load import shipped_lexicons
-    from service.app import create_app
+    from bias_audit.lexicons.load import shipped_lexicons
+    from bias_audit.service.app import create_app
 
     consumer = in_process_consumer(settings, record_store(settings), interaction_store(settings))
     return create_app(consumer, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
-                      council_topic=settings.input_topic, default_swaps=shipped_lexicons().swaps)
+                      council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps)

@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from analysis.reviewer_profiles import reviewer_profiles
-from producers.redis_streams import wire_fields
-from storage.jsonl_store import read_records
+from bias_audit.analysis.reviewer_profiles import reviewer_profiles
+from bias_audit.producers.redis_streams import wire_fields
+from bias_audit.storage.jsonl_store import read_records
 
 from . import response_samples, samples
 from .composition import redis_worker
@@ -65,7 +65,7 @@ def run_demo(sessions_file: Path | None = None) -> int:
         pipe = publisher.pipeline(transaction=False)
         for line in lines:
             document = orjson.loads(line)
-            pipe.xadd(settings.input_topic, wire_fields(line, event_type="council.session",
+            pipe.xadd(settings.council_topic, wire_fields(line, event_type="council.session",
                                                          tenant_id=document.get("tenant_id"), trace_id=None))
         responses = response_samples.generate_responses(RESPONSES, seed=21)
         for event in responses:
@@ -73,7 +73,7 @@ def run_demo(sessions_file: Path | None = None) -> int:
                                                       tenant_id=event["tenant_id"], trace_id=None))
         pipe.execute()
         publisher.close()
-        console.print(f"published {len(lines)} council sessions to [bold]{settings.input_topic}[/bold] and "
+        console.print(f"published {len(lines)} council sessions to [bold]{settings.council_topic}[/bold] and "
                       f"{len(responses)} LLM responses to [bold]{settings.llm_topic}[/bold] on {server.url}")
         started = time.perf_counter()
         everything = asyncio.run(_run_worker(settings, len(lines) + len(responses), console))

@@ -17,7 +17,7 @@ def output_topic_names(settings: Settings) -> list[str]:
 
 
 def input_topic_names(settings: Settings) -> list[str]:
-    return [settings.input_topic, settings.llm_topic]
+    return [settings.council_topic, settings.llm_topic]
 
 
 def poison_attempts(settings: Settings) -> int:

@@ -23,9 +23,9 @@ from contextlib import suppress
 
 from google.api_core import exceptions as gexc
 
-from consumers.council import CouncilSessionConsumer
-from consumers.envelope import Delivery
-from producers.pubsub import PubSubOutbox
+from bias_audit.consumers.council import CouncilSessionConsumer
+from bias_audit.consumers.envelope import Delivery
+from bias_audit.producers.pubsub import PubSubOutbox
 
 from .batch_pipeline import BatchPipeline
 from .health import redis_reachable, stalled

@@ -25,9 +25,9 @@ from faststream.redis.annotations import RedisBatchStreamMessage
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from consumers.council import CouncilSessionConsumer
-from consumers.envelope import Delivery
-from producers.redis_streams import RedisStreamsOutbox
+from bias_audit.consumers.council import CouncilSessionConsumer
+from bias_audit.consumers.envelope import Delivery
+from bias_audit.producers.redis_streams import RedisStreamsOutbox
 
 from .batch_pipeline import BASE_TRANSIENT, BatchPipeline
 from .health import redis_reachable, stalled

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from schemas.limits import EventLimits
-from windows.base import WindowPolicy
+from bias_audit.schemas.limits import EventLimits
+from bias_audit.windows.base import WindowPolicy
 
 if TYPE_CHECKING:  # imported where used: `bias-audit report` starts without scipy/redis
-    from analysis.alerts import AlertPolicy
-    from analysis.responses.report import ResponseAnalysisConfig
-    from analysis.session_audit import AuditConfig
-    from windows.alert_state import AlertLimits
+    from bias_audit.analysis.alerts import AlertPolicy
+    from bias_audit.analysis.responses.report import ResponseAnalysisConfig
+    from bias_audit.analysis.session_audit import AuditConfig
+    from bias_audit.windows.alert_state import AlertLimits
 
 MIN_SECRET_LENGTH = 16
 
@@ -39,9 +39,9 @@ class Settings(BaseSettings):
     window_sessions: int = Field(100, ge=1, le=1_000_000)
     window_days: float = Field(30.0, gt=0)
 
-    input_topic: str = "council.sessions"
+    council_topic: str = "council.sessions"  # env BIAS_AUDIT_COUNCIL_TOPIC
     llm_topic: str = "llm.responses"
-    consume: Literal["all", "council", "responses"] = Field("all", description="the inputs this worker consumes: all, council (input_topic) or responses "
+    consume: Literal["all", "council", "responses"] = Field("all", description="the inputs this worker consumes: all, council (council_topic) or responses "
                                      "(llm_topic); one per deployment lets each scale on its own backlog")
     result_topic: str = "bias.audit.stream"
     alerts_topic: str = "bias.audit.alerts"
@@ -137,7 +137,7 @@ class Settings(BaseSettings):
 
     @property
     def audit_config(self) -> AuditConfig:
-        from analysis.session_audit import AuditConfig
+        from bias_audit.analysis.session_audit import AuditConfig
 
         return AuditConfig(
             length_correlation_threshold=self.length_correlation_threshold,
@@ -148,10 +148,10 @@ class Settings(BaseSettings):
 
     @property
     def response_analysis(self) -> ResponseAnalysisConfig:
-        from analysis.responses.counterfactual import CounterfactualConfig
-        from analysis.responses.disagreement import DisagreementConfig
-        from analysis.responses.linguistic import LinguisticConfig
-        from analysis.responses.report import ResponseAnalysisConfig
+        from bias_audit.analysis.responses.counterfactual import CounterfactualConfig
+        from bias_audit.analysis.responses.disagreement import DisagreementConfig
+        from bias_audit.analysis.responses.linguistic import LinguisticConfig
+        from bias_audit.analysis.responses.report import ResponseAnalysisConfig
 
         return ResponseAnalysisConfig(
             linguistic=LinguisticConfig(gendered_language=self.analyze_gendered_language,
@@ -163,14 +163,14 @@ class Settings(BaseSettings):
 
     @property
     def alert_policy(self) -> AlertPolicy:
-        from analysis.alerts import AlertPolicy
+        from bias_audit.analysis.alerts import AlertPolicy
 
         return AlertPolicy(reviewer_fire=self.alert_reviewer_offset,
                            reviewer_clear=self.alert_reviewer_offset / 2)
 
     @property
     def alert_limits(self) -> AlertLimits:
-        from windows.alert_state import AlertLimits
+        from bias_audit.windows.alert_state import AlertLimits
 
         return AlertLimits(cooldown_s=self.alert_cooldown_s, max_per_minute=self.alert_max_per_minute)
 
@@ -189,8 +189,8 @@ class Settings(BaseSettings):
 
     @property
     def consumed_topics(self) -> list[str]:
-        return {"council": [self.input_topic], "responses": [self.llm_topic]}.get(self.consume,
-                                                                              [self.input_topic, self.llm_topic])
+        return {"council": [self.council_topic], "responses": [self.llm_topic]}.get(self.consume,
+                                                                              [self.council_topic, self.llm_topic])
 
     @property
     def consumed_topic(self) -> str:
@@ -198,9 +198,13 @@ class Settings(BaseSettings):
         [topic] = self.consumed_topics
         return topic
 
+    def replaced(self, **changes: object) -> Settings:
+        """A copy with `changes`, validated as the original was (model_copy would skip validation)."""
+        return type(self).model_validate({**self.model_dump(), **changes})
+
     def for_input(self, topic: str) -> Settings:
         """These settings for the worker of one input."""
-        return self.model_copy(update={"consume": "responses" if topic == self.llm_topic else "council"})
+        return self.replaced(consume="responses" if topic == self.llm_topic else "council")
 
     def subscription_for(self, topic: str) -> str:
         return f"{topic}.{self.group}"
@@ -213,3 +217,42 @@ class Settings(BaseSettings):
     def interactions_dir(self) -> Path:
         """llm.responses audit records: apart from the council records the report reads."""
         return self.data_dir / "interactions"
+
+
+def settings_from(**overrides: object) -> Settings:
+    """Settings from the environment with the command line's values on top (None = not given);
+    a bad value is a CommandError naming the setting."""
+    from pydantic import ValidationError
+
+    from bias_audit.errors import CommandError
+
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+    except ValidationError as error:
+        from bias_audit.consumers.envelope import describe_validation_error
+
+        raise CommandError(f"configuration: {describe_validation_error(error)}") from None
+
+
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def check_broker_url(url: str) -> None:
+    from bias_audit.errors import CommandError
+
+    if url.startswith("pubsub://"):
+        if not url.removeprefix("pubsub://").strip("/"):
+            raise CommandError("pubsub:// needs a project: pubsub://PROJECT")
+        return
+    if not url.startswith(REDIS_SCHEMES):
+        raise CommandError(f"unsupported broker URL {url!r}: use redis://HOST:PORT/DB or pubsub://PROJECT")
+
+
+def check_pubsub_settings(settings: Settings) -> None:
+    from bias_audit.errors import CommandError
+
+    if not settings.redis_url:
+        raise CommandError("pubsub:// keeps its windows and exactly-once markers in Redis: pass --redis "
+                           "redis://... or set BIAS_AUDIT_REDIS_URL (shared by all workers)")
+    if not settings.redis_url.startswith(REDIS_SCHEMES):
+        raise CommandError(f"unsupported Redis URL {settings.redis_url!r}: use redis://HOST:PORT/DB")

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from analysis.observations import session_scores
-from analysis.session_audit import audit_batch, audit_scores
-from schemas.events import CouncilSessionEvent
+from bias_audit.analysis.observations import session_scores
+from bias_audit.analysis.session_audit import audit_batch, audit_scores
+from bias_audit.schemas.events import CouncilSessionEvent
 from tests.builders import council_event
 
 MODELS = ["M1", "M2", "M3", "M4", "M5", "M6"]

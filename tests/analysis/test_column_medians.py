@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from analysis.alerts import _column_medians
+from bias_audit.analysis.alerts import _column_medians
 
 NAN = np.nan
 TABLE = [

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis.agreement import krippendorff_alpha_interval, position_consistency
-from analysis.cross_session import (
+from bias_audit.analysis.agreement import krippendorff_alpha_interval, position_consistency
+from bias_audit.analysis.cross_session import (
     WindowThresholds,
     average_ranks,
     chi_square_independence,
@@ -17,13 +17,13 @@ from analysis.cross_session import (
     randomization_balance,
     reviewer_profiles,
 )
-from analysis.digest import SessionDigest
-from analysis.fixed_effects import absorbed_least_squares, one_hot
-from analysis.stats import fisher_ci
-from analysis.tenant_report import tenant_report
-from analysis.alerts import _robust, _z
-from analysis.trends import welch_test
-from analysis.window_cells import window_cells
+from bias_audit.analysis.digest import SessionDigest
+from bias_audit.analysis.fixed_effects import absorbed_least_squares, one_hot
+from bias_audit.analysis.stats import fisher_ci
+from bias_audit.analysis.tenant_report import tenant_report
+from bias_audit.analysis.alerts import _robust, _z
+from bias_audit.analysis.trends import welch_test
+from bias_audit.analysis.window_cells import window_cells
 from tests.simulate import Corpus
 
 NAMES = ("a", "b", "c")

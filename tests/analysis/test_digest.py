@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.digest import BadRecord, StoredCell, digest_from_records
+from bias_audit.analysis.digest import BadRecord, StoredCell, digest_from_records
 
 
 def stored(reviewer_id: str, model_id: str, score_value: float, **fields) -> StoredCell:

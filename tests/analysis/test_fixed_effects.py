@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.fixed_effects import demean_by_group
+from bias_audit.analysis.fixed_effects import demean_by_group
 
 VALUES = np.array([[1.0, 10.0], [3.0, 20.0], [5.0, 5.0], [6.0, 6.0], [7.0, 7.0]])
 EXPECTED = np.array([[-1.0, -5.0], [1.0, 5.0], [-1.0, -1.0], [0.0, 0.0], [1.0, 1.0]])  # group means 2|15, 6|6

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from analysis.observations import count_words
+from bias_audit.analysis.observations import count_words
 
 
 @pytest.mark.parametrize(

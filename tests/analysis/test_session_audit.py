@@ -4,9 +4,9 @@ implementation (llm-council-core 0.53.0) where it is right, and where it is wron
 import pytest
 from scipy import stats as sps
 
-from analysis.observations import session_scores
-from analysis.session_audit import AuditConfig, audit_scores
-from schemas.events import CouncilSessionEvent
+from bias_audit.analysis.observations import session_scores
+from bias_audit.analysis.session_audit import AuditConfig, audit_scores
+from bias_audit.schemas.events import CouncilSessionEvent
 from tests.builders import council_event
 
 

@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from analysis.cross_session import WindowThresholds
-from analysis.tenant_report import tenant_report
+from bias_audit.analysis.cross_session import WindowThresholds
+from bias_audit.analysis.tenant_report import tenant_report
 from tests.simulate import Corpus
 
 CORPORA = 200

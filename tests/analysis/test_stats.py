@@ -3,7 +3,7 @@ import math
 import pytest
 from scipy import stats as sps
 
-from analysis.stats import fisher_ci, one_sample_t_p, pearson
+from bias_audit.analysis.stats import fisher_ci, one_sample_t_p, pearson
 
 CORRELATION_TABLE = [
     ([100, 200, 300], [5.0, 6.1, 7.05]),  # n = 3: df = 1

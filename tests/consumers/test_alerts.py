@@ -8,16 +8,16 @@ import asyncio
 import orjson
 import pytest
 
-from analysis.alerts import AlertPolicy
-from analysis.tenant_report import tenant_report
-from consumers.council import CouncilSessionConsumer
-from consumers.envelope import Delivery
-from storage.jsonl_store import JsonlRecordStore
-from storage.report_reader import WindowReader
+from bias_audit.analysis.alerts import AlertPolicy
+from bias_audit.analysis.tenant_report import tenant_report
+from bias_audit.consumers.council import CouncilSessionConsumer
+from bias_audit.consumers.envelope import Delivery
+from bias_audit.storage.jsonl_store import JsonlRecordStore
+from bias_audit.storage.report_reader import WindowReader
 from tests.simulate import Corpus, digest_event
-from windows.alert_state import MemoryAlertState
-from windows.base import WindowPolicy
-from windows.memory_window import MemoryWindow
+from bias_audit.windows.alert_state import MemoryAlertState
+from bias_audit.windows.base import WindowPolicy
+from bias_audit.windows.memory_window import MemoryWindow
 
 CHANGE, STOP = 150, 240
 

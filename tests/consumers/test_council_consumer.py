@@ -7,12 +7,12 @@ import logging
 
 import pytest
 
-from consumers.council import CouncilSessionConsumer
-from consumers.envelope import Delivery
-from storage.jsonl_store import JsonlRecordStore, read_records
+from bias_audit.consumers.council import CouncilSessionConsumer
+from bias_audit.consumers.envelope import Delivery
+from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
 from tests.builders import council_event
-from windows.memory_window import MemoryWindow
-from worker.logging_setup import JsonFormatter
+from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.worker.logging_setup import JsonFormatter
 
 CANARY = "CANARY-7f3e-raw-user-query"
 

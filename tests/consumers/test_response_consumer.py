@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from consumers.council import CouncilSessionConsumer
-from consumers.envelope import Delivery
-from consumers.responses import EventRouter, ResponseConsumer
-from lexicons.load import shipped_lexicons
-from lexicons.sentiment import vader_scorer
-from storage.jsonl_store import JsonlRecordStore, read_records
+from bias_audit.consumers.council import CouncilSessionConsumer
+from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.responses import EventRouter, ResponseConsumer
+from bias_audit.lexicons.load import shipped_lexicons
+from bias_audit.lexicons.sentiment import vader_scorer
+from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
 from tests.builders import council_event
-from windows.memory_window import MemoryWindow
+from bias_audit.windows.memory_window import MemoryWindow
 
 CANARY = "CANARY-51c2-raw-user-query"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from worker.ops_server import ops_app
-from worker.settings import Settings
+from bias_audit.worker.ops_server import ops_app
+from bias_audit.worker.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from embeddings.minilm import EmbeddingsUnavailable, minilm_embedder
+from bias_audit.embeddings.minilm import EmbeddingsUnavailable, minilm_embedder
 
 
 @pytest.fixture(scope="module")

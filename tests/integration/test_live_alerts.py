@@ -10,8 +10,8 @@ import orjson
 import pytest
 import redis
 
-from analysis.tenant_report import tenant_report
-from storage.report_reader import WindowReader
+from bias_audit.analysis.tenant_report import tenant_report
+from bias_audit.storage.report_reader import WindowReader
 from tests.integration.test_redis_worker import RESULTS, blocked_readers, publish, start_worker, stop, wait_for
 from tests.simulate import Corpus, digest_event
 
@@ -48,7 +48,7 @@ def test_harsh_reviewer_alerts_once_across_two_workers_and_report_reads_the_live
     records_dir = tmp_path / "records"
     assert len(list(records_dir.glob("*.jsonl"))) == 2
 
-    live = subprocess.run([sys.executable, "-m", "worker.cli", "report", "--redis", redis_url, "--format", "json",
+    live = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--redis", redis_url, "--format", "json",
                            "--days", "0"], capture_output=True, text=True, timeout=120)
     assert live.returncode == 0, live.stderr
     [tenant] = json.loads(live.stdout)["tenants"]

@@ -16,13 +16,13 @@ import redis
 from google.api_core.exceptions import DeadlineExceeded
 from google.cloud import pubsub_v1
 
-from analysis.observations import session_scores
-from analysis.session_audit import audit_batch
-from analysis.window import RECENT_OFFSET, session_contribution
-from schemas.events import CouncilSessionEvent
-from storage.jsonl_store import read_records
+from bias_audit.analysis.observations import session_scores
+from bias_audit.analysis.session_audit import audit_batch
+from bias_audit.analysis.window import RECENT_OFFSET, session_contribution
+from bias_audit.schemas.events import CouncilSessionEvent
+from bias_audit.storage.jsonl_store import read_records
 from tests.services import spawn_worker
-from worker.samples import generate_sessions
+from bias_audit.worker.samples import generate_sessions
 
 pytestmark = [pytest.mark.redis, pytest.mark.pubsub, pytest.mark.slow]
 RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args, env=None, check=True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "worker.cli", *args], env={**os.environ, **(env or {})},
+    return subprocess.run([sys.executable, "-m", "bias_audit", *args], env={**os.environ, **(env or {})},
                           capture_output=True, text=True, check=check, timeout=120, cwd=ROOT)
 
 
@@ -310,11 +310,11 @@ def test_the_subscription_dead_letter_policy_catches_what_never_reaches_our_code
 
 
 def test_setup_against_an_unreachable_emulator_exits_1_with_a_reason(tmp_path):
-    from worker.embedded_redis import free_port
+    from bias_audit.worker.embedded_redis import free_port
 
     env = {"PUBSUB_EMULATOR_HOST": f"127.0.0.1:{free_port()}"}
     try:
-        result = subprocess.run([sys.executable, "-m", "worker.cli", "setup", "--broker", "pubsub://p"],
+        result = subprocess.run([sys.executable, "-m", "bias_audit", "setup", "--broker", "pubsub://p"],
                                 env={**os.environ, **env}, capture_output=True, text=True, timeout=120, cwd=ROOT)
     except subprocess.TimeoutExpired:
         pytest.fail("setup hung against an unreachable emulator")

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from producers.redis_streams import wire_fields
-from storage.jsonl_store import read_records, unique_records
+from bias_audit.producers.redis_streams import wire_fields
+from bias_audit.storage.jsonl_store import read_records, unique_records
 from tests.services import spawn_worker
-from worker.samples import generate_sessions
+from bias_audit.worker.samples import generate_sessions
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"
@@ -183,7 +183,7 @@ def test_worker_windows_equal_the_in_process_audit(redis_url, tmp_path):
         wait_for(lambda: client.xlen(RESULTS) >= 60, what="60 results")
     finally:
         stop(worker)
-    offline = subprocess.run([sys.executable, "-m", "worker.cli", "audit", str(path), "--window-sessions", "40"],
+    offline = subprocess.run([sys.executable, "-m", "bias_audit", "audit", str(path), "--window-sessions", "40"],
                              capture_output=True, check=True, env={**os.environ, "BIAS_AUDIT_LOG_LEVEL": "WARNING"})
     live = {r["audit_id"]: r for r in results(client)}
     for line in offline.stdout.decode().splitlines():
@@ -206,7 +206,7 @@ def test_sigterm_drains_and_exits_cleanly(redis_url, tmp_path):
 def test_window_redis_outage_is_retried_and_nothing_is_acked_early(redis_url, tmp_path):
     """The windows live on a second redis-server that goes away mid-stream (AOF keeps its data):
     the worker keeps the batch pending while it retries, then finishes every session exactly once."""
-    from worker.embedded_redis import EmbeddedRedis
+    from bias_audit.worker.embedded_redis import EmbeddedRedis
 
     client = redis.Redis.from_url(redis_url)
     client.flushall()

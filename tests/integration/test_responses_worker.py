@@ -11,11 +11,11 @@ import pytest
 import redis
 from google.cloud import pubsub_v1
 
-from producers.redis_streams import wire_fields
-from storage.jsonl_store import read_records
+from bias_audit.producers.redis_streams import wire_fields
+from bias_audit.storage.jsonl_store import read_records
 from tests.integration import test_pubsub_worker as pubsub_helpers
 from tests.integration.test_redis_worker import start_worker, stop, wait_for
-from worker.response_samples import generate_responses
+from bias_audit.worker.response_samples import generate_responses
 
 RESULTS, DEAD, LLM = "bias.audit.stream", "bias.audit.deadletter", "llm.responses"
 QUERY = "How should we roll out the new service?"  # every sample's original_query
@@ -96,7 +96,7 @@ def test_responses_on_pubsub(pubsub_project, redis_url, tmp_path):
 @pytest.mark.slow
 def test_one_worker_consumes_both_inputs(redis_url, tmp_path):
     """`--consume all` (the default): council sessions and LLM responses in one process."""
-    from worker.samples import generate_sessions
+    from bias_audit.worker.samples import generate_sessions
 
     client = redis.Redis.from_url(redis_url)
     events, bodies = corpus()
@@ -122,7 +122,7 @@ def test_one_worker_consumes_both_inputs(redis_url, tmp_path):
 @pytest.mark.pubsub
 @pytest.mark.slow
 def test_one_pubsub_worker_consumes_both_subscriptions(pubsub_project, redis_url, tmp_path):
-    from worker.samples import generate_sessions
+    from bias_audit.worker.samples import generate_sessions
 
     pubsub_helpers.setup_project(pubsub_project)
     events, bodies = corpus()

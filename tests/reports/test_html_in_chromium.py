@@ -7,10 +7,10 @@ import struct
 
 import pytest
 
-from analysis.tenant_report import tenant_report
-from reports.chromium import chromium_binary, rendered_dom, screenshot
-from reports.html import render_html
-from schemas.report import BiasReport, ReportInputs
+from bias_audit.analysis.tenant_report import tenant_report
+from bias_audit.reports.chromium import chromium_binary, rendered_dom, screenshot
+from bias_audit.reports.html import render_html
+from bias_audit.schemas.report import BiasReport, ReportInputs
 from tests.simulate import Corpus
 
 if chromium_binary() is None:

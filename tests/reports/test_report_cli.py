@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.simulate import Corpus, digest_records
-from worker.cli import app
+from bias_audit.worker.cli import app
 
 runner = CliRunner()
 

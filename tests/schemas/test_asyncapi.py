@@ -2,10 +2,10 @@
 
 import json
 
-from schemas import asyncapi
-from schemas.asyncapi import ASYNCAPI_PATH, build_asyncapi, render_asyncapi
-from schemas.results import DeadLetter
-from worker.settings import Settings
+from bias_audit.schemas import asyncapi
+from bias_audit.schemas.asyncapi import ASYNCAPI_PATH, build_asyncapi, render_asyncapi
+from bias_audit.schemas.results import DeadLetter
+from bias_audit.worker.settings import Settings
 
 
 def test_committed_asyncapi_matches_the_models():
@@ -28,7 +28,7 @@ def test_a_changed_model_changes_the_document(monkeypatch):
 def test_every_topic_of_both_transports_is_documented_with_its_payload():
     document = json.loads(ASYNCAPI_PATH.read_text())
     settings = Settings()
-    topics = {settings.input_topic, settings.llm_topic, settings.result_topic, settings.alerts_topic,
+    topics = {settings.council_topic, settings.llm_topic, settings.result_topic, settings.alerts_topic,
               settings.deadletter_topic}
     assert {c["address"] for c in document["channels"].values()} == topics
     assert document["asyncapi"].startswith("3.") and {s["protocol"] for s in document["servers"].values()} == {

@@ -1,9 +1,9 @@
 import pytest
 from pydantic import ValidationError
 
-from consumers.envelope import describe_validation_error
-from schemas.events import CouncilSessionEvent
-from schemas.limits import EventLimits
+from bias_audit.consumers.envelope import describe_validation_error
+from bias_audit.schemas.events import CouncilSessionEvent
+from bias_audit.schemas.limits import EventLimits
 from tests.builders import council_event
 
 VALID = council_event({"R1": {"M1": 8, "M2": 6}, "R2": {"M1": 7, "M2": 5}})

@@ -1,6 +1,6 @@
 import json
 
-from schemas.export import SCHEMA_DIR, drifted_schemas, render_schemas
+from bias_audit.schemas.export import SCHEMA_DIR, drifted_schemas, render_schemas
 
 
 def test_committed_schemas_match_the_models():

@@ -1,5 +1,5 @@
-from schemas.results import SessionAudit
-from schemas.trusted import trusted
+from bias_audit.schemas.results import SessionAudit
+from bias_audit.schemas.trusted import trusted
 
 VALUES = dict(
     length_score_correlation=0.5, length_score_p_value=0.2, length_score_spearman=0.4, length_score_sample_size=5,

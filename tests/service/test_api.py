@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.builders import council_event
-from worker.composition import api_app
-from worker.settings import Settings
+from bias_audit.worker.composition import api_app
+from bias_audit.worker.settings import Settings
 
 APP = api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-api-"), consumer_name="api-test"))
 client = TestClient(APP)

@@ -4,11 +4,11 @@ import stat
 
 import pytest
 
-from analysis.observations import session_scores
-from analysis.records import build_records, query_hash
-from schemas.events import CouncilSessionEvent
-from schemas.records import BiasMetricRecord
-from storage.jsonl_store import JsonlRecordStore, read_records, unique_records
+from bias_audit.analysis.observations import session_scores
+from bias_audit.analysis.records import build_records, query_hash
+from bias_audit.schemas.events import CouncilSessionEvent
+from bias_audit.schemas.records import BiasMetricRecord
+from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records, unique_records
 from tests.builders import council_event
 
 

@@ -6,7 +6,7 @@ import orjson
 import pytest
 from llm_council.bias_persistence import BiasMetricRecord, append_bias_records
 
-from storage.report_reader import DAY_MS, InputError, WindowReader, expand_inputs, window_bounds
+from bias_audit.storage.report_reader import DAY_MS, InputError, WindowReader, expand_inputs, window_bounds
 from tests.simulate import Corpus, digest_records
 
 
@@ -146,7 +146,7 @@ def test_progress_adds_up_to_every_byte_of_every_file(tmp_path):
 def test_small_blocks_and_dropped_pages_read_the_same_windows(tmp_path, monkeypatch, block):
     """Sessions, lines and a torn last line cut anywhere by the block boundaries: the same
     windows, counts and skipped line (with its line number) as one large block."""
-    import storage.report_reader as reader_module
+    import bias_audit.storage.report_reader as reader_module
 
     digests = Corpus(sessions=40, seed=12).digests()
     write(tmp_path / "a.jsonl", digests[:30])

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from redis.asyncio import Redis
 
-from analysis.window import FIXED, pooled_correlation
-from windows.base import PUBLISHED, RECORDED, WindowItem, WindowPolicy
-from windows.memory_window import MemoryWindow
-from windows.redis_window import RedisWindow
+from bias_audit.analysis.window import FIXED, pooled_correlation
+from bias_audit.windows.base import PUBLISHED, RECORDED, WindowItem, WindowPolicy
+from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.windows.redis_window import RedisWindow
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
@@ -161,7 +161,7 @@ def test_progress_marks_in_redis_keep_the_ttl(redis_url):
 
 
 def with_digest(window_item: WindowItem) -> WindowItem:
-    from analysis.digest import SessionDigest
+    from bias_audit.analysis.digest import SessionDigest
     digest = SessionDigest.from_cells(((0, 0, 0, 0.5, False),), session_id=window_item.session_id, tenant_id=window_item.tenant_id,
                            ts_ms=window_item.ts_ms, trace_id=None, config_version=None, reviewers=("r",), models=("m",),
                            lengths=(10.0,), length_unit="words")

@@ -4,8 +4,8 @@ import pytest
 
 from typer.testing import CliRunner
 
-from worker.cli import app
-from worker.samples import generate_sessions
+from bias_audit.worker.cli import app
+from bias_audit.worker.samples import generate_sessions
 
 runner = CliRunner()
 
@@ -21,12 +21,17 @@ def test_audit_prints_one_result_per_session_in_input_order():
     assert lines[0]["window"]["length_correlation"]["status"] == "collecting data"
 
 
-def test_audit_reports_bad_lines_and_exits_2_after_auditing_the_rest():
-    good = json.dumps(generate_sessions(1, seed=32)[0])
-    result = runner.invoke(app, ["audit", "-"], input=f"{good}\nnot json\n")
+def test_audit_keeps_one_output_line_per_input_line_and_exits_2_on_a_bad_one():
+    first, second = (json.dumps(s) for s in generate_sessions(2, seed=32))
+    result = runner.invoke(app, ["audit", "-"], input=f"{first}\nnot json\n\n{first}\n{second}\n")
     assert result.exit_code == 2
-    assert len(result.stdout.splitlines()) == 1
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    # the blank line has no output; the others keep their places
+    assert [line["event_type"] for line in lines] == [
+        "bias.audit.completed", "bias.audit.deadletter", "bias.audit.duplicate", "bias.audit.completed"]
+    assert lines[1]["payload"] == "not json" and lines[2]["line"] == 4
     assert "line 2: message body is not valid JSON" in result.stderr
+    assert "line 4: duplicate event, counted once" in result.stderr
 
 
 def test_consent_4_without_secret_is_refused_with_a_reason(monkeypatch):
@@ -37,6 +42,7 @@ def test_consent_4_without_secret_is_refused_with_a_reason(monkeypatch):
 
 def test_publish_without_a_broker_says_how_to_get_one(tmp_path, monkeypatch):
     monkeypatch.delenv("BIAS_AUDIT_BROKER_URL", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # no embedded worker started by this user either
     events = tmp_path / "e.jsonl"
     events.write_text("{}\n")
     result = runner.invoke(app, ["publish", str(events), "--data-dir", str(tmp_path)])

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.redis
 def test_the_demo_finds_every_injected_bias_on_both_inputs(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "worker.cli", "demo"], cwd=tmp_path, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "bias_audit", "demo"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300, env={"PATH": "/usr/bin:/bin", "COLUMNS": "160",
                                                        "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

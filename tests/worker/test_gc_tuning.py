@@ -1,7 +1,7 @@
 import gc
 
-from worker import gc_tuning
-from worker.gc_tuning import collector_paused_per_batch
+from bias_audit.worker import gc_tuning
+from bias_audit.worker.gc_tuning import collector_paused_per_batch
 
 
 def test_tune_gc_freezes_the_startup_heap_and_raises_thresholds():

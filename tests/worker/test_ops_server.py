@@ -9,10 +9,10 @@ import aiohttp
 import pytest
 import redis
 
-from producers.wire import wire_fields
-from worker.composition import redis_worker
-from worker.samples import generate_sessions
-from worker.settings import Settings
+from bias_audit.producers.wire import wire_fields
+from bias_audit.worker.composition import redis_worker
+from bias_audit.worker.samples import generate_sessions
+from bias_audit.worker.settings import Settings
 
 pytestmark = pytest.mark.redis
 
@@ -65,7 +65,7 @@ def test_health_and_metrics_of_a_running_worker(redis_url, tmp_path):
 
 
 def test_readiness_fails_with_the_reason_when_the_window_redis_is_unreachable(redis_url, tmp_path):
-    from worker.embedded_redis import free_port
+    from bias_audit.worker.embedded_redis import free_port
 
     unreachable = f"redis://127.0.0.1:{free_port()}/0"
     live_status, _, ready_status, ready, _ = asyncio.run(scenario(redis_url, tmp_path, unreachable, 0))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from analysis.responses.counterfactual import (CounterfactualConfig, compare, counterfactual_findings, refuses,
+from bias_audit.analysis.responses.counterfactual import (CounterfactualConfig, compare, counterfactual_findings, refuses,
                                                swapped_prompts)
 
 CONFIG = CounterfactualConfig()
@@ -62,7 +62,7 @@ def test_swapped_prompts_keep_case_and_name_the_swap():
 
 
 def test_unswapped_undoes_the_swap_only():
-    from analysis.responses.counterfactual import unswapped
+    from bias_audit.analysis.responses.counterfactual import unswapped
     assert unswapped("She said her team won. Sheila agreed.", {"he": "she", "his": "her"}) == \
         "He said his team won. Sheila agreed."
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from analysis.responses.disagreement import DisagreementConfig, jaccard_distance, member_disagreement
-from analysis.responses.lexicon import Lexicons
-from lexicons.load import shipped_lexicons
+from bias_audit.analysis.responses.disagreement import DisagreementConfig, jaccard_distance, member_disagreement
+from bias_audit.analysis.responses.lexicon import Lexicons
+from bias_audit.lexicons.load import shipped_lexicons
 
 LEX = shipped_lexicons()
 

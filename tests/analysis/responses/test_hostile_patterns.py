@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from analysis.responses import counterfactual, text
-from analysis.responses.linguistic import _compiled, linguistic_findings
-from analysis.responses.report import analyze_response
-from lexicons.load import shipped_lexicons
-from lexicons.sentiment import vader_scorer
+from bias_audit.analysis.responses import counterfactual, text
+from bias_audit.analysis.responses.linguistic import _compiled, linguistic_findings
+from bias_audit.analysis.responses.report import analyze_response
+from bias_audit.lexicons.load import shipped_lexicons
+from bias_audit.lexicons.sentiment import vader_scorer
 
 LEX = shipped_lexicons()
 SIZE = 256 * 1024

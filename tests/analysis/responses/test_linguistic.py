@@ -2,11 +2,11 @@
 
 import pytest
 
-from analysis.responses.lexicon import Lexicons, Rule
-from analysis.responses.linguistic import (LinguisticConfig, dispreferred_terms, gendered_language, group_sentiment,
+from bias_audit.analysis.responses.lexicon import Lexicons, Rule
+from bias_audit.analysis.responses.linguistic import (LinguisticConfig, dispreferred_terms, gendered_language, group_sentiment,
                                            linguistic_findings, rule_findings, toxicity)
-from analysis.responses.text import sentence_words, words
-from lexicons.load import shipped_lexicons
+from bias_audit.analysis.responses.text import sentence_words, words
+from bias_audit.lexicons.load import shipped_lexicons
 
 LEX = shipped_lexicons()
 

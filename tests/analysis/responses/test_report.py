@@ -2,8 +2,8 @@
 
 import pytest
 
-from analysis.responses.report import analyze_response
-from lexicons.load import shipped_lexicons
+from bias_audit.analysis.responses.report import analyze_response
+from bias_audit.lexicons.load import shipped_lexicons
 
 LEX = shipped_lexicons()
 

@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from analysis.responses.report import analyze_response
-from analysis.responses.semantic import member_clusters
-from lexicons.load import shipped_lexicons
+from bias_audit.analysis.responses.report import analyze_response
+from bias_audit.analysis.responses.semantic import member_clusters
+from bias_audit.lexicons.load import shipped_lexicons
 
 
 def unit(*xs: float) -> np.ndarray:

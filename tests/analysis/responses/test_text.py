@@ -2,7 +2,7 @@
 
 import pytest
 
-from analysis.responses.text import TermIndex, inflections, words
+from bias_audit.analysis.responses.text import TermIndex, inflections, words
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -43,5 +43,5 @@ def test_term_index_finds_whole_words_only(text, found):
 @pytest.mark.parametrize("text", ["U.S. teams won. Then he left!\nNew line? Yes", "...", "", "a-b. c'd’s e",
                                   "Ends without a stop"])
 def test_the_sentences_words_joined_are_the_texts_words(text):
-    from analysis.responses.text import sentence_words
+    from bias_audit.analysis.responses.text import sentence_words
     assert [w for _, ws in sentence_words(text) for w in ws] == words(text)

@@ -1,0 +1,106 @@
+"""`bias-audit report`: read the window (stored records or the live Redis window), build the
+report, render it in the asked format."""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import ContextManager
+
+from bias_audit.errors import CommandError
+
+FORMATS = ("text", "json", "csv", "html")
+PROGRESS_FROM_BYTES = 32 * 1024 * 1024  # smaller inputs finish before a bar would help
+
+
+def stored_windows(sources: Sequence[str], tenant: str | None, sessions: int | None, days: float | None,
+                   progress: Callable[[int], ContextManager[Callable[[int], object]]] | None = None):
+    """(windows, read stats) from record files; for large inputs `progress(total_bytes)` is
+    entered around the read and its advance callback gets the bytes read."""
+    from bias_audit.storage.report_reader import InputError, WindowReader, expand_inputs
+
+    try:
+        files = expand_inputs(sources)
+        reader = WindowReader(sessions=sessions, days=days, tenant=tenant)
+        total = sum(f.stat().st_size for f in files)
+        if progress is not None and total >= PROGRESS_FROM_BYTES:
+            with progress(total) as advance:
+                reader.read(files, advance)
+        else:
+            reader.read(files)
+    except InputError as error:
+        raise CommandError(str(error)) from None
+    return reader.windows(), reader.stats
+
+
+def live_windows(url: str, prefix: str, tenant: str | None, sessions: int | None, days: float | None):
+    """(windows, read stats) from the digests the workers keep in their Redis window."""
+    from redis import Redis
+    from redis.exceptions import RedisError
+
+    from bias_audit.analysis.window_cells import window_cells
+    from bias_audit.storage.report_reader import ReadStats, TenantWindows, window_bounds
+    from bias_audit.windows.redis_window import read_live_windows
+
+    try:
+        client = Redis.from_url(url, socket_connect_timeout=5)
+        live = read_live_windows(client, prefix, tenant)
+    except RedisError as error:
+        raise CommandError(f"reading the live window from {url} failed: {error}", exit_code=1) from None
+    stats = ReadStats(sessions=sum(len(d) for d in live.values()))
+    windows = []
+    for name, digests in sorted(live.items()):
+        if not digests:  # counted before digests were kept (an older worker)
+            continue
+        first_previous, first = window_bounds([d.ts_ms for d in digests], digests[-1].ts_ms, sessions, days)
+        windows.append(TenantWindows(name, window_cells(digests[first_previous:]), first - first_previous))
+    return windows, stats
+
+
+def default_sources(records_dir: Path) -> list[str]:
+    """The data directory's records, where the worker writes them."""
+    if not any(records_dir.glob("*.jsonl")):
+        raise CommandError(f"no input: no records in {records_dir} yet; pass --input PATH (a records file or "
+                           f"directory), --data-dir DIR, or --redis URL for the live window")
+    return [str(records_dir)]
+
+
+def render(document, format: str, verbose: bool, width: int | None = None) -> str:
+    from rich.console import Console
+
+    from .csv_out import render_csv
+    from .html import render_html
+    from .text import render_text
+
+    if format == "json":
+        exclude = None if verbose else {"tenants": {"__all__": {"length_points"}}}
+        return document.model_dump_json(indent=2, exclude=exclude) + "\n"
+    if format == "csv":
+        buffer = io.StringIO()
+        render_csv(document, buffer)
+        return buffer.getvalue()
+    if format == "html":
+        return render_html(document)
+    buffer = io.StringIO()
+    render_text(document, Console(file=buffer, width=width or 80, force_terminal=False), verbose=verbose)
+    return buffer.getvalue()
+
+
+def write_report(document, format: str, output: Path | None, verbose: bool) -> None:
+    if output is None and format == "text":
+        from rich.console import Console
+
+        from .text import render_text
+
+        render_text(document, Console(), verbose=verbose)
+        return
+    text = render(document, format, verbose)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise CommandError(f"cannot write {output}: {error.strerror}", exit_code=1) from None

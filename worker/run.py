@@ -1,0 +1,172 @@
+"""What `bias-audit worker`, `setup` and friends do once their arguments are parsed: find the
+broker, start the embedded Redis when none is configured, wire and run the worker."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from bias_audit.errors import CommandError
+
+from .settings import Settings, check_broker_url, check_pubsub_settings
+
+
+def running_pointer() -> Path:
+    """Where a worker with an embedded Redis leaves its URL for commands run from any directory."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "bias-audit" / "embedded-redis.url"
+
+
+def _answers(url: str) -> bool:
+    import redis
+
+    try:
+        with redis.Redis.from_url(url, socket_connect_timeout=0.5) as client:
+            return bool(client.ping())
+    except (redis.RedisError, OSError):
+        return False
+
+
+def resolve_broker(settings: Settings) -> str:
+    """The configured broker, else the Redis of a running embedded worker: the one of this data
+    directory first, then the one last started from anywhere by this user."""
+    if settings.broker_url:
+        check_broker_url(settings.broker_url)
+        return settings.broker_url
+    local = settings.data_dir / "redis" / "redis.url"
+    for pointer in (local, running_pointer()):
+        if pointer.exists():
+            url = pointer.read_text().strip()
+            if url and _answers(url):
+                return url
+    raise CommandError(f"no broker: pass --broker redis://..., set BIAS_AUDIT_BROKER_URL, or start "
+                       f"`bias-audit worker` (its embedded Redis is found through {local} or {running_pointer()})")
+
+
+def run_worker(settings: Settings, say: Callable[[str], None]) -> None:
+    """Run until SIGTERM / SIGINT. With no broker configured, on an embedded Redis in the data
+    directory that stops with the worker."""
+    from bias_audit.embeddings.minilm import EmbeddingsUnavailable
+    from bias_audit.lexicons.load import LexiconError
+
+    from .logging_setup import configure_logging
+
+    configure_logging(settings.log_level)
+    if settings.broker_url:
+        check_broker_url(settings.broker_url)
+    if settings.transport == "pubsub":
+        check_pubsub_settings(settings)
+    with _embedded_broker(settings, say) as settings:
+        from . import composition
+        from .gc_tuning import tune_gc
+
+        async def serve() -> None:
+            build = composition.pubsub_worker if settings.transport == "pubsub" else composition.redis_worker
+            service = build(settings)
+            tune_gc()  # after imports and wiring: the startup heap leaves every collection
+            await service.run()
+
+        try:
+            asyncio.run(serve())
+        except (LexiconError, EmbeddingsUnavailable) as error:
+            raise CommandError(str(error)) from None
+        except Exception as error:
+            if settings.transport == "pubsub":
+                from google.api_core.exceptions import NotFound
+
+                if isinstance(error, NotFound):
+                    raise CommandError(f"subscription not found ({error.message}); run `bias-audit setup "
+                                       f"--broker {settings.broker_url}` first", exit_code=1) from None
+            raise
+
+
+class _embedded_broker:
+    """The settings as given, or with an embedded Redis as the broker for the block's duration."""
+
+    def __init__(self, settings: Settings, say: Callable[[str], None]) -> None:
+        self.settings, self.say, self.server = settings, say, None
+
+    def __enter__(self) -> Settings:
+        if self.settings.broker_url:
+            return self.settings
+        from .embedded_redis import EmbeddedRedis
+
+        directory = self.settings.data_dir / "redis"
+        try:
+            self.server = EmbeddedRedis(directory).start()
+        except RuntimeError as error:
+            raise CommandError(str(error), exit_code=1) from None
+        pointer = running_pointer()
+        try:
+            pointer.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            pointer.write_text(self.server.url + "\n")
+        except OSError:  # only a convenience for commands run elsewhere
+            pass
+        self.say(f"embedded Redis at {self.server.url} (data in {directory})")
+        return self.settings.replaced(broker_url=self.server.url)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.server is None:
+            return
+        self.server.stop()
+        pointer = running_pointer()
+        try:
+            if pointer.read_text().strip() == self.server.url:
+                pointer.unlink()
+        except OSError:
+            pass
+
+
+def set_up_broker(settings: Settings, url: str) -> Iterator[str]:
+    """Create the input streams and groups, or the Pub/Sub topics and subscriptions: one line
+    per thing, saying whether it was created or already there."""
+    if url.startswith("pubsub://"):
+        from .pubsub_admin import ensure_pubsub
+
+        try:
+            yield from ensure_pubsub(settings.replaced(broker_url=url))
+        except Exception as error:  # google.api_core errors: unreachable, permission denied
+            raise CommandError(f"Pub/Sub setup failed: {error.__class__.__name__}: "
+                               f"{getattr(error, 'message', error)}", exit_code=1) from None
+        return
+    from redis.asyncio import Redis
+    from redis.exceptions import RedisError
+
+    from .redis_worker import ensure_group
+
+    async def create() -> list[str]:
+        client = Redis.from_url(url)
+        try:
+            lines = []
+            for stream in (settings.council_topic, settings.llm_topic):
+                created = await ensure_group(client, stream, settings.group)
+                lines.append(f"{stream}: group {settings.group} {'created' if created else 'already exists'}")
+            return lines
+        finally:
+            await client.aclose()
+
+    try:
+        yield from asyncio.run(create())
+    except (OSError, RedisError) as error:
+        raise CommandError(f"cannot reach {url}: {error}", exit_code=1) from None
+
+
+def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None]) -> None:
+    """`bias-audit serve`: the HTTP API until interrupted."""
+    import uvicorn
+
+    from bias_audit.embeddings.minilm import EmbeddingsUnavailable
+    from bias_audit.lexicons.load import LexiconError
+
+    from .composition import api_app
+    from .logging_setup import configure_logging
+
+    configure_logging(settings.log_level)
+    try:
+        application = api_app(settings)
+    except (LexiconError, EmbeddingsUnavailable) as error:
+        raise CommandError(str(error)) from None
+    say(f"bias-audit API on http://{host}:{port} (OpenAPI at /openapi.json)")
+    uvicorn.run(application, host=host, port=port, log_level="warning")
