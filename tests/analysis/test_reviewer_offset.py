@@ -1,0 +1,47 @@
+"""The median of the other reviewers, against statistics.median over the same lists."""
+
+import statistics
+
+import numpy as np
+import pytest
+
+from bias_audit.analysis.reviewer_offset import median_of_others, offsets_from_effects
+
+nan = float("nan")
+
+
+def oracle(row):
+    out = []
+    for i, value in enumerate(row):
+        others = [v for j, v in enumerate(row) if j != i and v == v]
+        out.append(statistics.median(others) if value == value and others else nan)
+    return out
+
+
+@pytest.mark.parametrize("row,expected", [
+    ([1.0, 2.0, 3.0, 10.0], [3.0, 3.0, 2.0, 2.0]),  # others of 1: {2, 3, 10} -> 3
+    ([0.75, 0.75, 0.75, -2.25], [0.75, 0.75, 0.75, 0.75]),  # one harsh reviewer moves no median
+    ([2.0, -2.0], [-2.0, 2.0]),  # two reviewers: the other one
+    ([1.0, nan, 4.0, 7.0], [5.5, nan, 4.0, 2.5]),  # an unmeasured reviewer is no one's peer
+    ([3.0, nan, nan], [nan, nan, nan]),  # nobody to compare with
+    ([nan, nan], [nan, nan]),
+])
+def test_median_of_the_others_by_hand(row, expected):
+    got = median_of_others(np.array([row]))[0]
+    np.testing.assert_array_equal(got, np.array(expected))
+    np.testing.assert_array_equal(got, np.array(oracle(row)))
+
+
+def test_median_of_the_others_equals_statistics_median_on_random_rows():
+    rng = np.random.default_rng(7)
+    values = rng.normal(size=(400, 7)).round(2)  # rounding makes ties
+    values[rng.random(values.shape) < 0.25] = nan
+    got = median_of_others(values)
+    expected = np.array([oracle(list(row)) for row in values])
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12, equal_nan=True)
+
+
+def test_a_harsh_reviewer_leaves_its_peers_at_zero():
+    # Effects of four reviewers when R4 scores 3 points below three who agree: +0.75 each, -2.25.
+    offsets = offsets_from_effects(np.array([[0.75, 0.75, 0.75, -2.25]]))[0]
+    np.testing.assert_allclose(offsets, [0.0, 0.0, 0.0, -3.0])
