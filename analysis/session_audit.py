@@ -1,7 +1,9 @@
 """Per-session bias audit (science.md, 'Per session'), vectorized over a batch of sessions.
 
 Every metric excludes self-reviews; self-preference measures them separately. Reviewer offsets
-are leave-one-out, so they work from 2 reviewers up and are not fooled by one better candidate.
+are against the median of the other reviewers (analysis.reviewer_offset), so they work from 2
+reviewers up, are not fooled by one better candidate, and one harsh reviewer does not make its
+peers look generous.
 A reviewer or self-preference flag needs both size (the threshold, in points) and evidence
 (p < alpha), so one session's noise is not called a bias. Position is only estimated when the
 same model was seen at different positions.
@@ -23,6 +25,7 @@ from bias_audit.schemas.results import SessionAudit
 from bias_audit.schemas.trusted import trusted
 
 from .observations import SessionScores
+from .reviewer_offset import offsets_from_effects, reviewer_effects
 from .score_arrays import score_arrays
 
 REFERENCE_SPAN = 9.0  # thresholds are stated in points of a 1-10 scale
@@ -175,14 +178,19 @@ def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfi
         reviewer_std = np.where(reviewer_n >= 2,
                                 np.sqrt((spread * spread).sum(2) / np.maximum(reviewer_n - 1.0, 1.0)), 0.0)
 
-        # Leave-one-out: score_i(c) - mean_{j != i} score_j(c), where c has another peer score.
+        # Offsets on the candidates c that have another peer score: the reviewer's effect in the
+        # session's two-way fit minus the median of the other reviewers' effects
+        # (analysis.reviewer_offset: a harsh peer cannot make the bystanders look generous).
         loo = peer & (model_n > 1)[:, None, :]
         lw = loo.astype(np.float64)
+        k = lw.sum(2)
+        offset = np.nan_to_num(offsets_from_effects(reviewer_effects(S, loo)))
+        # Its spread: the leave-one-out differences score_i(c) - mean_{j != i} score_j(c), whose
+        # mean the median-referenced offset replaces.
         others = (model_total[:, None, :] - S) / np.maximum(model_n - 1.0, 1.0)[:, None, :]
         diff = (S - others) * lw
-        k = lw.sum(2)
-        offset = diff.sum(2) / np.maximum(k, 1.0)
-        centred = (diff - offset[..., None]) * lw
+        loo_offset = diff.sum(2) / np.maximum(k, 1.0)
+        centred = (diff - loo_offset[..., None]) * lw
         offset_sd = np.sqrt((centred * centred).sum(2) / np.maximum(k - 1.0, 1.0))
         offset_t = np.where(offset_sd > 0.0, offset / (offset_sd / np.sqrt(k)),
                             np.where(offset == 0.0, 0.0, np.copysign(inf, offset)))

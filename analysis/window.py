@@ -50,6 +50,7 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> di
     get = sums.get
     offsets = analysis.audit.reviewer_offsets
     n = sx = sy = sxx = syy = sxy = 0
+    differences: dict[str, list[float]] = {}
     for model, received in analysis.peer_scores.items():
         # Offset-adjusted mean peer score: a harsh reviewer's absence does not lift a candidate.
         adjusted = sum(s - offsets.get(r, 0.0) for r, s in received) / len(received)
@@ -68,11 +69,17 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> di
         sums[key + ":s"] = get(key + ":s", 0) + round((total - low * count) * unit)
         if count > 1:
             for reviewer, score in received:
-                d = round((score - (total - score) / (count - 1)) * unit)
-                key = REVIEWER + reviewer
-                sums[key + ":n"] = get(key + ":n", 0) + 1
-                sums[key + ":s"] = get(key + ":s", 0) + d
-                sums[key + ":q"] = get(key + ":q", 0) + d * d
+                differences.setdefault(reviewer, []).append(score - (total - score) / (count - 1))
+    for reviewer, values in differences.items():
+        # each leave-one-out difference moved so that their mean is the session's offset against
+        # the median of the peers (analysis.reviewer_offset); their spread is kept
+        shift = offsets.get(reviewer, 0.0) - sum(values) / len(values)
+        key = REVIEWER + reviewer
+        for value in values:
+            d = round((value + shift) * unit)
+            sums[key + ":n"] = get(key + ":n", 0) + 1
+            sums[key + ":s"] = get(key + ":s", 0) + d
+            sums[key + ":q"] = get(key + ":q", 0) + d * d
     if n:
         sums.update({POINTS + "n": n, POINTS + "x": sx, POINTS + "y": sy,
                      POINTS + "xx": sxx, POINTS + "yy": syy, POINTS + "xy": sxy})

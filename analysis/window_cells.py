@@ -1,5 +1,5 @@
 """A window of session digests as columns of cells, plus the per-session quantities every
-cross-session metric starts from (leave-one-out reviewer offsets, self-preference, length points).
+cross-session metric starts from (median-referenced reviewer offsets, self-preference, length points).
 
 Scores are in points of a 1-10 scale (fraction of the session's scale x 9), so sessions on
 different scales pool.
@@ -15,6 +15,7 @@ from itertools import chain
 import numpy as np
 
 from .digest import SessionDigest
+from .reviewer_offset import offsets_from_effects, reviewer_effects
 from .session_audit import REFERENCE_SPAN
 
 
@@ -104,8 +105,12 @@ class WindowCells:
 
     @cached_property
     def session_offsets(self) -> np.ndarray:
-        """(sessions, reviewers) leave-one-out offset of each reviewer in each session."""
-        return self.per_session_reviewer_mean(self.loo_difference)
+        """(sessions, reviewers) offset of each reviewer in each session against the median of
+        the other reviewers, as the per-session audit computes it (analysis.reviewer_offset)."""
+        total, count = self._peer_sums
+        used = self.peer & (count[self.group] >= 2.0)
+        return offsets_from_effects(_session_effects(self.session[used], self.reviewer[used], self.model[used],
+                                                     self.score[used], self.sessions, len(self.reviewers)))
 
     @cached_property
     def session_self_preference(self) -> np.ndarray:
@@ -175,3 +180,41 @@ def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
         own=column("cell_own", np.bool_),
         length=np.asarray(lengths, dtype=np.float64)[model_slot] if len(digests) else score * 0,
     )
+
+
+SESSIONS_PER_FIT = 2048  # sessions fitted together: bounds the padded arrays' memory
+
+
+def _local_index(session: np.ndarray, index: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(each cell's index among its session's distinct values, the distinct (session, value)
+    keys in order): a window's names numbered again within each session."""
+    keys, inverse = np.unique(session * width + index, return_inverse=True)
+    first = np.searchsorted(keys, (keys // width) * width)
+    return inverse - first[inverse], keys
+
+
+def _session_effects(session: np.ndarray, reviewer: np.ndarray, model: np.ndarray, score: np.ndarray,
+                     sessions: int, reviewers: int) -> np.ndarray:
+    """(sessions, reviewers) effects of each session's two-way fit, from the cells that count;
+    NaN where a reviewer has none."""
+    out = np.full((sessions, reviewers), np.nan)
+    if not len(score):
+        return out
+    local_reviewer, reviewer_keys = _local_index(session, reviewer, reviewers)
+    local_model, _ = _local_index(session, model, int(model.max()) + 1)
+    rows, cols = int(local_reviewer.max()) + 1, int(local_model.max()) + 1
+    for start in range(0, sessions, SESSIONS_PER_FIT):
+        stop = min(start + SESSIONS_PER_FIT, sessions)
+        here = (session >= start) & (session < stop)
+        grid = np.zeros((stop - start, rows, cols))
+        used = np.zeros((stop - start, rows, cols), dtype=bool)
+        at = (session[here] - start, local_reviewer[here], local_model[here])
+        grid[at] = score[here]
+        used[at] = True
+        effects = reviewer_effects(grid, used)
+        keys = reviewer_keys[(reviewer_keys // reviewers >= start) & (reviewer_keys // reviewers < stop)]
+        key_session = keys // reviewers
+        first = np.searchsorted(reviewer_keys, key_session * reviewers)
+        position = np.searchsorted(reviewer_keys, keys) - first
+        out[key_session, keys % reviewers] = effects[key_session - start, position]
+    return out

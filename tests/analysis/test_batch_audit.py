@@ -3,6 +3,7 @@ time), and independent of which other sessions share its batch."""
 
 import math
 import random
+import statistics
 
 import numpy as np
 import pytest
@@ -97,21 +98,41 @@ def test_length_correlation_and_spearman_match_scipy():
     assert checked > 50
 
 
-def test_leave_one_out_offsets_and_their_t_tests_match_a_direct_computation():
+def effects(table):
+    """reviewer -> its coefficient in the least-squares fit score ~ reviewer + model (dummies for
+    both, numpy's lstsq on the full design), over the models another reviewer scored too."""
+    cells = [(r, m, score) for r, row in table.items() for m, score in row.items()
+             if sum(m in other for other in table.values()) > 1]
+    reviewers = sorted({r for r, _, _ in cells})
+    models = sorted({m for _, m, _ in cells})
+    design = np.zeros((len(cells), len(reviewers) + len(models)))
+    for row, (r, m, _) in enumerate(cells):
+        design[row, reviewers.index(r)] = 1.0
+        design[row, len(reviewers) + models.index(m)] = 1.0
+    coefficients = np.linalg.lstsq(design, np.array([score for _, _, score in cells]), rcond=None)[0]
+    return dict(zip(reviewers, coefficients[:len(reviewers)].tolist()))
+
+
+def test_median_referenced_offsets_and_their_t_tests_match_a_direct_computation():
     checked = 0
     for scores, table, audit in audited():
+        effect = effects(table)
         for reviewer, row in table.items():
             diffs = [own - rest for own, rest in own_and_rest(table, reviewer)]
             if not diffs:
                 assert reviewer not in audit.reviewer_offsets
                 continue
-            assert audit.reviewer_offsets[reviewer] == pytest.approx(np.mean(diffs), abs=1e-9)
+            others = [value for name, value in effect.items() if name != reviewer]
+            offset = effect[reviewer] - statistics.median(others)
+            assert audit.reviewer_offsets[reviewer] == pytest.approx(offset, abs=1e-9)
             assert audit.reviewer_mean_scores[reviewer] == pytest.approx(np.mean(list(row.values())), abs=1e-9)
             p = audit.reviewer_offset_p_values[reviewer]
             if len(diffs) < 2:
                 assert p is None
             elif np.std(diffs) > 1e-9:
-                assert p == pytest.approx(sps.ttest_1samp(diffs, 0.0).pvalue, abs=1e-9)
+                # the spread of the leave-one-out differences, around the offset
+                t = offset / (np.std(diffs, ddof=1) / math.sqrt(len(diffs)))
+                assert p == pytest.approx(2 * sps.t.sf(abs(t), len(diffs) - 1), abs=1e-9)
                 checked += 1
     assert checked > 100
 

@@ -78,3 +78,28 @@ def test_live_window_and_report_from_records_agree(tmp_path):
     assert offline.sample_size == live.sample_size == 500
     assert offline.point_estimate == pytest.approx(live.point_estimate, abs=1e-4)
     assert (offline.ci_lower, offline.ci_upper) == pytest.approx((live.ci_lower, live.ci_upper), abs=1e-4)
+
+
+def one_harsh_reviewer(sessions: int = 15, members: int = 4, offset: float = -3.5) -> list[bytes]:
+    corpus = Corpus(sessions=sessions, models=members, seed=5, reviewer_offsets={1: offset}, noise=0.5)
+    return [orjson.dumps(digest_event(d)) for d in corpus.digests()]
+
+
+def test_one_harsh_reviewer_does_not_make_its_peers_look_generous():
+    # A leave-one-out mean shifts each of the three bystanders by 3.5 / 3 ~ +1.17 points: over the
+    # alert's 1.0 and the session's generosity flag. The median of the peers does not move.
+    outcomes = run(consumer(), one_harsh_reviewer())
+    alerts = [a for o in outcomes for a in o.alerts or () if a.status == "firing"]
+    assert [a.message.split(" scores")[0] for a in alerts if a.alert_type == "reviewer_calibration"] == [
+        "reviewer vendor1/model-1"]
+    assert all("generous" not in a.message for a in alerts)
+    audits = [o.result.audit for o in outcomes]
+    assert all(audit.generous_reviewers == [] for audit in audits)
+    assert sum(audit.harsh_reviewers == ["vendor1/model-1"] for audit in audits) >= 12
+    bystanders = [offset for audit in audits for name, offset in audit.reviewer_offsets.items()
+                  if name != "vendor1/model-1"]
+    assert abs(sum(bystanders) / len(bystanders)) < 0.3
+    # the window's offsets (sums kept exactly once in Redis) follow the same estimator
+    window = outcomes[-1].result.window.reviewer_offsets
+    assert window["vendor1/model-1"] < -3.0
+    assert all(abs(offset) < 0.5 for name, offset in window.items() if name != "vendor1/model-1")  # LOO: ~+1.17
