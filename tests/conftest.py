@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -114,4 +115,4 @@ def pubsub_project(pubsub_emulator, request) -> str:
 
 # A worker started with its embedded Redis leaves a pointer for commands run elsewhere
 # (worker.run.running_pointer): keep the suite's pointers out of the user's runtime folder.
-os.environ["XDG_RUNTIME_DIR"] = str(Path(__import__("tempfile").mkdtemp(prefix="bias-audit-test-runtime-")))
+os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="bias-audit-test-runtime-")

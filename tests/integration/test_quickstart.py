@@ -1,0 +1,82 @@
+"""The README's quickstart as a new user runs it: a worker on its embedded Redis, the shipped
+example events published from another directory, their results listed, the report over the
+records the worker wrote, with no paths or URLs typed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.services import spawn_worker
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "worker" / "samples" / "example_events.jsonl"
+
+
+def cli(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bias_audit", *args], cwd=cwd, env={**os.environ, **env},
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_shipped_example_events_are_valid_and_each_gets_a_result(tmp_path):
+    done = cli("audit", str(EXAMPLE), cwd=tmp_path, env={})
+    assert done.returncode == 0, done.stderr
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    sources = [json.loads(line).get("session_id") or json.loads(line)["audit_id"] for line in EXAMPLE.read_text().splitlines()]
+    assert [r["audit_id"] for r in results] == sources
+    assert {r["event_type"] for r in results} == {"bias.audit.completed"}
+    assert {r["source"] for r in results} == {"council.session", "llm.response"}
+
+
+@pytest.mark.redis
+def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypatch):
+    home, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    env = {"XDG_RUNTIME_DIR": str(tmp_path / "run"), "BIAS_AUDIT_DATA_DIR": str(home / ".bias-audit"),
+           "BIAS_AUDIT_OPS_PORT": "-1"}
+    env_elsewhere = {"XDG_RUNTIME_DIR": env["XDG_RUNTIME_DIR"]}  # another shell, another folder
+    for name in ("BIAS_AUDIT_BROKER_URL", "BIAS_AUDIT_REDIS_URL", "BIAS_AUDIT_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    worker = spawn_worker(env, tmp_path / "worker.log")
+    try:
+        pointer = tmp_path / "run" / "bias-audit" / "embedded-redis.url"
+        deadline = time.monotonic() + 30
+        while not pointer.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pointer.exists(), (tmp_path / "worker.log").read_text()
+        published = cli("publish", str(EXAMPLE), cwd=elsewhere, env=env_elsewhere)
+        assert published.returncode == 0, published.stderr
+        assert "published 5 events" in published.stderr
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            shown = cli("results", "--count", "10", cwd=elsewhere, env=env_elsewhere)
+            if len(shown.stdout.splitlines()) == 5:
+                break
+            time.sleep(0.5)
+        assert shown.returncode == 0, shown.stderr
+        assert sorted(json.loads(line)["audit_id"] for line in shown.stdout.splitlines()) == sorted(
+            [*(f"example-session-{i}" for i in (1, 2, 3)), "example-response-1", "example-response-2"])
+        empty = cli("results", "deadletters", cwd=elsewhere, env=env_elsewhere)
+        assert empty.returncode == 0 and empty.stdout == ""
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+    assert not pointer.exists()  # a stopped worker is not offered to later commands
+    report = cli("report", "--format", "json", cwd=home, env={"BIAS_AUDIT_DATA_DIR": str(home / ".bias-audit")})
+    assert report.returncode == 0, report.stderr
+    [tenant] = json.loads(report.stdout)["tenants"]
+    assert tenant["tenant_id"] == "acme" and tenant["sessions"] == 3
+
+
+def test_report_with_no_records_yet_says_where_it_looked(tmp_path):
+    done = cli("report", cwd=tmp_path, env={"BIAS_AUDIT_DATA_DIR": str(tmp_path / "data")})
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"error: no input: no records in {tmp_path / 'data' / 'records'} yet; pass --input "
+                                   "PATH (a records file or directory), --data-dir DIR, or --redis URL for the live window")
