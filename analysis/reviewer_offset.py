@@ -37,9 +37,15 @@ def median_of_others(values: np.ndarray) -> np.ndarray:
     return np.where(valid, median, np.nan)
 
 
+# Below this (points) an offset is the fit's rounding, not a difference: exactly 0, so that a
+# reviewer who agrees with everyone gets no "significant" offset from a zero-spread t test.
+ROUNDING = 1e-9
+
+
 def offsets_from_effects(effects: np.ndarray) -> np.ndarray:
     """(sessions, reviewers) effects (NaN = not measured) -> offsets against the peers' median."""
-    return effects - median_of_others(effects)
+    offsets = effects - median_of_others(effects)
+    return np.where(np.abs(offsets) < ROUNDING, 0.0, offsets)
 
 
 def reviewer_effects(score: np.ndarray, used: np.ndarray) -> np.ndarray:

@@ -26,6 +26,7 @@ from bias_audit.schemas.trusted import trusted
 
 from .observations import SessionScores
 from .reviewer_offset import offsets_from_effects, reviewer_effects
+from .session_audit_one import audit_one
 from .score_arrays import score_arrays
 
 REFERENCE_SPAN = 9.0  # thresholds are stated in points of a 1-10 scale
@@ -145,9 +146,27 @@ def _position_tests(S: np.ndarray, peer: np.ndarray, P: np.ndarray) -> _Position
     return _PositionTests(identifiable, group_n, group_mean, k_groups, p_value, tested, effect_var, per_session)
 
 
+# Below this many sessions the plain-Python audit (analysis.session_audit_one) is faster than
+# numpy's per-call overhead on small arrays (bench/run.py audit measures both).
+VECTORIZE_FROM = 8
+
+
 def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfig()) -> list[SessionAnalysis]:
-    if not batch:
-        return []
+    if len(batch) < VECTORIZE_FROM:
+        return [_audit_one(scores, config) for scores in batch]
+    return _audit_vectorized(batch, config)
+
+
+def _audit_one(scores: SessionScores, config: AuditConfig) -> SessionAnalysis:
+    span = scores.scale_span
+    threshold = config.scaled(config.calibration_threshold, span)
+    values = audit_one(scores, threshold, config.scaled(config.self_preference_threshold, span),
+                       config.length_correlation_threshold, config.alpha)
+    residuals = values.pop("_residuals")
+    return SessionAnalysis(trusted(SessionAudit, values), scores, residuals)
+
+
+def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig) -> list[SessionAnalysis]:
     a = score_arrays(batch)
     S, peer, P = a.score, a.peer, a.position
     B = S.shape[0]

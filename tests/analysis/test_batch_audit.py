@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as sps
 
 from bias_audit.analysis.observations import session_scores
-from bias_audit.analysis.session_audit import audit_batch, audit_scores
+from bias_audit.analysis.session_audit import AuditConfig, _audit_vectorized, audit_batch, audit_scores
 from bias_audit.schemas.events import CouncilSessionEvent
 from tests.builders import council_event
 
@@ -221,3 +221,15 @@ def test_position_effects_and_f_test_match_a_direct_computation():
             assert audit.position_p_value == pytest.approx(expected, abs=1e-9)
             checked += 1
     assert checked > 50
+
+
+def test_the_plain_python_audit_of_one_session_equals_the_vectorized_one():
+    vectorized = _audit_vectorized(SESSIONS, AuditConfig())
+    for scores, batch in zip(SESSIONS, vectorized):
+        one = audit_batch([scores])[0]
+        assert one.audit.model_dump().keys() == batch.audit.model_dump().keys()
+        assert close(one.audit.model_dump(), batch.audit.model_dump()), scores
+        assert list(one.audit.model_dump()) == list(batch.audit.model_dump())  # same field order
+        assert len(one.position_residuals) == len(batch.position_residuals)
+        for (p, e), (q, f) in zip(one.position_residuals, batch.position_residuals):
+            assert p == q and math.isclose(e, f, rel_tol=1e-9, abs_tol=1e-12)

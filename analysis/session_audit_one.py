@@ -1,0 +1,331 @@
+"""The per-session audit of one session in plain Python: the same numbers as the vectorized batch
+audit (analysis.session_audit), where a batch of one would pay numpy's per-call overhead on
+~300 tiny arrays (~600 us) for what a few loops over a council's 25 scores do in a tenth of it.
+
+Each quantity mirrors a line of audit_batch; tests/analysis/test_batch_audit.py checks the two
+agree on 400 random sessions, and the oracle tests run on both.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from typing import Any
+
+from scipy.special import fdtrc, stdtr
+
+from .observations import SessionScores
+from .reviewer_offset import ROUNDING
+
+INF = math.inf
+
+
+def _pearson(xs: list[float], ys: list[float]) -> float | None:
+    """Pearson r, clipped to [-1, 1]; None below 2 points or without variance on either side."""
+    n = len(xs)
+    if n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = syy = sxy = 0.0
+    for x, y in zip(xs, ys):
+        dx, dy = x - mx, y - my
+        sxx += dx * dx
+        syy += dy * dy
+        sxy += dx * dy
+    if not (sxx > 1e-300 and syy > 1e-300):
+        return None
+    r = sxy / math.sqrt(sxx * syy)
+    return min(1.0, max(-1.0, r))
+
+
+def _average_ranks(xs: list[float]) -> list[float]:
+    """1-based ranks, ties sharing their average rank (scipy.stats.rankdata 'average'):
+    #smaller + (#equal + 1) / 2."""
+    ordered = sorted(xs)
+    ranks = []
+    for x in xs:
+        below = bisect_left(ordered, x)
+        ranks.append(below + (bisect_right(ordered, x) - below + 1) / 2.0)
+    return ranks
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
+
+
+def _t_or_inf(value: float, scale: float) -> float:
+    if scale > 0.0:
+        return value / scale
+    return 0.0 if value == 0.0 else math.copysign(INF, value)
+
+
+def _grounded_solution(laplacian: list[list[float]], rhs: list[float], members: list[int]) -> list[float] | None:
+    """Effects of `members` with the first grounded at 0 (Gaussian elimination with partial
+    pivoting on the others' rows); None when the members do not form one connected part."""
+    rest = members[1:]
+    size = len(rest)
+    matrix = [[laplacian[a][b] for b in rest] + [rhs[a]] for a in rest]
+    for col in range(size):
+        pivot, best = col, abs(matrix[col][col])
+        for row in range(col + 1, size):
+            if abs(matrix[row][col]) > best:
+                pivot, best = row, abs(matrix[row][col])
+        if best < 1e-12:
+            return None
+        matrix[col], matrix[pivot] = matrix[pivot], matrix[col]
+        head = matrix[col]
+        for row in range(col + 1, size):
+            target = matrix[row]
+            factor = target[col] / head[col]
+            if factor:
+                for c in range(col, size + 1):
+                    target[c] -= factor * head[c]
+    solution = [0.0] * size
+    for row in range(size - 1, -1, -1):
+        line = matrix[row]
+        acc = line[size]
+        for c in range(row + 1, size):
+            acc -= line[c] * solution[c]
+        solution[row] = acc / line[row]
+    return [0.0, *solution]
+
+
+def reviewer_effects(cells: list[tuple[int, int, float]], reviewers: int) -> dict[int, float]:
+    """Reviewer -> effect in the least-squares fit score = reviewer + response over (reviewer,
+    response, score) cells: the minimum-norm solution of the absorbed normal equations, as
+    analysis.reviewer_offset.reviewer_effects (each connected part's effects sum to zero)."""
+    per_response: dict[int, list[tuple[int, float]]] = {}
+    for r, m, s in cells:
+        per_response.setdefault(m, []).append((r, s))
+    active = sorted({r for r, _, _ in cells})
+    laplacian = [[0.0] * reviewers for _ in range(reviewers)]
+    rhs = [0.0] * reviewers
+    for scorers in per_response.values():
+        share = 1.0 / len(scorers)
+        total = sum(s for _, s in scorers) * share
+        for r, s in scorers:
+            row = laplacian[r]
+            row[r] += 1.0
+            rhs[r] += s - total
+            for q, _ in scorers:
+                row[q] -= share
+    parts = [active]
+    solutions = [_grounded_solution(laplacian, rhs, active)] if active else []
+    if solutions and solutions[0] is None:  # a council in separate parts: each on its own
+        parts, solutions = _connected_parts(per_response, active), []
+        solutions = [_grounded_solution(laplacian, rhs, members) for members in parts]
+    effects: dict[int, float] = {}
+    for members, values in zip(parts, solutions):
+        assert values is not None  # a connected part has a nonsingular grounded system
+        mean = sum(values) / len(values)
+        for r, value in zip(members, values):
+            effects[r] = value - mean
+    return effects
+
+
+def _connected_parts(per_response: dict[int, list[tuple[int, float]]], active: list[int]) -> list[list[int]]:
+    """Reviewers grouped by whether a chain of shared responses links them."""
+    part = {r: r for r in active}
+
+    def root(r: int) -> int:
+        while part[r] != r:
+            part[r] = part[part[r]]
+            r = part[r]
+        return r
+
+    for scorers in per_response.values():
+        first = root(scorers[0][0])
+        for r, _ in scorers[1:]:
+            part[root(r)] = first
+    groups: dict[int, list[int]] = {}
+    for r in active:
+        groups.setdefault(root(r), []).append(r)
+    return list(groups.values())
+
+
+def audit_one(scores: SessionScores, threshold: float, self_threshold: float, length_threshold: float,
+              alpha: float) -> dict[str, Any]:
+    """The session's audit values (SessionAudit's fields, in its order) and its position
+    residuals, under "_residuals"."""
+    reviewers, models = scores.reviewers, scores.models
+    n_models = len(models)
+    flat = scores.cells
+    cells = list(zip(map(int, flat[0::5]), map(int, flat[1::5]), flat[2::5], map(int, flat[3::5]),
+                     [own == 1.0 for own in flat[4::5]]))
+    peer = [(r, m, s, p) for r, m, s, p, own in cells if not own]
+
+    model_n = [0] * n_models
+    model_total = [0.0] * n_models
+    for r, m, s, _ in peer:
+        model_n[m] += 1
+        model_total[m] += s
+    model_mean = [t / max(n, 1) for t, n in zip(model_total, model_n)]
+    scored = [m for m in range(n_models) if model_n[m] > 0]
+
+    # Length
+    words = [float(c.words) for c in scores.candidates.values()]
+    xs, ys = [words[m] for m in scored], [model_mean[m] for m in scored]
+    length_n = len(scored)
+    length_r = _pearson(xs, ys) if length_n >= 3 else None
+    spearman = _pearson(_average_ranks(xs), _average_ranks(ys)) if length_n >= 3 else None
+    df_length = length_n - 2.0
+    if length_r is not None:
+        length_t = (math.copysign(INF, length_r) if abs(length_r) >= 1.0
+                    else length_r * math.sqrt(max(df_length, 0.0)) / math.sqrt(1.0 - length_r * length_r))
+
+    # Reviewers
+    given: dict[int, list[float]] = {}
+    for r, m, s, _ in peer:
+        given.setdefault(r, []).append(s)
+    means, stds = {}, {}
+    for r in sorted(given):
+        values = given[r]
+        mean = sum(values) / len(values)
+        means[r] = mean
+        if len(values) >= 2:
+            spread = 0.0
+            for v in values:
+                spread += (v - mean) * (v - mean)
+            stds[r] = math.sqrt(spread / (len(values) - 1.0))
+        else:
+            stds[r] = 0.0
+
+    loo = [(r, m, s) for r, m, s, _ in peer if model_n[m] > 1]
+    effects = reviewer_effects(loo, len(reviewers))
+    offsets: dict[int, float] = {}
+    for r, effect in effects.items():
+        others = [e for q, e in effects.items() if q != r]
+        offset = effect - _median(others) if others else 0.0
+        offsets[r] = 0.0 if abs(offset) < ROUNDING else offset
+    diffs: dict[int, list[tuple[float, float]]] = {}
+    for r, m, s in loo:
+        rest = (model_total[m] - s) / max(model_n[m] - 1.0, 1.0)
+        diffs.setdefault(r, []).append((s, rest))
+    tails_df: list[float] = []
+    tails_t: list[float] = []
+    offset_tests: dict[int, int] = {}  # reviewer -> index in the tails
+    agreements: list[float] = []
+    for r in sorted(diffs):
+        pairs = diffs[r]
+        k = len(pairs)
+        d = [s - rest for s, rest in pairs]
+        loo_offset = sum(d) / k
+        spread = 0.0
+        for v in d:
+            spread += (v - loo_offset) * (v - loo_offset)
+        sd = math.sqrt(spread / max(k - 1.0, 1.0))
+        if k >= 2:
+            offset_tests[r] = len(tails_t)
+            tails_df.append(k - 1.0)
+            tails_t.append(-abs(_t_or_inf(offsets[r], sd / math.sqrt(k))))
+        if k >= 3:
+            agreement = _pearson([s for s, _ in pairs], [rest for _, rest in pairs])
+            if agreement is not None:
+                agreements.append(agreement)
+
+    # Self-preference: own score against the peers' scores of the same response
+    self_prefs: dict[int, float] = {}
+    self_tests: dict[int, int] = {}
+    model_spread = [0.0] * n_models
+    for r, m, s, _ in peer:
+        model_spread[m] += (s - model_mean[m]) ** 2
+    for r, m, s, p, own in cells:
+        if not own or model_n[m] == 0:
+            continue
+        n = model_n[m]
+        mean = model_mean[m]
+        model_sd = math.sqrt(model_spread[m] / max(n - 1.0, 1.0))
+        self_prefs[r] = s - mean
+        if n - 1.0 >= 1:
+            self_tests[r] = len(tails_t)
+            tails_df.append(n - 1.0)
+            tails_t.append(-_t_or_inf(s - mean, model_sd * math.sqrt(1.0 + 1.0 / max(n, 1.0))))
+    length_at = None
+    if length_r is not None:
+        length_at = len(tails_t)
+        tails_df.append(df_length)
+        tails_t.append(-abs(length_t))
+    tails = stdtr(tails_df, tails_t).tolist() if tails_t else []
+
+    # Position
+    placed = [c for c in peer if c[3] >= 0]
+    placed_total = [0.0] * n_models
+    placed_n = [0] * n_models
+    first_at = [n_models] * n_models
+    last_at = [-1] * n_models
+    for r, m, s, p in placed:
+        placed_total[m] += s
+        placed_n[m] += 1
+        if p < first_at[m]:
+            first_at[m] = p
+        if p > last_at[m]:
+            last_at[m] = p
+    identifiable = any(last > first for first, last in zip(first_at, last_at))
+    placed.sort()  # the batch audit's (reviewer, model) order; the pairs are unique
+    residuals = [(p, s - placed_total[m] / placed_n[m]) for r, m, s, p in placed]
+    group_total: dict[int, float] = {}
+    group_n: dict[int, int] = {}
+    for p, e in residuals:
+        if p in group_n:
+            group_total[p] += e
+            group_n[p] += 1
+        else:
+            group_total[p] = e
+            group_n[p] = 1
+    group_mean = {g: group_total[g] / group_n[g] for g in group_total}
+    within = sum((e - group_mean[p]) ** 2 for p, e in residuals)
+    total_n = len(residuals)
+    k_groups = len(group_n)
+    grand = sum(group_mean[g] * group_n[g] for g in group_n) / max(total_n, 1)
+    between = sum(group_n[g] * (group_mean[g] - grand) ** 2 for g in group_n)
+    df_between = k_groups - 1
+    df_within = total_n - k_groups - max(sum(1 for n in placed_n if n) - 1, 0)
+    if within > 0.0:
+        f = (between / max(df_between, 1)) / (within / max(df_within, 1))
+        position_p: float | None = float(fdtrc(max(df_between, 1), max(df_within, 1), f))
+    else:
+        position_p = 0.0 if between > 0.0 else None
+    position_tested = identifiable and df_between >= 1 and df_within >= 1 and position_p is not None
+    effect_var = None
+    if identifiable and k_groups >= 2:
+        effect_mean = sum(group_mean.values()) / k_groups
+        effect_var = sum((v - effect_mean) ** 2 for v in group_mean.values()) / max(k_groups - 1, 1)
+
+    names = reviewers
+    offset_p = {r: 2.0 * tails[i] for r, i in offset_tests.items()}
+    self_p = {r: tails[i] for r, i in self_tests.items()}
+    length_p = 2.0 * tails[length_at] if length_at is not None else None
+    harsh = sorted(names[r] for r, o in offsets.items() if r in offset_p and offset_p[r] < alpha and o <= -threshold)
+    generous = sorted(names[r] for r, o in offsets.items() if r in offset_p and offset_p[r] < alpha and o >= threshold)
+    preferring = sorted(names[r] for r, v in self_prefs.items()
+                        if r in self_p and self_p[r] < alpha and v >= self_threshold)
+    length_detected = length_p is not None and abs(length_r or 0.0) > length_threshold and length_p < alpha
+    position_detected = bool(position_tested and position_p is not None and position_p < alpha)
+    risk = int(length_detected) + position_detected + bool(harsh) + bool(generous) + bool(preferring)
+    return {
+        "length_score_correlation": length_r,
+        "length_score_p_value": length_p,
+        "length_score_spearman": spearman,
+        "length_score_sample_size": length_n,
+        "length_bias_detected": length_detected,
+        "position_identifiable": identifiable,
+        "position_score_variance": effect_var,
+        "position_effects": {str(g): group_mean[g] for g in sorted(group_mean)} if identifiable else {},
+        "position_p_value": position_p if position_tested else None,
+        "position_bias_detected": position_detected,
+        "reviewer_mean_scores": {names[r]: v for r, v in means.items()},
+        "reviewer_score_std": {names[r]: v for r, v in stds.items()},
+        "reviewer_offsets": {names[r]: offsets[r] for r in sorted(diffs)},
+        "reviewer_offset_p_values": {names[r]: offset_p.get(r) for r in sorted(diffs)},
+        "harsh_reviewers": harsh,
+        "generous_reviewers": generous,
+        "self_preference": {names[r]: v for r, v in sorted(self_prefs.items())},
+        "self_preference_p_values": {names[r]: self_p.get(r) for r, _ in sorted(self_prefs.items())},
+        "self_preferring_reviewers": preferring,
+        "reviewer_agreement": sum(agreements) / len(agreements) if agreements else None,
+        "calibration_threshold": threshold,
+        "overall_bias_risk": "low" if risk == 0 else "medium" if risk <= 2 else "high",
+        "_residuals": residuals if identifiable else [],
+    }
