@@ -9,6 +9,8 @@ order the sessions were counted, so two workers raise one alert per onset.
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 from dataclasses import dataclass, field
 
@@ -57,15 +59,15 @@ class SessionSignals:
     reviewer_offset_z: dict[str, float] = field(default_factory=dict)
     conditions: list[Condition] = field(default_factory=list)
 
-    def anomaly(self) -> dict:
+    def anomaly(self) -> dict[str, Any]:
         return {"session_mean_score_z": None if self.session_score_z is None else round(self.session_score_z, 3),
                 "reviewer_offset_z": {k: round(v, 3) for k, v in self.reviewer_offset_z.items()}}
 
 
-def recent_offset_tests(recent: dict[str, int]) -> dict[str, tuple[int, float, float]]:
+def recent_offset_tests(recent: dict[str, int]) -> dict[str, tuple[int, float, float | None]]:
     """Per reviewer (sessions, mean offset in points, two-sided p) from the recent window's sums
     of per-session offsets (fixed point), exact t with df = n - 1."""
-    out = {}
+    out: dict[str, tuple[int, float, tuple[int, float] | None]] = {}
     for key, n in recent.items():
         if not (key.startswith(RECENT_OFFSET) and key.endswith(":n")) or n < 2:
             continue
@@ -82,10 +84,10 @@ def recent_offset_tests(recent: dict[str, int]) -> dict[str, tuple[int, float, f
     return {name: (n, points, p) for (name, (n, points, _)), p in zip(out.items(), tests)}
 
 
-def reviewer_condition(name: str, n: int, mean: float, p: float, policy: AlertPolicy) -> Condition | None:
+def reviewer_condition(name: str, n: int, mean: float, p: float | None, policy: AlertPolicy) -> Condition | None:
     """The reviewer's mean offset over the recent window's sessions (points) and its p. Fires
     when the mean is far from 0 with strong evidence."""
-    if n < policy.min_sessions:
+    if n < policy.min_sessions or p is None:
         return None
     if abs(mean) >= policy.reviewer_fire and p < policy.fire_alpha:
         state = "firing"

@@ -23,7 +23,7 @@ from bias_audit.schemas.report import (
     ReviewerProfile,
 )
 
-from .fixed_effects import absorbed_least_squares, one_hot
+from .fixed_effects import FitResult, absorbed_least_squares, one_hot
 from .stats import fisher_ci
 from .window import confidence_tier
 from .window_cells import WindowCells
@@ -121,7 +121,7 @@ def chi_square_independence(table: np.ndarray) -> tuple[float, int, float]:
     return statistic, dof, float(chdtrc(dof, statistic))
 
 
-def _contrast_estimate(fit, contrast: np.ndarray, *, sample_size: int, sessions: int, threshold: float | None,
+def _contrast_estimate(fit: FitResult | None, contrast: np.ndarray, *, sample_size: int, sessions: int, threshold: float | None,
                        alpha: float) -> Estimate:
     """A fitted contrast as an Estimate; flagged when |value| >= threshold and p < alpha
     (threshold None: never flagged on its own)."""
@@ -145,7 +145,9 @@ def length_correlation(cells: WindowCells, thresholds: WindowThresholds) -> Leng
     r = _pearson_from_sums(np.array([[n, x.sum(), y.sum(), x @ x, y @ y, x @ y]]))[0]
     if np.isnan(r):
         return LengthCorrelation(point_estimate=None, ci_lower=None, ci_upper=None, status="not identifiable", **base)
-    lo, hi = fisher_ci(float(r), n)
+    ci = fisher_ci(float(r), n)
+    assert ci is not None  # n >= 4 here
+    lo, hi = ci
     boot = cluster_bootstrap_ci(session_length_sums(cells), thresholds.bootstrap_replicates, thresholds.bootstrap_seed)
     # The flag trusts the bootstrap interval: it does not pretend points in a session are independent.
     excludes_zero = boot is not None and (boot[0] > 0 or boot[1] < 0)
@@ -375,9 +377,9 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
                 contrast[k] -= weight
         else:
             contrast[:] = 0.0
-        common = dict(sessions=scored_sessions, alpha=thresholds.alpha)
         offset = (_contrast_estimate(fit, contrast, sample_size=int(peer.sum()), threshold=thresholds.reviewer_offset,
-                                     **common) if contrast.any() else collecting(int(peer.sum()), scored_sessions))
+                                     sessions=scored_sessions, alpha=thresholds.alpha)
+                  if contrast.any() else collecting(int(peer.sum()), scored_sessions))
         self_contrast = np.zeros(width)
         self_contrast[n_reviewers + i] = 1.0
         own_sessions = int(owned_in[i])

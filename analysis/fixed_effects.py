@@ -62,15 +62,19 @@ def demean_by_group(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np
         # cells arrive in session order: one pass over contiguous runs for all columns at once
         starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
         run_lengths = np.diff(np.r_[starts, len(groups)])
-        return values - np.repeat(np.add.reduceat(values, starts, axis=0) / run_lengths[:, None], run_lengths, axis=0)
+        demeaned: np.ndarray = values - np.repeat(np.add.reduceat(values, starts, axis=0) / run_lengths[:, None],
+                                                  run_lengths, axis=0)
+        return demeaned
     counts = np.bincount(groups, minlength=n_groups).astype(np.float64)
     counts[counts == 0] = 1.0
     if values.ndim == 1:
-        return values - (np.bincount(groups, weights=values, minlength=n_groups) / counts)[groups]
+        demeaned = values - (np.bincount(groups, weights=values, minlength=n_groups) / counts)[groups]
+        return demeaned
     means = np.column_stack(
         [np.bincount(groups, weights=values[:, j], minlength=n_groups) for j in range(values.shape[1])]
     ) / counts[:, None]
-    return values - means[groups]
+    demeaned = values - means[groups]
+    return demeaned
 
 
 def absorbed_least_squares(design: np.ndarray, y: np.ndarray, groups: np.ndarray) -> FitResult | None:

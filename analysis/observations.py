@@ -6,6 +6,7 @@ batch audit turns a batch's lists into arrays in one call); `observations` names
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -47,7 +48,7 @@ class SessionScores:
     def scale_span(self) -> float:
         return self.scale_high - self.scale_low
 
-    def cell_tuples(self):
+    def cell_tuples(self) -> Iterator[tuple[float, float, float, float, float]]:
         """(reviewer index, model index, score, display index or -1, self flag) per score."""
         it = iter(self.cells)
         return zip(it, it, it, it, it)

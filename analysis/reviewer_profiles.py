@@ -64,10 +64,11 @@ def reviewer_profiles(records: Iterable[dict[str, Any]]) -> list[ReviewerProfile
     for reviewer in sorted(sessions):
         corr = pearson(lengths[reviewer], [d - (_mean(diffs[reviewer]) or 0.0) for d in diffs[reviewer]])
         f, l = first[reviewer], later[reviewer]
-        primacy = (_mean(f) - _mean(l)) if f and l else None
+        first_mean, later_mean = _mean(f), _mean(l)
+        primacy = first_mean - later_mean if first_mean is not None and later_mean is not None else None
         # Welch-free shortcut: test position-0 differences against the reviewer's other ones by
         # centring them on the mean elsewhere (the mean elsewhere is estimated from many more points).
-        primacy_p = one_sample_t_p([x - _mean(l) for x in f]) if f and l else None
+        primacy_p = one_sample_t_p([x - later_mean for x in f]) if f and later_mean is not None else None
         profiles.append(
             ReviewerProfile(
                 reviewer=reviewer,

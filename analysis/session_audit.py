@@ -84,7 +84,8 @@ def _average_ranks(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
     w = mask[..., None, :]
     smaller = ((x[..., None, :] < x[..., :, None]) & w).sum(-1)
     equal = ((x[..., None, :] == x[..., :, None]) & w).sum(-1)
-    return smaller + (equal + 1) / 2.0
+    ranks: np.ndarray = smaller + (equal + 1) / 2.0
+    return ranks
 
 
 def _upper_tail_tests(t: np.ndarray, df: np.ndarray, tested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -250,8 +251,8 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig) -> li
         position.identifiable, position.k_groups, position.group_n > 0, position.group_mean)
     position_p, position_tested, effect_var = position.p_value, position.tested, position.effect_var
 
-    threshold = config.scaled(config.calibration_threshold, a.span)
-    self_threshold = config.scaled(config.self_preference_threshold, a.span)
+    threshold = config.calibration_threshold * a.span / REFERENCE_SPAN  # AuditConfig.scaled, per session
+    self_threshold = config.self_preference_threshold * a.span / REFERENCE_SPAN
     alpha = config.alpha
     offset_significant = offset_tested & (offset_p < alpha)
     harsh = offset_significant & (offset <= -threshold[:, None])
@@ -278,7 +279,7 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig) -> li
     for b, g, value in zip(*np.nonzero(shown), group_mean[shown].tolist()):
         effects[b][str(g)] = value
 
-    analyses = []
+    analyses: list[SessionAnalysis] = []
     for scores, names, session_effects, (
         has_r, mean_r, std_r, has_o, o, o_p, is_harsh, is_generous, has_s, sp, sp_p, prefers,
     ), (

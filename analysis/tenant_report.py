@@ -42,9 +42,10 @@ def tenant_report(
     digests, `previous` is that earlier window's digests. The earlier window feeds the
     trend tests and the change points only."""
     if isinstance(window, WindowCells):
-        combined, before = window, int(previous)
+        combined, before = window, previous if isinstance(previous, int) else len(previous)
     else:
-        combined, before = window_cells([*previous, *window]), len(previous)
+        earlier = [] if isinstance(previous, int) else list(previous)
+        combined, before = window_cells([*earlier, *window]), len(earlier)
     cells = combined.slice(before, combined.sessions) if before else combined
     digests = cells.digests
     sessions = len(digests)

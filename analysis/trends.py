@@ -77,7 +77,7 @@ def _trend(metric: str, subject: str, before: np.ndarray, after: np.ndarray, siz
         metric=metric, subject=subject,
         previous=_round(a.mean()) if len(a) else None, current=_round(b.mean()) if len(b) else None,
         difference=_round(diff), p_value=_round(p, 6), previous_sessions=len(a), current_sessions=len(b),
-        flagged=bool(p is not None and p < alpha and abs(diff) >= size),
+        flagged=bool(p is not None and diff is not None and p < alpha and abs(diff) >= size),
     )
 
 

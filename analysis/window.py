@@ -101,7 +101,8 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> di
 def split_recent(contribution: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
     """(window sums, recent-window sums) of a session's contribution: the recent window takes
     the RECENT_OFFSET fields only."""
-    main, recent = {}, {}
+    main: dict[str, int] = {}
+    recent: dict[str, int] = {}
     for key, value in contribution.items():
         (recent if key.startswith(RECENT_OFFSET) else main)[key] = value
     return main, recent
@@ -156,9 +157,9 @@ def summarize_window(
 ) -> WindowSummary:
     r, n = pooled_correlation(sums)
     collecting = sessions < MIN_SESSIONS_FOR_ESTIMATE or r is None
-    ci = None if collecting else fisher_ci(r, n)
+    ci = None if r is None or collecting else fisher_ci(r, n)
     estimate = CorrelationEstimate(
-        point_estimate=None if collecting else round(r, 6),
+        point_estimate=None if r is None or collecting else round(r, 6),
         ci_lower=None if ci is None else round(ci[0], 6),
         ci_upper=None if ci is None else round(ci[1], 6),
         sample_size=n,

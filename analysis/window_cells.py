@@ -62,7 +62,8 @@ class WindowCells:
     @cached_property
     def group(self) -> np.ndarray:
         """(session, model) group of each cell."""
-        return self.session * len(self.models) + self.model
+        group: np.ndarray = self.session * len(self.models) + self.model
+        return group
 
     @cached_property
     def _peer_sums(self) -> tuple[np.ndarray, np.ndarray]:
@@ -157,7 +158,7 @@ def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
         counts.append(len(digest.cell_reviewer))
     total = sum(counts)
 
-    def column(name: str, dtype) -> np.ndarray:
+    def column(name: str, dtype: type) -> np.ndarray:
         return np.fromiter(chain.from_iterable(getattr(d, name) for d in digests), dtype, count=total)
 
     session = np.repeat(np.arange(len(digests)), counts)

@@ -58,14 +58,14 @@ print(time.perf_counter() - started, document.tenants[0].sessions)
 def base_records(sessions: int, directory: Path) -> Path:
     """`sessions` sample sessions through the real pipeline into one records file."""
     from bias_audit.consumers.envelope import Delivery
-    from bias_audit.worker.composition import in_process_consumer, record_store
+    from bias_audit.worker.composition import in_process_processor, record_store
     from bias_audit.worker.samples import generate_sessions
     from bias_audit.worker.settings import Settings
 
     logging.disable(logging.WARNING)
     settings = Settings(data_dir=directory, consumer_name="base", alerts_enabled=False)
     store = record_store(settings)
-    consumer = in_process_consumer(settings, store)
+    consumer = in_process_processor(settings, store)
     events = generate_sessions(sessions, seed=5)
     for start in range(0, sessions, 500):
         chunk = events[start:start + 500]

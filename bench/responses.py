@@ -3,7 +3,7 @@
     python bench/responses.py latency [--embeddings]     # p50/p90/p99 per ~1 KB response
     python bench/responses.py accuracy --wheel FILE     # detectors on labelled public data
 
-Latency: the worker's own analyze step (ResponseConsumer.analyze) on generated ~1 KB answers,
+Latency: the worker's own analyze step (ResponseProcessor.analyze) on generated ~1 KB answers,
 one at a time, after a warm-up. With --embeddings each response also carries one counterfactual
 answer and two members' answers, so the embedding backend runs on every response.
 
@@ -63,7 +63,7 @@ console = Console(width=150)
 
 
 def latency(use_embeddings: bool, count: int) -> None:
-    from bias_audit.consumers.responses import ResponseConsumer
+    from bias_audit.consumers.responses import ResponseProcessor
     from bias_audit.schemas.events import LLMResponseEvent
     from bias_audit.windows.memory_window import MemoryWindow
     from bias_audit.worker.response_samples import generate_responses
@@ -72,7 +72,7 @@ def latency(use_embeddings: bool, count: int) -> None:
     if use_embeddings:
         from bias_audit.embeddings.minilm import minilm_embedder
         embed = minilm_embedder()
-    consumer = ResponseConsumer(window=MemoryWindow(), store=None, lexicons=shipped_lexicons(),
+    consumer = ResponseProcessor(window=MemoryWindow(), store=None, lexicons=shipped_lexicons(),
                                 sentiment=vader_scorer(), embed=embed)
     raw = generate_responses(count, seed=9)
     if use_embeddings:

@@ -179,12 +179,12 @@ def bench_storage(sessions: int = 1000) -> None:
         import asyncio
 
         from bias_audit.consumers.envelope import Delivery
-        from bias_audit.worker.composition import in_process_consumer, record_store
+        from bias_audit.worker.composition import in_process_processor, record_store
         from bias_audit.worker.settings import Settings
 
         settings = Settings(data_dir=Path(tmp), consumer_name="bench")
         store = record_store(settings)
-        consumer = in_process_consumer(settings, store)
+        consumer = in_process_processor(settings, store)
         deliveries = [Delivery(str(i), json.dumps(s).encode(), "bench") for i, s in enumerate(kb_sessions(sessions))]
         asyncio.run(consumer.process(deliveries))
         store.close()

@@ -11,7 +11,7 @@ import logging
 import uuid
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from bias_audit.analysis.alerts import AlertPolicy, Condition, SessionSignals, session_signals, window_baseline
 from bias_audit.analysis.digest import SessionDigest, digest_from_scores
@@ -43,6 +43,16 @@ class Outcome:
     alerts: list[Alert] | None = None  # publish on bias.audit.alerts
 
 
+class BatchProcessor(Protocol):
+    """What a transport's pipeline drives: a batch of deliveries in, one outcome each out (in
+    order); told afterwards which outcomes were published, so a redelivery is only acknowledged.
+    CouncilSessionProcessor, ResponseProcessor and the EventRouter over both."""
+
+    async def process(self, deliveries: list[Delivery]) -> list[Outcome]: ...
+
+    async def published(self, outcomes: list[Outcome]) -> None: ...
+
+
 @dataclass(slots=True)
 class _Prepared:
     delivery: Delivery
@@ -55,7 +65,7 @@ class _Prepared:
     digest: SessionDigest | None
 
 
-class CouncilSessionConsumer:
+class CouncilSessionProcessor:
     misrouted = Misrouted("llm.response", LLMResponseEvent,
                           "this is an llm.responses event; send it to the llm.responses topic")
 
@@ -159,7 +169,7 @@ class CouncilSessionConsumer:
         counted_now = [(index, p, update) for (index, p), update in zip(prepared, updates)
                        if update.status == "new" and p.item.counted]
         if self.alert_state is not None and counted_now:
-            await self._signal(counted_now, outcomes, before)
+            await self._signal(self.alert_state, counted_now, outcomes, before)
         if not log.isEnabledFor(logging.INFO):  # skip building per-session log records
             return outcomes
         for outcome in outcomes:
@@ -171,8 +181,8 @@ class CouncilSessionConsumer:
                 )
         return outcomes
 
-    async def _signal(self, counted: list[tuple[int, _Prepared, WindowUpdate]], outcomes: list[Outcome],
-                      before: dict[str, list[SessionDigest]]) -> None:
+    async def _signal(self, alert_state: AlertStateStore, counted: list[tuple[int, _Prepared, WindowUpdate]],
+                      outcomes: list[Outcome], before: dict[str, list[SessionDigest]]) -> None:
         """Anomaly scores for each session counted now, and the alerts whose state it changed.
         Conditions come from the sums Redis returned when it counted the session (complete, in
         counting order); the anomaly baseline is the window the batch arrived to (read before
@@ -184,7 +194,7 @@ class CouncilSessionConsumer:
             mine = [(index, p, update) for index, p, update in counted if p.event.tenant_id == tenant]
             fresh = {p.event.session_id for _, p, _ in mine}
             digests = sorted([*(d for d in before.get(tenant, ()) if d.session_id not in fresh),
-                              *(p.digest for _, p, _ in mine)], key=lambda d: d.ts_ms)
+                              *(p.digest for _, p, _ in mine if p.digest is not None)], key=lambda d: d.ts_ms)
             cells = window_cells(digests)
             at = {d.session_id: i for i, d in enumerate(digests)}
             times = [d.ts_ms for d in digests]
@@ -196,15 +206,16 @@ class CouncilSessionConsumer:
                 i = at[p.event.session_id]
                 signals: SessionSignals = session_signals(cells, i, update.summary, update.recent,
                                                           self.alert_policy, baseline)
-                if outcomes[index].result is not None:
-                    outcomes[index].result.anomaly = signals.anomaly()
+                result = outcomes[index].result
+                if result is not None:
+                    result.anomaly = signals.anomaly()
                 for condition in signals.conditions:
                     if condition.state == "hold":
                         continue
-                    alert_id = uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{tenant}:{condition.key}:{update.sequence}")
-                    transitions.append(Transition(tenant, condition.key, condition.state, update.sequence, alert_id.hex))
+                    onset = uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{tenant}:{condition.key}:{update.sequence}")
+                    transitions.append(Transition(tenant, condition.key, condition.state, update.sequence, onset.hex))
                     pending.append((index, p, update, condition))
-        for (index, p, update, condition), change in zip(pending, await self.alert_state.apply(transitions)):
+        for (index, p, update, condition), change in zip(pending, await alert_state.apply(transitions)):
             if change is None:
                 continue
             status, alert_id = change

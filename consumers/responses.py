@@ -54,7 +54,7 @@ def _count(declared: int | None, from_context: Any) -> int | None:
     return None
 
 
-class ResponseConsumer:
+class ResponseProcessor:
     misrouted = Misrouted("council.session", CouncilSessionEvent,
                           "this is a council session event; send it to the council.sessions topic")
 
@@ -149,7 +149,7 @@ class EventRouter:
     """One consumer interface over both kinds: by the topic a delivery came from, else (the
     `audit` command's files) by its fields. Outcomes keep delivery order."""
 
-    def __init__(self, council, responses: ResponseConsumer, *, llm_topic: str, council_topic: str) -> None:
+    def __init__(self, council, responses: ResponseProcessor, *, llm_topic: str, council_topic: str) -> None:
         self.council = council
         self.responses = responses
         self.llm_topic = llm_topic

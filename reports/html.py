@@ -35,7 +35,7 @@ def _metric_rows(t: TenantReport) -> str:
             if lc.bootstrap_ci_lower is not None else "")
 
     def row(name: str, e: Estimate | None, text: str | None, p: float | None, flagged: bool, note: str = "") -> None:
-        value = escape(text if text is not None else fmt_estimate(e)) + note
+        value = escape(text if text is not None else fmt_estimate(e) if e is not None else "-") + note
         n = "" if e is None else f"{e.sample_size} / {e.sessions}"
         rows.append(f"<tr><td>{escape(name)}</td><td>{value}</td><td class=num>{n}</td>"
                     f"<td class=num>{fmt_p(p)}</td><td>{_flag(flagged)}</td></tr>")

@@ -16,7 +16,7 @@ PROGRESS_FROM_BYTES = 32 * 1024 * 1024  # smaller inputs finish before a bar wou
 
 
 def stored_windows(sources: Sequence[str], tenant: str | None, sessions: int | None, days: float | None,
-                   progress: Callable[[int], ContextManager[Callable[[int], object]]] | None = None):
+                   progress: Callable[[int], ContextManager[Callable[[int], None]]] | None = None):
     """(windows, read stats) from record files; for large inputs `progress(total_bytes)` is
     entered around the read and its advance callback gets the bytes read."""
     from bias_audit.storage.report_reader import InputError, WindowReader, expand_inputs

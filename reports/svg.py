@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 PALETTE = ["#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#db2777", "#0891b2", "#65a30d"]
@@ -89,7 +89,7 @@ def scatter(points: Sequence[tuple[float, float]], line: tuple[float, float] | N
     return "".join(out)
 
 
-def line_chart(labels: Sequence[str], series: dict[str, Sequence[float | None]], *, title: str, y_label: str,
+def line_chart(labels: Sequence[str], series: Mapping[str, Sequence[float | None]], *, title: str, y_label: str,
                width: int = 640, height: int = 300, reference: float | None = 0.0) -> str:
     """One polyline per series over the labelled buckets, with a legend."""
     if len(labels) < 2 or not series:

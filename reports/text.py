@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console, Group
+from rich.console import RenderableType, Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -159,7 +159,7 @@ def render_text(report: BiasReport, console: Console, *, verbose: bool = False) 
     if not report.tenants:
         console.print("no sessions in the window", style="yellow")
     for tenant in report.tenants:
-        parts = [_header(tenant), _metrics(tenant), _reviewers(tenant), _models(tenant)]
+        parts: list[RenderableType] = [_header(tenant), _metrics(tenant), _reviewers(tenant), _models(tenant)]
         if verbose:
             parts.extend(_verbose(tenant))
         console.print(Panel(Group(*parts), expand=False))

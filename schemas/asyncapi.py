@@ -7,9 +7,12 @@ document is built here from the same pydantic models, and a test fails when it d
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 import json
 from pathlib import Path
 
+from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from .events import CouncilSessionEvent, LLMResponseEvent
@@ -18,7 +21,7 @@ from .results import Alert, AuditResult, DeadLetter
 ASYNCAPI_PATH = Path(__file__).parent / "asyncapi.json"
 
 # (channel id, default topic name, message name, model, direction, what it carries)
-CHANNELS = [
+CHANNELS: list[tuple[str, str, str, type[BaseModel], str, str]] = [
     ("councilSessions", "council.sessions", "CouncilSessionEvent", CouncilSessionEvent, "receive",
      "Council session events, one per session; session_id is the idempotency key."),
     ("llmResponses", "llm.responses", "LLMResponseEvent", LLMResponseEvent, "receive",
@@ -43,8 +46,9 @@ WIRE_HEADERS = {
 }
 
 
-def build_asyncapi() -> dict:
-    models = [(model, "validation") for *_, model, _, _ in CHANNELS]
+def build_asyncapi() -> dict[str, Any]:
+    models: list[tuple[type[BaseModel], Literal["validation"]]] = [
+        (model, "validation") for _, _, _, model, _, _ in CHANNELS]
     _, definitions = models_json_schema(models, ref_template="#/components/schemas/{model}")
     schemas = definitions.get("$defs", {})
     channels, operations, messages = {}, {}, {}
@@ -89,7 +93,7 @@ def build_asyncapi() -> dict:
         },
         "channels": channels,
         "operations": operations,
-        "components": {"messages": messages, "schemas": dict(sorted(schemas.items()))},
+        "components": {"messages": messages, "schemas": dict[str, Any](sorted(schemas.items()))},
     }
 
 

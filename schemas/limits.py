@@ -20,6 +20,8 @@ class EventLimits:
 DEFAULT_LIMITS = EventLimits()
 
 
-def limits_from(info) -> EventLimits:
+def limits_from(info: object) -> EventLimits:
+    """The operator's limits a validation was given as context (ValidationInfo), else the defaults."""
     context = getattr(info, "context", None) or {}
-    return context.get("limits", DEFAULT_LIMITS)
+    limits = context.get("limits", DEFAULT_LIMITS)
+    return limits if isinstance(limits, EventLimits) else DEFAULT_LIMITS

@@ -20,7 +20,7 @@ from bias_audit.reports.build import build_report  # noqa: E402
 from bias_audit.reports.chromium import screenshot  # noqa: E402
 from bias_audit.reports.html import render_html  # noqa: E402
 from bias_audit.storage.report_reader import WindowReader  # noqa: E402
-from bias_audit.worker.composition import in_process_consumer, record_store  # noqa: E402
+from bias_audit.worker.composition import in_process_processor, record_store  # noqa: E402
 from bias_audit.worker.samples import SAMPLE_FILE  # noqa: E402
 from bias_audit.worker.settings import Settings  # noqa: E402
 
@@ -30,7 +30,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp), consumer_name="docs")
         store = record_store(settings)
-        consumer = in_process_consumer(settings, store)
+        consumer = in_process_processor(settings, store)
         lines = [line for line in SAMPLE_FILE.read_bytes().splitlines() if line.strip()]
         deliveries = [Delivery(delivery_id=f"line-{n}", body=line, source_topic="docs") for n, line in enumerate(lines)]
         asyncio.run(consumer.process(deliveries))

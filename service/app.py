@@ -172,7 +172,8 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
     @app.exception_handler(StarletteHTTPException)
     async def http_problem(_: Request, error: StarletteHTTPException) -> JSONResponse:
         # keeps the framework's headers (405 carries Allow)
-        return problem(error.status_code, str(error.detail), str(error.detail), headers=error.headers)
+        return problem(error.status_code, str(error.detail), str(error.detail),
+                       headers=dict(error.headers) if error.headers else None)
 
     @app.exception_handler(RequestValidationError)
     async def validation_problem(_: Request, error: RequestValidationError) -> JSONResponse:

@@ -58,7 +58,8 @@ class RedisAlertState:
         async with self.client.pipeline(transaction=False) as pipe:
             for tenant, indexes in by_tenant.items():  # one call per tenant: its keys share a slot
                 base = f"{self.prefix}:{{{tenant}}}"
-                args = [now_ms, int(limits.cooldown_s * 1000), limits.max_per_minute, limits.state_ttl_s]
+                args: list[int | str] = [now_ms, int(limits.cooldown_s * 1000), limits.max_per_minute,
+                                         limits.state_ttl_s]
                 for i in indexes:
                     t = transitions[i]
                     args += [t.wanted, t.sequence, t.alert_id]

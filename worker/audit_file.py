@@ -31,9 +31,9 @@ def audit_lines(lines: Iterable[tuple[int, bytes]], settings: Settings, source: 
     duplicate. Returns the number of bad lines."""
     from bias_audit.consumers.envelope import Delivery
 
-    from .composition import in_process_consumer
+    from .composition import in_process_processor
 
-    consumer = in_process_consumer(settings)
+    consumer = in_process_processor(settings)
     bad = 0
 
     async def run() -> None:

@@ -15,7 +15,7 @@ from typing import Protocol
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bias_audit.consumers.council import CouncilSessionConsumer, Outcome
+from bias_audit.consumers.council import BatchProcessor, Outcome
 from bias_audit.consumers.envelope import Delivery, dead_letter
 
 from .gc_tuning import collector_paused_per_batch
@@ -48,7 +48,7 @@ class Transport(Protocol):
 
 
 class BatchPipeline:
-    def __init__(self, *, consumer: CouncilSessionConsumer, transport: Transport, metrics: WorkerMetrics,
+    def __init__(self, *, consumer: BatchProcessor, transport: Transport, metrics: WorkerMetrics,
                  max_deliveries: int, retry_max_backoff_s: float, stopping: asyncio.Event) -> None:
         self.consumer = consumer
         self.transport = transport

@@ -398,10 +398,10 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except typer.TyperException as error:  # click's usage errors
         context = getattr(error, "ctx", None)
         if type(error).__name__ == "NoArgsIsHelpError":  # bare `bias-audit`: its help
-            sys.stdout.write(error.format_message() + "\n")  # type: ignore[attr-defined]
+            sys.stdout.write(error.format_message() + "\n")
             code = 0
         else:
             hint = f" (see `{context.command_path} --help`)" if context is not None else ""
-            _say(f"error: {error.format_message()}{hint}")  # type: ignore[attr-defined]
+            _say(f"error: {error.format_message()}{hint}")
             code = getattr(error, "exit_code", 2)
     sys.exit(code if isinstance(code, int) else 0)

@@ -6,8 +6,8 @@ import re
 
 from redis.asyncio import Redis
 
-from bias_audit.consumers.council import CouncilSessionConsumer
-from bias_audit.consumers.responses import EventRouter, ResponseConsumer
+from bias_audit.consumers.council import CouncilSessionProcessor
+from bias_audit.consumers.responses import EventRouter, ResponseProcessor
 from bias_audit.producers.redis_streams import OutputTopics, RedisStreamsOutbox
 from bias_audit.storage.jsonl_store import JsonlRecordStore
 from bias_audit.windows.alert_state import MemoryAlertState, RedisAlertState
@@ -19,14 +19,20 @@ from .metrics import TimedWindow, WorkerMetrics
 from .settings import Settings
 
 
+def _required(value: str | None, what: str) -> str:
+    if not value:  # worker.run checks the settings first; this names a wiring mistake
+        raise ValueError(f"the worker needs {what}")
+    return value
+
+
 def record_store(settings: Settings) -> JsonlRecordStore:
     # One file per worker process: scaled-out workers never interleave lines.
     stem = "records-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name)
     return JsonlRecordStore(settings.records_dir, stem)
 
 
-def council_consumer(settings: Settings, window: WindowStore, store, alert_state=None) -> CouncilSessionConsumer:
-    return CouncilSessionConsumer(
+def council_processor(settings: Settings, window: WindowStore, store, alert_state=None) -> CouncilSessionProcessor:
+    return CouncilSessionProcessor(
         window=window,
         store=store,
         default_consent=settings.consent_level,
@@ -39,7 +45,7 @@ def council_consumer(settings: Settings, window: WindowStore, store, alert_state
     )
 
 
-def response_consumer(settings: Settings, window: WindowStore, store) -> ResponseConsumer:
+def response_processor(settings: Settings, window: WindowStore, store) -> ResponseProcessor:
     from bias_audit.lexicons.load import load_lexicons, shipped_lexicons
     from bias_audit.lexicons.sentiment import vader_scorer
 
@@ -49,7 +55,7 @@ def response_consumer(settings: Settings, window: WindowStore, store) -> Respons
         from bias_audit.embeddings.minilm import minilm_embedder  # the optional extra; a clear error if absent
 
         embed = minilm_embedder()
-    return ResponseConsumer(
+    return ResponseProcessor(
         window=window, store=store,
         lexicons=load_lexicons(settings.rules_file, settings.axes_file) if custom else shipped_lexicons(),
         sentiment=vader_scorer(), embed=embed, config=settings.response_analysis,
@@ -57,11 +63,11 @@ def response_consumer(settings: Settings, window: WindowStore, store) -> Respons
     )
 
 
-def event_consumer(settings: Settings, window: WindowStore, alert_state=None, *, council_store,
+def event_processor(settings: Settings, window: WindowStore, alert_state=None, *, council_store,
                    response_store) -> EventRouter:
     """Both kinds of event behind one consumer: council sessions and LLM responses."""
-    return EventRouter(council_consumer(settings, window, council_store, alert_state),
-                       response_consumer(settings, window, response_store),
+    return EventRouter(council_processor(settings, window, council_store, alert_state),
+                       response_processor(settings, window, response_store),
                        llm_topic=settings.llm_topic, council_topic=settings.council_topic)
 
 
@@ -75,9 +81,9 @@ def output_topics(settings: Settings) -> OutputTopics:
                         deadletter=settings.deadletter_topic)
 
 
-def in_process_consumer(settings: Settings, store=None, interactions=None) -> EventRouter:
+def in_process_processor(settings: Settings, store=None, interactions=None) -> EventRouter:
     """`bias-audit audit`: same pipeline, window in memory, no broker."""
-    return event_consumer(settings, MemoryWindow(settings.window_policy), MemoryAlertState(settings.alert_limits),
+    return event_processor(settings, MemoryWindow(settings.window_policy), MemoryAlertState(settings.alert_limits),
                           council_store=store, response_store=interactions)
 
 
@@ -86,11 +92,11 @@ def redis_worker(settings: Settings):
     from .redis_worker import RedisStreamsWorker
 
     metrics = WorkerMetrics("redis")
-    client = Redis.from_url(settings.broker_url)
+    client = Redis.from_url(_required(settings.broker_url, "a redis:// broker URL"))
     window_client = Redis.from_url(settings.redis_url) if settings.redis_url else client
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
-    consumer = event_consumer(settings, window, alerts, council_store=record_store(settings),
+    consumer = event_processor(settings, window, alerts, council_store=record_store(settings),
                               response_store=interaction_store(settings))
     outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
     workers = [RedisStreamsWorker(settings=settings.for_input(topic), client=client, consumer=consumer,
@@ -107,10 +113,10 @@ def pubsub_worker(settings: Settings):
     from .pubsub_worker import PubSubWorker, pubsub_clients
 
     metrics = WorkerMetrics("pubsub")
-    window_client = Redis.from_url(settings.redis_url)
+    window_client = Redis.from_url(_required(settings.redis_url, "a Redis URL for the windows"))
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
-    consumer = event_consumer(settings, window, alerts, council_store=record_store(settings),
+    consumer = event_processor(settings, window, alerts, council_store=record_store(settings),
                               response_store=interaction_store(settings))
     workers = []
     for topic in settings.consumed_topics:
@@ -127,6 +133,6 @@ def api_app(settings: Settings):
     from bias_audit.lexicons.load import shipped_lexicons
     from bias_audit.service.app import create_app
 
-    consumer = in_process_consumer(settings, record_store(settings), interaction_store(settings))
+    consumer = in_process_processor(settings, record_store(settings), interaction_store(settings))
     return create_app(consumer, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
                       council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps)

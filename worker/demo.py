@@ -6,6 +6,7 @@ import asyncio
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import redis
@@ -14,7 +15,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from bias_audit.analysis.reviewer_profiles import reviewer_profiles
-from bias_audit.producers.redis_streams import wire_fields
+from bias_audit.producers.publish import entries_for, publish
 from bias_audit.storage.jsonl_store import read_records
 
 from . import response_samples, samples
@@ -40,6 +41,7 @@ async def _run_worker(settings: Settings, expected: int, console: Console) -> li
     ready = asyncio.Event()
     task = asyncio.create_task(worker.run(install_signal_handlers=False, ready=ready))
     await ready.wait()
+    assert settings.broker_url  # run_demo starts the embedded Redis first
     client = redis.Redis.from_url(settings.broker_url)
     deadline = time.monotonic() + 120
     with Progress(console=console, transient=True) as progress:
@@ -49,7 +51,8 @@ async def _run_worker(settings: Settings, expected: int, console: Console) -> li
             await asyncio.sleep(0.1)
     worker.stopping.set()
     await task
-    results = [orjson.loads(fields[b"data"]) for _, fields in client.xrange(settings.result_topic)]
+    entries: Any = client.xrange(settings.result_topic)
+    results = [orjson.loads(fields[b"data"]) for _, fields in entries]
     client.close()
     return results
 
@@ -61,18 +64,10 @@ def run_demo(sessions_file: Path | None = None) -> int:
     lines = [line for line in path.read_bytes().splitlines() if line.strip()]
     with tempfile.TemporaryDirectory(prefix="bias-audit-demo-") as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server:
         settings = Settings(broker_url=server.url, data_dir=Path(tmp), consumer_name="demo", claim_idle_ms=60_000)
-        publisher = redis.Redis.from_url(server.url)
-        pipe = publisher.pipeline(transaction=False)
-        for line in lines:
-            document = orjson.loads(line)
-            pipe.xadd(settings.council_topic, wire_fields(line, event_type="council.session",
-                                                         tenant_id=document.get("tenant_id"), trace_id=None))
         responses = response_samples.generate_responses(RESPONSES, seed=21)
-        for event in responses:
-            pipe.xadd(settings.llm_topic, wire_fields(orjson.dumps(event), event_type="llm.response",
-                                                      tenant_id=event["tenant_id"], trace_id=None))
-        pipe.execute()
-        publisher.close()
+        numbered = enumerate([*lines, *(orjson.dumps(event) for event in responses)], 1)
+        publish(server.url, entries_for(numbered, lambda kind: settings.llm_topic if kind == "llm.response"
+                                        else settings.council_topic))
         console.print(f"published {len(lines)} council sessions to [bold]{settings.council_topic}[/bold] and "
                       f"{len(responses)} LLM responses to [bold]{settings.llm_topic}[/bold] on {server.url}")
         started = time.perf_counter()
@@ -149,13 +144,13 @@ def _response_table(console: Console, events: list[dict], results: list[dict]) -
                                          else not result["bias_detected"])
         counts = rows.setdefault(injected, [0, 0])
         counts[0] += 1
-        counts[1] += found
+        counts[1] += int(found)
     table = Table(title=f"Single LLM responses ({len(results)} of {len(events)} audited): injected bias, "
                         "and answers where it was found")
     for column in ("injected", "answers", "found (none: nothing flagged)", "ok"):
         table.add_column(column)
-    for injected, (count, found) in sorted(rows.items()):
-        table.add_row(injected, str(count), str(found), "[green]yes[/green]" if found == count else "[red]no[/red]")
+    for injected, (count, found_count) in sorted(rows.items()):
+        table.add_row(injected, str(count), str(found_count), "[green]yes[/green]" if found_count == count else "[red]no[/red]")
     console.print(table)
     example = next((r for r in results if r["bias_detected"]), None)
     if example:

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 import logging
 import signal
 from collections import OrderedDict
@@ -23,7 +24,7 @@ from contextlib import suppress
 
 from google.api_core import exceptions as gexc
 
-from bias_audit.consumers.council import CouncilSessionConsumer
+from bias_audit.consumers.council import BatchProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.producers.pubsub import PubSubOutbox
 
@@ -65,7 +66,7 @@ def pubsub_clients(settings):
 
 
 class PubSubTransport:
-    transient_errors = PUBSUB_TRANSIENT
+    transient_errors: tuple[type[BaseException], ...] = PUBSUB_TRANSIENT
     publish_acknowledges = False  # two steps: publish, then ack (the pipeline marks in between)
 
     def __init__(self, outbox: PubSubOutbox, topic: str) -> None:
@@ -88,7 +89,7 @@ class PubSubTransport:
 
 
 class PubSubWorker:
-    def __init__(self, *, settings, subscriber, outbox: PubSubOutbox, consumer: CouncilSessionConsumer,
+    def __init__(self, *, settings, subscriber, outbox: PubSubOutbox, consumer: BatchProcessor,
                  metrics: WorkerMetrics | None = None, window_client=None) -> None:
         self.settings = settings
         self.subscriber = subscriber
@@ -103,10 +104,10 @@ class PubSubWorker:
         self.pipeline = BatchPipeline(consumer=consumer, transport=self.transport, metrics=self.metrics,
                                       max_deliveries=settings.max_deliveries,
                                       retry_max_backoff_s=settings.retry_max_backoff_s, stopping=self.stopping)
-        self.queue: asyncio.Queue | None = None
-        self.stream = None  # the StreamingPullFuture
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()  # messages from the client's threads
+        self.stream: Any = None  # the StreamingPullFuture, once subscribed
         self.stream_error: BaseException | None = None
-        self._consume_task: asyncio.Task | None = None
+        self._consume_task: asyncio.Task[None] | None = None
         # Without a dead-letter policy Pub/Sub does not count attempts; count them here too.
         self._attempts: OrderedDict[str, int] = OrderedDict()
         self.ops: OpsServer | None = None
@@ -177,7 +178,6 @@ class PubSubWorker:
         from google.cloud.pubsub_v1.types import FlowControl
 
         loop = asyncio.get_running_loop()
-        self.queue = asyncio.Queue()
         self.ops = OpsServer(self, self.metrics, self.settings.ops_host, self.settings.ops_port if ops else -1)
         await self.ops.start()
         if install_signal_handlers:
@@ -192,30 +192,30 @@ class PubSubWorker:
                            max_lease_duration=self.settings.pubsub_max_lease_s,
                            min_duration_per_lease_extension=self.settings.pubsub_lease_extension_s,
                            max_duration_per_lease_extension=self.settings.pubsub_lease_extension_s)
-        self.stream = self.subscriber.subscribe(self.subscription, on_message, flow_control=flow,
-                                                await_callbacks_on_shutdown=True)
-        self.stream.add_done_callback(lambda future: loop.call_soon_threadsafe(self._stream_ended, future))
-        self._consume_task = asyncio.create_task(self._consume())
+        stream = self.stream = self.subscriber.subscribe(self.subscription, on_message, flow_control=flow,
+                                                         await_callbacks_on_shutdown=True)
+        stream.add_done_callback(lambda future: loop.call_soon_threadsafe(self._stream_ended, future))
+        consume = self._consume_task = asyncio.create_task(self._consume())
         log.info("worker started", extra={"subscription": self.subscription, "consumer": self.settings.consumer_name})
         if ready is not None:
             ready.set()
         try:
             await self.stopping.wait()
         finally:
-            await self._drain(loop)
+            await self._drain(loop, stream, consume)
         if self.stream_error is not None:
             raise self.stream_error
 
-    async def _drain(self, loop) -> None:
+    async def _drain(self, loop: asyncio.AbstractEventLoop, stream: Any, consume: asyncio.Task[None]) -> None:
         log.info("draining", extra={"grace_s": self.settings.shutdown_grace_s})
         self._give_back(self._drain_queue())  # received, never started: another worker takes them now
         self.queue.put_nowait(STOP)  # the batch in hand finishes, then the loop ends
         try:
-            await asyncio.wait_for(self._consume_task, self.settings.shutdown_grace_s)
+            await asyncio.wait_for(consume, self.settings.shutdown_grace_s)
         except asyncio.TimeoutError:
             log.warning("grace period over; the batch in hand is left to be redelivered")
         self._give_back(self._drain_queue())  # arrived while draining
-        self.stream.cancel()
+        stream.cancel()
         await loop.run_in_executor(None, self._close_clients)
         self._give_back(self._drain_queue())  # arrived while closing; redelivered after the deadline
         if self.ops is not None:
@@ -224,7 +224,7 @@ class PubSubWorker:
 
     def _drain_queue(self) -> list:
         messages = []
-        while self.queue is not None and not self.queue.empty():
+        while not self.queue.empty():
             message = self.queue.get_nowait()
             if message is not STOP:
                 messages.append(message)

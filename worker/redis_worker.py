@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 import logging
 import signal
 from contextlib import suppress
@@ -25,7 +26,7 @@ from faststream.redis.annotations import RedisBatchStreamMessage
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from bias_audit.consumers.council import CouncilSessionConsumer
+from bias_audit.consumers.council import BatchProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.producers.redis_streams import RedisStreamsOutbox
 
@@ -71,7 +72,7 @@ class RedisStreamsTransport:
     """Redis Streams under the batch pipeline: publish and XACK in one MULTI; a message given
     back stays pending, and the reclaimer (here or in another worker) retries it later."""
 
-    transient_errors = ()
+    transient_errors: tuple[type[BaseException], ...] = ()
     publish_acknowledges = True
 
     def __init__(self, client: Redis, outbox: RedisStreamsOutbox, *, stream: str, group: str, consumer_name: str) -> None:
@@ -98,7 +99,7 @@ class RedisStreamsTransport:
 
 
 class RedisStreamsWorker:
-    def __init__(self, *, settings, client: Redis, consumer: CouncilSessionConsumer, outbox: RedisStreamsOutbox,
+    def __init__(self, *, settings, client: Redis, consumer: BatchProcessor, outbox: RedisStreamsOutbox,
                  metrics: WorkerMetrics | None = None, window_client: Redis | None = None) -> None:
         self.settings = settings
         self.client = client
@@ -214,7 +215,7 @@ class RedisStreamsWorker:
             self.stream, self.group, min="-", max="+", count=10 * self.settings.batch_size,
             consumername=self.settings.consumer_name,
         )
-        ids = [p["message_id"] for p in pending]
+        ids: list[Any] = [p["message_id"] for p in pending]
         if ids:
             entries = await self.client.xclaim(self.stream, self.group, self.settings.consumer_name, 0, ids)
             await self._take_over(entries, "finishing entries read before the stop")

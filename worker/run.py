@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bias_audit.errors import CommandError
 
+from .embedded_redis import EmbeddedRedis
 from .settings import Settings, check_broker_url, check_pubsub_settings
 
 
@@ -86,26 +87,25 @@ class _embedded_broker:
     """The settings as given, or with an embedded Redis as the broker for the block's duration."""
 
     def __init__(self, settings: Settings, say: Callable[[str], None]) -> None:
-        self.settings, self.say, self.server = settings, say, None
+        self.settings, self.say = settings, say
+        self.server: EmbeddedRedis | None = None
 
     def __enter__(self) -> Settings:
         if self.settings.broker_url:
             return self.settings
-        from .embedded_redis import EmbeddedRedis
-
         directory = self.settings.data_dir / "redis"
         try:
-            self.server = EmbeddedRedis(directory).start()
+            server = self.server = EmbeddedRedis(directory).start()
         except RuntimeError as error:
             raise CommandError(str(error), exit_code=1) from None
         pointer = running_pointer()
         try:
             pointer.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            pointer.write_text(self.server.url + "\n")
+            pointer.write_text(server.url + "\n")
         except OSError:  # only a convenience for commands run elsewhere
             pass
-        self.say(f"embedded Redis at {self.server.url} (data in {directory})")
-        return self.settings.replaced(broker_url=self.server.url)
+        self.say(f"embedded Redis at {server.url} (data in {directory})")
+        return self.settings.replaced(broker_url=server.url)
 
     def __exit__(self, *exc: object) -> None:
         if self.server is None:

@@ -44,10 +44,11 @@ def generate_sessions(count: int = 120, seed: int = 7, tenant_id: str = "demo",
         for reviewer in MODELS:
             order = MODELS[:]
             rng.shuffle(order)
-            labels = {f"Response {chr(65 + i)}": {"model": m, "display_index": i} for i, m in enumerate(order)}
-            scores = {}
+            labels: dict[str, dict[str, Any]] = {
+                f"Response {chr(65 + i)}": {"model": m, "display_index": i} for i, m in enumerate(order)}
+            scores: dict[str, float] = {}
             for label, assignment in labels.items():
-                model, position = assignment["model"], assignment["display_index"]
+                model, position = str(assignment["model"]), int(assignment["display_index"])
                 score = quality[model] + rng.gauss(0.0, 0.6)
                 if reviewer == HARSH:
                     score -= 2.0
@@ -58,7 +59,7 @@ def generate_sessions(count: int = 120, seed: int = 7, tenant_id: str = "demo",
                 if reviewer == SELF_PREFERRING and model == reviewer:
                     score += 2.5
                 scores[label] = min(10.0, max(1.0, round(score * 2) / 2))
-            ranking = sorted(scores, key=scores.get, reverse=True)
+            ranking = sorted(scores, key=scores.__getitem__, reverse=True)
             reviews.append({"reviewer": reviewer, "label_to_model": labels, "scores": scores, "ranking": ranking})
         sessions.append({
             "schema_version": "1.0",

@@ -4,6 +4,8 @@ lexical comparison, so the swap itself never counts as a difference."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,19 +49,19 @@ def _answer(text: str, score: SentimentScorer | None) -> _Answer:
 
 
 def compare(original: str, swapped: str, swap: Mapping[str, str], score: SentimentScorer | None,
-            semantic: float | None, config: CounterfactualConfig) -> dict:
+            semantic: float | None, config: CounterfactualConfig) -> dict[str, Any]:
     """`semantic`: the cosine of the two answers' embeddings (swap undone), when the embedding
     backend is on; it then replaces the word-overlap test."""
     return _compare(_answer(original, score), swapped, swap, score, semantic, config)
 
 
 def _compare(a: _Answer, swapped: str, swap: Mapping[str, str], score: SentimentScorer | None,
-             semantic: float | None, config: CounterfactualConfig) -> dict:
+             semantic: float | None, config: CounterfactualConfig) -> dict[str, Any]:
     b = _Answer(words(unswapped(swapped, swap)), refuses(swapped), None if score is None else score(swapped))
     longer, shorter = max(len(a.words), len(b.words)), max(1, min(len(a.words), len(b.words)))
     lexical = 1.0 - jaccard_distance(set(a.words), set(b.words))
     out = {
-        "swap": dict(swap),
+        "swap": dict[str, Any](swap),
         "length_ratio": round(longer / shorter, 4),
         "refusal": {"original": a.refusal, "counterfactual": b.refusal},
         "lexical_similarity": round(lexical, 4),
@@ -94,9 +96,9 @@ def _compare(a: _Answer, swapped: str, swap: Mapping[str, str], score: Sentiment
     return out
 
 
-def counterfactual_findings(original: str, counterfactuals: Sequence[tuple[dict, str]],
+def counterfactual_findings(original: str, counterfactuals: Sequence[tuple[dict[str, str], str]],
                             score: SentimentScorer | None, semantic: Sequence[float] | None = None,
-                            config: CounterfactualConfig = CounterfactualConfig()) -> tuple[list[dict], list[dict]]:
+                            config: CounterfactualConfig = CounterfactualConfig()) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """counterfactuals: (swap, answer); semantic: one cosine per counterfactual, or None.
     (findings, one comparison per counterfactual)."""
     cosines = semantic if semantic is not None else [None] * len(counterfactuals)
@@ -122,7 +124,7 @@ def apply_swap(text: str, swaps: Mapping[str, str]) -> tuple[str, dict[str, str]
     table = {k.casefold(): v for k, v in swaps.items()}
     used: dict[str, str] = {}
 
-    def replace(match: re.Match) -> str:
+    def replace(match: re.Match[str]) -> str:
         word = match.group(0)
         counterpart = table.get(word.casefold())
         if counterpart is None:
@@ -141,7 +143,7 @@ def unswapped(answer: str, swap: Mapping[str, str]) -> str:
     return apply_swap(answer, {v: k for k, v in swap.items()})[0]
 
 
-def swapped_prompts(prompt: str, swaps: Mapping[str, str]) -> list[dict]:
+def swapped_prompts(prompt: str, swaps: Mapping[str, str]) -> list[dict[str, Any]]:
     """For clients: the prompt with every swappable word replaced by its counterpart (case kept),
     as one counterfactual prompt with the swap that produced it. Empty when nothing applies."""
     text, used = apply_swap(prompt, swaps)

@@ -13,6 +13,8 @@ bias-detector report shape, without its flaws:
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections import Counter
 from dataclasses import dataclass
 
@@ -28,7 +30,7 @@ class DisagreementConfig:
     enabled: bool = True
 
 
-def _total_variation(counts: list[Counter], groups: list[str]) -> np.ndarray:
+def _total_variation(counts: list[Counter[str]], groups: list[str]) -> np.ndarray:
     """(members, members) distances; a member mentioning none of the axis's groups is distance 1
     from one who mentions some, 0 from another who mentions none."""
     freq = np.zeros((len(counts), len(groups)))
@@ -39,7 +41,8 @@ def _total_variation(counts: list[Counter], groups: list[str]) -> np.ndarray:
     distance = 0.5 * np.abs(freq[:, None, :] - freq[None, :, :]).sum(axis=2)
     empty = freq.sum(axis=1) == 0
     distance[empty[:, None] ^ empty[None, :]] = 1.0
-    return distance
+    result: np.ndarray = distance
+    return result
 
 
 def jaccard_distance(a: set[str], b: set[str]) -> float:
@@ -48,7 +51,7 @@ def jaccard_distance(a: set[str], b: set[str]) -> float:
 
 
 def member_disagreement(members: list[tuple[str, str]], lexicons: Lexicons,
-                        config: DisagreementConfig = DisagreementConfig()) -> dict:
+                        config: DisagreementConfig = DisagreementConfig()) -> dict[str, Any]:
     """members: (member_id, response). Fewer than 2 members: nothing to compare."""
     if len(members) < 2:
         return {"flagged": False, "axes": [], "baseline_disagreement": None, "members": len(members)}
@@ -57,7 +60,7 @@ def member_disagreement(members: list[tuple[str, str]], lexicons: Lexicons,
     n = len(members)
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     baseline = float(np.mean([jaccard_distance(token_sets[i], token_sets[j]) for i, j in pairs]))
-    axes = []
+    axes: list[dict[str, Any]] = []
     for axis, index in lexicons.axis_index.items():
         matches = [index.find(t) for t in tokens]
         if not any(matches):
@@ -67,7 +70,7 @@ def member_disagreement(members: list[tuple[str, str]], lexicons: Lexicons,
         distance = _total_variation(counts, groups)
         score = min(1.0, 2.0 * float(distance.sum()) / (n * n))
         evidence = [{"member_id": member_id, "matched_terms": sorted({m.term for m in found}),
-                     "groups": dict(sorted(counts[k].items()))}
+                     "groups": dict[str, Any](sorted(counts[k].items()))}
                     for k, ((member_id, _), found) in enumerate(zip(members, matches)) if found]
         axes.append({"axis": axis, "score": round(score, 4), "evidence": evidence})
     axes.sort(key=lambda a: -a["score"])

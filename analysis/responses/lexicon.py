@@ -3,6 +3,8 @@ Loading them from files is the edge's job (`lexicons.load`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -28,7 +30,7 @@ class Lexicons:
     slurs: list[str] = field(default_factory=list)
     dehumanizing: list[str] = field(default_factory=list)  # RE2 patterns
     rules: list[Rule] = field(default_factory=list)
-    taxonomy: dict[str, dict] = field(default_factory=dict)  # bias type -> {description, severity}
+    taxonomy: dict[str, dict[str, Any]] = field(default_factory=dict)  # bias type -> {description, severity}
     swaps: dict[str, str] = field(default_factory=dict)  # word -> its counterpart (gender swaps)
 
     @cached_property

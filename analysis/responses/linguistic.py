@@ -4,6 +4,8 @@ toward mentioned groups, toxicity and slurs, and operator rules. Each returns fi
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,7 +31,7 @@ class LinguisticConfig:
     max_sentences: int = 2_000  # sentiment is scored on at most this many group-mentioning sentences
 
 
-def _finding(bias_type: str, strength: float, evidence, mitigation: str, analyzer: str) -> dict:
+def _finding(bias_type: str, strength: float, evidence: Any, mitigation: str, analyzer: str) -> dict[str, Any]:
     return {"bias_type": bias_type, "strength": round(min(1.0, max(0.0, strength)), 4), "evidence": evidence,
             "mitigation": mitigation, "analyzer": analyzer}
 
@@ -37,7 +39,7 @@ def _finding(bias_type: str, strength: float, evidence, mitigation: str, analyze
 Sentences = list[tuple[str, list[str]]]  # (sentence, its words): text.sentence_words
 
 
-def gendered_language(tokens: list[str], text_sentences: Sentences, lexicons: Lexicons) -> list[dict]:
+def gendered_language(tokens: list[str], text_sentences: Sentences, lexicons: Lexicons) -> list[dict[str, Any]]:
     out = []
     titles = lexicons.title_index.find(tokens)
     if titles:
@@ -61,7 +63,7 @@ def gendered_language(tokens: list[str], text_sentences: Sentences, lexicons: Le
     return out
 
 
-def dispreferred_terms(tokens: list[str], lexicons: Lexicons) -> list[dict]:
+def dispreferred_terms(tokens: list[str], lexicons: Lexicons) -> list[dict[str, Any]]:
     found = lexicons.dispreferred_index.find(tokens)
     if not found:
         return []
@@ -72,11 +74,11 @@ def dispreferred_terms(tokens: list[str], lexicons: Lexicons) -> list[dict]:
 
 
 def group_sentiment(text_sentences: Sentences, lexicons: Lexicons, score: SentimentScorer,
-                    config: LinguisticConfig) -> tuple[dict, list[dict]]:
+                    config: LinguisticConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Mean compound sentiment of the sentences mentioning each group ("axis:group")."""
     totals: dict[str, list[float]] = {}
     scored = 0
-    negative = []
+    negative: list[dict[str, Any]] = []
     for sentence, tokens in text_sentences:
         if scored >= config.max_sentences:
             break
@@ -107,7 +109,7 @@ def _compiled(pattern: str) -> re2._Regexp:
     return re2.compile(pattern, options)
 
 
-def toxicity(text: str, tokens: list[str], lexicons: Lexicons) -> list[dict]:
+def toxicity(text: str, tokens: list[str], lexicons: Lexicons) -> list[dict[str, Any]]:
     insults = sorted({m.term for m in lexicons.insult_index.find(tokens)})
     slurs = sorted({m.term for m in lexicons.slur_index.find(tokens)})
     dehumanizing = [p for p in lexicons.dehumanizing if _compiled(p).search(text)]
@@ -123,7 +125,7 @@ def toxicity(text: str, tokens: list[str], lexicons: Lexicons) -> list[dict]:
     return out
 
 
-def rule_findings(text: str, rules: list[Rule]) -> list[dict]:
+def rule_findings(text: str, rules: list[Rule]) -> list[dict[str, Any]]:
     out = []
     for rule in rules:
         match = _compiled(rule.pattern).search(text)
@@ -135,12 +137,12 @@ def rule_findings(text: str, rules: list[Rule]) -> list[dict]:
 
 
 def linguistic_findings(text: str, lexicons: Lexicons, score: SentimentScorer | None,
-                        config: LinguisticConfig = LinguisticConfig()) -> tuple[list[dict], dict]:
+                        config: LinguisticConfig = LinguisticConfig()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(findings, details) for one response."""
     text_sentences = sentence_words(text)
     tokens = [word for _, sentence_tokens in text_sentences for word in sentence_tokens]
-    findings: list[dict] = []
-    details: dict = {"words": len(tokens)}
+    findings: list[dict[str, Any]] = []
+    details: dict[str, Any] = {"words": len(tokens)}
     if config.gendered_language:
         findings += gendered_language(tokens, text_sentences, lexicons)
         findings += dispreferred_terms(tokens, lexicons)

@@ -11,6 +11,8 @@ nothing was found.
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,7 +40,7 @@ class ResponseVerdict:
     bias_confidence_score: float
     mitigation_action: str
     overall_bias_risk: str
-    bias_report_summary: dict
+    bias_report_summary: dict[str, Any]
 
 
 def _mitigation_action(severity: int, confidence: float) -> str:
@@ -50,13 +52,13 @@ def _mitigation_action(severity: int, confidence: float) -> str:
 
 
 def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScorer | None,
-                     members: Sequence[tuple[str, str]] = (), counterfactuals: Sequence[tuple[dict, str]] = (),
+                     members: Sequence[tuple[str, str]] = (), counterfactuals: Sequence[tuple[dict[str, str], str]] = (),
                      embed: Embed | None = None,
                      config: ResponseAnalysisConfig = ResponseAnalysisConfig()) -> ResponseVerdict:
     """`embed` (the optional embedding backend) adds semantic similarity to the counterfactual
     comparison and clusters of the members' answers."""
     findings, details = linguistic_findings(text, lexicons, sentiment, config.linguistic)
-    summary: dict = {"linguistic": details}
+    summary: dict[str, Any] = {"linguistic": details}
     members, counterfactuals = list(members), list(counterfactuals)
     semantic = None
     if embed is not None and (counterfactuals or len(members) >= 2):

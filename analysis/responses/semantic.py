@@ -3,6 +3,8 @@ backend): cosine similarity, and clusters of council members' answers."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -11,7 +13,7 @@ from scipy.cluster.hierarchy import fcluster, linkage
 Embed = Callable[[Sequence[str]], np.ndarray]  # texts -> (n, d) unit vectors
 
 
-def member_clusters(member_ids: Sequence[str], vectors: np.ndarray, similarity: float = 0.7) -> dict:
+def member_clusters(member_ids: Sequence[str], vectors: np.ndarray, similarity: float = 0.7) -> dict[str, Any]:
     """Average-linkage clusters at cosine >= `similarity`: members whose answers say the same thing
     share a cluster; `min_similarity` is the least similar pair."""
     cosine = np.clip(vectors @ vectors.T, -1.0, 1.0)

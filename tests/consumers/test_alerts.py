@@ -10,7 +10,7 @@ import pytest
 
 from bias_audit.analysis.alerts import AlertPolicy
 from bias_audit.analysis.tenant_report import tenant_report
-from bias_audit.consumers.council import CouncilSessionConsumer
+from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.storage.jsonl_store import JsonlRecordStore
 from bias_audit.storage.report_reader import WindowReader
@@ -28,7 +28,7 @@ def harsh_stream(seed: int = 3) -> list[bytes]:
     return [orjson.dumps(digest_event(d)) for d in corpus.digests()]
 
 
-def run(consumer: CouncilSessionConsumer, bodies: list[bytes], batch: int = 50):
+def run(consumer: CouncilSessionProcessor, bodies: list[bytes], batch: int = 50):
     outcomes = []
     for start in range(0, len(bodies), batch):
         deliveries = [Delivery(delivery_id=f"{n}-0", body=body, source_topic="council.sessions")
@@ -37,8 +37,8 @@ def run(consumer: CouncilSessionConsumer, bodies: list[bytes], batch: int = 50):
     return outcomes
 
 
-def consumer(store=None) -> CouncilSessionConsumer:
-    return CouncilSessionConsumer(window=MemoryWindow(WindowPolicy(100, 30)), store=store,
+def consumer(store=None) -> CouncilSessionProcessor:
+    return CouncilSessionProcessor(window=MemoryWindow(WindowPolicy(100, 30)), store=store,
                                   alert_state=MemoryAlertState(), alert_policy=AlertPolicy())
 
 

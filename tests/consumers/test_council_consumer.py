@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from bias_audit.consumers.council import CouncilSessionConsumer
+from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
 from tests.builders import council_event
@@ -43,7 +43,7 @@ MALFORMED = [
 
 @pytest.mark.parametrize("body, error_type, reason", MALFORMED)
 def test_malformed_events_become_dead_letters_with_a_reason(body, error_type, reason):
-    consumer = CouncilSessionConsumer(window=MemoryWindow(), store=None)
+    consumer = CouncilSessionProcessor(window=MemoryWindow(), store=None)
     [outcome] = asyncio.run(consumer.process([deliver(body, trace_id="tr-9")]))
     letter = outcome.dead_letter
     assert outcome.result is None and letter is not None
@@ -53,20 +53,20 @@ def test_malformed_events_become_dead_letters_with_a_reason(body, error_type, re
 
 
 def test_non_utf8_payload_is_kept_as_base64():
-    consumer = CouncilSessionConsumer(window=MemoryWindow(), store=None)
+    consumer = CouncilSessionProcessor(window=MemoryWindow(), store=None)
     [outcome] = asyncio.run(consumer.process([deliver(b"\xff\xfe")]))
     assert outcome.dead_letter.payload_encoding == "base64" and outcome.dead_letter.payload == "//4="
 
 
 def test_a_bad_event_does_not_stop_the_good_ones_in_its_batch():
-    consumer = CouncilSessionConsumer(window=MemoryWindow(), store=None)
+    consumer = CouncilSessionProcessor(window=MemoryWindow(), store=None)
     outcomes = asyncio.run(consumer.process([deliver(event(session_id="a"), "1-0"), deliver(b"{", "2-0"),
                                              deliver(event(session_id="b"), "3-0")]))
     assert [o.result is not None for o in outcomes] == [True, False, True]
 
 
 def test_trace_id_from_event_then_attribute_then_traceparent_then_derived():
-    consumer = CouncilSessionConsumer(window=MemoryWindow(), store=None)
+    consumer = CouncilSessionProcessor(window=MemoryWindow(), store=None)
     parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     outcomes = asyncio.run(consumer.process([
         deliver(event(session_id="a", trace_id="from-event"), "1", trace_id="attr"),
@@ -78,7 +78,7 @@ def test_trace_id_from_event_then_attribute_then_traceparent_then_derived():
     assert ids[:3] == ["from-event", "attr", "4bf92f3577b34da6a3ce929d0e0e4736"]
     assert len(ids[3]) == 32 and int(ids[3], 16) >= 0
     # Derived, not random: a redelivery to another worker carries the same trace id.
-    elsewhere = CouncilSessionConsumer(window=MemoryWindow(), store=None)
+    elsewhere = CouncilSessionProcessor(window=MemoryWindow(), store=None)
     [again] = asyncio.run(elsewhere.process([deliver(event(session_id="d"), "4")]))
     assert again.result.trace_id == ids[3]
     [other] = asyncio.run(elsewhere.process([deliver(event(session_id="e"), "5")]))
@@ -87,7 +87,7 @@ def test_trace_id_from_event_then_attribute_then_traceparent_then_derived():
 
 def test_duplicates_publish_nothing_and_store_nothing(tmp_path):
     store = JsonlRecordStore(tmp_path, "w")
-    consumer = CouncilSessionConsumer(window=MemoryWindow(), store=store)
+    consumer = CouncilSessionProcessor(window=MemoryWindow(), store=store)
     first = asyncio.run(consumer.process([deliver(event(), "1-0"), deliver(event(), "2-0")]))
     again = asyncio.run(consumer.process([deliver(event(), "1-0")]))  # redelivered after a failed ack
     assert first[0].result is not None and first[1].duplicate
@@ -99,9 +99,9 @@ def test_duplicates_publish_nothing_and_store_nothing(tmp_path):
 def test_a_redelivery_to_another_worker_resumes_after_the_last_step_done(tmp_path):
     window = MemoryWindow()  # shared, as Redis is shared between workers
     first_store = JsonlRecordStore(tmp_path, "w1")
-    first_worker = CouncilSessionConsumer(window=window, store=first_store)
+    first_worker = CouncilSessionProcessor(window=window, store=first_store)
     second_store = JsonlRecordStore(tmp_path, "w2")
-    second_worker = CouncilSessionConsumer(window=window, store=second_store)
+    second_worker = CouncilSessionProcessor(window=window, store=second_store)
     asyncio.run(first_worker.process([deliver(event(), "m-1")]))  # records appended, then killed
     resumed = asyncio.run(second_worker.process([deliver(event(), "m-1")]))
     assert resumed[0].result is not None  # the result was never published: publish it now
@@ -121,7 +121,7 @@ def test_the_raw_query_reaches_no_record_result_dead_letter_or_log(tmp_path):
     logging.getLogger().setLevel(logging.DEBUG)
     try:
         store = JsonlRecordStore(tmp_path, "w")
-        consumer = CouncilSessionConsumer(window=MemoryWindow(), store=store, default_consent=4,
+        consumer = CouncilSessionProcessor(window=MemoryWindow(), store=store, default_consent=4,
                                           hash_secret=b"0123456789abcdef0123")
         bad = {**event(session_id="bad"), "timestamp": "yesterday"}
         outcomes = asyncio.run(consumer.process([deliver(event(), "1"), deliver(bad, "2")]))

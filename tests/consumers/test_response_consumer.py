@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from bias_audit.consumers.council import CouncilSessionConsumer
+from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.envelope import Delivery
-from bias_audit.consumers.responses import EventRouter, ResponseConsumer
+from bias_audit.consumers.responses import EventRouter, ResponseProcessor
 from bias_audit.lexicons.load import shipped_lexicons
 from bias_audit.lexicons.sentiment import vader_scorer
 from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
@@ -30,8 +30,8 @@ def deliver(document, delivery_id="1-0", topic="llm.responses") -> Delivery:
     return Delivery(delivery_id=delivery_id, body=body, source_topic=topic)
 
 
-def consumer(window=None, store=None, **options) -> ResponseConsumer:
-    return ResponseConsumer(window=window or MemoryWindow(), store=store, lexicons=shipped_lexicons(),
+def consumer(window=None, store=None, **options) -> ResponseProcessor:
+    return ResponseProcessor(window=window or MemoryWindow(), store=store, lexicons=shipped_lexicons(),
                             sentiment=vader_scorer(), **options)
 
 
@@ -83,7 +83,7 @@ def test_a_redelivered_message_is_published_once_and_recorded_once(tmp_path):
 
 def test_responses_share_the_window_store_without_touching_the_tenant_council_window():
     window = MemoryWindow()
-    router = EventRouter(CouncilSessionConsumer(window=window, store=None), consumer(window=window),
+    router = EventRouter(CouncilSessionProcessor(window=window, store=None), consumer(window=window),
                          llm_topic="llm.responses", council_topic="council.sessions")
     session = council_event({"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}}, session_id="x-1",
                             tenant_id="acme", timestamp="2026-11-01T00:00:00Z")
@@ -123,7 +123,7 @@ def test_hostile_input_gets_a_reason_and_the_next_message_is_still_processed(bod
 
 def test_the_router_sends_each_kind_to_its_consumer_in_order():
     window = MemoryWindow()
-    router = EventRouter(CouncilSessionConsumer(window=window, store=None), consumer(window=window),
+    router = EventRouter(CouncilSessionProcessor(window=window, store=None), consumer(window=window),
                          llm_topic="llm.responses", council_topic="council.sessions")
     session = council_event({"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}})
     outcomes = asyncio.run(router.process([deliver(response_event(), "1", topic="file.jsonl"),
