@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from bias_audit.schemas.events import CouncilSessionEvent, parse_score_scale
+from bias_audit.schemas.scale import parse_score_scale
+
+if TYPE_CHECKING:  # the event models are not imported to read a window (the report)
+    from bias_audit.schemas.events import CouncilSessionEvent
 
 
 class Observation(NamedTuple):

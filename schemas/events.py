@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from .scale import parse_score_scale
 from .limits import limits_from
 
 # Identifiers end up in Redis keys and file names: printable, no braces (cluster hash tags).
@@ -57,19 +58,7 @@ Consent = Annotated[int, Field(ge=0, le=4), BeforeValidator(_json_integer)]
 Count = Annotated[int, Field(ge=0, le=2**53), BeforeValidator(_json_integer)]  # exact in every JSON reader
 DisplayIndex = Annotated[int, Field(ge=0, le=1000), BeforeValidator(_json_integer)]
 
-_SCALE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)\s*$")
 _LETTER_LABEL = re.compile(r"^[Rr]esponse\s+([A-Za-z])$")
-
-
-def parse_score_scale(scale: str) -> tuple[float, float]:
-    """"1-10" -> (1.0, 10.0); raises ValueError with a readable reason."""
-    match = _SCALE.match(scale)
-    if not match:
-        raise ValueError(f"score_scale {scale!r} is not of the form 'min-max', e.g. '1-10'")
-    low, high = float(match.group(1)), float(match.group(2))
-    if not low < high:
-        raise ValueError(f"score_scale {scale!r} has min >= max")
-    return low, high
 
 
 def letter_position(label: str) -> int | None:
