@@ -7,7 +7,7 @@ from html import escape
 from bias_audit.schemas.report import BiasReport, Estimate, TenantReport
 
 from .svg import forest_plot, line_chart, scatter
-from .text import fmt_estimate, fmt_p
+from .text import collecting, fmt_estimate, fmt_p, no_models_reason, verdict
 
 CHART_WIDTH = 500  # two charts side by side in the page's 1100 px
 
@@ -20,11 +20,14 @@ padding:2px 8px;margin:2px;font-weight:600}.ok{background:#dcfce7;color:#166534;
 .warn{color:#92400e;background:#fef3c7;padding:6px 10px;border-radius:4px;margin:6px 0}
 table{border-collapse:collapse;margin:10px 0}td,th{border-bottom:1px solid #e2e8f0;padding:4px 10px;text-align:left}
 th{background:#f8fafc}.num{text-align:right;font-variant-numeric:tabular-nums}.flag{color:#b91c1c;font-weight:700}
+.collecting{background:#e2e8f0;color:#334155;border-radius:4px;padding:2px 8px}
 .charts{display:flex;flex-wrap:wrap;gap:18px}.chart{border:1px solid #e2e8f0;border-radius:6px;padding:10px}
 """
 
 
-def _flag(flagged: bool) -> str:
+def _flag(flagged: bool, estimated: bool = True) -> str:
+    if not estimated:
+        return "-"
     return '<span class="flag">FLAG</span>' if flagged else "ok"
 
 
@@ -34,11 +37,13 @@ def _metric_rows(t: TenantReport) -> str:
     boot = (f"<br>session bootstrap [{lc.bootstrap_ci_lower:+.2f}, {lc.bootstrap_ci_upper:+.2f}]"
             if lc.bootstrap_ci_lower is not None else "")
 
-    def row(name: str, e: Estimate | None, text: str | None, p: float | None, flagged: bool, note: str = "") -> None:
+    def row(name: str, e: Estimate | None, text: str | None, p: float | None, flagged: bool, note: str = "",
+            estimated: bool | None = None) -> None:
         value = escape(text if text is not None else fmt_estimate(e) if e is not None else "-") + note
         n = "" if e is None else f"{e.sample_size} / {e.sessions}"
+        shown = estimated if estimated is not None else e is not None and e.status == "ok"
         rows.append(f"<tr><td>{escape(name)}</td><td>{value}</td><td class=num>{n}</td>"
-                    f"<td class=num>{fmt_p(p)}</td><td>{_flag(flagged)}</td></tr>")
+                    f"<td class=num>{fmt_p(p)}</td><td>{_flag(flagged, shown)}</td></tr>")
 
     row("Length vs score (pooled r)", lc, None, lc.p_value, lc.flagged, boot)
     coefficient = t.length_control.coefficient
@@ -49,12 +54,12 @@ def _metric_rows(t: TenantReport) -> str:
         row(f"Position {biggest.position} vs {position.baseline_position} (largest; joint F test p)",
             biggest.effect, None, position.p_value, position.flagged)
     else:
-        row("Position effect", None, position.status, None, False)
+        row("Position effect", None, position.status, None, False, estimated=False)
     r = t.randomization
     shared = "" if r.shared_order_fraction is None else f"; shared order in {r.shared_order_fraction:.0%} of sessions"
     row("Randomization balance (chi-square)", None,
         (f"chi2 {r.chi_square:.1f}, df {r.degrees_of_freedom}" if r.status == "ok" else r.status) + shared,
-        r.p_value, r.broken or r.shared)
+        r.p_value, r.broken or r.shared, estimated=r.status == "ok")
     alpha = t.agreement.krippendorff_alpha
     row("Agreement (Krippendorff's alpha, interval)", alpha, None, None, False)
     return "".join(rows)
@@ -73,6 +78,8 @@ def _reviewer_table(t: TenantReport) -> str:
 
 
 def _model_table(t: TenantReport) -> str:
+    if not t.length_control.models:
+        return f'<p class="warn">{escape(no_models_reason(t))}</p>'
     rows = "".join(
         f"<tr><td>{escape(m.model)}</td><td class=num>{m.raw_score:.2f}</td><td class=num>{m.raw_rank}</td>"
         f"<td class=num>{'-' if m.length_controlled_score is None else f'{m.length_controlled_score:.2f}'}</td>"
@@ -120,7 +127,10 @@ def _charts(t: TenantReport) -> str:
             for e in t.position.effects if e.effect.point_estimate is not None]
         charts.append(forest_plot(effects, title="Position effects (95% CI)", unit="points vs the first position",
                                   width=CHART_WIDTH))
-    charts.append(scatter(t.length_points, t.length_fit, title="Length vs score, with the fitted line",
+    fitted = t.length_correlation.status == "ok"  # no line drawn where the table says "collecting data"
+    charts.append(scatter(t.length_points, t.length_fit if fitted else None,
+                          title="Length vs score, with the fitted line" if fitted else
+                          f"Length vs score ({t.length_correlation.status}: no fitted line)",
                           x_label=f"response length ({t.length_unit})", y_label="score, reviewer offsets removed",
                           width=CHART_WIDTH))
     if len(t.timeline) >= 2:
@@ -137,8 +147,13 @@ def _charts(t: TenantReport) -> str:
 
 
 def _tenant(t: TenantReport) -> str:
-    flags = ("<div class=flags>" + "".join(f"<span>{escape(f)}</span>" for f in t.flags) + "</div>"
-             if t.flags else '<p><span class="ok">no bias flagged</span></p>')
+    if t.flags:
+        flags = "<div class=flags>" + "".join(f"<span>{escape(f)}</span>" for f in t.flags) + "</div>"
+    elif collecting(t):
+        flags = f'<p><span class="collecting">{escape(verdict(t))}</span></p>'
+    else:
+        flags = f'<p><span class="ok">{escape(verdict(t))}</span></p>'
+
     warnings = "".join(f'<div class="warn">{escape(w)}</div>' for w in t.warnings)
     return (
         f"<h2>Tenant {escape(t.tenant_id)}</h2>"

@@ -26,8 +26,29 @@ def fmt_estimate(e: Estimate, digits: int = 2, signed: bool = True) -> str:
     return text
 
 
-def _flag(flagged: bool) -> Text:
+def _flag(flagged: bool, estimated: bool = True) -> Text:
+    """FLAG, ok, or - where there is no estimate yet (an "ok" there would read as a clean bill)."""
+    if not estimated:
+        return Text("-")
     return Text("FLAG", style="bold red") if flagged else Text("ok", style="green")
+
+
+def collecting(t: TenantReport) -> bool:
+    """Too few sessions for any window metric: say so instead of "no bias flagged"."""
+    return t.confidence == "insufficient"
+
+
+def verdict(t: TenantReport) -> str:
+    """The tenant's one-line status, as the text and HTML reports both show it."""
+    if t.flags:
+        return "flags: " + ", ".join(t.flags)
+    if collecting(t):
+        return f"collecting data: {t.sessions} sessions in the window, metrics need 10"
+    return "no bias flagged"
+
+
+def no_models_reason(t: TenantReport) -> str:
+    return f"no model scores yet ({t.length_control.status})"
 
 
 def _header(t: TenantReport) -> Text:
@@ -35,11 +56,7 @@ def _header(t: TenantReport) -> Text:
     text.append(f"tenant {t.tenant_id}", style="bold")
     text.append(f"  {t.sessions} sessions, {t.scores} peer scores, confidence {t.confidence}\n")
     text.append(f"window {t.window_start or '-'} .. {t.window_end or '-'}\n")
-    if t.flags:
-        text.append("flags: ", style="bold")
-        text.append(", ".join(t.flags), style="bold red")
-    else:
-        text.append("flags: none", style="green")
+    text.append(verdict(t), style="bold red" if t.flags else "yellow" if collecting(t) else "green")
     for warning in t.warnings:
         text.append(f"\nnote: {warning}", style="yellow")
     return text
@@ -49,48 +66,60 @@ def _metrics(t: TenantReport) -> Table:
     table = Table(title="Window metrics (points of a 1-10 scale; 95% CI)", title_justify="left", expand=False)
     table.add_column("metric")
     table.add_column("estimate [95% CI]")
+    table.add_column("n / sessions", justify="right")
     table.add_column("p", justify="right")
     table.add_column("", justify="center")
+
+    def counts(e: Estimate) -> str:
+        return f"{e.sample_size} / {e.sessions}"
+
     lc = t.length_correlation
     length_text = fmt_estimate(lc)
     if lc.bootstrap_ci_lower is not None:
         length_text += f"\nsession bootstrap [{lc.bootstrap_ci_lower:+.2f}, {lc.bootstrap_ci_upper:+.2f}]"
-    table.add_row(f"length vs score r (n={lc.sample_size})", length_text, fmt_p(lc.p_value), _flag(lc.flagged))
+    table.add_row("length vs score r", length_text, counts(lc), fmt_p(lc.p_value), _flag(lc.flagged, lc.status == "ok"))
     coefficient = t.length_control.coefficient
-    table.add_row("length term in scores", fmt_estimate(coefficient), fmt_p(coefficient.p_value),
-                  _flag(coefficient.flagged))
+    table.add_row("length term in scores", fmt_estimate(coefficient), counts(coefficient), fmt_p(coefficient.p_value),
+                  _flag(coefficient.flagged, coefficient.status == "ok"))
     position = t.position
     if position.status == "ok":
         biggest = max(position.effects, key=lambda e: abs(e.effect.point_estimate or 0))
         table.add_row(f"position {biggest.position} vs {position.baseline_position} (largest)",
-                      fmt_estimate(biggest.effect), fmt_p(position.p_value), _flag(position.flagged))
+                      fmt_estimate(biggest.effect), counts(biggest.effect), fmt_p(position.p_value),
+                      _flag(position.flagged))
     else:
-        table.add_row("position effect", position.status, "-", Text("-"))
+        table.add_row("position effect", position.status, "", "-", _flag(False, False))
     balance = t.randomization
     balance_text = balance.status if balance.status != "ok" else f"chi2 {balance.chi_square:.1f}, df {balance.degrees_of_freedom}"
     if balance.shared_order_fraction is not None:
         balance_text += f"\nshared order in {balance.shared_order_fraction:.0%} of sessions"
-    table.add_row("randomization balance", balance_text, fmt_p(balance.p_value),
-                  _flag(balance.broken or balance.shared))
+    table.add_row("randomization balance", balance_text, "", fmt_p(balance.p_value),
+                  _flag(balance.broken or balance.shared, balance.status == "ok"))
     alpha = t.agreement.krippendorff_alpha
-    table.add_row("agreement (Krippendorff alpha)", fmt_estimate(alpha, signed=False), "-", Text("-"))
+    table.add_row("agreement (Krippendorff alpha)", fmt_estimate(alpha, signed=False), counts(alpha), "-", Text("-"))
     return table
 
 
 def _reviewers(t: TenantReport) -> Table:
     table = Table(title="Reviewers (offset vs the median reviewer; self-preference)", title_justify="left")
     table.add_column("reviewer", overflow="fold", max_width=22)
-    table.add_column("n", justify="right")
+    table.add_column("sessions", justify="right")
+    table.add_column("mean", justify="right")
     table.add_column("offset [CI]")
     table.add_column("self-pref [CI]")
+    table.add_column("r peers", justify="right")
     table.add_column("flags", overflow="fold")
     for r in t.reviewers:
-        table.add_row(r.reviewer, str(r.sessions), fmt_estimate(r.offset), fmt_estimate(r.self_preference),
+        table.add_row(Text(r.reviewer), str(r.sessions), "-" if r.mean_score is None else f"{r.mean_score:.2f}",
+                      fmt_estimate(r.offset), fmt_estimate(r.self_preference),
+                      "-" if r.agreement_with_peers is None else f"{r.agreement_with_peers:.2f}",
                       Text(", ".join(r.flags) or "-", style="bold red" if r.flags else ""))
     return table
 
 
-def _models(t: TenantReport) -> Table:
+def _models(t: TenantReport) -> RenderableType:
+    if not t.length_control.models:
+        return Text(f"Models: {no_models_reason(t)}", style="yellow")
     table = Table(title="Models: raw and length-controlled scores", title_justify="left")
     table.add_column("model", overflow="fold", max_width=26)
     table.add_column("raw", justify="right")
@@ -98,7 +127,7 @@ def _models(t: TenantReport) -> Table:
     table.add_column("LC", justify="right")
     table.add_column("LC rank", justify="right")
     for m in t.length_control.models:
-        table.add_row(m.model, f"{m.raw_score:.2f}", str(m.raw_rank),
+        table.add_row(Text(m.model), f"{m.raw_score:.2f}", str(m.raw_rank),
                       "-" if m.length_controlled_score is None else f"{m.length_controlled_score:.2f}",
                       "-" if m.length_controlled_rank is None else str(m.length_controlled_rank))
     return table

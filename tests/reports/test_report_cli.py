@@ -98,3 +98,33 @@ def test_usage_errors_exit_2_with_one_line(args, reason):
     result = report(*args)
     assert result.exit_code == 2
     assert reason in result.output
+
+
+@pytest.fixture(scope="module")
+def three_sessions(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("few")
+    with open(directory / "records-w1.jsonl", "wb") as handle:
+        for digest in Corpus(sessions=3, seed=2).digests():
+            handle.write(b"".join(orjson.dumps(r) + b"\n" for r in digest_records(digest)))
+    return directory
+
+
+def test_a_window_still_collecting_data_says_so_instead_of_a_clean_bill(three_sessions):
+    html = report("--input", str(three_sessions), "--format", "html").stdout
+    assert "no bias flagged" not in html
+    assert 'class="collecting">collecting data: 3 sessions in the window, metrics need 10' in html
+    # the table says "collecting data": the chart draws the points but no fitted line
+    assert "Length vs score (collecting data: no fitted line)" in html and "<line " not in html.split("Length vs score")[1].split("</svg>")[0]
+    assert "<td>ok</td>" not in html  # nothing estimated, nothing "ok"
+    assert "no model scores yet (collecting data)" in html
+    text = report("--input", str(three_sessions), "--format", "text").stdout
+    assert "no bias flagged" not in text and "collecting data: 3 sessions in the window" in text
+    assert " ok " not in text and "no model scores yet (collecting data)" in text
+
+
+def test_the_text_report_has_the_columns_the_html_has(records):
+    text = report("--input", str(records), "--format", "text").stdout
+    for column in ("n / sessions", "mean", "r peers", "self-pref", "LC rank"):
+        assert column in text, column
+    html = report("--input", str(records), "--format", "html").stdout
+    assert "<th>n / sessions</th>" in html and "<th>mean score</th>" in html and "<th>r with peers</th>" in html
