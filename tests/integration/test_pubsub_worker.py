@@ -21,32 +21,14 @@ from bias_audit.analysis.session_audit import audit_batch
 from bias_audit.analysis.window import RECENT_OFFSET, session_contribution
 from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.storage.jsonl_store import read_records
+from tests.integration.harness import Reader, setup_project
+from tests.integration.harness import stop_processes as stop
 from tests.services import spawn_worker
 from bias_audit.worker.samples import generate_sessions
 
 pytestmark = [pytest.mark.redis, pytest.mark.pubsub, pytest.mark.slow]
 RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(*args, env=None, check=True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bias_audit", *args], env={**os.environ, **(env or {})},
-                          capture_output=True, text=True, check=check, timeout=120, cwd=ROOT)
-
-
-def setup_project(project: str, **env) -> None:
-    env = {f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}
-    first = cli("setup", "--broker", f"pubsub://{project}", env=env)
-    again = cli("setup", "--broker", f"pubsub://{project}", env=env)
-    assert "subscription council.sessions.bias-audit: created" in first.stdout
-    assert "subscription council.sessions.bias-audit: already exists" in again.stdout  # idempotent
-    subscriber = pubsub_v1.SubscriberClient()
-    try:  # readers of the outputs, before anything is published
-        for topic in (RESULTS, DEAD):
-            subscriber.create_subscription(name=subscriber.subscription_path(project, f"test.{topic}"),
-                                           topic=subscriber.topic_path(project, topic))
-    finally:
-        subscriber.close()
 
 
 def start_worker(project: str, redis_url: str, data_dir: Path, name: str, **env) -> subprocess.Popen:
@@ -67,46 +49,6 @@ def publish(project: str, bodies: list[bytes]) -> None:
             future.result(timeout=60)
     finally:
         publisher.stop()
-
-
-class Reader:
-    """Pulls (and acks) everything on a test subscription."""
-
-    def __init__(self, project: str, topic: str) -> None:
-        self.client = pubsub_v1.SubscriberClient()
-        self.path = self.client.subscription_path(project, f"test.{topic}")
-        self.messages: list = []
-
-    def pull(self) -> int:
-        try:
-            reply = self.client.pull(request={"subscription": self.path, "max_messages": 1000}, timeout=3)
-        except DeadlineExceeded:
-            return 0
-        if reply.received_messages:
-            self.client.acknowledge(request={"subscription": self.path,
-                                             "ack_ids": [m.ack_id for m in reply.received_messages]})
-            self.messages.extend(m.message for m in reply.received_messages)
-        return len(reply.received_messages)
-
-    def until(self, count: int, timeout: float = 120.0, settle: float = 3.0) -> list:
-        deadline = time.monotonic() + timeout
-        while len(self.messages) < count and time.monotonic() < deadline:
-            self.pull()
-        quiet_until = time.monotonic() + settle  # anything extra (a second result) arrives too
-        while time.monotonic() < quiet_until:
-            if self.pull():
-                quiet_until = time.monotonic() + settle
-        return [json.loads(m.data) for m in self.messages]
-
-    def close(self) -> None:
-        self.client.close()
-
-
-def stop(*workers) -> list[int]:
-    for worker in workers:
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGTERM)
-    return [worker.wait(timeout=60) for worker in workers]
 
 
 def expected_window_sums(sessions: list[dict]) -> dict[str, int]:
@@ -140,33 +82,6 @@ def corpus(count=500, duplicated=50, seed=41) -> tuple[list[dict], list[bytes]]:
         session["tenant_id"] = "demo"
     bodies = [json.dumps(s).encode() for s in sessions]
     return sessions, bodies + bodies[:duplicated]  # 10% delivered twice, as separate messages
-
-
-def test_two_workers_with_duplicates_count_every_session_exactly_once(pubsub_project, redis_url, tmp_path):
-    setup_project(pubsub_project)
-    sessions, bodies = corpus()
-    # At most 50 held each, and the backlog published once both have subscribed: a worker that
-    # started first could otherwise drain all 550 messages before the other one is up (CI load).
-    workers = [start_worker(pubsub_project, redis_url, tmp_path, f"w{i}", batch_size=25, pubsub_max_outstanding=50)
-               for i in (1, 2)]
-    results = Reader(pubsub_project, RESULTS)
-    try:
-        time.sleep(4.0)  # subscribed (no readiness signal to wait on: ops ports are random here)
-        publish(pubsub_project, bodies)
-        got = results.until(500)
-    finally:
-        codes = stop(*workers)
-        results.close()
-    assert codes == [0, 0]
-    assert len(got) == 500 and len({r["audit_id"] for r in got}) == 500
-    assert {r["audit_id"] for r in got} == {s["session_id"] for s in sessions}
-    per_session = record_sessions(tmp_path)
-    assert len(per_session) == 500 and set(per_session.values()) == {25}  # 5x5 pairs, once each
-    count, sums = window_state(redis_url)
-    assert count == 500 and sums == expected_window_sums(sessions)
-    assert len(list((tmp_path / "records").iterdir())) == 2  # both workers took a share
-    for name in ("w1", "w2"):
-        assert "did not exit" not in (tmp_path / f"{name}.log").read_text()
 
 
 def replay_subscription(project: str, since_s: float) -> None:
@@ -231,48 +146,6 @@ def test_a_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(pubsub_p
     count, sums = window_state(redis_url)
     assert count == 500 and sums == expected_window_sums(sessions)
 
-
-MALFORMED = [b"not json", b"\xff\xfe\x00", b"[1, 2]", b'{"session_id": "x"}'] * 5
-
-
-def test_malformed_messages_become_dead_letters_with_reasons_and_the_worker_lives(pubsub_project, redis_url, tmp_path):
-    setup_project(pubsub_project)
-    sessions = generate_sessions(10, seed=47)
-    publish(pubsub_project, MALFORMED + [json.dumps(s).encode() for s in sessions])
-    worker = start_worker(pubsub_project, redis_url, tmp_path, "w1")
-    dead, results = Reader(pubsub_project, DEAD), Reader(pubsub_project, RESULTS)
-    try:
-        letters = dead.until(20)
-        got = results.until(10)
-    finally:
-        codes = stop(worker)
-        dead.close()
-        results.close()
-    assert codes == [0]
-    assert len(letters) == 20 and len(got) == 10
-    reasons = Counter(letter["error_type"] for letter in letters)
-    assert reasons == {"invalid_json": 15, "invalid_event": 5}
-    assert all(letter["error"] and letter["source_topic"] == INPUT for letter in letters)
-    assert sum(letter["payload_encoding"] == "base64" for letter in letters) == 5  # the non-UTF-8 ones
-
-
-def test_results_carry_the_contract_attributes(pubsub_project, redis_url, tmp_path):
-    setup_project(pubsub_project)
-    session = generate_sessions(1, seed=53)[0]
-    publish(pubsub_project, [json.dumps(session).encode()])
-    worker = start_worker(pubsub_project, redis_url, tmp_path, "w1")
-    results = Reader(pubsub_project, RESULTS)
-    try:
-        results.until(1)
-    finally:
-        stop(worker)
-        results.close()
-    [message] = results.messages
-    body = json.loads(message.data)
-    attributes = dict(message.attributes)
-    assert attributes["event_type"] == body["event_type"] and attributes["trace_id"] == body["trace_id"]
-    assert attributes["tenant_id"] == body["tenant_id"]
-    assert attributes["traceparent"].split("-")[1] == body["trace_id"]
 
 
 def test_the_subscription_dead_letter_policy_catches_what_never_reaches_our_code(pubsub_project):

@@ -1,0 +1,264 @@
+"""One way to drive a worker on each transport, so one scenario suite runs on all of them: the
+in-memory broker (in-process, burst mode), Redis Streams and Pub/Sub (real servers, worker
+processes started as `bias-audit worker`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+from google.api_core.exceptions import DeadlineExceeded
+from google.cloud import pubsub_v1
+
+from bias_audit.producers.wire import wire_fields
+from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.worker import composition
+from bias_audit.worker.memory_worker import MemoryBroker, MemoryWorker
+from bias_audit.worker.settings import Settings
+from tests.services import ROOT, spawn_worker
+
+RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"
+TENANT = "demo"
+
+
+def wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def stop_processes(*workers: subprocess.Popen) -> list[int]:
+    """SIGTERM and wait; for workers stopped before, the code they exited with."""
+    for worker in workers:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+    return [worker.wait(timeout=60) for worker in workers]
+
+
+def worker_env(data_dir: Path, name: str, **settings: Any) -> dict[str, str]:
+    return {"BIAS_AUDIT_DATA_DIR": str(data_dir), "BIAS_AUDIT_CONSUMER_NAME": name, "BIAS_AUDIT_OPS_PORT": "0",
+            "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_CONSUME": "council",
+            **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in settings.items()}}
+
+
+class MemoryHarness:
+    """Workers share the broker and the window (as Redis is shared); each has its record file.
+    Batches go to the workers in turn, so each takes a share."""
+
+    name = "memory"
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.broker = MemoryBroker()
+        self.workers: list[MemoryWorker] = []
+        self.stores: list[Any] = []
+
+    def start(self, workers: int = 1, **settings: Any) -> None:
+        window = None
+        for index in range(1, workers + 1):
+            config = Settings(data_dir=self.data_dir, consumer_name=f"w{index}", **settings)
+            window = window or MemoryWindow(config.window_policy)
+            store = composition.record_store(config)
+            self.stores.append(store)
+            processor = composition.council_processor(config, window, store)
+            self.workers.append(MemoryWorker(self.broker, processor, batch_size=config.batch_size,
+                                             max_deliveries=config.max_deliveries))
+
+    def publish(self, bodies: list[bytes]) -> None:
+        for body in bodies:
+            self.broker.send(INPUT, wire_fields(body, event_type="council.session", tenant_id=TENANT, trace_id=None))
+
+    def _drain(self) -> None:
+        async def run() -> None:
+            while True:
+                handled = [await worker.run_batch() for worker in self.workers]
+                if not any(handled):
+                    return
+
+        asyncio.run(run())
+
+    def results(self, count: int) -> list[dict]:
+        self._drain()
+        return self.broker.documents(RESULTS)  # type: ignore[return-value]
+
+    def dead_letters(self, count: int) -> list[dict]:
+        self._drain()
+        return self.broker.documents(DEAD)  # type: ignore[return-value]
+
+    def result_fields(self) -> list[dict[str, str]]:
+        return [{k: v if isinstance(v, str) else v.decode() for k, v in fields.items() if k != "data"}
+                for fields in self.broker.published.get(RESULTS, [])]
+
+    def alive(self) -> bool:
+        return True  # in-process: a crash would have raised in the test
+
+    def stop(self) -> list[int]:
+        for store in self.stores:
+            if store is not None:
+                store.close()
+        self.stores = []
+        return [0] * len(self.workers)
+
+
+class RedisHarness:
+    name = "redis"
+
+    def __init__(self, data_dir: Path, redis_url: str) -> None:
+        self.data_dir, self.url = data_dir, redis_url
+        self.client = redis.Redis.from_url(redis_url)
+        self.processes: list[subprocess.Popen] = []
+
+    def start(self, workers: int = 1, **settings: Any) -> None:
+        for index in range(1, workers + 1):
+            name = f"w{index}"
+            env = {"BIAS_AUDIT_BROKER_URL": self.url, "BIAS_AUDIT_CLAIM_IDLE_MS": "1500",
+                   "BIAS_AUDIT_RECLAIM_INTERVAL_S": "0.5", **worker_env(self.data_dir, name, **settings)}
+            self.processes.append(spawn_worker(env, self.data_dir / f"{name}.log"))
+        # reading, each of them: a backlog published now is shared, not drained by the first up
+        wait_for(lambda: sum(1 for c in self.client.client_list() if c.get("cmd") == "xreadgroup") >= workers,
+                 what=f"{workers} workers reading")
+
+    def publish(self, bodies: list[bytes]) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for body in bodies:
+            pipe.xadd(INPUT, wire_fields(body, event_type="council.session", tenant_id=TENANT, trace_id=None))
+        pipe.execute()
+
+    def _documents(self, stream: str, count: int) -> list[dict]:
+        wait_for(lambda: self.client.xlen(stream) >= count, what=f"{count} on {stream}")
+        time.sleep(0.5)  # anything extra (a repeated result) arrives too
+        return [json.loads(fields[b"data"]) for _, fields in self.client.xrange(stream)]
+
+    def results(self, count: int) -> list[dict]:
+        return self._documents(RESULTS, count)
+
+    def dead_letters(self, count: int) -> list[dict]:
+        return self._documents(DEAD, count)
+
+    def result_fields(self) -> list[dict[str, str]]:
+        return [{k.decode(): v.decode() for k, v in fields.items() if k != b"data"}
+                for _, fields in self.client.xrange(RESULTS)]
+
+    def alive(self) -> bool:
+        return all(p.poll() is None for p in self.processes)
+
+    def stop(self) -> list[int]:
+        return stop_processes(*self.processes)  # again: the codes they exited with
+
+
+class PubSubHarness:
+    name = "pubsub"
+
+    def __init__(self, data_dir: Path, redis_url: str, project: str) -> None:
+        self.data_dir, self.redis_url, self.project = data_dir, redis_url, project
+        setup_project(project)  # topics, subscriptions and the test's readers of the outputs
+        self.processes: list[subprocess.Popen] = []
+        self.readers: dict[str, Reader] = {}
+
+    def start(self, workers: int = 1, **settings: Any) -> None:
+        for index in range(1, workers + 1):
+            name = f"w{index}"
+            env = {"BIAS_AUDIT_BROKER_URL": f"pubsub://{self.project}", "BIAS_AUDIT_REDIS_URL": self.redis_url,
+                   **worker_env(self.data_dir, name, **settings)}
+            self.processes.append(spawn_worker(env, self.data_dir / f"{name}.log"))
+        time.sleep(4.0)  # subscribed (no readiness signal to wait on: ops ports are random here)
+
+    def publish(self, bodies: list[bytes]) -> None:
+        publisher = pubsub_v1.PublisherClient()
+        topic = publisher.topic_path(self.project, INPUT)
+        try:
+            futures = [publisher.publish(topic, body, event_type="council.session", tenant_id=TENANT)
+                       for body in bodies]
+            for future in futures:
+                future.result(timeout=60)
+        finally:
+            publisher.stop()
+
+    def _reader(self, topic: str) -> Reader:
+        if topic not in self.readers:
+            self.readers[topic] = Reader(self.project, topic)
+        return self.readers[topic]
+
+    def results(self, count: int) -> list[dict]:
+        return self._reader(RESULTS).until(count)
+
+    def dead_letters(self, count: int) -> list[dict]:
+        return self._reader(DEAD).until(count)
+
+    def result_fields(self) -> list[dict[str, str]]:
+        return [dict(m.attributes) for m in self._reader(RESULTS).messages]
+
+    def alive(self) -> bool:
+        return all(p.poll() is None for p in self.processes)
+
+    def stop(self) -> list[int]:
+        codes = stop_processes(*self.processes)
+        for reader in self.readers.values():
+            reader.close()
+        self.readers = {}
+        return codes
+
+
+def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bias_audit", *args], env={**os.environ, **(env or {})},
+                          capture_output=True, text=True, check=check, timeout=120, cwd=ROOT)
+
+
+def setup_project(project: str, **settings: Any) -> None:
+    """`bias-audit setup` twice (idempotent), then the test's readers of the outputs."""
+    env = {f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in settings.items()}
+    first = cli("setup", "--broker", f"pubsub://{project}", env=env)
+    again = cli("setup", "--broker", f"pubsub://{project}", env=env)
+    assert "subscription council.sessions.bias-audit: created" in first.stdout
+    assert "subscription council.sessions.bias-audit: already exists" in again.stdout
+    subscriber = pubsub_v1.SubscriberClient()
+    try:  # before anything is published
+        for topic in (RESULTS, DEAD):
+            subscriber.create_subscription(name=subscriber.subscription_path(project, f"test.{topic}"),
+                                           topic=subscriber.topic_path(project, topic))
+    finally:
+        subscriber.close()
+
+
+class Reader:
+    """Pulls (and acks) everything on a test subscription of an output topic."""
+
+    def __init__(self, project: str, topic: str) -> None:
+        self.client = pubsub_v1.SubscriberClient()
+        self.path = self.client.subscription_path(project, f"test.{topic}")
+        self.messages: list = []
+
+    def pull(self) -> int:
+        try:
+            reply = self.client.pull(request={"subscription": self.path, "max_messages": 1000}, timeout=3)
+        except DeadlineExceeded:
+            return 0
+        if reply.received_messages:
+            self.client.acknowledge(request={"subscription": self.path,
+                                             "ack_ids": [m.ack_id for m in reply.received_messages]})
+            self.messages.extend(m.message for m in reply.received_messages)
+        return len(reply.received_messages)
+
+    def until(self, count: int, timeout: float = 120.0, settle: float = 3.0) -> list:
+        deadline = time.monotonic() + timeout
+        while len(self.messages) < count and time.monotonic() < deadline:
+            self.pull()
+        quiet_until = time.monotonic() + settle  # anything extra (a second result) arrives too
+        while time.monotonic() < quiet_until:
+            if self.pull():
+                quiet_until = time.monotonic() + settle
+        return [json.loads(m.data) for m in self.messages]
+
+    def close(self) -> None:
+        self.client.close()
