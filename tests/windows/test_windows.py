@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 from bias_audit.analysis.window import FIXED, pooled_correlation
 from bias_audit.windows.base import PUBLISHED, RECORDED, WindowItem, WindowPolicy
 from bias_audit.windows.memory_window import MemoryWindow
-from bias_audit.windows.redis_window import RedisWindow
+from bias_audit.windows.redis_window import RedisWindow, tenant_keys
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
@@ -66,50 +66,89 @@ def test_redis_and_memory_windows_agree(redis_url, policy):
     assert {u.status for u in in_memory} == {"new", "resume", "duplicate"}
 
 
-def test_count_and_day_limits_by_hand():
-    window = MemoryWindow(WindowPolicy(max_sessions=2, max_days=1))
-    window.add(item("a", 0, **{"m:x:n": 1, "m:x:s": 100}))
-    window.add(item("b", 10, **{"m:x:n": 1, "m:x:s": 200}))
-    third = window.add(item("c", 20, **{"m:x:n": 1, "m:x:s": 400}))
+class MemoryStore:
+    def __init__(self, policy: WindowPolicy) -> None:
+        self.window = MemoryWindow(policy)
+
+    def call(self, method: str, *args):
+        return asyncio.run(getattr(self.window, method)(*args))
+
+    def sums(self, tenant: str = "acme") -> dict[str, int]:
+        return dict(self.window._tenants[tenant].sums)
+
+
+class RedisStore:
+    """The Redis window driven synchronously: one client per call (each asyncio.run its loop)."""
+
+    def __init__(self, url: str, policy: WindowPolicy) -> None:
+        self.url, self.policy = url, policy
+
+    def call(self, method: str, *args):
+        async def run():
+            client = Redis.from_url(self.url)
+            try:
+                return await getattr(RedisWindow(client, self.policy, prefix="t"), method)(*args)
+            finally:
+                await client.aclose()
+
+        return asyncio.run(run())
+
+    def sums(self, tenant: str = "acme") -> dict[str, int]:
+        import redis
+
+        with redis.Redis.from_url(self.url) as client:
+            return {k.decode(): int(v) for k, v in client.hgetall(tenant_keys("t", tenant)["sums"]).items()}
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def store(request):
+    """A window store of each kind, from a policy: one suite over both."""
+    if request.param == "memory":
+        return MemoryStore
+    url = request.getfixturevalue("redis_url")
+    return lambda policy: RedisStore(url, policy)
+
+
+def add(window, *items):
+    return window.call("add_many", list(items))
+
+
+def test_count_and_day_limits_by_hand(store):
+    window = store(WindowPolicy(max_sessions=2, max_days=1))
+    add(window, item("a", 0, **{"m:x:n": 1, "m:x:s": 100}))
+    add(window, item("b", 10, **{"m:x:n": 1, "m:x:s": 200}))
+    [third] = add(window, item("c", 20, **{"m:x:n": 1, "m:x:s": 400}))
     assert third.summary.sessions == 2  # "a" left by count
     assert third.summary.model_mean_scores == {"x": pytest.approx(1 + (600 / 2 / FIXED) * 9)}
-    late = window.add(item("d", 60 * 24 + 15, **{"m:x:n": 1, "m:x:s": 800}))
+    [late] = add(window, item("d", 60 * 24 + 15, **{"m:x:n": 1, "m:x:s": 800}))
     assert late.summary.sessions == 2  # "b" (more than a day older than "d") left by age
     assert late.summary.window_start == "2026-11-01T00:20:00Z"
 
 
-def test_eviction_is_exact_down_to_zero():
-    window = MemoryWindow(WindowPolicy(max_sessions=1, max_days=30))
+def test_eviction_is_exact_down_to_zero(store):
+    window = store(WindowPolicy(max_sessions=1, max_days=30))
     values = {"p:n": 1, "p:x": 3, "p:y": 123456, "p:xx": 9, "p:yy": 123456**2, "p:xy": 370368}
-    window.add(item("a", 0, **values))
-    window.add(item("b", 1))  # empty contribution pushes "a" out
-    assert window._tenants["acme"].sums == {}
+    add(window, item("a", 0, **values))
+    add(window, item("b", 1))  # empty contribution pushes "a" out
+    assert window.sums() == {}
 
 
-def test_a_key_cancelled_to_zero_can_still_be_evicted():
+def test_a_key_cancelled_to_zero_can_still_be_evicted(store):
     # "b" cancels "a"'s residual sum to 0 (the key is dropped); evicting "a" must leave -(-5).
-    window = MemoryWindow(WindowPolicy(max_sessions=2, max_days=30))
-    window.add(item("a", 0, **{"o:3:s": 5}))
-    window.add(item("b", 1, **{"o:3:s": -5}))
-    window.add(item("c", 2))
-    assert window._tenants["acme"].sums == {"o:3:s": -5}
+    window = store(WindowPolicy(max_sessions=2, max_days=30))
+    add(window, item("a", 0, **{"o:3:s": 5}))
+    add(window, item("b", 1, **{"o:3:s": -5}))
+    add(window, item("c", 2))
+    assert window.sums() == {"o:3:s": -5}
 
 
-@pytest.mark.redis
-def test_redis_window_evicts_a_key_cancelled_to_zero(redis_url):
-    items = [item("a", 0, **{"o:3:s": 5}), item("b", 1, **{"o:3:s": -5}), item("c", 2, **{"o:3:n": 1})]
-    policy = WindowPolicy(max_sessions=2, max_days=30)
-    in_memory = asyncio.run(MemoryWindow(policy).add_many(items))
-    in_redis = asyncio.run(run_redis(redis_url, items, policy))
-    assert [u.summary for u in in_redis] == [u.summary for u in in_memory]
-
-
-def test_duplicates_and_resumes():
-    window = MemoryWindow()
-    assert window.add(item("a", 0, owner="1-0")).status == "new"
-    assert window.add(item("a", 0, owner="1-0")).status == "resume"  # redelivery of the same entry
-    assert window.add(item("a", 0, owner="2-0")).status == "duplicate"  # a second copy
-    assert window.summary("acme").sessions == 1
+def test_duplicates_and_resumes(store):
+    window = store(WindowPolicy())
+    assert add(window, item("a", 0, owner="1-0"))[0].status == "new"
+    assert add(window, item("a", 0, owner="1-0"))[0].status == "resume"  # redelivery of the same entry
+    [copy] = add(window, item("a", 0, owner="2-0"))
+    assert copy.status == "duplicate"  # a second copy
+    assert copy.summary.sessions == 1
 
 
 def test_pooled_correlation_from_integer_sums_matches_numpy():
@@ -124,39 +163,30 @@ def test_pooled_correlation_from_integer_sums_matches_numpy():
     assert n == 300 and r == pytest.approx(np.corrcoef(x, y)[0, 1], abs=1e-12)
 
 
-async def _progress_statuses(window) -> list[str]:
+def test_progress_marks(store):
+    window = store(WindowPolicy(max_days=1))
     first = item("a", 0, owner="1-0")
-    statuses = [(await window.add_many([first]))[0].status]
-    await window.mark([first], RECORDED)
-    statuses.append((await window.add_many([first]))[0].status)
-    await window.mark([first], PUBLISHED)
-    statuses.append((await window.add_many([first]))[0].status)
-    statuses.append((await window.add_many([item("a", 0, owner="2-0")]))[0].status)  # another copy
-    await window.mark([item("never-added", 0, owner="3-0")], PUBLISHED)  # creates nothing
-    statuses.append((await window.add_many([item("never-added", 0, owner="3-0")]))[0].status)
-    return statuses
-
-
-PROGRESS = ["new", "resume_recorded", "done", "duplicate", "new"]
-
-
-def test_progress_marks_in_memory():
-    assert asyncio.run(_progress_statuses(MemoryWindow())) == PROGRESS
+    statuses = [add(window, first)[0].status]
+    window.call("mark", [first], RECORDED)
+    statuses.append(add(window, first)[0].status)
+    window.call("mark", [first], PUBLISHED)
+    statuses.append(add(window, first)[0].status)
+    statuses.append(add(window, item("a", 0, owner="2-0"))[0].status)  # another copy
+    window.call("mark", [item("never-added", 0, owner="3-0")], PUBLISHED)  # creates nothing
+    statuses.append(add(window, item("never-added", 0, owner="3-0"))[0].status)
+    assert statuses == ["new", "resume_recorded", "done", "duplicate", "new"]
 
 
 @pytest.mark.redis
 def test_progress_marks_in_redis_keep_the_ttl(redis_url):
-    async def run():
-        client = Redis.from_url(redis_url)
-        try:
-            statuses = await _progress_statuses(RedisWindow(client, WindowPolicy(max_days=1)))
-            ttl = await client.ttl("bias-audit:{acme}:seen:a")
-            return statuses, ttl
-        finally:
-            await client.aclose()
+    window = RedisStore(redis_url, WindowPolicy(max_days=1))
+    first = item("a", 0, owner="1-0")
+    add(window, first)
+    window.call("mark", [first], PUBLISHED)
+    import redis
 
-    statuses, ttl = asyncio.run(run())
-    assert statuses == PROGRESS
+    with redis.Redis.from_url(redis_url) as client:
+        ttl = client.ttl("t:{acme}:seen:a")
     assert 86_400 < ttl <= 2 * 86_400
 
 
