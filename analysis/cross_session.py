@@ -24,7 +24,7 @@ from bias_audit.schemas.report import (
 )
 
 from .fixed_effects import FitResult, absorbed_least_squares, one_hot
-from .stats import fisher_ci
+from .stats import average_ranks, fisher_ci
 from .window import confidence_tier
 from .window_cells import WindowCells
 
@@ -99,19 +99,6 @@ def cluster_bootstrap_ci(per_session: np.ndarray, replicates: int, seed: int) ->
     return float(np.quantile(r, 0.025)), float(np.quantile(r, 0.975))
 
 
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks, ties sharing their average rank (scipy.stats.rankdata's 'average'),
-    without importing scipy.stats (half a second of a report's start-up)."""
-    order = np.argsort(values, kind="mergesort")
-    ordered = values[order]
-    starts = np.r_[True, ordered[1:] != ordered[:-1]]
-    dense = np.cumsum(starts)
-    bounds = np.r_[np.flatnonzero(starts), len(values)]
-    ranks = np.empty(len(values))
-    ranks[order] = 0.5 * (bounds[dense - 1] + bounds[dense] + 1)
-    return ranks
-
-
 def chi_square_independence(table: np.ndarray) -> tuple[float, int, float]:
     """(statistic, degrees of freedom, p) of Pearson's chi-square test of independence."""
     total = table.sum()
@@ -171,7 +158,8 @@ def length_fit(cells: WindowCells) -> tuple[float, float] | None:
     return float(intercept) + 1.0, float(slope)  # +1: points above the bottom -> a 1-10 value
 
 
-def _ranks(values: list[float]) -> list[int]:
+def rank_by_score(values: list[float]) -> list[int]:
+    """1 for the highest value, 2 for the next, ... (ties in list order): a leaderboard's ranks."""
     order = sorted(range(len(values)), key=lambda i: -values[i])
     ranks = [0] * len(values)
     for rank, i in enumerate(order, 1):
@@ -197,7 +185,7 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     n_models, n_reviewers = len(cells.models), len(cells.reviewers)
     raw = [(m, float(y[model == i].mean()) + 1.0, int((model == i).sum())) for i, m in enumerate(cells.models)
            if (model == i).any()]
-    raw_ranks = _ranks([s for _, s, _ in raw])
+    raw_ranks = rank_by_score([s for _, s, _ in raw])
     if spread == 0:
         models = [ModelScore(model=m, scores=k, raw_score=round(s, 4), length_controlled_score=None,
                              raw_rank=rank, length_controlled_rank=None) for (m, s, k), rank in zip(raw, raw_ranks)]
@@ -223,7 +211,7 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
         est = fit.contrast(contrast)
         lc_scores.append(None if est is None else grand + est[0])
     lc_known = [s for s in lc_scores if s is not None]
-    lc_ranks = _ranks(lc_known) if len(lc_known) == len(lc_scores) else [None] * len(lc_scores)
+    lc_ranks = rank_by_score(lc_known) if len(lc_known) == len(lc_scores) else [None] * len(lc_scores)
     models = [
         ModelScore(model=m, scores=k, raw_score=round(s, 4), length_controlled_score=_r(lc),
                    raw_rank=rank, length_controlled_rank=lc_rank)

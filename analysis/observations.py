@@ -1,7 +1,7 @@
 """Flatten a council session into scored cells, the input of every metric.
 
 A cell is one score a reviewer gave a model, kept as CELL_WIDTH numbers in one flat list (the
-batch audit turns a batch's lists into arrays in one call); `observations` names them.
+batch audit turns a batch's lists into arrays in one call).
 """
 
 from __future__ import annotations
@@ -15,14 +15,6 @@ from bias_audit.schemas.scale import parse_score_scale
 
 if TYPE_CHECKING:  # the event models are not imported to read a window (the report)
     from bias_audit.schemas.events import CouncilSessionEvent
-
-
-class Observation(NamedTuple):
-    reviewer: str
-    model: str
-    position: int | None  # display index this reviewer saw
-    score: float
-    is_self: bool
 
 
 class Candidate(NamedTuple):
@@ -56,14 +48,6 @@ class SessionScores:
         it = iter(self.cells)
         return zip(it, it, it, it, it)
 
-    @property
-    def observations(self) -> list[Observation]:
-        """The scores by name, in review order (built on demand)."""
-        reviewers, models = self.reviewers, self.models
-        return [
-            _make(Observation, (reviewers[int(r)], models[int(m)], None if p < 0 else int(p), score, own == 1.0))
-            for r, m, score, p, own in self.cell_tuples()
-        ]
 
 
 # str.split()'s whitespace within ASCII -> b" ", every other byte -> b"x".

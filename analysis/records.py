@@ -24,8 +24,11 @@ def query_hash(query: str, secret: bytes) -> str:
     return hmac.new(secret, query.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
 
-def effective_consent(requested: int, secret: bytes | None) -> int:
-    """RESEARCH without a configured secret is stored as ENHANCED: never hash with a guessable key."""
+def effective_consent(requested: int | None, default: int, secret: bytes | None) -> int:
+    """The event's consent level, else the operator's default; RESEARCH without a configured
+    secret is stored as ENHANCED: never hash with a guessable key."""
+    if requested is None:
+        requested = default
     if requested >= CONSENT_RESEARCH and not secret:
         return CONSENT_RESEARCH - 1
     return requested

@@ -12,6 +12,7 @@ scales pool; summaries report score quantities back in points of a 1-10 scale.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -190,3 +191,17 @@ class WindowUpdate:
     summary: WindowSummary
     sequence: int = 0  # the tenant's counting order of this session (0 unless counted now)
     recent: dict[str, int] = field(default_factory=dict)  # sums of the last K sessions counted
+
+
+DAY_MS = 86_400_000
+
+
+def window_bounds(times: list[int], newest_ms: int | None, sessions: int | None,
+                  days: float | None) -> tuple[int, int]:
+    """Over sessions sorted oldest first: (first of the window before, first of the window).
+    The window is the newest `sessions` within `days` of the tenant's newest event (the worker's
+    rule); the window before is the `sessions` preceding it (all of them when unlimited)."""
+    first = bisect_left(times, newest_ms - int(days * DAY_MS)) if days is not None and newest_ms is not None else 0
+    if sessions is not None:
+        first = max(first, len(times) - sessions)
+    return max(0, first - (sessions or first)), first

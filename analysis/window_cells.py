@@ -84,15 +84,6 @@ class WindowCells:
             diff = self.score - (total[g] - self.score) / others
         return np.where(self.peer & (others >= 1.0), diff, np.nan)
 
-    @cached_property
-    def self_difference(self) -> np.ndarray:
-        """Self-review cell: own score minus the peers' mean for that response (else NaN)."""
-        total, count = self._peer_sums
-        g = self.group
-        with np.errstate(invalid="ignore", divide="ignore"):
-            diff = self.score - total[g] / count[g]
-        return np.where(self.own & (count[g] >= 1.0), diff, np.nan)
-
     def per_session_reviewer_mean(self, values: np.ndarray) -> np.ndarray:
         """(sessions, reviewers) mean of the defined values of each reviewer in each session."""
         size = self.sessions * len(self.reviewers)
@@ -112,10 +103,6 @@ class WindowCells:
         used = self.peer & (count[self.group] >= 2.0)
         return offsets_from_effects(_session_effects(self.session[used], self.reviewer[used], self.model[used],
                                                      self.score[used], self.sessions, len(self.reviewers)))
-
-    @cached_property
-    def session_self_preference(self) -> np.ndarray:
-        return self.per_session_reviewer_mean(self.self_difference)
 
     @cached_property
     def length_points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

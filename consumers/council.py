@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,7 +18,7 @@ from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.records import build_records, effective_consent
 from bias_audit.analysis.session_audit import AuditConfig, audit_batch
 from bias_audit.analysis.verdict import session_verdict
-from bias_audit.analysis.window import WindowUpdate, session_contribution
+from bias_audit.analysis.window import WindowUpdate, session_contribution, window_bounds
 from bias_audit.analysis.window_cells import window_cells
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
@@ -98,8 +97,7 @@ class CouncilSessionProcessor:
 
     def _prepare(self, delivery: Delivery, event: CouncilSessionEvent, scores, analysis) -> _Prepared:
         trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.session_id)
-        requested = event.consent_level if event.consent_level is not None else self.default_consent
-        consent = effective_consent(requested, self.hash_secret)
+        consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
         records = build_records(event, scores, trace_id=trace_id, consent=consent, secret=self.hash_secret)
         counted = consent > 0
         digest = digest_from_scores(
@@ -199,8 +197,8 @@ class CouncilSessionProcessor:
             at = {d.session_id: i for i, d in enumerate(digests)}
             times = [d.ts_ms for d in digests]
             first = min(at[p.event.session_id] for _, p, _ in mine)
-            # the window the batch arrived to: last N sessions within D days before its first session
-            start = max(0, first + 1 - policy.max_sessions, bisect_left(times, times[first] - policy.window_ms))
+            # the window the batch arrived to: last N sessions within D days ending at its first session
+            _, start = window_bounds(times[:first + 1], times[first], policy.max_sessions, policy.max_days)
             baseline = window_baseline(cells, start, first, self.alert_policy)
             for index, p, update in mine:
                 i = at[p.event.session_id]

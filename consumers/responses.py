@@ -122,8 +122,7 @@ class ResponseProcessor:
         analyzed: list[tuple[int, _Analyzed]] = []
         for (index, event), verdict in zip(parsed, verdicts):
             delivery = deliveries[index]
-            requested = event.consent_level if event.consent_level is not None else self.default_consent
-            consent = effective_consent(requested, self.hash_secret)
+            consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
             trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.audit_id)
             item = WindowItem(tenant_id=event.tenant_id + MARKER_SUFFIX, session_id=event.audit_id,
                               timestamp=event.timestamp, owner=delivery.delivery_id, counted=False)

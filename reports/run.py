@@ -41,7 +41,8 @@ def live_windows(url: str, prefix: str, tenant: str | None, sessions: int | None
     from redis.exceptions import RedisError
 
     from bias_audit.analysis.window_cells import window_cells
-    from bias_audit.storage.report_reader import ReadStats, TenantWindows, window_bounds
+    from bias_audit.analysis.window import window_bounds
+    from bias_audit.storage.report_reader import ReadStats, TenantWindows
     from bias_audit.windows.redis_window import read_live_windows
 
     try:

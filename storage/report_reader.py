@@ -14,7 +14,6 @@ import gc
 import glob
 import heapq
 import os
-from bisect import bisect_left
 from contextlib import contextmanager
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -23,11 +22,11 @@ from pathlib import Path
 import msgspec
 
 from bias_audit.analysis.digest import BadRecord, SessionDigest, StoredCell, digest_from_records, timestamp_ms
+from bias_audit.analysis.window import window_bounds
 from bias_audit.analysis.window_cells import WindowCells, window_cells
 
 from .jsonl_store import record_files
 
-DAY_MS = 86_400_000
 
 
 class _SessionHead(msgspec.Struct, gc=False):
@@ -66,17 +65,6 @@ def expand_inputs(inputs: Iterable[str]) -> list[Path]:
     if not files:
         raise InputError("no .jsonl files under " + ", ".join(inputs))
     return files
-
-
-def window_bounds(times: list[int], newest_ms: int | None, sessions: int | None,
-                  days: float | None) -> tuple[int, int]:
-    """Over sessions sorted oldest first: (first of the window before, first of the window).
-    The window is the newest `sessions` within `days` of the tenant's newest event (the worker's
-    rule); the window before is the `sessions` preceding it (all of them when unlimited)."""
-    first = bisect_left(times, newest_ms - int(days * DAY_MS)) if days is not None and newest_ms is not None else 0
-    if sessions is not None:
-        first = max(first, len(times) - sessions)
-    return max(0, first - (sessions or first)), first
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def council_event(
@@ -49,3 +49,19 @@ def council_event(
         "reviews": reviews,
         **fields,
     }
+
+
+class Observation(NamedTuple):
+    """One score by name: what the tests' independent computations read."""
+
+    reviewer: str
+    model: str
+    position: int | None  # display index this reviewer saw
+    score: float
+    is_self: bool
+
+
+def observations(scores) -> list[Observation]:
+    """A SessionScores' cells by name, in review order."""
+    return [Observation(scores.reviewers[int(r)], scores.models[int(m)], None if p < 0 else int(p), score, own == 1.0)
+            for r, m, score, p, own in scores.cell_tuples()]

@@ -12,7 +12,7 @@ from scipy import stats as sps
 from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.session_audit import AuditConfig, _audit_vectorized, audit_batch, audit_scores
 from bias_audit.schemas.events import CouncilSessionEvent
-from tests.builders import council_event
+from tests.builders import council_event, observations
 
 MODELS = ["M1", "M2", "M3", "M4", "M5", "M6"]
 
@@ -57,7 +57,7 @@ def test_a_session_gets_the_same_audit_whatever_shares_its_batch():
 def peer_table(scores):
     """reviewer -> {model: score} without self-reviews, from the named observations."""
     table = {}
-    for o in scores.observations:
+    for o in observations(scores):
         if not o.is_self:
             table.setdefault(o.reviewer, {})[o.model] = o.score
     return table
@@ -140,7 +140,7 @@ def test_median_referenced_offsets_and_their_t_tests_match_a_direct_computation(
 def test_self_preference_matches_the_prediction_t_test():
     checked = 0
     for scores, table, audit in audited():
-        for o in scores.observations:
+        for o in observations(scores):
             if not o.is_self:
                 continue
             others = [row[o.model] for row in table.values() if o.model in row]
@@ -189,7 +189,7 @@ def test_position_effects_and_f_test_match_a_direct_computation():
     checked = 0
     for scores, analysis in zip(SESSIONS, audit_batch(SESSIONS)):
         audit = analysis.audit
-        placed = [o for o in scores.observations if not o.is_self and o.position is not None]
+        placed = [o for o in observations(scores) if not o.is_self and o.position is not None]
         positions_by_model = {}
         for o in placed:
             positions_by_model.setdefault(o.model, set()).add(o.position)

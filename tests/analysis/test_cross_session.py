@@ -11,13 +11,13 @@ from scipy import stats
 from bias_audit.analysis.agreement import krippendorff_alpha_interval, position_consistency
 from bias_audit.analysis.cross_session import (
     WindowThresholds,
-    average_ranks,
     chi_square_independence,
     length_correlation,
     randomization_balance,
     reviewer_profiles,
 )
 from bias_audit.analysis.digest import SessionDigest
+from bias_audit.analysis.stats import average_ranks
 from bias_audit.analysis.fixed_effects import absorbed_least_squares, one_hot
 from bias_audit.analysis.stats import fisher_ci
 from bias_audit.analysis.tenant_report import tenant_report
@@ -37,17 +37,15 @@ def digest(session: int, cells, *, lengths=(100.0, 200.0, 300.0), models=NAMES, 
         config_version=None, reviewers=reviewers, models=models, lengths=lengths, length_unit="words")
 
 
-def test_leave_one_out_and_self_preference_per_session():
-    # a scores b=6, c=6; b scores a=8, c=7; c scores a=9, b=7; a also scores itself 10
+def test_session_offsets_of_a_three_member_council():
+    # a scores b=6, c=6; b scores a=8, c=7; c scores a=9, b=7; a also scores itself 10 (not counted)
     window = window_cells([digest(0, [(0, 1, 0, 6, False), (0, 2, 1, 6, False), (1, 0, 0, 8, False),
                                       (1, 2, 1, 7, False), (2, 0, 0, 9, False), (2, 1, 1, 7, False),
                                       (0, 0, 2, 10, True)])])
     offsets = window.session_offsets[0]
+    # With two others the median is their mean, so the offsets are the leave-one-out ones:
     # a: (6 - 7) on b and (6 - 7) on c -> -1; b: (8 - 9) and (7 - 6) -> 0; c: (9 - 8) and (7 - 6) -> +1
     assert offsets.tolist() == pytest.approx([-1.0, 0.0, 1.0])
-    # a's own response got 8 and 9 from peers: 10 - 8.5
-    assert window.session_self_preference[0, 0] == pytest.approx(1.5)
-    assert np.isnan(window.session_self_preference[0, 1])
 
 
 def test_pooled_length_correlation_matches_scipy_and_fisher():

@@ -7,7 +7,7 @@ from scipy import stats as sps
 from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.session_audit import AuditConfig, audit_scores
 from bias_audit.schemas.events import CouncilSessionEvent
-from tests.builders import council_event
+from tests.builders import council_event, observations
 
 
 def audit(event_dict, config=AuditConfig()):
@@ -142,7 +142,7 @@ def test_legacy_labels_take_their_position_from_the_letter():
     event["label_to_model"] = {"Response A": "M2", "Response B": "M1"}
     event["reviews"][0]["scores"] = {"Response A": 6, "Response B": 8}
     scores = session_scores(CouncilSessionEvent.model_validate(event))
-    assert {(o.model, o.position, o.score) for o in scores.observations} == {("M2", 0, 6.0), ("M1", 1, 8.0)}
+    assert {(o.model, o.position, o.score) for o in observations(scores)} == {("M2", 0, 6.0), ("M1", 1, 8.0)}
 
 
 def test_self_preference_p_is_the_upper_prediction_tail():

@@ -6,7 +6,8 @@ import orjson
 import pytest
 from llm_council.bias_persistence import BiasMetricRecord, append_bias_records
 
-from bias_audit.storage.report_reader import DAY_MS, InputError, WindowReader, expand_inputs, window_bounds
+from bias_audit.analysis.window import DAY_MS, window_bounds
+from bias_audit.storage.report_reader import InputError, WindowReader, expand_inputs
 from tests.simulate import Corpus, digest_records
 
 
