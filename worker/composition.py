@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from redis.asyncio import Redis
 
@@ -87,22 +88,34 @@ def in_process_processor(settings: Settings, store=None, interactions=None) -> E
                           council_store=store, response_store=interactions)
 
 
+def _worker_limits(settings: Settings) -> dict[str, Any]:
+    """What every worker takes from the settings beside its transport's own."""
+    return dict(max_deliveries=settings.max_deliveries, retry_max_backoff_s=settings.retry_max_backoff_s,
+                shutdown_grace_s=settings.shutdown_grace_s, liveness_stall_s=settings.liveness_stall_s,
+                ops_host=settings.ops_host, ops_port=settings.ops_port)
+
+
 def redis_worker(settings: Settings):
     from .multi_input import MultiInputWorker
     from .redis_worker import RedisStreamsWorker
 
     metrics = WorkerMetrics("redis")
-    client = Redis.from_url(_required(settings.broker_url, "a redis:// broker URL"))
+    broker_url = _required(settings.broker_url, "a redis:// broker URL")
+    client = Redis.from_url(broker_url)
     window_client = Redis.from_url(settings.redis_url) if settings.redis_url else client
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
     consumer = event_processor(settings, window, alerts, council_store=record_store(settings),
                               response_store=interaction_store(settings))
     outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
-    workers = [RedisStreamsWorker(settings=settings.for_input(topic), client=client, consumer=consumer,
-                                  outbox=outbox, metrics=metrics, window_client=window_client)
-               for topic in settings.consumed_topics]
-    return workers[0] if len(workers) == 1 else MultiInputWorker(workers, metrics, settings)
+    workers = [RedisStreamsWorker(
+        client=client, processor=consumer, outbox=outbox, broker_url=broker_url, stream=topic,
+        group=settings.group, consumer_name=settings.consumer_name, batch_size=settings.batch_size,
+        poll_ms=settings.poll_ms, claim_idle_ms=settings.claim_idle_ms, reclaim_interval_s=settings.reclaim_interval_s,
+        **_worker_limits(settings), metrics=metrics,
+        window_client=window_client) for topic in settings.consumed_topics]
+    return workers[0] if len(workers) == 1 else MultiInputWorker(workers, metrics, ops_host=settings.ops_host,
+                                                                 ops_port=settings.ops_port)
 
 
 def pubsub_worker(settings: Settings):
@@ -120,11 +133,20 @@ def pubsub_worker(settings: Settings):
                               response_store=interaction_store(settings))
     workers = []
     for topic in settings.consumed_topics:
-        subscriber, publisher = pubsub_clients(settings)  # each input drains and closes its own clients
+        # each input drains and closes its own clients
+        subscriber, publisher = pubsub_clients(publish_batch=settings.pubsub_publish_batch,
+                                               publish_latency_s=settings.pubsub_publish_latency_s)
         outbox = PubSubOutbox(publisher, settings.pubsub_project, output_topics(settings))
-        workers.append(PubSubWorker(settings=settings.for_input(topic), subscriber=subscriber, outbox=outbox,
-                                    consumer=consumer, metrics=metrics, window_client=window_client))
-    return workers[0] if len(workers) == 1 else MultiInputWorker(workers, metrics, settings)
+        workers.append(PubSubWorker(
+            subscriber=subscriber, topic=topic, processor=consumer, outbox=outbox,
+            subscription=subscriber.subscription_path(settings.pubsub_project, settings.subscription_for(topic)),
+            consumer_name=settings.consumer_name, batch_size=settings.batch_size,
+            max_outstanding=settings.pubsub_max_outstanding, max_outstanding_bytes=settings.pubsub_max_outstanding_bytes,
+            lease_extension_s=settings.pubsub_lease_extension_s, max_lease_s=settings.pubsub_max_lease_s,
+            **_worker_limits(settings), metrics=metrics,
+            window_client=window_client))
+    return workers[0] if len(workers) == 1 else MultiInputWorker(workers, metrics, ops_host=settings.ops_host,
+                                                                 ops_port=settings.ops_port)
 
 
 def api_app(settings: Settings):

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from typing import Any
 
 from .metrics import WorkerMetrics
 from .ops_server import OpsServer
 
 
 class MultiInputWorker:
-    def __init__(self, workers: list, metrics: WorkerMetrics, settings) -> None:
+    def __init__(self, workers: list[Any], metrics: WorkerMetrics, *, ops_host: str = "0.0.0.0",
+                 ops_port: int = 9464) -> None:
+        """workers: one per input, run with ops=False; ops_host, ops_port: the one ops server."""
         self.workers = workers
         self.metrics = metrics  # shared by the workers (their series differ by topic)
-        self.settings = settings
+        self.ops_host, self.ops_port = ops_host, ops_port
         self.stopping = asyncio.Event()
         self.ops: OpsServer | None = None
 
@@ -41,7 +44,7 @@ class MultiInputWorker:
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stopping.set)
-        self.ops = OpsServer(self, self.metrics, self.settings.ops_host, self.settings.ops_port)
+        self.ops = OpsServer(self, self.metrics, self.ops_host, self.ops_port)
         await self.ops.start()
         started = [asyncio.Event() for _ in self.workers]
         runs = [asyncio.create_task(worker.run(install_signal_handlers=False, ready=event, ops=False))

@@ -43,20 +43,21 @@ PUBSUB_TRANSIENT = (gexc.ServiceUnavailable, gexc.DeadlineExceeded, gexc.TooMany
                     gexc.InternalServerError, gexc.Aborted, gexc.Unknown)
 
 
-def pubsub_clients(settings):
-    """Subscriber and batching publisher; both honour PUBSUB_EMULATOR_HOST."""
+def pubsub_clients(*, publish_batch: int, publish_latency_s: float) -> tuple[Any, Any]:
+    """Subscriber and batching publisher (publish_batch messages or publish_latency_s, whichever
+    comes first); both honour PUBSUB_EMULATOR_HOST."""
     from google.cloud import pubsub_v1
     from google.cloud.pubsub_v1 import types
 
     publisher = pubsub_v1.PublisherClient(
         batch_settings=types.BatchSettings(
-            max_messages=settings.pubsub_publish_batch,
+            max_messages=publish_batch,
             max_bytes=9 * 1024 * 1024,  # the API's request limit is 10 MB
-            max_latency=settings.pubsub_publish_latency_s,
+            max_latency=publish_latency_s,
         ),
         publisher_options=types.PublisherOptions(
             flow_control=types.PublishFlowControl(
-                message_limit=20 * settings.pubsub_publish_batch,
+                message_limit=20 * publish_batch,
                 byte_limit=200 * 1024 * 1024,
                 limit_exceeded_behavior=types.LimitExceededBehavior.BLOCK,
             ),
@@ -89,21 +90,40 @@ class PubSubTransport:
 
 
 class PubSubWorker:
-    def __init__(self, *, settings, subscriber, outbox: PubSubOutbox, consumer: BatchProcessor,
-                 metrics: WorkerMetrics | None = None, window_client=None) -> None:
-        self.settings = settings
+    """Consumes one subscription by streaming pull, through the batch pipeline.
+
+    subscriber: the Pub/Sub subscriber client; subscription: its full path; topic: the input
+        topic (the deliveries' source). processor: what handles each batch; outbox: publishes
+        results (acknowledged after they are published). window_client: the windows' Redis.
+    batch_size: messages handed to the pipeline at once.
+    max_outstanding, max_outstanding_bytes: flow control, the messages held unacknowledged.
+    lease_extension_s, max_lease_s: each lease extension (how soon a dead worker's messages
+        return) and the longest lease.
+    max_deliveries, retry_max_backoff_s, shutdown_grace_s, liveness_stall_s, ops_host, ops_port:
+        as for RedisStreamsWorker.
+    """
+
+    def __init__(self, *, subscriber: Any, subscription: str, topic: str, processor: BatchProcessor,
+                 outbox: PubSubOutbox, consumer_name: str, batch_size: int = 100, max_outstanding: int = 1000,
+                 max_outstanding_bytes: int = 100 * 1024 * 1024, lease_extension_s: int = 20,
+                 max_lease_s: float = 3600.0, max_deliveries: int = 5, retry_max_backoff_s: float = 10.0,
+                 shutdown_grace_s: float = 20.0, liveness_stall_s: float = 300.0, ops_host: str = "0.0.0.0",
+                 ops_port: int = 9464, metrics: WorkerMetrics | None = None, window_client: Any = None) -> None:
         self.subscriber = subscriber
         self.outbox = outbox
         self.window_client = window_client
-        self.topic = settings.consumed_topic
-        self.subscription = subscriber.subscription_path(settings.pubsub_project,
-                                                         settings.subscription_for(self.topic))
+        self.topic = topic
+        self.subscription = subscription
+        self.consumer_name, self.batch_size, self.max_outstanding = consumer_name, batch_size, max_outstanding
+        self.max_outstanding_bytes, self.lease_extension_s = max_outstanding_bytes, lease_extension_s
+        self.max_lease_s, self.shutdown_grace_s, self.liveness_stall_s = max_lease_s, shutdown_grace_s, liveness_stall_s
+        self.ops_host, self.ops_port = ops_host, ops_port
         self.stopping = asyncio.Event()
         self.metrics = metrics or WorkerMetrics("pubsub")
         self.transport = PubSubTransport(outbox, self.topic)
-        self.pipeline = BatchPipeline(consumer=consumer, transport=self.transport, metrics=self.metrics,
-                                      max_deliveries=settings.max_deliveries,
-                                      retry_max_backoff_s=settings.retry_max_backoff_s, stopping=self.stopping)
+        self.pipeline = BatchPipeline(consumer=processor, transport=self.transport, metrics=self.metrics,
+                                      max_deliveries=max_deliveries, retry_max_backoff_s=retry_max_backoff_s,
+                                      stopping=self.stopping)
         self.queue: asyncio.Queue[Any] = asyncio.Queue()  # messages from the client's threads
         self.stream: Any = None  # the StreamingPullFuture, once subscribed
         self.stream_error: BaseException | None = None
@@ -136,7 +156,7 @@ class PubSubWorker:
             if first is STOP:
                 return
             batch = [first]
-            while len(batch) < self.settings.batch_size and not self.queue.empty():
+            while len(batch) < self.batch_size and not self.queue.empty():
                 batch.append(self.queue.get_nowait())
             self.metrics.pending.labels("pubsub", self.topic).set(self.queue.qsize() + len(batch))
             await self.pipeline.handle([self._delivery(message) for message in batch])
@@ -160,7 +180,7 @@ class PubSubWorker:
             return False, "the streaming pull ended"
         if self._consume_task is not None and self._consume_task.done() and not self.stopping.is_set():
             return False, "the consume loop ended"
-        return stalled(self.pipeline, self.settings.liveness_stall_s)
+        return stalled(self.pipeline, self.liveness_stall_s)
 
     async def readiness(self) -> tuple[bool, str]:
         ok, detail = await redis_reachable({"window store": self.window_client})
@@ -178,7 +198,7 @@ class PubSubWorker:
         from google.cloud.pubsub_v1.types import FlowControl
 
         loop = asyncio.get_running_loop()
-        self.ops = OpsServer(self, self.metrics, self.settings.ops_host, self.settings.ops_port if ops else -1)
+        self.ops = OpsServer(self, self.metrics, self.ops_host, self.ops_port if ops else -1)
         await self.ops.start()
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -187,16 +207,15 @@ class PubSubWorker:
         def on_message(message) -> None:  # runs on the client's threads: only hand it over
             loop.call_soon_threadsafe(self.queue.put_nowait, message)
 
-        flow = FlowControl(max_messages=self.settings.pubsub_max_outstanding,
-                           max_bytes=self.settings.pubsub_max_outstanding_bytes,
-                           max_lease_duration=self.settings.pubsub_max_lease_s,
-                           min_duration_per_lease_extension=self.settings.pubsub_lease_extension_s,
-                           max_duration_per_lease_extension=self.settings.pubsub_lease_extension_s)
+        flow = FlowControl(max_messages=self.max_outstanding, max_bytes=self.max_outstanding_bytes,
+                           max_lease_duration=self.max_lease_s,
+                           min_duration_per_lease_extension=self.lease_extension_s,
+                           max_duration_per_lease_extension=self.lease_extension_s)
         stream = self.stream = self.subscriber.subscribe(self.subscription, on_message, flow_control=flow,
                                                          await_callbacks_on_shutdown=True)
         stream.add_done_callback(lambda future: loop.call_soon_threadsafe(self._stream_ended, future))
         consume = self._consume_task = asyncio.create_task(self._consume())
-        log.info("worker started", extra={"subscription": self.subscription, "consumer": self.settings.consumer_name})
+        log.info("worker started", extra={"subscription": self.subscription, "consumer": self.consumer_name})
         if ready is not None:
             ready.set()
         try:
@@ -207,11 +226,11 @@ class PubSubWorker:
             raise self.stream_error
 
     async def _drain(self, loop: asyncio.AbstractEventLoop, stream: Any, consume: asyncio.Task[None]) -> None:
-        log.info("draining", extra={"grace_s": self.settings.shutdown_grace_s})
+        log.info("draining", extra={"grace_s": self.shutdown_grace_s})
         self._give_back(self._drain_queue())  # received, never started: another worker takes them now
         self.queue.put_nowait(STOP)  # the batch in hand finishes, then the loop ends
         try:
-            await asyncio.wait_for(consume, self.settings.shutdown_grace_s)
+            await asyncio.wait_for(consume, self.shutdown_grace_s)
         except asyncio.TimeoutError:
             log.warning("grace period over; the batch in hand is left to be redelivered")
         self._give_back(self._drain_queue())  # arrived while draining
@@ -232,6 +251,6 @@ class PubSubWorker:
 
     def _close_clients(self) -> None:
         with suppress(Exception):
-            self.stream.result(timeout=self.settings.shutdown_grace_s)
+            self.stream.result(timeout=self.shutdown_grace_s)
         self.subscriber.close()
         self.outbox.stop()

@@ -99,27 +99,48 @@ class RedisStreamsTransport:
 
 
 class RedisStreamsWorker:
-    def __init__(self, *, settings, client: Redis, consumer: BatchProcessor, outbox: RedisStreamsOutbox,
-                 metrics: WorkerMetrics | None = None, window_client: Redis | None = None) -> None:
-        self.settings = settings
+    """Consumes one input stream in a consumer group, through the batch pipeline.
+
+    client: the broker's Redis; window_client: the windows' Redis (default: the broker's).
+    processor: what handles each batch; outbox: publishes results and acknowledges in one MULTI.
+    broker_url: for FastStream's subscriber; stream, group, consumer_name: where it reads, as whom.
+    batch_size: entries per read; poll_ms: how long a read blocks.
+    claim_idle_ms, reclaim_interval_s: entries pending this long in a dead consumer are taken
+        over, checked this often.
+    max_deliveries: attempts before a failing entry is dead-lettered; retry_max_backoff_s: the
+        longest wait between retries of a batch that hit a transient error.
+    shutdown_grace_s: on SIGTERM, the batch in hand is finished within this time.
+    liveness_stall_s: a batch in hand longer than this makes /healthz fail.
+    ops_host, ops_port: /healthz, /readyz, /metrics (port 0: any free, -1: none).
+    """
+
+    def __init__(self, *, client: Redis, processor: BatchProcessor, outbox: RedisStreamsOutbox, broker_url: str,
+                 stream: str, group: str, consumer_name: str, batch_size: int = 100, poll_ms: int = 100,
+                 claim_idle_ms: int = 30_000, reclaim_interval_s: float = 5.0, max_deliveries: int = 5,
+                 retry_max_backoff_s: float = 10.0, shutdown_grace_s: float = 20.0, liveness_stall_s: float = 300.0,
+                 ops_host: str = "0.0.0.0", ops_port: int = 9464, metrics: WorkerMetrics | None = None,
+                 window_client: Redis | None = None) -> None:
         self.client = client
         self.window_client = window_client or client
-        self.consumer = consumer
-        self.stream = settings.consumed_topic
-        self.group = settings.group
+        self.consumer = processor
+        self.stream = stream
+        self.group = group
+        self.consumer_name, self.batch_size, self.claim_idle_ms = consumer_name, batch_size, claim_idle_ms
+        self.reclaim_interval_s, self.shutdown_grace_s = reclaim_interval_s, shutdown_grace_s
+        self.liveness_stall_s, self.ops_host, self.ops_port = liveness_stall_s, ops_host, ops_port
         self.stopping = asyncio.Event()
         self.metrics = metrics or WorkerMetrics("redis")
         self.transport = RedisStreamsTransport(client, outbox, stream=self.stream, group=self.group,
-                                               consumer_name=settings.consumer_name)
-        self.pipeline = BatchPipeline(consumer=consumer, transport=self.transport, metrics=self.metrics,
-                                      max_deliveries=settings.max_deliveries,
-                                      retry_max_backoff_s=settings.retry_max_backoff_s, stopping=self.stopping)
+                                               consumer_name=consumer_name)
+        self.pipeline = BatchPipeline(consumer=processor, transport=self.transport, metrics=self.metrics,
+                                      max_deliveries=max_deliveries, retry_max_backoff_s=retry_max_backoff_s,
+                                      stopping=self.stopping)
         # Entries this process is handling (or retrying): the reclaimer must not start a second
         # handling of them, or a session would get two results.
         self.in_flight: set[str] = set()
         self.broker = RedisBroker(
-            settings.broker_url,
-            graceful_timeout=settings.shutdown_grace_s,
+            broker_url,
+            graceful_timeout=shutdown_grace_s,
             log_level=logging.DEBUG,  # its per-batch "Received/Processed" lines: debug only
             logger=logging.getLogger(FASTSTREAM_LOGGER),
         )
@@ -127,10 +148,10 @@ class RedisStreamsWorker:
             stream=StreamSub(
                 self.stream,
                 group=self.group,
-                consumer=settings.consumer_name,
+                consumer=consumer_name,
                 batch=True,
-                max_records=settings.batch_size,
-                polling_interval=settings.poll_ms,
+                max_records=batch_size,
+                polling_interval=poll_ms,
                 last_id=">",
             ),
             ack_policy=AckPolicy.MANUAL,
@@ -166,7 +187,7 @@ class RedisStreamsWorker:
             return True, "starting"
         if not self.subscriber.running or not any(not t.done() for t in self.subscriber.tasks):
             return False, "the stream subscriber's read loop is not running"
-        return stalled(self.pipeline, self.settings.liveness_stall_s)
+        return stalled(self.pipeline, self.liveness_stall_s)
 
     async def readiness(self) -> tuple[bool, str]:
         return await redis_reachable({"broker": self.client, "window store": self.window_client})
@@ -183,8 +204,8 @@ class RedisStreamsWorker:
         start = "0-0"
         while not self.stopping.is_set():
             reply = await self.client.xautoclaim(
-                self.stream, self.group, self.settings.consumer_name,
-                min_idle_time=self.settings.claim_idle_ms, start_id=start, count=self.settings.batch_size,
+                self.stream, self.group, self.consumer_name,
+                min_idle_time=self.claim_idle_ms, start_id=start, count=self.batch_size,
             )
             start, entries = reply[0], reply[1]
             if entries:
@@ -212,18 +233,18 @@ class RedisStreamsWorker:
         entries are pending under this consumer; finish them now instead of leaving them for
         another worker's reclaimer after claim_idle_ms."""
         pending = await self.client.xpending_range(
-            self.stream, self.group, min="-", max="+", count=10 * self.settings.batch_size,
-            consumername=self.settings.consumer_name,
+            self.stream, self.group, min="-", max="+", count=10 * self.batch_size,
+            consumername=self.consumer_name,
         )
         ids: list[Any] = [p["message_id"] for p in pending]
         if ids:
-            entries = await self.client.xclaim(self.stream, self.group, self.settings.consumer_name, 0, ids)
+            entries = await self.client.xclaim(self.stream, self.group, self.consumer_name, 0, ids)
             await self._take_over(entries, "finishing entries read before the stop")
 
     async def _delivery_counts(self, ids) -> dict:
         pending = await self.client.xpending_range(
             self.stream, self.group, min=ids[0], max=ids[-1], count=len(ids) + 100,
-            consumername=self.settings.consumer_name,
+            consumername=self.consumer_name,
         )
         return {p["message_id"]: p["times_delivered"] for p in pending}
 
@@ -237,13 +258,13 @@ class RedisStreamsWorker:
             except Exception:
                 log.exception("reclaimer failed; will retry")
             with suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), timeout=self.settings.reclaim_interval_s)
+                await asyncio.wait_for(self.stopping.wait(), timeout=self.reclaim_interval_s)
 
     async def run(self, *, install_signal_handlers: bool = True, ready: asyncio.Event | None = None,
                   ops: bool = True) -> None:
         """ops=False: a MultiInputWorker serves the probes and metrics for all its inputs."""
         await ensure_group(self.client, self.stream, self.group)
-        ops_server = OpsServer(self, self.metrics, self.settings.ops_host, self.settings.ops_port if ops else -1)
+        ops_server = OpsServer(self, self.metrics, self.ops_host, self.ops_port if ops else -1)
         await ops_server.start()
         self.ops = ops_server
         if install_signal_handlers:
@@ -254,16 +275,16 @@ class RedisStreamsWorker:
         self._started = True
         reclaimer = asyncio.create_task(self._reclaimer())
         log.info("worker started", extra={"stream": self.stream, "group": self.group,
-                                          "consumer": self.settings.consumer_name})
+                                          "consumer": self.consumer_name})
         if ready is not None:
             ready.set()
         try:
             await self.stopping.wait()
         finally:
-            log.info("draining", extra={"grace_s": self.settings.shutdown_grace_s})
+            log.info("draining", extra={"grace_s": self.shutdown_grace_s})
             await self.broker.stop()  # waits for the batch in hand, up to graceful_timeout
             with suppress(*BASE_TRANSIENT):
-                await asyncio.wait_for(self.finish_read_entries(), self.settings.shutdown_grace_s)
+                await asyncio.wait_for(self.finish_read_entries(), self.shutdown_grace_s)
             reclaimer.cancel()
             with suppress(asyncio.CancelledError):
                 await reclaimer

@@ -202,10 +202,6 @@ class Settings(BaseSettings):
         """A copy with `changes`, validated as the original was (model_copy would skip validation)."""
         return type(self).model_validate({**self.model_dump(), **changes})
 
-    def for_input(self, topic: str) -> Settings:
-        """These settings for the worker of one input."""
-        return self.replaced(consume="responses" if topic == self.llm_topic else "council")
-
     def subscription_for(self, topic: str) -> str:
         return f"{topic}.{self.group}"
 

@@ -169,8 +169,9 @@ class PubSubHarness:
     def start(self, workers: int = 1, **settings: Any) -> None:
         for index in range(1, workers + 1):
             name = f"w{index}"
+            # at most 20 held each: a worker up first cannot take the whole backlog (the load is shared)
             env = {"BIAS_AUDIT_BROKER_URL": f"pubsub://{self.project}", "BIAS_AUDIT_REDIS_URL": self.redis_url,
-                   **worker_env(self.data_dir, name, **settings)}
+                   "BIAS_AUDIT_PUBSUB_MAX_OUTSTANDING": "20", **worker_env(self.data_dir, name, **settings)}
             self.processes.append(spawn_worker(env, self.data_dir / f"{name}.log"))
         time.sleep(4.0)  # subscribed (no readiness signal to wait on: ops ports are random here)
 

@@ -63,3 +63,14 @@ def test_bad_broker_settings_exit_2_with_a_reason_before_connecting(args, reason
     result = runner.invoke(app, [*args, "--data-dir", str(tmp_path)])
     assert result.exit_code == 2
     assert reason in result.stderr and hint in result.stderr
+
+
+def test_settings_copies_are_validated_like_the_original():
+    from pydantic import ValidationError
+
+    from bias_audit.worker.settings import Settings
+
+    settings = Settings(window_sessions=10)
+    assert settings.replaced(window_sessions=20).window_sessions == 20
+    with pytest.raises(ValidationError, match="window_sessions"):
+        settings.replaced(window_sessions=0)  # model_copy(update=...) would have kept it
