@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from bias_audit.analysis.reviewer_profiles import reviewer_profiles
+from bias_audit.analysis.reviewer_evidence import reviewer_evidence
 from bias_audit.producers.publish import entries_for, publish
 from bias_audit.storage.jsonl_store import read_records
 
@@ -84,7 +84,7 @@ def run_demo(sessions_file: Path | None = None) -> int:
                   f"{len(records)} council records and {len(interactions)} interaction records stored "
                   f"(raw queries: {'[red]found[/red]' if query_leaked else 'none'})")
     responses_ok = _response_table(console, responses, [r for r in everything if r["source"] == "llm.response"])
-    profiles = {p.reviewer: p for p in reviewer_profiles(records)}
+    profiles = {p.reviewer: p for p in reviewer_evidence(records)}
     # (reviewer, measure, profile field, its p field, large enough, per-session audit list or None)
     checks = [
         (samples.HARSH, "offset", "offset", "offset_p", lambda v: v < -1.0, "harsh_reviewers"),

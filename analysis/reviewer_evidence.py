@@ -1,5 +1,6 @@
-"""Per-reviewer evidence pooled over many sessions' records (offset, self-preference, length
-appetite, primacy), each with a two-sided exact p. Used by the demo to show what it found."""
+"""Per-reviewer evidence pooled over many sessions' records (leave-one-out offset, self-preference,
+length appetite, primacy), each with a two-sided exact p: what the demo checks its injected biases
+against. Not the report's reviewer profiles (analysis.cross_session.reviewer_profiles)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from .stats import one_sample_t_p, pearson
 
 
 @dataclass(frozen=True, slots=True)
-class ReviewerProfile:
+class ReviewerEvidence:
     reviewer: str
     sessions: int
     offset: float | None
@@ -29,7 +30,7 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def reviewer_profiles(records: Iterable[dict[str, Any]]) -> list[ReviewerProfile]:
+def reviewer_evidence(records: Iterable[dict[str, Any]]) -> list[ReviewerEvidence]:
     by_session: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         by_session[record["session_id"]].append(record)
@@ -70,7 +71,7 @@ def reviewer_profiles(records: Iterable[dict[str, Any]]) -> list[ReviewerProfile
         # centring them on the mean elsewhere (the mean elsewhere is estimated from many more points).
         primacy_p = one_sample_t_p([x - later_mean for x in f]) if f and later_mean is not None else None
         profiles.append(
-            ReviewerProfile(
+            ReviewerEvidence(
                 reviewer=reviewer,
                 sessions=sessions[reviewer],
                 offset=_mean(diffs[reviewer]),
