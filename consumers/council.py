@@ -111,7 +111,7 @@ class CouncilSessionProcessor:
             owner=delivery.delivery_id,
             contribution=session_contribution(scores, analysis) if counted else {},
             counted=counted,
-            digest=digest.to_dict() if digest is not None else None,
+            digest=digest,
         )
         return _Prepared(delivery, event, trace_id, consent, records, item, analysis, digest)
 

@@ -35,7 +35,7 @@ class WindowItem:
     owner: str  # the delivery that counts it (stream entry id, Pub/Sub message id, line number)
     contribution: dict[str, int] = field(default_factory=dict)
     counted: bool = True  # False at consent 0: remember the id, store nothing
-    digest: dict | None = None  # SessionDigest.to_dict(): what cross-session analytics read
+    digest: SessionDigest | None = None  # what cross-session analytics read (Redis stores its to_dict())
 
     @property
     def ts_ms(self) -> int:

@@ -69,7 +69,7 @@ class MemoryWindow:
                 tenant.sequence += 1
                 sequence = tenant.sequence
                 if item.digest is not None:
-                    tenant.digests[item.session_id] = SessionDigest.from_dict(item.digest)
+                    tenant.digests[item.session_id] = item.digest
                 add_into(tenant.sums, main.items(), 1)
             while tenant.order and tenant.order[0][0] < cutoff:
                 self._evict_oldest(tenant)

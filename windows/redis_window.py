@@ -68,7 +68,7 @@ class RedisWindow:
             # one JSON string per session, not ~120 arguments: packing those was ~12% of a worker
             flat = [part for key, value in item.contribution.items() for part in (key, str(value))]
             args += [item.session_id, str(item.ts_ms), item.owner, "1" if item.counted else "0",
-                     orjson.dumps(item.digest).decode() if item.digest is not None else "",
+                     orjson.dumps(item.digest.to_dict()).decode() if item.digest is not None else "",
                      orjson.dumps(flat).decode() if flat else ""]
         return [keys["sums"], keys["order"], keys["newest"], keys["contribution"], keys["digests"], keys["sequence"],
                 keys["recent_sums"], keys["recent_order"], keys["recent_contribution"],

@@ -195,7 +195,7 @@ def with_digest(window_item: WindowItem) -> WindowItem:
     digest = SessionDigest.from_cells(((0, 0, 0, 0.5, False),), session_id=window_item.session_id, tenant_id=window_item.tenant_id,
                            ts_ms=window_item.ts_ms, trace_id=None, config_version=None, reviewers=("r",), models=("m",),
                            lengths=(10.0,), length_unit="words")
-    return dataclasses.replace(window_item, digest=digest.to_dict() if window_item.counted else None)
+    return dataclasses.replace(window_item, digest=digest if window_item.counted else None)
 
 
 @pytest.mark.redis
