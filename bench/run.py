@@ -4,6 +4,7 @@
     python bench/run.py audit storage   # some
 
 audit      per-session audit of 5x5 sessions vs llm-council-core's run_bias_audit, side by side
+cli        `bias-audit --help` (and an argument error) against a bare `python -c pass`, start to exit
 throughput one worker process, one local Redis, 5x5 sessions with ~1 KB answers
 latency    publish-to-result latency at a fixed 200 sessions/s (Redis server clock: entry ids)
 storage    stored bytes per 5x5 session, raw and gzip-compressed
@@ -78,11 +79,11 @@ def bench_audit(rounds: int = 5) -> None:
         for responses, stage2, labels in reference_inputs:
             run_bias_audit(responses, extract_scores_from_stage2(stage2, labels), derive_position_mapping(labels))
 
-    ours_name = f"bias-audit, batches of {BATCH}"
+    ours_name = f"bias-audit, batches of {BATCH}"  # one_name: batch of 1, the plain-Python path
     tune_gc()
-    timings = {ours_name: [], "bias-audit, one session at a time": [], "llm-council-core 0.53.0": []}
+    timings = {ours_name: [], "bias-audit, batches of 1": [], "llm-council-core 0.53.0": []}
     for _ in range(rounds):  # interleaved, one run, same sessions
-        for name, fn in ((ours_name, ours), ("bias-audit, one session at a time", ours_one_at_a_time),
+        for name, fn in ((ours_name, ours), ("bias-audit, batches of 1", ours_one_at_a_time),
                          ("llm-council-core 0.53.0", reference)):
             start = time.perf_counter()
             fn()
@@ -198,7 +199,29 @@ def bench_storage(sessions: int = 1000) -> None:
     console.print(table)
 
 
-SECTIONS = {"audit": bench_audit, "throughput": bench_throughput, "latency": bench_latency, "storage": bench_storage}
+def bench_cli(runs: int = 15) -> None:
+    """Whole processes, the median of `runs` each, interleaved; the venv's interpreter for both."""
+    script = str(Path(sys.executable).parent / "bias-audit")
+    commands = {"python -c pass": [sys.executable, "-c", "pass"],
+                "bias-audit --help": [script, "--help"],
+                "bias-audit report --format xml (usage error)": [script, "report", "--format", "xml"]}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, command in commands.items():
+            start = time.perf_counter()
+            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            times[name].append(time.perf_counter() - start)
+    table = Table(title=f"Command line start-up, median of {runs} runs")
+    for column in ("command", "median ms", "best ms", "x bare python"):
+        table.add_column(column, justify="right")
+    bare = statistics.median(times["python -c pass"])
+    for name, values in times.items():
+        table.add_row(name, f"{statistics.median(values) * 1e3:.0f}", f"{min(values) * 1e3:.0f}",
+                      f"{statistics.median(values) / bare:.1f}x")
+    console.print(table)
+
+
+SECTIONS = {"audit": bench_audit, "cli": bench_cli, "throughput": bench_throughput, "latency": bench_latency, "storage": bench_storage}
 
 if __name__ == "__main__":
     chosen = sys.argv[1:] or list(SECTIONS)
