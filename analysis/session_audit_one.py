@@ -16,26 +16,9 @@ from scipy.special import fdtrc, stdtr
 
 from .observations import SessionScores
 from .reviewer_offset import ROUNDING
+from .stats import pearson_r
 
 INF = math.inf
-
-
-def _pearson(xs: list[float], ys: list[float]) -> float | None:
-    """Pearson r, clipped to [-1, 1]; None below 2 points or without variance on either side."""
-    n = len(xs)
-    if n < 2:
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = syy = sxy = 0.0
-    for x, y in zip(xs, ys):
-        dx, dy = x - mx, y - my
-        sxx += dx * dx
-        syy += dy * dy
-        sxy += dx * dy
-    if not (sxx > 1e-300 and syy > 1e-300):
-        return None
-    r = sxy / math.sqrt(sxx * syy)
-    return min(1.0, max(-1.0, r))
 
 
 def _average_ranks(xs: list[float]) -> list[float]:
@@ -168,8 +151,8 @@ def audit_one(scores: SessionScores, threshold: float, self_threshold: float, le
     words = [float(c.words) for c in scores.candidates.values()]
     xs, ys = [words[m] for m in scored], [model_mean[m] for m in scored]
     length_n = len(scored)
-    length_r = _pearson(xs, ys) if length_n >= 3 else None
-    spearman = _pearson(_average_ranks(xs), _average_ranks(ys)) if length_n >= 3 else None
+    length_r = pearson_r(xs, ys) if length_n >= 3 else None
+    spearman = pearson_r(_average_ranks(xs), _average_ranks(ys)) if length_n >= 3 else None
     df_length = length_n - 2.0
     if length_r is not None:
         length_t = (math.copysign(INF, length_r) if abs(length_r) >= 1.0
@@ -221,7 +204,7 @@ def audit_one(scores: SessionScores, threshold: float, self_threshold: float, le
             tails_df.append(k - 1.0)
             tails_t.append(-abs(_t_or_inf(offsets[r], sd / math.sqrt(k))))
         if k >= 3:
-            agreement = _pearson([s for s, _ in pairs], [rest for _, rest in pairs])
+            agreement = pearson_r([s for s, _ in pairs], [rest for _, rest in pairs])
             if agreement is not None:
                 agreements.append(agreement)
 
