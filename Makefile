@@ -4,7 +4,8 @@
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
-PIP := $(PY) -m pip install --quiet --disable-pip-version-check
+# setuptools notes every editable install with a boxed "be careful with folders" banner: silenced
+PIP := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 EMBEDDINGS_STAMP := $(VENV)/.installed-embeddings
