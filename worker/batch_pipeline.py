@@ -1,7 +1,7 @@
 """What every transport does with a batch: process, publish, acknowledge; retry, split, give up.
 
 Transports differ only in how they publish, acknowledge, keep and give back messages; that is
-the `Transport` interface. The consumer never learns which transport runs.
+the `Transport` interface. The processor never learns which transport runs.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ class Transport(Protocol):
 
 
 class BatchPipeline:
-    def __init__(self, *, consumer: BatchProcessor, transport: Transport, metrics: WorkerMetrics,
+    def __init__(self, *, processor: BatchProcessor, transport: Transport, metrics: WorkerMetrics,
                  max_deliveries: int, retry_max_backoff_s: float, stopping: asyncio.Event) -> None:
-        self.consumer = consumer
+        self.processor = processor
         self.transport = transport
         self.metrics = metrics
         self.max_deliveries = max_deliveries
@@ -73,14 +73,14 @@ class BatchPipeline:
     async def _complete(self, outcomes: list[Outcome]) -> None:
         await self.transport.publish(outcomes)
         if not self.transport.publish_acknowledges:
-            await self.consumer.published(outcomes)
+            await self.processor.published(outcomes)
         await self.transport.acknowledge(outcomes)
 
     async def _handle(self, deliveries: list[Delivery], started: float) -> None:
         backoff = 0.05
         while True:
             try:
-                outcomes = await self.consumer.process(deliveries)
+                outcomes = await self.processor.process(deliveries)
                 await self._complete(outcomes)
                 self.completed += len(deliveries)
                 self.metrics.completed(self.transport.topic, outcomes, started)

@@ -66,7 +66,7 @@ def response_processor(settings: Settings, window: WindowStore, store) -> Respon
 
 def event_processor(settings: Settings, window: WindowStore, alert_state=None, *, council_store,
                    response_store) -> EventRouter:
-    """Both kinds of event behind one consumer: council sessions and LLM responses."""
+    """Both kinds of event behind one processor: council sessions and LLM responses."""
     return EventRouter(council_processor(settings, window, council_store, alert_state),
                        response_processor(settings, window, response_store),
                        llm_topic=settings.llm_topic, council_topic=settings.council_topic)
@@ -105,11 +105,11 @@ def redis_worker(settings: Settings):
     window_client = Redis.from_url(settings.redis_url) if settings.redis_url else client
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
-    consumer = event_processor(settings, window, alerts, council_store=record_store(settings),
+    processor = event_processor(settings, window, alerts, council_store=record_store(settings),
                               response_store=interaction_store(settings))
     outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
     workers = [RedisStreamsWorker(
-        client=client, processor=consumer, outbox=outbox, broker_url=broker_url, stream=topic,
+        client=client, processor=processor, outbox=outbox, broker_url=broker_url, stream=topic,
         group=settings.group, consumer_name=settings.consumer_name, batch_size=settings.batch_size,
         poll_ms=settings.poll_ms, claim_idle_ms=settings.claim_idle_ms, reclaim_interval_s=settings.reclaim_interval_s,
         **_worker_limits(settings), metrics=metrics,
@@ -129,7 +129,7 @@ def pubsub_worker(settings: Settings):
     window_client = Redis.from_url(_required(settings.redis_url, "a Redis URL for the windows"))
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
-    consumer = event_processor(settings, window, alerts, council_store=record_store(settings),
+    processor = event_processor(settings, window, alerts, council_store=record_store(settings),
                               response_store=interaction_store(settings))
     workers = []
     for topic in settings.consumed_topics:
@@ -138,7 +138,7 @@ def pubsub_worker(settings: Settings):
                                                publish_latency_s=settings.pubsub_publish_latency_s)
         outbox = PubSubOutbox(publisher, settings.pubsub_project, output_topics(settings))
         workers.append(PubSubWorker(
-            subscriber=subscriber, topic=topic, processor=consumer, outbox=outbox,
+            subscriber=subscriber, topic=topic, processor=processor, outbox=outbox,
             subscription=subscriber.subscription_path(settings.pubsub_project, settings.subscription_for(topic)),
             consumer_name=settings.consumer_name, batch_size=settings.batch_size,
             max_outstanding=settings.pubsub_max_outstanding, max_outstanding_bytes=settings.pubsub_max_outstanding_bytes,
@@ -155,6 +155,6 @@ def api_app(settings: Settings):
     from bias_audit.lexicons.load import shipped_lexicons
     from bias_audit.service.app import create_app
 
-    consumer = in_process_processor(settings, record_store(settings), interaction_store(settings))
-    return create_app(consumer, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
+    processor = in_process_processor(settings, record_store(settings), interaction_store(settings))
+    return create_app(processor, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
                       council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps)

@@ -102,7 +102,7 @@ class MemoryWorker:
         self.broker, self.topic, self.batch_size = broker, topic, batch_size
         self.stopping = asyncio.Event()
         self.transport = MemoryTransport(broker, topic, outputs)
-        self.pipeline = BatchPipeline(consumer=processor, transport=self.transport, metrics=WorkerMetrics("memory"),
+        self.pipeline = BatchPipeline(processor=processor, transport=self.transport, metrics=WorkerMetrics("memory"),
                                       max_deliveries=max_deliveries, retry_max_backoff_s=retry_max_backoff_s,
                                       stopping=self.stopping)
 

@@ -121,7 +121,7 @@ class PubSubWorker:
         self.stopping = asyncio.Event()
         self.metrics = metrics or WorkerMetrics("pubsub")
         self.transport = PubSubTransport(outbox, self.topic)
-        self.pipeline = BatchPipeline(consumer=processor, transport=self.transport, metrics=self.metrics,
+        self.pipeline = BatchPipeline(processor=processor, transport=self.transport, metrics=self.metrics,
                                       max_deliveries=max_deliveries, retry_max_backoff_s=retry_max_backoff_s,
                                       stopping=self.stopping)
         self.queue: asyncio.Queue[Any] = asyncio.Queue()  # messages from the client's threads

@@ -122,7 +122,6 @@ class RedisStreamsWorker:
                  window_client: Redis | None = None) -> None:
         self.client = client
         self.window_client = window_client or client
-        self.consumer = processor
         self.stream = stream
         self.group = group
         self.consumer_name, self.batch_size, self.claim_idle_ms = consumer_name, batch_size, claim_idle_ms
@@ -132,7 +131,7 @@ class RedisStreamsWorker:
         self.metrics = metrics or WorkerMetrics("redis")
         self.transport = RedisStreamsTransport(client, outbox, stream=self.stream, group=self.group,
                                                consumer_name=consumer_name)
-        self.pipeline = BatchPipeline(consumer=processor, transport=self.transport, metrics=self.metrics,
+        self.pipeline = BatchPipeline(processor=processor, transport=self.transport, metrics=self.metrics,
                                       max_deliveries=max_deliveries, retry_max_backoff_s=retry_max_backoff_s,
                                       stopping=self.stopping)
         # Entries this process is handling (or retrying): the reclaimer must not start a second
