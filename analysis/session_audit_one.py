@@ -9,6 +9,7 @@ agree on 400 random sessions, and the oracle tests run on both.
 from __future__ import annotations
 
 import math
+from statistics import median
 from bisect import bisect_left, bisect_right
 from typing import Any
 
@@ -16,7 +17,7 @@ from scipy.special import fdtrc, stdtr
 
 from .observations import SessionScores
 from .reviewer_offset import ROUNDING
-from .stats import pearson_r
+from .stats import pearson_r, sample_std
 
 INF = math.inf
 
@@ -30,12 +31,6 @@ def _average_ranks(xs: list[float]) -> list[float]:
         below = bisect_left(ordered, x)
         ranks.append(below + (bisect_right(ordered, x) - below + 1) / 2.0)
     return ranks
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
 
 
 def _t_or_inf(value: float, scale: float) -> float:
@@ -97,7 +92,7 @@ def reviewer_effects(cells: list[tuple[int, int, float]], reviewers: int) -> dic
     parts = [active]
     solutions = [_grounded_solution(laplacian, rhs, active)] if active else []
     if solutions and solutions[0] is None:  # a council in separate parts: each on its own
-        parts, solutions = _connected_parts(per_response, active), []
+        parts = _connected_parts(per_response, active)
         solutions = [_grounded_solution(laplacian, rhs, members) for members in parts]
     effects: dict[int, float] = {}
     for members, values in zip(parts, solutions):
@@ -162,25 +157,15 @@ def audit_one(scores: SessionScores, threshold: float, self_threshold: float, le
     given: dict[int, list[float]] = {}
     for r, m, s, _ in peer:
         given.setdefault(r, []).append(s)
-    means, stds = {}, {}
-    for r in sorted(given):
-        values = given[r]
-        mean = sum(values) / len(values)
-        means[r] = mean
-        if len(values) >= 2:
-            spread = 0.0
-            for v in values:
-                spread += (v - mean) * (v - mean)
-            stds[r] = math.sqrt(spread / (len(values) - 1.0))
-        else:
-            stds[r] = 0.0
+    means = {r: sum(given[r]) / len(given[r]) for r in sorted(given)}
+    stds = {r: sample_std(given[r]) for r in sorted(given)}
 
     loo = [(r, m, s) for r, m, s, _ in peer if model_n[m] > 1]
     effects = reviewer_effects(loo, len(reviewers))
     offsets: dict[int, float] = {}
     for r, effect in effects.items():
         others = [e for q, e in effects.items() if q != r]
-        offset = effect - _median(others) if others else 0.0
+        offset = effect - median(others) if others else 0.0
         offsets[r] = 0.0 if abs(offset) < ROUNDING else offset
     diffs: dict[int, list[tuple[float, float]]] = {}
     for r, m, s in loo:
@@ -193,12 +178,7 @@ def audit_one(scores: SessionScores, threshold: float, self_threshold: float, le
     for r in sorted(diffs):
         pairs = diffs[r]
         k = len(pairs)
-        d = [s - rest for s, rest in pairs]
-        loo_offset = sum(d) / k
-        spread = 0.0
-        for v in d:
-            spread += (v - loo_offset) * (v - loo_offset)
-        sd = math.sqrt(spread / max(k - 1.0, 1.0))
+        sd = sample_std([s - rest for s, rest in pairs])  # of the leave-one-out differences
         if k >= 2:
             offset_tests[r] = len(tails_t)
             tails_df.append(k - 1.0)

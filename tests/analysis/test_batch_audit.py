@@ -233,3 +233,15 @@ def test_the_plain_python_audit_of_one_session_equals_the_vectorized_one():
         assert len(one.position_residuals) == len(batch.position_residuals)
         for (p, e), (q, f) in zip(one.position_residuals, batch.position_residuals):
             assert p == q and math.isclose(e, f, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_a_council_in_two_parts_gets_offsets_within_each_part_on_both_paths():
+    # R1 and R2 score only M1, M2; R3 and R4 only M3, M4: no response links the two pairs.
+    # Within the first pair R1 is 2 points above R2 (effects +1, -1, centred per part); the
+    # second pair agrees (0, 0). Offsets against the others' median: R1 1 - median(-1, 0, 0) = 1,
+    # R2 -1 - median(1, 0, 0) = -1, R3 and R4 0 - median(1, -1, 0) = 0.
+    scores = {"R1": {"M1": 8, "M2": 6}, "R2": {"M1": 6, "M2": 4}, "R3": {"M3": 5, "M4": 7}, "R4": {"M3": 5, "M4": 7}}
+    session = session_scores(CouncilSessionEvent.model_validate(council_event(scores)))
+    expected = {"R1": 1.0, "R2": -1.0, "R3": 0.0, "R4": 0.0}
+    assert audit_batch([session])[0].audit.reviewer_offsets == pytest.approx(expected, abs=1e-12)
+    assert _audit_vectorized([session], AuditConfig())[0].audit.reviewer_offsets == pytest.approx(expected, abs=1e-9)
