@@ -46,8 +46,8 @@ def live_windows(url: str, prefix: str, tenant: str | None, sessions: int | None
     from bias_audit.windows.redis_window import read_live_windows
 
     try:
-        client = Redis.from_url(url, socket_connect_timeout=5)
-        live = read_live_windows(client, prefix, tenant)
+        with Redis.from_url(url, socket_connect_timeout=5) as client:
+            live = read_live_windows(client, prefix, tenant)
     except RedisError as error:
         raise CommandError(f"reading the live window from {url} failed: {error}", exit_code=1) from None
     stats = ReadStats(sessions=sum(len(d) for d in live.values()))
