@@ -1,5 +1,5 @@
 """A window of session digests as columns of cells, plus the per-session quantities every
-cross-session metric starts from (median-referenced reviewer offsets, self-preference, length points).
+cross-session metric starts from (median-referenced reviewer offsets, length points).
 
 Scores are in points of a 1-10 scale (fraction of the session's scale x 9), so sessions on
 different scales pool.

@@ -1,6 +1,6 @@
 """`bias-audit`: the command line. Each command parses its arguments and calls one function of
 the package it belongs to; everything beyond typer is imported inside the command that runs, so
-`--help` and argument errors answer at once (tests/worker/test_cli_imports.py keeps it so).
+`--help` and argument errors answer at once (tests/worker/test_cli_help.py keeps it so).
 
 Exit codes: 0 ok, 2 usage or input error (one line saying why), 1 anything else.
 """
@@ -34,7 +34,7 @@ class _NoFlagTypes:
         params = super().get_params(ctx)  # type: ignore[misc]
         for param in params:
             if param.param_type_name == "argument" and param.metavar is not None:
-                param.display_type_rich = lambda ctx, metavar=param.metavar: None
+                param.display_type_rich = lambda ctx: None
         return params
 
 
@@ -48,7 +48,6 @@ class _Group(_NoFlagTypes, TyperGroup):
 
 app = typer.Typer(
     cls=_Group,
-    help="Audit bias in LLM councils and LLM responses, live on Redis Streams or Google Pub/Sub, or over a JSONL file.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -74,7 +73,9 @@ def _version(value: bool) -> None:
 def _root(version: Annotated[bool, typer.Option("--version", "-V", metavar=FLAG, is_eager=True, callback=_version,
                                                 help="print the version and exit")] = False) -> None:
     """Audit bias in LLM councils and LLM responses, live on Redis Streams or Google Pub/Sub, or over a
-    JSONL file. Start with `bias-audit demo`; README.md has a quickstart."""
+    JSONL file.
+
+    Start with `bias-audit demo`; README.md has a quickstart. Every command has `-h`."""
 
 
 BrokerOpt = Annotated[Optional[str], typer.Option(
