@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 from typing import Any
 
 from bias_audit.schemas.events import CouncilSessionEvent
@@ -32,6 +33,45 @@ def effective_consent(requested: int | None, default: int, secret: bytes | None)
     if requested >= CONSENT_RESEARCH and not secret:
         return CONSENT_RESEARCH - 1
     return requested
+
+
+def _json_bytes(value: Any) -> int:
+    """Bytes of a value in a compact UTF-8 JSON record (escapes included)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+
+# One record with every per-record string empty and every number one digit: what a record costs
+# besides its strings and its numbers' other digits.
+_RECORD_FRAME = _json_bytes({
+    "schema_version": RECORD_SCHEMA_VERSION, "session_id": "", "timestamp": "2026-11-20T10:30:00.000000Z",
+    "tenant_id": "", "trace_id": "", "consent_level": 4, "reviewer_id": "", "model_id": "", "position": 0,
+    "response_length_chars": 0, "response_length_words": 0, "score_value": 0,
+    "score_scale": "", "is_self_review": False, "council_config_version": "", "query_hash": "0" * 64,
+    "query_metadata": None,
+}) - 7 * _json_bytes("") - _json_bytes(None)  # the seven strings and the metadata are added per record
+_POSITION_DIGITS = 3  # a position up to 1000, or null: at most 3 characters more than "0"
+
+
+def stored_bytes_bound(event: CouncilSessionEvent, trace_id: str) -> tuple[int, int]:
+    """(records, an upper bound of their bytes as JSONL): how much one event can make us write,
+    judged before writing it. Every per-session field is repeated in each reviewer x model record."""
+    metadata = event.query_metadata.model_dump(exclude_none=True) if event.query_metadata else None
+    per_record = (_RECORD_FRAME + _POSITION_DIGITS + _json_bytes(event.session_id) + _json_bytes(event.tenant_id)
+                  + _json_bytes(trace_id) + _json_bytes(event.score_scale)
+                  + _json_bytes(event.council_config_version) + _json_bytes(metadata))
+    # a model's id and its length in characters and (at most as many) words
+    per_model = {r.model: _json_bytes(r.model) + 2 * (len(str(len(r.response))) - 1) for r in event.responses}
+    records = total = 0
+    for review in event.reviews:
+        if review.abstained:
+            continue
+        labels = review.label_to_model if review.label_to_model is not None else event.label_to_model
+        reviewer = _json_bytes(review.reviewer)
+        for label, score in (review.scores or {}).items():
+            records += 1
+            # the score as repr writes it, never shorter than orjson's form ("5.0", "1e+16" for 1e16)
+            total += per_record + reviewer + per_model[labels[label].model] + len(repr(float(score)))
+    return records, total
 
 
 def build_records(

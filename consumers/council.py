@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from bias_audit.analysis.alerts import AlertPolicy, Condition, SessionSignals, session_signals, window_baseline
 from bias_audit.analysis.digest import SessionDigest, digest_from_scores
 from bias_audit.analysis.observations import session_scores
-from bias_audit.analysis.records import build_records, effective_consent
+from bias_audit.analysis.records import build_records, effective_consent, stored_bytes_bound
 from bias_audit.analysis.session_audit import AuditConfig, audit_batch
 from bias_audit.analysis.verdict import session_verdict
 from bias_audit.analysis.window import WindowUpdate, session_contribution, window_bounds
@@ -27,7 +27,7 @@ from bias_audit.windows.alert_state import AlertStateStore, Transition
 from bias_audit.windows.base import WindowItem, WindowPolicy, WindowStore
 
 from .exactly_once import RecordOnce, RecordSink
-from .envelope import Delivery, Misrouted, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
+from .envelope import Delivery, InvalidEvent, Misrouted, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
 
 log = logging.getLogger("bias_audit.consumer")
 
@@ -81,6 +81,7 @@ class CouncilSessionProcessor:
         alert_state: AlertStateStore | None = None,
         alert_policy: AlertPolicy = AlertPolicy(),
         window_policy: WindowPolicy = WindowPolicy(),
+        max_stored_ratio: float = 10.0,
     ) -> None:
         self.window = window
         self.default_consent = default_consent
@@ -91,9 +92,21 @@ class CouncilSessionProcessor:
         self.alert_state = alert_state
         self.alert_policy = alert_policy
         self.window_policy = window_policy
+        self.max_stored_ratio = max_stored_ratio
 
     def parse(self, delivery: Delivery) -> CouncilSessionEvent:
-        return parse_event(CouncilSessionEvent, delivery.body, self.limits, self.misrouted)
+        event = parse_event(CouncilSessionEvent, delivery.body, self.limits, self.misrouted)
+        if effective_consent(event.consent_level, self.default_consent, self.hash_secret) > 0:
+            # each reviewer x model record repeats the session's fields: bound what one event writes
+            trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.session_id)
+            records, size = stored_bytes_bound(event, trace_id)
+            limit = self.max_stored_ratio * len(delivery.body)
+            if size > limit:
+                raise InvalidEvent(
+                    f"its {records} records would store up to {size} bytes, more than {self.max_stored_ratio:g}x "
+                    f"the event's {len(delivery.body)} bytes; send fewer reviewers x models per session or shorter "
+                    "ids and metadata", "too_large")
+        return event
 
     def _prepare(self, delivery: Delivery, event: CouncilSessionEvent, scores, analysis) -> _Prepared:
         trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.session_id)

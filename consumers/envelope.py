@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 import orjson
+import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from bias_audit.schemas.limits import EventLimits
@@ -49,6 +51,9 @@ class InvalidEvent(Exception):
         self.error_type = error_type
 
 
+MAX_TRACE_ID_CHARS = 128
+
+
 def trace_id_from_traceparent(traceparent: str | None) -> str | None:
     match = _TRACEPARENT.match(traceparent.strip().lower()) if traceparent else None
     if not match or match.group(1) == "0" * 32:
@@ -60,7 +65,7 @@ def resolve_trace_id(event_trace_id: str | None, attributes: dict[str, str], *ke
     """The event's trace_id, else the transport's, else its traceparent; else derived from the
     idempotency key, so a redelivery carries the same id as the first attempt."""
     for candidate in (event_trace_id, attributes.get("trace_id")):
-        if candidate:
+        if candidate and len(candidate) <= MAX_TRACE_ID_CHARS:  # it is copied into every record
             return candidate
     from_parent = trace_id_from_traceparent(attributes.get("traceparent"))
     if from_parent:
@@ -100,17 +105,52 @@ def classify(document: Any) -> str:
     return "unknown"
 
 
-def json_problem(body: bytes) -> str:
-    """Why a body is not a JSON object, in one line."""
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return f"message body is not UTF-8 (byte {error.start}); send the event as UTF-8 JSON"
+def _non_finite_at(document: Any, path: tuple = ()) -> tuple | None:
+    """Where the first NaN or infinity sits in a document pydantic's lenient reader parsed."""
+    if isinstance(document, float) and not math.isfinite(document):
+        return path
+    children = document.items() if isinstance(document, dict) else enumerate(document) if isinstance(document, list) else ()
+    for key, value in children:
+        found = _non_finite_at(value, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
+def _located(path: tuple) -> str:
+    return ".".join(str(part) for part in path) or "the body"
+
+
+def read_json_object(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object (RFC 8259: no NaN, no Infinity, no number a double cannot
+    hold), or an InvalidEvent saying where it is not one, without quoting the body."""
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as error:
-        return f"message body is not valid JSON: {error}"
-    return f"message body must be a JSON object, not {type(document).__name__}"
+        raise InvalidEvent(_json_problem(body, error), "invalid_json") from None
+    if not isinstance(document, dict):
+        kind = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
+            type(document), "null")
+        raise InvalidEvent(f"message body must be a JSON object, not {kind}", "invalid_json")
+    return document
+
+
+def _json_problem(body: bytes, error: orjson.JSONDecodeError) -> str:
+    """Why orjson refused a body, in one line naming the field or the position."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return f"message body is not UTF-8 (byte {bad.start}); send the event as UTF-8 JSON"
+    if "depth limit" in error.msg or "recursion limit" in error.msg:
+        return "message body nests objects or arrays more than 1024 levels deep"
+    try:  # NaN, Infinity and 1e400 read as floats here: name the field
+        lenient = pydantic_core.from_json(body, allow_inf_nan=True)
+    except ValueError:
+        lenient = None
+    where = _non_finite_at(lenient) if lenient is not None else None
+    if where is not None:
+        return f"{_located(where)}: NaN, Infinity and numbers beyond a double's range are not JSON numbers"
+    return f"message body is not valid JSON: {error.msg} at byte {error.pos}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,19 +167,44 @@ def parse_event(model: type[M], body: bytes, limits: EventLimits, other: Misrout
     A valid event of the other kind is told where to go."""
     if len(body) > limits.max_event_bytes:
         raise InvalidEvent(f"event is {len(body)} bytes, over the limit of {limits.max_event_bytes}", "too_large")
+    document = read_json_object(body)
+    context = {"limits": limits}
     try:
-        return model.model_validate_json(body, context={"limits": limits})
+        event = model.model_validate(document, context=context)
     except ValidationError as error:
-        if error.errors(include_url=False)[0]["type"] in ("json_invalid", "json_type", "model_type"):
-            raise InvalidEvent(json_problem(body), "invalid_json") from None
-        if classify(orjson.loads(body)) == other.kind:
-            try:
-                other.model.model_validate_json(body, context={"limits": limits})
-            except ValidationError:
-                pass
-            else:
-                raise InvalidEvent(other.reason, "wrong_topic") from None
-        raise InvalidEvent(describe_validation_error(error), "invalid_event") from None
+        reason = describe_validation_error(error)
+    else:
+        _check_clock(event, limits)
+        return event
+    if classify(document) == other.kind:
+        try:
+            other.model.model_validate(document, context=context)
+        except ValidationError:
+            pass
+        else:
+            raise InvalidEvent(other.reason, "wrong_topic")
+    raise InvalidEvent(reason, "invalid_event")
+
+
+def _check_clock(event: BaseModel, limits: EventLimits) -> None:
+    """An event dated ahead of this clock by more than the skew would hold a tenant's window
+    cutoff in the future (every later real session outside it): refused, never counted."""
+    timestamp = getattr(event, "timestamp", None)
+    if timestamp is None:
+        return
+    ahead = (timestamp - datetime.now(timezone.utc)).total_seconds()
+    if ahead > limits.max_clock_skew_s:
+        raise InvalidEvent(
+            f"timestamp: {timestamp.isoformat()} is {_duration(ahead)} ahead of this worker's clock "
+            f"(at most {_duration(limits.max_clock_skew_s)} allowed); send the time the event happened",
+            "invalid_event")
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def parse_or_dead_letter(deliveries: list[Delivery], outcomes: list, parse: Callable[[Delivery], M]) -> list[tuple[int, M]]:
@@ -158,7 +223,8 @@ def parse_or_dead_letter(deliveries: list[Delivery], outcomes: list, parse: Call
 
 
 def scrub_payload(body: bytes) -> tuple[Any, str]:
-    """The payload for a dead letter: JSON without the raw query fields, else text, else base64."""
+    """The payload in the contract's form (JSON without the raw query fields, else text, else
+    base64): what the operator's raw dead-letter stream carries."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -173,9 +239,39 @@ def scrub_payload(body: bytes) -> tuple[Any, str]:
     return document, "json"
 
 
+def _object_without_query(body: bytes) -> dict[str, Any] | None:
+    """The body as a JSON object without its raw query fields; None when it is not one (then no
+    field can be told apart from the query, so none of it is kept)."""
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(document, dict) or _deeper_than(document, MAX_PAYLOAD_DEPTH):
+        return None
+    for name in RAW_TEXT_FIELDS:
+        document.pop(name, None)
+    return document
+
+
+MAX_PAYLOAD_DEPTH = 64  # serializers stop near 255 levels; a dead letter must always serialize
+
+
+def _deeper_than(document: Any, limit: int) -> bool:
+    level = [document]
+    for _ in range(limit):
+        level = [child for node in level
+                 for child in (node.values() if isinstance(node, dict) else node if isinstance(node, list) else ())
+                 if isinstance(child, (dict, list))]
+        if not level:
+            return False
+    return True
+
+
 def dead_letter(delivery: Delivery, error: str, error_type: str) -> DeadLetter:
-    """The trace id is the transport's (field or traceparent): an unreadable event has none of its own."""
-    payload, encoding = scrub_payload(delivery.body)
+    """A JSON object keeps its fields (minus the query); a body that is not one carries its size
+    and SHA-256 only. The trace id is the transport's (field or traceparent): an unreadable event
+    has none of its own."""
+    document = _object_without_query(delivery.body) if error_type != "too_large" else None
     return DeadLetter(
         source_topic=delivery.source_topic,
         error=error,
@@ -183,6 +279,15 @@ def dead_letter(delivery: Delivery, error: str, error_type: str) -> DeadLetter:
         received_at=delivery.received_at,
         delivery_attempts=delivery.delivery_attempts,
         trace_id=delivery.attributes.get("trace_id") or trace_id_from_traceparent(delivery.attributes.get("traceparent")),
-        payload=payload,
-        payload_encoding=encoding,
+        payload=document,
+        payload_encoding="json" if document is not None else "omitted",
+        payload_bytes=len(delivery.body),
+        payload_sha256=hashlib.sha256(delivery.body).hexdigest(),
     )
+
+
+def raw_dead_letter(delivery: Delivery, letter: DeadLetter) -> DeadLetter:
+    """The letter with the body as received (contract form), for the operator's restricted raw
+    stream: only when the operator turned it on, only for bodies the letter itself omits."""
+    payload, encoding = scrub_payload(delivery.body)
+    return letter.model_copy(update={"payload": payload, "payload_encoding": encoding})

@@ -9,6 +9,9 @@ The raw `original_query` is never stored; at consent 4 its HMAC is.
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +19,7 @@ import orjson
 
 from bias_audit.analysis.records import effective_consent, query_hash
 from bias_audit.analysis.responses.lexicon import Lexicons
-from bias_audit.analysis.responses.linguistic import SentimentScorer
+from bias_audit.analysis.responses.linguistic import Budget, OverBudget, SentimentScorer
 from bias_audit.analysis.responses.report import ResponseAnalysisConfig, ResponseVerdict, analyze_response
 from bias_audit.analysis.responses.semantic import Embed
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
@@ -26,8 +29,10 @@ from bias_audit.windows.base import WindowItem, WindowStore
 
 from .council import Outcome
 from .exactly_once import RecordOnce, RecordSink
-from .envelope import (Delivery, Misrouted, classify, parse_event, parse_or_dead_letter, resolve_trace_id,
-                       utc_now_iso)
+from .envelope import (Delivery, Misrouted, classify, dead_letter, parse_event, parse_or_dead_letter,
+                       resolve_trace_id, utc_now_iso)
+
+log = logging.getLogger("bias_audit.consumer")
 
 # Markers live under their own tenant key ('#' cannot occur in a tenant id): never counted in,
 # or moving the cutoff of, the tenant's council window.
@@ -61,7 +66,8 @@ class ResponseProcessor:
     def __init__(self, *, window: WindowStore, store: RecordSink | None, lexicons: Lexicons,
                  sentiment: SentimentScorer | None, embed: Embed | None = None,
                  config: ResponseAnalysisConfig = ResponseAnalysisConfig(), default_consent: int = 1,
-                 hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS, remember: int = 10_000) -> None:
+                 hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS, remember: int = 10_000,
+                 max_event_seconds: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.window = window
         self.lexicons = lexicons
         self.sentiment = sentiment
@@ -71,16 +77,25 @@ class ResponseProcessor:
         self.hash_secret = hash_secret
         self.limits = limits
         self.once = RecordOnce(window, store, remember)
+        self.max_event_seconds = max_event_seconds
+        self.clock = clock  # the time budget's: tests step it
 
     def parse(self, delivery: Delivery) -> LLMResponseEvent:
         return parse_event(LLMResponseEvent, delivery.body, self.limits, self.misrouted)
 
-    def analyze(self, event: LLMResponseEvent) -> ResponseVerdict:
+    def analyze(self, event: LLMResponseEvent) -> ResponseVerdict | OverBudget:
+        """The verdict, or the OverBudget that stopped it (the event's dead letter)."""
+        try:
+            return self._analyze(event)
+        except OverBudget as stopped:
+            return stopped
+
+    def _analyze(self, event: LLMResponseEvent) -> ResponseVerdict:
         return analyze_response(
             event.llm_response, lexicons=self.lexicons, sentiment=self.sentiment,
             members=[(m.member_id, m.response) for m in event.members],
             counterfactuals=[(c.swap, c.llm_response) for c in event.counterfactuals],
-            embed=self.embed, config=self.config,
+            embed=self.embed, config=self.config, budget=Budget(self.max_event_seconds, self.clock),
         )
 
     def _record(self, a: _Analyzed) -> dict[str, Any]:
@@ -122,6 +137,11 @@ class ResponseProcessor:
         analyzed: list[tuple[int, _Analyzed]] = []
         for (index, event), verdict in zip(parsed, verdicts):
             delivery = deliveries[index]
+            if isinstance(verdict, OverBudget):
+                outcomes[index].dead_letter = dead_letter(delivery, str(verdict), "over_budget")
+                log.warning("dead-lettered", extra={"reason": str(verdict), "error_type": "over_budget",
+                                                    "delivery_id": delivery.delivery_id})
+                continue
             consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
             trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.audit_id)
             item = WindowItem(tenant_id=event.tenant_id + MARKER_SUFFIX, session_id=event.audit_id,

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bias_audit.consumers.council import Outcome
-from bias_audit.consumers.envelope import traceparent_for
+from bias_audit.consumers.envelope import raw_dead_letter, traceparent_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,6 +15,7 @@ class OutputTopics:
     results: str = "bias.audit.stream"
     alerts: str = "bias.audit.alerts"
     deadletter: str = "bias.audit.deadletter"
+    raw_deadletter: str | None = None  # operator switch: unparseable bodies as received, restricted
 
 
 def wire_fields(data: bytes | str, *, event_type: str, tenant_id: str | None, trace_id: str | None) -> dict[str, str | bytes]:
@@ -44,4 +45,8 @@ def outcome_entries(outcomes: Iterable[Outcome], topics: OutputTopics) -> list[t
             entries.append((topics.deadletter, wire_fields(
                 letter.model_dump_json(), event_type=letter.event_type,
                 tenant_id=None, trace_id=letter.trace_id)))
+            if topics.raw_deadletter and letter.payload_encoding == "omitted":
+                raw = raw_dead_letter(outcome.delivery, letter)
+                entries.append((topics.raw_deadletter, wire_fields(
+                    raw.model_dump_json(), event_type=raw.event_type, tenant_id=None, trace_id=raw.trace_id)))
     return entries

@@ -67,12 +67,13 @@ def letter_position(label: str) -> int | None:
 
 
 class _Strictish(BaseModel):
-    # Unknown fields are kept (producers add fields freely) but never trusted.
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # Unknown fields are kept (producers add fields freely) but never trusted. Errors never quote
+    # input: an event's query must not reach a log line through a ValidationError's text.
+    model_config = ConfigDict(extra="allow", frozen=True, hide_input_in_errors=True)
 
 
 class LabelAssignment(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, hide_input_in_errors=True)
     model: ModelName
     display_index: DisplayIndex | None = None
 
@@ -117,11 +118,33 @@ class Synthesis(_Strictish):
     response: str = ""
 
 
+# Copied into every record of a session (one per reviewer x model): bounded so a small event
+# cannot write megabytes.
+MetadataText = Annotated[str, StringConstraints(max_length=64)]
+MetadataValue = MetadataText | float | bool | None  # flat: no objects or arrays
+MAX_METADATA_KEYS = 8
+
+
 class QueryMetadata(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
-    category: str | None = None
-    token_count_bucket: str | None = None
-    language: str | None = None
+    model_config = ConfigDict(extra="allow", frozen=True, hide_input_in_errors=True)
+    category: MetadataText | None = None
+    token_count_bucket: MetadataText | None = None
+    language: MetadataText | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_and_small(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            if len(value) > MAX_METADATA_KEYS:
+                raise ValueError(f"has {len(value)} keys, more than the limit of {MAX_METADATA_KEYS}")
+            for key, item in value.items():
+                if len(key) > 32:
+                    raise ValueError(f"a key is {len(key)} characters, more than the limit of 32")
+                if isinstance(item, (dict, list)):
+                    raise ValueError(f"{key}: must be text, a number, true/false or null, not an object or array")
+                if isinstance(item, str) and len(item) > 64:
+                    raise ValueError(f"{key}: is {len(item)} characters, more than the limit of 64")
+        return value
 
 
 class CouncilSessionEvent(_Strictish):
@@ -130,11 +153,11 @@ class CouncilSessionEvent(_Strictish):
     tenant_id: TenantId = "default"
     trace_id: Annotated[str, StringConstraints(max_length=128)] | None = None
     timestamp: Timestamp
-    council_config_version: str | None = None
+    council_config_version: Annotated[str, StringConstraints(max_length=64)] | None = None  # copied per record
     consent_level: Consent | None = None
     query: str | None = Field(default=None, exclude=True, repr=False)
     query_metadata: QueryMetadata | None = None
-    score_scale: str = "1-10"
+    score_scale: Annotated[str, StringConstraints(max_length=32)] = "1-10"
     responses: list[CandidateResponse]
     label_to_model: LabelMap = Field(default_factory=dict)
     reviews: list[Review] = Field(default_factory=list)

@@ -15,6 +15,7 @@ class EventLimits:
     max_reviews: int = 64
     max_members: int = 64
     max_counterfactuals: int = 32
+    max_clock_skew_s: float = 600.0  # events dated further ahead of the clock are refused
 
 
 DEFAULT_LIMITS = EventLimits()

@@ -14,7 +14,7 @@ RECORD_SCHEMA_VERSION = "1.2.0"
 
 
 class BiasMetricRecord(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)
 
     schema_version: str = RECORD_SCHEMA_VERSION
     session_id: str

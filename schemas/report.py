@@ -18,7 +18,7 @@ Status = Literal["ok", "collecting data", "not identifiable"]
 
 
 class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
 
 class Estimate(_Out):

@@ -11,7 +11,7 @@ ConfidenceTier = Literal["insufficient", "preliminary", "moderate", "high"]
 
 
 class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
 
 class SessionAudit(_Out):
@@ -69,7 +69,7 @@ class BiasIndicators(_Out):
 
 
 class AuditResult(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", hide_input_in_errors=True)
 
     schema_version: str = "1.0"
     event_type: Literal["bias.audit.completed"] = "bias.audit.completed"
@@ -128,4 +128,8 @@ class DeadLetter(_Out):
     delivery_attempts: int
     trace_id: str | None = None
     payload: Any = None
-    payload_encoding: Literal["json", "text", "base64"] = "json"
+    # "omitted": the body was not a JSON object, so nothing in it can be told apart from the raw
+    # query; its size and hash identify it (the operator's raw stream may hold it).
+    payload_encoding: Literal["json", "text", "base64", "omitted"] = "json"
+    payload_bytes: int | None = None
+    payload_sha256: str | None = None

@@ -13,24 +13,27 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bias_audit.analysis.responses.counterfactual import swapped_prompts
-from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.envelope import Delivery, describe_validation_error
 from bias_audit.consumers.responses import EventRouter
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.results import AuditResult
 
 PROBLEM = "application/problem+json"
+MAX_PROMPT_CHARS = 64 * 1024
+MAX_SWAP_BODY_BYTES = 4 * 1024 * 1024  # a full prompt and 1,000 swap pairs, even JSON-escaped
+MAX_SWAP_ANSWER_BYTES = 1024 * 1024
 STATUS_FOR = {"too_large": 413, "invalid_json": 400, "invalid_event": 422, "wrong_topic": 422}
 
 
@@ -64,10 +67,15 @@ def _body_schema(model: type[BaseModel]) -> dict:
         "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}}
 
 
+SwapWord = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
 class SwapRequest(BaseModel):
-    prompt: str = Field(max_length=256 * 1024)
-    swaps: dict[str, str] | None = Field(default=None, max_length=10_000,
-                                         description="word -> counterpart; default: the shipped gender swap list")
+    model_config = ConfigDict(hide_input_in_errors=True)
+    prompt: str = Field(max_length=MAX_PROMPT_CHARS)
+    swaps: dict[SwapWord, SwapWord] | None = Field(
+        default=None, max_length=1_000, description="word -> counterpart (at most 1,000 pairs of up to 64 "
+        "characters); default: the shipped gender swap list")
 
 
 class SwappedPrompt(BaseModel):
@@ -76,19 +84,28 @@ class SwappedPrompt(BaseModel):
 
 
 class ResultCache:
-    """The first result per (kind, id), bounded: a repeated request gets it again."""
+    """The first answer per (tenant, kind, id), as the JSON sent, bounded by count and by bytes
+    (oldest out first): a repeated request gets it again, and only its own tenant's."""
 
-    def __init__(self, size: int = 10_000) -> None:
-        self.size = size
-        self._results: OrderedDict[tuple[str, str], AuditResult] = OrderedDict()
+    def __init__(self, size: int = 10_000, max_bytes: int = 32 * 1024 * 1024) -> None:
+        self.size, self.max_bytes = size, max_bytes
+        self.bytes = 0
+        self._answers: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
 
-    def get(self, key: tuple[str, str]) -> AuditResult | None:
-        return self._results.get(key)
+    def get(self, key: tuple[str, str, str]) -> bytes | None:
+        return self._answers.get(key)
 
-    def put(self, key: tuple[str, str], result: AuditResult) -> None:
-        self._results[key] = result
-        while len(self._results) > self.size:
-            self._results.popitem(last=False)
+    def put(self, key: tuple[str, str, str], answer: bytes) -> None:
+        if len(answer) > self.max_bytes:
+            return
+        old = self._answers.pop(key, None)
+        self.bytes += len(answer) - (len(old) if old is not None else 0)
+        self._answers[key] = answer
+        while len(self._answers) > self.size or self.bytes > self.max_bytes:
+            self.bytes -= len(self._answers.popitem(last=False)[1])
+
+    def __len__(self) -> int:
+        return len(self._answers)
 
 
 def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, council_topic: str,
@@ -124,15 +141,16 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
                            f"urn:bias-audit:problem:{letter.error_type}")
         if outcome.result is not None:
             await consumer.published([outcome])
-            cache.put((kind, outcome.result.audit_id), outcome.result)
-            return JSONResponse(outcome.result.model_dump(mode="json"))
-        # a repeat of an id already audited in this process: the first answer again
-        event_id = _event_id(body, id_field)
-        cached = cache.get((kind, event_id)) if event_id else None
+            answer = outcome.result.model_dump_json().encode()
+            cache.put((outcome.result.tenant_id, kind, outcome.result.audit_id), answer)
+            return Response(answer, media_type="application/json")
+        # a repeat of an id this tenant already had audited in this process: the first answer again
+        tenant_id, event_id = _event_key(body, id_field)
+        cached = cache.get((tenant_id, kind, event_id)) if event_id else None
         if cached is None:
             return problem(422, PROBLEMS[422], f"{id_field} {event_id!r} was already audited and its result is no "
                            "longer cached; send a new id", "urn:bias-audit:problem:duplicate")
-        return JSONResponse(cached.model_dump(mode="json"), headers={"Idempotent-Replay": "true"})
+        return Response(cached, media_type="application/json", headers={"Idempotent-Replay": "true"})
 
     @app.post("/analyze-bias", response_model=AuditResult, responses=ERROR_RESPONSES,
               openapi_extra=_body_schema(LLMResponseEvent), summary="Audit one LLM response")
@@ -149,13 +167,26 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
         return await audit(request, council_topic, "council.session", "session_id")
 
     @app.post("/counterfactual-prompts", response_model=list[SwappedPrompt], responses=ERROR_RESPONSES,
-              summary="Swapped prompts for a counterfactual test")
-    async def counterfactual_prompts(request: SwapRequest) -> list[SwappedPrompt]:
+              openapi_extra=_body_schema(SwapRequest), summary="Swapped prompts for a counterfactual test")
+    async def counterfactual_prompts(request: Request) -> Response:
         """The prompt with every swappable word exchanged ("he" -> "she"), to send to the model
         beside the original; put each answer in the event's `counterfactuals` with its swap.
         Empty when no word of the prompt has a counterpart."""
-        swaps = default_swaps if request.swaps is None else request.swaps
-        return [SwappedPrompt(**item) for item in swapped_prompts(request.prompt, swaps)]
+        body = await _bounded_body(request, MAX_SWAP_BODY_BYTES)
+        if body is None:
+            return problem(413, PROBLEMS[413], f"body is over the limit of {MAX_SWAP_BODY_BYTES} bytes",
+                           "urn:bias-audit:problem:too_large")
+        try:
+            asked = SwapRequest.model_validate_json(body)
+        except ValidationError as error:
+            return problem(422, PROBLEMS[422], describe_validation_error(error), "urn:bias-audit:problem:invalid")
+        swaps = default_swaps if asked.swaps is None else asked.swaps
+        answer = orjson.dumps(swapped_prompts(asked.prompt, swaps))
+        if len(answer) > MAX_SWAP_ANSWER_BYTES:
+            return problem(422, PROBLEMS[422], f"the swapped prompt would be {len(answer)} bytes, over the limit of "
+                           f"{MAX_SWAP_ANSWER_BYTES}; send a shorter prompt or shorter counterparts",
+                           "urn:bias-audit:problem:too_large_answer")
+        return Response(answer, media_type="application/json")
 
     @app.get("/healthz", summary="Liveness")
     async def healthz() -> dict[str, str]:
@@ -185,7 +216,7 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
             document = get_openapi(title=app.title, version=app.version, description=app.description,
                                    routes=app.routes)
             schemas = document.setdefault("components", {}).setdefault("schemas", {})
-            for model in (LLMResponseEvent, CouncilSessionEvent, Problem):
+            for model in (LLMResponseEvent, CouncilSessionEvent, SwapRequest, Problem):
                 schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
                 schemas.update(schema.pop("$defs", {}))
                 schemas[model.__name__] = schema
@@ -211,9 +242,11 @@ async def _bounded_body(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _event_id(body: bytes, field: str) -> str | None:
+def _event_key(body: bytes, field: str) -> tuple[str, str | None]:
+    """(tenant_id, id) of a body that parsed once already (it was audited before)."""
     try:
-        value = orjson.loads(body).get(field)
+        document = orjson.loads(body)
+        tenant, value = document.get("tenant_id", "default"), document.get(field)
     except (orjson.JSONDecodeError, AttributeError):
-        return None
-    return value if isinstance(value, str) else None
+        return "default", None
+    return (tenant if isinstance(tenant, str) else "default"), (value if isinstance(value, str) else None)

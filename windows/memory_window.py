@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from bias_audit.analysis.digest import SessionDigest
@@ -27,10 +27,16 @@ class _TenantWindow:
 
 
 class MemoryWindow:
-    def __init__(self, policy: WindowPolicy = WindowPolicy()) -> None:
+    """Bounded for a long-running process (`serve`): at most `max_tenants` windows (the least
+    recently used one is dropped, as its Redis keys would expire when idle) and `max_seen`
+    session markers (the oldest forgotten first, as Redis forgets them after their TTL)."""
+
+    def __init__(self, policy: WindowPolicy = WindowPolicy(), *, max_tenants: int = 1_000,
+                 max_seen: int = 50_000) -> None:
         self.policy = policy
-        self._tenants: dict[str, _TenantWindow] = {}
-        self._seen: dict[tuple[str, str], str] = {}
+        self.max_tenants, self.max_seen = max_tenants, max_seen
+        self._tenants: OrderedDict[str, _TenantWindow] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, str], str] = OrderedDict()
 
     def _evict_oldest(self, tenant: _TenantWindow) -> None:
         _, _, session_id = heapq.heappop(tenant.order)
@@ -42,7 +48,7 @@ class MemoryWindow:
         add_into(tenant.sums, tenant.contributions.pop(session_id).items(), -1)
 
     def add(self, item: WindowItem) -> WindowUpdate:
-        tenant = self._tenants.setdefault(item.tenant_id, _TenantWindow())
+        tenant = self._tenant(item.tenant_id)
         seen_key = (item.tenant_id, item.session_id)
         marker = self._seen.get(seen_key)
         sequence = 0
@@ -51,6 +57,8 @@ class MemoryWindow:
         else:
             status = "new"
             self._seen[seen_key] = item.owner
+            while len(self._seen) > self.max_seen:
+                self._seen.popitem(last=False)
             ts = item.ts_ms
             if tenant.max_ts is None or ts > tenant.max_ts:
                 tenant.max_ts = ts
@@ -77,6 +85,21 @@ class MemoryWindow:
                 self._evict_oldest(tenant)
         return WindowUpdate(status=status, summary=self.summary(item.tenant_id), sequence=sequence,
                             recent=dict(tenant.recent_sums))
+
+    def _tenant(self, tenant_id: str) -> _TenantWindow:
+        tenant = self._tenants.get(tenant_id)
+        if tenant is None:
+            tenant = self._tenants[tenant_id] = _TenantWindow()
+            while len(self._tenants) > self.max_tenants:
+                self._tenants.popitem(last=False)
+        else:
+            self._tenants.move_to_end(tenant_id)
+        return tenant
+
+    @property
+    def sizes(self) -> tuple[int, int]:
+        """(windows, session markers) held: what the bounds bound."""
+        return len(self._tenants), len(self._seen)
 
     @staticmethod
     def _status(marker: str, owner: str) -> str:

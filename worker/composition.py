@@ -40,6 +40,7 @@ def council_processor(settings: Settings, window: WindowStore, store, alert_stat
         hash_secret=settings.secret_bytes,
         limits=settings.limits,
         audit_config=settings.audit_config,
+        max_stored_ratio=settings.max_stored_ratio,
         alert_state=alert_state if settings.alerts_enabled else None,
         alert_policy=settings.alert_policy,
         window_policy=settings.window_policy,
@@ -61,6 +62,7 @@ def response_processor(settings: Settings, window: WindowStore, store) -> Respon
         lexicons=load_lexicons(settings.rules_file, settings.axes_file) if custom else shipped_lexicons(),
         sentiment=vader_scorer(), embed=embed, config=settings.response_analysis,
         default_consent=settings.consent_level, hash_secret=settings.secret_bytes, limits=settings.limits,
+        max_event_seconds=settings.max_event_seconds,
     )
 
 
@@ -79,7 +81,7 @@ def interaction_store(settings: Settings) -> JsonlRecordStore:
 
 def output_topics(settings: Settings) -> OutputTopics:
     return OutputTopics(results=settings.result_topic, alerts=settings.alerts_topic,
-                        deadletter=settings.deadletter_topic)
+                        deadletter=settings.deadletter_topic, raw_deadletter=settings.raw_deadletter_topic)
 
 
 def in_process_processor(settings: Settings, store=None, interactions=None) -> EventRouter:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # imported where used: `bias-audit report` starts without sci
     from bias_audit.windows.alert_state import AlertLimits
 
 MIN_SECRET_LENGTH = 16
+MIN_DISTINCT_SECRET_CHARACTERS = 8  # 16 spaces or "aaaa..." is no secret: HMACs of queries would be guessable
 
 
 def default_consumer_name() -> str:
@@ -28,7 +29,8 @@ def default_consumer_name() -> str:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="BIAS_AUDIT_", extra="ignore")
+    # hide_input_in_errors: a bad setting (a secret, a URL with a password) is never echoed
+    model_config = SettingsConfigDict(env_prefix="BIAS_AUDIT_", extra="ignore", hide_input_in_errors=True)
 
     broker_url: str | None = Field(None, description="redis://... ; unset = embedded Redis in data_dir")
     redis_url: str | None = Field(None, description="Redis for windows; defaults to the broker's Redis")
@@ -46,6 +48,8 @@ class Settings(BaseSettings):
     result_topic: str = "bias.audit.stream"
     alerts_topic: str = "bias.audit.alerts"
     deadletter_topic: str = "bias.audit.deadletter"
+    raw_deadletter_topic: str | None = Field(None, description="operator switch: the raw bodies of events that "
+                                             "cannot be parsed go here (restrict who reads it); unset = never kept")
     group: str = "bias-audit"
     consumer_name: str = Field(default_factory=default_consumer_name)
     key_prefix: str = "bias-audit"
@@ -65,6 +69,10 @@ class Settings(BaseSettings):
     max_reviews: int = 64
     max_members: int = 64
     max_counterfactuals: int = 32
+    max_clock_skew_s: float = Field(600.0, ge=0, description="events dated further ahead of this clock are refused")
+    max_stored_ratio: float = Field(10.0, ge=1, description="an event whose records would take more than this "
+                                    "many times its own size is refused")
+    max_event_seconds: float = Field(10.0, gt=0, description="analysis time budget per event; over it, a dead letter")
 
     length_correlation_threshold: float = 0.3
     calibration_threshold: float = Field(1.5, description="points on a 1-10 scale, scaled to others")
@@ -118,6 +126,9 @@ class Settings(BaseSettings):
             )
         if secret and len(secret) < MIN_SECRET_LENGTH:
             raise ValueError(f"BIAS_AUDIT_HASH_SECRET must be at least {MIN_SECRET_LENGTH} characters")
+        if secret and (len(set(secret)) < MIN_DISTINCT_SECRET_CHARACTERS or not secret.strip()):
+            raise ValueError(f"BIAS_AUDIT_HASH_SECRET must have at least {MIN_DISTINCT_SECRET_CHARACTERS} different "
+                             "characters, not blanks or one repeated character; e.g. `openssl rand -hex 32`")
         return self
 
     @property
@@ -133,6 +144,7 @@ class Settings(BaseSettings):
             max_reviews=self.max_reviews,
             max_members=self.max_members,
             max_counterfactuals=self.max_counterfactuals,
+            max_clock_skew_s=self.max_clock_skew_s,
         )
 
     @property

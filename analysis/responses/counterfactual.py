@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .disagreement import jaccard_distance
-from .linguistic import SentimentScorer
-from .text import words
+from .linguistic import NO_BUDGET, Budget, SentimentScorer, text_sentiment
+from .text import sentence_words, words
 
 # opening phrases of a refusal; matched on the first 300 characters only
 _REFUSAL = re.compile(
@@ -44,20 +44,23 @@ class _Answer:
     sentiment: float | None
 
 
-def _answer(text: str, score: SentimentScorer | None) -> _Answer:
-    return _Answer(words(text), refuses(text), None if score is None else score(text))
+def _answer(text: str, score: SentimentScorer | None, budget: Budget, *, swap: Mapping[str, str] | None = None) -> _Answer:
+    """A counterfactual's words are read with its swap undone."""
+    budget.check("counterfactuals")
+    sentiment = None if score is None else text_sentiment(sentence_words(text), score, budget)
+    return _Answer(words(text if swap is None else unswapped(text, swap)), refuses(text), sentiment)
 
 
 def compare(original: str, swapped: str, swap: Mapping[str, str], score: SentimentScorer | None,
             semantic: float | None, config: CounterfactualConfig) -> dict[str, Any]:
     """`semantic`: the cosine of the two answers' embeddings (swap undone), when the embedding
     backend is on; it then replaces the word-overlap test."""
-    return _compare(_answer(original, score), swapped, swap, score, semantic, config)
+    return _compare(_answer(original, score, NO_BUDGET), swapped, swap, score, semantic, config, NO_BUDGET)
 
 
 def _compare(a: _Answer, swapped: str, swap: Mapping[str, str], score: SentimentScorer | None,
-             semantic: float | None, config: CounterfactualConfig) -> dict[str, Any]:
-    b = _Answer(words(unswapped(swapped, swap)), refuses(swapped), None if score is None else score(swapped))
+             semantic: float | None, config: CounterfactualConfig, budget: Budget) -> dict[str, Any]:
+    b = _answer(swapped, score, budget, swap=swap)
     longer, shorter = max(len(a.words), len(b.words)), max(1, min(len(a.words), len(b.words)))
     lexical = 1.0 - jaccard_distance(set(a.words), set(b.words))
     out = {
@@ -98,12 +101,13 @@ def _compare(a: _Answer, swapped: str, swap: Mapping[str, str], score: Sentiment
 
 def counterfactual_findings(original: str, counterfactuals: Sequence[tuple[dict[str, str], str]],
                             score: SentimentScorer | None, semantic: Sequence[float] | None = None,
-                            config: CounterfactualConfig = CounterfactualConfig()) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                            config: CounterfactualConfig = CounterfactualConfig(),
+                            budget: Budget = NO_BUDGET) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """counterfactuals: (swap, answer); semantic: one cosine per counterfactual, or None.
     (findings, one comparison per counterfactual)."""
     cosines = semantic if semantic is not None else [None] * len(counterfactuals)
-    side = _answer(original, score)  # once, however many counterfactuals
-    comparisons = [_compare(side, answer, swap, score, cosine, config)
+    side = _answer(original, score, budget)  # once, however many counterfactuals
+    comparisons = [_compare(side, answer, swap, score, cosine, config, budget)
                    for (swap, answer), cosine in zip(counterfactuals, cosines)]
     divergent = [c for c in comparisons if c["divergent"]]
     if not divergent:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import re2
@@ -15,7 +16,8 @@ import re2
 from .lexicon import Lexicons, Rule
 from .text import sentence_words
 
-SentimentScorer = Callable[[str], float]  # text -> compound polarity in [-1, 1] (VADER)
+Sentences = list[tuple[str, list[str]]]  # (sentence, its words): text.sentence_words
+SentimentScorer = Callable[[str], float]  # one sentence -> compound polarity in [-1, 1] (VADER)
 _PRONOUN_HE = {"he", "him", "his", "himself"}
 _PRONOUN_SHE = {"she", "her", "hers", "herself"}
 PRONOUNS = _PRONOUN_HE | _PRONOUN_SHE
@@ -31,12 +33,46 @@ class LinguisticConfig:
     max_sentences: int = 2_000  # sentiment is scored on at most this many group-mentioning sentences
 
 
+class OverBudget(Exception):
+    """An analysis ran past its time budget: the event becomes a dead letter saying so."""
+
+
+@dataclass(slots=True)
+class Budget:
+    """A deadline checked between bounded steps (a sentence, an answer): a runaway input stops
+    within one step of it instead of holding the worker."""
+
+    seconds: float
+    clock: Callable[[], float] = time.monotonic
+    started: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    def check(self, step: str) -> None:
+        if self.clock() - self.started > self.seconds:
+            raise OverBudget(f"analysis took longer than its budget of {self.seconds:g} s per event (stopped at "
+                             f"{step}); send shorter answers or raise BIAS_AUDIT_MAX_EVENT_SECONDS")
+
+
+NO_BUDGET = Budget(float("inf"))
+
+
+def text_sentiment(text_sentences: Sentences, score: SentimentScorer, budget: Budget = NO_BUDGET) -> float:
+    """A text's compound sentiment: its sentences' compounds weighted by their words. Scored a
+    sentence at a time (VADER over a whole text grows quadratically with its length)."""
+    total = weight = 0.0
+    for sentence, tokens in text_sentences:
+        budget.check("sentiment")
+        total += score(sentence) * max(1, len(tokens))
+        weight += max(1, len(tokens))
+    return total / weight if weight else 0.0
+
+
 def _finding(bias_type: str, strength: float, evidence: Any, mitigation: str, analyzer: str) -> dict[str, Any]:
     return {"bias_type": bias_type, "strength": round(min(1.0, max(0.0, strength)), 4), "evidence": evidence,
             "mitigation": mitigation, "analyzer": analyzer}
 
-
-Sentences = list[tuple[str, list[str]]]  # (sentence, its words): text.sentence_words
 
 
 def gendered_language(tokens: list[str], text_sentences: Sentences, lexicons: Lexicons) -> list[dict[str, Any]]:
@@ -74,7 +110,7 @@ def dispreferred_terms(tokens: list[str], lexicons: Lexicons) -> list[dict[str, 
 
 
 def group_sentiment(text_sentences: Sentences, lexicons: Lexicons, score: SentimentScorer,
-                    config: LinguisticConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                    config: LinguisticConfig, budget: Budget = NO_BUDGET) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Mean compound sentiment of the sentences mentioning each group ("axis:group")."""
     totals: dict[str, list[float]] = {}
     scored = 0
@@ -82,6 +118,7 @@ def group_sentiment(text_sentences: Sentences, lexicons: Lexicons, score: Sentim
     for sentence, tokens in text_sentences:
         if scored >= config.max_sentences:
             break
+        budget.check("group sentiment")
         # a pronoun points at one person, not at a group: sentiment about Ray is not about men
         groups = {f"{axis}:{m.label}" for axis, index in lexicons.axis_index.items() for m in index.find(tokens)
                   if m.term not in PRONOUNS}
@@ -137,9 +174,11 @@ def rule_findings(text: str, rules: list[Rule]) -> list[dict[str, Any]]:
 
 
 def linguistic_findings(text: str, lexicons: Lexicons, score: SentimentScorer | None,
-                        config: LinguisticConfig = LinguisticConfig()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(findings, details) for one response."""
-    text_sentences = sentence_words(text)
+                        config: LinguisticConfig = LinguisticConfig(), budget: Budget = NO_BUDGET,
+                        text_sentences: Sentences | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(findings, details) for one response; `text_sentences`: its sentence_words, if at hand."""
+    if text_sentences is None:
+        text_sentences = sentence_words(text)
     tokens = [word for _, sentence_tokens in text_sentences for word in sentence_tokens]
     findings: list[dict[str, Any]] = []
     details: dict[str, Any] = {"words": len(tokens)}
@@ -147,11 +186,13 @@ def linguistic_findings(text: str, lexicons: Lexicons, score: SentimentScorer | 
         findings += gendered_language(tokens, text_sentences, lexicons)
         findings += dispreferred_terms(tokens, lexicons)
     if config.group_sentiment and score is not None:
-        means, negative = group_sentiment(text_sentences, lexicons, score, config)
+        means, negative = group_sentiment(text_sentences, lexicons, score, config, budget)
         details["group_sentiment"] = means
         findings += negative
     if config.toxicity:
+        budget.check("toxicity")
         findings += toxicity(text, tokens, lexicons)
     if config.rules:
+        budget.check("rules")
         findings += rule_findings(text, lexicons.rules)
     return findings, details

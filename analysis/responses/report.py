@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from .counterfactual import CounterfactualConfig, counterfactual_findings, unswapped
 from .disagreement import DisagreementConfig, member_disagreement
 from .lexicon import Lexicons
-from .linguistic import LinguisticConfig, SentimentScorer, linguistic_findings
+from .linguistic import NO_BUDGET, Budget, LinguisticConfig, SentimentScorer, linguistic_findings
 from .semantic import Embed, member_clusters
 
 DETECTION_THRESHOLD = 0.5  # a bias type is reported when its evidence reaches this
@@ -54,10 +54,12 @@ def _mitigation_action(severity: int, confidence: float) -> str:
 def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScorer | None,
                      members: Sequence[tuple[str, str]] = (), counterfactuals: Sequence[tuple[dict[str, str], str]] = (),
                      embed: Embed | None = None,
-                     config: ResponseAnalysisConfig = ResponseAnalysisConfig()) -> ResponseVerdict:
+                     config: ResponseAnalysisConfig = ResponseAnalysisConfig(),
+                     budget: Budget = NO_BUDGET) -> ResponseVerdict:
     """`embed` (the optional embedding backend) adds semantic similarity to the counterfactual
-    comparison and clusters of the members' answers."""
-    findings, details = linguistic_findings(text, lexicons, sentiment, config.linguistic)
+    comparison and clusters of the members' answers. Every step is linear in its text; `budget`
+    stops a runaway with OverBudget."""
+    findings, details = linguistic_findings(text, lexicons, sentiment, config.linguistic, budget)
     summary: dict[str, Any] = {"linguistic": details}
     members, counterfactuals = list(members), list(counterfactuals)
     semantic = None
@@ -72,6 +74,7 @@ def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScore
             summary["member_clusters"] = member_clusters([m for m, _ in members],
                                                          vectors[1 + len(counterfactuals):])
     if config.disagreement.enabled and len(members) >= 2:
+        budget.check("member disagreement")
         report = member_disagreement(members, lexicons, config.disagreement)
         summary["member_disagreement"] = report
         if report["flagged"]:
@@ -82,7 +85,7 @@ def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScore
                              "analyzer": "member_disagreement"})
     if config.counterfactual.enabled and counterfactuals:
         found, comparisons = counterfactual_findings(text, counterfactuals, sentiment, semantic,
-                                                     config.counterfactual)
+                                                     config.counterfactual, budget)
         summary["counterfactuals"] = comparisons
         findings += found
     evidence: dict[str, float] = {}

@@ -27,8 +27,23 @@ def words(text: str) -> list[str]:
     return out
 
 
+MAX_SENTENCE_CHARS = 400  # longer runs are cut (at a space): scoring a piece is then bounded work
+
+
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
+    """Sentences, a run without . ! ? or newline cut into pieces of at most MAX_SENTENCE_CHARS:
+    every per-sentence analyzer is then linear in the text, whatever its punctuation."""
+    out = []
+    for found in _SENTENCE.findall(text):
+        sentence = found.strip()
+        while len(sentence) > MAX_SENTENCE_CHARS:
+            cut = sentence.rfind(" ", 0, MAX_SENTENCE_CHARS + 1)
+            cut = cut if cut > 0 else MAX_SENTENCE_CHARS
+            out.append(sentence[:cut].strip())
+            sentence = sentence[cut:].strip()
+        if sentence:
+            out.append(sentence)
+    return out
 
 
 def sentence_words(text: str) -> list[tuple[str, list[str]]]:

@@ -1,6 +1,7 @@
 """Dead letters with reasons, exactly-once outcomes, and the raw-query canary."""
 
 import asyncio
+import hashlib
 import io
 import json
 import logging
@@ -30,7 +31,12 @@ def deliver(document, delivery_id="1-0", **attributes) -> Delivery:
 MALFORMED = [
     (b"not json", "invalid_json", "not valid JSON"),
     (b"\xff\xfe\x00bad", "invalid_json", "not UTF-8"),
-    (b"[1, 2]", "invalid_json", "must be a JSON object, not list"),
+    (b"[1, 2]", "invalid_json", "must be a JSON object, not an array"),
+    (b'{"session_id": "s", "responses": [],}', "invalid_json", "not valid JSON: trailing comma is not allowed at byte 35"),
+    (b"[" * 2000 + b"]" * 2000, "invalid_json", "more than 1024 levels deep"),
+    (b'{"a": ' * 300 + b"1" + b"}" * 300, "invalid_event", "session_id: required"),  # deep but JSON: the contract decides
+    (json.dumps({**event(), "timestamp": "9999-12-31T00:00:00Z"}).encode(), "invalid_event",
+     "timestamp: 9999-12-31T00:00:00+00:00 is"),
     (json.dumps({**event(), "timestamp": "2026-11-20 10:30"}).encode(), "invalid_event", "timezone"),
     (json.dumps({**event(), "responses": event()["responses"][:1]}).encode(), "invalid_event", "at least 2 responses"),
     (json.dumps({k: v for k, v in event().items() if k != "session_id"}).encode(), "invalid_event", "session_id: required"),
@@ -52,10 +58,48 @@ def test_malformed_events_become_dead_letters_with_a_reason(body, error_type, re
     assert CANARY not in letter.model_dump_json()
 
 
-def test_non_utf8_payload_is_kept_as_base64():
+NON_FINITE = [  # JSON has no NaN or Infinity, and 1e400 is no double: the field is named
+    (b"NaN", "reviews.0.scores.Response A"),
+    (b"-Infinity", "reviews.0.scores.Response A"),
+    (b"1e400", "reviews.0.scores.Response A"),
+]
+
+
+@pytest.mark.parametrize("number, field", NON_FINITE)
+def test_numbers_json_does_not_have_are_dead_lettered_naming_the_field(number, field):
+    body = json.dumps(event()).replace('"Response A": 9', '"Response A": ' + number.decode(), 1).encode()
+    assert number in body
     consumer = CouncilSessionProcessor(window=MemoryWindow(), store=None)
-    [outcome] = asyncio.run(consumer.process([deliver(b"\xff\xfe")]))
-    assert outcome.dead_letter.payload_encoding == "base64" and outcome.dead_letter.payload == "//4="
+    [outcome] = asyncio.run(consumer.process([deliver(body)]))
+    assert outcome.dead_letter.error_type == "invalid_json"
+    assert outcome.dead_letter.error.startswith(f"{field}: NaN, Infinity and numbers beyond")
+
+
+UNPARSEABLE = [
+    b"\xff\xfe" + CANARY.encode(),  # not UTF-8
+    ('{"query": "%s", "session_id": "s",}' % CANARY).encode(),  # trailing comma
+    ('["%s"]' % CANARY).encode(),  # a list: nothing in it can be told apart from the query
+    ('{"query": "%s", "x": NaN}' % CANARY).encode(),
+]
+
+
+@pytest.mark.parametrize("body", UNPARSEABLE)
+def test_a_body_that_is_not_a_json_object_is_dead_lettered_by_size_and_hash_only(body):
+    consumer = CouncilSessionProcessor(window=MemoryWindow(), store=None)
+    [outcome] = asyncio.run(consumer.process([deliver(body)]))
+    letter = outcome.dead_letter
+    assert letter.payload is None and letter.payload_encoding == "omitted"
+    assert letter.payload_bytes == len(body) and letter.payload_sha256 == hashlib.sha256(body).hexdigest()
+    assert CANARY not in letter.model_dump_json()
+
+
+def test_a_json_object_keeps_its_fields_without_the_query():
+    consumer = CouncilSessionProcessor(window=MemoryWindow(), store=None)
+    body = json.dumps({**event(), "timestamp": "yesterday"}).encode()
+    [outcome] = asyncio.run(consumer.process([deliver(body)]))
+    letter = outcome.dead_letter
+    assert letter.payload_encoding == "json" and letter.payload["session_id"] == "s-1"
+    assert "query" not in letter.payload and CANARY not in letter.model_dump_json()
 
 
 def test_a_bad_event_does_not_stop_the_good_ones_in_its_batch():

@@ -86,10 +86,10 @@ def test_responses_share_the_window_store_without_touching_the_tenant_council_wi
     router = EventRouter(CouncilSessionProcessor(window=window, store=None), consumer(window=window),
                          llm_topic="llm.responses", council_topic="council.sessions")
     session = council_event({"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}}, session_id="x-1",
-                            tenant_id="acme", timestamp="2026-11-01T00:00:00Z")
+                            tenant_id="acme", timestamp="2026-09-01T00:00:00Z")
     asyncio.run(router.process([deliver(session, "1", topic="council.sessions")]))
     # 40 days newer than the session: as a window entry it would move the 30-day cutoff past it
-    late = response_event(tenant_id="acme", audit_id="x-1", timestamp="2026-12-11T00:00:00Z")
+    late = response_event(tenant_id="acme", audit_id="x-1", timestamp="2026-10-11T00:00:00Z")
     [outcome] = asyncio.run(router.process([deliver(late, "2", topic="llm.responses")]))
     assert outcome.result is not None and not outcome.duplicate  # the same id as the session: not a duplicate
     assert window.summary("acme").sessions == 1
@@ -99,7 +99,7 @@ HOSTILE = [
     (b"x" * (10 * 1024 * 1024), "too_large", "over the limit of 4194304"),
     (json.dumps(response_event(llm_response="word " * 60_000)).encode(), "invalid_event",
      "llm_response: the text is 300000 bytes, larger than the limit of 262144 bytes"),
-    (b"[" * 100_000 + b"]" * 100_000, "invalid_json", "not valid JSON"),
+    (b"[" * 100_000 + b"]" * 100_000, "invalid_json", "nests objects or arrays more than 1024 levels deep"),
     (json.dumps(response_event(members=[{"member_id": f"m{i}", "response": "ok"} for i in range(10_000)])).encode(),
      "invalid_event", "10000 members exceed the limit of 64"),
     (b'{"audit_id": "a-1", "llm_response": "\xff\xfe"}', "invalid_json", "not UTF-8"),
@@ -174,3 +174,16 @@ def test_analysis_runs_off_the_event_loop():
         return ticks
 
     assert asyncio.run(run()) >= 10  # the loop ticked through the 0.3 s of "inference"
+
+
+def test_an_event_over_the_time_budget_is_dead_lettered_with_the_reason_and_its_neighbour_is_audited():
+    runaway = response_event(audit_id="slow", counterfactuals=[{"swap": {"he": "she"}, "llm_response": "Fine. " * 5_000}])
+    ticks = iter(range(10**9))  # one second a step
+    slow, fast = asyncio.run(consumer(max_event_seconds=100, clock=lambda: float(next(ticks))).process(
+        [deliver(runaway, "1-0"), deliver(response_event(audit_id="fast"), "2-0")]))
+    assert slow.result is None and slow.dead_letter.error_type == "over_budget"
+    assert slow.dead_letter.error.startswith("analysis took longer than its budget of 100 s per event (stopped at")
+    assert fast.result is not None and fast.result.audit_id == "fast"  # its own budget, not what is left
+    [fine] = asyncio.run(consumer(max_event_seconds=10_000, clock=lambda: float(next(ticks))).process(
+        [deliver(runaway, "3-0")]))
+    assert fine.result is not None and fine.result.audit_id == "slow"

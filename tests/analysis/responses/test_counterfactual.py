@@ -76,3 +76,47 @@ def test_the_original_is_scored_once_however_many_counterfactuals():
 
     counterfactual_findings("He should apply.", [({"he": "she"}, "She should apply.")] * 3, scorer)
     assert scored.count("He should apply.") == 1 and scored.count("She should apply.") == 3
+
+
+def test_an_answer_is_scored_a_sentence_at_a_time_so_the_work_is_linear_in_its_length():
+    scored: list[str] = []
+
+    def scorer(text: str) -> float:
+        scored.append(text)
+        return 0.0
+
+    long_run = "the answer goes on " * 5_000  # 95,000 characters with no sentence end
+    counterfactual_findings("He should apply.", [({"he": "she"}, long_run)], scorer)
+    assert max(len(piece) for piece in scored) <= 400
+    assert sum(len(piece) for piece in scored) <= len(long_run) + len("He should apply.")
+
+
+TEXT_SENTIMENT = [  # (sentences with their scores, word-weighted mean)
+    ([("Good.", 1.0)], 1.0),
+    ([("Good work here.", 0.5), ("Bad.", -1.0)], (0.5 * 3 - 1.0 * 1) / 4),
+    ([("One two three four.", 0.2), ("Five six.", -0.4), ("Seven.", 1.0)], (0.2 * 4 - 0.4 * 2 + 1.0) / 7),
+    ([], 0.0),
+]
+
+
+@pytest.mark.parametrize("scored, expected", TEXT_SENTIMENT)
+def test_text_sentiment_is_the_word_weighted_mean_of_its_sentences(scored, expected):
+    from bias_audit.analysis.responses.linguistic import text_sentiment
+    from bias_audit.analysis.responses.text import sentence_words
+
+    table = dict(scored)
+    text = " ".join(sentence for sentence, _ in scored)
+    assert text_sentiment(sentence_words(text), table.__getitem__) == pytest.approx(expected, abs=1e-12)
+
+
+def test_a_budget_stops_a_runaway_within_one_step():
+    from bias_audit.analysis.responses.linguistic import Budget, OverBudget
+
+    ticks = iter(range(100))
+    budget = Budget(3.0, clock=lambda: float(next(ticks)))
+    calls: list[str] = []
+    with pytest.raises(OverBudget, match=r"longer than its budget of 3 s per event \(stopped at sentiment\)"):
+        counterfactual_findings("One. Two. Three. Four. Five. Six.", [({"he": "she"}, "x.")],
+                                lambda s: calls.append(s) or 0.0, budget=budget)
+    # one tick a check: the answer at 1, sentences at 2 and 3 (scored), the next at 4 is over 3 s
+    assert len(calls) == 2

@@ -1,0 +1,74 @@
+"""What a hostile client could do to `serve`: read another tenant's result, send an unbounded
+body, ask for an unbounded answer, or grow the process's caches without end."""
+
+from __future__ import annotations
+
+import tempfile
+
+from fastapi.testclient import TestClient
+
+from bias_audit.service.app import MAX_SWAP_ANSWER_BYTES, MAX_SWAP_BODY_BYTES, ResultCache
+from bias_audit.windows.base import WindowItem
+from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.worker.composition import api_app
+from bias_audit.worker.settings import Settings
+from datetime import datetime, timezone
+
+
+def client() -> TestClient:
+    return TestClient(api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-bounds-"), consumer_name="b")))
+
+
+def response(tenant: str, text: str) -> dict:
+    return {"audit_id": "shared-1", "tenant_id": tenant, "timestamp": "2026-11-20T10:30:00Z", "llm_response": text}
+
+
+def test_a_tenant_reusing_another_tenants_id_gets_its_own_result_never_the_other_ones():
+    api = client()
+    theirs = api.post("/analyze-bias", json=response("tenant-b", "The chairman said he would decide."))
+    mine = api.post("/analyze-bias", json=response("tenant-a", "The weather is fine."))
+    assert theirs.status_code == mine.status_code == 200
+    assert mine.json()["tenant_id"] == "tenant-a" and "Idempotent-Replay" not in mine.headers
+    assert mine.json()["bias_type"] != theirs.json()["bias_type"]
+    again = api.post("/analyze-bias", json=response("tenant-a", "The weather is fine."))
+    assert again.headers["Idempotent-Replay"] == "true" and again.json() == mine.json()
+
+
+def test_counterfactual_prompts_refuses_a_body_over_its_limit_without_reading_it_all():
+    api = client()
+    reply = api.post("/counterfactual-prompts", content=b'{"prompt": "' + b"a" * MAX_SWAP_BODY_BYTES + b'"}',
+                     headers={"content-type": "application/json"})
+    assert reply.status_code == 413 and reply.headers["content-type"] == "application/problem+json"
+    assert str(MAX_SWAP_BODY_BYTES) in reply.json()["detail"]
+
+
+def test_counterfactual_prompts_bounds_its_answer_and_its_swaps():
+    api = client()
+    blown_up = api.post("/counterfactual-prompts", json={"prompt": "a " * 30_000, "swaps": {"a": "b" * 64}})
+    assert blown_up.status_code == 422 and str(MAX_SWAP_ANSWER_BYTES) in blown_up.json()["detail"]
+    long_word = api.post("/counterfactual-prompts", json={"prompt": "he", "swaps": {"he": "x" * 65}})
+    assert long_word.status_code == 422 and long_word.json()["detail"].startswith("swaps.he: String should have at most 64")
+    fine = api.post("/counterfactual-prompts", json={"prompt": "he said", "swaps": {"he": "she"}})
+    assert fine.status_code == 200 and fine.json() == [{"swap": {"he": "she"}, "prompt": "she said"}]
+
+
+def test_the_result_cache_is_bounded_by_bytes_and_by_count():
+    cache = ResultCache(size=3, max_bytes=100)
+    for index in range(5):
+        cache.put(("t", "k", str(index)), b"x" * 40)
+    assert len(cache) == 2 and cache.bytes == 80  # 3 x 40 > 100: the oldest left
+    assert cache.get(("t", "k", "4")) == b"x" * 40 and cache.get(("t", "k", "0")) is None
+    cache.put(("t", "k", "huge"), b"x" * 101)  # larger than the whole cache: not kept
+    assert cache.get(("t", "k", "huge")) is None and cache.bytes == 80
+    for index in range(5, 10):
+        cache.put(("t", "k", str(index)), b"y")
+    assert len(cache) == 3 and cache.bytes == 3
+
+
+def test_the_in_process_window_forgets_the_oldest_markers_and_idle_tenants():
+    window = MemoryWindow(max_tenants=3, max_seen=5)
+    at = datetime(2026, 11, 20, tzinfo=timezone.utc)
+    for index in range(20):
+        window.add(WindowItem(tenant_id=f"t{index % 4}", session_id=f"s{index}", timestamp=at, owner=str(index)))
+    assert window.sizes == (3, 5)
+    assert window.add(WindowItem(tenant_id="t3", session_id="s19", timestamp=at, owner="x")).status == "duplicate"
