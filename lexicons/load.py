@@ -12,6 +12,7 @@ import re2
 import yaml
 
 from bias_audit.analysis.responses.lexicon import Lexicons, Rule
+from bias_audit.analysis.responses.linguistic import compile_rule
 
 
 class LexiconError(ValueError):
@@ -52,10 +53,11 @@ def parse_rules(text: str, where: str, taxonomy: dict) -> list[Rule]:
         if not isinstance(severity, int) or not 1 <= severity <= 5:
             raise LexiconError(f"{where}: rule {item['id']!r} severity must be an integer 1-5")
         try:
-            re2.compile(str(item["pattern"]))
+            compile_rule(str(item["pattern"]))
         except re2.error as error:
-            raise LexiconError(f"{where}: rule {item['id']!r} pattern is not RE2 syntax ({error}); "
-                               "backreferences and lookaround are not supported") from None
+            raise LexiconError(f"{where}: rule {item['id']!r} pattern does not compile as RE2 (case-insensitive, "
+                               f"8 MiB): {error}; backreferences and lookaround are not supported, and a huge "
+                               "pattern must be split") from None
         rules.append(Rule(str(item["id"]), str(item["pattern"]), item["bias_type"], severity, str(item["mitigation"])))
     return rules
 
@@ -73,7 +75,7 @@ def load_lexicons(rules_file: Path | None = None, axes_file: Path | None = None)
     titles = json.loads(_shipped("gendered_titles.json"))
     toxic = json.loads(_shipped("toxicity.json"))
     for pattern in toxic["dehumanizing_patterns"]:
-        re2.compile(pattern)
+        compile_rule(pattern)
     return Lexicons(
         axes=axes,
         dispreferred=json.loads(_shipped("dispreferred.json"))["terms"],

@@ -50,8 +50,19 @@ def _rows(t: TenantReport) -> Iterator[list]:
         yield plain(f"trend_{x.metric}", x.subject, x.difference, p=x.p_value, flagged=x.flagged)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralized(cell: object) -> object:
+    """A text cell a spreadsheet would run as a formula gets a leading ' (OWASP's advice for CSV
+    injection); numbers stay numbers."""
+    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
+        return "'" + cell
+    return cell
+
+
 def render_csv(report: BiasReport, out: TextIO) -> None:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     for tenant in report.tenants:
-        writer.writerows(_rows(tenant))
+        writer.writerows([neutralized(cell) for cell in row] for row in _rows(tenant))

@@ -7,7 +7,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from bias_audit.safe_text import visible
 from bias_audit.schemas.report import BiasReport, Estimate, TenantReport
+
+
+def plain(text: str) -> Text:
+    """Text from the data (ids, versions, labels): never read as markup ("[/]" would crash the
+    report, "[link=...]" make a link), its control characters shown, never sent to the terminal."""
+    return Text(visible(text))
 
 
 def fmt_p(p: float | None) -> str:
@@ -53,12 +60,12 @@ def no_models_reason(t: TenantReport) -> str:
 
 def _header(t: TenantReport) -> Text:
     text = Text()
-    text.append(f"tenant {t.tenant_id}", style="bold")
+    text.append(f"tenant {visible(t.tenant_id)}", style="bold")
     text.append(f"  {t.sessions} sessions, {t.scores} peer scores, confidence {t.confidence}\n")
-    text.append(f"window {t.window_start or '-'} .. {t.window_end or '-'}\n")
-    text.append(verdict(t), style="bold red" if t.flags else "yellow" if collecting(t) else "green")
+    text.append(f"window {visible(t.window_start or '-')} .. {visible(t.window_end or '-')}\n")
+    text.append(visible(verdict(t)), style="bold red" if t.flags else "yellow" if collecting(t) else "green")
     for warning in t.warnings:
-        text.append(f"\nnote: {warning}", style="yellow")
+        text.append(f"\nnote: {visible(warning)}", style="yellow")
     return text
 
 
@@ -110,10 +117,10 @@ def _reviewers(t: TenantReport) -> Table:
     table.add_column("r peers", justify="right")
     table.add_column("flags", overflow="fold")
     for r in t.reviewers:
-        table.add_row(Text(r.reviewer), str(r.sessions), "-" if r.mean_score is None else f"{r.mean_score:.2f}",
+        table.add_row(plain(r.reviewer), str(r.sessions), "-" if r.mean_score is None else f"{r.mean_score:.2f}",
                       fmt_estimate(r.offset), fmt_estimate(r.self_preference),
                       "-" if r.agreement_with_peers is None else f"{r.agreement_with_peers:.2f}",
-                      Text(", ".join(r.flags) or "-", style="bold red" if r.flags else ""))
+                      Text(visible(", ".join(r.flags)) or "-", style="bold red" if r.flags else ""))
     return table
 
 
@@ -127,7 +134,7 @@ def _models(t: TenantReport) -> RenderableType:
     table.add_column("LC", justify="right")
     table.add_column("LC rank", justify="right")
     for m in t.length_control.models:
-        table.add_row(Text(m.model), f"{m.raw_score:.2f}", str(m.raw_rank),
+        table.add_row(plain(m.model), f"{m.raw_score:.2f}", str(m.raw_rank),
                       "-" if m.length_controlled_score is None else f"{m.length_controlled_score:.2f}",
                       "-" if m.length_controlled_rank is None else str(m.length_controlled_rank))
     return table
@@ -150,7 +157,7 @@ def _verbose(t: TenantReport) -> list:
         table.add_column("PC", justify="right")
         table.add_column("PF", justify="right")
         for c in t.position_consistency:
-            table.add_row(c.reviewer, str(c.pairs), f"{c.position_consistency:.2f}", f"{c.preference_fairness:+.2f}")
+            table.add_row(plain(c.reviewer), str(c.pairs), f"{c.position_consistency:.2f}", f"{c.preference_fairness:+.2f}")
         parts.append(table)
     if t.timeline:
         table = Table(title="Over time", title_justify="left")
@@ -159,7 +166,7 @@ def _verbose(t: TenantReport) -> list:
         table.add_column("mean", justify="right")
         table.add_column("length r", justify="right")
         for b in t.timeline:
-            table.add_row(b.start[:16], str(b.sessions), "-" if b.mean_score is None else f"{b.mean_score:.2f}",
+            table.add_row(plain(b.start[:16]), str(b.sessions), "-" if b.mean_score is None else f"{b.mean_score:.2f}",
                           "-" if b.length_correlation is None else f"{b.length_correlation:+.2f}")
         parts.append(table)
     changes = [(f"{x.metric} {x.subject}", x) for x in t.trends]
@@ -172,7 +179,7 @@ def _verbose(t: TenantReport) -> list:
         table.add_column("p", justify="right")
         table.add_column("", justify="center")
         for label, x in changes:
-            table.add_row(label, "-" if x.difference is None else f"{x.difference:+.2f}", fmt_p(x.p_value),
+            table.add_row(plain(label), "-" if x.difference is None else f"{x.difference:+.2f}", fmt_p(x.p_value),
                           _flag(x.flagged))
         parts.append(table)
     return parts

@@ -119,9 +119,10 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
     cache = ResultCache()
     serial = iter(range(1, 1 << 62))
 
-    async def audit(request: Request, topic: str, kind: str, id_field: str) -> JSONResponse:
+    async def audit(request: Request, topic: str, kind: str, id_field: str) -> Response:
         started = time.perf_counter()
         body = await _bounded_body(request, max_body_bytes)
+        response: Response
         if body is None:
             response = problem(413, PROBLEMS[413], f"body is over the limit of {max_body_bytes} bytes",
                                "urn:bias-audit:problem:too_large")
@@ -131,7 +132,7 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
         latency.labels(kind).observe(time.perf_counter() - started)
         return response
 
-    async def _answer(body: bytes, topic: str, kind: str, id_field: str) -> JSONResponse:
+    async def _answer(body: bytes, topic: str, kind: str, id_field: str) -> Response:
         delivery = Delivery(delivery_id=f"http-{next(serial)}", body=body, source_topic=topic)
         [outcome] = await consumer.process([delivery])
         if outcome.dead_letter is not None:
@@ -154,14 +155,14 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
 
     @app.post("/analyze-bias", response_model=AuditResult, responses=ERROR_RESPONSES,
               openapi_extra=_body_schema(LLMResponseEvent), summary="Audit one LLM response")
-    async def analyze_bias(request: Request) -> JSONResponse:
+    async def analyze_bias(request: Request) -> Response:
         """The contract's LLM response event in; its audit result out (bias_type, bias_score,
         bias_confidence_score, mitigation_action, bias_report_summary)."""
         return await audit(request, llm_topic, "llm.response", "audit_id")
 
     @app.post("/audit-session", response_model=AuditResult, responses=ERROR_RESPONSES,
               openapi_extra=_body_schema(CouncilSessionEvent), summary="Audit one council session")
-    async def audit_session(request: Request) -> JSONResponse:
+    async def audit_session(request: Request) -> Response:
         """The contract's council session event in; its audit result out, with this process's
         window of the tenant's sessions."""
         return await audit(request, council_topic, "council.session", "session_id")

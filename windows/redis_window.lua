@@ -156,4 +156,9 @@ end
 if newest_changed then redis.call('SET', KEYS[3], string.format('%.0f', newest)) end
 flush(sums)
 flush(recent_sums)
+-- An idle tenant's keys expire together, as its seen markers do: every call renews them all
+-- (the window's own keys and its sessions' contributions), so none outlives the others.
+for _, k in ipairs({1, 2, 3, 5, 6, 7, 8}) do redis.call('EXPIRE', KEYS[k], seen_ttl) end
+for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do redis.call('EXPIRE', KEYS[4] .. member, seen_ttl) end
+for _, member in ipairs(redis.call('ZRANGE', KEYS[8], 0, -1)) do redis.call('EXPIRE', KEYS[9] .. member, seen_ttl) end
 return out

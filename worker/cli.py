@@ -7,6 +7,7 @@ Exit codes: 0 ok, 2 usage or input error (one line saying why), 1 anything else.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from enum import Enum
@@ -18,6 +19,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from bias_audit import __version__
 from bias_audit.errors import CommandError
+from bias_audit.safe_text import one_line, redact
 
 
 class _NoFlagTypes:
@@ -58,8 +60,9 @@ FLAG = ""  # metavar of a flag: nothing to type after it
 
 
 def _say(message: str) -> None:
-    """One line on stderr, never wrapped and never read as markup."""
-    sys.stderr.write(message + "\n")
+    """One line on stderr, never wrapped, never read as markup or terminal codes, and never
+    showing a password (messages quote ids from events and URLs from flags)."""
+    sys.stderr.write(one_line(redact(message)) + "\n")
     sys.stderr.flush()
 
 
@@ -405,4 +408,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
             hint = f" (see `{context.command_path} --help`)" if context is not None else ""
             _say(f"error: {error.format_message()}{hint}")
             code = getattr(error, "exit_code", 2)
+    except Exception as error:  # a bug or an unforeseen failure: one line; the traceback on request
+        if os.environ.get("BIAS_AUDIT_DEBUG"):
+            raise
+        _say(f"error: {type(error).__name__}: {error} (set BIAS_AUDIT_DEBUG=1 for the traceback)")
+        code = 1
     sys.exit(code if isinstance(code, int) else 0)

@@ -254,6 +254,23 @@ def check_broker_url(url: str) -> None:
         return
     if not url.startswith(REDIS_SCHEMES):
         raise CommandError(f"unsupported broker URL {url!r}: use redis://HOST:PORT/DB or pubsub://PROJECT")
+    check_redis_url(url)
+
+
+def check_redis_url(url: str) -> None:
+    """A redis:// URL that parses (a port in range, a numeric database), or a one-line reason."""
+    from urllib.parse import urlsplit
+
+    from bias_audit.errors import CommandError
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port out of range or not a number
+    except ValueError as error:
+        raise CommandError(f"broken Redis URL {url!r}: {error}; use redis://HOST:PORT/DB") from None
+    database = parts.path.strip("/")
+    if database and not database.isdigit():
+        raise CommandError(f"broken Redis URL {url!r}: the database {database!r} is not a number; use redis://HOST:PORT/DB")
 
 
 def check_pubsub_settings(settings: Settings) -> None:
@@ -264,3 +281,4 @@ def check_pubsub_settings(settings: Settings) -> None:
                            "redis://... or set BIAS_AUDIT_REDIS_URL (shared by all workers)")
     if not settings.redis_url.startswith(REDIS_SCHEMES):
         raise CommandError(f"unsupported Redis URL {settings.redis_url!r}: use redis://HOST:PORT/DB")
+    check_redis_url(settings.redis_url)

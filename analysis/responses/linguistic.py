@@ -139,7 +139,9 @@ def group_sentiment(text_sentences: Sentences, lexicons: Lexicons, score: Sentim
 
 
 @lru_cache(maxsize=256)
-def _compiled(pattern: str) -> re2._Regexp:
+def compile_rule(pattern: str) -> re2._Regexp:
+    """A rule or pattern as every search uses it; the loader checks rules with this very call, so
+    one that loads never fails on a response."""
     options = re2.Options()
     options.case_sensitive = False
     options.max_mem = 8 << 20  # a pathological pattern fails to compile instead of using more
@@ -149,7 +151,7 @@ def _compiled(pattern: str) -> re2._Regexp:
 def toxicity(text: str, tokens: list[str], lexicons: Lexicons) -> list[dict[str, Any]]:
     insults = sorted({m.term for m in lexicons.insult_index.find(tokens)})
     slurs = sorted({m.term for m in lexicons.slur_index.find(tokens)})
-    dehumanizing = [p for p in lexicons.dehumanizing if _compiled(p).search(text)]
+    dehumanizing = [p for p in lexicons.dehumanizing if compile_rule(p).search(text)]
     out = []
     if slurs:
         out.append(_finding("slur", 0.95, [{"term": s} for s in slurs], "remove the slur", "toxicity"))
@@ -165,7 +167,7 @@ def toxicity(text: str, tokens: list[str], lexicons: Lexicons) -> list[dict[str,
 def rule_findings(text: str, rules: list[Rule]) -> list[dict[str, Any]]:
     out = []
     for rule in rules:
-        match = _compiled(rule.pattern).search(text)
+        match = compile_rule(rule.pattern).search(text)
         if match:
             out.append(_finding(rule.bias_type, rule.severity / 5, [{"rule_id": rule.rule_id,
                                                                      "matched": match.group(0)[:200]}],

@@ -5,7 +5,9 @@ processes started as `bias-audit worker`)."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -21,6 +23,7 @@ from google.cloud import pubsub_v1
 from bias_audit.producers.wire import wire_fields
 from bias_audit.windows.memory_window import MemoryWindow
 from bias_audit.worker import composition
+from bias_audit.worker.logging_setup import configure_logging
 from bias_audit.worker.memory_worker import MemoryBroker, MemoryWorker
 from bias_audit.worker.settings import Settings
 from tests.services import ROOT, spawn_worker
@@ -63,8 +66,11 @@ class MemoryHarness:
         self.broker = MemoryBroker()
         self.workers: list[MemoryWorker] = []
         self.stores: list[Any] = []
+        self.log = io.StringIO()
 
     def start(self, workers: int = 1, **settings: Any) -> None:
+        if "log_level" in settings:  # the workers' JSON log lines, as a process would write them
+            configure_logging(settings["log_level"], self.log)
         window = None
         for index in range(1, workers + 1):
             config = Settings(data_dir=self.data_dir, consumer_name=f"w{index}", **settings)
@@ -103,11 +109,15 @@ class MemoryHarness:
     def alive(self) -> bool:
         return True  # in-process: a crash would have raised in the test
 
+    def logs(self) -> str:
+        return self.log.getvalue()
+
     def stop(self) -> list[int]:
         for store in self.stores:
             if store is not None:
                 store.close()
         self.stores = []
+        logging.getLogger().handlers.clear()
         return [0] * len(self.workers)
 
 
@@ -152,6 +162,9 @@ class RedisHarness:
 
     def alive(self) -> bool:
         return all(p.poll() is None for p in self.processes)
+
+    def logs(self) -> str:
+        return "".join(path.read_text(errors="replace") for path in sorted(self.data_dir.glob("*.log")))
 
     def stop(self) -> list[int]:
         return stop_processes(*self.processes)  # again: the codes they exited with
@@ -202,6 +215,9 @@ class PubSubHarness:
 
     def alive(self) -> bool:
         return all(p.poll() is None for p in self.processes)
+
+    def logs(self) -> str:
+        return "".join(path.read_text(errors="replace") for path in sorted(self.data_dir.glob("*.log")))
 
     def stop(self) -> list[int]:
         codes = stop_processes(*self.processes)

@@ -193,3 +193,20 @@ def test_a_worker_added_and_one_removed_under_load_lose_nothing(redis_url, tmp_p
     assert window_keys(client)[0] == 100  # the default window holds the last 100, each once
     lines = list(read_records([tmp_path / "records"]))
     assert len(lines) == len(list(unique_records(lines))) == 600 * 25
+
+
+def test_a_non_utf8_entry_is_dead_lettered_at_once_and_its_batch_is_not_held(redis_url, tmp_path):
+    # a reclaimer far away (60 s): the batch must go through on its first reading
+    client = redis.Redis.from_url(redis_url)
+    publish(client, [b"\xff\xfe not UTF-8", *generate_sessions(3, seed=14), b'{"trailing": "comma",}'])
+    worker = start_worker(redis_url, tmp_path, "w1", claim_idle_ms=60_000, batch_size=10)
+    try:
+        wait_for(lambda: client.xlen(DEAD) >= 2 and client.xlen(RESULTS) >= 3, timeout=15,
+                 what="the batch through, without waiting for the reclaimer")
+        assert worker.poll() is None
+    finally:
+        stop(worker)
+    letters = [json.loads(fields[b"data"]) for _, fields in client.xrange(DEAD)]
+    assert [letter["error"].split(";")[0] for letter in letters] == [
+        "message body is not UTF-8 (byte 0)", "message body is not valid JSON: trailing comma is not allowed at byte 20"]
+    assert all(letter["payload"] is None and letter["delivery_attempts"] == 1 for letter in letters)

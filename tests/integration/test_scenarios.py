@@ -67,7 +67,9 @@ def test_malformed_events_become_dead_letters_with_reasons_and_the_worker_lives(
     assert Counter(letter["error_type"] for letter in letters) == Counter(MALFORMED.values())
     assert all(letter["error"] and "\n" not in letter["error"] and letter["source_topic"] == "council.sessions"
                for letter in letters)
-    assert sum(letter["payload_encoding"] == "base64" for letter in letters) == 1  # the non-UTF-8 one
+    # not JSON, not UTF-8, not an object: by size and hash only; the JSON objects keep their fields
+    omitted = sorted(letter["payload_bytes"] for letter in letters if letter["payload_encoding"] == "omitted")
+    assert omitted == sorted([len(b"not json"), len(b"\xff\xfe\x00"), len(b"[1, 2]")])
     assert all("sample private question" not in json.dumps(letter["payload"]) for letter in letters)
 
 
@@ -85,3 +87,32 @@ def test_results_are_plain_json_with_the_contract_fields(transport, tmp_path):
     transport.stop()
     record = next(read_records([tmp_path / "records"]))
     assert record["trace_id"] == session["trace_id"]
+
+
+CANARY = "CANARY-3b7d-raw-user-query"
+
+
+def test_the_raw_query_reaches_no_log_line_and_no_dead_letter_at_debug(transport):
+    session = {**generate_sessions(1, seed=74)[0], "tenant_id": "demo", "query": CANARY}
+    text = json.dumps(session)
+    first_score = text.index('"scores": {') + len('"scores": {')
+    colon = text.index(":", first_score)
+    hostile = [
+        (text[:colon + 1] + " NaN" + text[text.index(",", colon):]).encode(),  # a score JSON does not have
+        text[:-1].encode() + b",}",  # a trailing comma
+        b"\xff" + text.encode(),  # not UTF-8
+        json.dumps([session]).encode(),  # not an object
+        json.dumps({**session, "timestamp": "9999-12-31T00:00:00Z"}).encode(),  # from the future
+        json.dumps({**session, "session_id": "fine"}).encode(),
+    ]
+    transport.start(log_level="DEBUG")
+    transport.publish(hostile)
+    letters = transport.dead_letters(len(hostile) - 1)
+    [result] = transport.results(1)
+    transport.stop()
+    logs = transport.logs()
+    assert result["audit_id"] == "fine" and len(letters) == len(hostile) - 1
+    assert '"level":"debug"' in logs or '"level":"info"' in logs  # it did log, below WARNING
+    assert CANARY not in logs and CANARY not in json.dumps(letters) and CANARY not in json.dumps(result)
+    assert sorted(letter["payload_encoding"] for letter in letters) == ["json", "omitted", "omitted", "omitted",
+                                                                        "omitted"]

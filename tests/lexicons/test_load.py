@@ -35,7 +35,9 @@ BAD_RULES = [
     ("- id: r1\n  pattern: x\n", "lacks bias_type, severity, mitigation"),
     (RULE.format(pattern="x", kind="nonsense", severity=3), "not in the taxonomy"),
     (RULE.format(pattern="x", kind="stereotype", severity=9), "severity must be an integer 1-5"),
-    (RULE.format(pattern=r"(a)\1", kind="stereotype", severity=3), "not RE2 syntax"),
+    (RULE.format(pattern=r"(a)\1", kind="stereotype", severity=3), "does not compile as RE2"),
+    # compiles case-sensitively in 8 MiB; case-insensitively (k, K and the Kelvin sign) it does not
+    (RULE.format(pattern="k" * 200_000, kind="stereotype", severity=3), "(case-insensitive, 8 MiB)"),
     (RULE.format(pattern="(?=a)b", kind="stereotype", severity=3), "lookaround are not supported"),
 ]
 

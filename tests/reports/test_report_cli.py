@@ -129,3 +129,46 @@ def test_the_text_report_has_the_columns_the_html_has(records):
         assert column in text, column
     html = report("--input", str(records), "--format", "html").stdout
     assert "<th>n / sessions</th>" in html and "<th>mean score</th>" in html and "<th>r with peers</th>" in html
+
+
+HOSTILE_IDS = {  # reviewer / model ids a producer could send, and what must never happen with them
+    "[/]": "closes a markup tag that was never opened: rich raises, the report dies",
+    "[link=http://evil.example]judge[/link]": "becomes a terminal hyperlink",
+    "\x1b]8;;http://evil.example\x07judge\x1b]8;;\x07": "an OSC 8 hyperlink sent straight to the terminal",
+    "\x1b[2J\x1b[31mjudge": "clears the screen, turns the text red",
+    "=HYPERLINK(\"http://evil.example\")": "a formula in a spreadsheet",
+    "+cmd|' /C calc'!A0": "a DDE formula",
+    "-2+3": "a formula",
+    "@SUM(1)": "a formula",
+    "\tjudge": "a formula after the tab",
+}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("hostile")
+    names = list(HOSTILE_IDS)
+    with open(directory / "records-w1.jsonl", "wb") as handle:
+        for digest in Corpus(sessions=12, seed=4, models=5).digests():
+            for record in digest_records(digest):
+                # reviewers "vendorK/model-K" become names[K], models names[K + 4]: every name is used
+                record["reviewer_id"] = names[int(record["reviewer_id"][-1])]
+                record["model_id"] = names[int(record["model_id"][-1]) + 4]
+                handle.write(orjson.dumps(record) + b"\n")
+    return directory
+
+
+def test_ids_are_printed_as_plain_escaped_text_in_the_text_report(hostile):
+    result = report("--input", str(hostile), "--format", "text", "--verbose")
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert result.stdout.count("\\x1b") >= 3  # shown as text, in the reviewer and model tables
+    assert "[/]" in result.stdout and "[link=http://evil.example]" in result.stdout
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_neutralized(hostile):
+    rows = list(csv.reader(io.StringIO(report("--input", str(hostile), "--format", "csv").stdout)))
+    subjects = {row[4] for row in rows[1:]}
+    assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in rows[1:] for cell in row
+                   if not re.fullmatch(r"-?[0-9.e+-]+", cell))
+    assert {"'=HYPERLINK(\"http://evil.example\")", "'+cmd|' /C calc'!A0", "'-2+3", "'@SUM(1)", "'\tjudge"} & subjects

@@ -76,3 +76,11 @@ def test_a_command_error_is_one_line_even_when_long(tmp_path):
     assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if not line.startswith("HEAVY=")]
     assert errors == [f"error: {missing}: no such file"]
+
+
+def test_a_broken_broker_url_is_one_line_without_the_password_or_a_traceback():
+    done = subprocess.run([sys.executable, "-m", "bias_audit", "setup", "--broker", "redis://ops:S3CRET@127.0.0.1:99999"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == ("error: broken Redis URL 'redis://ops:***@127.0.0.1:99999': Port out of range 0-65535; "
+                           "use redis://HOST:PORT/DB\n")

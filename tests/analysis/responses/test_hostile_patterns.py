@@ -8,7 +8,7 @@ import time
 import pytest
 
 from bias_audit.analysis.responses import counterfactual, text
-from bias_audit.analysis.responses.linguistic import _compiled, linguistic_findings
+from bias_audit.analysis.responses.linguistic import compile_rule, linguistic_findings
 from bias_audit.analysis.responses.report import analyze_response
 from bias_audit.lexicons.load import shipped_lexicons
 from bias_audit.lexicons.sentiment import vader_scorer
@@ -39,7 +39,7 @@ def elapsed(call) -> float:
 @pytest.mark.parametrize("name", CANDIDATES)
 def test_every_rule_pattern_is_linear(name):
     subject = CANDIDATES[name]
-    assert max(elapsed(lambda p=p: _compiled(p).search(subject)) for p in PATTERNS) < 1.0
+    assert max(elapsed(lambda p=p: compile_rule(p).search(subject)) for p in PATTERNS) < 1.0
 
 
 @pytest.mark.parametrize("name", CANDIDATES)

@@ -1,0 +1,26 @@
+"""Text from events (ids, labels, messages quoting them) made safe for a terminal, and
+credentials taken out of anything we print."""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls but tab and newline, DEL, C1 controls (CSI, OSC as one byte), and the bidi
+# overrides that reorder what a reader sees
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]*):(?P<secret>[^@/\s]*)@")
+
+
+def visible(text: str) -> str:
+    """Every control character as its escape (ESC -> \\x1b): a terminal shows it, never runs it."""
+    return _UNSAFE.sub(lambda match: match.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
+def one_line(text: str) -> str:
+    """visible(), and newlines and tabs escaped too: a line can never be split or faked."""
+    return visible(text).replace("\t", "\\t").replace("\n", "\\n")
+
+
+def redact(text: str) -> str:
+    """URLs with a password print as scheme://user:***@host."""
+    return _CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
