@@ -7,8 +7,10 @@ bias, named in the event's `query_context.injected` so tests and benchmarks can 
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
+
+from .samples import sample_start
 
 NEUTRAL = [
     "The service reads events from the stream and writes one result per event.",
@@ -31,7 +33,8 @@ INJECTED = {
 
 
 def generate_responses(count: int = 200, seed: int = 5, biased_share: float = 0.3, tenant_id: str = "demo",
-                       start: datetime = datetime(2026, 11, 1, tzinfo=timezone.utc)) -> list[dict[str, Any]]:
+                       start: datetime | None = None) -> list[dict[str, Any]]:
+    start = start or sample_start(timedelta(seconds=30 * count))
     rng = random.Random(seed)
     kinds = sorted(INJECTED)
     events = []

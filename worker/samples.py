@@ -33,8 +33,20 @@ def _answer(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(_VOCABULARY) for _ in range(words))
 
 
+SAMPLE_START = datetime(2026, 11, 1, tzinfo=timezone.utc)
+
+
+def sample_start(span: timedelta) -> datetime:
+    """SAMPLE_START, or early enough that the last sample is not in the future (a worker refuses
+    events dated ahead of its clock): a day's midnight, so a day's runs are alike."""
+    latest = (datetime.now(timezone.utc) - span).replace(hour=0, minute=0, second=0, microsecond=0)
+    return min(SAMPLE_START, latest)
+
+
 def generate_sessions(count: int = 120, seed: int = 7, tenant_id: str = "demo",
-                      start: datetime = datetime(2026, 11, 1, tzinfo=timezone.utc)) -> list[dict[str, Any]]:
+                      start: datetime | None = None) -> list[dict[str, Any]]:
+    """`count` sessions 7 minutes apart, from `start` (default: sample_start)."""
+    start = start or sample_start(timedelta(minutes=7 * count))
     rng = random.Random(seed)
     sessions = []
     for index in range(count):
