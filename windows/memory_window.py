@@ -29,10 +29,11 @@ class _TenantWindow:
 class MemoryWindow:
     """Bounded for a long-running process (`serve`): at most `max_tenants` windows (the least
     recently used one is dropped, as its Redis keys would expire when idle) and `max_seen`
-    session markers (the oldest forgotten first, as Redis forgets them after their TTL)."""
+    session markers (the oldest forgotten first, as Redis forgets them after their TTL). None:
+    unbounded, for a finite input (`audit` of a file must find a duplicate however far back)."""
 
-    def __init__(self, policy: WindowPolicy = WindowPolicy(), *, max_tenants: int = 1_000,
-                 max_seen: int = 50_000) -> None:
+    def __init__(self, policy: WindowPolicy = WindowPolicy(), *, max_tenants: int | None = 1_000,
+                 max_seen: int | None = 50_000) -> None:
         self.policy = policy
         self.max_tenants, self.max_seen = max_tenants, max_seen
         self._tenants: OrderedDict[str, _TenantWindow] = OrderedDict()
@@ -57,7 +58,7 @@ class MemoryWindow:
         else:
             status = "new"
             self._seen[seen_key] = item.owner
-            while len(self._seen) > self.max_seen:
+            while self.max_seen is not None and len(self._seen) > self.max_seen:
                 self._seen.popitem(last=False)
             ts = item.ts_ms
             if tenant.max_ts is None or ts > tenant.max_ts:
@@ -90,7 +91,7 @@ class MemoryWindow:
         tenant = self._tenants.get(tenant_id)
         if tenant is None:
             tenant = self._tenants[tenant_id] = _TenantWindow()
-            while len(self._tenants) > self.max_tenants:
+            while self.max_tenants is not None and len(self._tenants) > self.max_tenants:
                 self._tenants.popitem(last=False)
         else:
             self._tenants.move_to_end(tenant_id)

@@ -84,10 +84,13 @@ def output_topics(settings: Settings) -> OutputTopics:
                         deadletter=settings.deadletter_topic, raw_deadletter=settings.raw_deadletter_topic)
 
 
-def in_process_processor(settings: Settings, store=None, interactions=None) -> EventRouter:
-    """`bias-audit audit`: same pipeline, window in memory, no broker."""
-    return event_processor(settings, MemoryWindow(settings.window_policy), MemoryAlertState(settings.alert_limits),
-                          council_store=store, response_store=interactions)
+def in_process_processor(settings: Settings, store=None, interactions=None, *, long_running: bool = False) -> EventRouter:
+    """`bias-audit audit` (a finite file: the window remembers every session) and `serve`
+    (long_running: the window is bounded); same pipeline, window in memory, no broker."""
+    window = MemoryWindow(settings.window_policy) if long_running else \
+        MemoryWindow(settings.window_policy, max_tenants=None, max_seen=None)
+    return event_processor(settings, window, MemoryAlertState(settings.alert_limits),
+                           council_store=store, response_store=interactions)
 
 
 def _worker_limits(settings: Settings) -> dict[str, Any]:
@@ -157,6 +160,6 @@ def api_app(settings: Settings):
     from bias_audit.lexicons.load import shipped_lexicons
     from bias_audit.service.app import create_app
 
-    processor = in_process_processor(settings, record_store(settings), interaction_store(settings))
+    processor = in_process_processor(settings, record_store(settings), interaction_store(settings), long_running=True)
     return create_app(processor, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
                       council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps)

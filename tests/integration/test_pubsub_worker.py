@@ -98,10 +98,10 @@ def replay_subscription(project: str, since_s: float) -> None:
 
 
 def replay_until_complete(project: str, since_s: float, results, sessions: list[dict]) -> list[dict]:
-    """Replay until every session has a result, at most three times: under load the emulator
+    """Replay until every session has a result, at most five times: under load the emulator
     can lose a replay's messages too (see README)."""
     wanted = {s["session_id"] for s in sessions}
-    for _ in range(3):
+    for _ in range(5):
         replay_subscription(project, since_s)
         got = results.until(len(wanted), timeout=60, settle=5.0)
         if {r["audit_id"] for r in got} >= wanted:

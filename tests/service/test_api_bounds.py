@@ -72,3 +72,12 @@ def test_the_in_process_window_forgets_the_oldest_markers_and_idle_tenants():
         window.add(WindowItem(tenant_id=f"t{index % 4}", session_id=f"s{index}", timestamp=at, owner=str(index)))
     assert window.sizes == (3, 5)
     assert window.add(WindowItem(tenant_id="t3", session_id="s19", timestamp=at, owner="x")).status == "duplicate"
+
+
+def test_the_audit_commands_window_remembers_every_session_of_its_file():
+    from bias_audit.worker.composition import in_process_processor
+
+    audit = in_process_processor(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-bounds-")))
+    serve = in_process_processor(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-bounds-")), long_running=True)
+    assert (audit.council.window.max_seen, audit.council.window.max_tenants) == (None, None)
+    assert (serve.council.window.max_seen, serve.council.window.max_tenants) == (50_000, 1_000)
