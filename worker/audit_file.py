@@ -31,9 +31,10 @@ def audit_lines(lines: Iterable[tuple[int, bytes]], settings: Settings, source: 
     duplicate. Returns the number of bad lines."""
     from bias_audit.consumers.envelope import Delivery
 
-    from .composition import in_process_processor
+    from .composition import in_process_processor, record_store
 
-    consumer = in_process_processor(settings)
+    store = record_store(settings) if settings.store_url else None  # writes only when asked to
+    consumer = in_process_processor(settings, store)
     bad = 0
 
     async def run() -> None:
@@ -54,6 +55,10 @@ def audit_lines(lines: Iterable[tuple[int, bytes]], settings: Settings, source: 
                                             "line": number}).decode() + "\n")
                     note(f"line {number}: duplicate event, counted once")
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    finally:
+        if store is not None:
+            store.close()
     out.flush()
     return bad

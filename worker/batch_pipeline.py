@@ -17,15 +17,16 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bias_audit.consumers.council import BatchProcessor, Outcome
 from bias_audit.consumers.envelope import Delivery, dead_letter
+from bias_audit.storage.postgres_store import TRANSIENT_ERRORS as POSTGRES_TRANSIENT
 
 from .gc_tuning import collector_paused_per_batch
 from .metrics import WorkerMetrics
 
 log = logging.getLogger("bias_audit.worker")
 
-# The window store is Redis on every transport; the record store is the disk.
+# The window store is Redis on every transport; the record store is the disk or PostgreSQL.
 BASE_TRANSIENT: tuple[type[BaseException], ...] = (
-    RedisConnectionError, RedisTimeoutError, OSError, asyncio.TimeoutError,
+    RedisConnectionError, RedisTimeoutError, OSError, asyncio.TimeoutError, *POSTGRES_TRANSIENT,
 )
 
 

@@ -87,6 +87,9 @@ BrokerOpt = Annotated[Optional[str], typer.Option(
 RedisOpt = Annotated[Optional[str], typer.Option(
     "--redis", metavar="URL",
     help="Redis for the windows (required with pubsub://; default: the broker's Redis); env BIAS_AUDIT_REDIS_URL")]
+StoreOpt = Annotated[Optional[str], typer.Option(
+    "--store", metavar="URL|DIR", help="the audit store: postgresql://... (libpq URL, unix sockets too) or a "
+    "directory of JSONL records (default DATA_DIR/records); env BIAS_AUDIT_STORE_URL")]
 DataDirOpt = Annotated[Optional[Path], typer.Option(
     "--data-dir", metavar="DIR", help="records and the embedded Redis (default .bias-audit); env BIAS_AUDIT_DATA_DIR")]
 WindowSessionsOpt = Annotated[Optional[int], typer.Option(
@@ -170,6 +173,7 @@ def worker(
         metavar="all|council|responses",
         help="all (default): council sessions and LLM responses; council: council.sessions only; responses: "
              "llm.responses only (one per deployment scales each on its own backlog). Env BIAS_AUDIT_CONSUME")] = None,
+    store: StoreOpt = None,
 ) -> None:
     """Run the stream worker on Redis Streams or Pub/Sub.
 
@@ -179,7 +183,7 @@ def worker(
 
     run_worker(_settings(broker_url=broker, redis_url=redis, data_dir=data_dir, consumer_name=consumer,
                          consent_level=consent_level, window_sessions=window_sessions, window_days=window_days,
-                         ops_port=ops_port, consume=consume), say=_say)
+                         ops_port=ops_port, consume=consume, store_url=store), say=_say)
 
 
 @_command
@@ -188,6 +192,7 @@ def serve(
     port: Annotated[int, typer.Option(metavar="PORT", help="listen port")] = 8080,
     data_dir: DataDirOpt = None,
     consent_level: ConsentOpt = None,
+    store: StoreOpt = None,
 ) -> None:
     """Serve the HTTP API (analyze-bias, audit-session, counterfactual-prompts).
 
@@ -196,18 +201,24 @@ def serve(
     Errors are problem+json with a one-line reason."""
     from .run import run_api
 
-    run_api(_settings(data_dir=data_dir, consent_level=consent_level), host, port, say=_say)
+    run_api(_settings(data_dir=data_dir, consent_level=consent_level, store_url=store), host, port, say=_say)
 
 
 @_command
-def setup(broker: BrokerOpt = None, data_dir: DataDirOpt = None) -> None:
-    """Create the input streams and groups, or the Pub/Sub topics and subscriptions.
+def setup(broker: BrokerOpt = None, data_dir: DataDirOpt = None, store: StoreOpt = None) -> None:
+    """Create the input streams and groups, or the Pub/Sub topics and subscriptions; with a
+    PostgreSQL store, apply its migrations.
 
     Redis: consumer groups from the stream's start. Pub/Sub: with the dead-letter and retry
-    policies. Idempotent."""
-    from .run import resolve_broker, set_up_broker
+    policies. PostgreSQL: each migration once, in order. Idempotent."""
+    from .run import resolve_broker, set_up_broker, set_up_store
 
-    settings = _settings(broker_url=broker, data_dir=data_dir)
+    settings = _settings(broker_url=broker, data_dir=data_dir, store_url=store)
+    if settings.store_is_postgres:
+        for line in set_up_store(settings.store_url or ""):
+            print(line)
+        if broker is None and not settings.broker_url:
+            return  # `setup --store URL` alone: the database only
     for line in set_up_broker(settings, resolve_broker(settings)):
         print(line)
 
@@ -281,19 +292,48 @@ def audit(
     file: Annotated[str, typer.Argument(metavar="FILE", help="JSONL file of events, or - for stdin")] = "-",
     window_sessions: WindowSessionsOpt = None,
     window_days: WindowDaysOpt = None,
+    store: StoreOpt = None,
 ) -> None:
     """Audit JSONL events in-process, no broker: one JSON line out per line in.
 
     In input order: the audit result; for a bad line its dead letter (event_type
     bias.audit.deadletter); for a repeated event a bias.audit.duplicate notice. Alerts and bad
-    lines are also named on stderr with their line number; with bad lines the exit code is 2."""
+    lines are also named on stderr with their line number; with bad lines the exit code is 2.
+    Records are written only with --store (a PostgreSQL URL or a directory)."""
     from .audit_file import audit_lines
     from .logging_setup import configure_logging
 
-    settings = _settings(window_sessions=window_sessions, window_days=window_days)
+    settings = _settings(window_sessions=window_sessions, window_days=window_days, store_url=store)
     configure_logging("ERROR")  # bad lines are reported below, one line each
     if audit_lines(_lines(file), settings, file, sys.stdout, _say):
         raise typer.Exit(2)
+
+
+class ExportKind(str, Enum):
+    records = "records"
+
+
+@_command
+def export(
+    store: StoreOpt = None,
+    tenant: Annotated[Optional[str], typer.Option(metavar="TENANT", help="only this tenant")] = None,
+    since: Annotated[Optional[str], typer.Option(metavar="ISO", help="only sessions at or after this time, "
+                                                 "e.g. 2026-11-01T00:00:00Z")] = None,
+    kind: Annotated[ExportKind, typer.Option(help="records: the bias metric records of council sessions")] = ExportKind.records,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")] = None,
+) -> None:
+    """Write the stored records as JSONL (the bias metric record contract).
+
+    llm-council-core and `bias-audit report --input` read the output. From a PostgreSQL store,
+    session by session in time order; memory stays flat however many there are."""
+    from .export import export_records
+
+    settings = _settings(store_url=store)
+    if not settings.store_is_postgres:
+        raise CommandError("export reads a PostgreSQL store: pass --store postgresql://... or set "
+                           "BIAS_AUDIT_STORE_URL (JSONL stores are already in the export format)")
+    count = export_records(settings.store_url or "", tenant=tenant, since=since, output=output)
+    _say(f"exported {count} records" + (f" to {output}" if output else ""))
 
 
 class ReportFormat(str, Enum):

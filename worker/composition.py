@@ -8,6 +8,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from bias_audit.consumers.council import CouncilSessionProcessor
+from bias_audit.consumers.exactly_once import RecordSink
 from bias_audit.consumers.responses import EventRouter, ResponseProcessor
 from bias_audit.producers.redis_streams import OutputTopics, RedisStreamsOutbox
 from bias_audit.storage.jsonl_store import JsonlRecordStore
@@ -26,8 +27,13 @@ def _required(value: str | None, what: str) -> str:
     return value
 
 
-def record_store(settings: Settings) -> JsonlRecordStore:
-    # One file per worker process: scaled-out workers never interleave lines.
+def record_store(settings: Settings) -> RecordSink:
+    """PostgreSQL when the store is a postgresql:// URL; else JSONL, one file per worker process
+    (scaled-out workers never interleave lines)."""
+    if settings.store_is_postgres:
+        from bias_audit.storage.postgres_store import PostgresRecordStore
+
+        return PostgresRecordStore(settings.store_url or "")
     stem = "records-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name)
     return JsonlRecordStore(settings.records_dir, stem)
 

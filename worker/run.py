@@ -119,6 +119,22 @@ class _embedded_broker:
             pass
 
 
+def set_up_store(url: str) -> Iterator[str]:
+    """Apply the PostgreSQL store's migrations: one line saying what was done."""
+    import psycopg
+
+    from bias_audit.safe_text import redact
+    from bias_audit.storage.postgres_store import apply_migrations
+
+    try:
+        applied = apply_migrations(url)
+    except psycopg.Error as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CommandError(f"cannot set up the store at {redact(url)}: {message}", exit_code=1) from None
+    yield (f"store {redact(url)}: applied {', '.join(applied)}" if applied
+           else f"store {redact(url)}: up to date")
+
+
 def set_up_broker(settings: Settings, url: str) -> Iterator[str]:
     """Create the input streams and groups, or the Pub/Sub topics and subscriptions: one line
     per thing, saying whether it was created or already there."""

@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     broker_url: str | None = Field(None, description="redis://... ; unset = embedded Redis in data_dir")
     redis_url: str | None = Field(None, description="Redis for windows; defaults to the broker's Redis")
     data_dir: Path = Path(".bias-audit")
+    store_url: str | None = Field(None, description="the audit store: a postgresql:// URL (libpq form) or a "
+                                  "directory of JSONL files; unset = DATA_DIR/records")
     consent_level: int = Field(1, ge=0, le=4)
     hash_secret: SecretStr | None = None
 
@@ -219,7 +221,14 @@ class Settings(BaseSettings):
 
     @property
     def records_dir(self) -> Path:
+        """Where JSONL records go: the store directory when one is given, else DATA_DIR/records."""
+        if self.store_url and not self.store_is_postgres:
+            return Path(self.store_url)
         return self.data_dir / "records"
+
+    @property
+    def store_is_postgres(self) -> bool:
+        return (self.store_url or "").startswith(("postgresql://", "postgres://"))
 
     @property
     def interactions_dir(self) -> Path:

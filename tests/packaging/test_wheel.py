@@ -37,7 +37,8 @@ def test_the_wheel_ships_every_subpackage_and_its_data(wheel):
     for data in ("bias_audit/windows/redis_window.lua", "bias_audit/windows/alert_state.lua",
                  "bias_audit/lexicons/axes.json", "bias_audit/lexicons/rules.yaml", "bias_audit/lexicons/SOURCES.md",
                  "bias_audit/schemas/asyncapi.json", "bias_audit/schemas/json/council-session-event.schema.json",
-                 "bias_audit/worker/samples/council_sessions.jsonl", "bias_audit/worker/samples/example_events.jsonl"):
+                 "bias_audit/worker/samples/council_sessions.jsonl", "bias_audit/worker/samples/example_events.jsonl",
+                 "bias_audit/storage/migrations/0001_council_sessions.sql"):
         assert data in names, data
     assert not any(name.startswith(("bias_audit/tests/", "tests/", "bench/")) for name in names)
 

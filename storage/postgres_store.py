@@ -1,0 +1,205 @@
+"""The audit store on PostgreSQL: one row per council session, its scored cells packed, written
+in one transaction per batch; a redelivery writes nothing twice (primary key (tenant, session),
+ON CONFLICT DO NOTHING). `session_records` rebuilds the contract's bias metric records exactly.
+
+Migrations are the numbered SQL files in storage/migrations, applied in order, each once, in
+its own transaction, recorded in `schema_migrations` (an advisory lock makes concurrent `setup`
+runs wait for each other).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
+from importlib import resources
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg.types.json import Jsonb
+
+# reviewer, model (indexes into members), position (-1: unknown), score, 1 for a self-review
+_CELL = struct.Struct("<BBhdB")
+_MIGRATION_LOCK = 0x62696173  # "bias": one `setup` migrates at a time
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (psycopg.OperationalError,)
+
+_WRITTEN = ("tenant_id, session_id, session_ts, ts_text, trace_id, consent_level, record_schema, score_scale, "
+            "council_config_version, query_hash, query_metadata, members, response_chars, response_words, cells")
+# A batch is COPYed straight in (binary). When one of its sessions is stored already (a redelivery,
+# another worker's copy), that COPY fails whole and the batch goes through a per-connection
+# staging table and one INSERT ... ON CONFLICT DO NOTHING instead: nothing is written twice.
+_TYPES = ["text", "text", "timestamptz", "text", "text", "int2", "text", "text", "text", "text", "jsonb", "text[]",
+          "int4[]", "int4[]", "bytea"]
+_STAGING = ("CREATE TEMP TABLE IF NOT EXISTS council_session_staging "
+            "(LIKE council_session_audit INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+_FROM_STAGING = (f"INSERT INTO council_session_audit ({_WRITTEN}) SELECT {_WRITTEN} FROM council_session_staging "
+                 "ON CONFLICT (tenant_id, session_id) DO NOTHING")
+
+
+def migrations() -> list[tuple[str, str]]:
+    """(name, SQL) of every shipped migration, in order."""
+    folder = resources.files("bias_audit.storage.migrations")
+    return sorted((entry.name, entry.read_text()) for entry in folder.iterdir() if entry.name.endswith(".sql"))
+
+
+def apply_migrations(url: str) -> list[str]:
+    """Apply the migrations this database lacks; the names applied (none when up to date)."""
+    applied_now = []
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
+        try:
+            connection.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                               "name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+            done = {row[0] for row in connection.execute("SELECT name FROM schema_migrations")}
+            for name, sql in migrations():
+                if name in done:
+                    continue
+                with connection.transaction():
+                    connection.execute(sql.encode())  # our own files, never input
+                    connection.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
+                applied_now.append(name)
+            fill_taxonomy(connection)
+        finally:
+            connection.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+    return applied_now
+
+
+def fill_taxonomy(connection: psycopg.Connection) -> None:
+    """bias_taxonomy from the shipped lexicons/taxonomy.json (updated in place when it changes)."""
+    types = orjson.loads(resources.files("bias_audit.lexicons").joinpath("taxonomy.json").read_bytes())["types"]
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO bias_taxonomy (bias_key, description, severity_level) VALUES (%s, %s, %s) "
+            "ON CONFLICT (bias_key) DO UPDATE SET description = EXCLUDED.description, "
+            "severity_level = EXCLUDED.severity_level",
+            [(key, value["description"], value["severity"]) for key, value in types.items()])
+
+
+def session_rows(records: Iterable[dict[str, Any]]) -> list[tuple]:
+    """Records (build_records' dicts, in their order) grouped into one row per session."""
+    sessions: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for record in records:
+        sessions.setdefault((record["tenant_id"], record["session_id"]), []).append(record)
+    return [_row(rows) for rows in sessions.values()]
+
+
+def utc_text(moment: datetime) -> str:
+    """A timestamp as build_records writes a UTC one."""
+    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _row(records: list[dict[str, Any]]) -> tuple:
+    first = records[0]
+    members: dict[str, int] = {}  # reviewers and models share one list: in a council they are the same
+    for record in records:
+        members.setdefault(record["reviewer_id"], len(members))
+        members.setdefault(record["model_id"], len(members))
+    chars, words = [-1] * len(members), [-1] * len(members)
+    flat: list[Any] = []
+    for record in records:
+        model = members[record["model_id"]]
+        chars[model], words[model] = record["response_length_chars"], record["response_length_words"]
+        position = record["position"]
+        flat += (members[record["reviewer_id"]], model, -1 if position is None else position, record["score_value"],
+                 1 if record["is_self_review"] else 0)
+    cells = struct.pack("<" + _CELL.format[1:] * len(records), *flat)
+    metadata = first["query_metadata"]
+    moment = datetime.fromisoformat(first["timestamp"])
+    return (first["tenant_id"], first["session_id"], moment,
+            None if utc_text(moment) == first["timestamp"] else first["timestamp"],
+            first["trace_id"], first["consent_level"], first["schema_version"], first["score_scale"],
+            first["council_config_version"], first["query_hash"], None if metadata is None else Jsonb(metadata),
+            list(members), chars, words, cells)
+
+
+def records_of(row: tuple) -> Iterator[dict[str, Any]]:
+    """The bias metric records of one stored session, exactly as build_records made them."""
+    (tenant_id, session_id, moment, ts_text, trace_id, consent, schema, scale, config_version, query_hash, metadata,
+     members, chars, words, cells) = row
+    common = {"schema_version": schema, "session_id": session_id, "timestamp": ts_text or utc_text(moment),
+              "tenant_id": tenant_id, "trace_id": trace_id, "consent_level": consent}
+    for reviewer, model, position, score, own in _CELL.iter_unpack(cells):
+        yield {
+            **common,
+            "reviewer_id": members[reviewer],
+            "model_id": members[model],
+            "position": None if position < 0 else position,
+            "response_length_chars": chars[model],
+            "response_length_words": words[model],
+            "score_value": score,
+            "score_scale": scale,
+            "is_self_review": own == 1,
+            "council_config_version": config_version,
+            "query_hash": query_hash,
+            "query_metadata": metadata,
+        }
+
+
+class PostgresRecordStore:
+    """The consumers' record sink on PostgreSQL: one transaction per batch. A connection that
+    fails is dropped and the error raised (transient: the batch stays pending and is retried);
+    the next batch connects again."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._connection: psycopg.Connection | None = None
+
+    def _connected(self) -> psycopg.Connection:
+        if self._connection is None or self._connection.closed:
+            self._connection = psycopg.connect(self.url, connect_timeout=5)
+        return self._connection
+
+    def append(self, records: list[dict[str, Any]]) -> int:
+        """Write the batch's sessions; returns the number of new sessions stored."""
+        rows = session_rows(records)
+        if not rows:
+            return 0
+        connection = self._connected()
+        try:
+            try:  # the common case, no session stored yet: COPY straight in
+                with connection.transaction(), connection.cursor() as cursor:
+                    self._copy(cursor, "council_session_audit", rows)
+                    return len(rows)
+            except psycopg.errors.UniqueViolation:  # a redelivery or another worker's copy: skip those
+                with connection.transaction(), connection.cursor() as cursor:
+                    cursor.execute(_STAGING)
+                    self._copy(cursor, "council_session_staging", rows)
+                    cursor.execute(_FROM_STAGING)
+                    return cursor.rowcount
+        except psycopg.OperationalError:
+            self.close()
+            raise
+
+    @staticmethod
+    def _copy(cursor: psycopg.Cursor, table: str, rows: list[tuple]) -> None:
+        with cursor.copy(f"COPY {table} ({_WRITTEN}) FROM STDIN (FORMAT BINARY)".encode()) as copy:
+            copy.set_types(_TYPES)
+            for row in rows:
+                copy.write_row(row)
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+def read_records(url: str, *, tenant: str | None = None, since: datetime | None = None,
+                 batch: int = 1_000) -> Iterator[dict[str, Any]]:
+    """Every stored bias metric record, session by session in time order (a server-side cursor:
+    memory stays flat however many there are)."""
+    conditions: list[str] = []
+    parameters: list[Any] = []
+    if tenant is not None:
+        conditions.append("tenant_id = %s")
+        parameters.append(tenant)
+    if since is not None:
+        conditions.append("session_ts >= %s")
+        parameters.append(since)
+    where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+    with psycopg.connect(url) as connection, connection.cursor(name="bias_audit_export") as cursor:
+        cursor.itersize = batch
+        query = f"SELECT {_WRITTEN} FROM council_session_audit {where} ORDER BY tenant_id, session_ts, session_id"
+        cursor.execute(query.encode(), parameters)  # the conditions are ours; the values are parameters
+        for row in cursor:
+            yield from records_of(row)

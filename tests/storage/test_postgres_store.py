@@ -1,0 +1,153 @@
+"""The PostgreSQL audit store on a real server: migrations from empty and again, the records the
+consumer built come back exactly, a redelivery writes nothing twice, the raw query is in no
+table, and an unreachable database is a transient error (the batch is retried, not lost)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+
+import psycopg
+import pytest
+
+from bias_audit.consumers.council import CouncilSessionProcessor
+from bias_audit.consumers.envelope import Delivery
+from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records as read_jsonl
+from bias_audit.storage.postgres_store import (TRANSIENT_ERRORS, PostgresRecordStore, apply_migrations, migrations,
+                                               read_records)
+from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.worker.batch_pipeline import BASE_TRANSIENT
+from bias_audit.worker.samples import generate_sessions
+
+pytestmark = pytest.mark.postgres
+CANARY = "CANARY-5e0a-raw-user-query"
+
+
+def deliveries(sessions: list[dict], prefix: str = "1") -> list[Delivery]:
+    return [Delivery(delivery_id=f"{prefix}-{i}", body=json.dumps({**s, "query": CANARY}).encode(),
+                     source_topic="council.sessions") for i, s in enumerate(sessions)]
+
+
+def process(store, batches: list[list[Delivery]], **options) -> None:
+    processor = CouncilSessionProcessor(window=MemoryWindow(), store=store, **options)
+    for batch in batches:
+        asyncio.run(processor.process(batch))
+
+
+def test_migrations_apply_from_empty_once_and_fill_the_taxonomy(postgres_url):
+    assert apply_migrations(postgres_url) == [name for name, _ in migrations()]
+    assert apply_migrations(postgres_url) == []  # idempotent
+    taxonomy = json.loads((__import__("pathlib").Path(__file__).parents[2] / "lexicons" / "taxonomy.json").read_text())
+    with psycopg.connect(postgres_url) as connection:
+        rows = dict(connection.execute("SELECT bias_key, severity_level FROM bias_taxonomy").fetchall())
+        tables = {r[0] for r in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+    assert rows == {key: value["severity"] for key, value in taxonomy["types"].items()}
+    assert {"council_session_audit", "bias_taxonomy", "schema_migrations"} <= tables
+
+
+def test_the_records_come_back_exactly_as_the_file_store_wrote_them(postgres_url, tmp_path):
+    apply_migrations(postgres_url)
+    sessions = generate_sessions(40, seed=81)
+    sessions[3]["query_metadata"] = {"category": "medical", "language": "en"}
+    sessions[4]["council_config_version"] = "v2"
+    sessions[5]["timestamp"] = "2026-11-02T12:00:00.250000+02:00"  # kept as written, not as UTC
+    outsider = dict(sessions[6]["reviews"][0], reviewer="judge-outside-the-council")  # reviews, answers nothing
+    sessions[6]["reviews"] = [*sessions[6]["reviews"], outsider]
+    batches = [deliveries(sessions[:25]), deliveries(sessions[25:], "2")]
+    files = JsonlRecordStore(tmp_path, "records")
+    process(files, batches, default_consent=4, hash_secret=b"0123456789abcdef-secret")
+    files.close()
+    store = PostgresRecordStore(postgres_url)
+    process(store, batches, default_consent=4, hash_secret=b"0123456789abcdef-secret")
+    expected = sorted(read_jsonl([files.path]), key=lambda r: (r["session_id"], r["reviewer_id"], r["model_id"]))
+    got = sorted(read_records(postgres_url), key=lambda r: (r["session_id"], r["reviewer_id"], r["model_id"]))
+    assert len(expected) == 40 * 25 + 5 and got == expected
+    assert {r["timestamp"] for r in got if r["session_id"] == sessions[5]["session_id"]} == {sessions[5]["timestamp"]}
+    assert [list(r) for r in got[:1]] == [list(r) for r in expected[:1]]  # the contract's field order too
+    assert {r["query_hash"] is not None for r in got} == {True}
+
+
+def test_a_redelivered_or_repeated_batch_writes_nothing_twice(postgres_url):
+    apply_migrations(postgres_url)
+    sessions = generate_sessions(10, seed=82)
+    store = PostgresRecordStore(postgres_url)
+    process(store, [deliveries(sessions)])
+    process(store, [deliveries(sessions, "again"), deliveries(sessions[:5], "third")])  # other workers' copies
+    with psycopg.connect(postgres_url) as connection:
+        [(count,)] = connection.execute("SELECT count(*) FROM council_session_audit").fetchall()
+    assert count == 10 and len(list(read_records(postgres_url))) == 10 * 25
+
+
+def test_export_filters_by_tenant_and_time(postgres_url):
+    apply_migrations(postgres_url)
+    sessions = generate_sessions(20, seed=83)
+    for index, session in enumerate(sessions):
+        session["tenant_id"] = "acme" if index % 2 else "globex"
+    process(PostgresRecordStore(postgres_url), [deliveries(sessions)])
+    acme = list(read_records(postgres_url, tenant="acme"))
+    assert {r["tenant_id"] for r in acme} == {"acme"} and len(acme) == 10 * 25
+    from datetime import datetime
+
+    since = datetime.fromisoformat(sessions[10]["timestamp"])
+    later = {r["session_id"] for r in read_records(postgres_url, since=since)}
+    assert later == {s["session_id"] for s in sessions[10:]}
+
+
+def test_the_raw_query_is_in_no_table(postgres_url):
+    apply_migrations(postgres_url)
+    process(PostgresRecordStore(postgres_url), [deliveries(generate_sessions(5, seed=84))], default_consent=4,
+            hash_secret=b"0123456789abcdef-secret")
+    from bias_audit.storage.embedded_postgres import pg_dump_binary
+
+    dump = subprocess.run([pg_dump_binary(), "--data-only", postgres_url], capture_output=True, text=True, timeout=60,
+                          check=True).stdout
+    assert "council_session_audit" in dump and CANARY not in dump
+
+
+def test_an_unreachable_database_is_a_transient_error_and_the_next_batch_reconnects(postgres_url):
+    apply_migrations(postgres_url)
+    assert set(TRANSIENT_ERRORS) <= set(BASE_TRANSIENT)
+    down = PostgresRecordStore("postgresql://postgres@127.0.0.1:1/nothing?connect_timeout=1")
+    with pytest.raises(TRANSIENT_ERRORS):
+        process(down, [deliveries(generate_sessions(2, seed=85))])
+    store = PostgresRecordStore(postgres_url)
+    process(store, [deliveries(generate_sessions(2, seed=85))])
+    with psycopg.connect(postgres_url) as connection:  # the server drops our connection mid-run
+        connection.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    with pytest.raises(TRANSIENT_ERRORS):
+        process(store, [deliveries(generate_sessions(4, seed=86), "3")])
+    process(store, [deliveries(generate_sessions(4, seed=86), "3")])  # the retry, on a new connection
+    assert len({r["session_id"] for r in read_records(postgres_url)}) == 2 + 4
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "bias_audit", *args], input=stdin, capture_output=True, text=True,
+                          timeout=180)
+
+
+def test_setup_audit_and_export_through_the_command_line(postgres_url, tmp_path):
+    first, again = cli("setup", "--store", postgres_url), cli("setup", "--store", postgres_url)
+    assert first.returncode == 0 and "applied 0001_council_sessions.sql" in first.stdout, first.stderr
+    assert again.returncode == 0 and again.stdout.endswith("up to date\n")
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join(json.dumps({**s, "query": CANARY}) + "\n" for s in generate_sessions(12, seed=87)))
+    into_database = cli("audit", str(events), "--store", postgres_url)
+    into_files = cli("audit", str(events), "--store", str(tmp_path / "files"))
+    assert into_database.returncode == into_files.returncode == 0, into_database.stderr
+    exported = cli("export", "--store", postgres_url, "--output", str(tmp_path / "export.jsonl"))
+    assert exported.returncode == 0 and exported.stderr == f"exported {12 * 25} records to {tmp_path / 'export.jsonl'}\n"
+    from_files = sorted(read_jsonl(sorted((tmp_path / "files").glob("*.jsonl"))), key=json.dumps)
+    assert sorted(read_jsonl([tmp_path / "export.jsonl"]), key=json.dumps) == from_files and len(from_files) == 300
+
+
+def test_export_refuses_a_bad_since_and_an_unreachable_store_in_one_line(postgres_url):
+    bad_time = cli("export", "--store", postgres_url, "--since", "yesterday")
+    assert bad_time.returncode == 2 and bad_time.stderr == (
+        "error: --since 'yesterday' is not an ISO 8601 time, e.g. 2026-11-01T00:00:00Z\n")
+    down = cli("setup", "--store", "postgresql://ops:S3CRET@127.0.0.1:1/x?connect_timeout=1")
+    assert down.returncode == 1 and down.stderr.startswith("error: cannot set up the store at postgresql://ops:***@")
+    assert "S3CRET" not in down.stderr and down.stderr.count("\n") == 1

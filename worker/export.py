@@ -1,0 +1,43 @@
+"""`bias-audit export`: the stored records as the contract's JSONL."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+
+from bias_audit.errors import CommandError
+
+
+def export_records(url: str, *, tenant: str | None, since: str | None, output: Path | None) -> int:
+    """Write every matching record, one JSON line each; returns how many."""
+    import psycopg
+
+    from bias_audit.safe_text import redact
+    from bias_audit.storage.postgres_store import read_records
+
+    start = None
+    if since is not None:
+        try:
+            start = datetime.fromisoformat(since)
+        except ValueError:
+            raise CommandError(f"--since {since!r} is not an ISO 8601 time, e.g. 2026-11-01T00:00:00Z") from None
+        if start.tzinfo is None:
+            raise CommandError(f"--since {since!r} has no timezone; add Z or an offset")
+    handle = open(output, "wb") if output else sys.stdout.buffer
+    count = 0
+    try:
+        for record in read_records(url, tenant=tenant, since=start):
+            handle.write(orjson.dumps(record) + b"\n")
+            count += 1
+    except psycopg.Error as error:
+        raise CommandError(f"cannot read the store at {redact(url)}: {str(error).strip().splitlines()[0]}",
+                           exit_code=1) from None
+    finally:
+        if output:
+            handle.close()
+        else:
+            handle.flush()
+    return count
