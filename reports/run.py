@@ -60,6 +60,30 @@ def live_windows(url: str, prefix: str, tenant: str | None, sessions: int | None
     return windows, stats
 
 
+def store_windows(url: str, tenant: str | None, sessions: int | None, days: float | None):
+    """(windows, read stats) from a PostgreSQL audit store, cut as the file reader cuts."""
+    import psycopg
+
+    from bias_audit.analysis.window import window_bounds
+    from bias_audit.analysis.window_cells import window_cells
+    from bias_audit.safe_text import redact
+    from bias_audit.storage.postgres_store import read_digests
+    from bias_audit.storage.report_reader import ReadStats, TenantWindows
+
+    try:
+        stored = read_digests(url, tenant=tenant, sessions=sessions)
+    except psycopg.Error as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CommandError(f"reading the store at {redact(url)} failed: {message}", exit_code=1) from None
+    stats = ReadStats(sessions=sum(len(d) for d in stored.values()),
+                      records=sum(len(x.cell_score) for d in stored.values() for x in d))
+    windows = []
+    for name, digests in sorted(stored.items()):
+        first_previous, first = window_bounds([d.ts_ms for d in digests], digests[-1].ts_ms, sessions, days)
+        windows.append(TenantWindows(name, window_cells(digests[first_previous:]), first - first_previous))
+    return windows, stats
+
+
 def default_sources(records_dir: Path) -> list[str]:
     """The data directory's records, where the worker writes them."""
     if not any(records_dir.glob("*.jsonl")):

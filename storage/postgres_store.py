@@ -13,11 +13,14 @@ import struct
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import psycopg
 from psycopg.types.json import Jsonb
+
+if TYPE_CHECKING:
+    from bias_audit.analysis.digest import SessionDigest
 
 # reviewer, model (indexes into members), position (-1: unknown), score, 1 for a self-review
 _CELL = struct.Struct("<BBhdB")
@@ -203,3 +206,76 @@ def read_records(url: str, *, tenant: str | None = None, since: datetime | None 
         cursor.execute(query.encode(), parameters)  # the conditions are ours; the values are parameters
         for row in cursor:
             yield from records_of(row)
+
+
+def read_digests(url: str, *, tenant: str | None, sessions: int | None) -> dict[str, list[SessionDigest]]:
+    """Per tenant, oldest first, the session digests a report's window and the window before it
+    can hold: the newest 2 x `sessions` (all when None). The report cuts them as it cuts files."""
+    from bias_audit.analysis.digest import StoredCell, digest_from_records
+
+    where = "WHERE tenant_id = %s" if tenant is not None else ""
+    parameters: list[Any] = [tenant] if tenant is not None else []
+    newest = "" if sessions is None else "WHERE newest_first <= %s"
+    if sessions is not None:
+        parameters.append(2 * sessions)
+    query = (f"SELECT {_WRITTEN} FROM (SELECT *, row_number() OVER (PARTITION BY tenant_id "
+             f"ORDER BY session_ts DESC, session_id DESC) AS newest_first FROM council_session_audit {where}) AS s "
+             f"{newest} ORDER BY tenant_id, session_ts, session_id")
+    out: dict[str, list[SessionDigest]] = {}
+    with psycopg.connect(url) as connection, connection.cursor(name="bias_audit_report") as cursor:
+        cursor.itersize = 2_000
+        cursor.execute(query.encode(), parameters)  # the clauses are ours; the values are parameters
+        for row in cursor:
+            cells = [StoredCell(**{name: record[name] for name in _CELL_FIELDS}) for record in records_of(row)]
+            out.setdefault(row[0], []).append(digest_from_records(cells))
+    return out
+
+
+# what a report reads of a record (analysis.digest.StoredCell's fields)
+_CELL_FIELDS = ("session_id", "timestamp", "reviewer_id", "model_id", "score_value", "tenant_id", "trace_id",
+                "position", "response_length_words", "response_length_chars", "score_scale", "is_self_review",
+                "council_config_version", "schema_version")
+
+
+_CONTRACT = ("schema_version", "session_id", "timestamp", "tenant_id", "trace_id", "consent_level", "reviewer_id",
+             "model_id", "position", "response_length_chars", "response_length_words", "score_value", "score_scale",
+             "is_self_review", "council_config_version", "query_hash", "query_metadata")
+
+
+def import_records(url: str, records: Iterable[dict[str, Any]], batch_sessions: int = 500) -> tuple[int, int]:
+    """Our bias metric records (JSONL) into the store, a session's consecutive records as one row;
+    (sessions read, sessions new). A session stored already is skipped: importing twice adds
+    nothing. Records without every field of our contract (llm-council-core's files) are refused
+    with the reason: they cannot be rebuilt exactly."""
+    store = PostgresRecordStore(url)
+    pending: list[dict[str, Any]] = []
+    sessions = new = 0
+    current: tuple[Any, Any] | None = None
+    try:
+        for record in records:
+            missing = [name for name in _CONTRACT if name not in record]
+            if missing:
+                raise ValueError(f"session {record.get('session_id')!r}: a record without {', '.join(missing)} "
+                                 "(llm-council-core's files are not imported yet; report them with --input)")
+            key = (record["tenant_id"], record["session_id"])
+            if key != current:
+                sessions += 1
+                current = key
+                if sessions % batch_sessions == 1 and pending:  # a batch ends between two sessions
+                    new += store.append(pending)
+                    pending = []
+            pending.append(record)
+        if pending:
+            new += store.append(pending)
+    finally:
+        store.close()
+    return sessions, new
+
+
+def missing_migrations(url: str) -> list[str]:
+    """The shipped migrations this database has not applied (all of them on an empty one)."""
+    with psycopg.connect(url, connect_timeout=5) as connection:
+        exists = connection.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+        done = {row[0] for row in connection.execute("SELECT name FROM schema_migrations")} if exists and exists[0] \
+            else set()
+    return [name for name, _ in migrations() if name not in done]

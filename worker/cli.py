@@ -106,18 +106,22 @@ def _settings(**overrides: Any):
     return settings_from(**overrides)
 
 
-def _command(function):
-    """A command whose CommandError becomes one line on stderr and its exit code."""
+def _command(function=None, *, name: str | None = None):
+    """A command whose CommandError becomes one line on stderr and its exit code; `name` when
+    the command's name is a Python keyword (`import`)."""
     import functools
 
-    @functools.wraps(function)
-    def run(*args: Any, **kwargs: Any) -> None:
-        try:
-            function(*args, **kwargs)
-        except CommandError as error:
-            _fail(error.message, error.exit_code)
+    def register(function):
+        @functools.wraps(function)
+        def run(*args: Any, **kwargs: Any) -> None:
+            try:
+                function(*args, **kwargs)
+            except CommandError as error:
+                _fail(error.message, error.exit_code)
 
-    return app.command(cls=_Command)(run)
+        return app.command(name, cls=_Command)(run)
+
+    return register(function) if function is not None else register
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
@@ -326,14 +330,52 @@ def export(
 
     llm-council-core and `bias-audit report --input` read the output. From a PostgreSQL store,
     session by session in time order; memory stays flat however many there are."""
-    from .export import export_records
+    from .export import export_records, parse_since
 
     settings = _settings(store_url=store)
     if not settings.store_is_postgres:
         raise CommandError("export reads a PostgreSQL store: pass --store postgresql://... or set "
                            "BIAS_AUDIT_STORE_URL (JSONL stores are already in the export format)")
-    count = export_records(settings.store_url or "", tenant=tenant, since=since, output=output)
+    start = parse_since(since)
+    from .run import require_store_schema
+
+    require_store_schema(settings.store_url or "")
+    count = export_records(settings.store_url or "", tenant=tenant, start=start, output=output)
     _say(f"exported {count} records" + (f" to {output}" if output else ""))
+
+
+@_command(name="import")
+def import_(
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="JSONL record files or directories")],
+    store: StoreOpt = None,
+) -> None:
+    """Load bias metric records (JSONL, as workers and `export` write them) into a PostgreSQL store.
+
+    Idempotent: a session stored already is skipped."""
+    import psycopg
+
+    from bias_audit.storage.jsonl_store import read_records
+    from bias_audit.storage.postgres_store import import_records
+
+    settings = _settings(store_url=store)
+    if not settings.store_is_postgres:
+        raise CommandError("import writes to a PostgreSQL store: pass --store postgresql://... or set BIAS_AUDIT_STORE_URL")
+    missing = [str(path) for path in files if not path.exists()]
+    if missing:
+        raise CommandError(f"no such file or directory: {', '.join(missing)}")
+    from .run import require_store_schema
+
+    require_store_schema(settings.store_url or "")
+    skipped: list[str] = []
+    try:
+        sessions, new = import_records(settings.store_url or "", read_records(files, skipped=skipped))
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    except psycopg.Error as error:
+        raise CommandError(f"writing to the store at {redact(settings.store_url or '')} failed: "
+                           f"{str(error).strip().splitlines()[0]}", exit_code=1) from None
+    _say(f"imported {new} new sessions of {sessions} read" + (f"; skipped {len(skipped)} unreadable lines "
+                                                             f"(first: {skipped[0]})" if skipped else ""))
 
 
 class ReportFormat(str, Enum):
@@ -363,6 +405,7 @@ def report(
     redis: Annotated[Optional[str], typer.Option(
         "--redis", metavar="URL", help="report the live window kept in this Redis instead of stored records")] = None,
     data_dir: DataDirOpt = None,
+    store: StoreOpt = None,
 ) -> None:
     """Cross-session bias report over stored records or the live window.
 
@@ -371,17 +414,25 @@ def report(
     wrote in the data directory. Memory follows the window (newest N sessions / D days per
     tenant), not the files."""
     from bias_audit.reports.build import build_report
-    from bias_audit.reports.run import default_sources, live_windows, stored_windows, write_report
+    from bias_audit.reports.run import default_sources, live_windows, store_windows, stored_windows, write_report
     from bias_audit.storage.report_reader import collector_paused
 
-    settings = _settings(data_dir=data_dir)
+    settings = _settings(data_dir=data_dir, store_url=store)
     window_sessions = settings.window_sessions if sessions is None else (sessions or None)
     window_days = settings.window_days if days is None else (days or None)
     if window_sessions is not None and window_sessions < 0 or window_days is not None and window_days < 0:
         raise CommandError("--sessions and --days must be 0 (no limit) or positive")
     sources = [*(inputs or []), *(paths or [])]
     with collector_paused():  # a one-shot run whose objects all live to its end
-        if redis:
+        if settings.store_is_postgres and (store is not None or not (sources or redis)):
+            if sources or redis:
+                raise CommandError("give one of --input files, --redis or --store, not several")
+            from .run import require_store_schema
+
+            require_store_schema(settings.store_url or "")
+            windows, stats = store_windows(settings.store_url or "", tenant, window_sessions, window_days)
+            sources = [redact(settings.store_url or "")]
+        elif redis:
             if sources:
                 raise CommandError("give either --input files or --redis, not both")
             from .settings import check_broker_url
@@ -390,7 +441,7 @@ def report(
             windows, stats = live_windows(redis, settings.key_prefix, tenant, window_sessions, window_days)
             sources = [redis]
         else:
-            sources = sources or default_sources(settings.records_dir)
+            sources = sources or default_sources(settings.records_dir)  # --store DIR: that directory
             windows, stats = stored_windows(sources, tenant, window_sessions, window_days,
                                             progress=lambda total: _progress("reading records", total, in_bytes=True))
         document = build_report(windows, stats, sources=sources, sessions=window_sessions, days=window_days)

@@ -33,6 +33,9 @@ def record_store(settings: Settings) -> RecordSink:
     if settings.store_is_postgres:
         from bias_audit.storage.postgres_store import PostgresRecordStore
 
+        from .run import require_store_schema
+
+        require_store_schema(settings.store_url or "")
         return PostgresRecordStore(settings.store_url or "")
     stem = "records-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name)
     return JsonlRecordStore(settings.records_dir, stem)

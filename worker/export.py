@@ -11,21 +11,26 @@ import orjson
 from bias_audit.errors import CommandError
 
 
-def export_records(url: str, *, tenant: str | None, since: str | None, output: Path | None) -> int:
+def parse_since(since: str | None) -> datetime | None:
+    """--since as an aware datetime, or a CommandError saying what is wrong with it."""
+    if since is None:
+        return None
+    try:
+        start = datetime.fromisoformat(since)
+    except ValueError:
+        raise CommandError(f"--since {since!r} is not an ISO 8601 time, e.g. 2026-11-01T00:00:00Z") from None
+    if start.tzinfo is None:
+        raise CommandError(f"--since {since!r} has no timezone; add Z or an offset")
+    return start
+
+
+def export_records(url: str, *, tenant: str | None, start: datetime | None, output: Path | None) -> int:
     """Write every matching record, one JSON line each; returns how many."""
     import psycopg
 
     from bias_audit.safe_text import redact
     from bias_audit.storage.postgres_store import read_records
 
-    start = None
-    if since is not None:
-        try:
-            start = datetime.fromisoformat(since)
-        except ValueError:
-            raise CommandError(f"--since {since!r} is not an ISO 8601 time, e.g. 2026-11-01T00:00:00Z") from None
-        if start.tzinfo is None:
-            raise CommandError(f"--since {since!r} has no timezone; add Z or an offset")
     handle = open(output, "wb") if output else sys.stdout.buffer
     count = 0
     try:

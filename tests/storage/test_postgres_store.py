@@ -142,6 +142,11 @@ def test_setup_audit_and_export_through_the_command_line(postgres_url, tmp_path)
     assert exported.returncode == 0 and exported.stderr == f"exported {12 * 25} records to {tmp_path / 'export.jsonl'}\n"
     from_files = sorted(read_jsonl(sorted((tmp_path / "files").glob("*.jsonl"))), key=json.dumps)
     assert sorted(read_jsonl([tmp_path / "export.jsonl"]), key=json.dumps) == from_files and len(from_files) == 300
+    for window in (["--sessions", "5"], ["--sessions", "0", "--days", "0"]):
+        from_store = cli("report", "--store", postgres_url, "--format", "json", *window)
+        from_records = cli("report", "--input", str(tmp_path / "files"), "--format", "json", *window)
+        assert from_store.returncode == from_records.returncode == 0, from_store.stderr
+        assert json.loads(from_store.stdout)["tenants"] == json.loads(from_records.stdout)["tenants"]
 
 
 def test_export_refuses_a_bad_since_and_an_unreachable_store_in_one_line(postgres_url):
@@ -151,3 +156,26 @@ def test_export_refuses_a_bad_since_and_an_unreachable_store_in_one_line(postgre
     down = cli("setup", "--store", "postgresql://ops:S3CRET@127.0.0.1:1/x?connect_timeout=1")
     assert down.returncode == 1 and down.stderr.startswith("error: cannot set up the store at postgresql://ops:***@")
     assert "S3CRET" not in down.stderr and down.stderr.count("\n") == 1
+
+
+def test_import_loads_exported_records_once_and_refuses_what_it_cannot_rebuild(postgres_url, postgres_server, tmp_path):
+    source = tmp_path / "records"
+    files = JsonlRecordStore(source, "w1")
+    process(files, [deliveries(generate_sessions(30, seed=88))])
+    files.close()
+    unmigrated = cli("import", str(source), "--store", postgres_url)
+    assert unmigrated.returncode == 2 and unmigrated.stderr.endswith(
+        "lacks migrations 0001_council_sessions.sql: run `bias-audit setup --store URL` first\n")
+    assert cli("worker", "--store", postgres_url, "--broker", "redis://127.0.0.1:1/0").returncode == 2
+    apply_migrations(postgres_url)
+    first, again = cli("import", str(source), "--store", postgres_url), cli("import", str(source), "--store", postgres_url)
+    assert first.returncode == again.returncode == 0, first.stderr
+    assert first.stderr == "imported 30 new sessions of 30 read\n" and again.stderr == "imported 0 new sessions of 30 read\n"
+    assert sorted(read_records(postgres_url), key=json.dumps) == sorted(read_jsonl([source]), key=json.dumps)
+    foreign = tmp_path / "bias_metrics.jsonl"  # llm-council-core's record: no words, no self flag, no consent
+    foreign.write_text(json.dumps({"session_id": "x", "timestamp": "2026-11-01T00:00:00Z", "reviewer_id": "a",
+                                   "model_id": "b", "position": 0, "response_length_chars": 10, "score_value": 7.0,
+                                   "score_scale": "1-10", "council_config_version": None, "query_hash": None,
+                                   "query_metadata": None}) + "\n")
+    refused = cli("import", str(foreign), "--store", postgres_url)
+    assert refused.returncode == 2 and refused.stderr.startswith("error: session 'x': a record without schema_version")

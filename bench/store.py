@@ -1,0 +1,61 @@
+"""`bias-audit report --store` (PostgreSQL) against llm-council-core's report on the same records.
+
+    python bench/store.py FILE      # e.g. the 10,000-session file bench/report.py --dir DIR wrote
+
+The records are imported into an embedded PostgreSQL (`bias-audit import`), then each report runs
+as a fresh process over the whole window (every session), timed from the outside: ours from
+the store, the reference from the file. Prints a table; record it in bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from bench.report import REFERENCE  # noqa: E402
+
+
+def timed(command: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    return time.perf_counter() - started
+
+
+def main(path: Path, rounds: int = 3) -> None:
+    from bias_audit.storage.embedded_postgres import EmbeddedPostgres
+    from bias_audit.storage.postgres_store import apply_migrations
+
+    with tempfile.TemporaryDirectory() as tmp:
+        database = EmbeddedPostgres(Path(tmp) / "pg").start()
+        try:
+            apply_migrations(database.url)
+            imported = timed([sys.executable, "-m", "bias_audit", "import", str(path), "--store", database.url])
+            ours = [timed([sys.executable, "-m", "bias_audit", "report", "--store", database.url, "--sessions", "0",
+                           "--days", "0", "--format", "json"]) for _ in range(rounds)]
+            reference = timed([sys.executable, "-c", REFERENCE, str(path), "0"])
+        finally:
+            database.stop()
+    best = min(ours)
+    table = Table(title=f"Report over every session of {path.name}, whole processes (s)")
+    for column in ("what", "seconds", "vs reference"):
+        table.add_column(column, justify="right")
+    table.add_row("import into PostgreSQL (once)", f"{imported:.2f}", "")
+    table.add_row(f"bias-audit report --store (best of {rounds})", f"{best:.2f}", f"{reference / best:.1f}x")
+    table.add_row("llm-council-core run_aggregated_bias_audit", f"{reference:.2f}", "1.0x")
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or not Path(sys.argv[1]).exists():
+        raise SystemExit(__doc__)
+    main(Path(sys.argv[1]))
