@@ -1,10 +1,11 @@
 """`bias-audit report --store` (PostgreSQL) against llm-council-core's report on the same records.
 
-    python bench/store.py FILE      # e.g. the 10,000-session file bench/report.py --dir DIR wrote
+    python bench/store.py FILE [N]  # e.g. the 10,000-session file bench/report.py --dir DIR wrote
 
 The records are imported into an embedded PostgreSQL (`bias-audit import`), then each report runs
-as a fresh process over the whole window (every session), timed from the outside: ours from
-the store, the reference from the file. Prints a table; record it in bench/RESULTS.md.
+as a fresh process over a window of the newest N sessions (default 10,000: all of that file),
+timed from the outside: ours from the store, the reference from the file, as bench/report.py
+runs it (max_sessions=N). Prints a table; record it in bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def timed(command: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def main(path: Path, rounds: int = 3) -> None:
+def main(path: Path, window: int = 10_000, rounds: int = 3) -> None:
     from bias_audit.storage.embedded_postgres import EmbeddedPostgres
     from bias_audit.storage.postgres_store import apply_migrations
 
@@ -40,13 +41,13 @@ def main(path: Path, rounds: int = 3) -> None:
         try:
             apply_migrations(database.url)
             imported = timed([sys.executable, "-m", "bias_audit", "import", str(path), "--store", database.url])
-            ours = [timed([sys.executable, "-m", "bias_audit", "report", "--store", database.url, "--sessions", "0",
-                           "--days", "0", "--format", "json"]) for _ in range(rounds)]
-            reference = timed([sys.executable, "-c", REFERENCE, str(path), "0"])
+            ours = [timed([sys.executable, "-m", "bias_audit", "report", "--store", database.url, "--sessions",
+                           str(window), "--days", "0", "--format", "json"]) for _ in range(rounds)]
+            reference = timed([sys.executable, "-c", REFERENCE, str(path), str(window)])
         finally:
             database.stop()
     best = min(ours)
-    table = Table(title=f"Report over every session of {path.name}, whole processes (s)")
+    table = Table(title=f"Report over the newest {window:,} sessions of {path.name}, whole processes (s)")
     for column in ("what", "seconds", "vs reference"):
         table.add_column(column, justify="right")
     table.add_row("import into PostgreSQL (once)", f"{imported:.2f}", "")
@@ -56,6 +57,6 @@ def main(path: Path, rounds: int = 3) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or not Path(sys.argv[1]).exists():
+    if len(sys.argv) not in (2, 3) or not Path(sys.argv[1]).exists():
         raise SystemExit(__doc__)
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), *(int(a) for a in sys.argv[2:]))

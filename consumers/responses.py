@@ -115,6 +115,7 @@ class ResponseProcessor:
             "bias_detected": verdict.bias_detected, "bias_type": verdict.bias_type, "bias_score": verdict.bias_score,
             "bias_confidence_score": verdict.bias_confidence_score, "mitigation_action": verdict.mitigation_action,
             "bias_report_summary": verdict.bias_report_summary, "human_reviewed": False,
+            "llm_response": event.llm_response,  # the audited answer, for review (never the query)
         }
 
     def _result(self, a: _Analyzed) -> AuditResult:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
+from decimal import Decimal
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -29,15 +30,14 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (psycopg.OperationalError,)
 
 _WRITTEN = ("tenant_id, session_id, session_ts, ts_text, trace_id, consent_level, record_schema, score_scale, "
             "council_config_version, query_hash, query_metadata, members, response_chars, response_words, cells")
-# A batch is COPYed straight in (binary). When one of its sessions is stored already (a redelivery,
-# another worker's copy), that COPY fails whole and the batch goes through a per-connection
-# staging table and one INSERT ... ON CONFLICT DO NOTHING instead: nothing is written twice.
 _TYPES = ["text", "text", "timestamptz", "text", "text", "int2", "text", "text", "text", "text", "jsonb", "text[]",
           "int4[]", "int4[]", "bytea"]
-_STAGING = ("CREATE TEMP TABLE IF NOT EXISTS council_session_staging "
-            "(LIKE council_session_audit INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
-_FROM_STAGING = (f"INSERT INTO council_session_audit ({_WRITTEN}) SELECT {_WRITTEN} FROM council_session_staging "
-                 "ON CONFLICT (tenant_id, session_id) DO NOTHING")
+_INTERACTION_WRITTEN = (
+    "audit_id, tenant_id, user_id, trace_id, query_hash, llm_provider, llm_model, llm_response, prompt_tokens, "
+    "response_tokens, total_tokens, consent_level, record_schema, log_timestamp, ts_text, bias_detected, bias_type, "
+    "bias_score, bias_confidence_score, mitigation_action, bias_report_summary, human_reviewed")
+_INTERACTION_TYPES = ["text", "text", "text", "text", "text", "text", "text", "text", "int8", "int8", "int8", "int2",
+                      "text", "timestamptz", "text", "bool", "jsonb", "jsonb", "numeric", "jsonb", "jsonb", "bool"]
 
 
 def migrations() -> list[tuple[str, str]]:
@@ -139,10 +139,17 @@ def records_of(row: tuple) -> Iterator[dict[str, Any]]:
         }
 
 
-class PostgresRecordStore:
-    """The consumers' record sink on PostgreSQL: one transaction per batch. A connection that
-    fails is dropped and the error raised (transient: the batch stays pending and is retried);
-    the next batch connects again."""
+class _CopyWriter:
+    """One transaction per batch on one connection. A batch is COPYed straight in (binary); when
+    a row of it is stored already (a redelivery, another worker's copy) that COPY fails whole and
+    the batch goes through a per-connection staging table and one INSERT ... ON CONFLICT DO
+    NOTHING instead: nothing is written twice. A connection that fails is dropped and the error
+    raised (transient: the batch stays pending and is retried); the next batch connects again."""
+
+    table: str
+    columns: str
+    types: list[str]
+    key: str  # the unique key ON CONFLICT names
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -153,31 +160,32 @@ class PostgresRecordStore:
             self._connection = psycopg.connect(self.url, connect_timeout=5)
         return self._connection
 
-    def append(self, records: list[dict[str, Any]]) -> int:
-        """Write the batch's sessions; returns the number of new sessions stored."""
-        rows = session_rows(records)
+    def write(self, rows: list[tuple]) -> int:
+        """The rows not stored yet; returns how many that was."""
         if not rows:
             return 0
         connection = self._connected()
+        staging = f"{self.table}_staging"
         try:
-            try:  # the common case, no session stored yet: COPY straight in
+            try:
                 with connection.transaction(), connection.cursor() as cursor:
-                    self._copy(cursor, "council_session_audit", rows)
+                    self._copy(cursor, self.table, rows)
                     return len(rows)
-            except psycopg.errors.UniqueViolation:  # a redelivery or another worker's copy: skip those
+            except psycopg.errors.UniqueViolation:
                 with connection.transaction(), connection.cursor() as cursor:
-                    cursor.execute(_STAGING)
-                    self._copy(cursor, "council_session_staging", rows)
-                    cursor.execute(_FROM_STAGING)
+                    cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {staging} (LIKE {self.table} INCLUDING DEFAULTS) "
+                                   "ON COMMIT DELETE ROWS".encode())
+                    self._copy(cursor, staging, rows)
+                    cursor.execute(f"INSERT INTO {self.table} ({self.columns}) SELECT {self.columns} FROM {staging} "
+                                   f"ON CONFLICT ({self.key}) DO NOTHING".encode())
                     return cursor.rowcount
         except psycopg.OperationalError:
             self.close()
             raise
 
-    @staticmethod
-    def _copy(cursor: psycopg.Cursor, table: str, rows: list[tuple]) -> None:
-        with cursor.copy(f"COPY {table} ({_WRITTEN}) FROM STDIN (FORMAT BINARY)".encode()) as copy:
-            copy.set_types(_TYPES)
+    def _copy(self, cursor: psycopg.Cursor, table: str, rows: list[tuple]) -> None:
+        with cursor.copy(f"COPY {table} ({self.columns}) FROM STDIN (FORMAT BINARY)".encode()) as copy:
+            copy.set_types(self.types)
             for row in rows:
                 copy.write_row(row)
 
@@ -187,19 +195,84 @@ class PostgresRecordStore:
             self._connection = None
 
 
-def read_records(url: str, *, tenant: str | None = None, since: datetime | None = None,
-                 batch: int = 1_000) -> Iterator[dict[str, Any]]:
-    """Every stored bias metric record, session by session in time order (a server-side cursor:
-    memory stays flat however many there are)."""
+class PostgresRecordStore(_CopyWriter):
+    """The council consumer's record sink: one row per session (session_rows)."""
+
+    table, columns, types, key = "council_session_audit", _WRITTEN, _TYPES, "tenant_id, session_id"
+
+    def append(self, records: list[dict[str, Any]]) -> int:
+        """Write the batch's sessions; returns the number of new sessions stored."""
+        return self.write(session_rows(records))
+
+
+class PostgresInteractionStore(_CopyWriter):
+    """The LLM-response consumer's sink: one llm_interaction_audit row per interaction record."""
+
+    table, columns, types, key = ("llm_interaction_audit", _INTERACTION_WRITTEN, _INTERACTION_TYPES,
+                                  "tenant_id, audit_id")
+
+    def append(self, records: list[dict[str, Any]]) -> int:
+        return self.write([interaction_row(record) for record in records])
+
+
+def interaction_row(record: dict[str, Any]) -> tuple:
+    """An interaction record (consumers.responses) as its llm_interaction_audit row."""
+    moment = datetime.fromisoformat(record["timestamp"])
+    return (record["audit_id"], record["tenant_id"], record["user_id"], record["trace_id"], record["query_hash"],
+            record["llm_provider"], record["llm_model"], record["llm_response"], record["prompt_tokens"],
+            record["completion_tokens"], record["total_tokens"], record["consent_level"], record["schema_version"],
+            moment, None if utc_text(moment) == record["timestamp"] else record["timestamp"], record["bias_detected"],
+            Jsonb(record["bias_type"]), Jsonb(record["bias_score"]),
+            Decimal(str(record["bias_confidence_score"])) * 100, Jsonb(record["mitigation_action"]),
+            Jsonb(record["bias_report_summary"]), record["human_reviewed"])
+
+
+def interaction_record(row: tuple) -> dict[str, Any]:
+    """A stored interaction as the record the consumer wrote (the JSONL interchange form)."""
+    (audit_id, tenant_id, user_id, trace_id, query_hash_, provider, model, response, prompt_tokens, completion_tokens,
+     total_tokens, consent, schema, moment, ts_text, detected, bias_type, bias_score, confidence, mitigation, summary,
+     reviewed) = row
+    return {
+        "record_type": "llm_interaction_audit", "schema_version": schema, "audit_id": audit_id,
+        "timestamp": ts_text or utc_text(moment), "tenant_id": tenant_id, "user_id": user_id, "trace_id": trace_id,
+        "consent_level": consent, "llm_provider": provider, "llm_model": model, "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens, "total_tokens": total_tokens, "query_hash": query_hash_,
+        "bias_detected": detected, "bias_type": bias_type, "bias_score": bias_score,
+        "bias_confidence_score": float(confidence / 100), "mitigation_action": mitigation,
+        "bias_report_summary": summary, "human_reviewed": reviewed, "llm_response": response,
+    }
+
+
+def read_interactions(url: str, *, tenant: str | None = None, since: datetime | None = None,
+                      batch: int = 1_000) -> Iterator[dict[str, Any]]:
+    """Every stored interaction record in time order (a server-side cursor)."""
+    where, parameters = _filters(tenant, since, "log_timestamp")
+    with psycopg.connect(url) as connection, connection.cursor(name="bias_audit_interactions") as cursor:
+        cursor.itersize = batch
+        cursor.execute(f"SELECT {_INTERACTION_WRITTEN} FROM llm_interaction_audit {where} "
+                       "ORDER BY tenant_id, log_timestamp, audit_id".encode(), parameters)
+        for row in cursor:
+            yield interaction_record(row)
+
+
+def _filters(tenant: str | None, since: datetime | None, time_column: str) -> tuple[str, list[Any]]:
+    """A WHERE clause of our own text and its parameters."""
     conditions: list[str] = []
     parameters: list[Any] = []
     if tenant is not None:
         conditions.append("tenant_id = %s")
         parameters.append(tenant)
     if since is not None:
-        conditions.append("session_ts >= %s")
+        conditions.append(f"{time_column} >= %s")
         parameters.append(since)
-    where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+    return (f"WHERE {' AND '.join(conditions)}" if conditions else ""), parameters
+
+
+def read_records(url: str, *, tenant: str | None = None, since: datetime | None = None,
+                 batch: int = 1_000) -> Iterator[dict[str, Any]]:
+    """Every stored bias metric record, session by session in time order (a server-side cursor:
+    memory stays flat however many there are)."""
+    where, parameters = _filters(tenant, since, "session_ts")
     with psycopg.connect(url) as connection, connection.cursor(name="bias_audit_export") as cursor:
         cursor.itersize = batch
         query = f"SELECT {_WRITTEN} FROM council_session_audit {where} ORDER BY tenant_id, session_ts, session_id"
@@ -226,9 +299,48 @@ def read_digests(url: str, *, tenant: str | None, sessions: int | None) -> dict[
         cursor.itersize = 2_000
         cursor.execute(query.encode(), parameters)  # the clauses are ours; the values are parameters
         for row in cursor:
-            cells = [StoredCell(**{name: record[name] for name in _CELL_FIELDS}) for record in records_of(row)]
-            out.setdefault(row[0], []).append(digest_from_records(cells))
+            digest = digest_of_row(row)
+            if digest is None:  # repeated cells (an imported file's): the records' own rule decides
+                cells = [StoredCell(**{name: record[name] for name in _CELL_FIELDS}) for record in records_of(row)]
+                digest = digest_from_records(cells)
+            out.setdefault(row[0], []).append(digest)
     return out
+
+
+def digest_of_row(row: tuple) -> SessionDigest | None:
+    """A stored session's digest straight from its packed cells: what digest_from_records gives
+    for its records (tested), without building them. None when a (reviewer, model) repeats."""
+    from bias_audit.analysis.digest import SessionDigest, position_is_display_order, timestamp_ms
+    from bias_audit.analysis.observations import score_bounds
+
+    (tenant_id, session_id, moment, ts_text, trace_id, _, schema, scale, config_version, _, _, members, _, words,
+     cells) = row
+    unpacked = list(_CELL.iter_unpack(cells))
+    reviewers: dict[int, int] = {}
+    models: dict[int, int] = {}
+    for reviewer, model, *_ in unpacked:
+        reviewers.setdefault(reviewer, len(reviewers))
+        models.setdefault(model, len(models))
+    if len({(reviewer, model) for reviewer, model, *_ in unpacked}) < len(unpacked):
+        return None
+    low, high = score_bounds(scale or "1-10")
+    display = position_is_display_order(schema)
+    return SessionDigest(
+        session_id=session_id,
+        tenant_id=tenant_id or "default",
+        ts_ms=timestamp_ms(ts_text or utc_text(moment)),
+        trace_id=trace_id,
+        config_version=config_version,
+        reviewers=tuple(members[r] for r in reviewers),
+        models=tuple(members[m] for m in models),
+        lengths=tuple(float(words[m]) for m in models),
+        length_unit="words",
+        cell_reviewer=tuple(reviewers[r] for r, *_ in unpacked),
+        cell_model=tuple(models[m] for _, m, *_ in unpacked),
+        cell_position=tuple(-1 if position < 0 or not display else position for _, _, position, _, _ in unpacked),
+        cell_score=tuple((score - low) / (high - low) for _, _, _, score, _ in unpacked),
+        cell_own=tuple(own == 1 for *_, own in unpacked),
+    )
 
 
 # what a report reads of a record (analysis.digest.StoredCell's fields)

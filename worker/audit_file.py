@@ -31,10 +31,12 @@ def audit_lines(lines: Iterable[tuple[int, bytes]], settings: Settings, source: 
     duplicate. Returns the number of bad lines."""
     from bias_audit.consumers.envelope import Delivery
 
-    from .composition import in_process_processor, record_store
+    from .composition import in_process_processor, interaction_store, record_store
 
-    store = record_store(settings) if settings.store_url else None  # writes only when asked to
-    consumer = in_process_processor(settings, store)
+    # writes only when asked to: council records and interaction records to the store given
+    store = record_store(settings) if settings.store_url else None
+    interactions = interaction_store(settings) if settings.store_url else None
+    consumer = in_process_processor(settings, store, interactions)
     bad = 0
 
     async def run() -> None:
@@ -58,7 +60,8 @@ def audit_lines(lines: Iterable[tuple[int, bytes]], settings: Settings, source: 
     try:
         asyncio.run(run())
     finally:
-        if store is not None:
-            store.close()
+        for sink in (store, interactions):
+            if sink is not None:
+                sink.close()
     out.flush()
     return bad

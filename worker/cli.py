@@ -315,6 +315,7 @@ def audit(
 
 class ExportKind(str, Enum):
     records = "records"
+    interactions = "interactions"
 
 
 @_command
@@ -323,7 +324,8 @@ def export(
     tenant: Annotated[Optional[str], typer.Option(metavar="TENANT", help="only this tenant")] = None,
     since: Annotated[Optional[str], typer.Option(metavar="ISO", help="only sessions at or after this time, "
                                                  "e.g. 2026-11-01T00:00:00Z")] = None,
-    kind: Annotated[ExportKind, typer.Option(help="records: the bias metric records of council sessions")] = ExportKind.records,
+    kind: Annotated[ExportKind, typer.Option(help="records: the bias metric records of council sessions; "
+                                             "interactions: the LLM interaction audits")] = ExportKind.records,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")] = None,
 ) -> None:
     """Write the stored records as JSONL (the bias metric record contract).
@@ -340,7 +342,8 @@ def export(
     from .run import require_store_schema
 
     require_store_schema(settings.store_url or "")
-    count = export_records(settings.store_url or "", tenant=tenant, start=start, output=output)
+    count = export_records(settings.store_url or "", tenant=tenant, start=start, output=output,
+                           interactions=kind is ExportKind.interactions)
     _say(f"exported {count} records" + (f" to {output}" if output else ""))
 
 

@@ -83,7 +83,15 @@ def event_processor(settings: Settings, window: WindowStore, alert_state=None, *
                        llm_topic=settings.llm_topic, council_topic=settings.council_topic)
 
 
-def interaction_store(settings: Settings) -> JsonlRecordStore:
+def interaction_store(settings: Settings) -> RecordSink:
+    """llm_interaction_audit when the store is PostgreSQL; else JSONL in DATA_DIR/interactions."""
+    if settings.store_is_postgres:
+        from bias_audit.storage.postgres_store import PostgresInteractionStore
+
+        from .run import require_store_schema
+
+        require_store_schema(settings.store_url or "")
+        return PostgresInteractionStore(settings.store_url or "")
     stem = "interactions-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name)
     return JsonlRecordStore(settings.interactions_dir, stem)
 

@@ -24,17 +24,18 @@ def parse_since(since: str | None) -> datetime | None:
     return start
 
 
-def export_records(url: str, *, tenant: str | None, start: datetime | None, output: Path | None) -> int:
-    """Write every matching record, one JSON line each; returns how many."""
+def export_records(url: str, *, tenant: str | None, start: datetime | None, output: Path | None,
+                   interactions: bool = False) -> int:
+    """Write every matching record (or interaction record), one JSON line each; returns how many."""
     import psycopg
 
     from bias_audit.safe_text import redact
-    from bias_audit.storage.postgres_store import read_records
+    from bias_audit.storage.postgres_store import read_interactions, read_records
 
     handle = open(output, "wb") if output else sys.stdout.buffer
     count = 0
     try:
-        for record in read_records(url, tenant=tenant, since=start):
+        for record in (read_interactions if interactions else read_records)(url, tenant=tenant, since=start):
             handle.write(orjson.dumps(record) + b"\n")
             count += 1
     except psycopg.Error as error:

@@ -232,7 +232,10 @@ class Settings(BaseSettings):
 
     @property
     def interactions_dir(self) -> Path:
-        """llm.responses audit records: apart from the council records the report reads."""
+        """llm.responses audit records: apart from the council records the report reads (a store
+        directory gets them in its `interactions` folder)."""
+        if self.store_url and not self.store_is_postgres:
+            return Path(self.store_url) / "interactions"
         return self.data_dir / "interactions"
 
 

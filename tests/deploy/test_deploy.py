@@ -91,6 +91,13 @@ def test_the_deployment_matches_what_the_worker_needs(overlay):
     env = {e["name"]: e for e in container["env"]}
     assert env["BIAS_AUDIT_CONSUMER_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     assert env["BIAS_AUDIT_HASH_SECRET"]["valueFrom"]["secretKeyRef"]["name"]
+    store = env["BIAS_AUDIT_STORE_URL"]["valueFrom"]["secretKeyRef"]  # the database URL, from a Secret
+    assert store["name"] and not store.get("optional")
+    [migrate] = pod["initContainers"]  # migrations before the worker starts, with the same URL and image
+    migrate_env = {e["name"]: e for e in migrate["env"]}
+    assert migrate["args"] == ["setup"] and migrate["image"] == container["image"]
+    assert migrate_env["BIAS_AUDIT_STORE_URL"]["valueFrom"]["secretKeyRef"] == store
+    assert migrate_env["BIAS_AUDIT_BROKER_URL"]["value"] == ""  # the store only: no broker admin rights needed
     assert container["resources"]["requests"]["cpu"] and container["resources"]["requests"]["memory"]
     selector = deployment["spec"]["selector"]["matchLabels"]
     assert by_kind(docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"] == selector

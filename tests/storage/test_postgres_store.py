@@ -46,6 +46,20 @@ def test_migrations_apply_from_empty_once_and_fill_the_taxonomy(postgres_url):
     assert {"council_session_audit", "bias_taxonomy", "schema_migrations"} <= tables
 
 
+def test_migrations_apply_from_each_earlier_version(postgres_url, monkeypatch):
+    from bias_audit.storage import postgres_store
+
+    shipped = migrations()
+    for done in range(1, len(shipped)):  # a database at version `done` gets the rest, in order
+        with psycopg.connect(postgres_url, autocommit=True) as connection:
+            connection.execute("DROP SCHEMA public CASCADE")
+            connection.execute("CREATE SCHEMA public")
+        monkeypatch.setattr(postgres_store, "migrations", lambda done=done: shipped[:done])
+        assert apply_migrations(postgres_url) == [name for name, _ in shipped[:done]]
+        monkeypatch.setattr(postgres_store, "migrations", lambda: shipped)
+        assert apply_migrations(postgres_url) == [name for name, _ in shipped[done:]]
+
+
 def test_the_records_come_back_exactly_as_the_file_store_wrote_them(postgres_url, tmp_path):
     apply_migrations(postgres_url)
     sessions = generate_sessions(40, seed=81)
@@ -122,16 +136,24 @@ def test_an_unreachable_database_is_a_transient_error_and_the_next_batch_reconne
     assert len({r["session_id"] for r in read_records(postgres_url)}) == 2 + 4
 
 
-def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+def cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    import os
     import sys
 
     return subprocess.run([sys.executable, "-m", "bias_audit", *args], input=stdin, capture_output=True, text=True,
-                          timeout=180)
+                          timeout=180, env={**os.environ, **(env or {})})
+
+
+def test_the_deployments_init_container_migrates_the_store_only(postgres_url):
+    # deploy/kustomize: `setup` with the store's URL from a Secret and the broker's blanked out
+    done = cli("setup", env={"BIAS_AUDIT_STORE_URL": postgres_url, "BIAS_AUDIT_BROKER_URL": ""})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith("applied 0001_council_sessions.sql, 0002_llm_interaction_audit.sql\n")
 
 
 def test_setup_audit_and_export_through_the_command_line(postgres_url, tmp_path):
     first, again = cli("setup", "--store", postgres_url), cli("setup", "--store", postgres_url)
-    assert first.returncode == 0 and "applied 0001_council_sessions.sql" in first.stdout, first.stderr
+    assert first.returncode == 0 and "applied 0001_council_sessions.sql, 0002_" in first.stdout, first.stderr
     assert again.returncode == 0 and again.stdout.endswith("up to date\n")
     events = tmp_path / "events.jsonl"
     events.write_text("".join(json.dumps({**s, "query": CANARY}) + "\n" for s in generate_sessions(12, seed=87)))
@@ -165,7 +187,8 @@ def test_import_loads_exported_records_once_and_refuses_what_it_cannot_rebuild(p
     files.close()
     unmigrated = cli("import", str(source), "--store", postgres_url)
     assert unmigrated.returncode == 2 and unmigrated.stderr.endswith(
-        "lacks migrations 0001_council_sessions.sql: run `bias-audit setup --store URL` first\n")
+        "lacks migrations 0001_council_sessions.sql, 0002_llm_interaction_audit.sql: run `bias-audit setup --store "
+        "URL` first\n")
     assert cli("worker", "--store", postgres_url, "--broker", "redis://127.0.0.1:1/0").returncode == 2
     apply_migrations(postgres_url)
     first, again = cli("import", str(source), "--store", postgres_url), cli("import", str(source), "--store", postgres_url)
@@ -179,3 +202,61 @@ def test_import_loads_exported_records_once_and_refuses_what_it_cannot_rebuild(p
                                    "query_metadata": None}) + "\n")
     refused = cli("import", str(foreign), "--store", postgres_url)
     assert refused.returncode == 2 and refused.stderr.startswith("error: session 'x': a record without schema_version")
+
+
+def test_interaction_audits_come_back_as_the_file_store_wrote_them_once_and_without_the_query(postgres_url, tmp_path):
+    from bias_audit.consumers.responses import ResponseProcessor
+    from bias_audit.lexicons.load import shipped_lexicons
+    from bias_audit.lexicons.sentiment import vader_scorer
+    from bias_audit.storage.postgres_store import PostgresInteractionStore, read_interactions
+    from bias_audit.worker.response_samples import generate_responses
+
+    apply_migrations(postgres_url)
+    events = generate_responses(40, seed=89)
+    events[0]["timestamp"] = "2026-11-02T12:00:00.500000+05:30"
+    batch = [Delivery(delivery_id=f"r-{i}", body=json.dumps({**e, "original_query": CANARY}).encode(),
+                      source_topic="llm.responses") for i, e in enumerate(events)]
+
+    def run(store) -> None:
+        processor = ResponseProcessor(window=MemoryWindow(), store=store, lexicons=shipped_lexicons(),
+                                      sentiment=vader_scorer(), default_consent=4, hash_secret=b"0123456789abcdef-secret")
+        asyncio.run(processor.process(batch))
+
+    files = JsonlRecordStore(tmp_path, "interactions")
+    run(files)
+    files.close()
+    store = PostgresInteractionStore(postgres_url)
+    run(store)
+    run(store)  # a redelivery: nothing twice
+    expected = sorted(read_jsonl([files.path]), key=lambda r: r["audit_id"])
+    got = sorted(read_interactions(postgres_url), key=lambda r: r["audit_id"])
+    assert len(expected) == 40 and got == expected
+    assert any(r["bias_detected"] for r in got) and all(r["llm_response"] for r in got)
+    with psycopg.connect(postgres_url) as connection:
+        flagged = connection.execute("SELECT count(*) FROM llm_interaction_audit WHERE bias_type ? 'gendered_language'"
+                                     ).fetchone()
+    assert flagged[0] == sum("gendered_language" in r["bias_type"] for r in expected) > 0
+    from bias_audit.storage.embedded_postgres import pg_dump_binary
+
+    dump = subprocess.run([pg_dump_binary(), "--data-only", postgres_url], capture_output=True, text=True, timeout=60,
+                          check=True).stdout
+    assert "llm_interaction_audit" in dump and CANARY not in dump
+
+
+def test_a_digest_from_the_packed_row_equals_the_one_from_its_records(postgres_url):
+    from bias_audit.analysis.digest import StoredCell, digest_from_records
+    from bias_audit.storage.postgres_store import _CELL_FIELDS, _WRITTEN, digest_of_row, records_of
+
+    apply_migrations(postgres_url)
+    sessions = generate_sessions(30, seed=90)
+    sessions[2]["score_scale"] = "0-100"
+    for review in sessions[2]["reviews"]:
+        review["scores"] = {label: score * 10 for label, score in review["scores"].items()}
+    sessions[3]["timestamp"] = "2026-11-02T12:00:00.250000+02:00"
+    process(PostgresRecordStore(postgres_url), [deliveries(sessions)])
+    with psycopg.connect(postgres_url) as connection:
+        rows = connection.execute(f"SELECT {_WRITTEN} FROM council_session_audit".encode()).fetchall()
+    assert len(rows) == 30
+    for row in rows:
+        cells = [StoredCell(**{name: record[name] for name in _CELL_FIELDS}) for record in records_of(row)]
+        assert digest_of_row(row) == digest_from_records(cells)
