@@ -381,6 +381,44 @@ def import_(
                                                              f"(first: {skipped[0]})" if skipped else ""))
 
 
+@_command
+def retention(
+    store: StoreOpt = None,
+    anonymize_after_days: Annotated[float, typer.Option(
+        metavar="DAYS", help="remove user ids, trace ids, query hashes and response text from older interaction "
+        "audits")] = 180,
+    aggregate_after_days: Annotated[float, typer.Option(
+        metavar="DAYS", help="roll older interaction audits and council sessions up into daily aggregates, "
+        "then delete them")] = 365,
+    dry_run: Annotated[bool, typer.Option("--dry-run", metavar=FLAG, help="say what would change; change nothing")] = False,
+) -> None:
+    """Apply the retention policy to a PostgreSQL store.
+
+    In batches of 1,000 rows, one short transaction each; idempotent (run it daily: the
+    deployment's CronJob). Prints what it did."""
+    import psycopg
+
+    from bias_audit.storage.retention import apply_retention
+
+    from .run import require_store_schema
+
+    settings = _settings(store_url=store)
+    if not settings.store_is_postgres:
+        raise CommandError("retention works on a PostgreSQL store: pass --store postgresql://... or set "
+                           "BIAS_AUDIT_STORE_URL")
+    if anonymize_after_days <= 0 or aggregate_after_days < anonymize_after_days:
+        raise CommandError("--anonymize-after-days must be positive and --aggregate-after-days at least as large")
+    require_store_schema(settings.store_url or "")
+    try:
+        done = apply_retention(settings.store_url or "", anonymize_after_days=anonymize_after_days,
+                               aggregate_after_days=aggregate_after_days, dry_run=dry_run)
+    except psycopg.Error as error:
+        raise CommandError(f"retention on {redact(settings.store_url or '')} failed: "
+                           f"{str(error).strip().splitlines()[0]}", exit_code=1) from None
+    for line in done.lines(dry_run):
+        print(line)
+
+
 class ReportFormat(str, Enum):
     text = "text"
     json = "json"

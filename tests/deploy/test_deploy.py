@@ -66,7 +66,7 @@ def test_overlays_render_and_pass_strict_schema_validation(overlay, tmp_path):
     manifest.write_text(result.stdout)
     checked = run(tool("kubernetes-validate"), "--strict", str(manifest))
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    for kind in ("deployment", "service", "poddisruptionbudget", "configmap"):
+    for kind in ("deployment", "service", "poddisruptionbudget", "configmap", "cronjob"):
         assert f"passed for resource {kind}/" in checked.stdout + checked.stderr
 
 
@@ -98,6 +98,11 @@ def test_the_deployment_matches_what_the_worker_needs(overlay):
     assert migrate["args"] == ["setup"] and migrate["image"] == container["image"]
     assert migrate_env["BIAS_AUDIT_STORE_URL"]["valueFrom"]["secretKeyRef"] == store
     assert migrate_env["BIAS_AUDIT_BROKER_URL"]["value"] == ""  # the store only: no broker admin rights needed
+    cron = by_kind(docs, "CronJob")["spec"]  # the retention policy, daily, on the same store
+    [retention] = cron["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert retention["args"][0] == "retention" and retention["image"] == container["image"]
+    assert {e["name"]: e for e in retention["env"]}["BIAS_AUDIT_STORE_URL"]["valueFrom"]["secretKeyRef"] == store
+    assert cron["concurrencyPolicy"] == "Forbid"
     assert container["resources"]["requests"]["cpu"] and container["resources"]["requests"]["memory"]
     selector = deployment["spec"]["selector"]["matchLabels"]
     assert by_kind(docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"] == selector

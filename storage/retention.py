@@ -1,0 +1,124 @@
+"""The design document's retention policy on the PostgreSQL store, in batches (short locks),
+idempotent, each batch one transaction:
+
+- after `anonymize_after_days`: user ids, trace ids, query hashes, query context and the
+  response text are removed from interaction audits (what stays is what the statistics need);
+- after `aggregate_after_days`: interaction audits and council sessions are rolled up into
+  `bias_daily_aggregate` (per tenant, day, model, reviewer, bias type) and deleted, in the same
+  transaction, so a day is never counted twice or lost.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import psycopg
+
+from .postgres_store import _WRITTEN, records_of
+
+_ANONYMIZED = "user_id IS NULL AND trace_id IS NULL AND query_hash IS NULL AND query_context IS NULL AND llm_response IS NULL"
+_UPSERT = ("INSERT INTO bias_daily_aggregate (tenant_id, day, source, model, reviewer, bias_type, items, flagged, "
+           "score_sum) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tenant_id, day, source, model, "
+           "reviewer, bias_type) DO UPDATE SET items = bias_daily_aggregate.items + EXCLUDED.items, "
+           "flagged = bias_daily_aggregate.flagged + EXCLUDED.flagged, "
+           "score_sum = bias_daily_aggregate.score_sum + EXCLUDED.score_sum")
+
+
+@dataclass
+class RetentionReport:
+    anonymized: int = 0  # interaction audits
+    aggregated_interactions: int = 0
+    aggregated_sessions: int = 0
+    aggregate_rows: int = 0  # distinct (tenant, day, ...) keys written
+
+    def lines(self, dry_run: bool) -> list[str]:
+        verb = "would" if dry_run else "did"
+        return [f"anonymize interaction audits: {self.anonymized} ({verb})",
+                f"roll up and delete interaction audits: {self.aggregated_interactions} ({verb})",
+                f"roll up and delete council sessions: {self.aggregated_sessions} ({verb})"]
+
+
+def apply_retention(url: str, *, anonymize_after_days: float = 180, aggregate_after_days: float = 365,
+                    dry_run: bool = False, batch: int = 1_000, now: datetime | None = None) -> RetentionReport:
+    now = now or datetime.now(timezone.utc)
+    anonymize_before = now - timedelta(days=anonymize_after_days)
+    aggregate_before = now - timedelta(days=aggregate_after_days)
+    report = RetentionReport()
+    with psycopg.connect(url, autocommit=True) as connection:
+        if dry_run:
+            report.anonymized = _count(connection, "llm_interaction_audit",
+                                       f"log_timestamp < %s AND NOT ({_ANONYMIZED})", anonymize_before)
+            report.aggregated_interactions = _count(connection, "llm_interaction_audit", "log_timestamp < %s",
+                                                    aggregate_before)
+            report.aggregated_sessions = _count(connection, "council_session_audit", "session_ts < %s",
+                                                aggregate_before)
+            return report
+        while changed := _anonymize_batch(connection, anonymize_before, batch):
+            report.anonymized += changed
+        while rolled := _roll_up_interactions(connection, aggregate_before, batch, report):
+            report.aggregated_interactions += rolled
+        while rolled := _roll_up_sessions(connection, aggregate_before, batch, report):
+            report.aggregated_sessions += rolled
+    return report
+
+
+def _count(connection: psycopg.Connection, table: str, condition: str, before: datetime) -> int:
+    row = connection.execute(f"SELECT count(*) FROM {table} WHERE {condition}".encode(), (before,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _anonymize_batch(connection: psycopg.Connection, before: datetime, batch: int) -> int:
+    with connection.transaction():
+        cursor = connection.execute(
+            "UPDATE llm_interaction_audit SET user_id = NULL, trace_id = NULL, query_hash = NULL, query_context = NULL, "
+            "llm_response = NULL WHERE id IN (SELECT id FROM llm_interaction_audit WHERE log_timestamp < %s AND NOT "
+            f"({_ANONYMIZED}) ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)".encode(), (before, batch))
+        return cursor.rowcount
+
+
+def _roll_up_interactions(connection: psycopg.Connection, before: datetime, batch: int,
+                          report: RetentionReport) -> int:
+    with connection.transaction():
+        rows = connection.execute(
+            "DELETE FROM llm_interaction_audit WHERE id IN (SELECT id FROM llm_interaction_audit WHERE log_timestamp < %s "
+            "ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING tenant_id, log_timestamp, coalesce(llm_model, ''), "
+            "bias_type, bias_detected, bias_confidence_score", (before, batch)).fetchall()
+        totals: dict[tuple, list[float]] = defaultdict(lambda: [0, 0, 0.0])
+        for tenant, moment, model, bias_types, detected, confidence in rows:
+            day = moment.astimezone(timezone.utc).date()
+            for bias_type in bias_types or [""]:
+                entry = totals[(tenant, day, "interaction", model, "", bias_type)]
+                entry[0] += 1
+                entry[1] += 1 if detected and bias_type else 0
+                entry[2] += float(confidence) / 100
+        _upsert(connection, totals, report)
+        return len(rows)
+
+
+def _roll_up_sessions(connection: psycopg.Connection, before: datetime, batch: int, report: RetentionReport) -> int:
+    with connection.transaction():
+        rows = connection.execute(
+            f"DELETE FROM council_session_audit WHERE (tenant_id, session_id) IN (SELECT tenant_id, session_id FROM "
+            f"council_session_audit WHERE session_ts < %s LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {_WRITTEN}".encode(),
+            (before, batch)).fetchall()
+        totals: dict[tuple, list[float]] = defaultdict(lambda: [0, 0, 0.0])
+        for row in rows:
+            day = row[2].astimezone(timezone.utc).date()
+            for record in records_of(row):
+                entry = totals[(record["tenant_id"], day, "council", record["model_id"], record["reviewer_id"], "")]
+                entry[0] += 1
+                entry[1] += 1 if record["is_self_review"] else 0
+                entry[2] += record["score_value"]
+        _upsert(connection, totals, report)
+        return len(rows)
+
+
+def _upsert(connection: psycopg.Connection, totals: dict[tuple, list[Any]], report: RetentionReport) -> None:
+    if totals:
+        with connection.cursor() as cursor:
+            cursor.executemany(_UPSERT, [(*key, int(items), int(flagged), total)
+                                         for key, (items, flagged, total) in totals.items()])
+        report.aggregate_rows += len(totals)

@@ -1,0 +1,114 @@
+"""Retention on a real PostgreSQL with back-dated rows: anonymized after 180 days, rolled up into
+daily aggregates and deleted after a year, idempotent, and a dry run changes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+
+import psycopg
+import pytest
+
+from bias_audit.consumers.council import CouncilSessionProcessor
+from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.responses import ResponseProcessor
+from bias_audit.lexicons.load import shipped_lexicons
+from bias_audit.lexicons.sentiment import vader_scorer
+from bias_audit.storage.postgres_store import (PostgresInteractionStore, PostgresRecordStore, apply_migrations,
+                                               read_interactions, read_records)
+from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.worker.response_samples import generate_responses
+from bias_audit.worker.samples import generate_sessions
+
+pytestmark = pytest.mark.postgres
+NOW = datetime.now(timezone.utc).replace(hour=12, minute=0, second=0, microsecond=0)
+
+
+def store_interactions(url: str, days_ago: int, count: int, seed: int) -> list[dict]:
+    events = generate_responses(count, seed=seed, start=NOW - timedelta(days=days_ago))
+    for index, event in enumerate(events):
+        event["audit_id"] = f"{days_ago}-{index}"
+    processor = ResponseProcessor(window=MemoryWindow(), store=PostgresInteractionStore(url),
+                                  lexicons=shipped_lexicons(), sentiment=vader_scorer())
+    asyncio.run(processor.process([Delivery(f"{days_ago}-{i}", json.dumps(e).encode(), "llm.responses")
+                                   for i, e in enumerate(events)]))
+    return events
+
+
+def store_sessions(url: str, days_ago: int, count: int, seed: int) -> list[dict]:
+    sessions = generate_sessions(count, seed=seed, start=NOW - timedelta(days=days_ago))
+    processor = CouncilSessionProcessor(window=MemoryWindow(), store=PostgresRecordStore(url))
+    asyncio.run(processor.process([Delivery(f"{days_ago}-{i}", json.dumps(s).encode(), "council.sessions")
+                                   for i, s in enumerate(sessions)]))
+    return sessions
+
+
+def retention(url: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bias_audit", "retention", "--store", url, *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgres_url):
+    apply_migrations(postgres_url)
+    recent = store_interactions(postgres_url, 10, 5, seed=1)
+    middle = store_interactions(postgres_url, 200, 6, seed=2)
+    old = store_interactions(postgres_url, 400, 7, seed=3)
+    store_sessions(postgres_url, 10, 3, seed=4)
+    old_sessions = store_sessions(postgres_url, 400, 4, seed=5)
+    expected_scores = sum(score for s in old_sessions for review in s["reviews"] for score in review["scores"].values())
+
+    before = [r for r in read_interactions(postgres_url) if r["audit_id"].startswith("400-")]
+    expected_interactions: dict[tuple, list] = {}
+    for record in before:  # per (day, model, bias type): interactions, flagged, confidence sum
+        day = datetime.fromisoformat(record["timestamp"]).date()
+        for bias_type in record["bias_type"] or [""]:
+            entry = expected_interactions.setdefault((str(day), record["llm_model"], bias_type), [0, 0, 0.0])
+            entry[0] += 1
+            entry[1] += 1 if record["bias_detected"] and bias_type else 0
+            entry[2] += record["bias_confidence_score"]
+
+    dry = retention(postgres_url, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.splitlines() == ["anonymize interaction audits: 13 (would)",
+                                       "roll up and delete interaction audits: 7 (would)",
+                                       "roll up and delete council sessions: 4 (would)"]
+    assert len(list(read_interactions(postgres_url))) == 18  # the dry run changed nothing
+
+    done = retention(postgres_url)
+    assert done.stdout.splitlines() == ["anonymize interaction audits: 13 (did)",
+                                        "roll up and delete interaction audits: 7 (did)",
+                                        "roll up and delete council sessions: 4 (did)"]
+    left = {r["audit_id"]: r for r in read_interactions(postgres_url)}
+    assert sorted(left) == sorted(e["audit_id"] for e in recent + middle)
+    for event in middle:  # anonymized: what the statistics need stays
+        row = left[event["audit_id"]]
+        assert row["user_id"] is None and row["trace_id"] is None and row["llm_response"] is None
+        assert row["bias_score"] is not None and row["llm_model"] == event["llm_model"]
+    for event in recent:
+        assert left[event["audit_id"]]["llm_response"] == event["llm_response"]
+    assert len({r["session_id"] for r in read_records(postgres_url)}) == 3
+    with psycopg.connect(postgres_url) as connection:
+        council = connection.execute("SELECT sum(items), sum(score_sum) FROM bias_daily_aggregate "
+                                     "WHERE source = 'council'").fetchone()
+        interactions = connection.execute("SELECT day::text, model, bias_type, items, flagged, score_sum FROM "
+                                          "bias_daily_aggregate WHERE source = 'interaction'").fetchall()
+    assert council[0] == 4 * 25 and council[1] == pytest.approx(expected_scores)
+    assert {(d, m, b): [i, f, pytest.approx(c)] for d, m, b, i, f, c in interactions} == expected_interactions
+    assert len(before) == len(old) == 7
+
+    again = retention(postgres_url)
+    assert again.stdout.splitlines() == ["anonymize interaction audits: 0 (did)",
+                                         "roll up and delete interaction audits: 0 (did)",
+                                         "roll up and delete council sessions: 0 (did)"]
+    with psycopg.connect(postgres_url) as connection:
+        assert connection.execute("SELECT sum(items) FROM bias_daily_aggregate WHERE source = 'council'"
+                                  ).fetchone()[0] == 4 * 25  # nothing counted twice
+
+
+def test_retention_refuses_ages_in_the_wrong_order(postgres_url):
+    apply_migrations(postgres_url)
+    refused = retention(postgres_url, "--anonymize-after-days", "400", "--aggregate-after-days", "365")
+    assert refused.returncode == 2 and refused.stderr.startswith("error: --anonymize-after-days must be positive")
