@@ -22,6 +22,9 @@ from bias_audit.worker.samples import generate_sessions
 
 pytestmark = pytest.mark.postgres
 CANARY = "CANARY-5e0a-raw-user-query"
+# the migration files as shipped, listed from the folder (what `setup` must apply, in order)
+SHIPPED = ", ".join(sorted(path.name for path in (__import__("pathlib").Path(__file__).parents[2] / "storage"
+                                                   / "migrations").glob("*.sql")))
 
 
 def deliveries(sessions: list[dict], prefix: str = "1") -> list[Delivery]:
@@ -148,7 +151,7 @@ def test_the_deployments_init_container_migrates_the_store_only(postgres_url):
     # deploy/kustomize: `setup` with the store's URL from a Secret and the broker's blanked out
     done = cli("setup", env={"BIAS_AUDIT_STORE_URL": postgres_url, "BIAS_AUDIT_BROKER_URL": ""})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.endswith("applied 0001_council_sessions.sql, 0002_llm_interaction_audit.sql\n")
+    assert done.stdout.endswith(f"applied {SHIPPED}\n") and SHIPPED.startswith("0001_council_sessions.sql, 0002_")
 
 
 def test_setup_audit_and_export_through_the_command_line(postgres_url, tmp_path):
@@ -187,8 +190,7 @@ def test_import_loads_exported_records_once_and_refuses_what_it_cannot_rebuild(p
     files.close()
     unmigrated = cli("import", str(source), "--store", postgres_url)
     assert unmigrated.returncode == 2 and unmigrated.stderr.endswith(
-        "lacks migrations 0001_council_sessions.sql, 0002_llm_interaction_audit.sql: run `bias-audit setup --store "
-        "URL` first\n")
+        f"lacks migrations {SHIPPED}: run `bias-audit setup --store URL` first\n")
     assert cli("worker", "--store", postgres_url, "--broker", "redis://127.0.0.1:1/0").returncode == 2
     apply_migrations(postgres_url)
     first, again = cli("import", str(source), "--store", postgres_url), cli("import", str(source), "--store", postgres_url)
