@@ -128,8 +128,8 @@ for i = 0, (#ARGV - 4) / 6 - 1 do
       end
       add_pairs(sums, main, 1)
       add_pairs(recent_sums, recent, 1)
-      if #main > 0 then redis.call('SET', KEYS[4] .. id, cjson.encode(main)) end
-      if #recent > 0 then redis.call('SET', KEYS[9] .. id, cjson.encode(recent)) end
+      if #main > 0 then redis.call('SET', KEYS[4] .. id, cjson.encode(main), 'EX', seen_ttl) end
+      if #recent > 0 then redis.call('SET', KEYS[9] .. id, cjson.encode(recent), 'EX', seen_ttl) end
       redis.call('ZADD', KEYS[8], sequence, id)
       local excess_recent = redis.call('ZCARD', KEYS[8]) - recent_max
       if excess_recent > 0 then
@@ -153,12 +153,17 @@ for i = 0, (#ARGV - 4) / 6 - 1 do
                    evicted, recent_evicted}
 end
 
-if newest_changed then redis.call('SET', KEYS[3], string.format('%.0f', newest)) end
+if newest_changed then redis.call('SET', KEYS[3], string.format('%.0f', newest), 'KEEPTTL') end
 flush(sums)
 flush(recent_sums)
--- An idle tenant's keys expire together, as its seen markers do: every call renews them all
--- (the window's own keys and its sessions' contributions), so none outlives the others.
-for _, k in ipairs({1, 2, 3, 5, 6, 7, 8}) do redis.call('EXPIRE', KEYS[k], seen_ttl) end
-for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do redis.call('EXPIRE', KEYS[4] .. member, seen_ttl) end
-for _, member in ipairs(redis.call('ZRANGE', KEYS[8], 0, -1)) do redis.call('EXPIRE', KEYS[9] .. member, seen_ttl) end
+-- An idle tenant's keys expire together, as its seen markers do (window days + 1 day after its
+-- last session). Renewing every key of the window on every call would cost one EXPIRE per
+-- session in the window per batch; they are renewed together at most once a day instead (when
+-- the order key has less than its full TTL minus a day left, or none yet). A contribution
+-- written in between gets the full TTL, so none expires before the keys it belongs to.
+if redis.call('TTL', KEYS[2]) < tonumber(seen_ttl) - 86400 then
+  for _, k in ipairs({1, 2, 3, 5, 6, 7, 8}) do redis.call('EXPIRE', KEYS[k], seen_ttl) end
+  for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do redis.call('EXPIRE', KEYS[4] .. member, seen_ttl) end
+  for _, member in ipairs(redis.call('ZRANGE', KEYS[8], 0, -1)) do redis.call('EXPIRE', KEYS[9] .. member, seen_ttl) end
+end
 return out

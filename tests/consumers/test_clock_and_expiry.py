@@ -81,3 +81,21 @@ def test_an_idle_tenants_window_keys_expire_with_its_markers(redis_url):
     expected = WindowPolicy(max_days=2).seen_ttl_seconds
     assert len(ttls) >= 10  # sums, order, newest, digests, sequence, recent..., contributions, markers
     assert all(expected - 5 <= ttl <= expected for ttl in ttls.values()), ttls
+
+
+@pytest.mark.redis
+def test_window_keys_are_renewed_together_once_their_ttl_runs_down(redis_url):
+    # written by a version without TTLs, or renewed over a day ago: the next session renews them all
+    window = RedisWindow(Redis.from_url(redis_url), WindowPolicy(max_days=2), prefix="renew")
+    asyncio.run(run(window, [session(f"s{i}", NOW - timedelta(minutes=i)) for i in range(3)]))
+    expected = WindowPolicy(max_days=2).seen_ttl_seconds
+    with redis.Redis.from_url(redis_url) as client:
+        window_keys = [key for key in client.scan_iter(match="renew:*") if b":seen:" not in key]
+        for key in window_keys:
+            client.persist(key)
+        client.expire(window_keys[0], 60)
+    window = RedisWindow(Redis.from_url(redis_url), WindowPolicy(max_days=2), prefix="renew")
+    asyncio.run(run(window, [session("s-next", NOW)]))
+    with redis.Redis.from_url(redis_url) as client:
+        ttls = {key: client.ttl(key) for key in client.scan_iter(match="renew:*")}
+    assert len(ttls) > len(window_keys) and all(expected - 5 <= ttl <= expected for ttl in ttls.values()), ttls
