@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from bias_audit.analysis.alerts import AlertPolicy, Condition, SessionSignals, session_signals, window_baseline
 from bias_audit.analysis.digest import SessionDigest, digest_from_scores
 from bias_audit.analysis.observations import session_scores
-from bias_audit.analysis.records import build_records, effective_consent, stored_bytes_bound
+from bias_audit.analysis.records import build_records, effective_consent, stored_bytes_over
 from bias_audit.analysis.session_audit import AuditConfig, audit_batch
 from bias_audit.analysis.verdict import session_verdict
 from bias_audit.analysis.window import WindowUpdate, session_contribution, window_bounds
@@ -99,9 +99,9 @@ class CouncilSessionProcessor:
         if effective_consent(event.consent_level, self.default_consent, self.hash_secret) > 0:
             # each reviewer x model record repeats the session's fields: bound what one event writes
             trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.session_id)
-            records, size = stored_bytes_bound(event, trace_id)
-            limit = self.max_stored_ratio * len(delivery.body)
-            if size > limit:
+            over = stored_bytes_over(event, trace_id, self.max_stored_ratio * len(delivery.body))
+            if over is not None:
+                records, size = over
                 raise InvalidEvent(
                     f"its {records} records would store up to {size} bytes, more than {self.max_stored_ratio:g}x "
                     f"the event's {len(delivery.body)} bytes; send fewer reviewers x models per session or shorter "

@@ -104,3 +104,14 @@ def test_fields_copied_into_every_record_are_bounded(field, value, reason, tmp_p
     _, written, outcome = stored_by(event, tmp_path)
     assert outcome.dead_letter is not None and written == 0
     assert reason in outcome.dead_letter.error
+
+
+@pytest.mark.parametrize("name", WORST)
+def test_the_quick_check_refuses_exactly_what_the_exact_bound_refuses(name):
+    from bias_audit.analysis.records import stored_bytes_over
+
+    event = CouncilSessionEvent.model_validate(WORST[name])
+    records, exact = stored_bytes_bound(event, "t" * 32)
+    for limit in (exact - 1, exact, exact + 1, exact * 3, exact // 3):
+        expected = (records, exact) if exact > limit else None
+        assert stored_bytes_over(event, "t" * 32, limit) == expected
