@@ -223,8 +223,8 @@ def parse_or_dead_letter(deliveries: list[Delivery], outcomes: list, parse: Call
 
 
 def scrub_payload(body: bytes) -> tuple[Any, str]:
-    """The payload in the contract's form (JSON without the raw query fields, else text, else
-    base64): what the operator's raw dead-letter stream carries."""
+    """The payload in the contract's form: JSON without the raw query fields, else text (also JSON
+    nested too deep to serialize again), else base64. What the operator's raw stream carries."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -233,24 +233,12 @@ def scrub_payload(body: bytes) -> tuple[Any, str]:
         document = orjson.loads(body)
     except orjson.JSONDecodeError:
         return text, "text"
+    if isinstance(document, (dict, list)) and _deeper_than(document, MAX_PAYLOAD_DEPTH):
+        return text, "text"
     if isinstance(document, dict):
         for name in RAW_TEXT_FIELDS:
             document.pop(name, None)
     return document, "json"
-
-
-def _object_without_query(body: bytes) -> dict[str, Any] | None:
-    """The body as a JSON object without its raw query fields; None when it is not one (then no
-    field can be told apart from the query, so none of it is kept)."""
-    try:
-        document = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(document, dict) or _deeper_than(document, MAX_PAYLOAD_DEPTH):
-        return None
-    for name in RAW_TEXT_FIELDS:
-        document.pop(name, None)
-    return document
 
 
 MAX_PAYLOAD_DEPTH = 64  # serializers stop near 255 levels; a dead letter must always serialize
@@ -271,7 +259,9 @@ def dead_letter(delivery: Delivery, error: str, error_type: str) -> DeadLetter:
     """A JSON object keeps its fields (minus the query); a body that is not one carries its size
     and SHA-256 only. The trace id is the transport's (field or traceparent): an unreadable event
     has none of its own."""
-    document = _object_without_query(delivery.body) if error_type != "too_large" else None
+    payload, encoding = scrub_payload(delivery.body) if error_type != "too_large" else (None, "omitted")
+    # only a JSON object keeps its fields: in anything else no field can be told apart from the query
+    document = payload if encoding == "json" and isinstance(payload, dict) else None
     return DeadLetter(
         source_topic=delivery.source_topic,
         error=error,

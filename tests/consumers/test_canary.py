@@ -126,3 +126,13 @@ def test_a_validation_error_quotes_no_input(model):
     with pytest.raises(ValidationError) as caught:
         getattr(events, model).model_validate({"query": CANARY, "original_query": CANARY, "timestamp": CANARY})
     assert CANARY not in str(caught.value)
+
+
+def test_a_body_too_deep_to_serialize_reaches_the_raw_stream_as_text():
+    deep = ('{"query": "%s", "a": ' % CANARY + '{"b": ' * 300 + "1" + "}" * 300 + "}").encode()
+    broker = run_worker_on([deep, json.dumps(session(session_id="good")).encode()], io.StringIO())
+    [letter] = broker.documents("bias.audit.deadletter")
+    [raw] = broker.documents(RAW)
+    assert letter["payload_encoding"] == "omitted" and CANARY not in json.dumps(letter)
+    assert raw["payload_encoding"] == "text" and raw["payload"] == deep.decode()
+    assert [r["audit_id"] for r in broker.documents("bias.audit.stream")] == ["good"]
