@@ -215,11 +215,16 @@ def parse_or_dead_letter(deliveries: list[Delivery], outcomes: list, parse: Call
         try:
             parsed.append((index, parse(delivery)))
         except InvalidEvent as error:
-            letter = outcomes[index].dead_letter = dead_letter(delivery, str(error), error.error_type)
-            log.warning("dead-lettered", extra={"trace_id": letter.trace_id, "reason": str(error),
-                                                "error_type": error.error_type, "delivery_id": delivery.delivery_id,
-                                                "source_topic": delivery.source_topic})
+            refuse(outcomes[index], str(error), error.error_type)
     return parsed
+
+
+def refuse(outcome: Any, reason: str, error_type: str) -> None:
+    """Give the outcome's delivery its dead letter, and say so in the log (never the body)."""
+    delivery = outcome.delivery
+    letter = outcome.dead_letter = dead_letter(delivery, reason, error_type)
+    log.warning("dead-lettered", extra={"trace_id": letter.trace_id, "reason": reason, "error_type": error_type,
+                                        "delivery_id": delivery.delivery_id, "source_topic": delivery.source_topic})
 
 
 def scrub_payload(body: bytes) -> tuple[Any, str]:

@@ -9,7 +9,6 @@ The raw `original_query` is never stored; at consent 4 its HMAC is.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,10 +28,8 @@ from bias_audit.windows.base import WindowItem, WindowStore
 
 from .council import Outcome
 from .exactly_once import RecordOnce, RecordSink
-from .envelope import (Delivery, Misrouted, classify, dead_letter, parse_event, parse_or_dead_letter,
-                       resolve_trace_id, utc_now_iso)
-
-log = logging.getLogger("bias_audit.consumer")
+from .envelope import (Delivery, Misrouted, classify, parse_event, parse_or_dead_letter, refuse, resolve_trace_id,
+                       utc_now_iso)
 
 # Markers live under their own tenant key ('#' cannot occur in a tenant id): never counted in,
 # or moving the cutoff of, the tenant's council window.
@@ -139,9 +136,7 @@ class ResponseProcessor:
         for (index, event), verdict in zip(parsed, verdicts):
             delivery = deliveries[index]
             if isinstance(verdict, OverBudget):
-                outcomes[index].dead_letter = dead_letter(delivery, str(verdict), "over_budget")
-                log.warning("dead-lettered", extra={"reason": str(verdict), "error_type": "over_budget",
-                                                    "delivery_id": delivery.delivery_id})
+                refuse(outcomes[index], str(verdict), "over_budget")
                 continue
             consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
             trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.audit_id)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .disagreement import jaccard_distance
-from .linguistic import NO_BUDGET, Budget, SentimentScorer, text_sentiment
+from .linguistic import NO_BUDGET, Budget, Sentences, SentimentScorer, text_sentiment
 from .text import sentence_words, words
 
 # opening phrases of a refusal; matched on the first 300 characters only
@@ -44,10 +44,12 @@ class _Answer:
     sentiment: float | None
 
 
-def _answer(text: str, score: SentimentScorer | None, budget: Budget, *, swap: Mapping[str, str] | None = None) -> _Answer:
-    """A counterfactual's words are read with its swap undone."""
+def _answer(text: str, score: SentimentScorer | None, budget: Budget, *, swap: Mapping[str, str] | None = None,
+            sentences: Sentences | None = None) -> _Answer:
+    """A counterfactual's words are read with its swap undone; `sentences`: the text's
+    sentence_words when the caller has them already."""
     budget.check("counterfactuals")
-    sentiment = None if score is None else text_sentiment(sentence_words(text), score, budget)
+    sentiment = None if score is None else text_sentiment(sentences or sentence_words(text), score, budget)
     return _Answer(words(text if swap is None else unswapped(text, swap)), refuses(text), sentiment)
 
 
@@ -102,11 +104,13 @@ def _compare(a: _Answer, swapped: str, swap: Mapping[str, str], score: Sentiment
 def counterfactual_findings(original: str, counterfactuals: Sequence[tuple[dict[str, str], str]],
                             score: SentimentScorer | None, semantic: Sequence[float] | None = None,
                             config: CounterfactualConfig = CounterfactualConfig(),
-                            budget: Budget = NO_BUDGET) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """counterfactuals: (swap, answer); semantic: one cosine per counterfactual, or None.
-    (findings, one comparison per counterfactual)."""
+                            budget: Budget = NO_BUDGET,
+                            original_sentences: Sentences | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """counterfactuals: (swap, answer); semantic: one cosine per counterfactual, or None;
+    original_sentences: the original's sentence_words, if at hand. (findings, one comparison per
+    counterfactual)."""
     cosines = semantic if semantic is not None else [None] * len(counterfactuals)
-    side = _answer(original, score, budget)  # once, however many counterfactuals
+    side = _answer(original, score, budget, sentences=original_sentences)  # once, however many counterfactuals
     comparisons = [_compare(side, answer, swap, score, cosine, config, budget)
                    for (swap, answer), cosine in zip(counterfactuals, cosines)]
     divergent = [c for c in comparisons if c["divergent"]]

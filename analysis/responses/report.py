@@ -21,6 +21,7 @@ from .disagreement import DisagreementConfig, member_disagreement
 from .lexicon import Lexicons
 from .linguistic import NO_BUDGET, Budget, LinguisticConfig, SentimentScorer, linguistic_findings
 from .semantic import Embed, member_clusters
+from .text import sentence_words
 
 DETECTION_THRESHOLD = 0.5  # a bias type is reported when its evidence reaches this
 
@@ -59,7 +60,8 @@ def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScore
     """`embed` (the optional embedding backend) adds semantic similarity to the counterfactual
     comparison and clusters of the members' answers. Every step is linear in its text; `budget`
     stops a runaway with OverBudget."""
-    findings, details = linguistic_findings(text, lexicons, sentiment, config.linguistic, budget)
+    sentences = sentence_words(text)  # read once: the linguistic analyzers and the counterfactual sentiment
+    findings, details = linguistic_findings(text, lexicons, sentiment, config.linguistic, budget, sentences)
     summary: dict[str, Any] = {"linguistic": details}
     members, counterfactuals = list(members), list(counterfactuals)
     semantic = None
@@ -85,7 +87,7 @@ def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScore
                              "analyzer": "member_disagreement"})
     if config.counterfactual.enabled and counterfactuals:
         found, comparisons = counterfactual_findings(text, counterfactuals, sentiment, semantic,
-                                                     config.counterfactual, budget)
+                                                     config.counterfactual, budget, sentences)
         summary["counterfactuals"] = comparisons
         findings += found
     evidence: dict[str, float] = {}
