@@ -24,3 +24,9 @@ def one_line(text: str) -> str:
 def redact(text: str) -> str:
     """URLs with a password print as scheme://user:***@host."""
     return _CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
+
+
+def reason_of(error: BaseException) -> str:
+    """An exception's first line (a driver's message can run to several), else its type's name."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

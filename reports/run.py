@@ -40,9 +40,7 @@ def live_windows(url: str, prefix: str, tenant: str | None, sessions: int | None
     from redis import Redis
     from redis.exceptions import RedisError
 
-    from bias_audit.analysis.window_cells import window_cells
-    from bias_audit.analysis.window import window_bounds
-    from bias_audit.storage.report_reader import ReadStats, TenantWindows
+    from bias_audit.storage.report_reader import ReadStats
     from bias_audit.windows.redis_window import read_live_windows
 
     try:
@@ -50,38 +48,40 @@ def live_windows(url: str, prefix: str, tenant: str | None, sessions: int | None
             live = read_live_windows(client, prefix, tenant)
     except RedisError as error:
         raise CommandError(f"reading the live window from {url} failed: {error}", exit_code=1) from None
-    stats = ReadStats(sessions=sum(len(d) for d in live.values()))
+    # a tenant with no digests was counted before digests were kept (an older worker)
+    return _cut(live, sessions, days), ReadStats(sessions=sum(len(d) for d in live.values()))
+
+
+def _cut(digests_by_tenant: dict, sessions: int | None, days: float | None) -> list:
+    """Each tenant's window and the one before it, from its digests (oldest first), as the file
+    reader cuts them."""
+    from bias_audit.analysis.window import window_bounds
+    from bias_audit.analysis.window_cells import window_cells
+    from bias_audit.storage.report_reader import TenantWindows
+
     windows = []
-    for name, digests in sorted(live.items()):
-        if not digests:  # counted before digests were kept (an older worker)
+    for name, digests in sorted(digests_by_tenant.items()):
+        if not digests:
             continue
         first_previous, first = window_bounds([d.ts_ms for d in digests], digests[-1].ts_ms, sessions, days)
         windows.append(TenantWindows(name, window_cells(digests[first_previous:]), first - first_previous))
-    return windows, stats
+    return windows
 
 
 def store_windows(url: str, tenant: str | None, sessions: int | None, days: float | None):
     """(windows, read stats) from a PostgreSQL audit store, cut as the file reader cuts."""
     import psycopg
 
-    from bias_audit.analysis.window import window_bounds
-    from bias_audit.analysis.window_cells import window_cells
-    from bias_audit.safe_text import redact
+    from bias_audit.safe_text import reason_of, redact
     from bias_audit.storage.postgres_store import read_digests
-    from bias_audit.storage.report_reader import ReadStats, TenantWindows
+    from bias_audit.storage.report_reader import ReadStats
 
     try:
         stored = read_digests(url, tenant=tenant, sessions=sessions)
     except psycopg.Error as error:
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CommandError(f"reading the store at {redact(url)} failed: {message}", exit_code=1) from None
-    stats = ReadStats(sessions=sum(len(d) for d in stored.values()),
-                      records=sum(len(x.cell_score) for d in stored.values() for x in d))
-    windows = []
-    for name, digests in sorted(stored.items()):
-        first_previous, first = window_bounds([d.ts_ms for d in digests], digests[-1].ts_ms, sessions, days)
-        windows.append(TenantWindows(name, window_cells(digests[first_previous:]), first - first_previous))
-    return windows, stats
+        raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
+    return _cut(stored, sessions, days), ReadStats(sessions=sum(len(d) for d in stored.values()),
+                                                   records=sum(len(x.cell_score) for d in stored.values() for x in d))
 
 
 def default_sources(records_dir: Path) -> list[str]:

@@ -1,6 +1,6 @@
 """The audit store on PostgreSQL: one row per council session, its scored cells packed, written
 in one transaction per batch; a redelivery writes nothing twice (primary key (tenant, session),
-ON CONFLICT DO NOTHING). `session_records` rebuilds the contract's bias metric records exactly.
+ON CONFLICT DO NOTHING). `records_of` rebuilds the contract's bias metric records exactly.
 
 Migrations are the numbered SQL files in storage/migrations, applied in order, each once, in
 its own transaction, recorded in `schema_migrations` (an advisory lock makes concurrent `setup`
@@ -28,16 +28,21 @@ _CELL = struct.Struct("<BBhdB")
 _MIGRATION_LOCK = 0x62696173  # "bias": one `setup` migrates at a time
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (psycopg.OperationalError,)
 
-_WRITTEN = ("tenant_id, session_id, session_ts, ts_text, trace_id, consent_level, record_schema, score_scale, "
-            "council_config_version, query_hash, query_metadata, members, response_chars, response_words, cells")
-_TYPES = ["text", "text", "timestamptz", "text", "text", "int2", "text", "text", "text", "text", "jsonb", "text[]",
-          "int4[]", "int4[]", "bytea"]
+# (column, type for binary COPY) of what we write: one list, so names and types cannot drift apart
+_SESSION_WRITTEN = (
+    ("tenant_id", "text"), ("session_id", "text"), ("session_ts", "timestamptz"), ("ts_text", "text"),
+    ("trace_id", "text"), ("consent_level", "int2"), ("record_schema", "text"), ("score_scale", "text"),
+    ("council_config_version", "text"), ("query_hash", "text"), ("query_metadata", "jsonb"), ("members", "text[]"),
+    ("response_chars", "int4[]"), ("response_words", "int4[]"), ("cells", "bytea"))
 _INTERACTION_WRITTEN = (
-    "audit_id, tenant_id, user_id, trace_id, query_hash, llm_provider, llm_model, llm_response, prompt_tokens, "
-    "response_tokens, total_tokens, consent_level, record_schema, log_timestamp, ts_text, bias_detected, bias_type, "
-    "bias_score, bias_confidence_score, mitigation_action, bias_report_summary, human_reviewed")
-_INTERACTION_TYPES = ["text", "text", "text", "text", "text", "text", "text", "text", "int8", "int8", "int8", "int2",
-                      "text", "timestamptz", "text", "bool", "jsonb", "jsonb", "numeric", "jsonb", "jsonb", "bool"]
+    ("audit_id", "text"), ("tenant_id", "text"), ("user_id", "text"), ("trace_id", "text"), ("query_hash", "text"),
+    ("llm_provider", "text"), ("llm_model", "text"), ("llm_response", "text"), ("prompt_tokens", "int8"),
+    ("response_tokens", "int8"), ("total_tokens", "int8"), ("consent_level", "int2"), ("record_schema", "text"),
+    ("log_timestamp", "timestamptz"), ("ts_text", "text"), ("bias_detected", "bool"), ("bias_type", "jsonb"),
+    ("bias_score", "jsonb"), ("bias_confidence_score", "numeric"), ("mitigation_action", "jsonb"),
+    ("bias_report_summary", "jsonb"), ("human_reviewed", "bool"))
+SESSION_COLUMNS = ", ".join(name for name, _ in _SESSION_WRITTEN)
+INTERACTION_COLUMNS = ", ".join(name for name, _ in _INTERACTION_WRITTEN)
 
 
 def migrations() -> list[tuple[str, str]]:
@@ -92,6 +97,12 @@ def utc_text(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
+def _timestamp(text: str) -> tuple[datetime, str | None]:
+    """A record's timestamp as (the time to index, its text when it is not utc_text's form)."""
+    moment = datetime.fromisoformat(text)
+    return moment, None if utc_text(moment) == text else text
+
+
 def _row(records: list[dict[str, Any]]) -> tuple:
     first = records[0]
     members: dict[str, int] = {}  # reviewers and models share one list: in a council they are the same
@@ -108,10 +119,7 @@ def _row(records: list[dict[str, Any]]) -> tuple:
                  1 if record["is_self_review"] else 0)
     cells = struct.pack("<" + _CELL.format[1:] * len(records), *flat)
     metadata = first["query_metadata"]
-    moment = datetime.fromisoformat(first["timestamp"])
-    return (first["tenant_id"], first["session_id"], moment,
-            None if utc_text(moment) == first["timestamp"] else first["timestamp"],
-            first["trace_id"], first["consent_level"], first["schema_version"], first["score_scale"],
+    return (first["tenant_id"], first["session_id"], *_timestamp(first["timestamp"]), first["trace_id"], first["consent_level"], first["schema_version"], first["score_scale"],
             first["council_config_version"], first["query_hash"], None if metadata is None else Jsonb(metadata),
             list(members), chars, words, cells)
 
@@ -198,7 +206,8 @@ class _CopyWriter:
 class PostgresRecordStore(_CopyWriter):
     """The council consumer's record sink: one row per session (session_rows)."""
 
-    table, columns, types, key = "council_session_audit", _WRITTEN, _TYPES, "tenant_id, session_id"
+    table, columns, types, key = ("council_session_audit", SESSION_COLUMNS, [t for _, t in _SESSION_WRITTEN],
+                                  "tenant_id, session_id")
 
     def append(self, records: list[dict[str, Any]]) -> int:
         """Write the batch's sessions; returns the number of new sessions stored."""
@@ -208,7 +217,7 @@ class PostgresRecordStore(_CopyWriter):
 class PostgresInteractionStore(_CopyWriter):
     """The LLM-response consumer's sink: one llm_interaction_audit row per interaction record."""
 
-    table, columns, types, key = ("llm_interaction_audit", _INTERACTION_WRITTEN, _INTERACTION_TYPES,
+    table, columns, types, key = ("llm_interaction_audit", INTERACTION_COLUMNS, [t for _, t in _INTERACTION_WRITTEN],
                                   "tenant_id, audit_id")
 
     def append(self, records: list[dict[str, Any]]) -> int:
@@ -217,11 +226,10 @@ class PostgresInteractionStore(_CopyWriter):
 
 def interaction_row(record: dict[str, Any]) -> tuple:
     """An interaction record (consumers.responses) as its llm_interaction_audit row."""
-    moment = datetime.fromisoformat(record["timestamp"])
     return (record["audit_id"], record["tenant_id"], record["user_id"], record["trace_id"], record["query_hash"],
             record["llm_provider"], record["llm_model"], record["llm_response"], record["prompt_tokens"],
             record["completion_tokens"], record["total_tokens"], record["consent_level"], record["schema_version"],
-            moment, None if utc_text(moment) == record["timestamp"] else record["timestamp"], record["bias_detected"],
+            *_timestamp(record["timestamp"]), record["bias_detected"],
             Jsonb(record["bias_type"]), Jsonb(record["bias_score"]),
             Decimal(str(record["bias_confidence_score"])) * 100, Jsonb(record["mitigation_action"]),
             Jsonb(record["bias_report_summary"]), record["human_reviewed"])
@@ -249,7 +257,7 @@ def read_interactions(url: str, *, tenant: str | None = None, since: datetime | 
     where, parameters = _filters(tenant, since, "log_timestamp")
     with psycopg.connect(url) as connection, connection.cursor(name="bias_audit_interactions") as cursor:
         cursor.itersize = batch
-        cursor.execute(f"SELECT {_INTERACTION_WRITTEN} FROM llm_interaction_audit {where} "
+        cursor.execute(f"SELECT {INTERACTION_COLUMNS} FROM llm_interaction_audit {where} "
                        "ORDER BY tenant_id, log_timestamp, audit_id".encode(), parameters)
         for row in cursor:
             yield interaction_record(row)
@@ -275,7 +283,7 @@ def read_records(url: str, *, tenant: str | None = None, since: datetime | None 
     where, parameters = _filters(tenant, since, "session_ts")
     with psycopg.connect(url) as connection, connection.cursor(name="bias_audit_export") as cursor:
         cursor.itersize = batch
-        query = f"SELECT {_WRITTEN} FROM council_session_audit {where} ORDER BY tenant_id, session_ts, session_id"
+        query = f"SELECT {SESSION_COLUMNS} FROM council_session_audit {where} ORDER BY tenant_id, session_ts, session_id"
         cursor.execute(query.encode(), parameters)  # the conditions are ours; the values are parameters
         for row in cursor:
             yield from records_of(row)
@@ -291,7 +299,7 @@ def read_digests(url: str, *, tenant: str | None, sessions: int | None) -> dict[
     newest = "" if sessions is None else "WHERE newest_first <= %s"
     if sessions is not None:
         parameters.append(2 * sessions)
-    query = (f"SELECT {_WRITTEN} FROM (SELECT *, row_number() OVER (PARTITION BY tenant_id "
+    query = (f"SELECT {SESSION_COLUMNS} FROM (SELECT *, row_number() OVER (PARTITION BY tenant_id "
              f"ORDER BY session_ts DESC, session_id DESC) AS newest_first FROM council_session_audit {where}) AS s "
              f"{newest} ORDER BY tenant_id, session_ts, session_id")
     out: dict[str, list[SessionDigest]] = {}
@@ -301,7 +309,8 @@ def read_digests(url: str, *, tenant: str | None, sessions: int | None) -> dict[
         for row in cursor:
             digest = digest_of_row(row)
             if digest is None:  # repeated cells (an imported file's): the records' own rule decides
-                cells = [StoredCell(**{name: record[name] for name in _CELL_FIELDS}) for record in records_of(row)]
+                fields = StoredCell.__struct_fields__
+                cells = [StoredCell(**{name: record[name] for name in fields}) for record in records_of(row)]
                 digest = digest_from_records(cells)
             out.setdefault(row[0], []).append(digest)
     return out
@@ -343,29 +352,21 @@ def digest_of_row(row: tuple) -> SessionDigest | None:
     )
 
 
-# what a report reads of a record (analysis.digest.StoredCell's fields)
-_CELL_FIELDS = ("session_id", "timestamp", "reviewer_id", "model_id", "score_value", "tenant_id", "trace_id",
-                "position", "response_length_words", "response_length_chars", "score_scale", "is_self_review",
-                "council_config_version", "schema_version")
-
-
-_CONTRACT = ("schema_version", "session_id", "timestamp", "tenant_id", "trace_id", "consent_level", "reviewer_id",
-             "model_id", "position", "response_length_chars", "response_length_words", "score_value", "score_scale",
-             "is_self_review", "council_config_version", "query_hash", "query_metadata")
-
-
 def import_records(url: str, records: Iterable[dict[str, Any]], batch_sessions: int = 500) -> tuple[int, int]:
     """Our bias metric records (JSONL) into the store, a session's consecutive records as one row;
     (sessions read, sessions new). A session stored already is skipped: importing twice adds
     nothing. Records without every field of our contract (llm-council-core's files) are refused
     with the reason: they cannot be rebuilt exactly."""
+    from bias_audit.schemas.records import BiasMetricRecord
+
+    contract = tuple(BiasMetricRecord.model_fields)  # every field our records carry
     store = PostgresRecordStore(url)
     pending: list[dict[str, Any]] = []
     sessions = new = 0
     current: tuple[Any, Any] | None = None
     try:
         for record in records:
-            missing = [name for name in _CONTRACT if name not in record]
+            missing = [name for name in contract if name not in record]
             if missing:
                 raise ValueError(f"session {record.get('session_id')!r}: a record without {', '.join(missing)} "
                                  "(llm-council-core's files are not imported yet; report them with --input)")

@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 
-from .postgres_store import _WRITTEN, records_of
+from .postgres_store import SESSION_COLUMNS, records_of
 
 _ANONYMIZED = "user_id IS NULL AND trace_id IS NULL AND query_hash IS NULL AND query_context IS NULL AND llm_response IS NULL"
 _UPSERT = ("INSERT INTO bias_daily_aggregate (tenant_id, day, source, model, reviewer, bias_type, items, flagged, "
@@ -102,7 +102,7 @@ def _roll_up_sessions(connection: psycopg.Connection, before: datetime, batch: i
     with connection.transaction():
         rows = connection.execute(
             f"DELETE FROM council_session_audit WHERE (tenant_id, session_id) IN (SELECT tenant_id, session_id FROM "
-            f"council_session_audit WHERE session_ts < %s LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {_WRITTEN}".encode(),
+            f"council_session_audit WHERE session_ts < %s LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {SESSION_COLUMNS}".encode(),
             (before, batch)).fetchall()
         totals: dict[tuple, list[float]] = defaultdict(lambda: [0, 0, 0.0])
         for row in rows:

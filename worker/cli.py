@@ -19,7 +19,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from bias_audit import __version__
 from bias_audit.errors import CommandError
-from bias_audit.safe_text import one_line, redact
+from bias_audit.safe_text import one_line, reason_of, redact
 
 
 class _NoFlagTypes:
@@ -313,6 +313,18 @@ def audit(
         raise typer.Exit(2)
 
 
+def _postgres_store(store: str | None, needs: str) -> str:
+    """The PostgreSQL store's URL for a command that `needs` one, its migrations checked."""
+    from .run import require_store_schema
+
+    settings = _settings(store_url=store)
+    if not settings.store_is_postgres:
+        raise CommandError(f"{needs} a PostgreSQL store: pass --store postgresql://... or set BIAS_AUDIT_STORE_URL")
+    url = settings.store_url or ""
+    require_store_schema(url)
+    return url
+
+
 class ExportKind(str, Enum):
     records = "records"
     interactions = "interactions"
@@ -334,16 +346,9 @@ def export(
     session by session in time order; memory stays flat however many there are."""
     from .export import export_records, parse_since
 
-    settings = _settings(store_url=store)
-    if not settings.store_is_postgres:
-        raise CommandError("export reads a PostgreSQL store: pass --store postgresql://... or set "
-                           "BIAS_AUDIT_STORE_URL (JSONL stores are already in the export format)")
     start = parse_since(since)
-    from .run import require_store_schema
-
-    require_store_schema(settings.store_url or "")
-    count = export_records(settings.store_url or "", tenant=tenant, start=start, output=output,
-                           interactions=kind is ExportKind.interactions)
+    url = _postgres_store(store, "export reads (JSONL stores are already in the export format)")
+    count = export_records(url, tenant=tenant, start=start, output=output, interactions=kind is ExportKind.interactions)
     _say(f"exported {count} records" + (f" to {output}" if output else ""))
 
 
@@ -360,23 +365,17 @@ def import_(
     from bias_audit.storage.jsonl_store import read_records
     from bias_audit.storage.postgres_store import import_records
 
-    settings = _settings(store_url=store)
-    if not settings.store_is_postgres:
-        raise CommandError("import writes to a PostgreSQL store: pass --store postgresql://... or set BIAS_AUDIT_STORE_URL")
     missing = [str(path) for path in files if not path.exists()]
     if missing:
         raise CommandError(f"no such file or directory: {', '.join(missing)}")
-    from .run import require_store_schema
-
-    require_store_schema(settings.store_url or "")
+    url = _postgres_store(store, "import writes to")
     skipped: list[str] = []
     try:
-        sessions, new = import_records(settings.store_url or "", read_records(files, skipped=skipped))
+        sessions, new = import_records(url, read_records(files, skipped=skipped))
     except ValueError as error:
         raise CommandError(str(error)) from None
     except psycopg.Error as error:
-        raise CommandError(f"writing to the store at {redact(settings.store_url or '')} failed: "
-                           f"{str(error).strip().splitlines()[0]}", exit_code=1) from None
+        raise CommandError(f"writing to the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
     _say(f"imported {new} new sessions of {sessions} read" + (f"; skipped {len(skipped)} unreadable lines "
                                                              f"(first: {skipped[0]})" if skipped else ""))
 
@@ -400,21 +399,14 @@ def retention(
 
     from bias_audit.storage.retention import apply_retention
 
-    from .run import require_store_schema
-
-    settings = _settings(store_url=store)
-    if not settings.store_is_postgres:
-        raise CommandError("retention works on a PostgreSQL store: pass --store postgresql://... or set "
-                           "BIAS_AUDIT_STORE_URL")
     if anonymize_after_days <= 0 or aggregate_after_days < anonymize_after_days:
         raise CommandError("--anonymize-after-days must be positive and --aggregate-after-days at least as large")
-    require_store_schema(settings.store_url or "")
+    url = _postgres_store(store, "retention works on")
     try:
-        done = apply_retention(settings.store_url or "", anonymize_after_days=anonymize_after_days,
+        done = apply_retention(url, anonymize_after_days=anonymize_after_days,
                                aggregate_after_days=aggregate_after_days, dry_run=dry_run)
     except psycopg.Error as error:
-        raise CommandError(f"retention on {redact(settings.store_url or '')} failed: "
-                           f"{str(error).strip().splitlines()[0]}", exit_code=1) from None
+        raise CommandError(f"retention on {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
     for line in done.lines(dry_run):
         print(line)
 
@@ -468,11 +460,9 @@ def report(
         if settings.store_is_postgres and (store is not None or not (sources or redis)):
             if sources or redis:
                 raise CommandError("give one of --input files, --redis or --store, not several")
-            from .run import require_store_schema
-
-            require_store_schema(settings.store_url or "")
-            windows, stats = store_windows(settings.store_url or "", tenant, window_sessions, window_days)
-            sources = [redact(settings.store_url or "")]
+            url = _postgres_store(store, "report reads")
+            windows, stats = store_windows(url, tenant, window_sessions, window_days)
+            sources = [redact(url)]
         elif redis:
             if sources:
                 raise CommandError("give either --input files or --redis, not both")

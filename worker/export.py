@@ -29,7 +29,7 @@ def export_records(url: str, *, tenant: str | None, start: datetime | None, outp
     """Write every matching record (or interaction record), one JSON line each; returns how many."""
     import psycopg
 
-    from bias_audit.safe_text import redact
+    from bias_audit.safe_text import reason_of, redact
     from bias_audit.storage.postgres_store import read_interactions, read_records
 
     handle = open(output, "wb") if output else sys.stdout.buffer
@@ -39,8 +39,7 @@ def export_records(url: str, *, tenant: str | None, start: datetime | None, outp
             handle.write(orjson.dumps(record) + b"\n")
             count += 1
     except psycopg.Error as error:
-        raise CommandError(f"cannot read the store at {redact(url)}: {str(error).strip().splitlines()[0]}",
-                           exit_code=1) from None
+        raise CommandError(f"cannot read the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None
     finally:
         if output:
             handle.close()

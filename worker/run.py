@@ -119,36 +119,40 @@ class _embedded_broker:
             pass
 
 
+_SCHEMA_CHECKED: set[str] = set()  # stores found migrated by this process: one check, not one per sink
+
+
 def require_store_schema(url: str) -> None:
     """A CommandError naming the fix when the store is unreachable or not migrated: a worker
     must not start and then dead-letter every event for want of a table."""
+    if url in _SCHEMA_CHECKED:
+        return
     import psycopg
 
-    from bias_audit.safe_text import redact
+    from bias_audit.safe_text import reason_of, redact
     from bias_audit.storage.postgres_store import missing_migrations
 
     try:
         missing = missing_migrations(url)
     except psycopg.Error as error:
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CommandError(f"cannot reach the store at {redact(url)}: {message}", exit_code=1) from None
+        raise CommandError(f"cannot reach the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None
     if missing:
         raise CommandError(f"the store at {redact(url)} lacks migrations {', '.join(missing)}: run "
                            f"`bias-audit setup --store URL` first")
+    _SCHEMA_CHECKED.add(url)
 
 
 def set_up_store(url: str) -> Iterator[str]:
     """Apply the PostgreSQL store's migrations: one line saying what was done."""
     import psycopg
 
-    from bias_audit.safe_text import redact
+    from bias_audit.safe_text import reason_of, redact
     from bias_audit.storage.postgres_store import apply_migrations
 
     try:
         applied = apply_migrations(url)
     except psycopg.Error as error:
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CommandError(f"cannot set up the store at {redact(url)}: {message}", exit_code=1) from None
+        raise CommandError(f"cannot set up the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None
     yield (f"store {redact(url)}: applied {', '.join(applied)}" if applied
            else f"store {redact(url)}: up to date")
 

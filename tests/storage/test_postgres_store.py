@@ -247,7 +247,7 @@ def test_interaction_audits_come_back_as_the_file_store_wrote_them_once_and_with
 
 def test_a_digest_from_the_packed_row_equals_the_one_from_its_records(postgres_url):
     from bias_audit.analysis.digest import StoredCell, digest_from_records
-    from bias_audit.storage.postgres_store import _CELL_FIELDS, _WRITTEN, digest_of_row, records_of
+    from bias_audit.storage.postgres_store import SESSION_COLUMNS, digest_of_row, records_of
 
     apply_migrations(postgres_url)
     sessions = generate_sessions(30, seed=90)
@@ -257,8 +257,8 @@ def test_a_digest_from_the_packed_row_equals_the_one_from_its_records(postgres_u
     sessions[3]["timestamp"] = "2026-11-02T12:00:00.250000+02:00"
     process(PostgresRecordStore(postgres_url), [deliveries(sessions)])
     with psycopg.connect(postgres_url) as connection:
-        rows = connection.execute(f"SELECT {_WRITTEN} FROM council_session_audit".encode()).fetchall()
+        rows = connection.execute(f"SELECT {SESSION_COLUMNS} FROM council_session_audit".encode()).fetchall()
     assert len(rows) == 30
     for row in rows:
-        cells = [StoredCell(**{name: record[name] for name in _CELL_FIELDS}) for record in records_of(row)]
+        cells = [StoredCell(**{name: record[name] for name in StoredCell.__struct_fields__}) for record in records_of(row)]
         assert digest_of_row(row) == digest_from_records(cells)
