@@ -32,7 +32,6 @@ class RetentionReport:
     anonymized: int = 0  # interaction audits
     aggregated_interactions: int = 0
     aggregated_sessions: int = 0
-    aggregate_rows: int = 0  # distinct (tenant, day, ...) keys written
 
     def lines(self, dry_run: bool) -> list[str]:
         verb = "would" if dry_run else "did"
@@ -58,9 +57,9 @@ def apply_retention(url: str, *, anonymize_after_days: float = 180, aggregate_af
             return report
         while changed := _anonymize_batch(connection, anonymize_before, batch):
             report.anonymized += changed
-        while rolled := _roll_up_interactions(connection, aggregate_before, batch, report):
+        while rolled := _roll_up_interactions(connection, aggregate_before, batch):
             report.aggregated_interactions += rolled
-        while rolled := _roll_up_sessions(connection, aggregate_before, batch, report):
+        while rolled := _roll_up_sessions(connection, aggregate_before, batch):
             report.aggregated_sessions += rolled
     return report
 
@@ -79,8 +78,7 @@ def _anonymize_batch(connection: psycopg.Connection, before: datetime, batch: in
         return cursor.rowcount
 
 
-def _roll_up_interactions(connection: psycopg.Connection, before: datetime, batch: int,
-                          report: RetentionReport) -> int:
+def _roll_up_interactions(connection: psycopg.Connection, before: datetime, batch: int) -> int:
     with connection.transaction():
         rows = connection.execute(
             "DELETE FROM llm_interaction_audit WHERE id IN (SELECT id FROM llm_interaction_audit WHERE log_timestamp < %s "
@@ -94,11 +92,11 @@ def _roll_up_interactions(connection: psycopg.Connection, before: datetime, batc
                 entry[0] += 1
                 entry[1] += 1 if detected and bias_type else 0
                 entry[2] += float(confidence) / 100
-        _upsert(connection, totals, report)
+        _upsert(connection, totals)
         return len(rows)
 
 
-def _roll_up_sessions(connection: psycopg.Connection, before: datetime, batch: int, report: RetentionReport) -> int:
+def _roll_up_sessions(connection: psycopg.Connection, before: datetime, batch: int) -> int:
     with connection.transaction():
         rows = connection.execute(
             f"DELETE FROM council_session_audit WHERE (tenant_id, session_id) IN (SELECT tenant_id, session_id FROM "
@@ -112,13 +110,12 @@ def _roll_up_sessions(connection: psycopg.Connection, before: datetime, batch: i
                 entry[0] += 1
                 entry[1] += 1 if record["is_self_review"] else 0
                 entry[2] += record["score_value"]
-        _upsert(connection, totals, report)
+        _upsert(connection, totals)
         return len(rows)
 
 
-def _upsert(connection: psycopg.Connection, totals: dict[tuple, list[Any]], report: RetentionReport) -> None:
+def _upsert(connection: psycopg.Connection, totals: dict[tuple, list[Any]]) -> None:
     if totals:
         with connection.cursor() as cursor:
             cursor.executemany(_UPSERT, [(*key, int(items), int(flagged), total)
                                          for key, (items, flagged, total) in totals.items()])
-        report.aggregate_rows += len(totals)

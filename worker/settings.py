@@ -128,7 +128,7 @@ class Settings(BaseSettings):
             )
         if secret and len(secret) < MIN_SECRET_LENGTH:
             raise ValueError(f"BIAS_AUDIT_HASH_SECRET must be at least {MIN_SECRET_LENGTH} characters")
-        if secret and (len(set(secret)) < MIN_DISTINCT_SECRET_CHARACTERS or not secret.strip()):
+        if secret and len(set(secret)) < MIN_DISTINCT_SECRET_CHARACTERS:  # blanks included
             raise ValueError(f"BIAS_AUDIT_HASH_SECRET must have at least {MIN_DISTINCT_SECRET_CHARACTERS} different "
                              "characters, not blanks or one repeated character; e.g. `openssl rand -hex 32`")
         return self

@@ -121,7 +121,20 @@ class MemoryHarness:
         return [0] * len(self.workers)
 
 
-class RedisHarness:
+class _WorkerProcesses:
+    """What the harnesses of real worker processes share: each writes its log to data_dir."""
+
+    data_dir: Path
+    processes: list[subprocess.Popen]
+
+    def alive(self) -> bool:
+        return all(p.poll() is None for p in self.processes)
+
+    def logs(self) -> str:
+        return "".join(path.read_text(errors="replace") for path in sorted(self.data_dir.glob("*.log")))
+
+
+class RedisHarness(_WorkerProcesses):
     name = "redis"
 
     def __init__(self, data_dir: Path, redis_url: str) -> None:
@@ -160,17 +173,11 @@ class RedisHarness:
         return [{k.decode(): v.decode() for k, v in fields.items() if k != b"data"}
                 for _, fields in self.client.xrange(RESULTS)]
 
-    def alive(self) -> bool:
-        return all(p.poll() is None for p in self.processes)
-
-    def logs(self) -> str:
-        return "".join(path.read_text(errors="replace") for path in sorted(self.data_dir.glob("*.log")))
-
     def stop(self) -> list[int]:
         return stop_processes(*self.processes)  # again: the codes they exited with
 
 
-class PubSubHarness:
+class PubSubHarness(_WorkerProcesses):
     name = "pubsub"
 
     def __init__(self, data_dir: Path, redis_url: str, project: str) -> None:
@@ -212,12 +219,6 @@ class PubSubHarness:
 
     def result_fields(self) -> list[dict[str, str]]:
         return [dict(m.attributes) for m in self._reader(RESULTS).messages]
-
-    def alive(self) -> bool:
-        return all(p.poll() is None for p in self.processes)
-
-    def logs(self) -> str:
-        return "".join(path.read_text(errors="replace") for path in sorted(self.data_dir.glob("*.log")))
 
     def stop(self) -> list[int]:
         codes = stop_processes(*self.processes)
