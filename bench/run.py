@@ -103,6 +103,7 @@ def bench_audit(rounds: int = 5) -> None:
 def _start_worker(url: str, data_dir: Path, name: str, **env) -> subprocess.Popen:
     environment = {**os.environ, "BIAS_AUDIT_BROKER_URL": url, "BIAS_AUDIT_DATA_DIR": str(data_dir),
                    "BIAS_AUDIT_CONSUMER_NAME": name, "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+                   "BIAS_AUDIT_STORE_URL": str(data_dir),  # JSONL unless --postgres names a store
                    **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
     return subprocess.Popen([sys.executable, "-m", "bias_audit", "worker"], env=environment, cwd=ROOT)
 

@@ -143,7 +143,8 @@ class PubSubSide:
 
 def start_workers(side, tmp: Path, count: int) -> list[subprocess.Popen]:
     env = {**os.environ, **side.env, "BIAS_AUDIT_DATA_DIR": str(tmp), "BIAS_AUDIT_LOG_LEVEL": "WARNING",
-           "BIAS_AUDIT_OPS_PORT": "-1", "BIAS_AUDIT_WINDOW_SESSIONS": "100000"}
+           "BIAS_AUDIT_OPS_PORT": "-1", "BIAS_AUDIT_WINDOW_SESSIONS": "100000",
+           "BIAS_AUDIT_STORE_URL": str(tmp)}  # JSONL records: the transports are measured, not the store
     workers = []
     for index in range(count):
         workers.append(subprocess.Popen([sys.executable, "-m", "bias_audit", "worker"], cwd=ROOT,

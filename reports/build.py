@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from bias_audit.analysis.cross_session import WindowThresholds
 from bias_audit.analysis.tenant_report import tenant_report
-from bias_audit.schemas.report import BiasReport, ReportInputs
+from bias_audit.schemas.report import BiasReport, ReportInputs, RolledUpHistory
 from bias_audit.storage.report_reader import ReadStats, TenantWindows
 
 
@@ -18,6 +18,7 @@ def build_report(
     sessions: int | None,
     days: float | None,
     thresholds: WindowThresholds = WindowThresholds(),
+    rolled_up: list[RolledUpHistory] | None = None,
 ) -> BiasReport:
     return BiasReport(
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
@@ -29,4 +30,5 @@ def build_report(
             skipped_lines=stats.skipped_lines, skipped_examples=stats.skipped_examples,
         ),
         tenants=[tenant_report(w.cells, w.previous_sessions, thresholds) for w in windows if w.cells.sessions],
+        rolled_up=rolled_up or [],
     )

@@ -66,3 +66,9 @@ def render_csv(report: BiasReport, out: TextIO) -> None:
     writer.writerow(COLUMNS)
     for tenant in report.tenants:
         writer.writerows([neutralized(cell) for cell in row] for row in _rows(tenant))
+    for history in report.rolled_up:  # counts and means of the days retention rolled up
+        for total in history.totals:
+            subject = "/".join(part for part in (total.model, total.reviewer, total.bias_type) if part) or "-"
+            writer.writerow([neutralized(cell) for cell in (
+                history.tenant_id, history.first_day, history.last_day, f"rolled_up_{total.source}_mean", subject,
+                total.mean, None, None, None, total.items, None, None, "rolled up", None)])

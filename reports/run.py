@@ -84,11 +84,26 @@ def store_windows(url: str, tenant: str | None, sessions: int | None, days: floa
                                                    records=sum(len(x.cell_score) for d in stored.values() for x in d))
 
 
+def store_rolled_up(url: str, tenant: str | None):
+    """The history retention rolled up into daily aggregates, per tenant (report section rolled_up)."""
+    import psycopg
+
+    from bias_audit.safe_text import reason_of, redact
+    from bias_audit.schemas.report import RolledUpHistory
+    from bias_audit.storage.postgres_store import read_rolled_up
+
+    try:
+        return [RolledUpHistory.model_validate(entry) for entry in read_rolled_up(url, tenant=tenant)]
+    except psycopg.Error as error:
+        raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
+
+
 def default_sources(records_dir: Path) -> list[str]:
     """The data directory's records, where the worker writes them."""
     if not any(records_dir.glob("*.jsonl")):
-        raise CommandError(f"no input: no records in {records_dir} yet; pass --input PATH (a records file or "
-                           f"directory), --data-dir DIR, or --redis URL for the live window")
+        raise CommandError(f"no input: no store in {records_dir.parent / 'postgres'} and no records in {records_dir} yet; "
+                           f"pass --input PATH (a records file or directory), --store URL, --data-dir DIR, or "
+                           f"--redis URL for the live window")
     return [str(records_dir)]
 
 

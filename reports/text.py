@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bias_audit.safe_text import visible
-from bias_audit.schemas.report import BiasReport, Estimate, TenantReport
+from bias_audit.schemas.report import BiasReport, Estimate, RolledUpHistory, TenantReport
 
 
 def plain(text: str) -> Text:
@@ -199,3 +199,18 @@ def render_text(report: BiasReport, console: Console, *, verbose: bool = False) 
         if verbose:
             parts.extend(_verbose(tenant))
         console.print(Panel(Group(*parts), expand=False))
+    for history in report.rolled_up:
+        console.print(_rolled_up(history))
+
+
+def _rolled_up(history: RolledUpHistory) -> Table:
+    """A tenant's rows retention rolled up: counts and means only (the window's statistics need
+    the scored cells, which are gone)."""
+    table = Table(title=Text.assemble(plain(history.tenant_id), f": rolled up by retention, {history.first_day} to "
+                                      f"{history.last_day} ({history.days} day{'' if history.days == 1 else 's'})"), title_justify="left")
+    for column in ("source", "model", "reviewer", "bias type", "items", "flagged", "mean"):
+        table.add_column(column, justify="right" if column in ("items", "flagged", "mean") else "left")
+    for total in history.totals:
+        table.add_row(total.source, plain(total.model or "-"), plain(total.reviewer or "-"), plain(total.bias_type or "-"),
+                      f"{total.items:,}", f"{total.flagged:,}", "-" if total.mean is None else f"{total.mean:.2f}")
+    return table

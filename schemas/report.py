@@ -169,6 +169,29 @@ class TenantReport(_Out):
     length_fit: tuple[float, float] | None = None
 
 
+class RolledUpTotal(_Out):
+    """Daily aggregates retention kept of deleted rows, summed over the rolled-up days."""
+
+    source: Literal["council", "interaction"]
+    model: str  # "" where it does not apply
+    reviewer: str  # council cells: the reviewer; "" for interactions
+    bias_type: str  # interactions: a detected bias type, "" for none; "" for council cells
+    items: int  # scored cells, or interactions
+    flagged: int  # self-reviews among the cells; interactions with this bias type detected
+    mean: float | None  # cells: the mean raw score; interactions: the mean confidence (0-1)
+
+
+class RolledUpHistory(_Out):
+    """What is left of a tenant's rows older than the retention's aggregation age: not part of
+    the window's statistics (those need the scored cells), only counts and means."""
+
+    tenant_id: str
+    first_day: str
+    last_day: str
+    days: int
+    totals: list[RolledUpTotal] = Field(default_factory=list)
+
+
 class ReportInputs(_Out):
     sources: list[str]
     files: int
@@ -188,3 +211,4 @@ class BiasReport(_Out):
     window_days: float | None
     inputs: ReportInputs
     tenants: list[TenantReport]
+    rolled_up: list[RolledUpHistory] = Field(default_factory=list)  # from a store's daily aggregates

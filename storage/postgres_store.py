@@ -1,6 +1,8 @@
 """The audit store on PostgreSQL: one row per council session, its scored cells packed, written
-in one transaction per batch; a redelivery writes nothing twice (primary key (tenant, session),
-ON CONFLICT DO NOTHING). `records_of` rebuilds the contract's bias metric records exactly.
+in one transaction per batch; a redelivery writes nothing twice (primary key (tenant, session,
+time), ON CONFLICT DO NOTHING). `records_of` rebuilds the contract's bias metric records exactly.
+Both big tables are partitioned by month of the event's time; a writer creates a month's
+partition the first time a batch holds one (bias_audit_month_partition, migration 0004).
 
 Migrations are the numbered SQL files in storage/migrations, applied in order, each once, in
 its own transaction, recorded in `schema_migrations` (an advisory lock makes concurrent `setup`
@@ -21,6 +23,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from bias_audit.analysis.digest import SessionDigest
 
 # reviewer, model (indexes into members), position (-1: unknown), score, 1 for a self-review
@@ -98,8 +102,11 @@ def utc_text(moment: datetime) -> str:
 
 
 def _timestamp(text: str) -> tuple[datetime, str | None]:
-    """A record's timestamp as (the time to index, its text when it is not utc_text's form)."""
+    """A record's timestamp as (the time to index, its text when it is not utc_text's form); a
+    naive one (llm-council-core writes them) is UTC, as the report reads it."""
     moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
     return moment, None if utc_text(moment) == text else text
 
 
@@ -158,10 +165,12 @@ class _CopyWriter:
     columns: str
     types: list[str]
     key: str  # the unique key ON CONFLICT names
+    time_index: int  # the row's partition key (the event's time)
 
     def __init__(self, url: str) -> None:
         self.url = url
         self._connection: psycopg.Connection | None = None
+        self._months: set[tuple[int, int]] = set()  # partitions known to exist, (year, month)
 
     def _connected(self) -> psycopg.Connection:
         if self._connection is None or self._connection.closed:
@@ -175,6 +184,7 @@ class _CopyWriter:
         connection = self._connected()
         staging = f"{self.table}_staging"
         try:
+            self._ensure_partitions(connection, rows)
             try:
                 with connection.transaction(), connection.cursor() as cursor:
                     self._copy(cursor, self.table, rows)
@@ -187,9 +197,24 @@ class _CopyWriter:
                     cursor.execute(f"INSERT INTO {self.table} ({self.columns}) SELECT {self.columns} FROM {staging} "
                                    f"ON CONFLICT ({self.key}) DO NOTHING".encode())
                     return cursor.rowcount
+            except psycopg.errors.CheckViolation:  # "no partition": retention dropped a month we knew
+                raise psycopg.OperationalError("a month's partition was dropped under this writer") from None
         except psycopg.OperationalError:
             self.close()
             raise
+
+    def _ensure_partitions(self, connection: psycopg.Connection, rows: list[tuple]) -> None:
+        """Each month of the batch has its partition (one call per month new to this writer)."""
+        firsts: dict[tuple[int, int], datetime] = {}
+        for row in rows:
+            moment = row[self.time_index].astimezone(timezone.utc)
+            firsts.setdefault((moment.year, moment.month), moment)
+        new = [moment for month, moment in firsts.items() if month not in self._months]
+        if new:
+            with connection.transaction():
+                for moment in new:
+                    connection.execute("SELECT bias_audit_month_partition(%s, %s)", (self.table, moment))
+            self._months.update(firsts)
 
     def _copy(self, cursor: psycopg.Cursor, table: str, rows: list[tuple]) -> None:
         with cursor.copy(f"COPY {table} ({self.columns}) FROM STDIN (FORMAT BINARY)".encode()) as copy:
@@ -201,13 +226,15 @@ class _CopyWriter:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+        self._months.clear()
 
 
 class PostgresRecordStore(_CopyWriter):
     """The council consumer's record sink: one row per session (session_rows)."""
 
     table, columns, types, key = ("council_session_audit", SESSION_COLUMNS, [t for _, t in _SESSION_WRITTEN],
-                                  "tenant_id, session_id")
+                                  "tenant_id, session_id, session_ts")
+    time_index = [name for name, _ in _SESSION_WRITTEN].index("session_ts")
 
     def append(self, records: list[dict[str, Any]]) -> int:
         """Write the batch's sessions; returns the number of new sessions stored."""
@@ -218,7 +245,8 @@ class PostgresInteractionStore(_CopyWriter):
     """The LLM-response consumer's sink: one llm_interaction_audit row per interaction record."""
 
     table, columns, types, key = ("llm_interaction_audit", INTERACTION_COLUMNS, [t for _, t in _INTERACTION_WRITTEN],
-                                  "tenant_id, audit_id")
+                                  "tenant_id, audit_id, log_timestamp")
+    time_index = [name for name, _ in _INTERACTION_WRITTEN].index("log_timestamp")
 
     def append(self, records: list[dict[str, Any]]) -> int:
         return self.write([interaction_row(record) for record in records])
@@ -316,15 +344,38 @@ def read_digests(url: str, *, tenant: str | None, sessions: int | None) -> dict[
     return out
 
 
+def read_rolled_up(url: str, *, tenant: str | None) -> list[dict[str, Any]]:
+    """Per tenant, the daily aggregates retention left, summed over their days: {tenant_id,
+    first_day, last_day, days, totals: [{source, model, reviewer, bias_type, items, flagged, mean}]}."""
+    where, parameters = ("WHERE tenant_id = %s", [tenant]) if tenant is not None else ("", [])
+    with psycopg.connect(url) as connection:
+        spans = connection.execute(
+            f"SELECT tenant_id, min(day)::text, max(day)::text, count(DISTINCT day) FROM bias_daily_aggregate {where} "
+            "GROUP BY tenant_id ORDER BY tenant_id".encode(), parameters).fetchall()
+        totals = connection.execute(
+            f"SELECT tenant_id, source, model, reviewer, bias_type, sum(items)::bigint, sum(flagged)::bigint, "
+            f"sum(score_sum) FROM bias_daily_aggregate {where} GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5".encode(),
+            parameters).fetchall()
+    out = {name: {"tenant_id": name, "first_day": first, "last_day": last, "days": days, "totals": []}
+           for name, first, last, days in spans}
+    for name, source, model, reviewer, bias_type, items, flagged, total in totals:
+        out[name]["totals"].append({"source": source, "model": model, "reviewer": reviewer, "bias_type": bias_type,
+                                    "items": items, "flagged": flagged, "mean": total / items if items else None})
+    return list(out.values())
+
+
 def digest_of_row(row: tuple) -> SessionDigest | None:
     """A stored session's digest straight from its packed cells: what digest_from_records gives
     for its records (tested), without building them. None when a (reviewer, model) repeats."""
     from bias_audit.analysis.digest import SessionDigest, position_is_display_order, timestamp_ms
     from bias_audit.analysis.observations import score_bounds
 
-    (tenant_id, session_id, moment, ts_text, trace_id, _, schema, scale, config_version, _, _, members, _, words,
+    (tenant_id, session_id, moment, ts_text, trace_id, _, schema, scale, config_version, _, _, members, chars, words,
      cells) = row
     unpacked = list(_CELL.iter_unpack(cells))
+    # words where the records carry them, else characters (llm-council-core's), as digest_from_records
+    in_words = not unpacked or words[unpacked[0][1]] is not None
+    lengths = words if in_words else chars
     reviewers: dict[int, int] = {}
     models: dict[int, int] = {}
     for reviewer, model, *_ in unpacked:
@@ -342,8 +393,8 @@ def digest_of_row(row: tuple) -> SessionDigest | None:
         config_version=config_version,
         reviewers=tuple(members[r] for r in reviewers),
         models=tuple(members[m] for m in models),
-        lengths=tuple(float(words[m]) for m in models),
-        length_unit="words",
+        lengths=tuple(float(lengths[m] or 0) for m in models),
+        length_unit="words" if in_words else "chars",
         cell_reviewer=tuple(reviewers[r] for r, *_ in unpacked),
         cell_model=tuple(models[m] for _, m, *_ in unpacked),
         cell_position=tuple(-1 if position < 0 or not display else position for _, _, position, _, _ in unpacked),
@@ -352,24 +403,42 @@ def digest_of_row(row: tuple) -> SessionDigest | None:
     )
 
 
+# llm-council-core's records lack these; what its files mean by their absence (as the report reads them)
+_REFERENCE_DEFAULTS = {"tenant_id": "default", "trace_id": None, "response_length_words": None}
+
+
+def as_our_record(record: dict[str, Any], contract: type[BaseModel]) -> dict[str, Any]:
+    """A bias metric record with every field of ours: llm-council-core's gain the tenant
+    "default", no trace id, no word counts (the report then uses characters), the self flag it
+    never stored (reviewer = model) and our defaults for anything else optional. A record
+    lacking a required field or holding a value of the wrong type is refused (ValueError, one line)."""
+    from pydantic import ValidationError
+
+    complete = all(name in record for name in contract.model_fields)
+    if not complete:
+        record = {**_REFERENCE_DEFAULTS, "is_self_review": record.get("reviewer_id") == record.get("model_id"), **record}
+    try:
+        validated = contract.model_validate(record)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise ValueError(f"session {record.get('session_id')!r}: {where}: {problem['msg'].lower()}") from None
+    return record if complete else validated.model_dump()
+
+
 def import_records(url: str, records: Iterable[dict[str, Any]], batch_sessions: int = 500) -> tuple[int, int]:
-    """Our bias metric records (JSONL) into the store, a session's consecutive records as one row;
-    (sessions read, sessions new). A session stored already is skipped: importing twice adds
-    nothing. Records without every field of our contract (llm-council-core's files) are refused
-    with the reason: they cannot be rebuilt exactly."""
+    """Bias metric records (ours, or llm-council-core's bias_metrics.jsonl) into the store, a
+    session's consecutive records as one row; (sessions read, sessions new). A session stored
+    already is skipped: importing twice adds nothing."""
     from bias_audit.schemas.records import BiasMetricRecord
 
-    contract = tuple(BiasMetricRecord.model_fields)  # every field our records carry
     store = PostgresRecordStore(url)
     pending: list[dict[str, Any]] = []
     sessions = new = 0
     current: tuple[Any, Any] | None = None
     try:
         for record in records:
-            missing = [name for name in contract if name not in record]
-            if missing:
-                raise ValueError(f"session {record.get('session_id')!r}: a record without {', '.join(missing)} "
-                                 "(llm-council-core's files are not imported yet; report them with --input)")
+            record = as_our_record(record, BiasMetricRecord)
             key = (record["tenant_id"], record["session_id"])
             if key != current:
                 sessions += 1

@@ -5,19 +5,22 @@ idempotent, each batch one transaction:
   response text are removed from interaction audits (what stays is what the statistics need);
 - after `aggregate_after_days`: interaction audits and council sessions are rolled up into
   `bias_daily_aggregate` (per tenant, day, model, reviewer, bias type) and deleted, in the same
-  transaction, so a day is never counted twice or lost.
+  transaction, so a day is never counted twice or lost; then the monthly partitions wholly
+  older than that age, empty by now, are dropped (their files and index pages go with them).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import psycopg
 
 from .postgres_store import SESSION_COLUMNS, records_of
+
+_PARTITIONED = {"council_session_audit": "session_ts", "llm_interaction_audit": "log_timestamp"}
 
 _ANONYMIZED = "user_id IS NULL AND trace_id IS NULL AND query_hash IS NULL AND query_context IS NULL AND llm_response IS NULL"
 _UPSERT = ("INSERT INTO bias_daily_aggregate (tenant_id, day, source, model, reviewer, bias_type, items, flagged, "
@@ -32,12 +35,15 @@ class RetentionReport:
     anonymized: int = 0  # interaction audits
     aggregated_interactions: int = 0
     aggregated_sessions: int = 0
+    dropped_partitions: list[str] = field(default_factory=list)
 
     def lines(self, dry_run: bool) -> list[str]:
         verb = "would" if dry_run else "did"
+        dropped = ", ".join(self.dropped_partitions) or "none"
         return [f"anonymize interaction audits: {self.anonymized} ({verb})",
                 f"roll up and delete interaction audits: {self.aggregated_interactions} ({verb})",
-                f"roll up and delete council sessions: {self.aggregated_sessions} ({verb})"]
+                f"roll up and delete council sessions: {self.aggregated_sessions} ({verb})",
+                f"drop monthly partitions: {dropped} ({verb})"]
 
 
 def apply_retention(url: str, *, anonymize_after_days: float = 180, aggregate_after_days: float = 365,
@@ -54,6 +60,7 @@ def apply_retention(url: str, *, anonymize_after_days: float = 180, aggregate_af
                                                     aggregate_before)
             report.aggregated_sessions = _count(connection, "council_session_audit", "session_ts < %s",
                                                 aggregate_before)
+            report.dropped_partitions = _partitions_before(connection, aggregate_before)
             return report
         while changed := _anonymize_batch(connection, anonymize_before, batch):
             report.anonymized += changed
@@ -61,7 +68,28 @@ def apply_retention(url: str, *, anonymize_after_days: float = 180, aggregate_af
             report.aggregated_interactions += rolled
         while rolled := _roll_up_sessions(connection, aggregate_before, batch):
             report.aggregated_sessions += rolled
+        for partition in _partitions_before(connection, aggregate_before):
+            with connection.transaction():
+                # rows a late writer put there after the roll-up stay: such a month is kept
+                if not connection.execute(f"SELECT 1 FROM {partition} LIMIT 1".encode()).fetchone():
+                    connection.execute(f"DROP TABLE {partition}".encode())
+                    report.dropped_partitions.append(partition)
     return report
+
+
+def _partitions_before(connection: psycopg.Connection, before: datetime) -> list[str]:
+    """The monthly partitions whose every row would be older than `before` (their upper bound,
+    from the catalog, at or before it), oldest first."""
+    found = []
+    for parent in _PARTITIONED:
+        rows = connection.execute(
+            "SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i "
+            "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = %s::regclass", (parent,)).fetchall()
+        for name, bound in rows:  # FOR VALUES FROM ('2025-01-01 00:00:00+00') TO ('2025-02-01 00:00:00+00')
+            upper = datetime.fromisoformat(bound.rsplit("TO ('", 1)[1].rstrip("')"))
+            if upper <= before:
+                found.append((upper, name))
+    return [name for _, name in sorted(found)]
 
 
 def _count(connection: psycopg.Connection, table: str, condition: str, before: datetime) -> int:

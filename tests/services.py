@@ -32,7 +32,11 @@ _DIE_WITH_PARENT = (
 
 
 def spawn_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen:
-    """`bias-audit worker` in a child process that dies with this one; output to log_path."""
+    """`bias-audit worker` in a child process that dies with this one; output to log_path.
+    Records go to JSONL in DATA_DIR/records unless env names a store ("" for the default): the tests read those files
+    (the embedded PostgreSQL default has tests of its own: test_quickstart, test_postgres_worker)."""
+    if "BIAS_AUDIT_STORE_URL" not in env and "BIAS_AUDIT_DATA_DIR" in env:
+        env = {**env, "BIAS_AUDIT_STORE_URL": env["BIAS_AUDIT_DATA_DIR"]}
     log = open(log_path, "ab")
     command = ["-c", _DIE_WITH_PARENT] if sys.platform.startswith("linux") else ["-m", "bias_audit", "worker"]
     return subprocess.Popen([sys.executable, *command], env={**os.environ, **env}, stdout=log, stderr=log, cwd=ROOT)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, Optional
@@ -325,6 +326,16 @@ def _postgres_store(store: str | None, needs: str) -> str:
     return url
 
 
+@contextmanager
+def _store_url(store: str | None, data_dir: Path | None, needs: str, *, create: bool = False) -> Iterator[str]:
+    """--store / BIAS_AUDIT_STORE_URL, else the data directory's embedded store (the one
+    `worker` starts), held for the block; create: start one when there is none yet."""
+    from .run import embedded_store
+
+    with embedded_store(_settings(store_url=store, data_dir=data_dir), create=create) as settings:
+        yield _postgres_store(settings.store_url, needs)
+
+
 class ExportKind(str, Enum):
     records = "records"
     interactions = "interactions"
@@ -339,16 +350,19 @@ def export(
     kind: Annotated[ExportKind, typer.Option(help="records: the bias metric records of council sessions; "
                                              "interactions: the LLM interaction audits")] = ExportKind.records,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")] = None,
+    data_dir: DataDirOpt = None,
 ) -> None:
     """Write the stored records as JSONL (the bias metric record contract).
 
-    llm-council-core and `bias-audit report --input` read the output. From a PostgreSQL store,
-    session by session in time order; memory stays flat however many there are."""
+    llm-council-core and `bias-audit report --input` read the output. Session by session in time
+    order; memory stays flat however many there are. With no --store, the data directory's
+    embedded store (the one `worker` starts)."""
     from .export import export_records, parse_since
 
     start = parse_since(since)
-    url = _postgres_store(store, "export reads (JSONL stores are already in the export format)")
-    count = export_records(url, tenant=tenant, start=start, output=output, interactions=kind is ExportKind.interactions)
+    with _store_url(store, data_dir, "export reads (JSONL stores are already in the export format)") as url:
+        count = export_records(url, tenant=tenant, start=start, output=output,
+                               interactions=kind is ExportKind.interactions)
     _say(f"exported {count} records" + (f" to {output}" if output else ""))
 
 
@@ -356,10 +370,13 @@ def export(
 def import_(
     files: Annotated[list[Path], typer.Argument(metavar="FILE", help="JSONL record files or directories")],
     store: StoreOpt = None,
+    data_dir: DataDirOpt = None,
 ) -> None:
-    """Load bias metric records (JSONL, as workers and `export` write them) into a PostgreSQL store.
+    """Load bias metric records into a PostgreSQL store: ours (as workers and `export` write
+    them) or llm-council-core's bias_metrics.jsonl.
 
-    Idempotent: a session stored already is skipped."""
+    Idempotent: a session stored already is skipped. With no --store, the data directory's
+    embedded store (started, and created when there is none)."""
     import psycopg
 
     from bias_audit.storage.jsonl_store import read_records
@@ -368,14 +385,14 @@ def import_(
     missing = [str(path) for path in files if not path.exists()]
     if missing:
         raise CommandError(f"no such file or directory: {', '.join(missing)}")
-    url = _postgres_store(store, "import writes to")
     skipped: list[str] = []
-    try:
-        sessions, new = import_records(url, read_records(files, skipped=skipped))
-    except ValueError as error:
-        raise CommandError(str(error)) from None
-    except psycopg.Error as error:
-        raise CommandError(f"writing to the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
+    with _store_url(store, data_dir, "import writes to", create=True) as url:
+        try:
+            sessions, new = import_records(url, read_records(files, skipped=skipped))
+        except ValueError as error:
+            raise CommandError(str(error)) from None
+        except psycopg.Error as error:
+            raise CommandError(f"writing to the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
     _say(f"imported {new} new sessions of {sessions} read" + (f"; skipped {len(skipped)} unreadable lines "
                                                              f"(first: {skipped[0]})" if skipped else ""))
 
@@ -390,6 +407,7 @@ def retention(
         metavar="DAYS", help="roll older interaction audits and council sessions up into daily aggregates, "
         "then delete them")] = 365,
     dry_run: Annotated[bool, typer.Option("--dry-run", metavar=FLAG, help="say what would change; change nothing")] = False,
+    data_dir: DataDirOpt = None,
 ) -> None:
     """Apply the retention policy to a PostgreSQL store.
 
@@ -401,12 +419,12 @@ def retention(
 
     if anonymize_after_days <= 0 or aggregate_after_days < anonymize_after_days:
         raise CommandError("--anonymize-after-days must be positive and --aggregate-after-days at least as large")
-    url = _postgres_store(store, "retention works on")
-    try:
-        done = apply_retention(url, anonymize_after_days=anonymize_after_days,
-                               aggregate_after_days=aggregate_after_days, dry_run=dry_run)
-    except psycopg.Error as error:
-        raise CommandError(f"retention on {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
+    with _store_url(store, data_dir, "retention works on") as url:
+        try:
+            done = apply_retention(url, anonymize_after_days=anonymize_after_days,
+                                   aggregate_after_days=aggregate_after_days, dry_run=dry_run)
+        except psycopg.Error as error:
+            raise CommandError(f"retention on {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
     for line in done.lines(dry_run):
         print(line)
 
@@ -424,7 +442,7 @@ def report(
                                                          show_default=False)] = None,
     inputs: Annotated[Optional[list[str]], typer.Option(
         "--input", "-i", metavar="PATH", help="JSONL record file, directory (all *.jsonl: every worker's file) or "
-        "quoted glob; repeatable; llm-council-core's bias_metrics.jsonl is read too. Default: DATA_DIR/records")] = None,
+        "quoted glob; repeatable; llm-council-core's bias_metrics.jsonl is read too. Default: the data directory's store")] = None,
     format: Annotated[ReportFormat, typer.Option("--format", "-f", help="text (rich tables), json, csv or html")] = ReportFormat.text,
     sessions: Annotated[Optional[int], typer.Option(
         metavar="N", help="window: newest N sessions per tenant, 0 = all (default BIAS_AUDIT_WINDOW_SESSIONS, 100)")] = None,
@@ -443,11 +461,12 @@ def report(
     """Cross-session bias report over stored records or the live window.
 
     Pooled length bias with CIs, length-controlled model scores, position effects, randomization
-    balance, reviewer profiles, agreement, trends. With no input, reads the records the worker
-    wrote in the data directory. Memory follows the window (newest N sessions / D days per
+    balance, reviewer profiles, agreement, trends. With no input, reads what the worker
+    stored in the data directory (its embedded PostgreSQL, else JSONL records). Memory follows the window (newest N sessions / D days per
     tenant), not the files."""
     from bias_audit.reports.build import build_report
-    from bias_audit.reports.run import default_sources, live_windows, store_windows, stored_windows, write_report
+    from bias_audit.reports.run import (default_sources, live_windows, store_rolled_up, store_windows, stored_windows,
+                                       write_report)
     from bias_audit.storage.report_reader import collector_paused
 
     settings = _settings(data_dir=data_dir, store_url=store)
@@ -456,12 +475,18 @@ def report(
     if window_sessions is not None and window_sessions < 0 or window_days is not None and window_days < 0:
         raise CommandError("--sessions and --days must be 0 (no limit) or positive")
     sources = [*(inputs or []), *(paths or [])]
-    with collector_paused():  # a one-shot run whose objects all live to its end
+    from .run import embedded_store
+
+    # no input named: the data directory's embedded store when a worker made one
+    joined = embedded_store(settings, create=False) if not (sources or redis) else nullcontext(settings)
+    rolled_up = None  # the daily aggregates of rows retention deleted: a store keeps them
+    with collector_paused(), joined as settings:  # a one-shot run whose objects all live to its end
         if settings.store_is_postgres and (store is not None or not (sources or redis)):
             if sources or redis:
                 raise CommandError("give one of --input files, --redis or --store, not several")
-            url = _postgres_store(store, "report reads")
+            url = _postgres_store(settings.store_url, "report reads")
             windows, stats = store_windows(url, tenant, window_sessions, window_days)
+            rolled_up = store_rolled_up(url, tenant)
             sources = [redact(url)]
         elif redis:
             if sources:
@@ -472,10 +497,11 @@ def report(
             windows, stats = live_windows(redis, settings.key_prefix, tenant, window_sessions, window_days)
             sources = [redis]
         else:
-            sources = sources or default_sources(settings.records_dir)  # --store DIR: that directory
+            sources = sources or default_sources(settings.records_dir)  # --store DIR: its records folder
             windows, stats = stored_windows(sources, tenant, window_sessions, window_days,
                                             progress=lambda total: _progress("reading records", total, in_bytes=True))
-        document = build_report(windows, stats, sources=sources, sessions=window_sessions, days=window_days)
+        document = build_report(windows, stats, sources=sources, sessions=window_sessions, days=window_days,
+                                rolled_up=rolled_up)
         write_report(document, format.value, output, verbose)
     if output is not None:
         _say(f"wrote {output}")

@@ -1,8 +1,10 @@
-"""`bias-audit demo`: embedded Redis, a real worker, the shipped biased sessions, a verdict table."""
+"""`bias-audit demo`: embedded Redis and PostgreSQL, a real worker, the shipped biased sessions,
+a verdict table."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -16,7 +18,8 @@ from rich.table import Table
 
 from bias_audit.analysis.reviewer_evidence import reviewer_evidence
 from bias_audit.producers.publish import entries_for, publish
-from bias_audit.storage.jsonl_store import read_records
+from bias_audit.storage import postgres_store
+from bias_audit.storage.embedded_postgres import EmbeddedPostgres, pg_dump_binary
 
 from . import response_samples, samples
 from .composition import redis_worker
@@ -62,8 +65,11 @@ def run_demo(sessions_file: Path | None = None) -> int:
     console = Console()
     path = sessions_file or samples.SAMPLE_FILE
     lines = [line for line in path.read_bytes().splitlines() if line.strip()]
-    with tempfile.TemporaryDirectory(prefix="bias-audit-demo-") as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server:
-        settings = Settings(broker_url=server.url, data_dir=Path(tmp), consumer_name="demo", claim_idle_ms=60_000)
+    with tempfile.TemporaryDirectory(prefix="bias-audit-demo-") as tmp, \
+            EmbeddedRedis(Path(tmp) / "redis", persist=False) as server, EmbeddedPostgres(Path(tmp) / "postgres") as store:
+        postgres_store.apply_migrations(store.url)
+        settings = Settings(broker_url=server.url, data_dir=Path(tmp), consumer_name="demo", claim_idle_ms=60_000,
+                            store_url=store.url)
         responses = response_samples.generate_responses(RESPONSES, seed=21)
         numbered = enumerate([*lines, *(orjson.dumps(event) for event in responses)], 1)
         publish(server.url, entries_for(numbered, lambda kind: settings.llm_topic if kind == "llm.response"
@@ -73,15 +79,16 @@ def run_demo(sessions_file: Path | None = None) -> int:
         started = time.perf_counter()
         everything = asyncio.run(_run_worker(settings, len(lines) + len(responses), console))
         elapsed = time.perf_counter() - started
-        records = list(read_records([settings.records_dir]))
-        interactions = list(read_records([settings.interactions_dir]))
-        stored = b"".join(path.read_bytes() for path in Path(tmp).rglob("*.jsonl"))
+        records = list(postgres_store.read_records(store.url))
+        interactions = list(postgres_store.read_interactions(store.url))
+        stored = subprocess.run([pg_dump_binary(), "--data-only", store.url], capture_output=True, check=True,
+                                timeout=120).stdout  # every table, to show the raw queries are in none
 
     results = [r for r in everything if r["source"] == "council.session"]
     queries = {e["original_query"] for e in responses} | {orjson.loads(line).get("query") for line in lines}
     query_leaked = any(query.encode() in stored for query in queries if query)
     console.print(f"{len(everything)} results on [bold]{settings.result_topic}[/bold] in {elapsed:.1f} s; "
-                  f"{len(records)} council records and {len(interactions)} interaction records stored "
+                  f"{len(records)} council records and {len(interactions)} interaction records stored in PostgreSQL "
                   f"(raw queries: {'[red]found[/red]' if query_leaked else 'none'})")
     responses_ok = _response_table(console, responses, [r for r in everything if r["source"] == "llm.response"])
     profiles = {p.reviewer: p for p in reviewer_evidence(records)}

@@ -1,11 +1,13 @@
 """What `bias-audit worker`, `setup` and friends do once their arguments are parsed: find the
-broker, start the embedded Redis when none is configured, wire and run the worker."""
+broker, start the embedded Redis (and PostgreSQL store) when none is configured, wire and run
+the worker."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bias_audit.errors import CommandError
@@ -59,7 +61,7 @@ def run_worker(settings: Settings, say: Callable[[str], None]) -> None:
         check_broker_url(settings.broker_url)
     if settings.transport == "pubsub":
         check_pubsub_settings(settings)
-    with _embedded_broker(settings, say) as settings:
+    with _embedded_broker(settings, say) as settings, embedded_store(settings, say, create=True) as settings:
         from . import composition
         from .gc_tuning import tune_gc
 
@@ -117,6 +119,36 @@ class _embedded_broker:
                 pointer.unlink()
         except OSError:
             pass
+
+
+@contextmanager
+def embedded_store(settings: Settings, say: Callable[[str], None] | None = None, *,
+                   create: bool) -> Iterator[Settings]:
+    """The settings as given, or with the data directory's embedded PostgreSQL as the store for
+    the block's duration. create: start one (`worker`, `serve`); else only join one a worker
+    made before (`report`, `export`), leaving the settings as they are when there is none."""
+    from bias_audit.storage.embedded_postgres import EmbeddedPostgres, has_embedded_store
+
+    directory = settings.data_dir / "postgres"
+    if settings.store_url or not (create or has_embedded_store(directory)):
+        yield settings
+        return
+    try:
+        server = EmbeddedPostgres(directory).start()
+    except Exception as error:  # the wheel raises bare subprocess and assertion errors
+        from bias_audit.safe_text import reason_of
+
+        raise CommandError(f"the embedded PostgreSQL in {directory} did not start: {reason_of(error)} "
+                           f"(see {directory / 'pgdata' / 'log'})", exit_code=1) from None
+    try:
+        for line in set_up_store(server.url):
+            if say is not None and "applied" in line:
+                say(line)
+        if say is not None:
+            say(f"embedded PostgreSQL store at {server.url} (data in {directory})")
+        yield settings.replaced(store_url=server.url)
+    finally:
+        server.stop()
 
 
 _SCHEMA_CHECKED: set[str] = set()  # stores found migrated by this process: one check, not one per sink
@@ -202,9 +234,10 @@ def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None]
     from .logging_setup import configure_logging
 
     configure_logging(settings.log_level)
-    try:
-        application = api_app(settings)
-    except (LexiconError, EmbeddingsUnavailable) as error:
-        raise CommandError(str(error)) from None
-    say(f"bias-audit API on http://{host}:{port} (OpenAPI at /openapi.json)")
-    uvicorn.run(application, host=host, port=port, log_level="warning")
+    with embedded_store(settings, say, create=True) as settings:
+        try:
+            application = api_app(settings)
+        except (LexiconError, EmbeddingsUnavailable) as error:
+            raise CommandError(str(error)) from None
+        say(f"bias-audit API on http://{host}:{port} (OpenAPI at /openapi.json)")
+        uvicorn.run(application, host=host, port=port, log_level="warning")

@@ -221,10 +221,9 @@ class Settings(BaseSettings):
 
     @property
     def records_dir(self) -> Path:
-        """Where JSONL records go: the store directory when one is given, else DATA_DIR/records."""
-        if self.store_url and not self.store_is_postgres:
-            return Path(self.store_url)
-        return self.data_dir / "records"
+        """Where JSONL council records go: DIR/records of a store directory, else DATA_DIR/records
+        (when the store is not PostgreSQL)."""
+        return self._jsonl_root / "records"
 
     @property
     def store_is_postgres(self) -> bool:
@@ -232,11 +231,13 @@ class Settings(BaseSettings):
 
     @property
     def interactions_dir(self) -> Path:
-        """llm.responses audit records: apart from the council records the report reads (a store
-        directory gets them in its `interactions` folder)."""
-        if self.store_url and not self.store_is_postgres:
-            return Path(self.store_url) / "interactions"
-        return self.data_dir / "interactions"
+        """llm.responses audit records: apart from the council records the report reads."""
+        return self._jsonl_root / "interactions"
+
+    @property
+    def _jsonl_root(self) -> Path:
+        """A store directory is laid out as the data directory: records/ and interactions/."""
+        return Path(self.store_url) if self.store_url and not self.store_is_postgres else self.data_dir
 
 
 def settings_from(**overrides: object) -> Settings:

@@ -93,6 +93,7 @@ def test_the_deployment_matches_what_the_worker_needs(overlay):
     assert env["BIAS_AUDIT_HASH_SECRET"]["valueFrom"]["secretKeyRef"]["name"]
     store = env["BIAS_AUDIT_STORE_URL"]["valueFrom"]["secretKeyRef"]  # the database URL, from a Secret
     assert store["name"] and not store.get("optional")
+    assert "volumes" not in pod and "volumeMounts" not in container  # no record on a pod's disk
     [migrate] = pod["initContainers"]  # migrations before the worker starts, with the same URL and image
     migrate_env = {e["name"]: e for e in migrate["env"]}
     assert migrate["args"] == ["setup"] and migrate["image"] == container["image"]
@@ -129,3 +130,4 @@ def test_cloud_run_worker_pool_example_is_a_pubsub_worker():
     env = {e["name"]: e for e in pool["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["BIAS_AUDIT_BROKER_URL"]["value"].startswith("pubsub://")
     assert env["BIAS_AUDIT_REDIS_URL"]["value"].startswith("redis://")
+    assert env["BIAS_AUDIT_STORE_URL"]["valueFrom"]["secretKeyRef"]["name"]  # not an embedded store per instance

@@ -40,7 +40,7 @@ def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypa
     home.mkdir()
     elsewhere.mkdir()
     env = {"XDG_RUNTIME_DIR": str(tmp_path / "run"), "BIAS_AUDIT_DATA_DIR": str(home / ".bias-audit"),
-           "BIAS_AUDIT_OPS_PORT": "-1"}
+           "BIAS_AUDIT_OPS_PORT": "-1", "BIAS_AUDIT_STORE_URL": ""}  # "": the default, an embedded PostgreSQL
     env_elsewhere = {"XDG_RUNTIME_DIR": env["XDG_RUNTIME_DIR"]}  # another shell, another folder
     for name in ("BIAS_AUDIT_BROKER_URL", "BIAS_AUDIT_REDIS_URL", "BIAS_AUDIT_DATA_DIR"):
         monkeypatch.delenv(name, raising=False)
@@ -69,10 +69,17 @@ def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypa
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)
     assert not pointer.exists()  # a stopped worker is not offered to later commands
-    report = cli("report", "--format", "json", cwd=home, env={"BIAS_AUDIT_DATA_DIR": str(home / ".bias-audit")})
+    data = home / ".bias-audit"
+    assert not list(data.rglob("*.jsonl"))  # the records went to the embedded PostgreSQL, not to files
+    assert not (data / "postgres" / "postgres.url").exists()  # stopped with the worker, its last holder
+    report = cli("report", "--format", "json", cwd=home, env={"BIAS_AUDIT_DATA_DIR": str(data)})
     assert report.returncode == 0, report.stderr
     [tenant] = json.loads(report.stdout)["tenants"]
     assert tenant["tenant_id"] == "acme" and tenant["sessions"] == 3
+    exported = cli("export", "--kind", "interactions", cwd=elsewhere, env={"BIAS_AUDIT_DATA_DIR": str(data)})
+    assert exported.returncode == 0, exported.stderr
+    assert sorted(json.loads(line)["audit_id"] for line in exported.stdout.splitlines()) == [
+        "example-response-1", "example-response-2"]
 
 
 def test_report_with_no_records_yet_says_where_it_looked(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+from datetime import datetime, timezone
 
 import psycopg
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records as read_jsonl
+from bias_audit.storage import postgres_store
 from bias_audit.storage.postgres_store import (TRANSIENT_ERRORS, PostgresRecordStore, apply_migrations, migrations,
                                                read_records)
 from bias_audit.windows.memory_window import MemoryWindow
@@ -25,6 +27,18 @@ CANARY = "CANARY-5e0a-raw-user-query"
 # the migration files as shipped, listed from the folder (what `setup` must apply, in order)
 SHIPPED = ", ".join(sorted(path.name for path in (__import__("pathlib").Path(__file__).parents[2] / "storage"
                                                    / "migrations").glob("*.sql")))
+
+
+def postgres_store_rows(sessions: list[dict]) -> list[tuple]:
+    """The rows the council consumer would write for these sessions (through the file store's records)."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        files = JsonlRecordStore(Path(tmp), "records")
+        process(files, [deliveries(sessions)])
+        files.close()
+        return postgres_store.session_rows(read_jsonl([files.path]))
 
 
 def deliveries(sessions: list[dict], prefix: str = "1") -> list[Delivery]:
@@ -50,8 +64,6 @@ def test_migrations_apply_from_empty_once_and_fill_the_taxonomy(postgres_url):
 
 
 def test_migrations_apply_from_each_earlier_version(postgres_url, monkeypatch):
-    from bias_audit.storage import postgres_store
-
     shipped = migrations()
     for done in range(1, len(shipped)):  # a database at version `done` gets the rest, in order
         with psycopg.connect(postgres_url, autocommit=True) as connection:
@@ -61,6 +73,88 @@ def test_migrations_apply_from_each_earlier_version(postgres_url, monkeypatch):
         assert apply_migrations(postgres_url) == [name for name, _ in shipped[:done]]
         monkeypatch.setattr(postgres_store, "migrations", lambda: shipped)
         assert apply_migrations(postgres_url) == [name for name, _ in shipped[done:]]
+
+
+def test_the_partitioning_migration_carries_every_row_written_before_it(postgres_url, monkeypatch, tmp_path):
+    shipped = migrations()
+    before = [name for name, _ in shipped].index("0004_monthly_partitions.sql")
+    monkeypatch.setattr(postgres_store, "migrations", lambda: shipped[:before])
+    apply_migrations(postgres_url)
+    sessions = generate_sessions(12, seed=90)
+    for index, session in enumerate(sessions):  # three months: three partitions
+        session["timestamp"] = f"2026-0{7 + index % 3}-1{index % 9}T10:00:00Z"
+    files = JsonlRecordStore(tmp_path, "records")
+    process(files, [deliveries(sessions)])
+    files.close()
+    rows = postgres_store.session_rows(read_jsonl([files.path]))
+    with psycopg.connect(postgres_url) as connection:  # written as the 0003 schema's writers did: no partitions
+        connection.cursor().executemany(
+            f"INSERT INTO council_session_audit ({postgres_store.SESSION_COLUMNS}) VALUES "
+            f"({', '.join(['%s'] * len(rows[0]))})".encode(), rows)
+        connection.execute("INSERT INTO llm_interaction_audit (audit_id, tenant_id, consent_level, record_schema, "
+                           "log_timestamp, bias_detected, bias_type, bias_score, bias_confidence_score, "
+                           "mitigation_action, bias_report_summary) VALUES ('a-1', 't', 1, '1.0.0', "
+                           "'2026-05-01T00:00:00Z', false, '[]', '{}', 0, '[]', '{}')")
+    monkeypatch.setattr(postgres_store, "migrations", lambda: shipped)
+    assert apply_migrations(postgres_url) == [name for name, _ in shipped[before:]]
+    key = lambda r: (r["session_id"], r["reviewer_id"], r["model_id"])  # noqa: E731
+    assert sorted(read_records(postgres_url), key=key) == sorted(read_jsonl([files.path]), key=key)
+    with psycopg.connect(postgres_url) as connection:
+        counts = dict(connection.execute(
+            "SELECT tableoid::regclass::text, count(*) FROM council_session_audit GROUP BY 1").fetchall())
+        [(kind,)] = connection.execute("SELECT relkind FROM pg_class WHERE relname = 'council_session_audit'")
+        connection.execute("INSERT INTO llm_interaction_audit (audit_id, tenant_id, consent_level, record_schema, "
+                           "log_timestamp, bias_detected, bias_type, bias_score, bias_confidence_score, "
+                           "mitigation_action, bias_report_summary) SELECT 'a-2', 't', 1, '1.0.0', "
+                           "'2026-05-02T00:00:00Z', false, '[]', '{}', 0, '[]', '{}'")
+        ids = [i for (i,) in connection.execute("SELECT id FROM llm_interaction_audit ORDER BY audit_id")]
+    assert kind == "p" and counts == {"council_session_audit_2026m07": 4, "council_session_audit_2026m08": 4,
+                                      "council_session_audit_2026m09": 4}
+    assert ids == [1, 2]  # the id sequence goes on where it was
+
+
+def test_writers_racing_for_a_new_month_create_its_partition_once(postgres_url):
+    import threading
+
+    apply_migrations(postgres_url)
+    sessions = generate_sessions(40, seed=91)
+    for index, session in enumerate(sessions):
+        session["timestamp"] = f"2026-03-0{1 + index % 9}T10:00:00Z"
+    start = threading.Barrier(4)
+    failures: list[BaseException] = []
+
+    def write(part: list[dict], prefix: str) -> None:
+        start.wait()
+        try:
+            process(PostgresRecordStore(postgres_url), [deliveries(part, prefix)])
+        except BaseException as error:  # noqa: BLE001 - reported below
+            failures.append(error)
+
+    threads = [threading.Thread(target=write, args=(sessions[i::4], str(i))) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    with psycopg.connect(postgres_url) as connection:
+        counts = dict(connection.execute(
+            "SELECT tableoid::regclass::text, count(*) FROM council_session_audit GROUP BY 1").fetchall())
+    assert counts == {"council_session_audit_2026m03": 40}
+
+
+def test_a_month_dropped_under_a_writer_is_a_transient_error_then_made_again(postgres_url):
+    apply_migrations(postgres_url)
+    store = PostgresRecordStore(postgres_url)
+    first, second = generate_sessions(2, seed=92, start=datetime(2026, 4, 3, tzinfo=timezone.utc))
+    rows = postgres_store_rows([first])
+    assert store.write(rows) == 1
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("DELETE FROM council_session_audit")
+        connection.execute("DROP TABLE council_session_audit_2026m04")  # retention, meanwhile
+    again = postgres_store_rows([second])
+    with pytest.raises(TRANSIENT_ERRORS):  # the batch stays pending ...
+        store.write(again)
+    assert store.write(again) == 1  # ... and its retry makes the month again
 
 
 def test_the_records_come_back_exactly_as_the_file_store_wrote_them(postgres_url, tmp_path):
@@ -104,8 +198,6 @@ def test_export_filters_by_tenant_and_time(postgres_url):
     process(PostgresRecordStore(postgres_url), [deliveries(sessions)])
     acme = list(read_records(postgres_url, tenant="acme"))
     assert {r["tenant_id"] for r in acme} == {"acme"} and len(acme) == 10 * 25
-    from datetime import datetime
-
     since = datetime.fromisoformat(sessions[10]["timestamp"])
     later = {r["session_id"] for r in read_records(postgres_url, since=since)}
     assert later == {s["session_id"] for s in sessions[10:]}
@@ -165,7 +257,7 @@ def test_setup_audit_and_export_through_the_command_line(postgres_url, tmp_path)
     assert into_database.returncode == into_files.returncode == 0, into_database.stderr
     exported = cli("export", "--store", postgres_url, "--output", str(tmp_path / "export.jsonl"))
     assert exported.returncode == 0 and exported.stderr == f"exported {12 * 25} records to {tmp_path / 'export.jsonl'}\n"
-    from_files = sorted(read_jsonl(sorted((tmp_path / "files").glob("*.jsonl"))), key=json.dumps)
+    from_files = sorted(read_jsonl(sorted((tmp_path / "files" / "records").glob("*.jsonl"))), key=json.dumps)
     assert sorted(read_jsonl([tmp_path / "export.jsonl"]), key=json.dumps) == from_files and len(from_files) == 300
     for window in (["--sessions", "5"], ["--sessions", "0", "--days", "0"]):
         from_store = cli("report", "--store", postgres_url, "--format", "json", *window)
@@ -183,7 +275,7 @@ def test_export_refuses_a_bad_since_and_an_unreachable_store_in_one_line(postgre
     assert "S3CRET" not in down.stderr and down.stderr.count("\n") == 1
 
 
-def test_import_loads_exported_records_once_and_refuses_what_it_cannot_rebuild(postgres_url, postgres_server, tmp_path):
+def test_import_loads_exported_records_once_and_refuses_records_it_cannot_read(postgres_url, postgres_server, tmp_path):
     source = tmp_path / "records"
     files = JsonlRecordStore(source, "w1")
     process(files, [deliveries(generate_sessions(30, seed=88))])
@@ -197,13 +289,52 @@ def test_import_loads_exported_records_once_and_refuses_what_it_cannot_rebuild(p
     assert first.returncode == again.returncode == 0, first.stderr
     assert first.stderr == "imported 30 new sessions of 30 read\n" and again.stderr == "imported 0 new sessions of 30 read\n"
     assert sorted(read_records(postgres_url), key=json.dumps) == sorted(read_jsonl([source]), key=json.dumps)
-    foreign = tmp_path / "bias_metrics.jsonl"  # llm-council-core's record: no words, no self flag, no consent
-    foreign.write_text(json.dumps({"session_id": "x", "timestamp": "2026-11-01T00:00:00Z", "reviewer_id": "a",
-                                   "model_id": "b", "position": 0, "response_length_chars": 10, "score_value": 7.0,
-                                   "score_scale": "1-10", "council_config_version": None, "query_hash": None,
-                                   "query_metadata": None}) + "\n")
-    refused = cli("import", str(foreign), "--store", postgres_url)
-    assert refused.returncode == 2 and refused.stderr.startswith("error: session 'x': a record without schema_version")
+    broken = tmp_path / "broken.jsonl"  # neither ours nor llm-council-core's: no score
+    broken.write_text(json.dumps({"schema_version": "1.2.0", "session_id": "x", "timestamp": "2026-11-01T00:00:00Z",
+                                  "reviewer_id": "a", "model_id": "b"}) + "\n")
+    refused = cli("import", str(broken), "--store", postgres_url)
+    assert refused.returncode == 2 and refused.stderr == "error: session 'x': score_value: field required\n"
+    mistyped = tmp_path / "mistyped.jsonl"
+    mistyped.write_text(json.dumps({**next(read_jsonl([source])), "score_value": "seven"}) + "\n")
+    refused = cli("import", str(mistyped), "--store", postgres_url)
+    assert refused.returncode == 2 and refused.stderr.startswith("error: session ") and \
+        "score_value: input should be a valid number" in refused.stderr
+
+
+def test_llm_council_core_history_imports_and_reports_as_its_file_does(postgres_url, tmp_path):
+    persistence = pytest.importorskip("llm_council.bias_persistence")
+    theirs = tmp_path / "bias_metrics.jsonl"
+    written = []
+    for number, session in enumerate(generate_sessions(12, seed=93)):
+        lengths = {r["model"]: len(r["response"]) for r in session["responses"]}
+        naive = session["timestamp"].replace("Z", "").replace("+00:00", "")  # llm-council-core writes naive times
+        for review in session["reviews"]:
+            for label, score in review["scores"].items():
+                shown = review["label_to_model"][label]
+                model = shown["model"]
+                written.append(persistence.BiasMetricRecord(
+                    session_id=session["session_id"], timestamp=naive, reviewer_id=review["reviewer"], model_id=model,
+                    position=shown["display_index"], response_length_chars=lengths[model], score_value=float(score),
+                    schema_version="1.1.0" if number < 3 else "1.2.0"))  # older files: ranks, not positions
+    persistence.append_bias_records(written, store_path=theirs)
+    apply_migrations(postgres_url)
+    first, again = cli("import", str(theirs), "--store", postgres_url), cli("import", str(theirs), "--store", postgres_url)
+    assert first.returncode == again.returncode == 0, first.stderr
+    assert first.stderr == "imported 12 new sessions of 12 read\n" and again.stderr == "imported 0 new sessions of 12 read\n"
+    for window in (["--sessions", "5"], ["--sessions", "0", "--days", "0"]):
+        from_store = cli("report", "--store", postgres_url, "--format", "json", *window)
+        from_file = cli("report", "--input", str(theirs), "--format", "json", *window)
+        assert from_store.returncode == from_file.returncode == 0, from_store.stderr
+        assert json.loads(from_store.stdout)["tenants"] == json.loads(from_file.stdout)["tenants"]
+    exported = tmp_path / "export.jsonl"
+    assert cli("export", "--store", postgres_url, "--output", str(exported)).returncode == 0
+    # max_days=None: its own naive timestamps crash its day filter (a flaw of the reference)
+    back = persistence.read_bias_records(store_path=exported, max_sessions=100, max_days=None)
+    assert sorted((r.session_id, r.reviewer_id, r.model_id, r.position, r.score_value, r.schema_version) for r in back) \
+        == sorted((r.session_id, r.reviewer_id, r.model_id, r.position, r.score_value, r.schema_version) for r in written)
+    ours = list(read_jsonl([exported]))
+    assert {r["tenant_id"] for r in ours} == {"default"} and {r["response_length_words"] for r in ours} == {None}
+    assert all(r["is_self_review"] == (r["reviewer_id"] == r["model_id"]) for r in ours)
 
 
 def test_interaction_audits_come_back_as_the_file_store_wrote_them_once_and_without_the_query(postgres_url, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -46,6 +47,13 @@ def store_sessions(url: str, days_ago: int, count: int, seed: int) -> list[dict]
     return sessions
 
 
+def partitions(url: str) -> set[str]:
+    with psycopg.connect(url) as connection:
+        return {name for (name,) in connection.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent IN "
+            "('council_session_audit'::regclass, 'llm_interaction_audit'::regclass)")}
+
+
 def retention(url: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bias_audit", "retention", "--store", url, *args],
                           capture_output=True, text=True, timeout=120)
@@ -70,17 +78,26 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
             entry[1] += 1 if record["bias_detected"] and bias_type else 0
             entry[2] += record["bias_confidence_score"]
 
+    month = (NOW - timedelta(days=400)).strftime("%Ym%m")  # the old rows' month, wholly past a year
+    old_months = f"council_session_audit_{month}, llm_interaction_audit_{month}"
+    assert partitions(postgres_url) >= {f"council_session_audit_{month}", f"llm_interaction_audit_{month}"}
     dry = retention(postgres_url, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout.splitlines() == ["anonymize interaction audits: 13 (would)",
                                        "roll up and delete interaction audits: 7 (would)",
-                                       "roll up and delete council sessions: 4 (would)"]
+                                       "roll up and delete council sessions: 4 (would)",
+                                       f"drop monthly partitions: {old_months} (would)"]
     assert len(list(read_interactions(postgres_url))) == 18  # the dry run changed nothing
 
     done = retention(postgres_url)
     assert done.stdout.splitlines() == ["anonymize interaction audits: 13 (did)",
                                         "roll up and delete interaction audits: 7 (did)",
-                                        "roll up and delete council sessions: 4 (did)"]
+                                        "roll up and delete council sessions: 4 (did)",
+                                        f"drop monthly partitions: {old_months} (did)"]
+    assert not any(month in name for name in partitions(postgres_url))
+    recent_month, middle_month = ((NOW - timedelta(days=days)).strftime("%Ym%m") for days in (10, 200))
+    assert partitions(postgres_url) == {f"council_session_audit_{recent_month}", f"llm_interaction_audit_{recent_month}",
+                                        f"llm_interaction_audit_{middle_month}"}
     left = {r["audit_id"]: r for r in read_interactions(postgres_url)}
     assert sorted(left) == sorted(e["audit_id"] for e in recent + middle)
     for event in middle:  # anonymized: what the statistics need stays
@@ -99,10 +116,31 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
     assert {(d, m, b): [i, f, pytest.approx(c)] for d, m, b, i, f, c in interactions} == expected_interactions
     assert len(before) == len(old) == 7
 
+    report = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", postgres_url, "--format", "json"],
+                            capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    [history] = json.loads(report.stdout)["rolled_up"]  # the deleted year's counts, beside the window
+    old_day = str((NOW - timedelta(days=400)).date())
+    assert (history["tenant_id"], history["first_day"], history["last_day"]) == ("demo", old_day, old_day)
+    cells = [t for t in history["totals"] if t["source"] == "council"]
+    assert sum(t["items"] for t in cells) == 4 * 25
+    assert sum(t["mean"] * t["items"] for t in cells) == pytest.approx(expected_scores)
+    assert {(t["bias_type"], t["items"]) for t in history["totals"] if t["source"] == "interaction"} == {
+        (b, sum(v[0] for (_, _, bt), v in expected_interactions.items() if bt == b))
+        for (_, _, b) in expected_interactions}
+    text = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", postgres_url], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
+    assert f"demo: rolled up by retention, {old_day} to {old_day} (1 day)" in text.stdout
+    csv_out = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", postgres_url, "--format", "csv"],
+                             capture_output=True, text=True, timeout=120)
+    rolled = [line.split(",") for line in csv_out.stdout.splitlines() if ",rolled_up_council_mean," in line]
+    assert sum(int(row[9]) for row in rolled) == 4 * 25 and {row[0] for row in rolled} == {"demo"}
+
     again = retention(postgres_url)
     assert again.stdout.splitlines() == ["anonymize interaction audits: 0 (did)",
                                          "roll up and delete interaction audits: 0 (did)",
-                                         "roll up and delete council sessions: 0 (did)"]
+                                         "roll up and delete council sessions: 0 (did)",
+                                         "drop monthly partitions: none (did)"]
     with psycopg.connect(postgres_url) as connection:
         assert connection.execute("SELECT sum(items) FROM bias_daily_aggregate WHERE source = 'council'"
                                   ).fetchone()[0] == 4 * 25  # nothing counted twice
