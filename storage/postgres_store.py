@@ -327,11 +327,13 @@ def read_digests(url: str, *, tenant: str | None, sessions: int | None) -> dict[
     newest = "" if sessions is None else "WHERE newest_first <= %s"
     if sessions is not None:
         parameters.append(2 * sessions)
-    query = (f"SELECT {SESSION_COLUMNS} FROM (SELECT *, row_number() OVER (PARTITION BY tenant_id "
+    # the digest needs neither the query's hash nor its metadata: not sent, not decoded
+    columns = SESSION_COLUMNS.replace("query_hash", "NULL").replace("query_metadata", "NULL")
+    query = (f"SELECT {columns} FROM (SELECT *, row_number() OVER (PARTITION BY tenant_id "
              f"ORDER BY session_ts DESC, session_id DESC) AS newest_first FROM council_session_audit {where}) AS s "
              f"{newest} ORDER BY tenant_id, session_ts, session_id")
     out: dict[str, list[SessionDigest]] = {}
-    with psycopg.connect(url) as connection, connection.cursor(name="bias_audit_report") as cursor:
+    with psycopg.connect(url) as connection, connection.cursor(name="bias_audit_report", binary=True) as cursor:
         cursor.itersize = 2_000
         cursor.execute(query.encode(), parameters)  # the clauses are ours; the values are parameters
         for row in cursor:
@@ -364,42 +366,47 @@ def read_rolled_up(url: str, *, tenant: str | None) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def digest_of_row(row: tuple) -> SessionDigest | None:
+def digest_of_row(row: tuple, _bounds: dict[str | None, tuple[float, float]] = {},
+                  _display: dict[str, bool] = {}) -> SessionDigest | None:
     """A stored session's digest straight from its packed cells: what digest_from_records gives
-    for its records (tested), without building them. None when a (reviewer, model) repeats."""
-    from bias_audit.analysis.digest import SessionDigest, position_is_display_order, timestamp_ms
+    for its records (tested), without building them. None when a (reviewer, model) repeats.
+    Column by column (zip, map): this runs for every session a report reads."""
+    from bias_audit.analysis.digest import SessionDigest, position_is_display_order
     from bias_audit.analysis.observations import score_bounds
 
-    (tenant_id, session_id, moment, ts_text, trace_id, _, schema, scale, config_version, _, _, members, chars, words,
+    (tenant_id, session_id, moment, _, trace_id, _, schema, scale, config_version, _, _, members, chars, words,
      cells) = row
-    unpacked = list(_CELL.iter_unpack(cells))
-    # words where the records carry them, else characters (llm-council-core's), as digest_from_records
-    in_words = not unpacked or words[unpacked[0][1]] is not None
-    lengths = words if in_words else chars
-    reviewers: dict[int, int] = {}
-    models: dict[int, int] = {}
-    for reviewer, model, *_ in unpacked:
-        reviewers.setdefault(reviewer, len(reviewers))
-        models.setdefault(model, len(models))
-    if len({(reviewer, model) for reviewer, model, *_ in unpacked}) < len(unpacked):
+    if not cells:
+        return None  # no cell: the records' rule decides (it refuses such a session)
+    reviewer_column, model_column, position_column, score_column, own_column = zip(*_CELL.iter_unpack(cells))
+    if len(set(zip(reviewer_column, model_column))) < len(reviewer_column):
         return None
-    low, high = score_bounds(scale or "1-10")
-    display = position_is_display_order(schema)
+    reviewers = {member: index for index, member in enumerate(dict.fromkeys(reviewer_column))}
+    models = {member: index for index, member in enumerate(dict.fromkeys(model_column))}
+    # words where the records carry them, else characters (llm-council-core's), as digest_from_records
+    in_words = words[model_column[0]] is not None
+    lengths = words if in_words else chars
+    if scale not in _bounds:  # a few scales and versions in a store: parsed once each
+        _bounds[scale] = score_bounds(scale or "1-10")
+    if schema not in _display:
+        _display[schema] = position_is_display_order(schema)
+    low, high = _bounds[scale]
+    span = high - low
     return SessionDigest(
         session_id=session_id,
         tenant_id=tenant_id or "default",
-        ts_ms=timestamp_ms(ts_text or utc_text(moment)),
+        ts_ms=int(moment.timestamp() * 1000),  # the instant its text names (a naive one was stored as UTC)
         trace_id=trace_id,
         config_version=config_version,
         reviewers=tuple(members[r] for r in reviewers),
         models=tuple(members[m] for m in models),
         lengths=tuple(float(lengths[m] or 0) for m in models),
         length_unit="words" if in_words else "chars",
-        cell_reviewer=tuple(reviewers[r] for r, *_ in unpacked),
-        cell_model=tuple(models[m] for _, m, *_ in unpacked),
-        cell_position=tuple(-1 if position < 0 or not display else position for _, _, position, _, _ in unpacked),
-        cell_score=tuple((score - low) / (high - low) for _, _, _, score, _ in unpacked),
-        cell_own=tuple(own == 1 for *_, own in unpacked),
+        cell_reviewer=tuple(map(reviewers.__getitem__, reviewer_column)),
+        cell_model=tuple(map(models.__getitem__, model_column)),
+        cell_position=position_column if _display[schema] else (-1,) * len(position_column),  # -1 stored for none
+        cell_score=tuple([(score - low) / span for score in score_column]),
+        cell_own=tuple(map(bool, own_column)),
     )
 
 

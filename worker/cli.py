@@ -90,9 +90,9 @@ RedisOpt = Annotated[Optional[str], typer.Option(
     help="Redis for the windows (required with pubsub://; default: the broker's Redis); env BIAS_AUDIT_REDIS_URL")]
 StoreOpt = Annotated[Optional[str], typer.Option(
     "--store", metavar="URL|DIR", help="the audit store: postgresql://... (libpq URL, unix sockets too) or a "
-    "directory of JSONL records (default DATA_DIR/records); env BIAS_AUDIT_STORE_URL")]
+    "directory of JSONL records (default: the embedded PostgreSQL in DATA_DIR/postgres); env BIAS_AUDIT_STORE_URL")]
 DataDirOpt = Annotated[Optional[Path], typer.Option(
-    "--data-dir", metavar="DIR", help="records and the embedded Redis (default .bias-audit); env BIAS_AUDIT_DATA_DIR")]
+    "--data-dir", metavar="DIR", help="the embedded Redis and PostgreSQL (default .bias-audit); env BIAS_AUDIT_DATA_DIR")]
 WindowSessionsOpt = Annotated[Optional[int], typer.Option(
     metavar="N", help="window: last N sessions per tenant (default 100); env BIAS_AUDIT_WINDOW_SESSIONS")]
 WindowDaysOpt = Annotated[Optional[float], typer.Option(
@@ -182,8 +182,8 @@ def worker(
 ) -> None:
     """Run the stream worker on Redis Streams or Pub/Sub.
 
-    With no broker configured, starts an embedded Redis in the data directory. SIGTERM drains the
-    batch in hand, then exits."""
+    With no broker configured, starts an embedded Redis in the data directory; with no store, an
+    embedded PostgreSQL there. SIGTERM drains the batch in hand, then exits."""
     from .run import run_worker
 
     run_worker(_settings(broker_url=broker, redis_url=redis, data_dir=data_dir, consumer_name=consumer,
@@ -216,7 +216,8 @@ def setup(broker: BrokerOpt = None, data_dir: DataDirOpt = None, store: StoreOpt
 
     Redis: consumer groups from the stream's start. Pub/Sub: with the dead-letter and retry
     policies. PostgreSQL: each migration once, in order. Idempotent."""
-    from .run import resolve_broker, set_up_broker, set_up_store
+    from .run import resolve_broker, set_up_broker
+    from .store_setup import set_up_store
 
     settings = _settings(broker_url=broker, data_dir=data_dir, store_url=store)
     if settings.store_is_postgres:
@@ -316,7 +317,7 @@ def audit(
 
 def _postgres_store(store: str | None, needs: str) -> str:
     """The PostgreSQL store's URL for a command that `needs` one, its migrations checked."""
-    from .run import require_store_schema
+    from .store_setup import require_store_schema
 
     settings = _settings(store_url=store)
     if not settings.store_is_postgres:
@@ -330,7 +331,7 @@ def _postgres_store(store: str | None, needs: str) -> str:
 def _store_url(store: str | None, data_dir: Path | None, needs: str, *, create: bool = False) -> Iterator[str]:
     """--store / BIAS_AUDIT_STORE_URL, else the data directory's embedded store (the one
     `worker` starts), held for the block; create: start one when there is none yet."""
-    from .run import embedded_store
+    from .store_setup import embedded_store
 
     with embedded_store(_settings(store_url=store, data_dir=data_dir), create=create) as settings:
         yield _postgres_store(settings.store_url, needs)
@@ -475,7 +476,7 @@ def report(
     if window_sessions is not None and window_sessions < 0 or window_days is not None and window_days < 0:
         raise CommandError("--sessions and --days must be 0 (no limit) or positive")
     sources = [*(inputs or []), *(paths or [])]
-    from .run import embedded_store
+    from .store_setup import embedded_store
 
     # no input named: the data directory's embedded store when a worker made one
     joined = embedded_store(settings, create=False) if not (sources or redis) else nullcontext(settings)
@@ -512,7 +513,7 @@ def demo(
     input: Annotated[Optional[Path], typer.Option(
         "--input", "-i", metavar="FILE", help="JSONL council sessions (default: the shipped samples)")] = None,
 ) -> None:
-    """End-to-end run on an embedded Redis over samples with known biases.
+    """End-to-end run on an embedded Redis and PostgreSQL over samples with known biases.
 
     Shipped council sessions and LLM responses with injected biases go through a real worker;
     exits 1 if one is missed or a bystander is flagged."""

@@ -33,7 +33,7 @@ def record_store(settings: Settings) -> RecordSink:
     if settings.store_is_postgres:
         from bias_audit.storage.postgres_store import PostgresRecordStore
 
-        from .run import require_store_schema
+        from .store_setup import require_store_schema
 
         require_store_schema(settings.store_url or "")
         return PostgresRecordStore(settings.store_url or "")
@@ -88,7 +88,7 @@ def interaction_store(settings: Settings) -> RecordSink:
     if settings.store_is_postgres:
         from bias_audit.storage.postgres_store import PostgresInteractionStore
 
-        from .run import require_store_schema
+        from .store_setup import require_store_schema
 
         require_store_schema(settings.store_url or "")
         return PostgresInteractionStore(settings.store_url or "")
