@@ -30,6 +30,8 @@ from bias_audit.consumers.responses import EventRouter
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.results import AuditResult
 
+from .auth import ANONYMOUS, READ, SEND, Principal, TokenVerifier, Unauthenticated
+
 PROBLEM = "application/problem+json"
 MAX_PROMPT_CHARS = 64 * 1024
 MAX_SWAP_BODY_BYTES = 4 * 1024 * 1024  # a full prompt and 1,000 swap pairs, even JSON-escaped
@@ -109,9 +111,37 @@ class ResultCache:
 
 
 def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, council_topic: str,
-               default_swaps: dict[str, str]) -> FastAPI:
-    app = FastAPI(title="bias-audit", version="1.0",
-                  description="Bias audits of single LLM responses and of LLM council sessions.")
+               default_swaps: dict[str, str], verifier: TokenVerifier | None = None, audit_store: Any = None,
+               report: Any = None) -> FastAPI:
+    """verifier None: no auth (loopback, or --insecure-no-auth). audit_store (storage.audit_api's
+    AuditStore, a PostgreSQL store): the GraphQL API, GET /audits/{id} and the review page."""
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        if audit_store is not None:
+            await audit_store.open()
+        try:
+            yield
+        finally:
+            if audit_store is not None:
+                await audit_store.close()
+
+    app = FastAPI(title="bias-audit", version="1.0", lifespan=lifespan,
+                  description="Bias audits of single LLM responses and of LLM council sessions; the audit log "
+                              "(GraphQL at /graphql) and its review page (/review).")
+
+    def principal_of(request: Request) -> Principal:
+        """The caller; a 401 problem when auth is on and the token is missing or does not verify."""
+        if verifier is None:
+            return ANONYMOUS
+        header = request.headers.get("authorization")
+        if header is None and request.cookies.get("bias_audit_token"):  # set by the operator's proxy
+            header = "Bearer " + request.cookies["bias_audit_token"]
+        try:
+            return verifier.verify(header)
+        except Unauthenticated as error:
+            raise StarletteHTTPException(401, str(error), headers={"WWW-Authenticate": "Bearer"}) from None
     registry = CollectorRegistry()
     requests = Counter("bias_audit_http_requests", "HTTP requests", ["endpoint", "status"], registry=registry)
     latency = Histogram("bias_audit_http_seconds", "time to answer", ["endpoint"], registry=registry,
@@ -121,11 +151,18 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
 
     async def audit(request: Request, topic: str, kind: str, id_field: str) -> Response:
         started = time.perf_counter()
+        principal = principal_of(request)
         body = await _bounded_body(request, max_body_bytes)
         response: Response
-        if body is None:
+        if not principal.can(SEND):
+            response = problem(403, "forbidden", f"sending events needs the role service or admin; the token has "
+                               f"{', '.join(sorted(principal.roles)) or 'none'}", "urn:bias-audit:problem:forbidden")
+        elif body is None:
             response = problem(413, PROBLEMS[413], f"body is over the limit of {max_body_bytes} bytes",
                                "urn:bias-audit:problem:too_large")
+        elif not principal.sees(tenant := _event_key(body, id_field)[0]):
+            response = problem(403, "forbidden", f"the token may not send events for tenant {tenant!r}",
+                               "urn:bias-audit:problem:forbidden")
         else:
             response = await _answer(body, topic, kind, id_field)
         requests.labels(kind, str(response.status_code)).inc()
@@ -188,6 +225,44 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
                            f"{MAX_SWAP_ANSWER_BYTES}; send a shorter prompt or shorter counterparts",
                            "urn:bias-audit:problem:too_large_answer")
         return Response(answer, media_type="application/json")
+
+    @app.get("/", summary="Where things are")
+    async def index() -> dict[str, str]:
+        return {"docs": "/docs", "openapi": "/openapi.json", "graphql": "/graphql", "review": "/review",
+                "health": "/healthz", "metrics": "/metrics"}
+
+    if audit_store is not None:
+        from strawberry.fastapi import GraphQLRouter
+
+        from .graphql_api import loaders, schema
+
+        async def graphql_context(request: Request) -> dict[str, Any]:
+            return {"principal": principal_of(request), "store": audit_store, "report": report,
+                    "trace_id": request.headers.get("x-trace-id"), **loaders(audit_store)}
+
+        app.include_router(GraphQLRouter(schema, context_getter=graphql_context, graphql_ide=None), prefix="/graphql")
+
+        @app.get("/audits/{audit_id}", summary="One stored LLM interaction audit")
+        async def get_audit(audit_id: str, request: Request) -> Response:
+            """The stored audit of one LLM interaction, within the token's tenants (another
+            tenant's is 404, as a missing one)."""
+            principal = principal_of(request)
+            if not principal.can(READ):
+                return problem(403, "forbidden", "reading audits needs the role reviewer, auditor or admin",
+                               "urn:bias-audit:problem:forbidden")
+            row = await audit_store.interaction(principal.scope(None), audit_id)
+            if row is None:
+                return problem(404, "not found", f"no interaction audit {audit_id!r}", "urn:bias-audit:problem:not_found")
+            return Response(orjson.dumps(row, default=str), media_type="application/json")
+
+        @app.get("/review", summary="The review page", response_class=Response)
+        async def review_page() -> Response:
+            from importlib import resources
+
+            page = resources.files("bias_audit.service").joinpath("review.html").read_bytes()
+            return Response(page, media_type="text/html; charset=utf-8",
+                            headers={"Content-Security-Policy": "default-src 'self'; script-src 'unsafe-inline'; "
+                                     "style-src 'unsafe-inline'; connect-src 'self'"})
 
     @app.get("/healthz", summary="Liveness")
     async def healthz() -> dict[str, str]:

@@ -198,15 +198,19 @@ def serve(
     data_dir: DataDirOpt = None,
     consent_level: ConsentOpt = None,
     store: StoreOpt = None,
+    insecure_no_auth: Annotated[bool, typer.Option(
+        "--insecure-no-auth", metavar=FLAG, help="listen on a non-loopback address without BIAS_AUDIT_JWT_SECRET "
+        "or BIAS_AUDIT_JWT_PUBLIC_KEY: anyone who reaches it reads and writes every tenant")] = False,
 ) -> None:
-    """Serve the HTTP API (analyze-bias, audit-session, counterfactual-prompts).
+    """Serve the HTTP API (analyze-bias, audit-session, counterfactual-prompts, GraphQL, review page).
 
     POST /analyze-bias (an LLM response event), POST /audit-session (a council session event),
     /healthz, /readyz, /metrics; the OpenAPI document at /openapi.json and its pages at /docs.
     Errors are problem+json with a one-line reason."""
     from .run import run_api
 
-    run_api(_settings(data_dir=data_dir, consent_level=consent_level, store_url=store), host, port, say=_say)
+    run_api(_settings(data_dir=data_dir, consent_level=consent_level, store_url=store), host, port, say=_say,
+            insecure_no_auth=insecure_no_auth)
 
 
 @_command

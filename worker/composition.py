@@ -178,5 +178,34 @@ def api_app(settings: Settings):
     from bias_audit.service.app import create_app
 
     processor = in_process_processor(settings, record_store(settings), interaction_store(settings), long_running=True)
+    audit_store = report = None
+    if settings.store_is_postgres:  # the audit log's API reads the PostgreSQL store
+        from bias_audit.storage.audit_api import AuditStore
+
+        url = settings.store_url or ""
+        audit_store = AuditStore(url)
+        report = lambda tenant, sessions, days: tenant_report_json(url, tenant, sessions, days)  # noqa: E731
     return create_app(processor, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
-                      council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps)
+                      council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps,
+                      verifier=token_verifier(settings), audit_store=audit_store, report=report)
+
+
+def token_verifier(settings: Settings):
+    """The API's bearer-token check, or None when neither a JWT secret nor a public key is set."""
+    from bias_audit.service.auth import TokenVerifier
+
+    secret = settings.jwt_secret.get_secret_value() if settings.jwt_secret else None
+    if secret is None and settings.jwt_public_key is None:
+        return None
+    return TokenVerifier(secret=secret, public_key=settings.jwt_public_key, audience=settings.jwt_audience,
+                         issuer=settings.jwt_issuer)
+
+
+def tenant_report_json(url: str, tenant: str, sessions: int, days: float | None) -> dict | None:
+    """One tenant's section of the cross-session report over the store (None: no sessions)."""
+    from bias_audit.reports.build import build_report
+    from bias_audit.reports.run import store_windows
+
+    windows, stats = store_windows(url, tenant, sessions, days)
+    document = build_report(windows, stats, sources=[], sessions=sessions, days=days)
+    return document.tenants[0].model_dump(mode="json") if document.tenants else None

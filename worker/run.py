@@ -155,8 +155,19 @@ def set_up_broker(settings: Settings, url: str) -> Iterator[str]:
         raise CommandError(f"cannot reach {url}: {error}", exit_code=1) from None
 
 
-def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None]) -> None:
-    """`bias-audit serve`: the HTTP API until interrupted."""
+def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None], *,
+            insecure_no_auth: bool = False) -> None:
+    """`bias-audit serve`: the HTTP API until interrupted. Without a JWT key it listens only on
+    loopback, unless told otherwise: every tenant's data would be open to whoever reaches it."""
+    from .composition import token_verifier
+
+    try:
+        verifier = token_verifier(settings)
+    except (ValueError, OSError) as error:
+        raise CommandError(f"the JWT settings are not usable: {error}") from None
+    if verifier is None and host not in ("127.0.0.1", "::1", "localhost") and not insecure_no_auth:
+        raise CommandError(f"refusing to serve on {host} without auth: set BIAS_AUDIT_JWT_SECRET (>= 32 bytes) or "
+                           "BIAS_AUDIT_JWT_PUBLIC_KEY, or pass --insecure-no-auth")
     import uvicorn
 
     from bias_audit.embeddings.minilm import EmbeddingsUnavailable

@@ -36,7 +36,12 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(None, description="Redis for windows; defaults to the broker's Redis")
     data_dir: Path = Path(".bias-audit")
     store_url: str | None = Field(None, description="the audit store: a postgresql:// URL (libpq form) or a "
-                                  "directory of JSONL files; unset = DATA_DIR/records")
+                                  "directory of JSONL files; unset = an embedded PostgreSQL in DATA_DIR/postgres")
+    # the API's bearer tokens (serve): HS256 with a shared secret, or RS256/ES256 with a public key
+    jwt_secret: SecretStr | None = Field(None, description="HS256 secret, at least 32 bytes")
+    jwt_public_key: Path | None = Field(None, description="a PEM public key, or a JWKS file (key rotation)")
+    jwt_audience: str | None = None
+    jwt_issuer: str | None = None
     consent_level: int = Field(1, ge=0, le=4)
     hash_secret: SecretStr | None = None
 

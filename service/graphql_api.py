@@ -1,0 +1,374 @@
+"""The audit API's GraphQL schema (strawberry): the design document's LlmInteractionAudit type,
+its queries and mutations, plus council sessions, the taxonomy, the review queue and leases, a
+keyset-paginated connection and the cross-session report. Every resolver reads within the
+caller's tenants; another tenant's item is NOT_FOUND, exactly as a missing one.
+
+Errors carry `extensions.code`: UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, BAD_USER_INPUT,
+BIAS_ANALYSIS_FAILED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.dataloader import DataLoader
+from strawberry.extensions import MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from bias_audit.storage.audit_api import AuditStore, InteractionFilter
+
+from .auth import READ, REVIEW, UPDATE_BIAS, Forbidden, Principal
+
+MAX_PAGE = 500
+VERDICTS = ("confirmed", "dismissed")
+
+
+def fail(code: str, message: str) -> GraphQLError:
+    return GraphQLError(message, extensions={"code": code})
+
+
+def _principal(info: Info, needed: frozenset[str], what: str) -> Principal:
+    principal: Principal = info.context["principal"]
+    try:
+        principal.require(needed, what)
+    except Forbidden as error:
+        raise fail("FORBIDDEN", str(error)) from None
+    return principal
+
+
+def _store(info: Info) -> AuditStore:
+    return info.context["store"]
+
+
+@strawberry.type
+class BiasTaxonomyEntry:
+    id: int
+    bias_key: str
+    description: str
+    severity_level: int
+
+
+@strawberry.type
+class BiasReview:
+    reviewer: str
+    reviewed_at: datetime
+    verdicts: JSON
+    tags: JSON
+    notes: str | None
+
+
+@strawberry.type
+class LlmInteractionAudit:
+    id: strawberry.ID
+    audit_id: str
+    tenant_id: str
+    user_id: str | None
+    trace_id: str | None
+    original_query: str | None  # never stored: always null
+    query_context: JSON | None
+    llm_provider: str | None
+    llm_model: str | None
+    llm_response: str | None
+    prompt_tokens: int | None
+    response_tokens: int | None
+    total_tokens: int | None
+    status: str
+    error_message: str | None
+    log_timestamp: datetime
+    bias_detected: bool
+    bias_type: list[str]
+    bias_score: JSON
+    bias_confidence_score: float
+    mitigation_action: JSON
+    bias_report_summary: JSON
+    human_reviewed: bool
+    human_bias_tag: JSON | None
+    review_notes: str | None
+    created_at: datetime
+
+    @strawberry.field(description="every review of this item, oldest first (never overwritten)")
+    async def reviews(self, info: Info) -> list[BiasReview]:
+        rows = await info.context["review_loader"].load((self.tenant_id, self.audit_id))
+        return [BiasReview(reviewer=r["reviewer"], reviewed_at=r["reviewed_at"], verdicts=r["verdicts"],
+                           tags=r["tags"], notes=r["notes"]) for r in rows]
+
+    @strawberry.field(description="the taxonomy entries of this item's bias types")
+    async def taxonomy(self, info: Info) -> list[BiasTaxonomyEntry]:
+        found = await info.context["taxonomy_loader"].load_many(self.bias_type)
+        return [entry for entry in found if entry is not None]
+
+
+def audit_of(row: dict[str, Any]) -> LlmInteractionAudit:
+    return LlmInteractionAudit(
+        id=strawberry.ID(row["audit_id"]), audit_id=row["audit_id"], tenant_id=row["tenant_id"], user_id=row["user_id"],
+        trace_id=row["trace_id"], original_query=None, query_context=row["query_context"],
+        llm_provider=row["llm_provider"], llm_model=row["llm_model"], llm_response=row["llm_response"],
+        prompt_tokens=row["prompt_tokens"], response_tokens=row["response_tokens"], total_tokens=row["total_tokens"],
+        status=row["status"], error_message=row["error_message"], log_timestamp=row["log_timestamp"],
+        bias_detected=row["bias_detected"], bias_type=list(row["bias_type"] or []), bias_score=row["bias_score"],
+        bias_confidence_score=row["bias_confidence_score"], mitigation_action=row["mitigation_action"],
+        bias_report_summary=row["bias_report_summary"], human_reviewed=row["human_reviewed"],
+        human_bias_tag=row["human_bias_tag"], review_notes=row["review_notes"], created_at=row["created_at"])
+
+
+@strawberry.type
+class CouncilSessionAudit:
+    session_id: str
+    tenant_id: str
+    session_timestamp: datetime
+    trace_id: str | None
+    consent_level: int
+    council_config_version: str | None
+    members: list[str]
+    scores: int
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    end_cursor: str | None
+
+
+@strawberry.type
+class LlmInteractionAuditEdge:
+    cursor: str
+    node: LlmInteractionAudit
+
+
+@strawberry.type
+class LlmInteractionAuditConnection:
+    edges: list[LlmInteractionAuditEdge]
+    page_info: PageInfo
+    total_count: int
+
+
+@strawberry.type
+class ReviewLease:
+    taken: bool
+    holder: str
+    expires_in_seconds: int
+    item: LlmInteractionAudit | None
+
+
+@strawberry.input
+class LlmInteractionAuditFilterInput:
+    tenant_id: str | None = None
+    user_id: str | None = None
+    llm_provider: str | None = None
+    llm_model: str | None = None
+    sensitivity_score: float | None = strawberry.field(default=None, description="bias confidence at least this (0-1)")
+    bias_detected: bool | None = None
+    human_reviewed: bool | None = None
+    bias_type: str | None = None
+    log_timestamp_start: datetime | None = None
+    log_timestamp_end: datetime | None = None
+
+
+@strawberry.input
+class PaginationInput:
+    limit: int = 50
+    offset: int = 0
+
+
+@strawberry.input
+class CouncilSessionFilterInput:
+    tenant_id: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+@strawberry.input
+class UpdateLlmInteractionAuditBiasInput:
+    bias_detected: bool | None = None
+    bias_type: list[str] | None = None
+    bias_score: JSON | None = None
+    bias_confidence_score: float | None = None
+    mitigation_action: JSON | None = None
+
+
+@strawberry.input
+class RecordBiasReviewInput:
+    human_reviewed: bool = True
+    human_bias_tag: JSON | None = strawberry.field(default=None, description="a list of bias_taxonomy keys")
+    review_notes: str | None = None
+    verdicts: JSON | None = strawberry.field(default=None, description="bias type -> confirmed | dismissed")
+
+
+def _filter(given: LlmInteractionAuditFilterInput | None) -> InteractionFilter:
+    given = given or LlmInteractionAuditFilterInput()
+    if given.sensitivity_score is not None and not 0 <= given.sensitivity_score <= 1:
+        raise fail("BAD_USER_INPUT", "sensitivityScore is a confidence between 0 and 1")
+    return InteractionFilter(tenant_id=given.tenant_id, user_id=given.user_id, llm_provider=given.llm_provider,
+                             llm_model=given.llm_model, min_confidence=given.sensitivity_score,
+                             bias_detected=given.bias_detected, human_reviewed=given.human_reviewed,
+                             bias_type=given.bias_type, start=given.log_timestamp_start, end=given.log_timestamp_end)
+
+
+def _limit(value: int, what: str = "limit") -> int:
+    if not 1 <= value <= MAX_PAGE:
+        raise fail("BAD_USER_INPUT", f"{what} must be between 1 and {MAX_PAGE}")
+    return value
+
+
+async def _visible(info: Info, principal: Principal, audit_id: str) -> dict[str, Any]:
+    row = await _store(info).interaction(principal.scope(None), audit_id)
+    if row is None:  # another tenant's item reads exactly as a missing one
+        raise fail("NOT_FOUND", f"no interaction audit {audit_id!r}")
+    return row
+
+
+@strawberry.type
+class Query:
+    @strawberry.field
+    async def llm_interaction_audit(self, info: Info, id: strawberry.ID) -> LlmInteractionAudit | None:
+        principal = _principal(info, READ, "reading audits")
+        return audit_of(await _visible(info, principal, str(id)))
+
+    @strawberry.field
+    async def llm_interaction_audits(self, info: Info, filter: LlmInteractionAuditFilterInput | None = None,
+                                     pagination: PaginationInput | None = None) -> list[LlmInteractionAudit] | None:
+        principal = _principal(info, READ, "reading audits")
+        pagination = pagination or PaginationInput()
+        if pagination.offset < 0:
+            raise fail("BAD_USER_INPUT", "offset must be 0 or more")
+        found = _filter(filter)
+        page = await _store(info).interactions(principal.scope(found.tenant_id), found,
+                                               limit=_limit(pagination.limit), offset=pagination.offset)
+        return [audit_of(row) for row in page.rows]
+
+    @strawberry.field(description="keyset pages, newest first: a page never overlaps the next")
+    async def llm_interaction_audit_connection(self, info: Info, filter: LlmInteractionAuditFilterInput | None = None,
+                                               first: int = 50, after: str | None = None
+                                               ) -> LlmInteractionAuditConnection:
+        from bias_audit.storage.audit_api import encode_cursor
+
+        principal = _principal(info, READ, "reading audits")
+        found = _filter(filter)
+        try:
+            page = await _store(info).interactions(principal.scope(found.tenant_id), found, limit=_limit(first, "first"),
+                                                   after=after, count=True)
+        except ValueError as error:
+            raise fail("BAD_USER_INPUT", str(error)) from None
+        edges = [LlmInteractionAuditEdge(cursor=encode_cursor(row["log_timestamp"], row["id"]), node=audit_of(row))
+                 for row in page.rows]
+        return LlmInteractionAuditConnection(
+            edges=edges, total_count=page.total,
+            page_info=PageInfo(has_next_page=page.next_cursor is not None,
+                               end_cursor=edges[-1].cursor if edges else None))
+
+    @strawberry.field(description="flagged, unreviewed items, most severe x most confident first; items "
+                      "another reviewer holds are left out")
+    async def review_queue(self, info: Info, filter: LlmInteractionAuditFilterInput | None = None,
+                           limit: int = 50) -> list[LlmInteractionAudit]:
+        principal = _principal(info, REVIEW, "the review queue")
+        found = _filter(filter)
+        rows = await _store(info).review_queue(principal.scope(found.tenant_id), found, limit=_limit(limit),
+                                               holder=principal.subject)
+        return [audit_of(row) for row in rows]
+
+    @strawberry.field
+    async def council_session_audits(self, info: Info, filter: CouncilSessionFilterInput | None = None,
+                                     pagination: PaginationInput | None = None) -> list[CouncilSessionAudit]:
+        principal = _principal(info, READ, "reading audits")
+        given = filter or CouncilSessionFilterInput()
+        pagination = pagination or PaginationInput()
+        rows = await _store(info).sessions(principal.scope(given.tenant_id), start=given.start, end=given.end,
+                                           limit=_limit(pagination.limit), offset=max(0, pagination.offset))
+        return [CouncilSessionAudit(session_id=r["session_id"], tenant_id=r["tenant_id"],
+                                    session_timestamp=r["session_ts"], trace_id=r["trace_id"],
+                                    consent_level=r["consent_level"], council_config_version=r["council_config_version"],
+                                    members=list(r["members"]), scores=r["scores"]) for r in rows]
+
+    @strawberry.field
+    async def bias_taxonomy(self, info: Info) -> list[BiasTaxonomyEntry]:
+        _principal(info, READ | UPDATE_BIAS, "the taxonomy")
+        return [BiasTaxonomyEntry(**row) for row in await _store(info).taxonomy()]
+
+    @strawberry.field(description="the cross-session report of one tenant's stored sessions (the report's "
+                      "JSON, as `bias-audit report --format json` writes a tenant's section)")
+    async def bias_report(self, info: Info, tenant_id: str, sessions: int = 100, days: float | None = None) -> JSON:
+        principal = _principal(info, READ, "reports")
+        if not principal.sees(tenant_id):
+            raise fail("NOT_FOUND", f"no sessions for tenant {tenant_id!r}")
+        report: Callable[..., Any] = info.context["report"]
+        try:
+            document = await asyncio.to_thread(report, tenant_id, _limit(sessions, "sessions"), days)
+        except Exception as error:  # noqa: BLE001 - the report's own failure, named
+            raise fail("BIAS_ANALYSIS_FAILED", f"the report could not be built: {error}") from None
+        if document is None:
+            raise fail("NOT_FOUND", f"no sessions for tenant {tenant_id!r}")
+        return document
+
+    @strawberry.field(description="the report's reviewer profiles of one tenant")
+    async def reviewer_profiles(self, info: Info, tenant_id: str, sessions: int = 100) -> JSON:
+        document = await Query.bias_report(self, info, tenant_id, sessions)  # type: ignore[call-arg]
+        return document.get("reviewers", [])
+
+
+@strawberry.type
+class Mutation:
+    @strawberry.mutation
+    async def update_llm_interaction_audit_bias(self, info: Info, id: strawberry.ID,
+                                                input: UpdateLlmInteractionAuditBiasInput) -> LlmInteractionAudit:
+        principal = _principal(info, UPDATE_BIAS, "updating the bias columns")
+        row = await _visible(info, principal, str(id))
+        if input.bias_confidence_score is not None and not 0 <= input.bias_confidence_score <= 1:
+            raise fail("BAD_USER_INPUT", "biasConfidenceScore is between 0 and 1")
+        changes = {"bias_detected": input.bias_detected, "bias_type": input.bias_type, "bias_score": input.bias_score,
+                   "bias_confidence_score": input.bias_confidence_score, "mitigation_action": input.mitigation_action}
+        return audit_of(await _store(info).update_bias(row["tenant_id"], row["audit_id"], changes))
+
+    @strawberry.mutation(description="take (or renew) the short lease on an item before reviewing it")
+    async def open_review_item(self, info: Info, id: strawberry.ID) -> ReviewLease:
+        from bias_audit.storage.audit_api import LEASE_SECONDS
+
+        principal = _principal(info, REVIEW, "reviewing")
+        row = await _visible(info, principal, str(id))
+        taken, holder = await _store(info).lease(row["tenant_id"], row["audit_id"], principal.subject)
+        return ReviewLease(taken=taken, holder=holder, expires_in_seconds=LEASE_SECONDS,
+                           item=audit_of(row) if taken else None)
+
+    @strawberry.mutation
+    async def record_bias_review(self, info: Info, id: strawberry.ID, input: RecordBiasReviewInput) -> LlmInteractionAudit:
+        principal = _principal(info, REVIEW, "reviewing")
+        row = await _visible(info, principal, str(id))
+        tags = input.human_bias_tag if input.human_bias_tag is not None else []
+        verdicts = input.verdicts if input.verdicts is not None else {}
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise fail("BAD_USER_INPUT", "humanBiasTag is a list of bias_taxonomy keys")
+        known = {entry["bias_key"] for entry in await _store(info).taxonomy()}
+        unknown = sorted(set(tags) - known)
+        if unknown:
+            raise fail("BAD_USER_INPUT", f"not in the taxonomy: {', '.join(unknown)}")
+        if not isinstance(verdicts, dict) or not all(v in VERDICTS for v in verdicts.values()):
+            raise fail("BAD_USER_INPUT", "verdicts maps a bias type to confirmed or dismissed")
+        if input.review_notes is not None and len(input.review_notes) > 10_000:
+            raise fail("BAD_USER_INPUT", "reviewNotes is at most 10,000 characters")
+        return audit_of(await _store(info).record_review(
+            row["tenant_id"], row["audit_id"], reviewer=principal.subject, verdicts=verdicts, tags=tags,
+            notes=input.review_notes, reviewed=input.human_reviewed, trace_id=info.context.get("trace_id")))
+
+
+schema = strawberry.Schema(
+    query=Query, mutation=Mutation,
+    # a query's cost is bounded before it runs: nesting, aliases (one field asked 1,000 times) and size
+    extensions=[QueryDepthLimiter(max_depth=8), MaxAliasesLimiter(max_alias_count=20), MaxTokensLimiter(max_token_count=2_000)],
+)
+
+
+def loaders(store: AuditStore) -> dict[str, DataLoader]:
+    """Per request: one query for all the reviews (or taxonomy entries) a page asks for."""
+    async def reviews(keys: list[tuple[str, str]]) -> list[list[dict[str, Any]]]:
+        return await store.reviews(keys)
+
+    async def taxonomy(keys: list[str]) -> list[BiasTaxonomyEntry | None]:
+        found = {row["bias_key"]: BiasTaxonomyEntry(**row) for row in await store.taxonomy(list(keys))}
+        return [found.get(key) for key in keys]
+
+    return {"review_loader": DataLoader(load_fn=reviews), "taxonomy_loader": DataLoader(load_fn=taxonomy)}

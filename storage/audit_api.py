@@ -1,0 +1,246 @@
+"""What the audit API reads and writes in the PostgreSQL store, always within the tenants a
+caller may see (a list; None only when auth is off). Async, on a small connection pool.
+
+Pages are keyset pages over (log_timestamp, id) - newest first - so a page never overlaps the
+next however many rows arrive meanwhile; `offset` is kept for the design document's schema.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+LEASE_SECONDS = 120  # an opened item is held this long (renewed by opening it again)
+_COLUMNS = ("id, audit_id, tenant_id, user_id, trace_id, query_context, llm_provider, llm_model, llm_response, "
+            "prompt_tokens, response_tokens, total_tokens, status, error_message, log_timestamp, bias_detected, "
+            "bias_type, bias_score, bias_confidence_score, mitigation_action, bias_report_summary, human_reviewed, "
+            "human_bias_tag, review_notes, created_at")
+
+
+@dataclass
+class InteractionFilter:
+    tenant_id: str | None = None
+    user_id: str | None = None
+    llm_provider: str | None = None
+    llm_model: str | None = None
+    min_confidence: float | None = None  # the design's sensitivityScore: confidence at least this (0-1)
+    bias_detected: bool | None = None
+    human_reviewed: bool | None = None
+    bias_type: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+@dataclass
+class Page:
+    rows: list[dict[str, Any]]
+    total: int
+    next_cursor: str | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def encode_cursor(moment: datetime, row_id: int) -> str:
+    return base64.urlsafe_b64encode(f"{moment.isoformat()}|{row_id}".encode()).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    """(log_timestamp, id) of a cursor; ValueError for one we did not make."""
+    try:
+        moment, row_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
+        return datetime.fromisoformat(moment), int(row_id)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"not a cursor of this API: {cursor[:40]!r}") from error
+
+
+def _where(tenants: list[str] | None, found: InteractionFilter) -> tuple[list[str], list[Any]]:
+    clauses: list[str] = []
+    values: list[Any] = []
+    if tenants is not None:
+        clauses.append("tenant_id = ANY(%s)")
+        values.append(tenants)
+    for column, value in (("user_id", found.user_id), ("llm_provider", found.llm_provider),
+                          ("llm_model", found.llm_model), ("bias_detected", found.bias_detected),
+                          ("human_reviewed", found.human_reviewed)):
+        if value is not None:
+            clauses.append(f"{column} = %s")
+            values.append(value)
+    if found.min_confidence is not None:
+        clauses.append("bias_confidence_score >= %s")
+        values.append(round(found.min_confidence * 100, 2))
+    if found.bias_type is not None:
+        clauses.append("bias_type @> %s")  # the GIN index
+        values.append(Jsonb([found.bias_type]))
+    if found.start is not None:
+        clauses.append("log_timestamp >= %s")
+        values.append(found.start)
+    if found.end is not None:
+        clauses.append("log_timestamp < %s")
+        values.append(found.end)
+    return clauses, values
+
+
+def as_audit(row: dict[str, Any]) -> dict[str, Any]:
+    row = dict(row)
+    row["bias_confidence_score"] = float(row["bias_confidence_score"]) / 100  # stored in percent
+    return row
+
+
+class AuditStore:
+    def __init__(self, url: str, *, max_connections: int = 10) -> None:
+        # 10: the API's queries are short; more would only queue inside PostgreSQL
+        self.pool = AsyncConnectionPool(url, min_size=1, max_size=max_connections, open=False,
+                                        kwargs={"autocommit": True, "row_factory": dict_row})
+
+    async def open(self) -> None:
+        await self.pool.open(wait=True, timeout=30)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def interaction(self, tenants: list[str] | None, audit_id: str) -> dict[str, Any] | None:
+        clauses, values = _where(tenants, InteractionFilter())
+        clauses.append("audit_id = %s")
+        values.append(audit_id)
+        async with self.pool.connection() as connection:
+            cursor = await connection.execute(
+                f"SELECT {_COLUMNS} FROM llm_interaction_audit WHERE {' AND '.join(clauses)} "
+                "ORDER BY log_timestamp DESC LIMIT 1".encode(), values)
+            row = await cursor.fetchone()
+        return as_audit(row) if row else None
+
+    async def interactions(self, tenants: list[str] | None, found: InteractionFilter, *, limit: int,
+                           offset: int = 0, after: str | None = None, count: bool = False) -> Page:
+        clauses, values = _where(tenants, found)
+        page_clauses, page_values = list(clauses), list(values)
+        if after is not None:
+            moment, row_id = decode_cursor(after)
+            page_clauses.append("(log_timestamp, id) < (%s, %s)")
+            page_values += [moment, row_id]
+        where = f"WHERE {' AND '.join(page_clauses)}" if page_clauses else ""
+        async with self.pool.connection() as connection:
+            cursor = await connection.execute(
+                f"SELECT {_COLUMNS} FROM llm_interaction_audit {where} ORDER BY log_timestamp DESC, id DESC "
+                "LIMIT %s OFFSET %s".encode(), [*page_values, limit + 1, offset])
+            rows = await cursor.fetchall()
+            total = -1
+            if count:
+                counted = await connection.execute(
+                    f"SELECT count(*) AS n FROM llm_interaction_audit "
+                    f"{'WHERE ' + ' AND '.join(clauses) if clauses else ''}".encode(), values)
+                total = int((await counted.fetchone())["n"])
+        more = len(rows) > limit
+        rows = rows[:limit]
+        cursor_out = encode_cursor(rows[-1]["log_timestamp"], rows[-1]["id"]) if more and rows else None
+        return Page([as_audit(r) for r in rows], total, cursor_out)
+
+    async def review_queue(self, tenants: list[str] | None, found: InteractionFilter, *, limit: int,
+                           holder: str) -> list[dict[str, Any]]:
+        """Flagged, unreviewed items, most severe x most confident first, leaving out the ones
+        another person holds a lease on."""
+        clauses, values = _where(tenants, found)
+        clauses += ["bias_detected", "NOT human_reviewed",
+                    "NOT EXISTS (SELECT 1 FROM review_lease l WHERE l.tenant_id = a.tenant_id AND "
+                    "l.audit_id = a.audit_id AND l.holder <> %s AND l.expires_at > now())"]
+        values.append(holder)
+        async with self.pool.connection() as connection:
+            cursor = await connection.execute(
+                f"SELECT * FROM (SELECT {_COLUMNS}, (SELECT coalesce(max(t.severity_level), 1) FROM bias_taxonomy t "
+                f"WHERE a.bias_type ? t.bias_key) AS severity FROM llm_interaction_audit a "
+                f"WHERE {' AND '.join(clauses)}) AS q ORDER BY severity * bias_confidence_score DESC, log_timestamp, id "
+                "LIMIT %s".encode(), [*values, limit])
+            return [as_audit(r) for r in await cursor.fetchall()]
+
+    async def lease(self, tenant_id: str, audit_id: str, holder: str) -> tuple[bool, str]:
+        """Take (or renew) the item's lease; (taken, holder): another holder's live lease wins."""
+        async with self.pool.connection() as connection:
+            cursor = await connection.execute(
+                "INSERT INTO review_lease (tenant_id, audit_id, holder, expires_at) VALUES (%s, %s, %s, "
+                "now() + make_interval(secs => %s)) ON CONFLICT (tenant_id, audit_id) DO UPDATE SET "
+                "holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at WHERE review_lease.holder = "
+                "EXCLUDED.holder OR review_lease.expires_at <= now() RETURNING holder",
+                (tenant_id, audit_id, holder, LEASE_SECONDS))
+            if await cursor.fetchone():
+                return True, holder
+            current = await connection.execute(
+                "SELECT holder FROM review_lease WHERE tenant_id = %s AND audit_id = %s", (tenant_id, audit_id))
+            row = await current.fetchone()
+            return False, row["holder"] if row else ""
+
+    async def record_review(self, tenant_id: str, audit_id: str, *, reviewer: str, verdicts: dict[str, str],
+                            tags: list[str], notes: str | None, reviewed: bool, trace_id: str | None) -> dict[str, Any]:
+        """A review row of its own, and the audit row's latest state, in one transaction; the
+        reviewer's lease ends."""
+        async with self.pool.connection() as connection, connection.transaction():
+            await connection.execute(
+                "INSERT INTO bias_review (tenant_id, audit_id, reviewer, verdicts, tags, notes, trace_id) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (tenant_id, audit_id, reviewer, Jsonb(verdicts), Jsonb(tags), notes, trace_id))
+            cursor = await connection.execute(
+                f"UPDATE llm_interaction_audit SET human_reviewed = %s, human_bias_tag = %s, review_notes = %s "
+                f"WHERE tenant_id = %s AND audit_id = %s RETURNING {_COLUMNS}".encode(),
+                (reviewed, Jsonb({"tags": tags, "verdicts": verdicts}), notes, tenant_id, audit_id))
+            row = await cursor.fetchone()
+            await connection.execute("DELETE FROM review_lease WHERE tenant_id = %s AND audit_id = %s AND holder = %s",
+                                     (tenant_id, audit_id, reviewer))
+        return as_audit(row)
+
+    async def update_bias(self, tenant_id: str, audit_id: str, changes: dict[str, Any]) -> dict[str, Any]:
+        columns = {"bias_detected": None, "bias_type": Jsonb, "bias_score": Jsonb, "mitigation_action": Jsonb,
+                   "bias_confidence_score": lambda v: round(v * 100, 2)}
+        sets, values = [], []
+        for name, convert in columns.items():
+            if changes.get(name) is not None:
+                sets.append(f"{name} = %s")
+                values.append(convert(changes[name]) if convert else changes[name])
+        async with self.pool.connection() as connection:
+            cursor = await connection.execute(
+                f"UPDATE llm_interaction_audit SET {', '.join(sets) or 'status = status'} "
+                f"WHERE tenant_id = %s AND audit_id = %s RETURNING {_COLUMNS}".encode(), [*values, tenant_id, audit_id])
+            return as_audit(await cursor.fetchone())
+
+    async def reviews(self, keys: list[tuple[str, str]]) -> list[list[dict[str, Any]]]:
+        """Each item's reviews, oldest first: one query for many items (the GraphQL DataLoader)."""
+        async with self.pool.connection() as connection:
+            cursor = await connection.execute(
+                "SELECT r.* FROM bias_review r JOIN unnest(%s::text[], %s::text[]) AS k(tenant_id, audit_id) "
+                "USING (tenant_id, audit_id) ORDER BY r.reviewed_at, r.id",
+                ([k[0] for k in keys], [k[1] for k in keys]))
+            rows = await cursor.fetchall()
+        found: dict[tuple[str, str], list[dict[str, Any]]] = {key: [] for key in keys}
+        for row in rows:
+            found[(row["tenant_id"], row["audit_id"])].append(row)
+        return [found[key] for key in keys]
+
+    async def taxonomy(self, keys: list[str] | None = None) -> list[dict[str, Any]]:
+        async with self.pool.connection() as connection:
+            if keys is None:
+                cursor = await connection.execute("SELECT * FROM bias_taxonomy ORDER BY bias_key")
+            else:
+                cursor = await connection.execute("SELECT * FROM bias_taxonomy WHERE bias_key = ANY(%s)", (keys,))
+            return await cursor.fetchall()
+
+    async def sessions(self, tenants: list[str] | None, *, start: datetime | None, end: datetime | None, limit: int,
+                       offset: int) -> list[dict[str, Any]]:
+        clauses, values = [], []
+        if tenants is not None:
+            clauses.append("tenant_id = ANY(%s)")
+            values.append(tenants)
+        if start is not None:
+            clauses.append("session_ts >= %s")
+            values.append(start)
+        if end is not None:
+            clauses.append("session_ts < %s")
+            values.append(end)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        async with self.pool.connection() as connection:
+            cursor = await connection.execute(
+                f"SELECT tenant_id, session_id, session_ts, trace_id, consent_level, council_config_version, members, "
+                f"length(cells) / 13 AS scores FROM council_session_audit {where} ORDER BY session_ts DESC, session_id "
+                "LIMIT %s OFFSET %s".encode(), [*values, limit, offset])
+            return await cursor.fetchall()

@@ -1,0 +1,203 @@
+"""The audit API against a real PostgreSQL with HS256 tokens: who may do what, tenant scoping
+without existence leaks, reviews that last, leases, keyset pages, and no raw query anywhere."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import jwt
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from bias_audit.service.graphql_api import schema
+from bias_audit.storage.embedded_postgres import pg_dump_binary
+from bias_audit.storage.postgres_store import apply_migrations
+from bias_audit.worker.composition import api_app
+from bias_audit.worker.response_samples import generate_responses
+from bias_audit.worker.settings import Settings
+
+pytestmark = pytest.mark.postgres
+SECRET = "a-test-secret-of-at-least-32-bytes-0123456789"
+CANARY = "CANARY-7f3e-the-users-raw-question"
+ROOT = Path(__file__).resolve().parents[2]
+ITEM = "id auditId tenantId biasDetected humanReviewed humanBiasTag reviewNotes originalQuery llmResponse"
+
+
+def token(sub: str, roles: list[str], tenant: str | None = "acme", *, secret: str = SECRET, expires_in: int = 600,
+          **claims) -> dict[str, str]:
+    body = {"sub": sub, "roles": roles, "exp": int(time.time()) + expires_in, **claims}
+    if tenant is not None:
+        body["tenant_id"] = tenant
+    return {"Authorization": "Bearer " + jwt.encode(body, secret, algorithm="HS256")}
+
+
+@pytest.fixture
+def api(postgres_url, tmp_path):
+    apply_migrations(postgres_url)
+    settings = Settings(data_dir=tmp_path, consumer_name="api", store_url=postgres_url, jwt_secret=SECRET)
+    with TestClient(api_app(settings)) as client:
+        events = generate_responses(40, seed=21)
+        for index, event in enumerate(events):
+            event["tenant_id"] = "acme" if index % 2 == 0 else "globex"
+            event["original_query"] = CANARY
+            sender = token("app", ["service"], event["tenant_id"])
+            assert client.post("/analyze-bias", json=event, headers=sender).status_code == 200
+        yield client, events, postgres_url
+
+
+def gql(client: TestClient, query: str, headers: dict[str, str], **variables) -> dict:
+    reply = client.post("/graphql", json={"query": query, "variables": variables}, headers=headers)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+def codes(answer: dict) -> list[str]:
+    return [error["extensions"]["code"] for error in answer.get("errors", [])]
+
+
+def test_no_forged_or_expired_token_gets_in(api):
+    client, events, _ = api
+    for headers in ({}, token("eve", ["admin"], secret="another-secret-of-at-least-32-bytes-xyz"),
+                    token("old", ["admin"], expires_in=-60), {"Authorization": "Basic abc"}):
+        assert client.post("/analyze-bias", json=events[0], headers=headers).status_code == 401
+        refused = client.post("/graphql", json={"query": "{ biasTaxonomy { biasKey } }"}, headers=headers)
+        assert refused.status_code == 401 and refused.headers["content-type"] == "application/problem+json"
+        assert client.get(f"/audits/{events[0]['audit_id']}", headers=headers).status_code == 401
+    no_tenant = token("x", ["reviewer"], tenant=None)
+    assert client.post("/graphql", json={"query": "{ biasTaxonomy { biasKey } }"}, headers=no_tenant).status_code == 401
+
+
+def test_a_service_may_send_only_its_own_tenants_events(api):
+    client, events, _ = api
+    theirs = {**events[1], "audit_id": "new-globex-1"}  # globex's
+    refused = client.post("/analyze-bias", json=theirs, headers=token("app", ["service"], "acme"))
+    assert refused.status_code == 403 and "tenant 'globex'" in refused.json()["detail"]
+    reviewer = client.post("/analyze-bias", json={**events[0], "audit_id": "n-2"}, headers=token("r", ["reviewer"]))
+    assert reviewer.status_code == 403  # reading and reviewing are not sending
+
+
+def test_reviewers_see_only_their_tenant_and_another_tenants_item_is_not_found(api):
+    client, events, _ = api
+    reviewer = token("rita", ["reviewer"], "acme")
+    listed = gql(client, f"{{ llmInteractionAudits(filter: {{biasDetected: true}}, pagination: {{limit: 500}}) {{ {ITEM} }} }}",
+                 reviewer)["data"]["llmInteractionAudits"]
+    assert listed and {item["tenantId"] for item in listed} == {"acme"} and all(i["biasDetected"] for i in listed)
+    globex = next(e["audit_id"] for e in events if e["tenant_id"] == "globex")
+    answer = gql(client, f'{{ llmInteractionAudit(id: "{globex}") {{ id }} }}', reviewer)
+    missing = gql(client, '{ llmInteractionAudit(id: "no-such-id") { id } }', reviewer)
+    assert codes(answer) == codes(missing) == ["NOT_FOUND"]
+    assert answer["errors"][0]["message"] == f"no interaction audit {globex!r}"  # as a missing one reads
+    assert client.get(f"/audits/{globex}", headers=reviewer).status_code == 404
+    own = next(e["audit_id"] for e in events if e["tenant_id"] == "acme")
+    fetched = client.get(f"/audits/{own}", headers=reviewer)
+    assert fetched.status_code == 200 and fetched.json()["tenant_id"] == "acme"
+    asked_for_other = gql(client, '{ llmInteractionAudits(filter: {tenantId: "globex"}) { id } }', reviewer)
+    assert asked_for_other["data"]["llmInteractionAudits"] == []
+    both = token("boss", ["auditor"], tenants=["acme", "globex"], tenant=None)
+    everything = gql(client, "{ llmInteractionAudits(pagination: {limit: 500}) { tenantId } }", both)
+    assert {i["tenantId"] for i in everything["data"]["llmInteractionAudits"]} == {"acme", "globex"}
+
+
+def test_a_review_lasts_and_drops_the_item_from_the_unreviewed_list(api):
+    client, _, url = api
+    reviewer = token("rita", ["reviewer"], "acme")
+    queue = gql(client, "{ reviewQueue(limit: 100) { id biasType biasConfidenceScore } }", reviewer)["data"]["reviewQueue"]
+    assert len(queue) >= 2
+    first = queue[0]["id"]
+    review = """mutation($id: ID!, $input: RecordBiasReviewInput!) {
+                  recordBiasReview(id: $id, input: $input) { id humanReviewed humanBiasTag reviewNotes } }"""
+    done = gql(client, review, reviewer, id=first, input={"humanBiasTag": ["gendered_language"], "reviewNotes": "yes",
+                                                          "verdicts": {queue[0]["biasType"][0]: "confirmed"}})
+    assert done["data"]["recordBiasReview"]["humanReviewed"] is True
+    again = gql(client, review, token("ralf", ["reviewer"], "acme"), id=first,
+                input={"humanBiasTag": [], "verdicts": {queue[0]["biasType"][0]: "dismissed"}})
+    assert "errors" not in again
+    unreviewed = gql(client, "{ llmInteractionAudits(filter: {biasDetected: true, humanReviewed: false}, "
+                             "pagination: {limit: 500}) { id } }", reviewer)["data"]["llmInteractionAudits"]
+    assert first not in {i["id"] for i in unreviewed}
+    assert first not in {i["id"] for i in gql(client, "{ reviewQueue(limit: 100) { id } }", reviewer)["data"]["reviewQueue"]}
+    history = gql(client, f'{{ llmInteractionAudit(id: "{first}") {{ reviews {{ reviewer verdicts tags notes }} }} }}',
+                  reviewer)["data"]["llmInteractionAudit"]["reviews"]
+    assert [(r["reviewer"], list(r["verdicts"].values())) for r in history] == [("rita", ["confirmed"]),
+                                                                               ("ralf", ["dismissed"])]
+    with psycopg.connect(url) as connection:  # each review a row of its own; the audit row shows the latest
+        rows = connection.execute("SELECT reviewer, tags FROM bias_review WHERE audit_id = %s ORDER BY id",
+                                  (first,)).fetchall()
+        latest = connection.execute("SELECT human_reviewed, human_bias_tag FROM llm_interaction_audit "
+                                    "WHERE audit_id = %s", (first,)).fetchone()
+    assert rows == [("rita", ["gendered_language"]), ("ralf", [])]
+    assert latest[0] is True and latest[1]["tags"] == []
+
+
+def test_an_auditor_reads_but_may_not_review_and_bad_input_is_named(api):
+    client, _, _ = api
+    auditor = token("audrey", ["auditor"], "acme")
+    item = gql(client, "{ llmInteractionAudits(filter: {biasDetected: true}, pagination: {limit: 1}) { id } }",
+               auditor)["data"]["llmInteractionAudits"][0]["id"]
+    review = 'mutation($id: ID!) { recordBiasReview(id: $id, input: {humanBiasTag: []}) { id } }'
+    refused = gql(client, review, auditor, id=item)
+    assert codes(refused) == ["FORBIDDEN"] and "admin or reviewer" in refused["errors"][0]["message"]
+    reviewer = token("rita", ["reviewer"], "acme")
+    unknown = gql(client, 'mutation($id: ID!) { recordBiasReview(id: $id, input: {humanBiasTag: ["nope"]}) { id } }',
+                  reviewer, id=item)
+    assert codes(unknown) == ["BAD_USER_INPUT"] and "nope" in unknown["errors"][0]["message"]
+    too_big = gql(client, "{ llmInteractionAudits(pagination: {limit: 100000}) { id } }", reviewer)
+    assert codes(too_big) == ["BAD_USER_INPUT"]
+    update = gql(client, 'mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: false}) '
+                         '{ biasDetected } }', reviewer, id=item)
+    assert codes(update) == ["FORBIDDEN"]
+    deep = "{ llmInteractionAudits { " + "reviews { " * 1 + "reviewer }" + " } }"
+    assert "errors" not in gql(client, deep, reviewer)
+    aliases = "{ " + " ".join(f"a{i}: biasTaxonomy {{ biasKey }}" for i in range(30)) + " }"
+    assert gql(client, aliases, reviewer)["errors"]  # bounded before it runs
+
+
+def test_two_reviewers_never_hold_one_item(api):
+    client, _, _ = api
+    first, second = token("rita", ["reviewer"], "acme"), token("ralf", ["reviewer"], "acme")
+    item = gql(client, "{ reviewQueue(limit: 1) { id } }", first)["data"]["reviewQueue"][0]["id"]
+    lease = "mutation($id: ID!) { openReviewItem(id: $id) { taken holder } }"
+    assert gql(client, lease, first, id=item)["data"]["openReviewItem"] == {"taken": True, "holder": "rita"}
+    assert gql(client, lease, second, id=item)["data"]["openReviewItem"] == {"taken": False, "holder": "rita"}
+    assert item not in {i["id"] for i in gql(client, "{ reviewQueue(limit: 100) { id } }", second)["data"]["reviewQueue"]}
+    assert item in {i["id"] for i in gql(client, "{ reviewQueue(limit: 100) { id } }", first)["data"]["reviewQueue"]}
+
+
+def test_keyset_pages_do_not_overlap_and_count_the_whole(api):
+    client, events, _ = api
+    auditor = token("audrey", ["auditor"], tenants=["acme", "globex"], tenant=None)
+    page = "query($after: String) { llmInteractionAuditConnection(first: 7, after: $after) { totalCount " \
+           "pageInfo { hasNextPage endCursor } edges { cursor node { id } } } }"
+    seen: list[str] = []
+    after = None
+    while True:
+        connection = gql(client, page, auditor, after=after)["data"]["llmInteractionAuditConnection"]
+        seen += [edge["node"]["id"] for edge in connection["edges"]]
+        assert connection["totalCount"] == len(events)
+        if not connection["pageInfo"]["hasNextPage"]:
+            break
+        after = connection["pageInfo"]["endCursor"]
+    assert len(seen) == len(set(seen)) == len(events)
+    assert codes(gql(client, page, auditor, after="not-a-cursor")) == ["BAD_USER_INPUT"]
+
+
+def test_the_raw_query_is_in_no_answer_and_no_table(api):
+    client, events, url = api
+    admin = token("root", ["admin"], tenants=["acme", "globex"], tenant=None)
+    answer = client.post("/graphql", json={"query": f"{{ llmInteractionAudits(pagination: {{limit: 500}}) {{ {ITEM} }} }}"},
+                         headers=admin)
+    assert answer.status_code == 200 and CANARY not in answer.text
+    assert {i["originalQuery"] for i in answer.json()["data"]["llmInteractionAudits"]} == {None}
+    assert CANARY not in client.get(f"/audits/{events[0]['audit_id']}", headers=admin).text
+    dump = subprocess.run([pg_dump_binary(), "--data-only", url], capture_output=True, text=True, timeout=60,
+                          check=True).stdout
+    assert "llm_interaction_audit" in dump and CANARY not in dump
+
+
+def test_the_committed_schema_is_the_served_one():
+    committed = (ROOT / "service" / "schema.graphql").read_text()
+    assert committed == str(schema) + "\n", "run: python -c 'from bias_audit.service.graphql_api import schema; " \
+                                            "print(schema)' > service/schema.graphql"
