@@ -11,6 +11,8 @@ first result (an idempotency key), and the session is counted in the in-process 
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from collections import OrderedDict
 from typing import Annotated, Any
@@ -131,6 +133,29 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
                   description="Bias audits of single LLM responses and of LLM council sessions; the audit log "
                               "(GraphQL at /graphql) and its review page (/review).")
 
+    access = logging.getLogger("bias_audit.api")
+    registry = CollectorRegistry()
+    requests = Counter("bias_audit_http_requests", "audit requests by kind", ["endpoint", "status"], registry=registry)
+    by_route = Counter("bias_audit_http_route_requests", "HTTP requests by route", ["route", "status"],
+                       registry=registry)
+    reviews_counter = Counter("bias_audit_reviews", "verdicts recorded by reviewers", ["verdict"], registry=registry)
+    latency = Histogram("bias_audit_http_seconds", "time to answer", ["endpoint"], registry=registry,
+                        buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0))
+
+    @app.middleware("http")
+    async def access_log(request: Request, call_next):
+        """One JSON log line per request, with its trace id (x-trace-id, else traceparent's)."""
+        started = time.perf_counter()
+        request.state.trace_id = trace_id_of(request.headers)
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        by_route.labels(path, str(response.status_code)).inc()
+        access.info("request", extra={"method": request.method, "path": path, "status": response.status_code,
+                                      "ms": round((time.perf_counter() - started) * 1000, 1),
+                                      "trace_id": request.state.trace_id})
+        return response
+
     def principal_of(request: Request) -> Principal:
         """The caller; a 401 problem when auth is on and the token is missing or does not verify."""
         if verifier is None:
@@ -142,10 +167,7 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
             return verifier.verify(header)
         except Unauthenticated as error:
             raise StarletteHTTPException(401, str(error), headers={"WWW-Authenticate": "Bearer"}) from None
-    registry = CollectorRegistry()
-    requests = Counter("bias_audit_http_requests", "HTTP requests", ["endpoint", "status"], registry=registry)
-    latency = Histogram("bias_audit_http_seconds", "time to answer", ["endpoint"], registry=registry,
-                        buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0))
+
     cache = ResultCache()
     serial = iter(range(1, 1 << 62))
 
@@ -238,9 +260,9 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
 
         async def graphql_context(request: Request) -> dict[str, Any]:
             return {"principal": principal_of(request), "store": audit_store, "report": report,
-                    "trace_id": request.headers.get("x-trace-id"), **loaders(audit_store)}
+                    "trace_id": request.state.trace_id, "reviews_counter": reviews_counter, **loaders(audit_store)}
 
-        app.include_router(GraphQLRouter(schema, context_getter=graphql_context, graphql_ide=None), prefix="/graphql")
+        app.include_router(GraphQLRouter(schema, path="/graphql", context_getter=graphql_context, graphql_ide=None))
 
         @app.get("/audits/{audit_id}", summary="One stored LLM interaction audit")
         async def get_audit(audit_id: str, request: Request) -> Response:
@@ -316,6 +338,18 @@ async def _bounded_body(request: Request, limit: int) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+
+
+def trace_id_of(headers) -> str | None:
+    """The request's trace id: x-trace-id when it is a plain id, else W3C traceparent's."""
+    given = headers.get("x-trace-id")
+    if given and len(given) <= 128 and given.isprintable():
+        return given
+    parent = _TRACEPARENT.match(headers.get("traceparent", ""))
+    return parent.group(1) if parent else None
 
 
 def _event_key(body: bytes, field: str) -> tuple[str, str | None]:

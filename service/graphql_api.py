@@ -350,12 +350,23 @@ class Mutation:
             raise fail("BAD_USER_INPUT", "verdicts maps a bias type to confirmed or dismissed")
         if input.review_notes is not None and len(input.review_notes) > 10_000:
             raise fail("BAD_USER_INPUT", "reviewNotes is at most 10,000 characters")
-        return audit_of(await _store(info).record_review(
+        stored = await _store(info).record_review(
             row["tenant_id"], row["audit_id"], reviewer=principal.subject, verdicts=verdicts, tags=tags,
-            notes=input.review_notes, reviewed=input.human_reviewed, trace_id=info.context.get("trace_id")))
+            notes=input.review_notes, reviewed=input.human_reviewed, trace_id=info.context.get("trace_id"))
+        for verdict in verdicts.values():
+            info.context["reviews_counter"].labels(verdict).inc()
+        return audit_of(stored)
 
 
-schema = strawberry.Schema(
+class _Schema(strawberry.Schema):
+    def process_errors(self, errors, execution_context=None) -> None:
+        """Log only the unexpected: a caller's mistake (an error with a code) is its answer, not ours."""
+        unexpected = [error for error in errors if not (error.extensions or {}).get("code")]
+        if unexpected:
+            super().process_errors(unexpected, execution_context)
+
+
+schema = _Schema(
     query=Query, mutation=Mutation,
     # a query's cost is bounded before it runs: nesting, aliases (one field asked 1,000 times) and size
     extensions=[QueryDepthLimiter(max_depth=8), MaxAliasesLimiter(max_alias_count=20), MaxTokensLimiter(max_token_count=2_000)],

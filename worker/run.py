@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bias_audit.errors import CommandError
@@ -182,5 +183,32 @@ def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None]
             application = api_app(settings)
         except (LexiconError, EmbeddingsUnavailable) as error:
             raise CommandError(str(error)) from None
-        say(f"bias-audit API on http://{host}:{port} (OpenAPI at /openapi.json)")
-        uvicorn.run(application, host=host, port=port, log_level="warning")
+        say(f"bias-audit API on http://{host}:{port} (/docs, /graphql, /review)")
+        server = _DrainingServer(uvicorn.Config(application, host=host, port=port, log_level="warning",
+                                                access_log=False))  # ours is a JSON line per request
+        server.run()
+
+
+class _DrainingServer:
+    """uvicorn's server, except that SIGTERM / SIGINT end it with exit code 0 after the requests
+    in flight are answered, as the worker does (uvicorn re-raises the signal: exit 143)."""
+
+    def __init__(self, config) -> None:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextmanager
+            def capture_signals(self):  # type: ignore[override]
+                import signal
+
+                previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+                try:
+                    yield
+                finally:
+                    for sig, handler in previous.items():
+                        signal.signal(sig, handler)
+
+        self.server = Server(config)
+
+    def run(self) -> None:
+        self.server.run()

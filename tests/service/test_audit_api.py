@@ -70,6 +70,13 @@ def test_no_forged_or_expired_token_gets_in(api):
     assert client.post("/graphql", json={"query": "{ biasTaxonomy { biasKey } }"}, headers=no_tenant).status_code == 401
 
 
+def test_the_root_says_where_things_are(api):
+    client, _, _ = api
+    assert client.get("/").json()["graphql"] == "/graphql" and client.get("/").json()["review"] == "/review"
+    page = client.get("/review")
+    assert page.status_code == 200 and "<title>bias-audit review</title>" in page.text and "https://" not in page.text
+
+
 def test_a_service_may_send_only_its_own_tenants_events(api):
     client, events, _ = api
     theirs = {**events[1], "audit_id": "new-globex-1"}  # globex's
@@ -109,8 +116,9 @@ def test_a_review_lasts_and_drops_the_item_from_the_unreviewed_list(api):
     first = queue[0]["id"]
     review = """mutation($id: ID!, $input: RecordBiasReviewInput!) {
                   recordBiasReview(id: $id, input: $input) { id humanReviewed humanBiasTag reviewNotes } }"""
-    done = gql(client, review, reviewer, id=first, input={"humanBiasTag": ["gendered_language"], "reviewNotes": "yes",
-                                                          "verdicts": {queue[0]["biasType"][0]: "confirmed"}})
+    done = gql(client, review, {**reviewer, "traceparent": "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"}, id=first,
+               input={"humanBiasTag": ["gendered_language"], "reviewNotes": "yes",
+                      "verdicts": {queue[0]["biasType"][0]: "confirmed"}})
     assert done["data"]["recordBiasReview"]["humanReviewed"] is True
     again = gql(client, review, token("ralf", ["reviewer"], "acme"), id=first,
                 input={"humanBiasTag": [], "verdicts": {queue[0]["biasType"][0]: "dismissed"}})
@@ -126,10 +134,17 @@ def test_a_review_lasts_and_drops_the_item_from_the_unreviewed_list(api):
     with psycopg.connect(url) as connection:  # each review a row of its own; the audit row shows the latest
         rows = connection.execute("SELECT reviewer, tags FROM bias_review WHERE audit_id = %s ORDER BY id",
                                   (first,)).fetchall()
+        [(trace,)] = connection.execute("SELECT trace_id FROM bias_review WHERE reviewer = 'rita'").fetchall()
         latest = connection.execute("SELECT human_reviewed, human_bias_tag FROM llm_interaction_audit "
                                     "WHERE audit_id = %s", (first,)).fetchone()
     assert rows == [("rita", ["gendered_language"]), ("ralf", [])]
     assert latest[0] is True and latest[1]["tags"] == []
+    assert trace == "ab" * 16  # the request's traceparent, kept with the review
+    metrics = client.get("/metrics").text
+    assert 'bias_audit_reviews_total{verdict="confirmed"} 1.0' in metrics
+    assert 'bias_audit_reviews_total{verdict="dismissed"} 1.0' in metrics
+    assert 'bias_audit_http_route_requests_total{route="/graphql",status="200"}' in metrics, \
+        [line for line in metrics.splitlines() if "route_requests_total" in line]
 
 
 def test_an_auditor_reads_but_may_not_review_and_bad_input_is_named(api):

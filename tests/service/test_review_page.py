@@ -1,0 +1,108 @@
+"""The review page in a real browser: Playwright drives Debian's chromium (never a downloaded
+browser) through `bias-audit serve` on a real PostgreSQL; a person's keystrokes review 20
+flagged items, and the rows in PostgreSQL say so."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import jwt
+import psycopg
+import pytest
+
+from bias_audit.storage.postgres_store import apply_migrations
+from bias_audit.worker.embedded_redis import free_port
+from bias_audit.worker.response_samples import generate_responses
+from tests.conftest import IN_CI
+
+pytestmark = pytest.mark.postgres
+SECRET = "a-browser-test-secret-of-32-bytes-or-more-42"
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def bearer(sub: str, roles: list[str]) -> str:
+    return jwt.encode({"sub": sub, "roles": roles, "tenant_id": "acme", "exp": int(time.time()) + 3600}, SECRET,
+                      algorithm="HS256")
+
+
+@pytest.fixture
+def served(postgres_url, tmp_path):
+    if not Path(CHROMIUM).exists():
+        if IN_CI:
+            pytest.fail("CI=true but chromium is not installed (make test installs it)")
+        pytest.skip("chromium is not installed")
+    apply_migrations(postgres_url)
+    port = free_port()
+    env = {**os.environ, "BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+           "BIAS_AUDIT_DATA_DIR": str(tmp_path)}
+    server = subprocess.Popen([sys.executable, "-m", "bias_audit", "serve", "--port", str(port), "--store", postgres_url],
+                              env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "serve.log", "wb"))
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+        time.sleep(0.2)
+    service = {"Authorization": "Bearer " + bearer("app", ["service"])}
+    sent = 0
+    for event in generate_responses(120, seed=23):
+        event["tenant_id"] = "acme"
+        reply = httpx.post(url + "/analyze-bias", json=event, headers=service, timeout=30)
+        assert reply.status_code == 200, reply.text
+        sent += reply.json()["bias_detected"]
+    assert sent >= 22  # more flagged items than the person reviews
+    yield url, postgres_url
+    server.terminate()
+    assert server.wait(timeout=30) == 0  # SIGTERM: answered what was in flight, then a clean exit
+
+
+def test_a_person_reviews_20_items_by_keyboard(served, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    url, database = served
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-background-networking", "--disable-component-update"])
+        page = browser.new_page(viewport={"width": 1280, "height": 860})
+        page.goto(url + "/review")
+        page.wait_for_selector("#signin.open")  # no token yet: the page asks for one
+        page.fill("#token", bearer("rita", ["reviewer"]))
+        page.click("#signin-button")
+        page.wait_for_selector("#items li.current")
+        first_item = page.text_content("#items li.current .meta")
+        assert "acme" in first_item and page.locator("#response mark").count() > 0  # evidence highlighted
+        started = time.monotonic()
+        for number in range(20):
+            current = page.text_content("#item h2")
+            page.keyboard.press("c")  # confirm the focused finding
+            page.keyboard.press("1")  # the first tag of the taxonomy
+            page.keyboard.press("Enter")  # save and open the next
+            page.wait_for_function("(before) => !document.querySelector('#item h2') || "
+                                   "document.querySelector('#item h2').textContent !== before", arg=current)
+            assert "not saved" not in page.text_content("#status"), page.text_content("#status")
+        per_item = (time.monotonic() - started) / 20
+        page.keyboard.press("?")
+        assert page.is_visible("#help")
+        page.keyboard.press("Escape")
+        page.screenshot(path=str(tmp_path / "review.png"))  # docs/review.png is one of these
+        browser.close()
+    assert per_item < 30  # seconds per item: the keyboard flow, not a person's reading time
+    with psycopg.connect(database) as connection:
+        reviews = connection.execute("SELECT reviewer, verdicts, tags FROM bias_review").fetchall()
+        [(reviewed,)] = connection.execute("SELECT count(*) FROM llm_interaction_audit WHERE human_reviewed").fetchall()
+        [(first_tag,)] = connection.execute("SELECT bias_key FROM bias_taxonomy ORDER BY bias_key LIMIT 1").fetchall()
+    assert len(reviews) == 20 and reviewed == 20
+    assert {reviewer for reviewer, _, _ in reviews} == {"rita"}
+    assert all("confirmed" in verdicts.values() for _, verdicts, _ in reviews)
+    assert all(tags == [first_tag] for _, _, tags in reviews)
