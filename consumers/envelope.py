@@ -81,17 +81,20 @@ def traceparent_for(trace_id: str) -> str:
     return f"00-{trace_id}-{span}-01"
 
 
-def describe_validation_error(error: ValidationError) -> str:
-    """One readable line: where and what, plus how many more problems there were."""
+def describe_validation_error(error: ValidationError, shown: int = 5) -> str:
+    """One readable line naming each problem (where and what), the first `shown` of them, and
+    how many more there were: a sender fixes them all in one go, not one per try."""
     problems = error.errors(include_url=False, include_input=False)
-    first = problems[0]
-    location = ".".join(str(part) for part in first["loc"])
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "missing":
-        message = "required field is missing"
-    text = f"{location}: {message}" if location else message
-    if len(problems) > 1:
-        text += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
+    named = []
+    for problem in problems[:shown]:
+        location = ".".join(str(part) for part in problem["loc"])
+        message = "required field is missing" if problem["type"] == "missing" else \
+            problem["msg"].removeprefix("Value error, ")
+        named.append(f"{location}: {message}" if location else message)
+    text = "; ".join(named)
+    if len(problems) > shown:
+        more = len(problems) - shown
+        text += f" (and {more} more problem{'s' if more > 1 else ''})"
     return text
 
 

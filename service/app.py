@@ -57,7 +57,8 @@ def problem(status: int, title: str, detail: str, kind: str = "about:blank",
 
 
 PROBLEMS = {
-    400: "the body is not a UTF-8 JSON object", 413: "the body is over the size limit",
+    400: "the body is not a UTF-8 JSON object", 409: "the id was used for another event",
+    413: "the body is over the size limit",
     422: "the event does not follow the contract",
 }
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -95,18 +96,25 @@ class ResultCache:
         self.size, self.max_bytes = size, max_bytes
         self.bytes = 0
         self._answers: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
+        self._digests: dict[tuple[str, str, str], str] = {}  # sha256 of the body each answer came from
 
     def get(self, key: tuple[str, str, str]) -> bytes | None:
         return self._answers.get(key)
 
-    def put(self, key: tuple[str, str, str], answer: bytes) -> None:
+    def digest(self, key: tuple[str, str, str]) -> str | None:
+        return self._digests.get(key)
+
+    def put(self, key: tuple[str, str, str], answer: bytes, digest: str = "") -> None:
         if len(answer) > self.max_bytes:
             return
         old = self._answers.pop(key, None)
         self.bytes += len(answer) - (len(old) if old is not None else 0)
         self._answers[key] = answer
+        self._digests[key] = digest
         while len(self._answers) > self.size or self.bytes > self.max_bytes:
-            self.bytes -= len(self._answers.popitem(last=False)[1])
+            gone, answer_gone = self._answers.popitem(last=False)
+            self._digests.pop(gone, None)
+            self.bytes -= len(answer_gone)
 
     def __len__(self) -> int:
         return len(self._answers)
@@ -129,7 +137,7 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
             if audit_store is not None:
                 await audit_store.close()
 
-    app = FastAPI(title="bias-audit", version="1.0", lifespan=lifespan,
+    app = FastAPI(title="bias-audit", version="1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Bias audits of single LLM responses and of LLM council sessions; the audit log "
                               "(GraphQL at /graphql) and its review page (/review).")
 
@@ -202,11 +210,17 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
         if outcome.result is not None:
             await consumer.published([outcome])
             answer = outcome.result.model_dump_json().encode()
-            cache.put((outcome.result.tenant_id, kind, outcome.result.audit_id), answer)
+            cache.put((outcome.result.tenant_id, kind, outcome.result.audit_id), answer, _sha256(body))
             return Response(answer, media_type="application/json")
         # a repeat of an id this tenant already had audited in this process: the first answer again
         tenant_id, event_id = _event_key(body, id_field)
-        cached = cache.get((tenant_id, kind, event_id)) if event_id else None
+        key = (tenant_id, kind, event_id or "")
+        cached = cache.get(key) if event_id else None
+        first_digest = cache.digest(key) if event_id else None
+        if cached is not None and first_digest and first_digest != _sha256(body):
+            return problem(409, "conflict", f"{id_field} {event_id!r} was audited from another body (sha256 "
+                           f"{first_digest[:16]}...; this one's is {_sha256(body)[:16]}...): an id names one event, "
+                           "send a new id for a new one", "urn:bias-audit:problem:conflict")
         if cached is None:
             return problem(422, PROBLEMS[422], f"{id_field} {event_id!r} was already audited and its result is no "
                            "longer cached; send a new id", "urn:bias-audit:problem:duplicate")
@@ -247,6 +261,8 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
                            f"{MAX_SWAP_ANSWER_BYTES}; send a shorter prompt or shorter counterparts",
                            "urn:bias-audit:problem:too_large_answer")
         return Response(answer, media_type="application/json")
+
+    _mount_docs(app)
 
     @app.get("/", summary="Where things are")
     async def index() -> dict[str, str]:
@@ -325,6 +341,23 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
     return app
 
 
+def _mount_docs(app: FastAPI) -> None:
+    """/docs with Swagger UI's files from the swagger-ui-bundle package, not a CDN: the page works
+    offline and behind a strict proxy."""
+    import swagger_ui_bundle
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount("/docs-assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> Response:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="bias-audit API",
+                                   swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+                                   swagger_css_url="/docs-assets/swagger-ui.css",
+                                   swagger_favicon_url="/docs-assets/favicon-32x32.png")
+
+
 async def _bounded_body(request: Request, limit: int) -> bytes | None:
     """The body, or None once it passes `limit` (declared or streamed): a client cannot make the
     server hold more than the limit, chunked or not."""
@@ -338,6 +371,12 @@ async def _bounded_body(request: Request, limit: int) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _sha256(body: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(body).hexdigest()
 
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")

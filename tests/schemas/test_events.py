@@ -65,3 +65,12 @@ def test_query_is_never_serialized():
     event = CouncilSessionEvent.model_validate(with_changes(query="my secret question"))
     assert event.query == "my secret question"
     assert "my secret question" not in event.model_dump_json()
+
+
+def test_every_problem_is_named_not_only_the_first():
+    event = {key: value for key, value in VALID.items() if key not in ("session_id", "timestamp")}
+    assert problem(event) == "session_id: required field is missing; timestamp: required field is missing"
+    many = {**VALID, **{key: None for key in ("session_id", "timestamp", "tenant_id", "reviews", "responses",
+                                               "score_scale", "label_to_model")}}
+    named = problem(many)
+    assert named.count(";") == 4 and " more problem" in named.rsplit(";", 1)[1]  # five named, then a count

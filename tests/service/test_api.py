@@ -36,6 +36,18 @@ def test_a_repeated_id_gets_the_first_answer_again():
     assert again.status_code == 200 and again.headers["Idempotent-Replay"] == "true" and again.json() == first
 
 
+def test_a_repeated_id_with_another_body_is_a_conflict_naming_both_digests():
+    import hashlib
+
+    first = json.dumps({**RESPONSE, "audit_id": "r-9"}).encode()
+    other = json.dumps({**RESPONSE, "audit_id": "r-9", "llm_response": "Something else entirely."}).encode()
+    assert client.post("/analyze-bias", content=first, headers={"content-type": "application/json"}).status_code == 200
+    conflict = client.post("/analyze-bias", content=other, headers={"content-type": "application/json"})
+    assert conflict.status_code == 409 and conflict.headers["content-type"] == "application/problem+json"
+    detail = conflict.json()["detail"]
+    assert hashlib.sha256(first).hexdigest()[:16] in detail and hashlib.sha256(other).hexdigest()[:16] in detail
+
+
 def test_audit_session():
     session = council_event({"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}, "R3": {"M1": 6, "M2": 5}})
     reply = client.post("/audit-session", json=session)

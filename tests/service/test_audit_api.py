@@ -75,6 +75,9 @@ def test_the_root_says_where_things_are(api):
     assert client.get("/").json()["graphql"] == "/graphql" and client.get("/").json()["review"] == "/review"
     page = client.get("/review")
     assert page.status_code == 200 and "<title>bias-audit review</title>" in page.text and "https://" not in page.text
+    docs = client.get("/docs").text  # Swagger UI from the package, not a CDN
+    assert "https://" not in docs and "/docs-assets/swagger-ui-bundle.js" in docs
+    assert client.get("/docs-assets/swagger-ui-bundle.js").status_code == 200
 
 
 def test_a_service_may_send_only_its_own_tenants_events(api):
