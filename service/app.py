@@ -150,19 +150,7 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
     latency = Histogram("bias_audit_http_seconds", "time to answer", ["endpoint"], registry=registry,
                         buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0))
 
-    @app.middleware("http")
-    async def access_log(request: Request, call_next):
-        """One JSON log line per request, with its trace id (x-trace-id, else traceparent's)."""
-        started = time.perf_counter()
-        request.state.trace_id = trace_id_of(request.headers)
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
-        by_route.labels(path, str(response.status_code)).inc()
-        access.info("request", extra={"method": request.method, "path": path, "status": response.status_code,
-                                      "ms": round((time.perf_counter() - started) * 1000, 1),
-                                      "trace_id": request.state.trace_id})
-        return response
+    app.add_middleware(_AccessLog, logger=access, by_route=by_route)
 
     def principal_of(request: Request) -> Principal:
         """The caller; a 401 problem when auth is on and the token is missing or does not verify."""
@@ -276,7 +264,8 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
 
         async def graphql_context(request: Request) -> dict[str, Any]:
             return {"principal": principal_of(request), "store": audit_store, "report": report,
-                    "trace_id": request.state.trace_id, "reviews_counter": reviews_counter, **loaders(audit_store)}
+                    "trace_id": trace_id_of(request.headers), "reviews_counter": reviews_counter,
+                    **loaders(audit_store)}
 
         app.include_router(GraphQLRouter(schema, path="/graphql", context_getter=graphql_context, graphql_ide=None))
 
@@ -371,6 +360,38 @@ async def _bounded_body(request: Request, limit: int) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+class _AccessLog:
+    """One JSON log line per request (method, route, status, ms, trace id) and the requests-by-
+    route counter; plain ASGI: no task per request, as BaseHTTPMiddleware makes."""
+
+    def __init__(self, app, *, logger: logging.Logger, by_route) -> None:
+        self.app, self.logger, self.by_route = app, logger, by_route
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def sending(message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = getattr(scope.get("route"), "path", "unmatched")
+            self.by_route.labels(route, str(status)).inc()
+            if self.logger.isEnabledFor(logging.INFO):
+                headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
+                self.logger.info("request", extra={"method": scope["method"], "path": route, "status": status,
+                                                   "ms": round((time.perf_counter() - started) * 1000, 1),
+                                                   "trace_id": trace_id_of(headers)})
 
 
 def _sha256(body: bytes) -> str:

@@ -17,7 +17,8 @@ from typing import Any
 import strawberry
 from graphql import GraphQLError
 from strawberry.dataloader import DataLoader
-from strawberry.extensions import MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
+from strawberry.extensions import (MaxAliasesLimiter, MaxTokensLimiter, ParserCache, QueryDepthLimiter,
+                                   ValidationCache)
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
@@ -250,9 +251,11 @@ class Query:
 
         principal = _principal(info, READ, "reading audits")
         found = _filter(filter)
+        # totalCount reads every matching row: only when it is asked for
+        counted = any(field.name == "totalCount" for selected in info.selected_fields for field in selected.selections)
         try:
             page = await _store(info).interactions(principal.scope(found.tenant_id), found, limit=_limit(first, "first"),
-                                                   after=after, count=True)
+                                                   after=after, count=counted)
         except ValueError as error:
             raise fail("BAD_USER_INPUT", str(error)) from None
         edges = [LlmInteractionAuditEdge(cursor=encode_cursor(row["log_timestamp"], row["id"]), node=audit_of(row))
@@ -369,7 +372,9 @@ class _Schema(strawberry.Schema):
 schema = _Schema(
     query=Query, mutation=Mutation,
     # a query's cost is bounded before it runs: nesting, aliases (one field asked 1,000 times) and size
-    extensions=[QueryDepthLimiter(max_depth=8), MaxAliasesLimiter(max_alias_count=20), MaxTokensLimiter(max_token_count=2_000)],
+    extensions=[QueryDepthLimiter(max_depth=8), MaxAliasesLimiter(max_alias_count=20), MaxTokensLimiter(max_token_count=2_000),
+                # clients send the same few documents again and again: parse and validate each once
+                ParserCache(maxsize=256), ValidationCache(maxsize=256)],
 )
 
 

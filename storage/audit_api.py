@@ -61,7 +61,10 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
 def _where(tenants: list[str] | None, found: InteractionFilter) -> tuple[list[str], list[Any]]:
     clauses: list[str] = []
     values: list[Any] = []
-    if tenants is not None:
+    if tenants is not None and len(tenants) == 1:  # equality: the (tenant, time, id) index gives the order
+        clauses.append("tenant_id = %s")
+        values.append(tenants[0])
+    elif tenants is not None:
         clauses.append("tenant_id = ANY(%s)")
         values.append(tenants)
     for column, value in (("user_id", found.user_id), ("llm_provider", found.llm_provider),

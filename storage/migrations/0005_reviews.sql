@@ -21,3 +21,8 @@ CREATE TABLE review_lease (
     expires_at timestamptz NOT NULL,
     PRIMARY KEY (tenant_id, audit_id)
 );
+
+-- The API's pages: newest first with the id as tie-break, so a page is an index range that stops
+-- at its LIMIT (the (tenant, time) index alone left a sort of the tenant's every row).
+DROP INDEX llm_interaction_audit_tenant_time;
+CREATE INDEX llm_interaction_audit_tenant_time ON llm_interaction_audit (tenant_id, log_timestamp, id);
