@@ -7,7 +7,10 @@ next however many rows arrive meanwhile; `offset` is kept for the design documen
 
 from __future__ import annotations
 
+import asyncio
 import base64
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -97,20 +100,34 @@ def as_audit(row: dict[str, Any]) -> dict[str, Any]:
 class AuditStore:
     def __init__(self, url: str, *, max_connections: int = 10) -> None:
         # 10: the API's queries are short; more would only queue inside PostgreSQL
-        self.pool = AsyncConnectionPool(url, min_size=1, max_size=max_connections, open=False,
-                                        kwargs={"autocommit": True, "row_factory": dict_row})
+        self.url, self.max_connections = url, max_connections
+        self.pool: AsyncConnectionPool | None = None
+        self._opening = asyncio.Lock()
 
-    async def open(self) -> None:
-        await self.pool.open(wait=True, timeout=30)
+    async def open(self) -> AsyncConnectionPool:
+        """The pool, opened (again after a close: an app's lifespan may run more than once)."""
+        async with self._opening:
+            if self.pool is None or self.pool.closed:
+                self.pool = AsyncConnectionPool(self.url, min_size=1, max_size=self.max_connections, open=False,
+                                                kwargs={"autocommit": True, "row_factory": dict_row})
+                await self.pool.open(wait=True, timeout=30)
+            return self.pool
 
     async def close(self) -> None:
-        await self.pool.close()
+        if self.pool is not None:
+            await self.pool.close()
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        pool = self.pool if self.pool is not None and not self.pool.closed else await self.open()
+        async with pool.connection() as connection:
+            yield connection
 
     async def interaction(self, tenants: list[str] | None, audit_id: str) -> dict[str, Any] | None:
         clauses, values = _where(tenants, InteractionFilter())
         clauses.append("audit_id = %s")
         values.append(audit_id)
-        async with self.pool.connection() as connection:
+        async with self._connection() as connection:
             cursor = await connection.execute(
                 f"SELECT {_COLUMNS} FROM llm_interaction_audit WHERE {' AND '.join(clauses)} "
                 "ORDER BY log_timestamp DESC LIMIT 1".encode(), values)
@@ -126,7 +143,7 @@ class AuditStore:
             page_clauses.append("(log_timestamp, id) < (%s, %s)")
             page_values += [moment, row_id]
         where = f"WHERE {' AND '.join(page_clauses)}" if page_clauses else ""
-        async with self.pool.connection() as connection:
+        async with self._connection() as connection:
             cursor = await connection.execute(
                 f"SELECT {_COLUMNS} FROM llm_interaction_audit {where} ORDER BY log_timestamp DESC, id DESC "
                 "LIMIT %s OFFSET %s".encode(), [*page_values, limit + 1, offset])
@@ -151,7 +168,7 @@ class AuditStore:
                     "NOT EXISTS (SELECT 1 FROM review_lease l WHERE l.tenant_id = a.tenant_id AND "
                     "l.audit_id = a.audit_id AND l.holder <> %s AND l.expires_at > now())"]
         values.append(holder)
-        async with self.pool.connection() as connection:
+        async with self._connection() as connection:
             cursor = await connection.execute(
                 f"SELECT * FROM (SELECT {_COLUMNS}, (SELECT coalesce(max(t.severity_level), 1) FROM bias_taxonomy t "
                 f"WHERE a.bias_type ? t.bias_key) AS severity FROM llm_interaction_audit a "
@@ -161,7 +178,7 @@ class AuditStore:
 
     async def lease(self, tenant_id: str, audit_id: str, holder: str) -> tuple[bool, str]:
         """Take (or renew) the item's lease; (taken, holder): another holder's live lease wins."""
-        async with self.pool.connection() as connection:
+        async with self._connection() as connection:
             cursor = await connection.execute(
                 "INSERT INTO review_lease (tenant_id, audit_id, holder, expires_at) VALUES (%s, %s, %s, "
                 "now() + make_interval(secs => %s)) ON CONFLICT (tenant_id, audit_id) DO UPDATE SET "
@@ -179,7 +196,7 @@ class AuditStore:
                             tags: list[str], notes: str | None, reviewed: bool, trace_id: str | None) -> dict[str, Any]:
         """A review row of its own, and the audit row's latest state, in one transaction; the
         reviewer's lease ends."""
-        async with self.pool.connection() as connection, connection.transaction():
+        async with self._connection() as connection, connection.transaction():
             await connection.execute(
                 "INSERT INTO bias_review (tenant_id, audit_id, reviewer, verdicts, tags, notes, trace_id) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s)",
@@ -201,7 +218,7 @@ class AuditStore:
             if changes.get(name) is not None:
                 sets.append(f"{name} = %s")
                 values.append(convert(changes[name]) if convert else changes[name])
-        async with self.pool.connection() as connection:
+        async with self._connection() as connection:
             cursor = await connection.execute(
                 f"UPDATE llm_interaction_audit SET {', '.join(sets) or 'status = status'} "
                 f"WHERE tenant_id = %s AND audit_id = %s RETURNING {_COLUMNS}".encode(), [*values, tenant_id, audit_id])
@@ -209,7 +226,7 @@ class AuditStore:
 
     async def reviews(self, keys: list[tuple[str, str]]) -> list[list[dict[str, Any]]]:
         """Each item's reviews, oldest first: one query for many items (the GraphQL DataLoader)."""
-        async with self.pool.connection() as connection:
+        async with self._connection() as connection:
             cursor = await connection.execute(
                 "SELECT r.* FROM bias_review r JOIN unnest(%s::text[], %s::text[]) AS k(tenant_id, audit_id) "
                 "USING (tenant_id, audit_id) ORDER BY r.reviewed_at, r.id",
@@ -221,7 +238,7 @@ class AuditStore:
         return [found[key] for key in keys]
 
     async def taxonomy(self, keys: list[str] | None = None) -> list[dict[str, Any]]:
-        async with self.pool.connection() as connection:
+        async with self._connection() as connection:
             if keys is None:
                 cursor = await connection.execute("SELECT * FROM bias_taxonomy ORDER BY bias_key")
             else:
@@ -241,7 +258,7 @@ class AuditStore:
             clauses.append("session_ts < %s")
             values.append(end)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        async with self.pool.connection() as connection:
+        async with self._connection() as connection:
             cursor = await connection.execute(
                 f"SELECT tenant_id, session_id, session_ts, trace_id, consent_level, council_config_version, members, "
                 f"length(cells) / 13 AS scores FROM council_session_audit {where} ORDER BY session_ts DESC, session_id "
