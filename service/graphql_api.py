@@ -25,6 +25,7 @@ from strawberry.types import Info
 from bias_audit.storage.audit_api import AuditStore, InteractionFilter
 
 from .auth import READ, REVIEW, UPDATE_BIAS, Forbidden, Principal
+from .report_types import ReviewerProfile, TenantReport, tenant_report_of
 
 MAX_PAGE = 500
 VERDICTS = ("confirmed", "dismissed")
@@ -293,25 +294,31 @@ class Query:
         _principal(info, READ | UPDATE_BIAS, "the taxonomy")
         return [BiasTaxonomyEntry(**row) for row in await _store(info).taxonomy()]
 
-    @strawberry.field(description="the cross-session report of one tenant's stored sessions (the report's "
-                      "JSON, as `bias-audit report --format json` writes a tenant's section)")
-    async def bias_report(self, info: Info, tenant_id: str, sessions: int = 100, days: float | None = None) -> JSON:
-        principal = _principal(info, READ, "reports")
-        if not principal.sees(tenant_id):
-            raise fail("NOT_FOUND", f"no sessions for tenant {tenant_id!r}")
-        report: Callable[..., Any] = info.context["report"]
-        try:
-            document = await asyncio.to_thread(report, tenant_id, _limit(sessions, "sessions"), days)
-        except Exception as error:  # noqa: BLE001 - the report's own failure, named
-            raise fail("BIAS_ANALYSIS_FAILED", f"the report could not be built: {error}") from None
-        if document is None:
-            raise fail("NOT_FOUND", f"no sessions for tenant {tenant_id!r}")
-        return document
+    @strawberry.field(description="the cross-session report of one tenant's stored sessions (the fields of "
+                      "`bias-audit report --format json`'s tenant section)")
+    async def bias_report(self, info: Info, tenant_id: str, sessions: int = 100,
+                          days: float | None = None) -> TenantReport:
+        return tenant_report_of(await _tenant_report(info, tenant_id, sessions, days))
 
     @strawberry.field(description="the report's reviewer profiles of one tenant")
-    async def reviewer_profiles(self, info: Info, tenant_id: str, sessions: int = 100) -> JSON:
-        document = await Query.bias_report(self, info, tenant_id, sessions)  # type: ignore[call-arg]
-        return document.get("reviewers", [])
+    async def reviewer_profiles(self, info: Info, tenant_id: str, sessions: int = 100) -> list[ReviewerProfile]:
+        return tenant_report_of(await _tenant_report(info, tenant_id, sessions, None)).reviewers
+
+
+async def _tenant_report(info: Info, tenant_id: str, sessions: int, days: float | None) -> dict[str, Any]:
+    principal = _principal(info, READ, "reports")
+    if not principal.sees(tenant_id):
+        raise fail("NOT_FOUND", f"no sessions for tenant {tenant_id!r}")
+    if days is not None and days <= 0:
+        raise fail("BAD_USER_INPUT", "days must be positive")
+    report: Callable[..., Any] = info.context["report"]
+    try:
+        document = await asyncio.to_thread(report, tenant_id, _limit(sessions, "sessions"), days)
+    except Exception as error:  # noqa: BLE001 - the report's own failure, named
+        raise fail("BIAS_ANALYSIS_FAILED", f"the report could not be built: {error}") from None
+    if document is None:
+        raise fail("NOT_FOUND", f"no sessions for tenant {tenant_id!r}")
+    return document
 
 
 @strawberry.type

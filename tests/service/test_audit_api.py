@@ -219,3 +219,29 @@ def test_the_committed_schema_is_the_served_one():
     committed = (ROOT / "service" / "schema.graphql").read_text()
     assert committed == str(schema) + "\n", "run: python -c 'from bias_audit.service.graphql_api import schema; " \
                                             "print(schema)' > service/schema.graphql"
+
+
+def test_the_report_of_a_tenants_stored_sessions_as_typed_fields(api):
+    import json
+    import sys
+
+    from bias_audit.worker.samples import generate_sessions
+
+    client, _, url = api
+    service = token("app", ["service"], "acme")
+    for session in generate_sessions(12, seed=44):
+        assert client.post("/audit-session", json={**session, "tenant_id": "acme"}, headers=service).status_code == 200
+    reviewer = token("rita", ["reviewer"], "acme")
+    query = """{ biasReport(tenantId: "acme", sessions: 100) { tenantId sessions lengthCorrelation { pointEstimate
+                 pValue } reviewers { reviewer offset { pointEstimate flagged } } } }"""
+    served = gql(client, query, reviewer)["data"]["biasReport"]
+    printed = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", url, "--format", "json",
+                              "--tenant", "acme", "--sessions", "100"], capture_output=True, text=True, timeout=120)
+    [section] = json.loads(printed.stdout)["tenants"]
+    assert served["tenantId"] == "acme" and served["sessions"] == section["sessions"] == 12
+    assert served["lengthCorrelation"]["pointEstimate"] == section["length_correlation"]["point_estimate"]
+    assert [(r["reviewer"], r["offset"]["pointEstimate"]) for r in served["reviewers"]] == [
+        (r["reviewer"], r["offset"]["point_estimate"]) for r in section["reviewers"]]
+    profiles = gql(client, '{ reviewerProfiles(tenantId: "acme") { reviewer } }', reviewer)["data"]["reviewerProfiles"]
+    assert [p["reviewer"] for p in profiles] == [r["reviewer"] for r in section["reviewers"]]
+    assert codes(gql(client, '{ biasReport(tenantId: "globex") { sessions } }', reviewer)) == ["NOT_FOUND"]
