@@ -37,6 +37,34 @@ def krippendorff_alpha_interval(values: np.ndarray, units: np.ndarray) -> tuple[
     return float(1.0 - observed / expected), n
 
 
+def krippendorff_alpha_nominal(labels: list[str], units: list[object]) -> tuple[float | None, int]:
+    """Alpha with the nominal metric (people's verdicts: confirmed / dismissed), from the
+    coincidence counts: D_o = sum_u (m_u^2 - sum_c n_uc^2) / (m_u - 1) / n and
+    D_e = (n^2 - sum_c n_c^2) / (n (n - 1)). Units with one label are not pairable.
+    Returns (alpha or None, pairable labels); None when every label is the same (no variation)."""
+    by_unit: dict[object, dict[str, int]] = {}
+    for label, unit in zip(labels, units):
+        counts = by_unit.setdefault(unit, {})
+        counts[label] = counts.get(label, 0) + 1
+    totals: dict[str, int] = {}
+    observed = 0.0
+    n = 0
+    for counts in by_unit.values():
+        m = sum(counts.values())
+        if m < 2:
+            continue
+        n += m
+        observed += (m * m - sum(c * c for c in counts.values())) / (m - 1)
+        for label, c in counts.items():
+            totals[label] = totals.get(label, 0) + c
+    if n < 2:
+        return None, n
+    expected = (n * n - sum(c * c for c in totals.values())) / (n * (n - 1))
+    if expected <= 0:
+        return None, n
+    return 1.0 - (observed / n) / expected, n
+
+
 def agreement(cells: WindowCells) -> Estimate:
     peer = cells.peer
     sessions = cells.sessions

@@ -158,6 +158,13 @@ class ReviewLease:
     item: LlmInteractionAudit | None
 
 
+@strawberry.type
+class ReviewAgreement:
+    items: int  # items with verdicts from two or more reviewers
+    verdicts: int  # the pairable verdicts behind alpha
+    krippendorff_alpha: float | None  # nominal metric; null without variation or pairs
+
+
 @strawberry.input
 class LlmInteractionAuditFilterInput:
     tenant_id: str | None = None
@@ -305,6 +312,28 @@ class Query:
         return tenant_report_of(await _tenant_report(info, tenant_id, sessions, None)).reviewers
 
 
+@strawberry.type
+class ReviewQuery:
+    @strawberry.field(description="how far reviewers agree on the items two or more of them reviewed "
+                      "(per item and bias type; each reviewer's latest verdict)")
+    async def review_agreement(self, info: Info, tenant_id: str | None = None) -> ReviewAgreement:
+        from bias_audit.analysis.agreement import krippendorff_alpha_nominal
+
+        principal = _principal(info, READ, "review agreement")
+        rows = await _store(info).latest_verdicts(principal.scope(tenant_id))
+        labels, units = [], []
+        for row in rows:
+            for bias_type, verdict in (row["verdicts"] or {}).items():
+                labels.append(verdict)
+                units.append((row["tenant_id"], row["audit_id"], bias_type))
+        alpha, pairable = krippendorff_alpha_nominal(labels, units)
+        reviewers: dict[tuple[str, str], int] = {}
+        for row in rows:
+            reviewers[(row["tenant_id"], row["audit_id"])] = reviewers.get((row["tenant_id"], row["audit_id"]), 0) + 1
+        return ReviewAgreement(items=sum(1 for n in reviewers.values() if n >= 2), verdicts=pairable,
+                               krippendorff_alpha=None if alpha is None else round(alpha, 6))
+
+
 async def _tenant_report(info: Info, tenant_id: str, sessions: int, days: float | None) -> dict[str, Any]:
     principal = _principal(info, READ, "reports")
     if not principal.sees(tenant_id):
@@ -376,8 +405,13 @@ class _Schema(strawberry.Schema):
             super().process_errors(unexpected, execution_context)
 
 
+@strawberry.type(name="Query")
+class RootQuery(Query, ReviewQuery):
+    """Every query field: the audit log's and the reviews'."""
+
+
 schema = _Schema(
-    query=Query, mutation=Mutation,
+    query=RootQuery, mutation=Mutation,
     # a query's cost is bounded before it runs: nesting, aliases (one field asked 1,000 times) and size
     extensions=[QueryDepthLimiter(max_depth=8), MaxAliasesLimiter(max_alias_count=20), MaxTokensLimiter(max_token_count=2_000),
                 # clients send the same few documents again and again: parse and validate each once

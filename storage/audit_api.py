@@ -237,6 +237,17 @@ class AuditStore:
             found[(row["tenant_id"], row["audit_id"])].append(row)
         return [found[key] for key in keys]
 
+    async def latest_verdicts(self, tenants: list[str] | None) -> list[dict[str, Any]]:
+        """Each reviewer's latest review of each item (a reviewer who changed their mind counts
+        once, as they decided last): tenant, audit_id, reviewer, verdicts."""
+        where, values = ("WHERE tenant_id = ANY(%s)", [tenants]) if tenants is not None else ("", [])
+        async with self._connection() as connection:
+            cursor = await connection.execute(
+                f"SELECT DISTINCT ON (tenant_id, audit_id, reviewer) tenant_id, audit_id, reviewer, verdicts "
+                f"FROM bias_review {where} ORDER BY tenant_id, audit_id, reviewer, reviewed_at DESC, id DESC".encode(),
+                values)
+            return await cursor.fetchall()
+
     async def taxonomy(self, keys: list[str] | None = None) -> list[dict[str, Any]]:
         async with self._connection() as connection:
             if keys is None:

@@ -141,6 +141,10 @@ def test_a_review_lasts_and_drops_the_item_from_the_unreviewed_list(api):
         latest = connection.execute("SELECT human_reviewed, human_bias_tag FROM llm_interaction_audit "
                                     "WHERE audit_id = %s", (first,)).fetchone()
     assert rows == [("rita", ["gendered_language"]), ("ralf", [])]
+    agreement = gql(client, "{ reviewAgreement { items verdicts krippendorffAlpha } }", reviewer)["data"]
+    # one item, two reviewers who disagree: D_o = ((4 - 2) / 1) / 2 = 1, D_e = (4 - 2) / (2 x 1) = 1,
+    # alpha = 1 - 1 / 1 = 0
+    assert agreement["reviewAgreement"] == {"items": 1, "verdicts": 2, "krippendorffAlpha": 0.0}
     assert latest[0] is True and latest[1]["tags"] == []
     assert trace == "ab" * 16  # the request's traceparent, kept with the review
     metrics = client.get("/metrics").text
