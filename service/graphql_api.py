@@ -260,7 +260,8 @@ class Query:
         principal = _principal(info, READ, "reading audits")
         found = _filter(filter)
         # totalCount reads every matching row: only when it is asked for
-        counted = any(field.name == "totalCount" for selected in info.selected_fields for field in selected.selections)
+        counted = any(getattr(field, "name", None) == "totalCount"
+                      for selected in info.selected_fields for field in selected.selections)
         try:
             page = await _store(info).interactions(principal.scope(found.tenant_id), found, limit=_limit(first, "first"),
                                                    after=after, count=counted)
@@ -321,7 +322,8 @@ class ReviewQuery:
 
         principal = _principal(info, READ, "review agreement")
         rows = await _store(info).latest_verdicts(principal.scope(tenant_id))
-        labels, units = [], []
+        labels: list[str] = []
+        units: list[object] = []
         for row in rows:
             for bias_type, verdict in (row["verdicts"] or {}).items():
                 labels.append(verdict)
@@ -377,8 +379,8 @@ class Mutation:
     async def record_bias_review(self, info: Info, id: strawberry.ID, input: RecordBiasReviewInput) -> LlmInteractionAudit:
         principal = _principal(info, REVIEW, "reviewing")
         row = await _visible(info, principal, str(id))
-        tags = input.human_bias_tag if input.human_bias_tag is not None else []
-        verdicts = input.verdicts if input.verdicts is not None else {}
+        tags: Any = input.human_bias_tag if input.human_bias_tag is not None else []
+        verdicts: Any = input.verdicts if input.verdicts is not None else {}
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise fail("BAD_USER_INPUT", "humanBiasTag is a list of bias_taxonomy keys")
         known = {entry["bias_key"] for entry in await _store(info).taxonomy()}
@@ -410,13 +412,15 @@ class RootQuery(Query, ReviewQuery):
     """Every query field: the audit log's and the reviews'."""
 
 
-schema = _Schema(
-    query=RootQuery, mutation=Mutation,
+# Instances, not classes: one parse and validation cache for every request (the type hints ask
+# for classes or factories; strawberry takes instances too).
+_EXTENSIONS: list[Any] = [
     # a query's cost is bounded before it runs: nesting, aliases (one field asked 1,000 times) and size
-    extensions=[QueryDepthLimiter(max_depth=8), MaxAliasesLimiter(max_alias_count=20), MaxTokensLimiter(max_token_count=2_000),
-                # clients send the same few documents again and again: parse and validate each once
-                ParserCache(maxsize=256), ValidationCache(maxsize=256)],
-)
+    QueryDepthLimiter(max_depth=8), MaxAliasesLimiter(max_alias_count=20), MaxTokensLimiter(max_token_count=2_000),
+    # clients send the same few documents again and again: parse and validate each once
+    ParserCache(maxsize=256), ValidationCache(maxsize=256),
+]
+schema = _Schema(query=RootQuery, mutation=Mutation, extensions=_EXTENSIONS)
 
 
 def loaders(store: AuditStore) -> dict[str, DataLoader]:

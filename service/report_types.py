@@ -104,6 +104,6 @@ class TenantReport:
 
 
 def tenant_report_of(document: dict) -> TenantReport:
-    return TenantReport.from_pydantic(models.TenantReport.model_validate(document))
+    return TenantReport.from_pydantic(models.TenantReport.model_validate(document))  # type: ignore[attr-defined]
 
 

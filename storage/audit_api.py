@@ -258,7 +258,8 @@ class AuditStore:
 
     async def sessions(self, tenants: list[str] | None, *, start: datetime | None, end: datetime | None, limit: int,
                        offset: int) -> list[dict[str, Any]]:
-        clauses, values = [], []
+        clauses: list[str] = []
+        values: list[Any] = []
         if tenants is not None:
             clauses.append("tenant_id = ANY(%s)")
             values.append(tenants)

@@ -198,7 +198,7 @@ class _DrainingServer:
 
         class Server(uvicorn.Server):
             @contextmanager
-            def capture_signals(self):  # type: ignore[override]
+            def capture_signals(self):
                 import signal
 
                 previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
