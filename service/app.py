@@ -122,7 +122,7 @@ class ResultCache:
 
 def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, council_topic: str,
                default_swaps: dict[str, str], verifier: TokenVerifier | None = None, audit_store: Any = None,
-               report: Any = None) -> FastAPI:
+               report: Any = None, tracer: Any = None) -> FastAPI:
     """verifier None: no auth (loopback, or --insecure-no-auth). audit_store (storage.audit_api's
     AuditStore, a PostgreSQL store): the GraphQL API, GET /audits/{id} and the review page."""
     from contextlib import asynccontextmanager
@@ -150,7 +150,7 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
     latency = Histogram("bias_audit_http_seconds", "time to answer", ["endpoint"], registry=registry,
                         buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0))
 
-    app.add_middleware(_AccessLog, logger=access, by_route=by_route)
+    app.add_middleware(_AccessLog, logger=access, by_route=by_route, tracer=tracer)
 
     def principal_of(request: Request) -> Principal:
         """The caller; a 401 problem when auth is on and the token is missing or does not verify."""
@@ -363,11 +363,12 @@ async def _bounded_body(request: Request, limit: int) -> bytes | None:
 
 
 class _AccessLog:
-    """One JSON log line per request (method, route, status, ms, trace id) and the requests-by-
-    route counter; plain ASGI: no task per request, as BaseHTTPMiddleware makes."""
+    """One JSON log line per request (method, route, status, ms, trace id), the requests-by-
+    route counter, and a span when tracing is on; plain ASGI: no task per request, as
+    BaseHTTPMiddleware makes."""
 
-    def __init__(self, app, *, logger: logging.Logger, by_route) -> None:
-        self.app, self.logger, self.by_route = app, logger, by_route
+    def __init__(self, app, *, logger: logging.Logger, by_route, tracer: Any = None) -> None:
+        self.app, self.logger, self.by_route, self.tracer = app, logger, by_route, tracer
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -375,6 +376,7 @@ class _AccessLog:
             return
         started = time.perf_counter()
         status = 500
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
         async def sending(message) -> None:
             nonlocal status
@@ -382,13 +384,23 @@ class _AccessLog:
                 status = message["status"]
             await send(message)
 
+        span = None
+        if self.tracer is not None:
+            from .tracing import parent_context
+
+            span = self.tracer.start_span(f"{scope['method']} {scope['path']}", context=parent_context(headers),
+                                          attributes={"http.request.method": scope["method"]})
         try:
             await self.app(scope, receive, sending)
         finally:
             route = getattr(scope.get("route"), "path", "unmatched")
             self.by_route.labels(route, str(status)).inc()
+            if span is not None:
+                span.update_name(f"{scope['method']} {route}")
+                span.set_attribute("http.route", route)
+                span.set_attribute("http.response.status_code", status)
+                span.end()
             if self.logger.isEnabledFor(logging.INFO):
-                headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
                 self.logger.info("request", extra={"method": scope["method"], "path": route, "status": status,
                                                    "ms": round((time.perf_counter() - started) * 1000, 1),
                                                    "trace_id": trace_id_of(headers)})

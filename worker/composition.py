@@ -187,7 +187,14 @@ def api_app(settings: Settings):
         report = lambda tenant, sessions, days: tenant_report_json(url, tenant, sessions, days)  # noqa: E731
     return create_app(processor, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
                       council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps,
-                      verifier=token_verifier(settings), audit_store=audit_store, report=report)
+                      verifier=token_verifier(settings), audit_store=audit_store, report=report,
+                      tracer=tracer_for(settings.otlp_endpoint))
+
+
+def tracer_for(endpoint: str | None):
+    from bias_audit.service.tracing import tracer_for as make
+
+    return make(endpoint)
 
 
 def token_verifier(settings: Settings):
