@@ -182,13 +182,17 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
             response = problem(403, "forbidden", f"the token may not send events for tenant {tenant!r}",
                                "urn:bias-audit:problem:forbidden")
         else:
-            response = await _answer(body, topic, kind, id_field)
+            # the request's trace id reaches the result and the stored row, as a transport's would
+            traced = {name: request.headers[name] for name in ("traceparent",) if name in request.headers}
+            if trace_id_of(request.headers):
+                traced["trace_id"] = trace_id_of(request.headers) or ""
+            response = await _answer(body, topic, kind, id_field, traced)
         requests.labels(kind, str(response.status_code)).inc()
         latency.labels(kind).observe(time.perf_counter() - started)
         return response
 
-    async def _answer(body: bytes, topic: str, kind: str, id_field: str) -> Response:
-        delivery = Delivery(delivery_id=f"http-{next(serial)}", body=body, source_topic=topic)
+    async def _answer(body: bytes, topic: str, kind: str, id_field: str, attributes: dict[str, str]) -> Response:
+        delivery = Delivery(delivery_id=f"http-{next(serial)}", body=body, source_topic=topic, attributes=attributes)
         [outcome] = await consumer.process([delivery])
         if outcome.dead_letter is not None:
             letter = outcome.dead_letter

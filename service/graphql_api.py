@@ -25,7 +25,7 @@ from strawberry.types import Info
 from bias_audit.storage.audit_api import AuditStore, InteractionFilter
 
 from .auth import READ, REVIEW, UPDATE_BIAS, Forbidden, Principal
-from .report_types import ReviewerProfile, TenantReport, tenant_report_of
+from .report_types import ReviewerProfile, RolledUpHistory, TenantReport, rolled_up_of, tenant_report_of
 
 MAX_PAGE = 500
 VERDICTS = ("confirmed", "dismissed")
@@ -336,6 +336,19 @@ class ReviewQuery:
                                krippendorff_alpha=None if alpha is None else round(alpha, 6))
 
 
+@strawberry.type
+class HistoryQuery:
+    @strawberry.field(description="per tenant, what retention kept of the days it rolled up and deleted: "
+                      "counts and means (the report's rolled_up)")
+    async def rolled_up(self, info: Info, tenant_id: str | None = None) -> list[RolledUpHistory]:
+        from bias_audit.storage.postgres_store import read_rolled_up
+
+        principal = _principal(info, READ, "reading audits")
+        tenants = principal.scope(tenant_id)
+        entries = await asyncio.to_thread(read_rolled_up, info.context["store"].url, tenant=None)
+        return [rolled_up_of(entry) for entry in entries if tenants is None or entry["tenant_id"] in tenants]
+
+
 async def _tenant_report(info: Info, tenant_id: str, sessions: int, days: float | None) -> dict[str, Any]:
     principal = _principal(info, READ, "reports")
     if not principal.sees(tenant_id):
@@ -408,7 +421,7 @@ class _Schema(strawberry.Schema):
 
 
 @strawberry.type(name="Query")
-class RootQuery(Query, ReviewQuery):
+class RootQuery(Query, ReviewQuery, HistoryQuery):
     """Every query field: the audit log's and the reviews'."""
 
 

@@ -103,7 +103,22 @@ class TenantReport:
     warnings: strawberry.auto
 
 
+@from_model(model=models.RolledUpTotal, all_fields=True)
+class RolledUpTotal:
+    source: str
+
+
+@from_model(model=models.RolledUpHistory, all_fields=True)
+class RolledUpHistory:
+    """What retention kept of a tenant's deleted days: counts and means per model, reviewer and
+    bias type (the report's `rolled_up`)."""
+
+
 def tenant_report_of(document: dict) -> TenantReport:
     return TenantReport.from_pydantic(models.TenantReport.model_validate(document))  # type: ignore[attr-defined]
 
 
+
+
+def rolled_up_of(entry: dict) -> RolledUpHistory:
+    return RolledUpHistory.from_pydantic(models.RolledUpHistory.model_validate(entry))  # type: ignore[attr-defined]

@@ -249,3 +249,36 @@ def test_the_report_of_a_tenants_stored_sessions_as_typed_fields(api):
     profiles = gql(client, '{ reviewerProfiles(tenantId: "acme") { reviewer } }', reviewer)["data"]["reviewerProfiles"]
     assert [p["reviewer"] for p in profiles] == [r["reviewer"] for r in section["reviewers"]]
     assert codes(gql(client, '{ biasReport(tenantId: "globex") { sessions } }', reviewer)) == ["NOT_FOUND"]
+
+
+def test_the_requests_trace_id_reaches_the_result_and_the_stored_row(api):
+    client, events, url = api
+    event = {**events[0], "audit_id": "traced-1"}
+    event.pop("trace_id", None)
+    sent = client.post("/analyze-bias", json=event, headers={**token("app", ["service"], event["tenant_id"]),
+                                                             "x-trace-id": "req-trace-1"})
+    assert sent.status_code == 200 and sent.json()["trace_id"] == "req-trace-1"
+    parented = {**events[0], "audit_id": "traced-2"}
+    parented.pop("trace_id", None)
+    client.post("/analyze-bias", json=parented, headers={**token("app", ["service"], event["tenant_id"]),
+                                                         "traceparent": "00-" + "12" * 16 + "-" + "34" * 8 + "-01"})
+    with psycopg.connect(url) as connection:
+        stored = dict(connection.execute("SELECT audit_id, trace_id FROM llm_interaction_audit "
+                                         "WHERE audit_id IN ('traced-1', 'traced-2')").fetchall())
+    assert stored == {"traced-1": "req-trace-1", "traced-2": "12" * 16}
+
+
+def test_rolled_up_history_is_read_within_the_tokens_tenants(api):
+    client, _, url = api
+    with psycopg.connect(url) as connection:  # what retention leaves of two tenants' old days
+        connection.execute("INSERT INTO bias_daily_aggregate VALUES ('acme', '2025-01-02', 'council', 'm1', 'r1', '', "
+                           "25, 5, 175.0), ('acme', '2025-01-03', 'council', 'm1', 'r1', '', 25, 0, 125.0), "
+                           "('globex', '2025-01-02', 'interaction', 'm2', '', 'toxicity', 4, 4, 3.2)")
+    reviewer = token("rita", ["reviewer"], "acme")
+    [history] = gql(client, "{ rolledUp { tenantId firstDay lastDay days totals { source model reviewer items flagged "
+                            "mean } } }", reviewer)["data"]["rolledUp"]
+    assert (history["tenantId"], history["firstDay"], history["lastDay"], history["days"]) == (
+        "acme", "2025-01-02", "2025-01-03", 2)
+    assert history["totals"] == [{"source": "council", "model": "m1", "reviewer": "r1", "items": 50, "flagged": 5,
+                                  "mean": 6.0}]  # (175 + 125) / 50
+    assert gql(client, '{ rolledUp(tenantId: "globex") { tenantId } }', reviewer)["data"]["rolledUp"] == []
