@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import httpx  # noqa: E402
 import jwt  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -103,7 +100,7 @@ async def wave(client, base: str, concurrent: int, tokens: list[str]) -> list[tu
 def main(audits: int = 100_000, concurrent: int = 200, rounds: int = 5) -> None:
     from bias_audit.storage.embedded_postgres import EmbeddedPostgres
     from bias_audit.storage.postgres_store import apply_migrations
-    from bias_audit.worker.embedded_redis import free_port
+    from tests.services import spawn_serve
 
     tokens = [jwt.encode({"sub": f"reviewer-{t}", "tenant_id": t, "roles": ["reviewer"],
                           "exp": int(time.time()) + 3600}, SECRET, algorithm="HS256") for t in TENANTS]
@@ -112,23 +109,9 @@ def main(audits: int = 100_000, concurrent: int = 200, rounds: int = 5) -> None:
         started = time.perf_counter()
         fill(database.url, audits)
         filled = time.perf_counter() - started
-        port = free_port()
-        server = subprocess.Popen(
-            [sys.executable, "-m", "bias_audit", "serve", "--port", str(port), "--store", database.url],
-            cwd=ROOT, env={**os.environ, "BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING",
-                           "BIAS_AUDIT_DATA_DIR": tmp}, stdout=subprocess.DEVNULL, stderr=open("/tmp/api_load_serve.log", "wb"))
+        server, base = spawn_serve("--store", database.url, env={
+            "BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_DATA_DIR": tmp})
         try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
-
             async def run() -> tuple[list[tuple[str, float, int]], float]:
                 import aiohttp
 

@@ -10,8 +10,6 @@ Prints a table each; record the numbers in bench/RESULTS.md with the command.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.builders import council_event  # noqa: E402
+from tests.services import spawn_serve  # noqa: E402
 
 MAX_EVENT_BYTES = 4 * 1024 * 1024
 MAX_RESPONSE_BYTES = 256 * 1024
@@ -33,27 +32,10 @@ PROSE = ("The engineer said he would help the women on the team; the plan was go
          "agreed that every nurse and her colleagues deserved better tools. ")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_serve(data_dir: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {**os.environ, "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_DATA_DIR": data_dir}
-    process = subprocess.Popen([sys.executable, "-m", "bias_audit", "serve", "--port", str(port)], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("serve did not start")
+    # JSONL records in data_dir: the API's bounds are measured, not a database
+    return spawn_serve(env={"BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_DATA_DIR": data_dir,
+                            "BIAS_AUDIT_STORE_URL": data_dir})
 
 
 def rss_mb(pid: int) -> float:

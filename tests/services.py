@@ -42,6 +42,30 @@ def spawn_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, *command], env={**os.environ, **env}, stdout=log, stderr=log, cwd=ROOT)
 
 
+def spawn_serve(*args: str, env: dict[str, str], log_path: Path | None = None,
+                timeout_s: float = 60.0) -> tuple[subprocess.Popen, str]:
+    """`bias-audit serve` on a free port with `args` and `env` on top of ours; (process, base URL)
+    once /healthz answers. Output to log_path (else discarded)."""
+    import httpx
+
+    port = free_port()
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    process = subprocess.Popen([sys.executable, "-m", "bias_audit", "serve", "--port", str(port), *args],
+                               env={**os.environ, **env}, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"bias-audit serve did not start (exit {process.poll()}); see {log_path}")
+        time.sleep(0.2)
+
+
 class PubSubEmulator:
     def __init__(self, log_dir: Path) -> None:
         self.log_path = Path(log_dir) / "pubsub-emulator.log"

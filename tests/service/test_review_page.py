@@ -4,10 +4,7 @@ flagged items, and the rows in PostgreSQL say so."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,9 +14,9 @@ import psycopg
 import pytest
 
 from bias_audit.storage.postgres_store import apply_migrations
-from bias_audit.worker.embedded_redis import free_port
 from bias_audit.worker.response_samples import generate_responses
 from tests.conftest import IN_CI
+from tests.services import spawn_serve
 
 pytestmark = pytest.mark.postgres
 SECRET = "a-browser-test-secret-of-32-bytes-or-more-42"
@@ -39,21 +36,8 @@ def served(postgres_url, tmp_path):
             pytest.fail("CI=true but chromium is not installed (make test installs it)")
         pytest.skip("chromium is not installed")
     apply_migrations(postgres_url)
-    port = free_port()
-    env = {**os.environ, "BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING",
-           "BIAS_AUDIT_DATA_DIR": str(tmp_path)}
-    server = subprocess.Popen([sys.executable, "-m", "bias_audit", "serve", "--port", str(port), "--store", postgres_url],
-                              env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "serve.log", "wb"))
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
-        time.sleep(0.2)
+    env = {"BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_DATA_DIR": str(tmp_path)}
+    server, url = spawn_serve("--store", postgres_url, env=env, log_path=tmp_path / "serve.log")
     service = {"Authorization": "Bearer " + bearer("app", ["service"])}
     sent = 0
     for event in generate_responses(120, seed=23):
