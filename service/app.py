@@ -281,7 +281,12 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
             if not principal.can(READ):
                 return problem(403, "forbidden", "reading audits needs the role reviewer, auditor or admin",
                                "urn:bias-audit:problem:forbidden")
-            row = await audit_store.interaction(principal.scope(None), audit_id)
+            from bias_audit.storage.audit_api import InvalidInput
+
+            try:
+                row = await audit_store.interaction(principal.scope(None), audit_id)
+            except InvalidInput as error:
+                return problem(400, "bad id", str(error), "urn:bias-audit:problem:invalid")
             if row is None:
                 return problem(404, "not found", f"no interaction audit {audit_id!r}", "urn:bias-audit:problem:not_found")
             return Response(orjson.dumps(row, default=str), media_type="application/json")

@@ -18,11 +18,11 @@ import strawberry
 from graphql import GraphQLError
 from strawberry.dataloader import DataLoader
 from strawberry.extensions import (MaxAliasesLimiter, MaxTokensLimiter, ParserCache, QueryDepthLimiter,
-                                   ValidationCache)
+                                   SchemaExtension, ValidationCache)
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from bias_audit.storage.audit_api import AuditStore, InteractionFilter
+from bias_audit.storage.audit_api import AuditStore, InteractionFilter, InvalidInput
 
 from .auth import READ, REVIEW, UPDATE_BIAS, Forbidden, Principal
 from .report_types import ReviewerProfile, RolledUpHistory, TenantReport, rolled_up_of, tenant_report_of
@@ -425,13 +425,26 @@ class RootQuery(Query, ReviewQuery, HistoryQuery):
     """Every query field: the audit log's and the reviews'."""
 
 
-# Instances, not classes: one parse and validation cache for every request (the type hints ask
-# for classes or factories; strawberry takes instances too).
+class _UserErrors(SchemaExtension):
+    """A value the store cannot hold (a NUL character in an id or a filter, say) is the caller's
+    mistake: BAD_USER_INPUT with the reason, not a server error."""
+
+    def on_execute(self):
+        yield
+        result = self.execution_context.result
+        for error in (result.errors if result is not None else None) or []:
+            if isinstance(error.original_error, InvalidInput):
+                error.message = str(error.original_error)
+                error.extensions = {"code": "BAD_USER_INPUT"}
+
+
+# Factories: a fresh extension per request; the parse and validation caches live at module level
 _EXTENSIONS: list[Any] = [
     # a query's cost is bounded before it runs: nesting, aliases (one field asked 1,000 times) and size
-    QueryDepthLimiter(max_depth=8), MaxAliasesLimiter(max_alias_count=20), MaxTokensLimiter(max_token_count=2_000),
+    lambda: QueryDepthLimiter(max_depth=8), lambda: MaxAliasesLimiter(max_alias_count=20),
+    lambda: MaxTokensLimiter(max_token_count=2_000),
     # clients send the same few documents again and again: parse and validate each once
-    ParserCache(maxsize=256), ValidationCache(maxsize=256),
+    lambda: ParserCache(maxsize=256), lambda: ValidationCache(maxsize=256), _UserErrors,
 ]
 schema = _Schema(query=RootQuery, mutation=Mutation, extensions=_EXTENSIONS)
 

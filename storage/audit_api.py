@@ -15,9 +15,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+
+class InvalidInput(ValueError):
+    """A caller's value the database refuses (a NUL character, an out-of-range number)."""
+
 
 LEASE_SECONDS = 120  # an opened item is held this long (renewed by opening it again)
 _COLUMNS = ("id, audit_id, tenant_id, user_id, trace_id, query_context, llm_provider, llm_model, llm_response, "
@@ -121,7 +126,10 @@ class AuditStore:
     async def _connection(self) -> AsyncIterator[Any]:
         pool = self.pool if self.pool is not None and not self.pool.closed else await self.open()
         async with pool.connection() as connection:
-            yield connection
+            try:
+                yield connection
+            except psycopg.DataError as error:  # a value PostgreSQL cannot hold: the caller's to fix
+                raise InvalidInput(f"a value cannot be stored or searched for: {str(error).splitlines()[0]}") from None
 
     async def interaction(self, tenants: list[str] | None, audit_id: str) -> dict[str, Any] | None:
         clauses, values = _where(tenants, InteractionFilter())

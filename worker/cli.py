@@ -512,6 +512,57 @@ def report(
         _say(f"wrote {output}")
 
 
+class SandboxFormat(str, Enum):
+    text = "text"
+    json = "json"
+    html = "html"
+
+
+@_command
+def sandbox(
+    candidate: Annotated[Path, typer.Option(metavar="FILE", help="the candidate's answers: llm.responses events (JSONL)")],
+    baseline: Annotated[Optional[Path], typer.Option(metavar="FILE", help="the baseline's answers: llm.responses "
+                                                     "events (JSONL); or use --store")] = None,
+    store: StoreOpt = None,
+    tenant: Annotated[Optional[str], typer.Option(metavar="TENANT", help="with --store: the baseline's tenant")] = None,
+    model: Annotated[Optional[str], typer.Option(metavar="MODEL", help="with --store: only this llm_model")] = None,
+    since: Annotated[Optional[str], typer.Option(metavar="ISO", help="with --store: answers at or after this time")] = None,
+    until: Annotated[Optional[str], typer.Option(metavar="ISO", help="with --store: answers before this time")] = None,
+    format: Annotated[SandboxFormat, typer.Option("--format", "-f", help="text, json or html")] = SandboxFormat.text,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")] = None,
+) -> None:
+    """Compare a candidate model or prompt with a baseline before it ships.
+
+    Per bias type: the flagged rate on each side, the difference with its 95% CI, a test (paired
+    McNemar when the answers pair by audit_id or query_hash, else Fisher's exact) and a verdict
+    after Holm's correction. Exit 3 when a type is worse (a CI gate), 0 otherwise, 2 on bad input."""
+    from .export import parse_since
+    from .logging_setup import configure_logging
+    from .sandbox import audited_file, sandbox_document, stored_answers, worse, write
+
+    configure_logging("ERROR")  # a bad line is the command's one-line error, not a log record
+
+    if (baseline is None) == (store is None and not os.environ.get("BIAS_AUDIT_STORE_URL")):
+        raise CommandError("give the baseline as --baseline FILE or --store URL --tenant T, one of them")
+    settings = _settings()
+    if baseline is not None:
+        base = audited_file(baseline, settings, "baseline")
+    else:
+        if tenant is None:
+            raise CommandError("--store needs --tenant: the baseline is one tenant's answers")
+        with _store_url(store, None, "the sandbox's baseline reads") as url:
+            base = stored_answers(url, tenant=tenant, model=model, since=parse_since(since), until=parse_since(until, "--until"))
+    document = sandbox_document(base, audited_file(candidate, settings, "candidate"))
+    if output is None:
+        write(document, format.value, sys.stdout)
+    else:
+        with open(output, "w", encoding="utf-8") as handle:
+            write(document, format.value, handle)
+        _say(f"wrote {output}")
+    if worse(document):
+        raise typer.Exit(3)
+
+
 @_command
 def demo(
     input: Annotated[Optional[Path], typer.Option(

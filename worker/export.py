@@ -11,16 +11,17 @@ import orjson
 from bias_audit.errors import CommandError
 
 
-def parse_since(since: str | None) -> datetime | None:
-    """--since as an aware datetime, or a CommandError saying what is wrong with it."""
+def parse_since(since: str | None, flag: str = "--since") -> datetime | None:
+    """A time option (--since, --until) as an aware datetime, or a CommandError saying what is
+    wrong with it."""
     if since is None:
         return None
     try:
         start = datetime.fromisoformat(since)
     except ValueError:
-        raise CommandError(f"--since {since!r} is not an ISO 8601 time, e.g. 2026-11-01T00:00:00Z") from None
+        raise CommandError(f"{flag} {since!r} is not an ISO 8601 time, e.g. 2026-11-01T00:00:00Z") from None
     if start.tzinfo is None:
-        raise CommandError(f"--since {since!r} has no timezone; add Z or an offset")
+        raise CommandError(f"{flag} {since!r} has no timezone; add Z or an offset")
     return start
 
 

@@ -104,6 +104,9 @@ def test_reviewers_see_only_their_tenant_and_another_tenants_item_is_not_found(a
     own = next(e["audit_id"] for e in events if e["tenant_id"] == "acme")
     fetched = client.get(f"/audits/{own}", headers=reviewer)
     assert fetched.status_code == 200 and fetched.json()["tenant_id"] == "acme"
+    nul = gql(client, '{ llmInteractionAudit(id: "a\\u0000b") { id } }', reviewer)
+    assert codes(nul) == ["BAD_USER_INPUT"]  # a value PostgreSQL cannot hold is the caller's mistake
+    assert client.get("/audits/a%00b", headers=reviewer).status_code == 400
     asked_for_other = gql(client, '{ llmInteractionAudits(filter: {tenantId: "globex"}) { id } }', reviewer)
     assert asked_for_other["data"]["llmInteractionAudits"] == []
     both = token("boss", ["auditor"], tenants=["acme", "globex"], tenant=None)

@@ -1,0 +1,110 @@
+"""Candidate vs baseline: for each bias type, how often each side's answers were flagged, the
+difference with a 95% CI, a test, and a verdict after a correction for testing many types.
+
+Unpaired sides: Wilson intervals for each rate, Newcombe's hybrid score interval for the
+difference (his method 10), Fisher's exact test. Paired sides (the same prompts: events matched
+by audit_id or query_hash): the Agresti-Min interval for the paired difference and McNemar's exact
+test on the discordant pairs. Holm's step-down correction over the bias types; `p_value` is the
+adjusted one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy.stats import binomtest, fisher_exact
+
+Z95 = 1.959963984540054
+ALPHA = 0.05
+CORRECTION = "holm"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    bias_type: str
+    baseline_rate: float
+    candidate_rate: float
+    difference: float  # candidate - baseline
+    ci_lower: float
+    ci_upper: float
+    p_value: float  # Holm-adjusted over the bias types compared
+    paired: bool
+    verdict: str  # "worse" | "no_difference" | "better"
+
+
+def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def newcombe_difference(k1: int, n1: int, k2: int, n2: int, z: float = Z95) -> tuple[float, float]:
+    """95% CI of p1 - p2 from independent samples (Newcombe 1998, method 10)."""
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson_interval(k1, n1, z)
+    l2, u2 = wilson_interval(k2, n2, z)
+    d = p1 - p2
+    return (d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
+
+
+def agresti_min_paired(b: int, c: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """95% CI of the paired difference (c - b) / n: Wald after adding 1/2 to each of the four
+    cells (Agresti & Min 2005). b: flagged in the baseline only; c: in the candidate only."""
+    bb, cc, nn = b + 0.5, c + 0.5, n + 2.0
+    d = (cc - bb) / nn
+    se = math.sqrt(((bb + cc) - (cc - bb) ** 2 / nn) / (nn * nn))
+    return max(-1.0, d - z * se), min(1.0, d + z * se)
+
+
+def mcnemar_exact_p(b: int, c: int) -> float:
+    return 1.0 if b + c == 0 else float(binomtest(min(b, c), b + c, 0.5).pvalue)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [0.0] * len(p_values)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def compare(baseline: Sequence[frozenset[str]], candidate: Sequence[frozenset[str]],
+            pairs: Sequence[tuple[int, int]] | None = None, bias_types: Sequence[str] | None = None,
+            alpha: float = ALPHA) -> list[Comparison]:
+    """baseline / candidate: each answer's flagged bias types. pairs: (baseline index, candidate
+    index) of the same prompt; given, the paired tests are used on those pairs alone."""
+    if not baseline or not candidate:
+        raise ValueError("each side needs at least one answer")
+    types = sorted(bias_types if bias_types is not None else set().union(*baseline, *candidate))
+    raw = []
+    for bias_type in types:
+        if pairs:
+            b = sum(1 for i, j in pairs if bias_type in baseline[i] and bias_type not in candidate[j])
+            c = sum(1 for i, j in pairs if bias_type not in baseline[i] and bias_type in candidate[j])
+            n = len(pairs)
+            base = sum(1 for i, _ in pairs if bias_type in baseline[i]) / n
+            cand = sum(1 for _, j in pairs if bias_type in candidate[j]) / n
+            lower, upper = agresti_min_paired(b, c, n)
+            p = mcnemar_exact_p(b, c)
+        else:
+            k1 = sum(1 for flags in candidate if bias_type in flags)
+            k0 = sum(1 for flags in baseline if bias_type in flags)
+            cand, base = k1 / len(candidate), k0 / len(baseline)
+            lower, upper = newcombe_difference(k1, len(candidate), k0, len(baseline))
+            p = float(fisher_exact([[k1, len(candidate) - k1], [k0, len(baseline) - k0]]).pvalue)
+        raw.append((bias_type, base, cand, lower, upper, p))
+    adjusted = holm([entry[5] for entry in raw])
+    out = []
+    for (bias_type, base, cand, lower, upper, _), p in zip(raw, adjusted):
+        difference = cand - base
+        verdict = "no_difference" if p >= alpha else ("worse" if difference > 0 else "better")
+        out.append(Comparison(bias_type, round(base, 6), round(cand, 6), round(difference, 6), round(lower, 6),
+                              round(upper, 6), round(p, 8), bool(pairs), verdict))
+    return out
