@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime, timezone
 
 from bias_audit.analysis.cross_session import WindowThresholds
 from bias_audit.analysis.tenant_report import tenant_report
-from bias_audit.schemas.report import BiasReport, ReportInputs, RolledUpHistory
+from bias_audit.schemas.report import (BiasReport, DetectorPrecision, DismissedEvidence, ReportInputs,
+                                      RolledUpHistory)
 from bias_audit.storage.report_reader import ReadStats, TenantWindows
 
 
@@ -19,6 +21,7 @@ def build_report(
     days: float | None,
     thresholds: WindowThresholds = WindowThresholds(),
     rolled_up: list[RolledUpHistory] | None = None,
+    reviews: tuple[list, list] | None = None,
 ) -> BiasReport:
     return BiasReport(
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
@@ -31,4 +34,6 @@ def build_report(
         ),
         tenants=[tenant_report(w.cells, w.previous_sessions, thresholds) for w in windows if w.cells.sessions],
         rolled_up=rolled_up or [],
+        detector_precision=[DetectorPrecision.model_validate(asdict(p)) for p in (reviews or ([], []))[0]],
+        most_dismissed=[DismissedEvidence.model_validate(asdict(d)) for d in (reviews or ([], []))[1]],
     )

@@ -66,6 +66,10 @@ def render_csv(report: BiasReport, out: TextIO) -> None:
     writer.writerow(COLUMNS)
     for tenant in report.tenants:
         writer.writerows([neutralized(cell) for cell in row] for row in _rows(tenant))
+    for entry in report.detector_precision:  # people's reviews: confirmed / reviewed per detector
+        writer.writerow([neutralized(cell) for cell in (
+            entry.tenant_id, None, None, "detector_precision", f"{entry.bias_type}/{entry.analyzer}", entry.precision,
+            entry.ci_lower, entry.ci_upper, None, entry.reviewed, None, None, "ok", None)])
     for history in report.rolled_up:  # counts and means of the days retention rolled up
         for total in history.totals:
             subject = "/".join(part for part in (total.model, total.reviewer, total.bias_type) if part) or "-"

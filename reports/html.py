@@ -167,11 +167,29 @@ def _tenant(t: TenantReport) -> str:
     )
 
 
+def _precision(report: BiasReport) -> str:
+    """Detector precision from people's reviews: a row per detector, the CI drawn as a bar."""
+    if not report.detector_precision:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(e.tenant_id)}</td><td>{escape(e.bias_type)}</td><td>{escape(e.analyzer)}</td>"
+        f"<td>{e.reviewed}</td><td>{e.precision:.0%} ({e.ci_lower:.0%}-{e.ci_upper:.0%})"
+        f"<svg width='120' height='8' role='img' aria-label='95% CI'><rect x='{e.ci_lower * 120:.1f}' y='2' "
+        f"width='{(e.ci_upper - e.ci_lower) * 120:.1f}' height='4' fill='#8aa2d8'/><circle cx='{e.precision * 120:.1f}' "
+        f"cy='4' r='3'/></svg></td></tr>" for e in report.detector_precision)
+    dismissed = "".join(f"<li>{escape(d.evidence)} ({escape(d.bias_type)}): {d.dismissed} dismissed, "
+                        f"{d.confirmed} confirmed</li>" for d in report.most_dismissed)
+    return ("<section><h2>Detector precision from reviews</h2><table><tr><th>tenant</th><th>bias type</th>"
+            "<th>analyzer</th><th>reviewed</th><th>confirmed share (Wilson 95% CI)</th></tr>" + rows + "</table>"
+            + (f"<h3>Most often dismissed</h3><ul>{dismissed}</ul>" if dismissed else "") + "</section>")
+
+
 def render_html(report: BiasReport) -> str:
     inputs = report.inputs
     window = f"last {report.window_sessions or 'all'} sessions" + (
         f" within {report.window_days:g} days" if report.window_days else "")
     body = "".join(_tenant(t) for t in report.tenants) or "<p>No sessions in the window.</p>"
+    body += _precision(report)
     return (
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width, initial-scale=1'>"

@@ -98,6 +98,23 @@ def store_rolled_up(url: str, tenant: str | None):
         raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
 
 
+def store_reviews(url: str, tenant: str | None) -> tuple[list, list]:
+    """What people's reviews say about the detectors (report sections detector_precision and
+    most_dismissed), from a store's reviews."""
+    import psycopg
+
+    from bias_audit.analysis.detector_precision import ReviewedItem, detector_precision
+    from bias_audit.safe_text import reason_of, redact
+    from bias_audit.storage.postgres_store import read_reviewed_items
+
+    try:
+        rows = read_reviewed_items(url, tenants=None if tenant is None else [tenant])
+    except psycopg.Error as error:
+        raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
+    return detector_precision(ReviewedItem(t, verdicts or {}, (summary or {}).get("findings", []))
+                              for t, verdicts, summary in rows)
+
+
 def default_sources(records_dir: Path) -> list[str]:
     """The data directory's records, where the worker writes them."""
     if not any(records_dir.glob("*.jsonl")):

@@ -201,6 +201,24 @@ def render_text(report: BiasReport, console: Console, *, verbose: bool = False) 
         console.print(Panel(Group(*parts), expand=False))
     for history in report.rolled_up:
         console.print(_rolled_up(history))
+    if report.detector_precision:
+        console.print(_precision(report))
+
+
+def _precision(report: BiasReport) -> Table:
+    """What people's reviews say: each detector's share of confirmed flags, and the evidence
+    most often dismissed (a term or rule to look at)."""
+    table = Table(title="Detector precision from reviews (confirmed / reviewed, Wilson 95% CI)", title_justify="left")
+    for column in ("tenant", "bias type", "analyzer", "reviewed", "precision (95% CI)"):
+        table.add_column(column, justify="right" if column in ("reviewed", "precision (95% CI)") else "left")
+    for entry in report.detector_precision:
+        table.add_row(plain(entry.tenant_id), plain(entry.bias_type), plain(entry.analyzer), str(entry.reviewed),
+                      f"{entry.precision:.0%} ({entry.ci_lower:.0%}-{entry.ci_upper:.0%})")
+    if report.most_dismissed:
+        table.caption = "most dismissed: " + "; ".join(
+            f"{visible(d.evidence)} ({d.bias_type}, {d.dismissed} dismissed, {d.confirmed} confirmed)"
+            for d in report.most_dismissed[:5])
+    return table
 
 
 def _rolled_up(history: RolledUpHistory) -> Table:

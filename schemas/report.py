@@ -192,6 +192,27 @@ class RolledUpHistory(_Out):
     totals: list[RolledUpTotal] = Field(default_factory=list)
 
 
+class DetectorPrecision(_Out):
+    """Of the flags people reviewed, the share they confirmed, per tenant, bias type and analyzer."""
+
+    tenant_id: str
+    bias_type: str
+    analyzer: str
+    reviewed: int
+    confirmed: int
+    precision: float
+    ci_lower: float  # Wilson 95%
+    ci_upper: float
+
+
+class DismissedEvidence(_Out):
+    tenant_id: str
+    bias_type: str
+    evidence: str  # a lexicon term, a rule id or the text a rule matched
+    dismissed: int
+    confirmed: int
+
+
 class ReportInputs(_Out):
     sources: list[str]
     files: int
@@ -212,3 +233,5 @@ class BiasReport(_Out):
     inputs: ReportInputs
     tenants: list[TenantReport]
     rolled_up: list[RolledUpHistory] = Field(default_factory=list)  # from a store's daily aggregates
+    detector_precision: list[DetectorPrecision] = Field(default_factory=list)  # from a store's reviews
+    most_dismissed: list[DismissedEvidence] = Field(default_factory=list)

@@ -314,7 +314,51 @@ class Query:
 
 
 @strawberry.type
+class DetectorPrecisionEntry:
+    tenant_id: str
+    bias_type: str
+    analyzer: str
+    reviewed: int
+    confirmed: int
+    precision: float
+    ci_lower: float
+    ci_upper: float
+
+
+@strawberry.type
+class DismissedEvidenceEntry:
+    tenant_id: str
+    bias_type: str
+    evidence: str
+    dismissed: int
+    confirmed: int
+
+
+@strawberry.type
+class DetectorPrecisionReport:
+    detectors: list[DetectorPrecisionEntry]
+    most_dismissed: list[DismissedEvidenceEntry]
+
+
+@strawberry.type
 class ReviewQuery:
+    @strawberry.field(description="per tenant, bias type and analyzer: the share of reviewed flags people "
+                      "confirmed (Wilson 95% CI, N), and the evidence most often dismissed")
+    async def detector_precision(self, info: Info, tenant_id: str | None = None) -> DetectorPrecisionReport:
+        from dataclasses import asdict
+
+        from bias_audit.analysis.detector_precision import ReviewedItem, detector_precision
+        from bias_audit.storage.postgres_store import read_reviewed_items
+
+        principal = _principal(info, READ, "detector precision")
+        rows = await asyncio.to_thread(read_reviewed_items, info.context["store"].url,
+                                       tenants=principal.scope(tenant_id))
+        items = [ReviewedItem(tenant, verdicts or {}, (summary or {}).get("findings", [])) for tenant, verdicts, summary
+                 in rows]
+        precision, dismissed = detector_precision(items)
+        return DetectorPrecisionReport(detectors=[DetectorPrecisionEntry(**asdict(p)) for p in precision],
+                                       most_dismissed=[DismissedEvidenceEntry(**asdict(d)) for d in dismissed])
+
     @strawberry.field(description="how far reviewers agree on the items two or more of them reviewed "
                       "(per item and bias type; each reviewer's latest verdict)")
     async def review_agreement(self, info: Info, tenant_id: str | None = None) -> ReviewAgreement:

@@ -366,6 +366,19 @@ def read_rolled_up(url: str, *, tenant: str | None) -> list[dict[str, Any]]:
     return list(out.values())
 
 
+# Each reviewed item's latest review (a later one corrects an earlier one) beside its findings
+LATEST_REVIEWS = ("SELECT DISTINCT ON (r.tenant_id, r.audit_id) r.tenant_id, r.verdicts, a.bias_report_summary "
+                  "FROM bias_review r JOIN llm_interaction_audit a USING (tenant_id, audit_id) {where} "
+                  "ORDER BY r.tenant_id, r.audit_id, r.reviewed_at DESC, r.id DESC")
+
+
+def read_reviewed_items(url: str, *, tenants: list[str] | None) -> list[tuple[str, dict, dict]]:
+    """(tenant, verdicts, bias_report_summary) of every reviewed item, within `tenants`."""
+    where, values = ("WHERE r.tenant_id = ANY(%s)", [tenants]) if tenants is not None else ("", [])
+    with psycopg.connect(url) as connection:
+        return [tuple(row) for row in connection.execute(LATEST_REVIEWS.format(where=where).encode(), values)]
+
+
 def digest_of_row(row: tuple, _bounds: dict[str | None, tuple[float, float]] = {},
                   _display: dict[str, bool] = {}) -> SessionDigest | None:
     """A stored session's digest straight from its packed cells: what digest_from_records gives

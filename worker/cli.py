@@ -470,8 +470,8 @@ def report(
     stored in the data directory (its embedded PostgreSQL, else JSONL records). Memory follows the window (newest N sessions / D days per
     tenant), not the files."""
     from bias_audit.reports.build import build_report
-    from bias_audit.reports.run import (default_sources, live_windows, store_rolled_up, store_windows, stored_windows,
-                                       write_report)
+    from bias_audit.reports.run import (default_sources, live_windows, store_reviews, store_rolled_up, store_windows,
+                                       stored_windows, write_report)
     from bias_audit.storage.report_reader import collector_paused
 
     settings = _settings(data_dir=data_dir, store_url=store)
@@ -484,7 +484,7 @@ def report(
 
     # no input named: the data directory's embedded store when a worker made one
     joined = embedded_store(settings, create=False) if not (sources or redis) else nullcontext(settings)
-    rolled_up = None  # the daily aggregates of rows retention deleted: a store keeps them
+    rolled_up = reviews = None  # a store keeps what retention rolled up and people's reviews
     with collector_paused(), joined as settings:  # a one-shot run whose objects all live to its end
         if settings.store_is_postgres and (store is not None or not (sources or redis)):
             if sources or redis:
@@ -492,6 +492,7 @@ def report(
             url = _postgres_store(settings.store_url, "report reads")
             windows, stats = store_windows(url, tenant, window_sessions, window_days)
             rolled_up = store_rolled_up(url, tenant)
+            reviews = store_reviews(url, tenant)
             sources = [redact(url)]
         elif redis:
             if sources:
@@ -506,7 +507,7 @@ def report(
             windows, stats = stored_windows(sources, tenant, window_sessions, window_days,
                                             progress=lambda total: _progress("reading records", total, in_bytes=True))
         document = build_report(windows, stats, sources=sources, sessions=window_sessions, days=window_days,
-                                rolled_up=rolled_up)
+                                rolled_up=rolled_up, reviews=reviews)
         write_report(document, format.value, output, verbose)
     if output is not None:
         _say(f"wrote {output}")

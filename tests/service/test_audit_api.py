@@ -285,3 +285,45 @@ def test_rolled_up_history_is_read_within_the_tokens_tenants(api):
     assert history["totals"] == [{"source": "council", "model": "m1", "reviewer": "r1", "items": 50, "flagged": 5,
                                   "mean": 6.0}]  # (175 + 125) / 50
     assert gql(client, '{ rolledUp(tenantId: "globex") { tenantId } }', reviewer)["data"]["rolledUp"] == []
+
+
+def test_detector_precision_follows_the_latest_review_of_each_item(api):
+    client, _, url = api
+    reviewer = token("rita", ["reviewer"], "acme")
+    queue = gql(client, "{ reviewQueue(limit: 200) { id biasType biasReportSummary } }", reviewer)["data"]["reviewQueue"]
+    bias_type = queue[0]["biasType"][0]
+    chosen = [item for item in queue if bias_type in item["biasType"]][:3]
+    assert len(chosen) >= 2
+    review = 'mutation($id: ID!, $v: JSON) { recordBiasReview(id: $id, input: {verdicts: $v}) { id } }'
+    verdicts = ["confirmed", "dismissed", "confirmed"][:len(chosen)]
+    for item, verdict in zip(chosen, verdicts):
+        assert "errors" not in gql(client, review, reviewer, id=item["id"], v={bias_type: "dismissed"})
+        assert "errors" not in gql(client, review, reviewer, id=item["id"], v={bias_type: verdict})  # the latest counts
+    expected: dict[str, list[int]] = {}  # analyzer -> [confirmed, reviewed], from the stored findings
+    for item, verdict in zip(chosen, verdicts):
+        for analyzer in {f["analyzer"] for f in item["biasReportSummary"]["findings"] if f["bias_type"] == bias_type}:
+            counts = expected.setdefault(analyzer, [0, 0])
+            counts[0] += verdict == "confirmed"
+            counts[1] += 1
+    answer = gql(client, "{ detectorPrecision { detectors { tenantId biasType analyzer confirmed reviewed precision "
+                         "ciLower ciUpper } } }", reviewer)["data"]["detectorPrecision"]["detectors"]
+    assert {d["analyzer"]: [d["confirmed"], d["reviewed"]] for d in answer if d["biasType"] == bias_type} == expected
+    assert all(d["tenantId"] == "acme" and d["ciLower"] <= d["precision"] <= d["ciUpper"] for d in answer)
+    other = gql(client, "{ detectorPrecision { detectors { tenantId } } }", token("gil", ["reviewer"], "globex"))
+    assert other["data"]["detectorPrecision"]["detectors"] == []  # acme's reviews stay acme's
+    import json
+    import os
+    import sys
+
+    def report(*args: str) -> str:  # the cross-session report of the same store, every format
+        done = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", url, *args],
+                              capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "160"})
+        return done.stdout
+
+    in_report = json.loads(report("--format", "json"))["detector_precision"]
+    assert [{k: d[k] for k in ("tenant_id", "bias_type", "analyzer", "confirmed", "reviewed")} for d in in_report] == [
+        {"tenant_id": d["tenantId"], "bias_type": d["biasType"], "analyzer": d["analyzer"], "confirmed": d["confirmed"],
+         "reviewed": d["reviewed"]} for d in answer]
+    assert "Detector precision from reviews" in report()
+    assert sum(",detector_precision," in line for line in report("--format", "csv").splitlines()) == len(answer)
+    assert "<h2>Detector precision from reviews</h2>" in report("--format", "html")

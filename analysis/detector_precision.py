@@ -1,0 +1,96 @@
+"""What people's reviews say about the detectors: per tenant, bias type and analyzer, the share of
+reviewed flags a reviewer confirmed (precision, with a Wilson 95% CI and N), and the evidence
+terms and rules most often dismissed.
+
+An item's verdict for a bias type counts for every analyzer whose finding gave that type; the
+latest review of an item is its verdict (a later one corrects an earlier one).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .proportions import wilson_interval
+
+EVIDENCE_KEYS = ("term", "matched", "rule_id", "phrase", "word")  # what an analyzer names as its evidence
+
+
+@dataclass(frozen=True)
+class ReviewedItem:
+    tenant_id: str
+    verdicts: dict[str, str]  # bias type -> "confirmed" | "dismissed"
+    findings: list[dict[str, Any]]  # bias_report_summary["findings"]: bias_type, analyzer, evidence
+
+
+@dataclass(frozen=True)
+class DetectorPrecision:
+    tenant_id: str
+    bias_type: str
+    analyzer: str
+    reviewed: int
+    confirmed: int
+    precision: float
+    ci_lower: float
+    ci_upper: float
+
+
+@dataclass(frozen=True)
+class DismissedEvidence:
+    tenant_id: str
+    bias_type: str
+    evidence: str
+    dismissed: int
+    confirmed: int
+
+
+def evidence_of(finding: dict[str, Any]) -> list[str]:
+    """The terms and rule ids a finding names (nested evidence too), lower-cased, each once."""
+    found: list[str] = []
+
+    def walk(entries: object) -> None:
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            for key in EVIDENCE_KEYS:
+                value = entry.get(key)
+                if isinstance(value, str) and value.strip():
+                    found.append(value.strip().lower())
+            walk(entry.get("evidence"))
+
+    walk(finding.get("evidence"))
+    return list(dict.fromkeys(found))
+
+
+def detector_precision(items: Iterable[ReviewedItem], most_dismissed: int = 10
+                       ) -> tuple[list[DetectorPrecision], list[DismissedEvidence]]:
+    tallies: Counter[tuple[str, str, str, str]] = Counter()  # (tenant, type, analyzer, verdict)
+    evidence: Counter[tuple[str, str, str, str]] = Counter()  # (tenant, type, term, verdict)
+    for item in items:
+        for bias_type, verdict in item.verdicts.items():
+            if verdict not in ("confirmed", "dismissed"):
+                continue
+            findings = [f for f in item.findings if f.get("bias_type") == bias_type]
+            for analyzer in dict.fromkeys(str(f.get("analyzer") or "unknown") for f in findings) or ["unknown"]:
+                tallies[(item.tenant_id, bias_type, analyzer, verdict)] += 1
+            for term in dict.fromkeys(term for f in findings for term in evidence_of(f)):
+                evidence[(item.tenant_id, bias_type, term, verdict)] += 1
+    precision = []
+    for tenant, bias_type, analyzer in sorted({key[:3] for key in tallies}):
+        confirmed = tallies[(tenant, bias_type, analyzer, "confirmed")]
+        reviewed = confirmed + tallies[(tenant, bias_type, analyzer, "dismissed")]
+        lower, upper = wilson_interval(confirmed, reviewed)
+        precision.append(DetectorPrecision(tenant, bias_type, analyzer, reviewed, confirmed,
+                                           round(confirmed / reviewed, 6), round(lower, 6), round(upper, 6)))
+    dismissed = [DismissedEvidence(tenant, bias_type, term, count, evidence[(tenant, bias_type, term, "confirmed")])
+                 for (tenant, bias_type, term, verdict), count in evidence.items() if verdict == "dismissed"]
+    dismissed.sort(key=lambda d: (d.tenant_id, -d.dismissed, d.confirmed, d.bias_type, d.evidence))
+    per_tenant: Counter[str] = Counter()
+    kept = []
+    for entry in dismissed:
+        if per_tenant[entry.tenant_id] < most_dismissed:
+            per_tenant[entry.tenant_id] += 1
+            kept.append(entry)
+    return precision, kept
