@@ -56,6 +56,20 @@ def _count(declared: int | None, from_context: Any) -> int | None:
     return None
 
 
+MAX_LINK_CHARS = 200
+
+
+def decision_links(context: dict[str, Any]) -> dict[str, str | None]:
+    """The caller's decision_id and reasoning_node_id from query_context, when they are short
+    printable strings (ids, not text: query_context itself is never stored)."""
+    links: dict[str, str | None] = {}
+    for name in ("decision_id", "reasoning_node_id"):
+        value = context.get(name)
+        links[name] = value if isinstance(value, str) and 0 < len(value) <= MAX_LINK_CHARS and value.isprintable() \
+            else None
+    return links
+
+
 class ResponseProcessor:
     misrouted = Misrouted("council.session", CouncilSessionEvent,
                           "this is a council session event; send it to the council.sessions topic")
@@ -113,6 +127,7 @@ class ResponseProcessor:
             "bias_confidence_score": verdict.bias_confidence_score, "mitigation_action": verdict.mitigation_action,
             "bias_report_summary": verdict.bias_report_summary, "human_reviewed": False,
             "llm_response": event.llm_response,  # the audited answer, for review (never the query)
+            **decision_links(event.query_context),
         }
 
     def _result(self, a: _Analyzed) -> AuditResult:
@@ -124,6 +139,7 @@ class ResponseProcessor:
             bias_confidence_score=verdict.bias_confidence_score, overall_bias_risk=verdict.overall_bias_risk,
             mitigation_action=verdict.mitigation_action, bias_report_summary=verdict.bias_report_summary,
             consent_level=a.consent, llm_provider=event.llm_provider, llm_model=event.llm_model,
+            **decision_links(event.query_context),
         )
 
     async def process(self, deliveries: list[Delivery]) -> list[Outcome]:

@@ -89,6 +89,9 @@ class AuditResult(BaseModel):
     window: WindowSummary | None = None
     # robust z (median/MAD) of this session against its window: its mean score, and each
     # reviewer's offset against that reviewer's history
+    # the caller's decision this answer fed (query_context.decision_id / reasoning_node_id)
+    decision_id: str | None = None
+    reasoning_node_id: str | None = None
     anomaly: dict[str, Any] | None = None
     mitigation_action: str | None = None
     bias_report_summary: dict[str, Any] | None = None

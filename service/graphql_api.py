@@ -93,6 +93,8 @@ class LlmInteractionAudit:
     human_bias_tag: JSON | None
     review_notes: str | None
     created_at: datetime
+    decision_id: str | None  # the caller's decision this answer fed (query_context.decision_id)
+    reasoning_node_id: str | None
 
     @strawberry.field(description="every review of this item, oldest first (never overwritten)")
     async def reviews(self, info: Info) -> list[BiasReview]:
@@ -116,7 +118,8 @@ def audit_of(row: dict[str, Any]) -> LlmInteractionAudit:
         bias_detected=row["bias_detected"], bias_type=list(row["bias_type"] or []), bias_score=row["bias_score"],
         bias_confidence_score=row["bias_confidence_score"], mitigation_action=row["mitigation_action"],
         bias_report_summary=row["bias_report_summary"], human_reviewed=row["human_reviewed"],
-        human_bias_tag=row["human_bias_tag"], review_notes=row["review_notes"], created_at=row["created_at"])
+        human_bias_tag=row["human_bias_tag"], review_notes=row["review_notes"], created_at=row["created_at"],
+        decision_id=row["decision_id"], reasoning_node_id=row["reasoning_node_id"])
 
 
 @strawberry.type
@@ -175,6 +178,7 @@ class LlmInteractionAuditFilterInput:
     bias_detected: bool | None = None
     human_reviewed: bool | None = None
     bias_type: str | None = None
+    decision_id: str | None = None
     log_timestamp_start: datetime | None = None
     log_timestamp_end: datetime | None = None
 
@@ -216,7 +220,8 @@ def _filter(given: LlmInteractionAuditFilterInput | None) -> InteractionFilter:
     return InteractionFilter(tenant_id=given.tenant_id, user_id=given.user_id, llm_provider=given.llm_provider,
                              llm_model=given.llm_model, min_confidence=given.sensitivity_score,
                              bias_detected=given.bias_detected, human_reviewed=given.human_reviewed,
-                             bias_type=given.bias_type, start=given.log_timestamp_start, end=given.log_timestamp_end)
+                             bias_type=given.bias_type, decision_id=given.decision_id,
+                             start=given.log_timestamp_start, end=given.log_timestamp_end)
 
 
 def _limit(value: int, what: str = "limit") -> int:
@@ -273,6 +278,15 @@ class Query:
             edges=edges, total_count=page.total,
             page_info=PageInfo(has_next_page=page.next_cursor is not None,
                                end_cursor=edges[-1].cursor if edges else None))
+
+    @strawberry.field(description="the audits of the answers that fed one of the caller's decisions "
+                      "(query_context.decision_id), newest first")
+    async def bias_events_for_decision(self, info: Info, decision_id: str, tenant_id: str | None = None,
+                                       limit: int = 100) -> list[LlmInteractionAudit]:
+        principal = _principal(info, READ, "reading audits")
+        page = await _store(info).interactions(principal.scope(tenant_id), InteractionFilter(decision_id=decision_id),
+                                               limit=_limit(limit))
+        return [audit_of(row) for row in page.rows]
 
     @strawberry.field(description="flagged, unreviewed items, most severe x most confident first; items "
                       "another reviewer holds are left out")

@@ -28,7 +28,7 @@ LEASE_SECONDS = 120  # an opened item is held this long (renewed by opening it a
 _COLUMNS = ("id, audit_id, tenant_id, user_id, trace_id, query_context, llm_provider, llm_model, llm_response, "
             "prompt_tokens, response_tokens, total_tokens, status, error_message, log_timestamp, bias_detected, "
             "bias_type, bias_score, bias_confidence_score, mitigation_action, bias_report_summary, human_reviewed, "
-            "human_bias_tag, review_notes, created_at")
+            "human_bias_tag, review_notes, created_at, decision_id, reasoning_node_id")
 
 
 @dataclass
@@ -41,6 +41,7 @@ class InteractionFilter:
     bias_detected: bool | None = None
     human_reviewed: bool | None = None
     bias_type: str | None = None
+    decision_id: str | None = None
     start: datetime | None = None
     end: datetime | None = None
 
@@ -76,6 +77,7 @@ def _where(tenants: list[str] | None, found: InteractionFilter) -> tuple[list[st
         clauses.append("tenant_id = ANY(%s)")
         values.append(tenants)
     for column, value in (("user_id", found.user_id), ("llm_provider", found.llm_provider),
+                          ("decision_id", found.decision_id),
                           ("llm_model", found.llm_model), ("bias_detected", found.bias_detected),
                           ("human_reviewed", found.human_reviewed)):
         if value is not None:

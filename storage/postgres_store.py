@@ -44,7 +44,8 @@ _INTERACTION_WRITTEN = (
     ("response_tokens", "int8"), ("total_tokens", "int8"), ("consent_level", "int2"), ("record_schema", "text"),
     ("log_timestamp", "timestamptz"), ("ts_text", "text"), ("bias_detected", "bool"), ("bias_type", "jsonb"),
     ("bias_score", "jsonb"), ("bias_confidence_score", "numeric"), ("mitigation_action", "jsonb"),
-    ("bias_report_summary", "jsonb"), ("human_reviewed", "bool"))
+    ("bias_report_summary", "jsonb"), ("human_reviewed", "bool"), ("decision_id", "text"),
+    ("reasoning_node_id", "text"))
 SESSION_COLUMNS = ", ".join(name for name, _ in _SESSION_WRITTEN)
 INTERACTION_COLUMNS = ", ".join(name for name, _ in _INTERACTION_WRITTEN)
 
@@ -260,14 +261,16 @@ def interaction_row(record: dict[str, Any]) -> tuple:
             *_timestamp(record["timestamp"]), record["bias_detected"],
             Jsonb(record["bias_type"]), Jsonb(record["bias_score"]),
             Decimal(str(record["bias_confidence_score"])) * 100, Jsonb(record["mitigation_action"]),
-            Jsonb(record["bias_report_summary"]), record["human_reviewed"])
+            Jsonb(record["bias_report_summary"]), record["human_reviewed"],
+            # records written before the decision links carry none
+            record.get("decision_id"), record.get("reasoning_node_id"))
 
 
 def interaction_record(row: tuple) -> dict[str, Any]:
     """A stored interaction as the record the consumer wrote (the JSONL interchange form)."""
     (audit_id, tenant_id, user_id, trace_id, query_hash_, provider, model, response, prompt_tokens, completion_tokens,
      total_tokens, consent, schema, moment, ts_text, detected, bias_type, bias_score, confidence, mitigation, summary,
-     reviewed) = row
+     reviewed, decision_id, reasoning_node_id) = row
     return {
         "record_type": "llm_interaction_audit", "schema_version": schema, "audit_id": audit_id,
         "timestamp": ts_text or utc_text(moment), "tenant_id": tenant_id, "user_id": user_id, "trace_id": trace_id,
@@ -276,6 +279,7 @@ def interaction_record(row: tuple) -> dict[str, Any]:
         "bias_detected": detected, "bias_type": bias_type, "bias_score": bias_score,
         "bias_confidence_score": float(confidence / 100), "mitigation_action": mitigation,
         "bias_report_summary": summary, "human_reviewed": reviewed, "llm_response": response,
+        "decision_id": decision_id, "reasoning_node_id": reasoning_node_id,
     }
 
 

@@ -327,3 +327,29 @@ def test_detector_precision_follows_the_latest_review_of_each_item(api):
     assert "Detector precision from reviews" in report()
     assert sum(",detector_precision," in line for line in report("--format", "csv").splitlines()) == len(answer)
     assert "<h2>Detector precision from reviews</h2>" in report("--format", "html")
+
+
+def test_an_answers_decision_links_are_kept_filterable_and_on_the_result(api):
+    client, events, url = api
+    service = token("app", ["service"], "acme")
+    acme = [e for e in events if e["tenant_id"] == "acme"][:3]
+    results = []
+    for index, event in enumerate(acme):
+        linked = {**event, "audit_id": f"decided-{index}",
+                  "query_context": {**(event["query_context"] or {}), "decision_id": "dec-42" if index < 2 else "dec-7",
+                                    "reasoning_node_id": f"node-{index}", "note": "free text is never kept"}}
+        results.append(client.post("/analyze-bias", json=linked, headers=service).json())
+    assert [(r["decision_id"], r["reasoning_node_id"]) for r in results] == [
+        ("dec-42", "node-0"), ("dec-42", "node-1"), ("dec-7", "node-2")]  # on the result, as on bias.audit.stream
+    reviewer = token("rita", ["reviewer"], "acme")
+    linked = gql(client, '{ biasEventsForDecision(decisionId: "dec-42") { auditId decisionId reasoningNodeId } }',
+                 reviewer)["data"]["biasEventsForDecision"]
+    assert sorted((e["auditId"], e["reasoningNodeId"]) for e in linked) == [("decided-0", "node-0"), ("decided-1", "node-1")]
+    filtered = gql(client, '{ llmInteractionAudits(filter: {decisionId: "dec-7"}) { auditId } }', reviewer)
+    assert filtered["data"]["llmInteractionAudits"] == [{"auditId": "decided-2"}]
+    other = gql(client, '{ biasEventsForDecision(decisionId: "dec-42") { auditId } }', token("g", ["reviewer"], "globex"))
+    assert other["data"]["biasEventsForDecision"] == []
+    with psycopg.connect(url) as connection:
+        [(context,)] = connection.execute("SELECT query_context FROM llm_interaction_audit "
+                                          "WHERE audit_id = 'decided-0'").fetchall()
+    assert context is None  # the ids are kept in their own columns; query_context itself never
