@@ -19,6 +19,7 @@ import orjson
 from bias_audit.analysis.records import effective_consent, query_hash
 from bias_audit.analysis.responses.lexicon import Lexicons
 from bias_audit.analysis.responses.linguistic import Budget, OverBudget, SentimentScorer
+from bias_audit.analysis.calibration import Calibration
 from bias_audit.analysis.responses.report import ResponseAnalysisConfig, ResponseVerdict, analyze_response
 from bias_audit.analysis.responses.semantic import Embed
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
@@ -78,8 +79,10 @@ class ResponseProcessor:
                  sentiment: SentimentScorer | None, embed: Embed | None = None,
                  config: ResponseAnalysisConfig = ResponseAnalysisConfig(), default_consent: int = 1,
                  hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS, remember: int = 10_000,
-                 max_event_seconds: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_event_seconds: float = 10.0, clock: Callable[[], float] = time.monotonic,
+                 calibration: Calibration | None = None) -> None:
         self.window = window
+        self.calibration = calibration  # reviews' verdicts: confidence as the probability of a confirm
         self.lexicons = lexicons
         self.sentiment = sentiment
         self.embed = embed
@@ -97,9 +100,10 @@ class ResponseProcessor:
     def analyze(self, event: LLMResponseEvent) -> ResponseVerdict | OverBudget:
         """The verdict, or the OverBudget that stopped it (the event's dead letter)."""
         try:
-            return self._analyze(event)
+            verdict = self._analyze(event)
         except OverBudget as stopped:
             return stopped
+        return self.calibration.adjust(verdict) if self.calibration is not None else verdict
 
     def _analyze(self, event: LLMResponseEvent) -> ResponseVerdict:
         return analyze_response(
@@ -140,6 +144,7 @@ class ResponseProcessor:
             mitigation_action=verdict.mitigation_action, bias_report_summary=verdict.bias_report_summary,
             consent_level=a.consent, llm_provider=event.llm_provider, llm_model=event.llm_model,
             **decision_links(event.query_context),
+            calibration_version=(verdict.bias_report_summary.get("calibration") or {}).get("version"),
         )
 
     async def process(self, deliveries: list[Delivery]) -> list[Outcome]:

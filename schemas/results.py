@@ -92,6 +92,8 @@ class AuditResult(BaseModel):
     # the caller's decision this answer fed (query_context.decision_id / reasoning_node_id)
     decision_id: str | None = None
     reasoning_node_id: str | None = None
+    # set when bias_confidence_score is a calibrated probability that a reviewer confirms
+    calibration_version: str | None = None
     anomaly: dict[str, Any] | None = None
     mitigation_action: str | None = None
     bias_report_summary: dict[str, Any] | None = None

@@ -371,7 +371,7 @@ def read_rolled_up(url: str, *, tenant: str | None) -> list[dict[str, Any]]:
 
 
 # Each reviewed item's latest review (a later one corrects an earlier one) beside its findings
-LATEST_REVIEWS = ("SELECT DISTINCT ON (r.tenant_id, r.audit_id) r.tenant_id, r.verdicts, a.bias_report_summary "
+LATEST_REVIEWS = ("SELECT DISTINCT ON (r.tenant_id, r.audit_id) r.tenant_id, r.verdicts, a.{column} "
                   "FROM bias_review r JOIN llm_interaction_audit a USING (tenant_id, audit_id) {where} "
                   "ORDER BY r.tenant_id, r.audit_id, r.reviewed_at DESC, r.id DESC")
 
@@ -380,7 +380,23 @@ def read_reviewed_items(url: str, *, tenants: list[str] | None) -> list[tuple[st
     """(tenant, verdicts, bias_report_summary) of every reviewed item, within `tenants`."""
     where, values = ("WHERE r.tenant_id = ANY(%s)", [tenants]) if tenants is not None else ("", [])
     with psycopg.connect(url) as connection:
-        return [tuple(row) for row in connection.execute(LATEST_REVIEWS.format(where=where).encode(), values)]
+        return [tuple(row) for row in connection.execute(
+            LATEST_REVIEWS.format(where=where, column="bias_report_summary").encode(), values)]
+
+
+def read_review_evidence(url: str, *, tenants: list[str] | None) -> list[tuple[str, str, str, float, bool]]:
+    """(tenant, audit_id, bias type, evidence, confirmed) for every verdict of every reviewed
+    item's latest review, the evidence being the analyzers' bias_score for that type."""
+    where, values = ("WHERE r.tenant_id = ANY(%s)", [tenants]) if tenants is not None else ("", [])
+    query = LATEST_REVIEWS.format(where=where, column="bias_score").replace(
+        "r.tenant_id, r.verdicts", "r.tenant_id, r.audit_id, r.verdicts")
+    out = []
+    with psycopg.connect(url) as connection:
+        for tenant, audit_id, verdicts, scores in connection.execute(query.encode(), values):
+            for bias_type, verdict in (verdicts or {}).items():
+                if verdict in ("confirmed", "dismissed") and isinstance((scores or {}).get(bias_type), (int, float)):
+                    out.append((tenant, audit_id, bias_type, float(scores[bias_type]), verdict == "confirmed"))
+    return out
 
 
 def digest_of_row(row: tuple, _bounds: dict[str | None, tuple[float, float]] = {},

@@ -513,6 +513,48 @@ def report(
         _say(f"wrote {output}")
 
 
+@_command
+def calibrate(
+    store: StoreOpt = None,
+    tenant: Annotated[Optional[str], typer.Option(metavar="TENANT", help="only this tenant's reviews")] = None,
+    min_reviews: Annotated[int, typer.Option(metavar="N", help="reviews a bias type needs before it is calibrated")] = 30,
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", help="the calibration file to write")] = Path(
+        "calibration.json"),
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Fit, per bias type, the probability that a reviewer confirms a flag from the analyzers'
+    evidence (isotonic regression on the store's reviews).
+
+    Prints the Brier score and reliability before and after on held-out reviews (one item in
+    four), writes a versioned calibration file; point BIAS_AUDIT_CALIBRATION_FILE at it and
+    bias_confidence_score means that probability (results carry calibration_version)."""
+    import orjson
+    from rich.console import Console
+    from rich.table import Table
+
+    from bias_audit.analysis.calibration import Reviewed, fit_calibration
+    from bias_audit.storage.postgres_store import read_review_evidence
+
+    if min_reviews < 2:
+        raise CommandError("--min-reviews must be at least 2")
+    with _store_url(store, data_dir, "calibrate reads reviews from") as url:
+        rows = read_review_evidence(url, tenants=None if tenant is None else [tenant])
+    if not rows:
+        raise CommandError("no reviews with verdicts in the store yet: review flagged items first (/review)")
+    calibration, report = fit_calibration([Reviewed(f"{t}/{a}", b, e, c) for t, a, b, e, c in rows], min_reviews)
+    table = Table(title=f"calibration {calibration.version}: held-out reviews (one item in four)", title_justify="left")
+    for column in ("bias type", "reviews", "calibrated", "Brier before", "Brier after", "reliability after (bin: n, predicted -> observed)"):
+        table.add_column(column)
+    for entry in report:
+        bins = "; ".join(f"{r['bin']}: {r['n']}, {r['predicted']:.2f} -> {r['observed']:.2f}"
+                         for r in entry.get("reliability_after", []))
+        table.add_row(entry["bias_type"], str(entry["reviews"]), "yes" if entry["calibrated"] else f"no (< {min_reviews})",
+                      str(entry.get("brier_before", "-")), str(entry.get("brier_after", "-")), bins or "-")
+    Console(width=160).print(table)
+    output.write_bytes(orjson.dumps({**calibration.to_document(), "report": report}, option=orjson.OPT_INDENT_2))
+    _say(f"wrote {output}: {len(calibration.types)} bias types calibrated; set BIAS_AUDIT_CALIBRATION_FILE={output}")
+
+
 class SandboxFormat(str, Enum):
     text = "text"
     json = "json"

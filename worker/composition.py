@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+import orjson
 from redis.asyncio import Redis
 
 from bias_audit.consumers.council import CouncilSessionProcessor
@@ -71,8 +73,21 @@ def response_processor(settings: Settings, window: WindowStore, store) -> Respon
         lexicons=load_lexicons(settings.rules_file, settings.axes_file) if custom else shipped_lexicons(),
         sentiment=vader_scorer(), embed=embed, config=settings.response_analysis,
         default_consent=settings.consent_level, hash_secret=settings.secret_bytes, limits=settings.limits,
-        max_event_seconds=settings.max_event_seconds,
+        max_event_seconds=settings.max_event_seconds, calibration=load_calibration(settings.calibration_file),
     )
+
+
+def load_calibration(path):
+    """The calibration file's map, or None without one; an unreadable file is a one-line error."""
+    if path is None:
+        return None
+    from bias_audit.analysis.calibration import Calibration
+    from bias_audit.errors import CommandError
+
+    try:
+        return Calibration.from_document(orjson.loads(Path(path).read_bytes()))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise CommandError(f"calibration file {path}: {error}") from None
 
 
 def event_processor(settings: Settings, window: WindowStore, alert_state=None, *, council_store,

@@ -42,6 +42,8 @@ class Settings(BaseSettings):
     jwt_public_key: Path | None = Field(None, description="a PEM public key, or a JWKS file (key rotation)")
     jwt_audience: str | None = None
     jwt_issuer: str | None = None
+    calibration_file: Path | None = Field(None, description="a calibration `bias-audit calibrate` wrote: "
+                                          "confidence as the probability a reviewer confirms")
     otlp_endpoint: str | None = Field(None, description="OTLP/HTTP traces URL (e.g. http://collector:4318/v1/traces): "
                                       "the API's spans go there; unset = no tracing")
     consent_level: int = Field(1, ge=0, le=4)
