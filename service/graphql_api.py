@@ -395,7 +395,43 @@ class ReviewQuery:
 
 
 @strawberry.type
+class SandboxComparison:
+    bias_type: str
+    baseline_rate: float
+    candidate_rate: float
+    difference: float
+    ci_lower: float
+    ci_upper: float
+    p_value: float
+    paired: bool
+    verdict: str
+
+
+@strawberry.type
+class SandboxRun:
+    id: int
+    tenant_id: str
+    created_at: datetime
+    worse: bool
+    baseline: JSON  # model, since, until
+    baseline_n: int
+    candidate_n: int
+    correction: str
+    bias_types: list[SandboxComparison]
+
+
+@strawberry.type
 class HistoryQuery:
+    @strawberry.field(description="sandbox runs against the store's history, newest first")
+    async def sandbox_runs(self, info: Info, tenant_id: str | None = None, limit: int = 20) -> list[SandboxRun]:
+        principal = _principal(info, READ, "sandbox runs")
+        rows = await _store(info).sandbox_runs(principal.scope(tenant_id), limit=_limit(limit))
+        return [SandboxRun(id=r["id"], tenant_id=r["tenant_id"], created_at=r["created_at"], worse=r["worse"],
+                           baseline=r["baseline"], baseline_n=r["document"]["baseline"]["n"],
+                           candidate_n=r["document"]["candidate"]["n"], correction=r["document"]["correction"],
+                           bias_types=[SandboxComparison(**entry) for entry in r["document"]["bias_types"]])
+                for r in rows]
+
     @strawberry.field(description="per tenant, what retention kept of the days it rolled up and deleted: "
                       "counts and means (the report's rolled_up)")
     async def rolled_up(self, info: Info, tenant_id: str | None = None) -> list[RolledUpHistory]:

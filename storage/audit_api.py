@@ -258,6 +258,13 @@ class AuditStore:
                 values)
             return await cursor.fetchall()
 
+    async def sandbox_runs(self, tenants: list[str] | None, *, limit: int) -> list[dict[str, Any]]:
+        where, values = ("WHERE tenant_id = ANY(%s)", [tenants]) if tenants is not None else ("", [])
+        async with self._connection() as connection:
+            cursor = await connection.execute(
+                f"SELECT * FROM sandbox_run {where} ORDER BY created_at DESC, id DESC LIMIT %s".encode(), [*values, limit])
+            return await cursor.fetchall()
+
     async def taxonomy(self, keys: list[str] | None = None) -> list[dict[str, Any]]:
         async with self._connection() as connection:
             if keys is None:

@@ -399,6 +399,15 @@ def read_review_evidence(url: str, *, tenants: list[str] | None) -> list[tuple[s
     return out
 
 
+def save_sandbox_run(url: str, *, tenant: str, baseline: dict[str, Any], document: dict[str, Any], worse: bool) -> int:
+    """Keep a sandbox run; its id."""
+    with psycopg.connect(url) as connection:
+        row = connection.execute("INSERT INTO sandbox_run (tenant_id, baseline, worse, document) VALUES "
+                                 "(%s, %s, %s, %s) RETURNING id",
+                                 (tenant, Jsonb(baseline), worse, Jsonb(document))).fetchone()
+    return int(row[0]) if row else 0
+
+
 def digest_of_row(row: tuple, _bounds: dict[str | None, tuple[float, float]] = {},
                   _display: dict[str, bool] = {}) -> SessionDigest | None:
     """A stored session's digest straight from its packed cells: what digest_from_records gives

@@ -579,23 +579,28 @@ def sandbox(
     Per bias type: the flagged rate on each side, the difference with its 95% CI, a test (paired
     McNemar when the answers pair by audit_id or query_hash, else Fisher's exact) and a verdict
     after Holm's correction. Exit 3 when a type is worse (a CI gate), 0 otherwise, 2 on bad input."""
+    from bias_audit.storage.postgres_store import save_sandbox_run
+
     from .export import parse_since
     from .logging_setup import configure_logging
     from .sandbox import audited_file, sandbox_document, stored_answers, worse, write
 
     configure_logging("ERROR")  # a bad line is the command's one-line error, not a log record
-
     if (baseline is None) == (store is None and not os.environ.get("BIAS_AUDIT_STORE_URL")):
         raise CommandError("give the baseline as --baseline FILE or --store URL --tenant T, one of them")
     settings = _settings()
     if baseline is not None:
-        base = audited_file(baseline, settings, "baseline")
+        document = sandbox_document(audited_file(baseline, settings, "baseline"),
+                                    audited_file(candidate, settings, "candidate"))
     else:
         if tenant is None:
             raise CommandError("--store needs --tenant: the baseline is one tenant's answers")
         with _store_url(store, None, "the sandbox's baseline reads") as url:
             base = stored_answers(url, tenant=tenant, model=model, since=parse_since(since), until=parse_since(until, "--until"))
-    document = sandbox_document(base, audited_file(candidate, settings, "candidate"))
+            document = sandbox_document(base, audited_file(candidate, settings, "candidate"))
+            # kept beside the history it was measured against: readable in GraphQL (sandboxRuns)
+            document["run_id"] = save_sandbox_run(url, tenant=tenant, document=document, worse=worse(document),
+                                                  baseline={"model": model, "since": since, "until": until})
     if output is None:
         write(document, format.value, sys.stdout)
     else:

@@ -353,3 +353,19 @@ def test_an_answers_decision_links_are_kept_filterable_and_on_the_result(api):
         [(context,)] = connection.execute("SELECT query_context FROM llm_interaction_audit "
                                           "WHERE audit_id = 'decided-0'").fetchall()
     assert context is None  # the ids are kept in their own columns; query_context itself never
+
+
+def test_sandbox_runs_are_read_within_the_tokens_tenants(api):
+    from bias_audit.storage.postgres_store import save_sandbox_run
+
+    client, _, url = api
+    document = {"baseline": {"n": 300}, "candidate": {"n": 300}, "correction": "holm", "pairs": 300,
+                "bias_types": [{"bias_type": "gendered_language", "baseline_rate": 0.08, "candidate_rate": 0.16,
+                                "difference": 0.08, "ci_lower": 0.05, "ci_upper": 0.11, "p_value": 0.0001,
+                                "paired": True, "verdict": "worse"}]}
+    mine = save_sandbox_run(url, tenant="acme", baseline={"model": "gpt-4o"}, document=document, worse=True)
+    save_sandbox_run(url, tenant="globex", baseline={}, document=document, worse=True)
+    runs = gql(client, "{ sandboxRuns { id tenantId worse baseline baselineN biasTypes { biasType verdict pValue } } }",
+               token("rita", ["auditor"], "acme"))["data"]["sandboxRuns"]
+    assert runs == [{"id": mine, "tenantId": "acme", "worse": True, "baseline": {"model": "gpt-4o"}, "baselineN": 300,
+                     "biasTypes": [{"biasType": "gendered_language", "verdict": "worse", "pValue": 0.0001}]}]

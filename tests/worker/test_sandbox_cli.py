@@ -80,7 +80,15 @@ def test_the_baseline_can_come_from_the_store(sides, postgres_url):
     assert cli("audit", str(baseline), "--store", postgres_url).returncode == 0
     done = cli("sandbox", "--candidate", str(candidate), "--store", postgres_url, "--tenant", "demo", "--format", "json")
     assert done.returncode == 3, done.stderr
-    entry = {e["bias_type"]: e for e in json.loads(done.stdout)["bias_types"]}["gendered_language"]
+    document = json.loads(done.stdout)
+    entry = {e["bias_type"]: e for e in document["bias_types"]}["gendered_language"]
     assert entry["verdict"] == "worse" and entry["paired"] is True  # paired by audit_id with the stored answers
+    import psycopg
+
+    with psycopg.connect(postgres_url) as connection:  # the run is kept beside the history it used
+        [(run_id, tenant, worse, kept)] = connection.execute(
+            "SELECT id, tenant_id, worse, document FROM sandbox_run").fetchall()
+    assert (run_id, tenant, worse) == (document["run_id"], "demo", True)
+    assert kept["bias_types"] == document["bias_types"]
     missing = cli("sandbox", "--candidate", str(candidate), "--store", postgres_url, "--tenant", "nobody")
     assert missing.returncode == 2 and "no stored interaction audits for tenant 'nobody'" in missing.stderr
