@@ -40,6 +40,7 @@ class Outcome:
     duplicate: bool = False  # nothing to publish, only acknowledge
     window_item: WindowItem | None = None  # the session's window entry, to mark it published
     alerts: list[Alert] | None = None  # publish on bias.audit.alerts
+    tasks: list[Any] | None = None  # TaskSuggestion: publish on bias.audit.tasks
 
 
 class BatchProcessor(Protocol):

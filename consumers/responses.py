@@ -12,19 +12,22 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import orjson
 
+from bias_audit.analysis.calibration import Calibration
 from bias_audit.analysis.records import effective_consent, query_hash
 from bias_audit.analysis.responses.lexicon import Lexicons
 from bias_audit.analysis.responses.linguistic import Budget, OverBudget, SentimentScorer
-from bias_audit.analysis.calibration import Calibration
+from bias_audit.analysis.tasks import TaskPolicy
 from bias_audit.analysis.responses.report import ResponseAnalysisConfig, ResponseVerdict, analyze_response
 from bias_audit.analysis.responses.semantic import Embed
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 from bias_audit.schemas.results import AuditResult
+from bias_audit.schemas.tasks import TaskSuggestion
 from bias_audit.windows.base import WindowItem, WindowStore
 
 from .council import Outcome
@@ -80,8 +83,11 @@ class ResponseProcessor:
                  config: ResponseAnalysisConfig = ResponseAnalysisConfig(), default_consent: int = 1,
                  hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS, remember: int = 10_000,
                  max_event_seconds: float = 10.0, clock: Callable[[], float] = time.monotonic,
-                 calibration: Calibration | None = None) -> None:
+                 calibration: Calibration | None = None, tasks: Any = None, task_policy: TaskPolicy = TaskPolicy(),
+                 task_webhook: Any = None, severity: Callable[[str], int] = lambda _: 3) -> None:
         self.window = window
+        # task suggestions: windows.task_state's store, the policy, the optional webhook sender
+        self.tasks, self.task_policy, self.task_webhook, self.severity = tasks, task_policy, task_webhook, severity
         self.calibration = calibration  # reviews' verdicts: confidence as the probability of a confirm
         self.lexicons = lexicons
         self.sentiment = sentiment
@@ -175,7 +181,72 @@ class ResponseProcessor:
             if self.once.needed(a.delivery.delivery_id, update.status):
                 to_append.append((a.delivery.delivery_id, a.item, [self._record(a)] if a.consent > 0 else []))
         await self.once.append(to_append)
+        if self.tasks is not None:
+            await self._suggest_tasks(analyzed, updates, outcomes)
         return outcomes
+
+    async def _suggest_tasks(self, analyzed: list[tuple[int, _Analyzed]], updates: list[Any],
+                             outcomes: list[Outcome]) -> None:
+        """Count each newly audited answer once (a redelivery does not count again); when a bias
+        type crosses the policy in a tenant's domain, claim the onset (one worker wins) and
+        attach the suggestion to the last answer that crossed it. A retry of that delivery finds
+        its own claim and publishes it again."""
+        from bias_audit.analysis.tasks import DAY_MS, crossed, domain_of
+        from bias_audit.windows.task_state import Sighting
+
+        fresh, resumed = [], []
+        for (index, a), update in zip(analyzed, updates):
+            if a.consent <= 0:
+                continue
+            domain = domain_of(a.event.query_context, a.event.llm_model)
+            if update.status == "new":
+                fresh.append((index, a, domain))
+            elif update.status in ("resume", "resume_recorded"):
+                resumed.append((index, a, domain))
+        day = lambda a: int(a.event.timestamp.timestamp() * 1000) // DAY_MS  # noqa: E731
+        totals = await self.tasks.count([Sighting(a.event.tenant_id, domain, day(a), tuple(a.verdict.bias_type),
+                                                  a.event.audit_id) for _, a, domain in fresh])
+        last_for: dict[tuple[str, str, str], tuple[int, _Analyzed]] = {}
+        for index, a, domain in fresh:
+            for bias_type in a.verdict.bias_type:
+                last_for[(a.event.tenant_id, domain, bias_type)] = (index, a)
+        for (tenant, domain, bias_type), (index, a) in last_for.items():
+            group = totals.get((tenant, domain))
+            if group is None or not crossed(group.flagged.get(bias_type, 0), group.total, self.task_policy):
+                continue
+            task = self._task(a, tenant, domain, bias_type, group)
+            if await self.tasks.claim(tenant, domain, bias_type, task.model_dump_json()):
+                self._attach(outcomes[index], task)
+        for index, a, domain in resumed:
+            for bias_type in a.verdict.bias_type:
+                held = await self.tasks.claimed(a.event.tenant_id, domain, bias_type)
+                if held is not None:
+                    task = TaskSuggestion.model_validate_json(held)
+                    if task.trace_id == a.trace_id:  # this delivery's own suggestion: publish it again
+                        outcomes[index].tasks = [*(outcomes[index].tasks or []), task]
+
+    def _task(self, a: _Analyzed, tenant: str, domain: str, bias_type: str, group: Any) -> TaskSuggestion:
+        import uuid
+
+        from bias_audit.analysis.tasks import DAY_MS
+
+        fixes = [f["mitigation"] for f in a.verdict.bias_report_summary.get("findings", [])
+                 if f.get("bias_type") == bias_type and f.get("mitigation")]
+        start = datetime.fromtimestamp(group.first_day * DAY_MS / 1000, timezone.utc)
+        end = datetime.fromtimestamp((group.last_day + 1) * DAY_MS / 1000, timezone.utc)
+        count = group.flagged.get(bias_type, 0)
+        return TaskSuggestion(
+            task_id=uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit-task:{tenant}:{domain}:{bias_type}:{group.last_day}").hex,
+            tenant_id=tenant, domain=domain, bias_type=bias_type, count=count, rate=round(count / group.total, 4),
+            window={"start": start.isoformat().replace("+00:00", "Z"), "end": end.isoformat().replace("+00:00", "Z")},
+            example_audit_ids=group.examples.get(bias_type, [])[:5],
+            suggested_fix=fixes[0] if fixes else f"find where {bias_type} enters the {domain} answers and fix it there",
+            severity=self.severity(bias_type), detected_at=utc_now_iso(), trace_id=a.trace_id)
+
+    def _attach(self, outcome: Outcome, task: TaskSuggestion) -> None:
+        outcome.tasks = [*(outcome.tasks or []), task]
+        if self.task_webhook is not None:
+            self.task_webhook.submit(task.model_dump_json().encode())
 
     async def published(self, outcomes: list[Outcome]) -> None:
         await self.once.published([o.window_item for o in outcomes if o.window_item is not None])

@@ -16,6 +16,7 @@ class OutputTopics:
     alerts: str = "bias.audit.alerts"
     deadletter: str = "bias.audit.deadletter"
     raw_deadletter: str | None = None  # operator switch: unparseable bodies as received, restricted
+    tasks: str = "bias.audit.tasks"
 
 
 def wire_fields(data: bytes | str, *, event_type: str, tenant_id: str | None, trace_id: str | None) -> dict[str, str | bytes]:
@@ -40,6 +41,10 @@ def outcome_entries(outcomes: Iterable[Outcome], topics: OutputTopics) -> list[t
                 entries.append((topics.alerts, wire_fields(
                     alert.model_dump_json(), event_type=alert.event_type,
                     tenant_id=alert.tenant_id, trace_id=alert.trace_id)))
+            for task in outcome.tasks or ():
+                entries.append((topics.tasks, wire_fields(
+                    task.model_dump_json(), event_type=task.event_type, tenant_id=task.tenant_id,
+                    trace_id=task.trace_id)))
         elif outcome.dead_letter is not None:
             letter = outcome.dead_letter
             entries.append((topics.deadletter, wire_fields(

@@ -17,6 +17,7 @@ from pydantic.json_schema import models_json_schema
 
 from .events import CouncilSessionEvent, LLMResponseEvent
 from .results import Alert, AuditResult, DeadLetter
+from .tasks import TaskSuggestion
 
 ASYNCAPI_PATH = Path(__file__).parent / "asyncapi.json"
 
@@ -30,6 +31,8 @@ CHANNELS: list[tuple[str, str, str, type[BaseModel], str, str]] = [
      "One audit result per input event, tagged with its trace_id."),
     ("alerts", "bias.audit.alerts", "Alert", Alert, "send",
      "Anomaly and trend alerts: one firing per onset, one resolved when it clears."),
+    ("tasks", "bias.audit.tasks", "TaskSuggestion", TaskSuggestion, "send",
+     "A bias that keeps needing mitigation in one tenant's domain: one suggestion per onset."),
     ("deadLetters", "bias.audit.deadletter", "DeadLetter", DeadLetter, "send",
      "Events that could not be processed, with the reason."),
 ]

@@ -12,6 +12,7 @@ from .events import CouncilSessionEvent, LLMResponseEvent
 from .records import BiasMetricRecord
 from .report import BiasReport
 from .results import Alert, AuditResult, DeadLetter
+from .tasks import TaskSuggestion
 
 SCHEMA_DIR = Path(__file__).parent / "json"
 
@@ -22,6 +23,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "audit-result": AuditResult,
     "alert": Alert,
     "dead-letter": DeadLetter,
+    "task-suggestion": TaskSuggestion,
     "bias-report": BiasReport,  # `bias-audit report --format json`
 }
 

@@ -58,7 +58,7 @@ def council_processor(settings: Settings, window: WindowStore, store, alert_stat
     )
 
 
-def response_processor(settings: Settings, window: WindowStore, store) -> ResponseProcessor:
+def response_processor(settings: Settings, window: WindowStore, store, tasks=None) -> ResponseProcessor:
     from bias_audit.lexicons.load import load_lexicons, shipped_lexicons
     from bias_audit.lexicons.sentiment import vader_scorer
 
@@ -68,13 +68,25 @@ def response_processor(settings: Settings, window: WindowStore, store) -> Respon
         from bias_audit.embeddings.minilm import minilm_embedder  # the optional extra; a clear error if absent
 
         embed = minilm_embedder()
+    lexicons = load_lexicons(settings.rules_file, settings.axes_file) if custom else shipped_lexicons()
     return ResponseProcessor(
-        window=window, store=store,
-        lexicons=load_lexicons(settings.rules_file, settings.axes_file) if custom else shipped_lexicons(),
+        window=window, store=store, lexicons=lexicons,
         sentiment=vader_scorer(), embed=embed, config=settings.response_analysis,
         default_consent=settings.consent_level, hash_secret=settings.secret_bytes, limits=settings.limits,
         max_event_seconds=settings.max_event_seconds, calibration=load_calibration(settings.calibration_file),
+        tasks=tasks, task_policy=settings.task_policy, task_webhook=task_webhook(settings) if tasks else None,
+        severity=lexicons.severity,
     )
+
+
+def task_webhook(settings: Settings):
+    """The signed POST of each task suggestion, when BIAS_AUDIT_TASK_WEBHOOK_URL is set."""
+    if not settings.task_webhook_url:
+        return None
+    from bias_audit.producers.task_webhook import TaskWebhook
+
+    secret = settings.task_webhook_secret.get_secret_value().encode() if settings.task_webhook_secret else b""
+    return TaskWebhook(settings.task_webhook_url, secret)
 
 
 def load_calibration(path):
@@ -91,11 +103,18 @@ def load_calibration(path):
 
 
 def event_processor(settings: Settings, window: WindowStore, alert_state=None, *, council_store,
-                   response_store) -> EventRouter:
+                   response_store, tasks=None) -> EventRouter:
     """Both kinds of event behind one processor: council sessions and LLM responses."""
     return EventRouter(council_processor(settings, window, council_store, alert_state),
-                       response_processor(settings, window, response_store),
+                       response_processor(settings, window, response_store, tasks),
                        llm_topic=settings.llm_topic, council_topic=settings.council_topic)
+
+
+def task_state(settings: Settings, window_client: Redis):
+    """The counts behind task suggestions, shared by the workers in the windows' Redis."""
+    from bias_audit.windows.task_state import RedisTaskState
+
+    return RedisTaskState(window_client, settings.task_policy, prefix=settings.key_prefix)
 
 
 def interaction_store(settings: Settings) -> RecordSink:
@@ -113,7 +132,8 @@ def interaction_store(settings: Settings) -> RecordSink:
 
 def output_topics(settings: Settings) -> OutputTopics:
     return OutputTopics(results=settings.result_topic, alerts=settings.alerts_topic,
-                        deadletter=settings.deadletter_topic, raw_deadletter=settings.raw_deadletter_topic)
+                        deadletter=settings.deadletter_topic, raw_deadletter=settings.raw_deadletter_topic,
+                        tasks=settings.tasks_topic)
 
 
 def in_process_processor(settings: Settings, store=None, interactions=None, *, long_running: bool = False) -> EventRouter:
@@ -143,7 +163,7 @@ def redis_worker(settings: Settings):
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
     processor = event_processor(settings, window, alerts, council_store=record_store(settings),
-                              response_store=interaction_store(settings))
+                              response_store=interaction_store(settings), tasks=task_state(settings, window_client))
     outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
     workers = [RedisStreamsWorker(
         client=client, processor=processor, outbox=outbox, broker_url=broker_url, stream=topic,
@@ -167,7 +187,7 @@ def pubsub_worker(settings: Settings):
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
     processor = event_processor(settings, window, alerts, council_store=record_store(settings),
-                              response_store=interaction_store(settings))
+                              response_store=interaction_store(settings), tasks=task_state(settings, window_client))
     workers = []
     for topic in settings.consumed_topics:
         # each input drains and closes its own clients

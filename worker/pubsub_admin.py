@@ -14,7 +14,7 @@ MIN_ATTEMPTS, MAX_ATTEMPTS = 5, 100
 
 def output_topic_names(settings: Settings) -> list[str]:
     raw = [settings.raw_deadletter_topic] if settings.raw_deadletter_topic else []
-    return [settings.result_topic, settings.alerts_topic, settings.deadletter_topic, *raw]
+    return [settings.result_topic, settings.alerts_topic, settings.tasks_topic, settings.deadletter_topic, *raw]
 
 
 def input_topic_names(settings: Settings) -> list[str]:

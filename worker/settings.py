@@ -58,6 +58,14 @@ class Settings(BaseSettings):
                                      "(llm_topic); one per deployment lets each scale on its own backlog")
     result_topic: str = "bias.audit.stream"
     alerts_topic: str = "bias.audit.alerts"
+    tasks_topic: str = "bias.audit.tasks"
+    # a bias that keeps needing mitigation in one domain becomes a task suggestion
+    task_min_count: int = Field(5, ge=1, description="flagged answers of one type in the window")
+    task_min_rate: float = Field(0.10, gt=0, le=1, description="... making at least this share of the domain's audits")
+    task_window_days: int = Field(7, ge=1, le=90)
+    task_cooldown_days: int = Field(7, ge=1, description="one suggestion per tenant, domain and type per cooldown")
+    task_webhook_url: str | None = Field(None, description="POST each task suggestion here, signed")
+    task_webhook_secret: SecretStr | None = Field(None, description="HMAC-SHA256 key of X-Bias-Audit-Signature")
     deadletter_topic: str = "bias.audit.deadletter"
     raw_deadletter_topic: str | None = Field(None, description="operator switch: the raw bodies of events that "
                                              "cannot be parsed go here (restrict who reads it); unset = never kept")
@@ -196,6 +204,13 @@ class Settings(BaseSettings):
         from bias_audit.windows.alert_state import AlertLimits
 
         return AlertLimits(cooldown_s=self.alert_cooldown_s, max_per_minute=self.alert_max_per_minute)
+
+    @property
+    def task_policy(self):
+        from bias_audit.analysis.tasks import TaskPolicy
+
+        return TaskPolicy(min_count=self.task_min_count, min_rate=self.task_min_rate,
+                          window_days=self.task_window_days, cooldown_days=self.task_cooldown_days)
 
     @property
     def window_policy(self) -> WindowPolicy:
