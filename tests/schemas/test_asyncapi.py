@@ -29,7 +29,7 @@ def test_every_topic_of_both_transports_is_documented_with_its_payload():
     document = json.loads(ASYNCAPI_PATH.read_text())
     settings = Settings()
     topics = {settings.council_topic, settings.llm_topic, settings.result_topic, settings.alerts_topic,
-              settings.deadletter_topic}
+              settings.tasks_topic, settings.deadletter_topic}
     assert {c["address"] for c in document["channels"].values()} == topics
     assert document["asyncapi"].startswith("3.") and {s["protocol"] for s in document["servers"].values()} == {
         "redis", "googlepubsub"}
