@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from bias_audit.schemas.report import DetectorPrecision, DismissedEvidence
+
 from .proportions import wilson_interval
 
 EVIDENCE_KEYS = ("term", "matched", "rule_id", "phrase", "word")  # what an analyzer names as its evidence
@@ -23,27 +25,6 @@ class ReviewedItem:
     tenant_id: str
     verdicts: dict[str, str]  # bias type -> "confirmed" | "dismissed"
     findings: list[dict[str, Any]]  # bias_report_summary["findings"]: bias_type, analyzer, evidence
-
-
-@dataclass(frozen=True)
-class DetectorPrecision:
-    tenant_id: str
-    bias_type: str
-    analyzer: str
-    reviewed: int
-    confirmed: int
-    precision: float
-    ci_lower: float
-    ci_upper: float
-
-
-@dataclass(frozen=True)
-class DismissedEvidence:
-    tenant_id: str
-    bias_type: str
-    evidence: str
-    dismissed: int
-    confirmed: int
 
 
 def evidence_of(finding: dict[str, Any]) -> list[str]:
@@ -82,9 +63,11 @@ def detector_precision(items: Iterable[ReviewedItem], most_dismissed: int = 10
         confirmed = tallies[(tenant, bias_type, analyzer, "confirmed")]
         reviewed = confirmed + tallies[(tenant, bias_type, analyzer, "dismissed")]
         lower, upper = wilson_interval(confirmed, reviewed)
-        precision.append(DetectorPrecision(tenant, bias_type, analyzer, reviewed, confirmed,
-                                           round(confirmed / reviewed, 6), round(lower, 6), round(upper, 6)))
-    dismissed = [DismissedEvidence(tenant, bias_type, term, count, evidence[(tenant, bias_type, term, "confirmed")])
+        precision.append(DetectorPrecision(tenant_id=tenant, bias_type=bias_type, analyzer=analyzer, reviewed=reviewed,
+                                           confirmed=confirmed, precision=round(confirmed / reviewed, 6),
+                                           ci_lower=round(lower, 6), ci_upper=round(upper, 6)))
+    dismissed = [DismissedEvidence(tenant_id=tenant, bias_type=bias_type, evidence=term, dismissed=count,
+                                   confirmed=evidence[(tenant, bias_type, term, "confirmed")])
                  for (tenant, bias_type, term, verdict), count in evidence.items() if verdict == "dismissed"]
     dismissed.sort(key=lambda d: (d.tenant_id, -d.dismissed, d.confirmed, d.bias_type, d.evidence))
     per_tenant: Counter[str] = Counter()

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import datetime, timezone
 
 from bias_audit.analysis.cross_session import WindowThresholds
 from bias_audit.analysis.tenant_report import tenant_report
-from bias_audit.schemas.report import (BiasReport, DetectorPrecision, DismissedEvidence, ReportInputs,
-                                      RolledUpHistory)
+from bias_audit.schemas.report import BiasReport, ReportInputs, RolledUpHistory
 from bias_audit.storage.report_reader import ReadStats, TenantWindows
 
 
@@ -34,6 +32,6 @@ def build_report(
         ),
         tenants=[tenant_report(w.cells, w.previous_sessions, thresholds) for w in windows if w.cells.sessions],
         rolled_up=rolled_up or [],
-        detector_precision=[DetectorPrecision.model_validate(asdict(p)) for p in (reviews or ([], []))[0]],
-        most_dismissed=[DismissedEvidence.model_validate(asdict(d)) for d in (reviews or ([], []))[1]],
+        detector_precision=(reviews or ([], []))[0],
+        most_dismissed=(reviews or ([], []))[1],
     )

@@ -25,7 +25,8 @@ from strawberry.types import Info
 from bias_audit.storage.audit_api import AuditStore, InteractionFilter, InvalidInput
 
 from .auth import READ, REVIEW, UPDATE_BIAS, Forbidden, Principal
-from .report_types import ReviewerProfile, RolledUpHistory, TenantReport, rolled_up_of, tenant_report_of
+from .report_types import (DetectorPrecisionEntry, DismissedEvidenceEntry, ReviewerProfile, RolledUpHistory,
+                           TenantReport, rolled_up_of, tenant_report_of)
 
 MAX_PAGE = 500
 VERDICTS = ("confirmed", "dismissed")
@@ -328,27 +329,6 @@ class Query:
 
 
 @strawberry.type
-class DetectorPrecisionEntry:
-    tenant_id: str
-    bias_type: str
-    analyzer: str
-    reviewed: int
-    confirmed: int
-    precision: float
-    ci_lower: float
-    ci_upper: float
-
-
-@strawberry.type
-class DismissedEvidenceEntry:
-    tenant_id: str
-    bias_type: str
-    evidence: str
-    dismissed: int
-    confirmed: int
-
-
-@strawberry.type
 class DetectorPrecisionReport:
     detectors: list[DetectorPrecisionEntry]
     most_dismissed: list[DismissedEvidenceEntry]
@@ -359,8 +339,6 @@ class ReviewQuery:
     @strawberry.field(description="per tenant, bias type and analyzer: the share of reviewed flags people "
                       "confirmed (Wilson 95% CI, N), and the evidence most often dismissed")
     async def detector_precision(self, info: Info, tenant_id: str | None = None) -> DetectorPrecisionReport:
-        from dataclasses import asdict
-
         from bias_audit.analysis.detector_precision import ReviewedItem, detector_precision
         from bias_audit.storage.postgres_store import read_reviewed_items
 
@@ -370,8 +348,9 @@ class ReviewQuery:
         items = [ReviewedItem(tenant, verdicts or {}, (summary or {}).get("findings", [])) for tenant, verdicts, summary
                  in rows]
         precision, dismissed = detector_precision(items)
-        return DetectorPrecisionReport(detectors=[DetectorPrecisionEntry(**asdict(p)) for p in precision],
-                                       most_dismissed=[DismissedEvidenceEntry(**asdict(d)) for d in dismissed])
+        return DetectorPrecisionReport(
+            detectors=[DetectorPrecisionEntry.from_pydantic(p) for p in precision],  # type: ignore[attr-defined]
+            most_dismissed=[DismissedEvidenceEntry.from_pydantic(d) for d in dismissed])  # type: ignore[attr-defined]
 
     @strawberry.field(description="how far reviewers agree on the items two or more of them reviewed "
                       "(per item and bias type; each reviewer's latest verdict)")

@@ -114,6 +114,16 @@ class RolledUpHistory:
     bias type (the report's `rolled_up`)."""
 
 
+@from_model(model=models.DetectorPrecision, all_fields=True)
+class DetectorPrecisionEntry:
+    """Of the flags people reviewed, the share they confirmed (Wilson 95% CI)."""
+
+
+@from_model(model=models.DismissedEvidence, all_fields=True)
+class DismissedEvidenceEntry:
+    pass
+
+
 def tenant_report_of(document: dict) -> TenantReport:
     return TenantReport.from_pydantic(models.TenantReport.model_validate(document))  # type: ignore[attr-defined]
 

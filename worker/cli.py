@@ -260,6 +260,7 @@ def publish(
 class OutputKind(str, Enum):
     results = "results"
     alerts = "alerts"
+    tasks = "tasks"
     deadletters = "deadletters"
 
 
@@ -270,7 +271,7 @@ def results(
     data_dir: DataDirOpt = None,
     count: Annotated[int, typer.Option("--count", "-n", metavar="N", min=1, help="how many, newest last")] = 20,
 ) -> None:
-    """Show the newest audit results, alerts or dead letters.
+    """Show the newest audit results, alerts, task suggestions or dead letters.
 
     JSON lines from the Redis output streams, newest last. Without --broker, reads a running
     embedded worker's Redis."""
@@ -284,8 +285,9 @@ def results(
     url = resolve_broker(settings)
     if url.startswith("pubsub://"):
         raise CommandError("results reads Redis streams; on Pub/Sub attach a subscription to "
-                           f"{settings.result_topic}, {settings.alerts_topic} or {settings.deadletter_topic}")
-    stream = {"results": settings.result_topic, "alerts": settings.alerts_topic,
+                           f"{settings.result_topic}, {settings.alerts_topic}, {settings.tasks_topic} or "
+                           f"{settings.deadletter_topic}")
+    stream = {"results": settings.result_topic, "alerts": settings.alerts_topic, "tasks": settings.tasks_topic,
               "deadletters": settings.deadletter_topic}[kind.value]
     try:
         with redis_client.Redis.from_url(url, socket_connect_timeout=5) as client:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import subprocess
+import sys
 import threading
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -75,6 +77,9 @@ def test_a_burst_is_one_suggestion_on_the_topic_and_the_webhook_across_two_worke
     assert (task["tenant_id"], task["domain"], task["bias_type"], task["status"]) == (
         "acme", "medical", "gendered_language", "open")
     assert task["count"] >= 5 and task["rate"] >= 0.10 and task["example_audit_ids"]
+    shown = subprocess.run([sys.executable, "-m", "bias_audit", "results", "tasks", "--broker", redis_url],
+                           capture_output=True, text=True, timeout=60)
+    assert [json.loads(line)["task_id"] for line in shown.stdout.splitlines()] == [task["task_id"]]
     [(signature, body)] = Receiver.posts
     assert json.loads(body)["task_id"] == task["task_id"]
     assert signature == "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
