@@ -251,6 +251,11 @@ class ResponseProcessor:
     async def published(self, outcomes: list[Outcome]) -> None:
         await self.once.published([o.window_item for o in outcomes if o.window_item is not None])
 
+    async def drain(self) -> None:
+        """A stopping worker gives the webhook's suggestions in hand a moment to go out."""
+        if self.task_webhook is not None:
+            await self.task_webhook.drain()
+
 
 class EventRouter:
     """One consumer interface over both kinds: by the topic a delivery came from, else (the
@@ -285,3 +290,6 @@ class EventRouter:
     async def published(self, outcomes: list[Outcome]) -> None:
         # both kinds' markers live in the one window store: one call marks them all
         await self.responses.published(outcomes)
+
+    async def drain(self) -> None:
+        await self.responses.drain()

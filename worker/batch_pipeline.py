@@ -125,3 +125,10 @@ class BatchPipeline:
             await self._release([delivery])
             return
         self.metrics.completed(self.transport.topic, [outcome], started)
+
+
+async def drain_processor(processor: BatchProcessor) -> None:
+    """Let a processor finish work it does beside the batches (the task webhook's POSTs)."""
+    drain = getattr(processor, "drain", None)
+    if drain is not None:
+        await drain()

@@ -28,7 +28,7 @@ from bias_audit.consumers.council import BatchProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.producers.pubsub import PubSubOutbox
 
-from .batch_pipeline import BatchPipeline
+from .batch_pipeline import BatchPipeline, drain_processor
 from .health import redis_reachable, stalled
 from .metrics import WorkerMetrics
 from .ops_server import OpsServer
@@ -237,6 +237,7 @@ class PubSubWorker:
         stream.cancel()
         await loop.run_in_executor(None, self._close_clients)
         self._give_back(self._drain_queue())  # arrived while closing; redelivered after the deadline
+        await drain_processor(self.pipeline.processor)  # task suggestions on their way to the webhook
         if self.ops is not None:
             await self.ops.stop()
         log.info("worker stopped", extra={"processed": self.processed})

@@ -30,7 +30,7 @@ from bias_audit.consumers.council import BatchProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.producers.redis_streams import RedisStreamsOutbox
 
-from .batch_pipeline import BASE_TRANSIENT, BatchPipeline
+from .batch_pipeline import BASE_TRANSIENT, BatchPipeline, drain_processor
 from .health import redis_reachable, stalled
 from .logging_setup import FASTSTREAM_LOGGER
 from .metrics import WorkerMetrics
@@ -300,5 +300,6 @@ class RedisStreamsWorker:
             reclaimer.cancel()
             with suppress(asyncio.CancelledError):
                 await reclaimer
+            await drain_processor(self.pipeline.processor)  # task suggestions on their way to the webhook
             await ops_server.stop()
             log.info("worker stopped", extra={"processed": self.processed})
