@@ -58,6 +58,7 @@ def run_worker(settings: Settings, say: Callable[[str], None]) -> None:
     from .logging_setup import configure_logging
 
     configure_logging(settings.log_level)
+    stop_cleanly_while_starting()
     if settings.broker_url:
         check_broker_url(settings.broker_url)
     if settings.transport == "pubsub":
@@ -84,6 +85,18 @@ def run_worker(settings: Settings, say: Callable[[str], None]) -> None:
                     raise CommandError(f"subscription not found ({error.message}); run `bias-audit setup "
                                        f"--broker {settings.broker_url}` first", exit_code=1) from None
             raise
+
+
+def stop_cleanly_while_starting() -> None:
+    """SIGTERM before the worker's own handlers are in place (it is still starting its embedded
+    servers or loading lexicons) unwinds like a normal stop: the embedded Redis and PostgreSQL
+    are stopped and their pointer files removed, and the exit code is 0, not a kill's 143."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 class _embedded_broker:
@@ -178,6 +191,7 @@ def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None]
     from .logging_setup import configure_logging
 
     configure_logging(settings.log_level)
+    stop_cleanly_while_starting()
     with embedded_store(settings, say, create=True) as settings:
         try:
             application = api_app(settings)

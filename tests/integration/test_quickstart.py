@@ -107,3 +107,18 @@ def test_without_a_runtime_folder_the_stopped_worker_leaves_no_pointer(tmp_path,
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(timeout=60) == 0
     assert not pointer.exists()  # the embedded PostgreSQL did not move where the pointer is looked for
+
+
+@pytest.mark.redis
+def test_a_worker_stopped_while_it_starts_stops_its_servers_and_exits_0(tmp_path):
+    env = {"XDG_RUNTIME_DIR": str(tmp_path / "run"), "BIAS_AUDIT_DATA_DIR": str(tmp_path / "data"),
+           "BIAS_AUDIT_OPS_PORT": "-1", "BIAS_AUDIT_STORE_URL": "", "BIAS_AUDIT_BROKER_URL": ""}
+    worker = spawn_worker(env, tmp_path / "worker.log")
+    pointer = tmp_path / "run" / "bias-audit" / "embedded-redis.url"
+    deadline = time.monotonic() + 60
+    while not pointer.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    worker.send_signal(signal.SIGTERM)  # the embedded Redis is up; PostgreSQL and the rest are starting
+    assert worker.wait(timeout=60) == 0, (tmp_path / "worker.log").read_text()
+    assert not pointer.exists() and not (tmp_path / "data" / "postgres" / "postgres.url").exists()
+    assert "worker started" not in (tmp_path / "worker.log").read_text()  # it was stopped while starting
