@@ -43,7 +43,9 @@ def test_generated_queries_never_fail_on_the_server(graphql_app):
 
     for operation in operations:
         @given(case=operation.as_strategy())
-        @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        # derandomized: the same generated documents on every run (a CI failure reproduces here)
+        @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), database=None,
+                  derandomize=True)
         def fuzz(case):
             response = case.call(headers=ADMIN)
             assert response.status_code == 200, response.text
