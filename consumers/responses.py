@@ -84,11 +84,12 @@ class ResponseProcessor:
                  hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS, remember: int = 10_000,
                  max_event_seconds: float = 10.0, clock: Callable[[], float] = time.monotonic,
                  calibration: Calibration | None = None, tasks: Any = None, task_policy: TaskPolicy = TaskPolicy(),
-                 task_webhook: Any = None, severity: Callable[[str], int] = lambda _: 3) -> None:
+                 task_webhook: Any = None, severity: Callable[[str], int] = lambda _: 3, learned: Any = None) -> None:
         self.window = window
         # task suggestions: windows.task_state's store, the policy, the optional webhook sender
         self.tasks, self.task_policy, self.task_webhook, self.severity = tasks, task_policy, task_webhook, severity
         self.calibration = calibration  # reviews' verdicts: confidence as the probability of a confirm
+        self.learned = learned  # analysis.learned_detector: the tenant's own notion, where it beat the lexicons
         self.lexicons = lexicons
         self.sentiment = sentiment
         self.embed = embed
@@ -109,7 +110,11 @@ class ResponseProcessor:
             verdict = self._analyze(event)
         except OverBudget as stopped:
             return stopped
-        return self.calibration.adjust(verdict) if self.calibration is not None else verdict
+        if self.calibration is not None:
+            verdict = self.calibration.adjust(verdict)
+        if self.learned is not None and self.learned.applies_to(event.tenant_id):
+            verdict = self.learned.adjust(verdict, event.llm_response)
+        return verdict
 
     def _analyze(self, event: LLMResponseEvent) -> ResponseVerdict:
         return analyze_response(
@@ -150,7 +155,8 @@ class ResponseProcessor:
             mitigation_action=verdict.mitigation_action, bias_report_summary=verdict.bias_report_summary,
             consent_level=a.consent, llm_provider=event.llm_provider, llm_model=event.llm_model,
             **decision_links(event.query_context),
-            calibration_version=(verdict.bias_report_summary.get("calibration") or {}).get("version"),
+            calibration_version=(verdict.bias_report_summary.get("learned") or
+                                 verdict.bias_report_summary.get("calibration") or {}).get("version"),
         )
 
     async def process(self, deliveries: list[Delivery]) -> list[Outcome]:

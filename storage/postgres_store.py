@@ -384,18 +384,20 @@ def read_reviewed_items(url: str, *, tenants: list[str] | None) -> list[tuple[st
             LATEST_REVIEWS.format(where=where, column="bias_report_summary").encode(), values)]
 
 
-def read_review_evidence(url: str, *, tenants: list[str] | None) -> list[tuple[str, str, str, float, bool]]:
-    """(tenant, audit_id, bias type, evidence, confirmed) for every verdict of every reviewed
-    item's latest review, the evidence being the analyzers' bias_score for that type."""
+def read_review_evidence(url: str, *, tenants: list[str] | None
+                         ) -> list[tuple[str, str, str, float, bool, str | None]]:
+    """(tenant, audit_id, bias type, evidence, confirmed, the answer's text or None once
+    retention removed it) for every verdict of every reviewed item's latest review, the
+    evidence being the analyzers' bias_score for that type."""
     where, values = ("WHERE r.tenant_id = ANY(%s)", [tenants]) if tenants is not None else ("", [])
-    query = LATEST_REVIEWS.format(where=where, column="bias_score").replace(
+    query = LATEST_REVIEWS.format(where=where, column="bias_score, a.llm_response").replace(
         "r.tenant_id, r.verdicts", "r.tenant_id, r.audit_id, r.verdicts")
     out = []
     with psycopg.connect(url) as connection:
-        for tenant, audit_id, verdicts, scores in connection.execute(query.encode(), values):
+        for tenant, audit_id, verdicts, scores, text in connection.execute(query.encode(), values):
             for bias_type, verdict in (verdicts or {}).items():
                 if verdict in ("confirmed", "dismissed") and isinstance((scores or {}).get(bias_type), (int, float)):
-                    out.append((tenant, audit_id, bias_type, float(scores[bias_type]), verdict == "confirmed"))
+                    out.append((tenant, audit_id, bias_type, float(scores[bias_type]), verdict == "confirmed", text))
     return out
 
 

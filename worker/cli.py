@@ -543,7 +543,7 @@ def calibrate(
         rows = read_review_evidence(url, tenants=None if tenant is None else [tenant])
     if not rows:
         raise CommandError("no reviews with verdicts in the store yet: review flagged items first (/review)")
-    calibration, report = fit_calibration([Reviewed(f"{t}/{a}", b, e, c) for t, a, b, e, c in rows], min_reviews)
+    calibration, report = fit_calibration([Reviewed(f"{t}/{a}", b, e, c) for t, a, b, e, c, _ in rows], min_reviews)
     table = Table(title=f"calibration {calibration.version}: held-out reviews (one item in four)", title_justify="left")
     for column in ("bias type", "reviews", "calibrated", "Brier before", "Brier after", "reliability after (bin: n, predicted -> observed)"):
         table.add_column(column)
@@ -555,6 +555,57 @@ def calibrate(
     Console(width=160).print(table)
     output.write_bytes(orjson.dumps({**calibration.to_document(), "report": report}, option=orjson.OPT_INDENT_2))
     _say(f"wrote {output}: {len(calibration.types)} bias types calibrated; set BIAS_AUDIT_CALIBRATION_FILE={output}")
+
+
+@_command
+def learn(
+    store: StoreOpt = None,
+    tenant: Annotated[Optional[str], typer.Option(metavar="TENANT", help="train on this tenant's reviews (and apply "
+                                                  "to its answers only); default: every tenant's")] = None,
+    min_reviews: Annotated[int, typer.Option(metavar="N", help="reviews a bias type needs (5 of each verdict)")] = 40,
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", help="the model file to write")] = Path(
+        "learned.json"),
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Train a detector on the tenant's own reviews: per bias type, the answers people
+    confirmed against those they dismissed (character n-gram TF-IDF + logistic regression).
+
+    Prints cross-validated AUC and recall at 10% false positives beside the lexicon detectors'
+    on the same folds, and keeps a type's model only when it beats them. Point
+    BIAS_AUDIT_LEARNED_DETECTOR_FILE at the file: adopted types' confidence becomes the model's
+    probability that a reviewer confirms (results carry its version)."""
+    import orjson
+    from rich.console import Console
+    from rich.table import Table
+
+    try:
+        from bias_audit.analysis.learned_detector import LabeledAnswer, train
+        import sklearn  # noqa: F401  # the `learn` extra
+    except ImportError:
+        raise CommandError("learning needs scikit-learn: pip install 'bias-audit[learn]'") from None
+    from bias_audit.storage.postgres_store import read_review_evidence
+
+    if min_reviews < 10:
+        raise CommandError("--min-reviews must be at least 10")
+    with _store_url(store, data_dir, "learn reads reviews from") as url:
+        rows = read_review_evidence(url, tenants=None if tenant is None else [tenant])
+    answers = [LabeledAnswer(b, text, e, c) for _, _, b, e, c, text in rows if text]
+    if not answers:
+        raise CommandError("no reviewed answers with their text in the store (review flagged items first; "
+                           "retention removes the text after its anonymization age)")
+    detector, report = train(answers, min_reviews=min_reviews, tenant_id=tenant)
+    table = Table(title=f"learned detector {detector.version}: {'tenant ' + tenant if tenant else 'every tenant'}, "
+                        "cross-validated", title_justify="left")
+    for column in ("bias type", "reviews", "AUC learned / lexicons", "recall at 10% FP learned / lexicons", "adopted"):
+        table.add_column(column)
+    for entry in report:
+        table.add_row(entry["bias_type"], str(entry["reviews"]),
+                      f"{entry['auc']:.3f} / {entry['auc_lexicon']:.3f}" if "auc" in entry else "-",
+                      f"{entry['recall_at_10_fpr']:.0%} / {entry['recall_at_10_fpr_lexicon']:.0%}" if "auc" in entry
+                      else "-", "yes" if entry["adopted"] else f"no{': ' + entry['reason'] if 'reason' in entry else ''}")
+    Console(width=160).print(table)
+    output.write_bytes(orjson.dumps({**detector.to_document(), "report": report}))
+    _say(f"wrote {output}: {len(detector.types)} bias types adopted; set BIAS_AUDIT_LEARNED_DETECTOR_FILE={output}")
 
 
 class SandboxFormat(str, Enum):

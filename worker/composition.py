@@ -74,9 +74,27 @@ def response_processor(settings: Settings, window: WindowStore, store, tasks=Non
         sentiment=vader_scorer(), embed=embed, config=settings.response_analysis,
         default_consent=settings.consent_level, hash_secret=settings.secret_bytes, limits=settings.limits,
         max_event_seconds=settings.max_event_seconds, calibration=load_calibration(settings.calibration_file),
+        learned=load_learned(settings.learned_detector_file),
         tasks=tasks, task_policy=settings.task_policy, task_webhook=task_webhook(settings) if tasks else None,
         severity=lexicons.severity,
     )
+
+
+def load_learned(path):
+    """The learned detector's file, or None without one; an unusable file is a one-line error."""
+    if path is None:
+        return None
+    from bias_audit.errors import CommandError
+
+    try:
+        from bias_audit.analysis.learned_detector import LearnedDetector
+        import sklearn  # noqa: F401  # the `learn` extra applies the model
+
+        return LearnedDetector.from_document(orjson.loads(Path(path).read_bytes()))
+    except ImportError:
+        raise CommandError("BIAS_AUDIT_LEARNED_DETECTOR_FILE needs scikit-learn: pip install 'bias-audit[learn]'") from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise CommandError(f"learned detector file {path}: {error}") from None
 
 
 def task_webhook(settings: Settings):

@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     jwt_issuer: str | None = None
     calibration_file: Path | None = Field(None, description="a calibration `bias-audit calibrate` wrote: "
                                           "confidence as the probability a reviewer confirms")
+    learned_detector_file: Path | None = Field(None, description="a model `bias-audit learn` wrote: adopted types' "
+                                               "confidence as its confirm probability")
     otlp_endpoint: str | None = Field(None, description="OTLP/HTTP traces URL (e.g. http://collector:4318/v1/traces): "
                                       "the API's spans go there; unset = no tracing")
     consent_level: int = Field(1, ge=0, le=4)
