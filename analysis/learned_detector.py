@@ -27,9 +27,28 @@ NGRAMS = (3, 5)
 @dataclass(frozen=True)
 class LabeledAnswer:
     bias_type: str
-    text: str
+    text: str  # the claim: the sentences the type's findings point at (claims_of)
     evidence: float  # the lexicon detectors' bias_score for the type
     confirmed: bool
+
+
+def claims_of(answer: str, findings: Sequence[dict[str, Any]], bias_type: str) -> str:
+    """The claim a reviewer judged: the answer's sentences holding the evidence of the type's
+    findings (a term, a matched phrase, a flagged sentence), joined; the whole answer when
+    none is found. The model learns and scores claims, not whole answers."""
+    from bias_audit.analysis.detector_precision import evidence_of
+    from bias_audit.analysis.responses.text import sentences
+
+    marks: list[str] = []
+    for finding in findings:
+        if finding.get("bias_type") != bias_type:
+            continue
+        marks += evidence_of(finding)
+        for entry in finding.get("evidence") or []:
+            if isinstance(entry, dict) and isinstance(entry.get("sentence"), str):
+                marks.append(entry["sentence"].lower())
+    picked = [s for s in sentences(answer) if any(mark and (mark in s.lower() or s.lower() in mark) for mark in marks)]
+    return " ".join(picked) if picked else answer
 
 
 def recall_at_fpr(scores: Sequence[float] | np.ndarray, labels: Sequence[bool] | np.ndarray,
@@ -73,11 +92,13 @@ class LearnedDetector:
         return self.tenant_id is None or self.tenant_id == tenant_id
 
     def adjust(self, verdict: Any, text: str) -> Any:
-        """The verdict with each detected type's learned confirm probability; the confidence is
-        the strongest of them (types without a model keep the confidence they had)."""
+        """The verdict with each detected type's learned confirm probability of its claim; the
+        confidence is the strongest of them (types without a model keep the one they had)."""
         if not verdict.bias_detected:
             return verdict
-        learned = {t: round(self.types[t].probability(text), 4) for t in verdict.bias_type if t in self.types}
+        findings = verdict.bias_report_summary.get("findings", [])
+        learned = {t: round(self.types[t].probability(claims_of(text, findings, t)), 4)
+                   for t in verdict.bias_type if t in self.types}
         if not learned:
             return verdict
         kept = [verdict.bias_confidence_score] if len(learned) < len(verdict.bias_type) else []

@@ -385,19 +385,21 @@ def read_reviewed_items(url: str, *, tenants: list[str] | None) -> list[tuple[st
 
 
 def read_review_evidence(url: str, *, tenants: list[str] | None
-                         ) -> list[tuple[str, str, str, float, bool, str | None]]:
+                         ) -> list[tuple[str, str, str, float, bool, str | None, list[dict[str, Any]]]]:
     """(tenant, audit_id, bias type, evidence, confirmed, the answer's text or None once
-    retention removed it) for every verdict of every reviewed item's latest review, the
-    evidence being the analyzers' bias_score for that type."""
+    retention removed it, the findings) for every verdict of every reviewed item's latest
+    review, the evidence being the analyzers' bias_score for that type."""
     where, values = ("WHERE r.tenant_id = ANY(%s)", [tenants]) if tenants is not None else ("", [])
-    query = LATEST_REVIEWS.format(where=where, column="bias_score, a.llm_response").replace(
+    query = LATEST_REVIEWS.format(where=where, column="bias_score, a.llm_response, a.bias_report_summary").replace(
         "r.tenant_id, r.verdicts", "r.tenant_id, r.audit_id, r.verdicts")
     out = []
     with psycopg.connect(url) as connection:
-        for tenant, audit_id, verdicts, scores, text in connection.execute(query.encode(), values):
+        for tenant, audit_id, verdicts, scores, text, summary in connection.execute(query.encode(), values):
+            findings = (summary or {}).get("findings", [])
             for bias_type, verdict in (verdicts or {}).items():
                 if verdict in ("confirmed", "dismissed") and isinstance((scores or {}).get(bias_type), (int, float)):
-                    out.append((tenant, audit_id, bias_type, float(scores[bias_type]), verdict == "confirmed", text))
+                    out.append((tenant, audit_id, bias_type, float(scores[bias_type]), verdict == "confirmed", text,
+                                findings))
     return out
 
 

@@ -543,7 +543,7 @@ def calibrate(
         rows = read_review_evidence(url, tenants=None if tenant is None else [tenant])
     if not rows:
         raise CommandError("no reviews with verdicts in the store yet: review flagged items first (/review)")
-    calibration, report = fit_calibration([Reviewed(f"{t}/{a}", b, e, c) for t, a, b, e, c, _ in rows], min_reviews)
+    calibration, report = fit_calibration([Reviewed(f"{t}/{a}", b, e, c) for t, a, b, e, c, *_ in rows], min_reviews)
     table = Table(title=f"calibration {calibration.version}: held-out reviews (one item in four)", title_justify="left")
     for column in ("bias type", "reviews", "calibrated", "Brier before", "Brier after", "reliability after (bin: n, predicted -> observed)"):
         table.add_column(column)
@@ -579,7 +579,7 @@ def learn(
     from rich.table import Table
 
     try:
-        from bias_audit.analysis.learned_detector import LabeledAnswer, train
+        from bias_audit.analysis.learned_detector import LabeledAnswer, claims_of, train
         import sklearn  # noqa: F401  # the `learn` extra
     except ImportError:
         raise CommandError("learning needs scikit-learn: pip install 'bias-audit[learn]'") from None
@@ -589,7 +589,8 @@ def learn(
         raise CommandError("--min-reviews must be at least 10")
     with _store_url(store, data_dir, "learn reads reviews from") as url:
         rows = read_review_evidence(url, tenants=None if tenant is None else [tenant])
-    answers = [LabeledAnswer(b, text, e, c) for _, _, b, e, c, text in rows if text]
+    # the claim each reviewer judged: the sentences the type's findings point at
+    answers = [LabeledAnswer(b, claims_of(text, findings, b), e, c) for _, _, b, e, c, text, findings in rows if text]
     if not answers:
         raise CommandError("no reviewed answers with their text in the store (review flagged items first; "
                            "retention removes the text after its anonymization age)")

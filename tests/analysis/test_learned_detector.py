@@ -68,3 +68,16 @@ def test_too_few_reviews_train_nothing_and_the_verdict_names_the_version():
     adjusted = detector.adjust(verdict, FINE[0])
     assert adjusted.bias_confidence_score < 0.5  # the tenant's reviewers would dismiss this one
     assert adjusted.bias_report_summary["learned"]["version"] == detector.version
+
+
+def test_the_claim_is_the_sentences_the_findings_point_at():
+    from bias_audit.analysis.learned_detector import claims_of
+
+    answer = "The plan is fine. The chairman approved it. Every engineer signs off before he merges."
+    findings = [{"bias_type": "gendered_language", "evidence": [{"term": "chairman", "neutral": "chair"}]},
+                {"bias_type": "gendered_language", "evidence": [{"role": "every",
+                                                                 "sentence": "Every engineer signs off before he merges."}]},
+                {"bias_type": "toxicity", "evidence": [{"term": "idiot"}]}]
+    assert claims_of(answer, findings, "gendered_language") == (
+        "The chairman approved it. Every engineer signs off before he merges.")
+    assert claims_of(answer, findings, "toxicity") == answer  # no sentence holds it: the whole answer
