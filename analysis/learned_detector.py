@@ -12,7 +12,7 @@ probability becomes the answer's confidence for that type (as a calibration does
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,6 +22,8 @@ MIN_REVIEWS = 40  # per bias type, and at least MIN_CLASS of each verdict
 MIN_CLASS = 5
 FALSE_POSITIVE_RATE = 0.10
 NGRAMS = (3, 5)
+EMBEDDING_DIMENSIONS = 384  # all-MiniLM-L6-v2
+Embed = Callable[[Sequence[str]], Any]
 
 
 @dataclass(frozen=True)
@@ -70,15 +72,22 @@ def _vectorizer(**fixed: Any) -> Any:
 
 @dataclass(frozen=True)
 class TypeModel:
-    vocabulary: dict[str, int]
+    vocabulary: dict[str, int]  # empty for a MiniLM model
     idf: tuple[float, ...]
     coef: tuple[float, ...]
     intercept: float
+    features: str = "ngrams"  # or "minilm": the coefficients weigh the sentence embedding
 
-    def probability(self, text: str) -> float:
-        vectorizer = _vectorizer(vocabulary=self.vocabulary)
-        vectorizer.idf_ = np.asarray(self.idf)
-        z = float((vectorizer.transform([text]) @ np.asarray(self.coef))[0]) + self.intercept
+    def probability(self, text: str, embed: Embed | None = None) -> float:
+        if self.features == "minilm":
+            if embed is None:
+                raise ValueError("this model scores MiniLM embeddings: the worker needs the embedding extra")
+            x = np.asarray(embed([text]))[0]
+            z = float(x @ np.asarray(self.coef)) + self.intercept
+        else:
+            vectorizer = _vectorizer(vocabulary=self.vocabulary)
+            vectorizer.idf_ = np.asarray(self.idf)
+            z = float((vectorizer.transform([text]) @ np.asarray(self.coef))[0]) + self.intercept
         return float(1 / (1 + np.exp(-z)))
 
 
@@ -91,13 +100,17 @@ class LearnedDetector:
     def applies_to(self, tenant_id: str) -> bool:
         return self.tenant_id is None or self.tenant_id == tenant_id
 
-    def adjust(self, verdict: Any, text: str) -> Any:
+    @property
+    def needs_embeddings(self) -> bool:
+        return any(m.features == "minilm" for m in self.types.values())
+
+    def adjust(self, verdict: Any, text: str, embed: Embed | None = None) -> Any:
         """The verdict with each detected type's learned confirm probability of its claim; the
         confidence is the strongest of them (types without a model keep the one they had)."""
         if not verdict.bias_detected:
             return verdict
         findings = verdict.bias_report_summary.get("findings", [])
-        learned = {t: round(self.types[t].probability(claims_of(text, findings, t)), 4)
+        learned = {t: round(self.types[t].probability(claims_of(text, findings, t), embed), 4)
                    for t in verdict.bias_type if t in self.types}
         if not learned:
             return verdict
@@ -108,27 +121,32 @@ class LearnedDetector:
 
     def to_document(self) -> dict[str, Any]:
         return {"version": self.version, "tenant_id": self.tenant_id, "types": {
-            t: {"vocabulary": m.vocabulary, "idf": list(m.idf), "coef": list(m.coef), "intercept": m.intercept}
-            for t, m in sorted(self.types.items())}}
+            t: {"features": m.features, "vocabulary": m.vocabulary, "idf": list(m.idf), "coef": list(m.coef),
+                "intercept": m.intercept} for t, m in sorted(self.types.items())}}
 
     @staticmethod
     def from_document(document: dict[str, Any]) -> LearnedDetector:
         types = {}
         for name, entry in document["types"].items():
+            features = entry.get("features", "ngrams")
             vocabulary = {str(k): int(v) for k, v in entry["vocabulary"].items()}
             idf, coef = tuple(float(v) for v in entry["idf"]), tuple(float(v) for v in entry["coef"])
-            if not vocabulary or len(idf) != len(vocabulary) or len(coef) != len(vocabulary) or \
-                    sorted(vocabulary.values()) != list(range(len(vocabulary))):
+            if features == "minilm":
+                if len(coef) != EMBEDDING_DIMENSIONS:
+                    raise ValueError(f"bias type {name!r}: a MiniLM model has {EMBEDDING_DIMENSIONS} coefficients")
+            elif features != "ngrams" or not vocabulary or len(idf) != len(vocabulary) or \
+                    len(coef) != len(vocabulary) or sorted(vocabulary.values()) != list(range(len(vocabulary))):
                 raise ValueError(f"bias type {name!r}: vocabulary, idf and coef do not match")
-            types[name] = TypeModel(vocabulary, idf, coef, float(entry["intercept"]))
+            types[name] = TypeModel(vocabulary, idf, coef, float(entry["intercept"]), features)
         return LearnedDetector(str(document["version"]), types, document.get("tenant_id"))
 
 
 def train(answers: Iterable[LabeledAnswer], *, min_reviews: int = MIN_REVIEWS, folds: int = 5, seed: int = 0,
-          tenant_id: str | None = None) -> tuple[LearnedDetector, list[dict[str, Any]]]:
+          tenant_id: str | None = None, embed: Embed | None = None) -> tuple[LearnedDetector, list[dict[str, Any]]]:
     """Per bias type: cross-validated AUC and recall at 10% false positives of the learned model
     and of the lexicon evidence on the same folds; the model (fitted on every review) is kept
-    only for the types where it beats the lexicons."""
+    only for the types where it beats the lexicons. With `embed` (MiniLM, the embedding extra)
+    the features are sentence embeddings, else character n-grams."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
@@ -147,22 +165,28 @@ def train(answers: Iterable[LabeledAnswer], *, min_reviews: int = MIN_REVIEWS, f
             report.append(entry)
             continue
         texts = [r.text for r in rows]
+        features: Any = np.asarray(embed(texts)) if embed is not None else texts
 
         def model() -> Any:
-            return make_pipeline(_vectorizer(min_df=2, max_features=20_000),
-                                 LogisticRegression(C=4.0, class_weight="balanced", max_iter=2_000))
+            regression = LogisticRegression(C=4.0, class_weight="balanced", max_iter=2_000)
+            return regression if embed is not None else make_pipeline(_vectorizer(min_df=2, max_features=20_000),
+                                                                      regression)
 
         folds_used = min(folds, smallest)
         splits = StratifiedKFold(folds_used, shuffle=True, random_state=seed)
-        learned = cross_val_predict(model(), texts, labels, cv=splits, method="predict_proba")[:, 1]
+        learned = cross_val_predict(model(), features, labels, cv=splits, method="predict_proba")[:, 1]
         lexicon = np.array([r.evidence for r in rows])
-        entry.update(folds=folds_used, auc=round(float(roc_auc_score(labels, learned)), 4),
+        entry.update(features="minilm" if embed is not None else "ngrams", folds=folds_used, auc=round(float(roc_auc_score(labels, learned)), 4),
                      auc_lexicon=round(float(roc_auc_score(labels, lexicon)), 4),
                      recall_at_10_fpr=round(recall_at_fpr(learned, labels), 4),
                      recall_at_10_fpr_lexicon=round(recall_at_fpr(lexicon, labels), 4))
         entry["adopted"] = entry["auc"] > entry["auc_lexicon"]
-        if entry["adopted"]:
-            fitted = model().fit(texts, labels)
+        if entry["adopted"] and embed is not None:
+            regression = model().fit(features, labels)
+            types[name] = TypeModel({}, (), tuple(float(v) for v in regression.coef_[0]), float(regression.intercept_[0]),
+                                    "minilm")
+        elif entry["adopted"]:
+            fitted = model().fit(features, labels)
             vectorizer, regression = fitted.steps[0][1], fitted.steps[1][1]
             types[name] = TypeModel({k: int(v) for k, v in vectorizer.vocabulary_.items()},
                                     tuple(float(v) for v in vectorizer.idf_),

@@ -84,12 +84,14 @@ class ResponseProcessor:
                  hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS, remember: int = 10_000,
                  max_event_seconds: float = 10.0, clock: Callable[[], float] = time.monotonic,
                  calibration: Calibration | None = None, tasks: Any = None, task_policy: TaskPolicy = TaskPolicy(),
-                 task_webhook: Any = None, severity: Callable[[str], int] = lambda _: 3, learned: Any = None) -> None:
+                 task_webhook: Any = None, severity: Callable[[str], int] = lambda _: 3, learned: Any = None,
+                 learned_embed: Embed | None = None) -> None:
         self.window = window
         # task suggestions: windows.task_state's store, the policy, the optional webhook sender
         self.tasks, self.task_policy, self.task_webhook, self.severity = tasks, task_policy, task_webhook, severity
         self.calibration = calibration  # reviews' verdicts: confidence as the probability of a confirm
         self.learned = learned  # analysis.learned_detector: the tenant's own notion, where it beat the lexicons
+        self.learned_embed = learned_embed  # MiniLM, for a learned model over sentence embeddings
         self.lexicons = lexicons
         self.sentiment = sentiment
         self.embed = embed
@@ -113,7 +115,7 @@ class ResponseProcessor:
         if self.calibration is not None:
             verdict = self.calibration.adjust(verdict)
         if self.learned is not None and self.learned.applies_to(event.tenant_id):
-            verdict = self.learned.adjust(verdict, event.llm_response)
+            verdict = self.learned.adjust(verdict, event.llm_response, self.learned_embed)
         return verdict
 
     def _analyze(self, event: LLMResponseEvent) -> ResponseVerdict:

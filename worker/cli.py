@@ -557,12 +557,21 @@ def calibrate(
     _say(f"wrote {output}: {len(calibration.types)} bias types calibrated; set BIAS_AUDIT_CALIBRATION_FILE={output}")
 
 
+class LearnFeatures(str, Enum):
+    auto = "auto"
+    minilm = "minilm"
+    ngrams = "ngrams"
+
+
 @_command
 def learn(
     store: StoreOpt = None,
     tenant: Annotated[Optional[str], typer.Option(metavar="TENANT", help="train on this tenant's reviews (and apply "
                                                   "to its answers only); default: every tenant's")] = None,
     min_reviews: Annotated[int, typer.Option(metavar="N", help="reviews a bias type needs (5 of each verdict)")] = 40,
+    features: Annotated[LearnFeatures, typer.Option(
+        help="minilm: sentence embeddings (the embedding extra); ngrams: character n-grams; auto: minilm when "
+             "the extra is installed")] = LearnFeatures.auto,
     output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", help="the model file to write")] = Path(
         "learned.json"),
     data_dir: DataDirOpt = None,
@@ -594,7 +603,16 @@ def learn(
     if not answers:
         raise CommandError("no reviewed answers with their text in the store (review flagged items first; "
                            "retention removes the text after its anonymization age)")
-    detector, report = train(answers, min_reviews=min_reviews, tenant_id=tenant)
+    embed = None
+    if features is not LearnFeatures.ngrams:
+        try:
+            from bias_audit.embeddings.minilm import minilm_embedder
+
+            embed = minilm_embedder()
+        except Exception as error:  # ImportError, EmbeddingsUnavailable: the extra is absent or broken
+            if features is LearnFeatures.minilm:
+                raise CommandError(f"--features minilm needs the embedding extra: {error}") from None
+    detector, report = train(answers, min_reviews=min_reviews, tenant_id=tenant, embed=embed)
     table = Table(title=f"learned detector {detector.version}: {'tenant ' + tenant if tenant else 'every tenant'}, "
                         "cross-validated", title_justify="left")
     for column in ("bias type", "reviews", "AUC learned / lexicons", "recall at 10% FP learned / lexicons", "adopted"):

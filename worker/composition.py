@@ -69,12 +69,18 @@ def response_processor(settings: Settings, window: WindowStore, store, tasks=Non
 
         embed = minilm_embedder()
     lexicons = load_lexicons(settings.rules_file, settings.axes_file) if custom else shipped_lexicons()
+    learned = load_learned(settings.learned_detector_file)
+    learned_embed = None
+    if learned is not None and learned.needs_embeddings:
+        from bias_audit.embeddings.minilm import minilm_embedder  # a clear error when the extra is absent
+
+        learned_embed = embed or minilm_embedder()
     return ResponseProcessor(
         window=window, store=store, lexicons=lexicons,
         sentiment=vader_scorer(), embed=embed, config=settings.response_analysis,
         default_consent=settings.consent_level, hash_secret=settings.secret_bytes, limits=settings.limits,
         max_event_seconds=settings.max_event_seconds, calibration=load_calibration(settings.calibration_file),
-        learned=load_learned(settings.learned_detector_file),
+        learned=learned, learned_embed=learned_embed,
         tasks=tasks, task_policy=settings.task_policy, task_webhook=task_webhook(settings) if tasks else None,
         severity=lexicons.severity,
     )

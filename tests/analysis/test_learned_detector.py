@@ -81,3 +81,21 @@ def test_the_claim_is_the_sentences_the_findings_point_at():
     assert claims_of(answer, findings, "gendered_language") == (
         "The chairman approved it. Every engineer signs off before he merges.")
     assert claims_of(answer, findings, "toxicity") == answer  # no sentence holds it: the whole answer
+
+
+def test_with_the_embedding_extra_the_features_are_minilm_sentence_embeddings():
+    minilm = pytest.importorskip("bias_audit.embeddings.minilm")
+    try:
+        embed = minilm.minilm_embedder()
+    except minilm.EmbeddingsUnavailable as error:  # pragma: no cover - make test installs the extra
+        pytest.skip(str(error))
+    detector, [entry] = train(tenant(160, 1, by_text=True), min_reviews=40, embed=embed)
+    assert entry["features"] == "minilm" and entry["adopted"] and entry["auc"] > entry["auc_lexicon"]
+    model = detector.types["stereotype"]
+    assert model.features == "minilm" and len(model.coef) == 384
+    assert model.probability(BIASED[2] + " " + FINE[0], embed) > 0.5 > model.probability(FINE[2] + " " + FINE[0], embed)
+    again = LearnedDetector.from_document(detector.to_document())
+    assert again.needs_embeddings and again.types["stereotype"].probability(BIASED[0], embed) == pytest.approx(
+        model.probability(BIASED[0], embed))
+    with pytest.raises(ValueError, match="embedding extra"):
+        model.probability(BIASED[0])
