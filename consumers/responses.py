@@ -212,8 +212,9 @@ class ResponseProcessor:
             elif update.status in ("resume", "resume_recorded"):
                 resumed.append((index, a, domain))
         day = lambda a: int(a.event.timestamp.timestamp() * 1000) // DAY_MS  # noqa: E731
+        today = int(time.time() * 1000) // DAY_MS  # the window ends today, not at a late event's day
         totals = await self.tasks.count([Sighting(a.event.tenant_id, domain, day(a), tuple(a.verdict.bias_type),
-                                                  a.event.audit_id) for _, a, domain in fresh])
+                                                  a.event.audit_id) for _, a, domain in fresh], today)
         last_for: dict[tuple[str, str, str], tuple[int, _Analyzed]] = {}
         for index, a, domain in fresh:
             for bias_type in a.verdict.bias_type:
@@ -225,6 +226,19 @@ class ResponseProcessor:
             task = self._task(a, tenant, domain, bias_type, group)
             if await self.tasks.claim(tenant, domain, bias_type, task.model_dump_json()):
                 self._attach(outcomes[index], task)
+        # an open suggestion whose bias has receded below the policy is resolved, once
+        last_of_group = {(a.event.tenant_id, domain): (index, a) for index, a, domain in fresh}
+        for (tenant, domain), (index, a) in last_of_group.items():
+            group = totals[(tenant, domain)]
+            for bias_type, document in (await self.tasks.open_tasks(tenant, domain)).items():
+                if crossed(group.flagged.get(bias_type, 0), group.total, self.task_policy):
+                    continue
+                if await self.tasks.resolve(tenant, domain, bias_type):
+                    now = self._task(a, tenant, domain, bias_type, group)
+                    opened = TaskSuggestion.model_validate_json(document)
+                    self._attach(outcomes[index], opened.model_copy(update={
+                        "status": "resolved", "count": now.count, "rate": now.rate, "window": now.window,
+                        "detected_at": now.detected_at, "trace_id": now.trace_id}))
         for index, a, domain in resumed:
             for bias_type in a.verdict.bias_type:
                 held = await self.tasks.claimed(a.event.tenant_id, domain, bias_type)

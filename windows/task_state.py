@@ -40,11 +40,15 @@ class DomainTotals:
 
 
 class TaskState(Protocol):
-    async def count(self, sightings: Sequence[Sighting]) -> dict[tuple[str, str], DomainTotals]: ...
+    async def count(self, sightings: Sequence[Sighting], today: int) -> dict[tuple[str, str], DomainTotals]: ...
 
     async def claim(self, tenant_id: str, domain: str, bias_type: str, document: str) -> bool: ...
 
     async def claimed(self, tenant_id: str, domain: str, bias_type: str) -> str | None: ...
+
+    async def open_tasks(self, tenant_id: str, domain: str) -> dict[str, str]: ...
+
+    async def resolve(self, tenant_id: str, domain: str, bias_type: str) -> bool: ...
 
 
 class MemoryTaskState:
@@ -53,8 +57,11 @@ class MemoryTaskState:
         self._days: dict[tuple[str, str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self._examples: dict[tuple[str, str, str], list[str]] = defaultdict(list)
         self._claims: dict[tuple[str, str, str], tuple[float, str]] = {}
+        self._open: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
 
-    async def count(self, sightings: Sequence[Sighting]) -> dict[tuple[str, str], DomainTotals]:
+    async def count(self, sightings: Sequence[Sighting], today: int) -> dict[tuple[str, str], DomainTotals]:
+        """Add the sightings; per (tenant, domain) sighted, the window's totals, the window being
+        the last `window_days` days up to `today` (the later of now and the newest sighting)."""
         last: dict[tuple[str, str], int] = {}
         for s in sightings:
             counts = self._days[(s.tenant_id, s.domain, s.day)]
@@ -64,7 +71,7 @@ class MemoryTaskState:
                 examples = self._examples[(s.tenant_id, s.domain, bias_type)]
                 examples.insert(0, s.audit_id)
                 del examples[EXAMPLES:]
-            last[(s.tenant_id, s.domain)] = max(last.get((s.tenant_id, s.domain), s.day), s.day)
+            last[(s.tenant_id, s.domain)] = max(last.get((s.tenant_id, s.domain), today), s.day)
         out = {}
         for (tenant, domain), newest in last.items():
             totals = DomainTotals(first_day=newest - self.policy.window_days + 1, last_day=newest)
@@ -84,11 +91,18 @@ class MemoryTaskState:
         if held is not None and held[0] > self.clock():
             return False
         self._claims[key] = (self.clock() + self.policy.cooldown_days * 86_400, document)
+        self._open[(tenant_id, domain)][bias_type] = document
         return True
 
     async def claimed(self, tenant_id: str, domain: str, bias_type: str) -> str | None:
         held = self._claims.get((tenant_id, domain, bias_type))
         return held[1] if held is not None and held[0] > self.clock() else None
+
+    async def open_tasks(self, tenant_id: str, domain: str) -> dict[str, str]:
+        return dict(self._open.get((tenant_id, domain), {}))
+
+    async def resolve(self, tenant_id: str, domain: str, bias_type: str) -> bool:
+        return self._open[(tenant_id, domain)].pop(bias_type, None) is not None
 
 
 class RedisTaskState:
@@ -102,7 +116,7 @@ class RedisTaskState:
     def _base(self, tenant: str) -> str:
         return f"{self.prefix}:{{{tenant}}}"
 
-    async def count(self, sightings: Sequence[Sighting]) -> dict[tuple[str, str], DomainTotals]:
+    async def count(self, sightings: Sequence[Sighting], today: int) -> dict[tuple[str, str], DomainTotals]:
         if not sightings:
             return {}
         keep_s = (self.policy.window_days + 1) * 86_400
@@ -118,7 +132,7 @@ class RedisTaskState:
                     pipe.ltrim(examples, 0, EXAMPLES - 1)
                     pipe.expire(examples, keep_s)
                 pipe.expire(day_key, keep_s)
-                last[(s.tenant_id, s.domain)] = max(last.get((s.tenant_id, s.domain), s.day), s.day)
+                last[(s.tenant_id, s.domain)] = max(last.get((s.tenant_id, s.domain), today), s.day)
             await pipe.execute()
         groups = list(last.items())
         async with self.client.pipeline(transaction=False) as pipe:
@@ -149,10 +163,29 @@ class RedisTaskState:
     def _claim_key(self, tenant: str, domain: str, bias_type: str) -> str:
         return f"{self._base(tenant)}:task-claim:{domain}:{bias_type}"
 
+    def _open_key(self, tenant: str, domain: str) -> str:
+        return f"{self._base(tenant)}:task-open:{domain}"
+
     async def claim(self, tenant_id: str, domain: str, bias_type: str, document: str) -> bool:
-        return bool(await self.client.set(self._claim_key(tenant_id, domain, bias_type), document, nx=True,
-                                          ex=self.policy.cooldown_days * 86_400))
+        if not await self.client.set(self._claim_key(tenant_id, domain, bias_type), document, nx=True,
+                                     ex=self.policy.cooldown_days * 86_400):
+            return False
+        open_key = self._open_key(tenant_id, domain)  # the open suggestions, until the bias recedes
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.hset(open_key, bias_type, document)
+            pipe.expire(open_key, (self.policy.window_days + self.policy.cooldown_days) * 86_400)
+            await pipe.execute()
+        return True
 
     async def claimed(self, tenant_id: str, domain: str, bias_type: str) -> str | None:
         value = await self.client.get(self._claim_key(tenant_id, domain, bias_type))
         return value.decode() if isinstance(value, bytes) else value
+
+    async def open_tasks(self, tenant_id: str, domain: str) -> dict[str, str]:
+        found = await self.client.hgetall(self._open_key(tenant_id, domain))
+        return {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+                for k, v in found.items()}
+
+    async def resolve(self, tenant_id: str, domain: str, bias_type: str) -> bool:
+        """True for the one worker that removes it: that one publishes the resolution."""
+        return bool(await self.client.hdel(self._open_key(tenant_id, domain), bias_type))

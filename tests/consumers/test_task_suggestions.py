@@ -149,3 +149,16 @@ def test_the_webhook_gets_the_suggestion_signed_after_a_retry():
     expected = "sha256=" + hmac.new(b"webhook-secret", body, hashlib.sha256).hexdigest()
     assert headers["X-Bias-Audit-Signature"] == expected
     assert json.loads(body)["task_id"] == task.task_id
+
+
+def test_a_bias_that_recedes_resolves_its_suggestion_once():
+    consumer = processor(MemoryTaskState())
+    burst = [event(i, GENDERED) for i in range(6)] + [event(10 + i, NEUTRAL) for i in range(20)]
+    [opened] = [t for o in run(consumer, burst, "open") for t in o.tasks or ()]
+    still = [t for o in run(consumer, [event(40 + i, NEUTRAL) for i in range(10)], "calm1") for t in o.tasks or ()]
+    assert still == []  # 6 of 36: still >= 10%, still open
+    calm = [event(60 + i, NEUTRAL) for i in range(40)]  # 6 of 76 answers: under 10%
+    [resolved] = [t for o in run(consumer, calm, "calm2") for t in o.tasks or ()]
+    assert (resolved.task_id, resolved.status, resolved.bias_type) == (opened.task_id, "resolved", "gendered_language")
+    assert resolved.count == 6 and resolved.rate == pytest.approx(6 / 76, abs=1e-4)
+    assert [t for o in run(consumer, [event(200 + i, NEUTRAL) for i in range(5)], "calm3") for t in o.tasks or ()] == []
