@@ -74,6 +74,18 @@ def reliability(probabilities: Sequence[float], outcomes: Sequence[bool], bins: 
     return rows
 
 
+def with_confirm_probabilities(verdict: Any, probabilities: dict[str, float], source: str, version: str) -> Any:
+    """The verdict with its confidence as the strongest probability that a reviewer confirms a
+    detected type (types without one keep the confidence the verdict had), the probabilities
+    and their version under bias_report_summary[source]."""
+    if not probabilities:
+        return verdict
+    kept = [verdict.bias_confidence_score] if len(probabilities) < len(verdict.bias_type) else []
+    summary = {**verdict.bias_report_summary, source: {"version": version, "confirm_probability": probabilities}}
+    return replace(verdict, bias_confidence_score=round(max([*probabilities.values(), *kept]), 4),
+                   bias_report_summary=summary)
+
+
 @dataclass(frozen=True)
 class TypeCalibration:
     x: tuple[float, ...]
@@ -96,12 +108,7 @@ class Calibration:
             return verdict
         calibrated = {t: round(self.types[t].probability(verdict.bias_score.get(t, 0.0)), 4)
                       for t in verdict.bias_type if t in self.types}
-        if not calibrated:
-            return verdict
-        kept = [verdict.bias_confidence_score] if len(calibrated) < len(verdict.bias_type) else []
-        summary = {**verdict.bias_report_summary, "calibration": {"version": self.version, "confirm_probability": calibrated}}
-        return replace(verdict, bias_confidence_score=round(max([*calibrated.values(), *kept]), 4),
-                       bias_report_summary=summary)
+        return with_confirm_probabilities(verdict, calibrated, "calibration", self.version)
 
     def to_document(self) -> dict[str, Any]:
         return {"version": self.version, "types": {t: {"x": list(c.x), "y": list(c.y), "reviews": c.reviews}

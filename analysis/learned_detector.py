@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .calibration import with_confirm_probabilities
 
 MIN_REVIEWS = 40  # per bias type, and at least MIN_CLASS of each verdict
 MIN_CLASS = 5
@@ -112,12 +114,7 @@ class LearnedDetector:
         findings = verdict.bias_report_summary.get("findings", [])
         learned = {t: round(self.types[t].probability(claims_of(text, findings, t), embed), 4)
                    for t in verdict.bias_type if t in self.types}
-        if not learned:
-            return verdict
-        kept = [verdict.bias_confidence_score] if len(learned) < len(verdict.bias_type) else []
-        summary = {**verdict.bias_report_summary, "learned": {"version": self.version, "confirm_probability": learned}}
-        return replace(verdict, bias_confidence_score=round(max([*learned.values(), *kept]), 4),
-                       bias_report_summary=summary)
+        return with_confirm_probabilities(verdict, learned, "learned", self.version)
 
     def to_document(self) -> dict[str, Any]:
         return {"version": self.version, "tenant_id": self.tenant_id, "types": {
