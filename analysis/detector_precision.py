@@ -77,3 +77,10 @@ def detector_precision(items: Iterable[ReviewedItem], most_dismissed: int = 10
             per_tenant[entry.tenant_id] += 1
             kept.append(entry)
     return precision, kept
+
+
+def precision_of_reviews(rows: Iterable[tuple[str, dict[str, str] | None, dict[str, Any] | None]]
+                         ) -> tuple[list[DetectorPrecision], list[DismissedEvidence]]:
+    """detector_precision over stored reviews: (tenant, verdicts, bias_report_summary) rows."""
+    return detector_precision(ReviewedItem(tenant, verdicts or {}, (summary or {}).get("findings", []))
+                              for tenant, verdicts, summary in rows)

@@ -68,51 +68,44 @@ def _cut(digests_by_tenant: dict, sessions: int | None, days: float | None) -> l
     return windows
 
 
-def store_windows(url: str, tenant: str | None, sessions: int | None, days: float | None):
-    """(windows, read stats) from a PostgreSQL audit store, cut as the file reader cuts."""
+def _from_store(url: str, read):
+    """read(), a driver error as the one-line reason naming the store (password redacted)."""
     import psycopg
 
     from bias_audit.safe_text import reason_of, redact
+
+    try:
+        return read()
+    except psycopg.Error as error:
+        raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
+
+
+def store_windows(url: str, tenant: str | None, sessions: int | None, days: float | None):
+    """(windows, read stats) from a PostgreSQL audit store, cut as the file reader cuts."""
     from bias_audit.storage.postgres_store import read_digests
     from bias_audit.storage.report_reader import ReadStats
 
-    try:
-        stored = read_digests(url, tenant=tenant, sessions=sessions)
-    except psycopg.Error as error:
-        raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
+    stored = _from_store(url, lambda: read_digests(url, tenant=tenant, sessions=sessions))
     return _cut(stored, sessions, days), ReadStats(sessions=sum(len(d) for d in stored.values()),
                                                    records=sum(len(x.cell_score) for d in stored.values() for x in d))
 
 
 def store_rolled_up(url: str, tenant: str | None):
     """The history retention rolled up into daily aggregates, per tenant (report section rolled_up)."""
-    import psycopg
-
-    from bias_audit.safe_text import reason_of, redact
     from bias_audit.schemas.report import RolledUpHistory
     from bias_audit.storage.postgres_store import read_rolled_up
 
-    try:
-        return [RolledUpHistory.model_validate(entry) for entry in read_rolled_up(url, tenant=tenant)]
-    except psycopg.Error as error:
-        raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
+    return [RolledUpHistory.model_validate(entry) for entry in _from_store(url, lambda: read_rolled_up(url, tenant=tenant))]
 
 
 def store_reviews(url: str, tenant: str | None) -> tuple[list, list]:
     """What people's reviews say about the detectors (report sections detector_precision and
     most_dismissed), from a store's reviews."""
-    import psycopg
-
-    from bias_audit.analysis.detector_precision import ReviewedItem, detector_precision
-    from bias_audit.safe_text import reason_of, redact
+    from bias_audit.analysis.detector_precision import precision_of_reviews
     from bias_audit.storage.postgres_store import read_reviewed_items
 
-    try:
-        rows = read_reviewed_items(url, tenants=None if tenant is None else [tenant])
-    except psycopg.Error as error:
-        raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
-    return detector_precision(ReviewedItem(t, verdicts or {}, (summary or {}).get("findings", []))
-                              for t, verdicts, summary in rows)
+    tenants = None if tenant is None else [tenant]
+    return precision_of_reviews(_from_store(url, lambda: read_reviewed_items(url, tenants=tenants)))
 
 
 def default_sources(records_dir: Path) -> list[str]:

@@ -12,7 +12,6 @@ first result (an idempotency key), and the session is counted in the in-process 
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections import OrderedDict
 from typing import Annotated, Any
@@ -27,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bias_audit.analysis.responses.counterfactual import swapped_prompts
-from bias_audit.consumers.envelope import Delivery, describe_validation_error
+from bias_audit.consumers.envelope import (MAX_TRACE_ID_CHARS, Delivery, describe_validation_error,
+                                          trace_id_from_traceparent)
 from bias_audit.consumers.responses import EventRouter
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.results import AuditResult
@@ -183,10 +183,8 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
                                "urn:bias-audit:problem:forbidden")
         else:
             # the request's trace id reaches the result and the stored row, as a transport's would
-            traced = {name: request.headers[name] for name in ("traceparent",) if name in request.headers}
-            if trace_id_of(request.headers):
-                traced["trace_id"] = trace_id_of(request.headers) or ""
-            response = await _answer(body, topic, kind, id_field, traced)
+            trace_id = trace_id_of(request.headers)
+            response = await _answer(body, topic, kind, id_field, {"trace_id": trace_id} if trace_id else {})
         requests.labels(kind, str(response.status_code)).inc()
         latency.labels(kind).observe(time.perf_counter() - started)
         return response
@@ -421,16 +419,13 @@ def _sha256(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
-_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
-
-
 def trace_id_of(headers) -> str | None:
-    """The request's trace id: x-trace-id when it is a plain id, else W3C traceparent's."""
+    """The request's trace id: x-trace-id when it is a plain id, else W3C traceparent's (read
+    as the transports read it)."""
     given = headers.get("x-trace-id")
-    if given and len(given) <= 128 and given.isprintable():
+    if given and len(given) <= MAX_TRACE_ID_CHARS and given.isprintable():
         return given
-    parent = _TRACEPARENT.match(headers.get("traceparent", ""))
-    return parent.group(1) if parent else None
+    return trace_id_from_traceparent(headers.get("traceparent"))
 
 
 def _event_key(body: bytes, field: str) -> tuple[str, str | None]:

@@ -339,15 +339,13 @@ class ReviewQuery:
     @strawberry.field(description="per tenant, bias type and analyzer: the share of reviewed flags people "
                       "confirmed (Wilson 95% CI, N), and the evidence most often dismissed")
     async def detector_precision(self, info: Info, tenant_id: str | None = None) -> DetectorPrecisionReport:
-        from bias_audit.analysis.detector_precision import ReviewedItem, detector_precision
+        from bias_audit.analysis.detector_precision import precision_of_reviews
         from bias_audit.storage.postgres_store import read_reviewed_items
 
         principal = _principal(info, READ, "detector precision")
         rows = await asyncio.to_thread(read_reviewed_items, info.context["store"].url,
                                        tenants=principal.scope(tenant_id))
-        items = [ReviewedItem(tenant, verdicts or {}, (summary or {}).get("findings", [])) for tenant, verdicts, summary
-                 in rows]
-        precision, dismissed = detector_precision(items)
+        precision, dismissed = precision_of_reviews(rows)
         return DetectorPrecisionReport(
             detectors=[DetectorPrecisionEntry.from_pydantic(p) for p in precision],  # type: ignore[attr-defined]
             most_dismissed=[DismissedEvidenceEntry.from_pydantic(d) for d in dismissed])  # type: ignore[attr-defined]

@@ -370,18 +370,21 @@ def read_rolled_up(url: str, *, tenant: str | None) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-# Each reviewed item's latest review (a later one corrects an earlier one) beside its findings
-LATEST_REVIEWS = ("SELECT DISTINCT ON (r.tenant_id, r.audit_id) r.tenant_id, r.verdicts, a.{column} "
-                  "FROM bias_review r JOIN llm_interaction_audit a USING (tenant_id, audit_id) {where} "
-                  "ORDER BY r.tenant_id, r.audit_id, r.reviewed_at DESC, r.id DESC")
+# Each reviewed item's latest review (a later one corrects an earlier one) beside what was audited
+LATEST_REVIEWS = ("SELECT DISTINCT ON (r.tenant_id, r.audit_id) r.tenant_id, r.audit_id, r.verdicts, a.bias_score, "
+                  "a.llm_response, a.bias_report_summary FROM bias_review r JOIN llm_interaction_audit a "
+                  "USING (tenant_id, audit_id) {where} ORDER BY r.tenant_id, r.audit_id, r.reviewed_at DESC, r.id DESC")
+
+
+def _latest_reviews(url: str, tenants: list[str] | None) -> list[tuple]:
+    where, values = ("WHERE r.tenant_id = ANY(%s)", [tenants]) if tenants is not None else ("", [])
+    with psycopg.connect(url) as connection:
+        return connection.execute(LATEST_REVIEWS.format(where=where).encode(), values).fetchall()
 
 
 def read_reviewed_items(url: str, *, tenants: list[str] | None) -> list[tuple[str, dict, dict]]:
     """(tenant, verdicts, bias_report_summary) of every reviewed item, within `tenants`."""
-    where, values = ("WHERE r.tenant_id = ANY(%s)", [tenants]) if tenants is not None else ("", [])
-    with psycopg.connect(url) as connection:
-        return [tuple(row) for row in connection.execute(
-            LATEST_REVIEWS.format(where=where, column="bias_report_summary").encode(), values)]
+    return [(tenant, verdicts, summary) for tenant, _, verdicts, _, _, summary in _latest_reviews(url, tenants)]
 
 
 def read_review_evidence(url: str, *, tenants: list[str] | None
@@ -389,17 +392,13 @@ def read_review_evidence(url: str, *, tenants: list[str] | None
     """(tenant, audit_id, bias type, evidence, confirmed, the answer's text or None once
     retention removed it, the findings) for every verdict of every reviewed item's latest
     review, the evidence being the analyzers' bias_score for that type."""
-    where, values = ("WHERE r.tenant_id = ANY(%s)", [tenants]) if tenants is not None else ("", [])
-    query = LATEST_REVIEWS.format(where=where, column="bias_score, a.llm_response, a.bias_report_summary").replace(
-        "r.tenant_id, r.verdicts", "r.tenant_id, r.audit_id, r.verdicts")
     out = []
-    with psycopg.connect(url) as connection:
-        for tenant, audit_id, verdicts, scores, text, summary in connection.execute(query.encode(), values):
-            findings = (summary or {}).get("findings", [])
-            for bias_type, verdict in (verdicts or {}).items():
-                if verdict in ("confirmed", "dismissed") and isinstance((scores or {}).get(bias_type), (int, float)):
-                    out.append((tenant, audit_id, bias_type, float(scores[bias_type]), verdict == "confirmed", text,
-                                findings))
+    for tenant, audit_id, verdicts, scores, text, summary in _latest_reviews(url, tenants):
+        findings = (summary or {}).get("findings", [])
+        for bias_type, verdict in (verdicts or {}).items():
+            if verdict in ("confirmed", "dismissed") and isinstance((scores or {}).get(bias_type), (int, float)):
+                out.append((tenant, audit_id, bias_type, float(scores[bias_type]), verdict == "confirmed", text,
+                            findings))
     return out
 
 

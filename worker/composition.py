@@ -235,6 +235,7 @@ def api_app(settings: Settings):
     appending records and interaction records like a worker does."""
     from bias_audit.lexicons.load import shipped_lexicons
     from bias_audit.service.app import create_app
+    from bias_audit.service.tracing import tracer_for  # OpenTelemetry itself only when an endpoint is set
 
     processor = in_process_processor(settings, record_store(settings), interaction_store(settings), long_running=True)
     audit_store = report = None
@@ -248,12 +249,6 @@ def api_app(settings: Settings):
                       council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps,
                       verifier=token_verifier(settings), audit_store=audit_store, report=report,
                       tracer=tracer_for(settings.otlp_endpoint))
-
-
-def tracer_for(endpoint: str | None):
-    from bias_audit.service.tracing import tracer_for as make
-
-    return make(endpoint)
 
 
 def token_verifier(settings: Settings):

@@ -174,10 +174,13 @@ def test_an_auditor_reads_but_may_not_review_and_bad_input_is_named(api):
     update = gql(client, 'mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: false}) '
                          '{ biasDetected } }', reviewer, id=item)
     assert codes(update) == ["FORBIDDEN"]
-    deep = "{ llmInteractionAudits { " + "reviews { " * 1 + "reviewer }" + " } }"
-    assert "errors" not in gql(client, deep, reviewer)
+    assert "errors" not in gql(client, "{ llmInteractionAudits { reviews { reviewer } } }", reviewer)
+    deep = "{ __schema { types { " + "fields { type { ofType { " * 3 + "name" + " } } }" * 3 + " } } }"  # depth 12
+    [too_deep] = gql(client, deep, reviewer)["errors"]
+    assert "depth" in too_deep["message"].lower()  # (only introspection nests this deep in our schema)
     aliases = "{ " + " ".join(f"a{i}: biasTaxonomy {{ biasKey }}" for i in range(30)) + " }"
-    assert gql(client, aliases, reviewer)["errors"]  # bounded before it runs
+    [too_many] = gql(client, aliases, reviewer)["errors"]  # bounded before it runs
+    assert "aliases" in too_many["message"].lower()
 
 
 def test_two_reviewers_never_hold_one_item(api):

@@ -54,6 +54,6 @@ def test_requests_become_spans_of_the_callers_trace(tmp_path):
 
 
 def test_no_endpoint_no_tracer(tmp_path):
-    from bias_audit.worker.composition import tracer_for
+    from bias_audit.service.tracing import tracer_for
 
     assert tracer_for(None) is None and tracer_for("") is None
