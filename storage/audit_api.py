@@ -67,15 +67,22 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         raise ValueError(f"not a cursor of this API: {cursor[:40]!r}") from error
 
 
+def _tenants(tenants: list[str] | None) -> tuple[list[str], list[Any]]:
+    """The caller's tenant scope as a WHERE clause (none when auth is off). One tenant is an
+    equality: the (tenant, time, id) index then gives a page's order."""
+    if tenants is None:
+        return [], []
+    if len(tenants) == 1:
+        return ["tenant_id = %s"], [tenants[0]]
+    return ["tenant_id = ANY(%s)"], [tenants]
+
+
+def _where_clause(clauses: list[str]) -> str:
+    return f"WHERE {' AND '.join(clauses)}" if clauses else ""
+
+
 def _where(tenants: list[str] | None, found: InteractionFilter) -> tuple[list[str], list[Any]]:
-    clauses: list[str] = []
-    values: list[Any] = []
-    if tenants is not None and len(tenants) == 1:  # equality: the (tenant, time, id) index gives the order
-        clauses.append("tenant_id = %s")
-        values.append(tenants[0])
-    elif tenants is not None:
-        clauses.append("tenant_id = ANY(%s)")
-        values.append(tenants)
+    clauses, values = _tenants(tenants)
     for column, value in (("user_id", found.user_id), ("llm_provider", found.llm_provider),
                           ("decision_id", found.decision_id),
                           ("llm_model", found.llm_model), ("bias_detected", found.bias_detected),
@@ -152,17 +159,16 @@ class AuditStore:
             moment, row_id = decode_cursor(after)
             page_clauses.append("(log_timestamp, id) < (%s, %s)")
             page_values += [moment, row_id]
-        where = f"WHERE {' AND '.join(page_clauses)}" if page_clauses else ""
         async with self._connection() as connection:
             cursor = await connection.execute(
-                f"SELECT {_COLUMNS} FROM llm_interaction_audit {where} ORDER BY log_timestamp DESC, id DESC "
+                f"SELECT {_COLUMNS} FROM llm_interaction_audit {_where_clause(page_clauses)} "
+                "ORDER BY log_timestamp DESC, id DESC "
                 "LIMIT %s OFFSET %s".encode(), [*page_values, limit + 1, offset])
             rows = await cursor.fetchall()
             total = -1
             if count:
                 counted = await connection.execute(
-                    f"SELECT count(*) AS n FROM llm_interaction_audit "
-                    f"{'WHERE ' + ' AND '.join(clauses) if clauses else ''}".encode(), values)
+                    f"SELECT count(*) AS n FROM llm_interaction_audit {_where_clause(clauses)}".encode(), values)
                 total = int((await counted.fetchone())["n"])
         more = len(rows) > limit
         rows = rows[:limit]
@@ -250,19 +256,19 @@ class AuditStore:
     async def latest_verdicts(self, tenants: list[str] | None) -> list[dict[str, Any]]:
         """Each reviewer's latest review of each item (a reviewer who changed their mind counts
         once, as they decided last): tenant, audit_id, reviewer, verdicts."""
-        where, values = ("WHERE tenant_id = ANY(%s)", [tenants]) if tenants is not None else ("", [])
+        clauses, values = _tenants(tenants)
         async with self._connection() as connection:
             cursor = await connection.execute(
                 f"SELECT DISTINCT ON (tenant_id, audit_id, reviewer) tenant_id, audit_id, reviewer, verdicts "
-                f"FROM bias_review {where} ORDER BY tenant_id, audit_id, reviewer, reviewed_at DESC, id DESC".encode(),
+                f"FROM bias_review {_where_clause(clauses)} ORDER BY tenant_id, audit_id, reviewer, reviewed_at DESC, id DESC".encode(),
                 values)
             return await cursor.fetchall()
 
     async def sandbox_runs(self, tenants: list[str] | None, *, limit: int) -> list[dict[str, Any]]:
-        where, values = ("WHERE tenant_id = ANY(%s)", [tenants]) if tenants is not None else ("", [])
+        clauses, values = _tenants(tenants)
         async with self._connection() as connection:
             cursor = await connection.execute(
-                f"SELECT * FROM sandbox_run {where} ORDER BY created_at DESC, id DESC LIMIT %s".encode(), [*values, limit])
+                f"SELECT * FROM sandbox_run {_where_clause(clauses)} ORDER BY created_at DESC, id DESC LIMIT %s".encode(), [*values, limit])
             return await cursor.fetchall()
 
     async def taxonomy(self, keys: list[str] | None = None) -> list[dict[str, Any]]:
@@ -275,21 +281,16 @@ class AuditStore:
 
     async def sessions(self, tenants: list[str] | None, *, start: datetime | None, end: datetime | None, limit: int,
                        offset: int) -> list[dict[str, Any]]:
-        clauses: list[str] = []
-        values: list[Any] = []
-        if tenants is not None:
-            clauses.append("tenant_id = ANY(%s)")
-            values.append(tenants)
+        clauses, values = _tenants(tenants)
         if start is not None:
             clauses.append("session_ts >= %s")
             values.append(start)
         if end is not None:
             clauses.append("session_ts < %s")
             values.append(end)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         async with self._connection() as connection:
             cursor = await connection.execute(
                 f"SELECT tenant_id, session_id, session_ts, trace_id, consent_level, council_config_version, members, "
-                f"length(cells) / 13 AS scores FROM council_session_audit {where} ORDER BY session_ts DESC, session_id "
+                f"length(cells) / 13 AS scores FROM council_session_audit {_where_clause(clauses)} ORDER BY session_ts DESC, session_id "
                 "LIMIT %s OFFSET %s".encode(), [*values, limit, offset])
             return await cursor.fetchall()
