@@ -95,7 +95,8 @@ def store_rolled_up(url: str, tenant: str | None):
     from bias_audit.schemas.report import RolledUpHistory
     from bias_audit.storage.postgres_store import read_rolled_up
 
-    return [RolledUpHistory.model_validate(entry) for entry in _from_store(url, lambda: read_rolled_up(url, tenant=tenant))]
+    return [RolledUpHistory.model_validate(entry) for entry in _from_store(url, lambda: read_rolled_up(
+        url, tenants=None if tenant is None else [tenant]))]
 
 
 def store_reviews(url: str, tenant: str | None) -> tuple[list, list]:

@@ -340,12 +340,8 @@ class ReviewQuery:
                       "confirmed (Wilson 95% CI, N), and the evidence most often dismissed")
     async def detector_precision(self, info: Info, tenant_id: str | None = None) -> DetectorPrecisionReport:
         from bias_audit.analysis.detector_precision import precision_of_reviews
-        from bias_audit.storage.postgres_store import read_reviewed_items
-
         principal = _principal(info, READ, "detector precision")
-        rows = await asyncio.to_thread(read_reviewed_items, info.context["store"].url,
-                                       tenants=principal.scope(tenant_id))
-        precision, dismissed = precision_of_reviews(rows)
+        precision, dismissed = precision_of_reviews(await _store(info).reviewed_items(principal.scope(tenant_id)))
         return DetectorPrecisionReport(
             detectors=[DetectorPrecisionEntry.from_pydantic(p) for p in precision],  # type: ignore[attr-defined]
             most_dismissed=[DismissedEvidenceEntry.from_pydantic(d) for d in dismissed])  # type: ignore[attr-defined]
@@ -412,12 +408,8 @@ class HistoryQuery:
     @strawberry.field(description="per tenant, what retention kept of the days it rolled up and deleted: "
                       "counts and means (the report's rolled_up)")
     async def rolled_up(self, info: Info, tenant_id: str | None = None) -> list[RolledUpHistory]:
-        from bias_audit.storage.postgres_store import read_rolled_up
-
         principal = _principal(info, READ, "reading audits")
-        tenants = principal.scope(tenant_id)
-        entries = await asyncio.to_thread(read_rolled_up, info.context["store"].url, tenant=None)
-        return [rolled_up_of(entry) for entry in entries if tenants is None or entry["tenant_id"] in tenants]
+        return [rolled_up_of(entry) for entry in await _store(info).rolled_up(principal.scope(tenant_id))]
 
 
 async def _tenant_report(info: Info, tenant_id: str, sessions: int, days: float | None) -> dict[str, Any]:

@@ -16,9 +16,12 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+
+from .postgres_store import (LATEST_REVIEWS, ROLLED_UP_SPANS, ROLLED_UP_TOTALS, reviewed_items_of, rolled_up_of,
+                             tenant_scope)
 
 class InvalidInput(ValueError):
     """A caller's value the database refuses (a NUL character, an out-of-range number)."""
@@ -270,6 +273,19 @@ class AuditStore:
             cursor = await connection.execute(
                 f"SELECT * FROM sandbox_run {_where_clause(clauses)} ORDER BY created_at DESC, id DESC LIMIT %s".encode(), [*values, limit])
             return await cursor.fetchall()
+
+    async def _tuples(self, template: str, tenants: list[str] | None, column: str = "tenant_id") -> list[tuple]:
+        """A shared query of postgres_store (rows as tuples) within `tenants`, on the pool."""
+        where, values = tenant_scope(tenants, column)
+        async with self._connection() as connection, connection.cursor(row_factory=tuple_row) as cursor:
+            await cursor.execute(template.format(where=where).encode(), values)
+            return await cursor.fetchall()
+
+    async def rolled_up(self, tenants: list[str] | None) -> list[dict[str, Any]]:
+        return rolled_up_of(await self._tuples(ROLLED_UP_SPANS, tenants), await self._tuples(ROLLED_UP_TOTALS, tenants))
+
+    async def reviewed_items(self, tenants: list[str] | None) -> list[tuple[str, dict, dict]]:
+        return reviewed_items_of(await self._tuples(LATEST_REVIEWS, tenants, "r.tenant_id"))
 
     async def taxonomy(self, keys: list[str] | None = None) -> list[dict[str, Any]]:
         async with self._connection() as connection:

@@ -198,31 +198,26 @@ def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None]
         except (LexiconError, EmbeddingsUnavailable) as error:
             raise CommandError(str(error)) from None
         say(f"bias-audit API on http://{host}:{port} (/docs, /graphql, /review)")
-        server = _DrainingServer(uvicorn.Config(application, host=host, port=port, log_level="warning",
+        server = _draining_server(uvicorn.Config(application, host=host, port=port, log_level="warning",
                                                 access_log=False))  # ours is a JSON line per request
         server.run()
 
 
-class _DrainingServer:
+def _draining_server(config):
     """uvicorn's server, except that SIGTERM / SIGINT end it with exit code 0 after the requests
     in flight are answered, as the worker does (uvicorn re-raises the signal: exit 143)."""
+    import signal
 
-    def __init__(self, config) -> None:
-        import uvicorn
+    import uvicorn
 
-        class Server(uvicorn.Server):
-            @contextmanager
-            def capture_signals(self):
-                import signal
+    class DrainingServer(uvicorn.Server):
+        @contextmanager
+        def capture_signals(self):
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
 
-                previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
-                try:
-                    yield
-                finally:
-                    for sig, handler in previous.items():
-                        signal.signal(sig, handler)
-
-        self.server = Server(config)
-
-    def run(self) -> None:
-        self.server.run()
+    return DrainingServer(config)
