@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from .observations import SessionScores, score_bounds
+from .response_traits import ResponseTraits
 
 # The record schema from which `position` is the display index (llm-council-core #611): older
 # records hold the ranking there, which must not be read as position.
@@ -41,6 +42,10 @@ class SessionDigest:
     cell_position: tuple[int, ...]
     cell_score: tuple[float, ...]
     cell_own: tuple[bool, ...]
+    # For the council biases, each () when unknown (older records, llm-council-core's):
+    fingerprints: tuple[str | None, ...] = ()  # per model: keyed hash of its answer's text
+    correct: tuple[bool | None, ...] = ()  # per model: the event's responses[].correct
+    cell_similarity: tuple[float | None, ...] = ()  # per cell: to the reviewer's own answer
 
     @classmethod
     def from_cells(cls, cells: Sequence[tuple[int, int, int, float, bool]], **fields: Any) -> SessionDigest:
@@ -65,6 +70,9 @@ class SessionDigest:
             "v": self.config_version, "r": list(self.reviewers), "m": list(self.models),
             "l": list(self.lengths), "u": self.length_unit,
             "c": [[r, m, p, round(y, 9), int(own)] for r, m, p, y, own in self.cells],
+            **({"f": list(self.fingerprints)} if self.fingerprints else {}),
+            **({"k": list(self.correct)} if self.correct else {}),
+            **({"ss": list(self.cell_similarity)} if self.cell_similarity else {}),
         }
 
     @classmethod
@@ -74,6 +82,8 @@ class SessionDigest:
             session_id=data["s"], tenant_id=data["t"], ts_ms=int(data["ts"]), trace_id=data.get("tr"),
             config_version=data.get("v"), reviewers=tuple(data["r"]), models=tuple(data["m"]),
             lengths=tuple(float(x) for x in data["l"]), length_unit=data.get("u", "words"),
+            fingerprints=tuple(data.get("f", ())), correct=tuple(data.get("k", ())),
+            cell_similarity=tuple(data.get("ss", ())),
         )
 
 
@@ -98,6 +108,7 @@ def digest_from_scores(
     timestamp: datetime,
     trace_id: str | None,
     config_version: str | None,
+    traits: ResponseTraits | None = None,
 ) -> SessionDigest:
     low, span = scores.scale_low, scores.scale_span
     flat = scores.cells  # CELL_WIDTH numbers per score: reviewer, model, score, position, self
@@ -116,6 +127,9 @@ def digest_from_scores(
         cell_position=tuple(map(int, flat[3::5])),
         cell_score=tuple((score - low) / span for score in flat[2::5]),
         cell_own=tuple(own == 1.0 for own in flat[4::5]),
+        fingerprints=traits.fingerprints if traits else (),
+        correct=traits.correct if traits else (),
+        cell_similarity=traits.similarity if traits and any(v is not None for v in traits.similarity) else (),
     )
 
 
@@ -151,6 +165,9 @@ class StoredCell(msgspec.Struct, gc=False):
     is_self_review: bool | None = None
     council_config_version: str | None = None
     schema_version: str = ""
+    style_similarity: float | None = None
+    response_fingerprint: str | None = None
+    response_correct: bool | None = None
 
 
 def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
@@ -176,6 +193,7 @@ def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
         reviewer_column = [reviewer_column[i] for i in first_of_pair]
         model_column = [model_column[i] for i in first_of_pair]
     first = rows[0]
+    fingerprints, correct, similarity = _traits_of(rows, models)
     try:
         # a session's records share their scale and schema version: parse each distinct one once
         bounds = {scale: score_bounds(scale or "1-10") for scale in {row.score_scale for row in rows}}
@@ -207,5 +225,24 @@ def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
         cell_position=tuple(positions),
         cell_score=tuple(scores),
         cell_own=tuple(own),
+        fingerprints=fingerprints,
+        correct=correct,
+        cell_similarity=similarity,
     )
+
+
+def _traits_of(rows: Sequence[StoredCell], models: Mapping[str, int]
+               ) -> tuple[tuple[str | None, ...], tuple[bool | None, ...], tuple[float | None, ...]]:
+    """(fingerprints and correctness per model, similarity per cell), each () when no record has it."""
+    fingerprints: dict[str, str | None] = {}
+    correct: dict[str, bool | None] = {}
+    for row in rows:
+        if fingerprints.get(row.model_id) is None:
+            fingerprints[row.model_id] = row.response_fingerprint
+        if correct.get(row.model_id) is None:
+            correct[row.model_id] = row.response_correct
+    similarity = tuple(row.style_similarity for row in rows)
+    return (tuple(fingerprints.get(m) for m in models) if any(fingerprints.values()) else (),
+            tuple(correct.get(m) for m in models) if any(v is not None for v in correct.values()) else (),
+            similarity if any(v is not None for v in similarity) else ())
 

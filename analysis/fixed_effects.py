@@ -24,6 +24,21 @@ class FitResult:
     sigma2: float
     df: int
     n: int
+    residual: np.ndarray | None = None  # y less its fit, in the cells' order
+    design: np.ndarray | None = None  # the design with the groups absorbed, for robust SEs
+
+    def robust_contrast(self, contrast: np.ndarray) -> tuple[float, float, float, float, float] | None:
+        """contrast() with a heteroscedasticity-robust SE (White's sandwich, HC1: a noisier
+        reviewer's cells do not borrow the others' precision)."""
+        if self.df < 1 or self.residual is None or self.design is None or not self.estimable(contrast):
+            return None
+        estimate = float(contrast @ self.beta)
+        leverage = self.design @ (self.xtx_pinv @ contrast)
+        variance = float((leverage * leverage) @ (self.residual * self.residual)) * self.n / self.df
+        se = float(np.sqrt(max(variance, 0.0)))
+        t_crit = float(stdtrit(self.df, 1 - ALPHA_95 / 2))
+        p = float(2.0 * stdtr(self.df, -abs(estimate) / se)) if se > 0 else (0.0 if estimate != 0.0 else 1.0)
+        return estimate, se, estimate - t_crit * se, estimate + t_crit * se, p
 
     def estimable(self, contrast: np.ndarray) -> bool:
         """c'b is estimable iff c lies in the row space of X'X."""
@@ -77,7 +92,8 @@ def demean_by_group(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np
     return demeaned
 
 
-def absorbed_least_squares(design: np.ndarray, y: np.ndarray, groups: np.ndarray) -> FitResult | None:
+def absorbed_least_squares(design: np.ndarray, y: np.ndarray, groups: np.ndarray,
+                           keep_design: bool = False) -> FitResult | None:
     """y ~ design + group fixed effects (groups: non-negative ints, need not be dense).
     None when there are no residual degrees of freedom."""
     n = len(y)
@@ -95,7 +111,8 @@ def absorbed_least_squares(design: np.ndarray, y: np.ndarray, groups: np.ndarray
     if df < 1:
         return None
     residual = yd - x @ beta
-    return FitResult(beta=beta, xtx=xtx, xtx_pinv=pinv, sigma2=float(residual @ residual) / df, df=df, n=n)
+    return FitResult(beta=beta, xtx=xtx, xtx_pinv=pinv, sigma2=float(residual @ residual) / df, df=df, n=n,
+                     residual=residual, design=x if keep_design else None)
 
 
 def one_hot(index: np.ndarray, size: int) -> np.ndarray:

@@ -15,6 +15,7 @@ from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.schemas.records import RECORD_SCHEMA_VERSION
 
 from .observations import SessionScores
+from .response_traits import ResponseTraits
 
 CONSENT_OFF = 0
 CONSENT_RESEARCH = 4
@@ -47,7 +48,8 @@ _RECORD_FRAME = _json_bytes({
     "tenant_id": "", "trace_id": "", "consent_level": 4, "reviewer_id": "", "model_id": "", "position": 0,
     "response_length_chars": 0, "response_length_words": 0, "score_value": 0,
     "score_scale": "", "is_self_review": False, "council_config_version": "", "query_hash": "0" * 64,
-    "query_metadata": None,
+    "query_metadata": None, "style_similarity": 0.123456789, "response_fingerprint": "0" * 32,
+    "response_correct": False,
 }) - 7 * _json_bytes("") - _json_bytes(None)  # the seven strings and the metadata are added per record
 _POSITION_DIGITS = 3  # a position up to 1000, or null: at most 3 characters more than "0"
 
@@ -101,6 +103,7 @@ def build_records(
     trace_id: str,
     consent: int,
     secret: bytes | None,
+    traits: ResponseTraits | None = None,
 ) -> list[dict[str, Any]]:
     if consent <= CONSENT_OFF:
         return []
@@ -117,8 +120,11 @@ def build_records(
     }
     per_model = [(c.model, c.chars, c.words) for c in (scores.candidates[m] for m in scores.models)]
     reviewers = scores.reviewers
+    fingerprints = traits.fingerprints if traits else ()
+    correct = traits.correct if traits else ()
+    similarity = traits.similarity if traits else ()
     records = []
-    for r, m, score, shown_at, own in scores.cell_tuples():
+    for index, (r, m, score, shown_at, own) in enumerate(scores.cell_tuples()):
         model, chars, words = per_model[int(m)]
         records.append(
             {
@@ -134,6 +140,9 @@ def build_records(
                 "council_config_version": event.council_config_version,
                 "query_hash": hashed,
                 "query_metadata": metadata,
+                "style_similarity": similarity[index] if similarity else None,
+                "response_fingerprint": fingerprints[int(m)] if fingerprints else None,
+                "response_correct": correct[int(m)] if correct else None,
             }
         )
     return records

@@ -18,6 +18,16 @@ from .cross_session import (
     randomization_balance,
     reviewer_profiles,
 )
+from .council_biases import (
+    affinity,
+    anchoring,
+    calibrated_view,
+    length_given_correctness,
+    pair_fit,
+    reviewer_posteriors,
+    self_consistency,
+    style_similarity,
+)
 from .digest import SessionDigest, iso_ms
 from .trends import change_points, compare_windows, timeline
 from .window import confidence_tier
@@ -62,6 +72,11 @@ def tenant_report(
     balance = randomization_balance(cells, thresholds)
     reviewers = reviewer_profiles(cells, thresholds)
     trends = compare_windows(combined.slice(0, before), cells) if before else []
+    fitted = pair_fit(cells)
+    affinities = affinity(cells, fitted)
+    anchors = anchoring(cells, fitted)
+    styles = style_similarity(cells, fitted)
+    consistency = self_consistency(cells)
     flags = []
     if length.flagged:
         flags.append("LENGTH_BIAS")
@@ -75,6 +90,12 @@ def tenant_report(
         flags.append("ORDER_SHARED_ACROSS_REVIEWERS")
     for profile in reviewers:
         flags.extend(f"{flag}:{profile.reviewer}" for flag in profile.flags)
+    flags.extend(f"{'COLLUSION' if a.mutual else 'AFFINITY'}:{a.reviewer}->{a.model}" for a in affinities
+                 if a.flagged and (a.effect or 0) > 0)
+    flags.extend(f"DISFAVOUR:{a.reviewer}->{a.model}" for a in affinities if a.flagged and (a.effect or 0) < 0)
+    flags.extend(f"ANCHORING:{a.reviewer}" for a in anchors if a.flagged)
+    flags.extend(f"STYLE_MIMICRY:{a.reviewer}" for a in styles if a.flagged and (a.effect or 0) > 0)
+    flags.extend(f"INCONSISTENT:{a.reviewer}" for a in consistency if a.flagged)
     flags.extend(f"TREND:{t.metric}:{t.subject}" for t in trends if t.flagged)
     if position.status == "not identifiable" and sessions >= 10:
         warnings.append("position effects are not identifiable: no model was seen at more than one position")
@@ -101,4 +122,11 @@ def tenant_report(
         warnings=warnings,
         length_points=_chart_points(x, y),
         length_fit=length_fit(cells),
+        affinity=affinities,
+        anchoring=anchors,
+        style_similarity=styles,
+        self_consistency=consistency,
+        length_given_correctness=length_given_correctness(cells),
+        reviewer_posteriors=reviewer_posteriors(reviewers),
+        calibrated_view=calibrated_view(cells),
     )

@@ -31,6 +31,10 @@ class WindowCells:
     score: np.ndarray  # (n,) float: points of a 1-10 span (0..9)
     own: np.ndarray  # (n,) bool: self-review
     length: np.ndarray  # (n,) float: the scored response's length
+    similarity: np.ndarray  # (n,) float: to the reviewer's own answer, NaN unknown
+    fingerprint: np.ndarray  # (n,) int: the scored answer's content, index into fingerprints; -1 unknown
+    correct: np.ndarray  # (n,) int8: the scored answer is correct 1, wrong 0, unknown -1
+    fingerprints: list[str]
 
     @property
     def sessions(self) -> int:
@@ -47,6 +51,8 @@ class WindowCells:
             digests=self.digests[start:stop], reviewers=self.reviewers, models=self.models,
             session=self.session[keep] - start, reviewer=self.reviewer[keep], model=self.model[keep],
             position=self.position[keep], score=self.score[keep], own=self.own[keep], length=self.length[keep],
+            similarity=self.similarity[keep], fingerprint=self.fingerprint[keep], correct=self.correct[keep],
+            fingerprints=self.fingerprints,
         )
 
     @cached_property
@@ -138,7 +144,17 @@ def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
     model_map: list[int] = []
     lengths: list[float] = []
     counts: list[int] = []
+    fingerprint_index: dict[str, int] = {}
+    content: list[int] = []  # per session and model: the answer's fingerprint index, -1 unknown
+    correct: list[int] = []  # per session and model: 1, 0, -1 unknown
+    similarity: list[float] = []
     for digest in digests:
+        models = len(digest.models)
+        content.extend([-1 if f is None else fingerprint_index.setdefault(f, len(fingerprint_index))
+                        for f in digest.fingerprints] if digest.fingerprints else [-1] * models)
+        correct.extend([-1 if c is None else int(c) for c in digest.correct] if digest.correct else [-1] * models)
+        similarity.extend([np.nan if v is None else v for v in digest.cell_similarity] if digest.cell_similarity
+                          else [np.nan] * len(digest.cell_reviewer))
         reviewer_map.extend(reviewer_index.setdefault(name, len(reviewer_index)) for name in digest.reviewers)
         model_map.extend(model_index.setdefault(name, len(model_index)) for name in digest.models)
         lengths.extend(digest.lengths)
@@ -167,6 +183,10 @@ def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
         score=score * REFERENCE_SPAN,
         own=column("cell_own", np.bool_),
         length=np.asarray(lengths, dtype=np.float64)[model_slot] if len(digests) else score * 0,
+        similarity=np.asarray(similarity, dtype=np.float64),
+        fingerprint=np.asarray(content, dtype=np.int64)[model_slot] if len(digests) else local_model,
+        correct=np.asarray(correct, dtype=np.int8)[model_slot] if len(digests) else local_model.astype(np.int8),
+        fingerprints=list(fingerprint_index),
     )
 
 

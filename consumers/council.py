@@ -16,6 +16,7 @@ from bias_audit.analysis.alerts import AlertPolicy, Condition, SessionSignals, s
 from bias_audit.analysis.digest import SessionDigest, digest_from_scores
 from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.records import build_records, effective_consent, stored_bytes_over
+from bias_audit.analysis.response_traits import response_traits
 from bias_audit.analysis.session_audit import AuditConfig, audit_batch
 from bias_audit.analysis.verdict import session_verdict
 from bias_audit.analysis.window import WindowUpdate, session_contribution, window_bounds
@@ -112,11 +113,14 @@ class CouncilSessionProcessor:
     def _prepare(self, delivery: Delivery, event: CouncilSessionEvent, scores, analysis) -> _Prepared:
         trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.session_id)
         consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
-        records = build_records(event, scores, trace_id=trace_id, consent=consent, secret=self.hash_secret)
         counted = consent > 0
+        traits = response_traits(scores, [r.response for r in event.responses], [r.correct for r in event.responses],
+                                 self.hash_secret) if counted else None
+        records = build_records(event, scores, trace_id=trace_id, consent=consent, secret=self.hash_secret,
+                                traits=traits)
         digest = digest_from_scores(
             scores, session_id=event.session_id, tenant_id=event.tenant_id, timestamp=event.timestamp,
-            trace_id=trace_id, config_version=event.council_config_version,
+            trace_id=trace_id, config_version=event.council_config_version, traits=traits,
         ) if counted else None
         item = WindowItem(
             tenant_id=event.tenant_id,

@@ -6,7 +6,7 @@ import csv
 from collections.abc import Iterator
 from typing import TextIO
 
-from bias_audit.schemas.report import BiasReport, Estimate, TenantReport
+from bias_audit.schemas.report import BiasReport, CouncilBias, Estimate, TenantReport
 
 COLUMNS = ["tenant_id", "window_start", "window_end", "metric", "subject", "point_estimate", "ci_lower",
            "ci_upper", "p_value", "sample_size", "sessions", "confidence", "status", "flagged"]
@@ -48,6 +48,27 @@ def _rows(t: TenantReport) -> Iterator[list]:
         yield plain("preference_fairness", c.reviewer, c.preference_fairness, n=c.pairs)
     for x in t.trends:
         yield plain(f"trend_{x.metric}", x.subject, x.difference, p=x.p_value, flagged=x.flagged)
+    for metric, subject, entry in council_entries(t):
+        yield [t.tenant_id, t.window_start, t.window_end, metric, subject, entry.effect, entry.ci_lower,
+               entry.ci_upper, entry.p_value, entry.n, entry.sessions, entry.confidence, entry.status, entry.flagged]
+    if t.length_given_correctness is not None:
+        yield _estimate_row(t, "length_given_correctness", "per 100 length units", t.length_given_correctness)
+    for post in t.reviewer_posteriors:
+        row = plain("reviewer_posterior_offset", post.reviewer, post.posterior_mean)
+        row[6], row[7] = post.credible_lower, post.credible_upper
+        yield row
+    for model in t.calibrated_view:
+        yield plain("calibrated_z", model.model, model.calibrated_z, n=model.scores)
+
+
+def council_entries(t: TenantReport) -> Iterator[tuple[str, str, CouncilBias]]:
+    """(metric, subject, entry) of every council-bias entry, in the contract's section order."""
+    for a in t.affinity:
+        yield "affinity", f"{a.reviewer} -> {a.model}", a
+    for name, entries in (("anchoring", t.anchoring), ("style_similarity", t.style_similarity),
+                          ("self_consistency", t.self_consistency)):
+        for e in entries:
+            yield name, e.reviewer, e
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

@@ -100,6 +100,37 @@ def _consistency_table(t: TenantReport) -> str:
             f"<table><tr><th>reviewer</th><th>pairs</th><th>PC</th><th>PF</th></tr>{rows}</table>")
 
 
+def _council_table(t: TenantReport) -> str:
+    from .csv_out import council_entries
+
+    entries = list(council_entries(t))
+    if not entries:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(metric.replace('_', ' '))}</td><td>{escape(subject)}</td>"
+        f"<td class=num>{'' if e.effect is None else f'{e.effect:+.2f}'}</td>"
+        f"<td class=num>{'' if e.ci_lower is None or e.ci_upper is None else f'[{e.ci_lower:+.2f}, {e.ci_upper:+.2f}]'}</td>"
+        f"<td class=num>{fmt_p(e.p_value)}</td><td class=num>{e.n}</td><td>{_flag(e.flagged, e.effect is not None)}</td></tr>"
+        for metric, subject, e in entries)
+    posteriors = "".join(
+        f"<tr><td>{escape(p.reviewer)}</td><td class=num>{'' if p.offset is None else f'{p.offset:+.2f}'}</td>"
+        f"<td class=num>{'' if p.posterior_mean is None else f'{p.posterior_mean:+.2f} [{p.credible_lower:+.2f}, {p.credible_upper:+.2f}]'}</td>"
+        f"<td class=num>{'' if p.shrinkage is None else f'{p.shrinkage:.2f}'}</td></tr>" for p in t.reviewer_posteriors)
+    calibrated = "".join(
+        f"<tr><td>{escape(m.model)}</td><td class=num>{m.raw_mean:.2f}</td>"
+        f"<td class=num>{'' if m.calibrated_z is None else f'{m.calibrated_z:+.2f}'}</td></tr>" for m in t.calibrated_view)
+    return ("<h3>Council biases</h3><p class=meta>Affinity: points a reviewer gives a model beyond its harshness and "
+            "the model's quality; anchoring: later scores per point of departure on the first-seen answer; style "
+            "mimicry: points per unit of similarity to the reviewer's own answer; self-consistency: SD of the scores "
+            "of the same content seen again.</p><table><tr><th>bias</th><th>subject</th><th>effect</th><th>95% CI</th>"
+            f"<th>p</th><th>n</th><th></th></tr>{rows}</table>"
+            + ("<h3>Reviewer profiles, partially pooled</h3><table><tr><th>reviewer</th><th>offset</th>"
+               f"<th>pooled [95% credible]</th><th>shrinkage</th></tr>{posteriors}</table>" if posteriors else "")
+            + ("<h3>Calibrated view</h3><p class=meta>Scores z-normalized per reviewer, for analytics only: never "
+               "fed back into a council's vote.</p><table><tr><th>model</th><th>raw mean</th><th>calibrated z</th>"
+               f"</tr>{calibrated}</table>" if calibrated else ""))
+
+
 def _trend_table(t: TenantReport) -> str:
     items = [(f"{x.metric} · {x.subject}", x) for x in t.trends]
     for cp in t.change_points:
@@ -127,6 +158,10 @@ def _charts(t: TenantReport) -> str:
             for e in t.position.effects if e.effect.point_estimate is not None]
         charts.append(forest_plot(effects, title="Position effects (95% CI)", unit="points vs the first position",
                                   width=CHART_WIDTH))
+    affinities = [(f"{a.reviewer} → {a.model}", a.effect, a.ci_lower, a.ci_upper, a.flagged)
+                  for a in t.affinity if a.effect is not None]
+    charts.append(forest_plot(affinities, title="Reviewer-model affinity (95% CI)",
+                              unit="points beyond harshness and quality", band=0.5, width=CHART_WIDTH))
     fitted = t.length_correlation.status == "ok"  # no line drawn where the table says "collecting data"
     charts.append(scatter(t.length_points, t.length_fit if fitted else None,
                           title="Length vs score, with the fitted line" if fitted else
@@ -163,7 +198,7 @@ def _tenant(t: TenantReport) -> str:
         "<h3>Window metrics</h3><table><tr><th>metric</th><th>estimate [95% CI]</th><th>n / sessions</th>"
         f"<th>p</th><th></th></tr>{_metric_rows(t)}</table>"
         f"<h3>Reviewers</h3>{_reviewer_table(t)}<h3>Models: raw and length-controlled</h3>{_model_table(t)}"
-        f"{_consistency_table(t)}{_trend_table(t)}"
+        f"{_consistency_table(t)}{_council_table(t)}{_trend_table(t)}"
     )
 
 

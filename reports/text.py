@@ -140,8 +140,57 @@ def _models(t: TenantReport) -> RenderableType:
     return table
 
 
+COUNCIL_LABELS = {"affinity": "affinity", "anchoring": "anchoring (slope)",
+                  "style_similarity": "style mimicry (pts/sim)", "self_consistency": "within-content SD"}
+
+
+def _council(t: TenantReport, *, everything: bool) -> RenderableType | None:
+    """The council biases: the flagged entries (all of them with --verbose)."""
+    from .csv_out import council_entries
+
+    entries = [(metric, subject, e) for metric, subject, e in council_entries(t) if everything or e.flagged]
+    if not entries:
+        return None
+    table = Table(title="Council biases" + ("" if everything else " (flagged; --verbose for all)"),
+                  title_justify="left")
+    table.add_column("bias")
+    table.add_column("subject", overflow="fold", max_width=30)
+    table.add_column("effect [CI]")
+    table.add_column("p", justify="right")
+    table.add_column("n", justify="right")
+    table.add_column("", justify="center")
+    for metric, subject, e in entries:
+        value = "-" if e.effect is None else (
+            f"{e.effect:+.2f} [{e.ci_lower:+.2f}, {e.ci_upper:+.2f}]" if e.ci_lower is not None and e.ci_upper is not None
+            else f"{e.effect:+.2f}")
+        table.add_row(COUNCIL_LABELS[metric], plain(subject), value, fmt_p(e.p_value), str(e.n),
+                      _flag(e.flagged, e.effect is not None))
+    return table
+
+
 def _verbose(t: TenantReport) -> list:
     parts: list = []
+    if t.reviewer_posteriors:
+        table = Table(title="Reviewer profiles, partially pooled (empirical Bayes)", title_justify="left")
+        table.add_column("reviewer", overflow="fold", max_width=26)
+        table.add_column("offset", justify="right")
+        table.add_column("pooled [95% credible]")
+        table.add_column("shrinkage", justify="right")
+        for post in t.reviewer_posteriors:
+            table.add_row(plain(post.reviewer), "-" if post.offset is None else f"{post.offset:+.2f}",
+                          "-" if post.posterior_mean is None else
+                          f"{post.posterior_mean:+.2f} [{post.credible_lower:+.2f}, {post.credible_upper:+.2f}]",
+                          "-" if post.shrinkage is None else f"{post.shrinkage:.2f}")
+        parts.append(table)
+    if t.calibrated_view:
+        table = Table(title="Calibrated view (scores z-normalized per reviewer; analytics only)", title_justify="left")
+        table.add_column("model", overflow="fold", max_width=26)
+        table.add_column("raw mean", justify="right")
+        table.add_column("calibrated z", justify="right")
+        for model in t.calibrated_view:
+            table.add_row(plain(model.model), f"{model.raw_mean:.2f}",
+                          "-" if model.calibrated_z is None else f"{model.calibrated_z:+.2f}")
+        parts.append(table)
     if t.position.effects:
         table = Table(title=f"Position effects vs position {t.position.baseline_position}", title_justify="left")
         table.add_column("position", justify="right")
@@ -196,6 +245,9 @@ def render_text(report: BiasReport, console: Console, *, verbose: bool = False) 
         console.print("no sessions in the window", style="yellow")
     for tenant in report.tenants:
         parts: list[RenderableType] = [_header(tenant), _metrics(tenant), _reviewers(tenant), _models(tenant)]
+        council = _council(tenant, everything=verbose)
+        if council is not None:
+            parts.append(council)
         if verbose:
             parts.extend(_verbose(tenant))
         console.print(Panel(Group(*parts), expand=False))

@@ -98,6 +98,8 @@ LabelMap = dict[Annotated[str, StringConstraints(min_length=1, max_length=64)], 
 class CandidateResponse(_Strictish):
     model: ModelName
     response: ResponseText
+    # from a benchmark with known answers: the report's length effect among equally correct answers
+    correct: bool | None = None
 
 
 class Review(_Strictish):

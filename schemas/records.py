@@ -34,3 +34,8 @@ class BiasMetricRecord(BaseModel):
     council_config_version: str | None = None
     query_hash: str | None = None
     query_metadata: dict[str, Any] | None = None
+    # Ours, for the council biases (never the text): similarity of the scored answer to the
+    # reviewer's own answer, a keyed hash of the answer's normalized text, its known correctness.
+    style_similarity: float | None = None
+    response_fingerprint: str | None = None
+    response_correct: bool | None = None

@@ -95,6 +95,10 @@ class Randomization(_Out):
     shared_order_fraction: float | None = None
     broken: bool = False
     shared: bool = False
+    # per-reviewer orders in which every model took every position equally often (a Latin square,
+    # `bias-audit orders`), and whether each model also followed each other one equally (Williams)
+    balanced: bool = False
+    carryover_balanced: bool = False
 
 
 class ReviewerProfile(_Out):
@@ -108,6 +112,64 @@ class ReviewerProfile(_Out):
     self_preference: Estimate
     agreement_with_peers: float | None  # Pearson of its scores with the other reviewers' mean
     flags: list[str] = Field(default_factory=list)
+
+
+class CouncilBias(_Out):
+    """One reviewer's (or reviewer x model pair's) council bias, in points of a 1-10 scale unless
+    the section says otherwise; `flagged` needs both the size and the multiplicity-corrected p."""
+
+    reviewer: str
+    effect: float | None
+    ci_lower: float | None
+    ci_upper: float | None
+    p_value: float | None
+    n: int  # scores (or repeated-content scores) behind the effect
+    sessions: int
+    confidence: ConfidenceTier
+    status: Status = "ok"
+    flagged: bool = False
+
+
+class Affinity(CouncilBias):
+    """Reviewer x model interaction: how much more this reviewer scores this model than its own
+    harshness and the model's quality (as the rest of the council scores it) predict."""
+
+    model: str
+    p_adjusted: float | None = None  # Benjamini-Hochberg over the window's pairs
+    mutual: bool = False  # the model, as a reviewer, also favours this reviewer: possible collusion
+
+
+class SelfConsistency(CouncilBias):
+    """effect: this reviewer's within-content score SD (the same answer scored again);
+    council_sd: the other reviewers' pooled within-content SD; icc: test-retest reliability."""
+
+    council_sd: float | None = None
+    icc: float | None = None
+    contents: int = 0  # distinct answers this reviewer scored more than once
+
+
+class ReviewerPosterior(_Out):
+    """Empirical-Bayes partial pooling of a reviewer's offset toward the council's (0): shrunk by
+    its own evidence, with a 95% credible interval."""
+
+    reviewer: str
+    offset: float | None  # the profile's (unpooled) estimate
+    posterior_mean: float | None
+    credible_lower: float | None
+    credible_upper: float | None
+    shrinkage: float | None  # 0: its own estimate, 1: the council's
+    mean_score: float | None  # its peer scores' mean and SD: the calibrated view's scale
+    score_sd: float | None
+
+
+class CalibratedModel(_Out):
+    """A model's peer scores z-normalized by each reviewer's own mean and SD, then averaged:
+    for analytics only, never fed back into a council's vote."""
+
+    model: str
+    scores: int
+    raw_mean: float
+    calibrated_z: float | None
 
 
 class Agreement(_Out):
@@ -167,6 +229,14 @@ class TenantReport(_Out):
     # few thousand, and the fitted line's intercept and slope (points per length unit).
     length_points: list[tuple[float, float]] = Field(default_factory=list)
     length_fit: tuple[float, float] | None = None
+    # Council biases (contracts.md, "Report: council biases")
+    affinity: list[Affinity] = Field(default_factory=list)
+    anchoring: list[CouncilBias] = Field(default_factory=list)  # slope: later residuals on the first's departure
+    style_similarity: list[CouncilBias] = Field(default_factory=list)  # points per unit of similarity
+    self_consistency: list[SelfConsistency] = Field(default_factory=list)
+    length_given_correctness: Estimate | None = None  # points per 100 words among equally correct answers
+    reviewer_posteriors: list[ReviewerPosterior] = Field(default_factory=list)
+    calibrated_view: list[CalibratedModel] = Field(default_factory=list)
 
 
 class RolledUpTotal(_Out):

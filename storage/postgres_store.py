@@ -37,7 +37,8 @@ _SESSION_WRITTEN = (
     ("tenant_id", "text"), ("session_id", "text"), ("session_ts", "timestamptz"), ("ts_text", "text"),
     ("trace_id", "text"), ("consent_level", "int2"), ("record_schema", "text"), ("score_scale", "text"),
     ("council_config_version", "text"), ("query_hash", "text"), ("query_metadata", "jsonb"), ("members", "text[]"),
-    ("response_chars", "int4[]"), ("response_words", "int4[]"), ("cells", "bytea"))
+    ("response_chars", "int4[]"), ("response_words", "int4[]"), ("cells", "bytea"),
+    ("response_fingerprints", "text[]"), ("response_correct", "bool[]"), ("cell_similarity", "float8[]"))
 _INTERACTION_WRITTEN = (
     ("audit_id", "text"), ("tenant_id", "text"), ("user_id", "text"), ("trace_id", "text"), ("query_hash", "text"),
     ("llm_provider", "text"), ("llm_model", "text"), ("llm_response", "text"), ("prompt_tokens", "int8"),
@@ -118,10 +119,16 @@ def _row(records: list[dict[str, Any]]) -> tuple:
         members.setdefault(record["reviewer_id"], len(members))
         members.setdefault(record["model_id"], len(members))
     chars, words = [-1] * len(members), [-1] * len(members)
+    fingerprints: list[str | None] = [None] * len(members)
+    correct: list[bool | None] = [None] * len(members)
+    similarity: list[float | None] = []
     flat: list[Any] = []
     for record in records:
         model = members[record["model_id"]]
         chars[model], words[model] = record["response_length_chars"], record["response_length_words"]
+        fingerprints[model] = fingerprints[model] or record.get("response_fingerprint")
+        correct[model] = record.get("response_correct") if correct[model] is None else correct[model]
+        similarity.append(record.get("style_similarity"))
         position = record["position"]
         flat += (members[record["reviewer_id"]], model, -1 if position is None else position, record["score_value"],
                  1 if record["is_self_review"] else 0)
@@ -129,16 +136,19 @@ def _row(records: list[dict[str, Any]]) -> tuple:
     metadata = first["query_metadata"]
     return (first["tenant_id"], first["session_id"], *_timestamp(first["timestamp"]), first["trace_id"], first["consent_level"], first["schema_version"], first["score_scale"],
             first["council_config_version"], first["query_hash"], None if metadata is None else Jsonb(metadata),
-            list(members), chars, words, cells)
+            list(members), chars, words, cells,
+            fingerprints if any(fingerprints) else None,
+            correct if any(c is not None for c in correct) else None,
+            similarity if any(v is not None for v in similarity) else None)
 
 
 def records_of(row: tuple) -> Iterator[dict[str, Any]]:
     """The bias metric records of one stored session, exactly as build_records made them."""
     (tenant_id, session_id, moment, ts_text, trace_id, consent, schema, scale, config_version, query_hash, metadata,
-     members, chars, words, cells) = row
+     members, chars, words, cells, fingerprints, correct, similarity) = row
     common = {"schema_version": schema, "session_id": session_id, "timestamp": ts_text or utc_text(moment),
               "tenant_id": tenant_id, "trace_id": trace_id, "consent_level": consent}
-    for reviewer, model, position, score, own in _CELL.iter_unpack(cells):
+    for index, (reviewer, model, position, score, own) in enumerate(_CELL.iter_unpack(cells)):
         yield {
             **common,
             "reviewer_id": members[reviewer],
@@ -152,6 +162,9 @@ def records_of(row: tuple) -> Iterator[dict[str, Any]]:
             "council_config_version": config_version,
             "query_hash": query_hash,
             "query_metadata": metadata,
+            "style_similarity": similarity[index] if similarity else None,
+            "response_fingerprint": fingerprints[model] if fingerprints else None,
+            "response_correct": correct[model] if correct else None,
         }
 
 
@@ -435,7 +448,7 @@ def digest_of_row(row: tuple, _bounds: dict[str | None, tuple[float, float]] = {
     from bias_audit.analysis.observations import score_bounds
 
     (tenant_id, session_id, moment, _, trace_id, _, schema, scale, config_version, _, _, members, chars, words,
-     cells) = row
+     cells, fingerprints, correct, similarity) = row
     if not cells:
         return None  # no cell: the records' rule decides (it refuses such a session)
     reviewer_column, model_column, position_column, score_column, own_column = zip(*_CELL.iter_unpack(cells))
@@ -467,6 +480,9 @@ def digest_of_row(row: tuple, _bounds: dict[str | None, tuple[float, float]] = {
         cell_position=position_column if _display[schema] else (-1,) * len(position_column),  # -1 stored for none
         cell_score=tuple([(score - low) / span for score in score_column]),
         cell_own=tuple(map(bool, own_column)),
+        fingerprints=tuple(fingerprints[m] for m in models) if fingerprints else (),
+        correct=tuple(correct[m] for m in models) if correct else (),
+        cell_similarity=tuple(similarity) if similarity else (),
     )
 
 

@@ -1,0 +1,417 @@
+"""Council biases across a window (contracts.md, "Report: council biases"): reviewer-model
+affinity, anchoring on the first-seen answer, style mimicry, self-consistency on repeated
+content, the length effect among equally correct answers, and empirical-Bayes reviewer profiles.
+
+One fit carries the first three: peer scores ~ (reviewer x model) + (session x model) effect. The
+(session, model) effect absorbs each answer's quality (and the session's difficulty), the pair
+effects each reviewer's harshness toward each model. Affinity reads the pair effects; anchoring and
+style mimicry read the fit's residuals, so favouritism is not read as either.
+Scores are points of a 1-10 scale (WindowCells).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import chdtri, fdtrc, ndtri, stdtr, stdtrit
+
+from bias_audit.schemas.report import (
+    Affinity,
+    CalibratedModel,
+    CouncilBias,
+    Estimate,
+    ReviewerPosterior,
+    ReviewerProfile,
+    SelfConsistency,
+)
+
+from .fixed_effects import FitResult, absorbed_least_squares, one_hot
+from .window import confidence_tier
+from .window_cells import WindowCells
+
+Interval = tuple[float, float, float, float, float]  # estimate, se, ci_lower, ci_upper, p
+MIN_SESSIONS = 10  # as every cross-session metric: below it, "collecting data"
+MAX_PAIRS = 400  # the pair fit's normal equations are pairs x pairs
+ROBUST_UP_TO = 20_000_000  # cells x pairs: the sandwich SE keeps the absorbed design (8 bytes each)
+
+
+@dataclass(frozen=True, slots=True)
+class CouncilThresholds:
+    """Sizes worth a flag; a flag also needs the multiplicity-corrected p below alpha."""
+
+    # Family-wise, per section and window. 4%, not 5%: t tails on rounded 1-10 scores are a little
+    # liberal, and at 5% the simulated false-flag rate per corpus sat at 5.1% (bench/RESULTS.md).
+    alpha: float = 0.04
+    affinity: float = 0.5  # points
+    anchoring: float = 0.15  # points of later score per point of departure on the first answer
+    style: float = 1.0  # points per unit of cosine similarity
+    consistency_ratio: float = 1.5  # within-content SD over the council's
+    min_points: int = 8  # a reviewer's slope needs this many sessions (or cells) to be tested
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """BH-adjusted p-values (step-up, monotone), in the input order."""
+    p = np.asarray(p_values, dtype=np.float64)
+    n = len(p)
+    if n == 0:
+        return []
+    order = np.argsort(p)
+    scaled = p[order] * n / np.arange(1, n + 1)
+    adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
+    out = np.empty(n)
+    out[order] = np.minimum(adjusted, 1.0)
+    return [float(v) for v in out]
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None or not np.isfinite(value) else round(float(value), digits)
+
+
+@dataclass(frozen=True)
+class PairFit:
+    """The window's peer scores fitted on (reviewer, model) pairs with (session, model) absorbed."""
+
+    cells: np.ndarray  # indices into WindowCells of the fitted cells
+    pair: np.ndarray  # (n,) pair index of each fitted cell
+    pairs: list[tuple[int, int]]  # (reviewer, model) of each pair index
+    fit: FitResult | None
+
+    @property
+    def residual(self) -> np.ndarray:
+        """Each fitted cell's residual (zeros when nothing could be fitted)."""
+        if self.fit is None or self.fit.residual is None:
+            return np.zeros(len(self.cells))
+        return self.fit.residual
+
+
+def pair_fit(cells: WindowCells) -> PairFit:
+    """Peer scores of answers that at least two reviewers scored (a lone score has no consensus)."""
+    peer = cells.peer
+    group_size = np.bincount(cells.group[peer], minlength=cells.sessions * max(len(cells.models), 1))
+    used = np.flatnonzero(peer & (group_size[cells.group] >= 2))
+    key = cells.reviewer[used] * len(cells.models) + cells.model[used]
+    keys, pair = np.unique(key, return_inverse=True)
+    pairs = [(int(k) // len(cells.models), int(k) % len(cells.models)) for k in keys]
+    fit = None
+    if len(used) and len(pairs) <= MAX_PAIRS:
+        fit = absorbed_least_squares(one_hot(pair, len(pairs)), cells.score[used], cells.group[used],
+                                     keep_design=len(used) * len(pairs) <= ROBUST_UP_TO)
+    return PairFit(used, pair, pairs, fit)
+
+
+def _additive_prediction(pairs: list[tuple[int, int]], target: int, reference: np.ndarray) -> np.ndarray | None:
+    """Weights over the reference pairs (target excluded) whose sum of pair effects predicts the
+    target's effect under reviewer + model additivity (least squares over them); None when they do
+    not connect the target's reviewer and model."""
+    reviewers = sorted({r for r, _ in pairs})
+    models = sorted({m for _, m in pairs})
+    r_at = {r: i for i, r in enumerate(reviewers)}
+    m_at = {m: len(reviewers) + i for i, m in enumerate(models)}
+    design = np.zeros((len(pairs), len(reviewers) + len(models)))
+    for row, (r, m) in enumerate(pairs):
+        design[row, r_at[r]] = design[row, m_at[m]] = 1.0
+    others = np.array([i for i in np.flatnonzero(reference) if i != target], dtype=np.int64)
+    if len(others) == 0:
+        return None
+    x = design[others]
+    xtx = x.T @ x
+    pinv = np.linalg.pinv(xtx, hermitian=True)
+    row = design[target]
+    if not np.allclose(row @ pinv @ xtx, row, atol=1e-8):  # not estimable from the others
+        return None
+    weights = np.zeros(len(pairs))
+    weights[others] = row @ pinv @ x.T
+    return weights
+
+
+def _sessions_of(cells: WindowCells, mask: np.ndarray) -> int:
+    return len(np.unique(cells.session[mask])) if mask.any() else 0
+
+
+
+
+def affinity(cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds = CouncilThresholds()) -> list[Affinity]:
+    """Each pair's interaction: its effect less what the reference pairs predict for it
+    additively, a contrast of the pair fit (a sandwich SE, as reviewers differ in noise; t on the
+    fit's residual df), BH over the pairs. The reference starts as every other pair; then, one at
+    a time, the most significant flagged pair still in it leaves it, so a favoured pair does not
+    lend its peers a spurious disfavour (a leave-one-out mean's bystander problem). At most a
+    quarter of the pairs leave: the reference must stay the council's norm."""
+    if cells.sessions < MIN_SESSIONS or fitted.fit is None:
+        return []
+    fit = fitted.fit
+    cells_per_pair = np.bincount(fitted.pair, minlength=len(fitted.pairs))
+    pair_sessions = np.unique(fitted.pair * cells.sessions + cells.session[fitted.cells]) // cells.sessions
+    sessions_per_pair = np.bincount(pair_sessions, minlength=len(fitted.pairs))
+    reference = np.ones(len(fitted.pairs), dtype=bool)
+    for _ in range(len(fitted.pairs) // 4 + 1):
+        estimates: list[Interval | None] = []
+        for index in range(len(fitted.pairs)):
+            weights = _additive_prediction(fitted.pairs, index, reference)
+            if weights is None:
+                estimates.append(None)
+                continue
+            contrast = -weights
+            contrast[index] += 1.0
+            estimates.append(fit.robust_contrast(contrast) if fit.design is not None else fit.contrast(contrast))
+        known = {i: est for i, est in enumerate(estimates) if est is not None}
+        adjusted = dict(zip(known, benjamini_hochberg([est[4] for est in known.values()])))
+        flagged = {i for i, est in known.items() if adjusted[i] < thresholds.alpha and abs(est[0]) >= thresholds.affinity}
+        still_in = [i for i in flagged if reference[i]]
+        if not still_in or reference.sum() <= len(fitted.pairs) * 3 // 4:
+            break
+        reference[min(still_in, key=lambda i: (known[i][4], -abs(known[i][0])))] = False
+    out = []
+    for index, ((r, m), est) in enumerate(zip(fitted.pairs, estimates)):
+        sessions = int(sessions_per_pair[index])
+        base = dict(reviewer=cells.reviewers[r], model=cells.models[m], n=int(cells_per_pair[index]),
+                    sessions=sessions, confidence=confidence_tier(sessions))
+        if est is None:
+            out.append(Affinity(**base, effect=None, ci_lower=None, ci_upper=None, p_value=None,
+                                status="not identifiable"))
+            continue
+        value, _, lo, hi, p = est
+        out.append(Affinity(**base, effect=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), p_value=_r(p, 6),
+                            p_adjusted=_r(adjusted[index], 6), flagged=index in flagged))
+    favoured = {(a.reviewer, a.model) for a in out if a.flagged and (a.effect or 0) > 0}
+    return [a.model_copy(update={"mutual": True}) if (a.model, a.reviewer) in favoured and
+            (a.reviewer, a.model) in favoured else a for a in out]
+
+
+def _slope(x: np.ndarray, y: np.ndarray, covariate: np.ndarray | None = None) -> Interval | None:
+    """OLS slope of y on x with an intercept (and a covariate held fixed): (slope, se, ci_lower,
+    ci_upper, two-sided p), t on the residual df; None without residual df or spread in x."""
+    columns = [np.ones_like(x), x] + ([] if covariate is None else [covariate])
+    design = np.column_stack(columns)
+    n, width = design.shape
+    df = n - width
+    if df < 1:
+        return None
+    xtx = design.T @ design
+    if np.linalg.matrix_rank(xtx) < width:
+        return None
+    inverse = np.linalg.inv(xtx)
+    beta = inverse @ (design.T @ y)
+    residual = y - design @ beta
+    slope = float(beta[1])
+    se = float(np.sqrt(max(float(residual @ residual) / df, 0.0) * inverse[1, 1]))
+    t_crit = float(stdtrit(df, 0.975))
+    p = float(2 * stdtr(df, -abs(slope) / se)) if se > 0 else (0.0 if slope else 1.0)
+    return slope, se, slope - t_crit * se, slope + t_crit * se, p
+
+
+Points = dict[int, tuple[np.ndarray, np.ndarray, np.ndarray | None, int]]  # reviewer -> x, y, covariate, sessions
+
+
+def _slopes(cells: WindowCells, points: Points, threshold: float, thresholds: CouncilThresholds) -> list[CouncilBias]:
+    """Per reviewer (x, y, covariate, sessions) -> its slope, BH over the reviewers tested."""
+    rows: list[tuple[int, int, int, Interval | None]] = []
+    for r, (x, y, covariate, sessions) in sorted(points.items()):
+        estimate = _slope(x, y, covariate) if len(x) >= thresholds.min_points else None
+        rows.append((r, len(x), sessions, estimate))
+    known = {i: row[3] for i, row in enumerate(rows) if row[3] is not None}
+    adjusted = dict(zip(known, benjamini_hochberg([est[4] for est in known.values()])))
+    out = []
+    for i, (r, n, sessions, est) in enumerate(rows):
+        base = dict(reviewer=cells.reviewers[r], n=n, sessions=sessions, confidence=confidence_tier(sessions))
+        if est is None:
+            out.append(CouncilBias(**base, effect=None, ci_lower=None, ci_upper=None, p_value=None,
+                                   status="collecting data"))
+            continue
+        value, _, lo, hi, p = est
+        out.append(CouncilBias(**base, effect=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), p_value=_r(p, 6),
+                               flagged=bool(adjusted[i] < thresholds.alpha and abs(value) >= threshold)))
+    return out
+
+
+def anchoring(cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds = CouncilThresholds()) -> list[CouncilBias]:
+    """Per reviewer and session: x = its residual on the answer it saw first (its departure from
+    the council on it), y = the mean residual of its later answers; the slope of y on x across
+    sessions. Positive: later scores move with the first impression."""
+    if cells.sessions < MIN_SESSIONS or fitted.fit is None:
+        return []
+    residual = fitted.residual
+    index = fitted.cells
+    session, reviewer, position = cells.session[index], cells.reviewer[index], cells.position[index]
+    placed = position >= 0
+    if not placed.any():
+        return []
+    key = session * len(cells.reviewers) + reviewer
+    size = cells.sessions * len(cells.reviewers)
+    first_position = np.full(size, np.iinfo(np.int64).max)
+    np.minimum.at(first_position, key[placed], position[placed])
+    is_first = placed & (position == first_position[key])
+    later = placed & ~is_first
+    x = np.full(size, np.nan)
+    x[key[is_first]] = residual[is_first]
+    later_sum = np.bincount(key[later], weights=residual[later], minlength=size)
+    later_n = np.bincount(key[later], minlength=size)
+    keys = np.flatnonzero(~np.isnan(x) & (later_n > 0))
+    points: Points = {}
+    for r in np.unique(keys % len(cells.reviewers)):
+        mine = keys[keys % len(cells.reviewers) == r]
+        points[int(r)] = (x[mine], later_sum[mine] / later_n[mine], None, len(mine))
+    return _slopes(cells, points, thresholds.anchoring, thresholds)
+
+
+def style_similarity(cells: WindowCells, fitted: PairFit,
+                     thresholds: CouncilThresholds = CouncilThresholds()) -> list[CouncilBias]:
+    """Per reviewer: the slope of its residual score on the scored answer's similarity to its own,
+    its length held fixed (lexical similarity grows with length: a reviewer's appetite for long
+    answers, or a peer's, would otherwise read as mimicry)."""
+    if cells.sessions < MIN_SESSIONS or fitted.fit is None:
+        return []
+    residual = fitted.residual
+    similarity = cells.similarity[fitted.cells]
+    reviewer = cells.reviewer[fitted.cells]
+    session = cells.session[fitted.cells]
+    length = np.log1p(cells.length[fitted.cells])
+    known = ~np.isnan(similarity)
+    points: Points = {}
+    for r in np.unique(reviewer[known]):
+        mine = known & (reviewer == r)
+        points[int(r)] = (similarity[mine], residual[mine], length[mine], len(np.unique(session[mine])))
+    return _slopes(cells, points, thresholds.style, thresholds)
+
+
+def _within_content(score: np.ndarray, content: np.ndarray) -> tuple[float, int, float | None, int]:
+    """(within-content sum of squares, its df, one-way ICC(1), contents scored twice or more)."""
+    keys, inverse, counts = np.unique(content, return_inverse=True, return_counts=True)
+    repeated = counts[inverse] >= 2
+    if not repeated.any():
+        return 0.0, 0, None, 0
+    y, g = score[repeated], inverse[repeated]
+    n_g = np.bincount(g)
+    present = n_g > 0
+    means = np.bincount(g, weights=y)[g] / n_g[g]
+    ss_within = float(((y - means) ** 2).sum())
+    groups = int(present.sum())
+    df_within = len(y) - groups
+    icc = None
+    if groups >= 2 and df_within > 0:
+        grand = y.mean()
+        group_means = np.bincount(g, weights=y)[present] / n_g[present]
+        ms_between = float((n_g[present] * (group_means - grand) ** 2).sum()) / (groups - 1)
+        ms_within = ss_within / df_within
+        k0 = (len(y) - float((n_g[present] ** 2).sum()) / len(y)) / (groups - 1)
+        denominator = ms_between + (k0 - 1) * ms_within
+        icc = (ms_between - ms_within) / denominator if denominator > 0 else None
+    return ss_within, df_within, icc, groups
+
+
+def self_consistency(cells: WindowCells, thresholds: CouncilThresholds = CouncilThresholds()) -> list[SelfConsistency]:
+    """Scores a reviewer gave the same content (equal fingerprints) more than once: its
+    within-content SD against the other reviewers' pooled one, by a one-sided F test
+    (Bonferroni over the reviewers tested), with a chi-square CI for its SD."""
+    known = cells.peer & (cells.fingerprint >= 0)
+    if cells.sessions < MIN_SESSIONS or not known.any():
+        return []
+    per_reviewer = {}
+    for r in np.unique(cells.reviewer[known]):
+        mine = known & (cells.reviewer == r)
+        ss, df, icc, contents = _within_content(cells.score[mine], cells.fingerprint[mine])
+        per_reviewer[int(r)] = (ss, df, icc, contents, int(mine.sum()), _sessions_of(cells, mine))
+    tested = [r for r, v in per_reviewer.items() if v[1] >= 2]
+    out = []
+    for r, (ss, df, icc, contents, n, sessions) in sorted(per_reviewer.items()):
+        rest_ss = sum(v[0] for k, v in per_reviewer.items() if k != r)
+        rest_df = sum(v[1] for k, v in per_reviewer.items() if k != r)
+        base = dict(reviewer=cells.reviewers[r], n=n, sessions=sessions, confidence=confidence_tier(sessions),
+                    contents=contents, icc=_r(icc))
+        if df < 2 or rest_df < 2:
+            out.append(SelfConsistency(**base, effect=None, ci_lower=None, ci_upper=None, p_value=None,
+                                       status="collecting data"))
+            continue
+        variance, council_variance = ss / df, rest_ss / rest_df
+        sd, council_sd = np.sqrt(variance), np.sqrt(council_variance)
+        p = float(fdtrc(df, rest_df, variance / council_variance)) if council_variance > 0 else (
+            0.0 if variance > 0 else 1.0)
+        lo, hi = np.sqrt(ss / chdtri(df, 0.025)), np.sqrt(ss / chdtri(df, 0.975))
+        flagged = (p < thresholds.alpha / max(len(tested), 1)
+                   and sd >= thresholds.consistency_ratio * council_sd)
+        out.append(SelfConsistency(**base, effect=_r(sd), ci_lower=_r(lo), ci_upper=_r(hi), p_value=_r(p, 6),
+                                   council_sd=_r(council_sd), flagged=bool(flagged)))
+    return out
+
+
+def length_given_correctness(cells: WindowCells) -> Estimate | None:
+    """score ~ correct + length + reviewer + session effect over peer scores of answers whose
+    correctness is known: the length coefficient, in points per 100 length units. None when no
+    session says which answers were correct."""
+    known = cells.peer & (cells.correct >= 0)
+    if not known.any():
+        return None
+    sessions = _sessions_of(cells, known)
+    base = dict(sample_size=int(known.sum()), sessions=sessions, confidence=confidence_tier(sessions))
+    if sessions < MIN_SESSIONS:
+        return Estimate(point_estimate=None, ci_lower=None, ci_upper=None, status="collecting data", **base)
+    design = np.hstack([cells.correct[known, None].astype(np.float64), cells.length[known, None] / 100.0,
+                        one_hot(cells.reviewer[known], len(cells.reviewers))])
+    fit = absorbed_least_squares(design, cells.score[known], cells.session[known])
+    contrast = np.zeros(design.shape[1])
+    contrast[1] = 1.0
+    est = fit.contrast(contrast) if fit is not None else None
+    if est is None:
+        return Estimate(point_estimate=None, ci_lower=None, ci_upper=None, status="not identifiable", **base)
+    value, _, lo, hi, p = est
+    return Estimate(point_estimate=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), p_value=_r(p, 6), **base)
+
+
+def reviewer_posteriors(profiles: Sequence[ReviewerProfile]) -> list[ReviewerPosterior]:
+    """Empirical-Bayes normal-normal pooling of the profiles' offsets toward 0 (the council):
+    the between-reviewer variance tau^2 by the method of moments (DerSimonian-Laird), each
+    offset shrunk by B = s^2 / (s^2 + tau^2), its SE read back from its 95% CI. With tau^2 = 0
+    (the offsets differ no more than their noise) every reviewer is pooled to the council: 0."""
+    z = float(ndtri(0.975))
+    known = [(p, p.offset.point_estimate, (p.offset.ci_upper - p.offset.ci_lower) / (2 * z))
+             for p in profiles if p.offset.point_estimate is not None and p.offset.ci_lower is not None
+             and p.offset.ci_upper is not None]
+    tau2 = 0.0
+    if len(known) >= 2:
+        estimates = np.array([v for _, v, _ in known])
+        variances = np.array([max(se, 1e-9) ** 2 for _, _, se in known])
+        weights = 1.0 / variances
+        mean = float((weights * estimates).sum() / weights.sum())
+        q = float((weights * (estimates - mean) ** 2).sum())
+        c = float(weights.sum() - (weights ** 2).sum() / weights.sum())
+        tau2 = max(0.0, (q - (len(known) - 1)) / c) if c > 0 else 0.0
+    posterior = {}
+    for profile, value, se in known:
+        variance = max(se, 1e-9) ** 2
+        shrink = variance / (variance + tau2) if tau2 > 0 else 1.0
+        mean = (1 - shrink) * value
+        sd = float(np.sqrt((1 - shrink) * variance))
+        posterior[profile.reviewer] = (value, mean, mean - z * sd, mean + z * sd, shrink)
+    out = []
+    for profile in profiles:
+        pooled: tuple[float | None, ...] = posterior.get(profile.reviewer, (None,) * 5)
+        out.append(ReviewerPosterior(reviewer=profile.reviewer, offset=_r(pooled[0]), posterior_mean=_r(pooled[1]),
+                                     credible_lower=_r(pooled[2]), credible_upper=_r(pooled[3]),
+                                     shrinkage=_r(pooled[4]), mean_score=profile.mean_score,
+                                     score_sd=profile.score_std))
+    return out
+
+
+def calibrated_view(cells: WindowCells) -> list[CalibratedModel]:
+    """Each model's peer scores z-normalized by its reviewer's window mean and SD, averaged."""
+    peer = cells.peer
+    if cells.sessions < MIN_SESSIONS or not peer.any():
+        return []
+    reviewer, model, score = cells.reviewer[peer], cells.model[peer], cells.score[peer]
+    n_r = np.bincount(reviewer, minlength=len(cells.reviewers)).astype(np.float64)
+    mean = np.bincount(reviewer, weights=score, minlength=len(cells.reviewers)) / np.maximum(n_r, 1)
+    square = np.bincount(reviewer, weights=(score - mean[reviewer]) ** 2, minlength=len(cells.reviewers))
+    sd = np.sqrt(square / np.maximum(n_r - 1, 1))
+    usable = (n_r >= 2) & (sd > 0)
+    z = np.where(usable[reviewer], (score - mean[reviewer]) / np.where(usable[reviewer], sd[reviewer], 1.0), np.nan)
+    out = []
+    for m, name in enumerate(cells.models):
+        mine = model == m
+        if not mine.any():
+            continue
+        values = z[mine][~np.isnan(z[mine])]
+        out.append(CalibratedModel(model=name, scores=int(mine.sum()), raw_mean=round(float(score[mine].mean()) + 1.0, 4),
+                                   calibrated_z=_r(values.mean()) if len(values) else None))
+    return out

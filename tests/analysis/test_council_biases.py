@@ -1,0 +1,258 @@
+"""Council biases (issue 18): exact values against independent oracles (scipy, scikit-learn, hand
+arithmetic), then simulated corpora: each bias injected at a realistic size is found in >= 80% of
+60-session corpora and, without it, each flag fires in <= 5% (figures in bench/RESULTS.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bias_audit.analysis.council_biases import (
+    _slope,
+    affinity,
+    anchoring,
+    benjamini_hochberg,
+    calibrated_view,
+    length_given_correctness,
+    pair_fit,
+    reviewer_posteriors,
+    self_consistency,
+    style_similarity,
+)
+from bias_audit.analysis.digest import SessionDigest
+from bias_audit.analysis.response_traits import DEFAULT_FINGERPRINT_KEY, cosine, ngram_vector, response_fingerprint
+from bias_audit.analysis.window_cells import window_cells
+from bias_audit.schemas.report import Estimate, ReviewerProfile
+
+from .council_simulation import MODELS, Injected, corpus
+
+
+@pytest.mark.parametrize("p_values", [
+    [0.01, 0.04, 0.03, 0.2],
+    [0.001, 0.5, 0.049, 0.051, 0.9, 0.0001],
+    [0.3],
+    [0.02, 0.02, 0.02],
+])
+def test_benjamini_hochberg_matches_scipy(p_values):
+    assert benjamini_hochberg(p_values) == pytest.approx(list(stats.false_discovery_control(p_values)), abs=1e-12)
+
+
+@pytest.mark.parametrize("x, y", [
+    ([0.0, 1.0, 2.0, 3.0, 4.0], [1.0, 2.9, 5.2, 7.1, 8.8]),
+    ([0.2, 0.5, 0.1, 0.9, 0.7, 0.3], [-1.0, 0.4, -0.2, 1.5, 0.1, 0.0]),
+])
+def test_slope_matches_linregress(x, y):
+    slope, se, lo, hi, p = _slope(np.array(x), np.array(y))
+    oracle = stats.linregress(x, y)
+    t = stats.t.ppf(0.975, len(x) - 2)
+    assert (slope, se, p) == pytest.approx((oracle.slope, oracle.stderr, oracle.pvalue), rel=1e-9)
+    assert (lo, hi) == pytest.approx((oracle.slope - t * oracle.stderr, oracle.slope + t * oracle.stderr), rel=1e-9)
+
+
+def test_slope_with_a_covariate_matches_least_squares_by_hand():
+    rng = np.random.default_rng(3)
+    x, z = rng.normal(size=30), rng.normal(size=30)
+    y = 0.7 * x - 1.2 * z + rng.normal(size=30)
+    slope, se, _, _, p = _slope(x, y, z)
+    design = np.column_stack([np.ones(30), x, z])
+    beta, rss, *_ = np.linalg.lstsq(design, y, rcond=None)
+    sigma2 = rss[0] / 27
+    oracle_se = np.sqrt(sigma2 * np.linalg.inv(design.T @ design)[1, 1])
+    assert (slope, se) == pytest.approx((beta[1], oracle_se), rel=1e-9)
+    assert p == pytest.approx(2 * stats.t.sf(abs(beta[1]) / oracle_se, 27), rel=1e-9)
+
+
+def test_fingerprint_is_the_keyed_hash_of_the_normalized_text():
+    expected = hmac.new(b"k", b"the same answer", hashlib.sha256).hexdigest()[:32]
+    assert response_fingerprint("The  same\nANSWER ", b"k") == expected
+    assert response_fingerprint("the same answer") == hmac.new(
+        DEFAULT_FINGERPRINT_KEY, b"the same answer", hashlib.sha256).hexdigest()[:32]
+    assert response_fingerprint("the same answer", b"k") != response_fingerprint("the same answer", b"j")
+
+
+@pytest.mark.parametrize("a, b", [
+    ("the cache holds the index", "the index holds the cache entries"),
+    ("Shard by tenant id; replicate reads.", "replicate reads and shard by user"),
+    ("one", "two"),
+])
+def test_similarity_matches_scikit_learns_word_ngram_cosine(a, b):
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    vectors = CountVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b").fit_transform([a, b])
+    assert cosine(ngram_vector(a), ngram_vector(b)) == pytest.approx(cosine_similarity(vectors)[0, 1], abs=1e-12)
+
+
+def _digest(index: int, rows: list[tuple[int, int, int, float]], models=("a", "b", "c", "d"), **extra) -> SessionDigest:
+    """rows: (reviewer, model, position, score in points 1-10)."""
+    return SessionDigest.from_cells(
+        [(r, m, p, (y - 1) / 9, False) for r, m, p, y in rows], session_id=f"s{index}", tenant_id="t",
+        ts_ms=1_790_000_000_000 + index, trace_id=None, config_version=None, reviewers=models, models=models,
+        lengths=(100.0,) * len(models), length_unit="words", **extra)
+
+
+def test_an_exact_interaction_is_measured_exactly():
+    """Scores = session x model quality + reviewer offset + 1.5 for (a -> b) + a little noise that
+    averages out: the pair's effect is 1.5 (its additive prediction comes from the other pairs)."""
+    rng = np.random.default_rng(1)
+    offsets = [0.0, -1.0, 0.5, 0.2]
+    digests = []
+    for s in range(40):
+        quality = rng.uniform(3, 8, 4)
+        rows = []
+        for r in range(4):
+            for m in range(4):
+                if r != m:
+                    rows.append((r, m, -1, quality[m] + offsets[r] + (1.5 if (r, m) == (0, 1) else 0.0)))
+        digests.append(_digest(s, rows))
+    cells = window_cells(digests)
+    found = {(a.reviewer, a.model): a for a in affinity(cells, pair_fit(cells))}
+    assert found[("a", "b")].effect == pytest.approx(1.5, abs=1e-6)
+    assert found[("a", "b")].flagged
+    assert found[("a", "b")].n == 40 and found[("a", "b")].sessions == 40
+
+
+def test_within_content_sd_and_icc_match_one_way_anova():
+    """Reviewer a scores three contents three times each; b and c once each time."""
+    a_scores = {"x": [5, 7, 6], "y": [3, 2, 4], "z": [8, 9, 9]}
+    digests = []
+    for s in range(12):
+        content = "xyz"[s % 3]
+        repeat = s // 3 % 3 if s < 9 else 0
+        y_a = a_scores[content][repeat] if s < 9 else 5.0
+        rows = [(0, 3, -1, y_a), (1, 3, -1, 6.0 + (s % 2)), (2, 3, -1, 5.0)]
+        digests.append(_digest(s, rows, fingerprints=(None, None, None, f"c-{content}" if s < 9 else f"u{s}")))
+    cells = window_cells(digests)
+    found = {e.reviewer: e for e in self_consistency(cells)}
+    groups = [np.array(v, float) for v in a_scores.values()]
+    within = sum(((g - g.mean()) ** 2).sum() for g in groups) / 6
+    assert found["a"].effect == pytest.approx(np.sqrt(within), abs=1e-4)
+    f = stats.f_oneway(*groups).statistic
+    assert found["a"].icc == pytest.approx((f - 1) / (f + 3 - 1), abs=1e-4)  # ICC(1) with k = 3
+    assert found["a"].ci_lower == pytest.approx(np.sqrt(6 * within / stats.chi2.ppf(0.975, 6)), abs=1e-4)
+    assert found["a"].ci_upper == pytest.approx(np.sqrt(6 * within / stats.chi2.ppf(0.025, 6)), abs=1e-4)
+    # b and c: each content scored alike, or alternating by one
+    assert found["a"].council_sd is not None and found["a"].contents == 3
+
+
+def test_posteriors_shrink_by_the_method_of_moments():
+    z = stats.norm.ppf(0.975)
+
+    def profile(name: str, offset: float, se: float) -> ReviewerProfile:
+        e = Estimate(point_estimate=offset, ci_lower=offset - z * se, ci_upper=offset + z * se, sample_size=50,
+                     sessions=50, confidence="high")
+        return ReviewerProfile(reviewer=name, sessions=50, scores=50, confidence="high", mean_score=6.0, score_std=1.0,
+                               offset=e, self_preference=e, agreement_with_peers=None)
+
+    values, ses = [-2.0, 0.1, 0.3], [0.2, 0.2, 0.4]
+    posts = reviewer_posteriors([profile(n, v, s) for n, v, s in zip("abc", values, ses)])
+    w = 1 / np.square(ses)
+    mean = (w * values).sum() / w.sum()
+    q = (w * (np.array(values) - mean) ** 2).sum()
+    tau2 = (q - 2) / (w.sum() - (w ** 2).sum() / w.sum())
+    for post, v, s in zip(posts, values, ses):
+        shrink = s * s / (s * s + tau2)
+        assert post.shrinkage == pytest.approx(shrink, abs=1e-4)
+        assert post.posterior_mean == pytest.approx((1 - shrink) * v, abs=1e-4)
+        sd = np.sqrt((1 - shrink) * s * s)
+        assert post.credible_upper - post.credible_lower == pytest.approx(2 * z * sd, abs=2e-4)
+
+
+def test_calibrated_view_averages_each_reviewers_z_scores():
+    digests = [_digest(s, [(0, 2, -1, 8.0 + s % 2), (1, 2, -1, 4.0 + s % 3), (0, 3, -1, 6.0), (1, 3, -1, 5.0)])
+               for s in range(12)]
+    view = {m.model: m for m in calibrated_view(window_cells(digests))}
+    a = np.array([8.0 + s % 2 for s in range(12)] + [6.0] * 12)
+    b = np.array([4.0 + s % 3 for s in range(12)] + [5.0] * 12)
+    za, zb = (a - a.mean()) / a.std(ddof=1), (b - b.mean()) / b.std(ddof=1)
+    assert view["c"].calibrated_z == pytest.approx(np.concatenate([za[:12], zb[:12]]).mean(), abs=1e-4)
+    assert view["c"].raw_mean == pytest.approx(np.concatenate([a[:12], b[:12]]).mean(), abs=1e-4)
+
+
+def test_the_length_effect_among_equally_correct_answers():
+    """Correct answers score 2 points more and each 100 words 0.5 more: the coefficient is 0.5,
+    not the 2 points correctness would lend long answers if correct ones were longer."""
+    rng = np.random.default_rng(5)
+    digests = []
+    for s in range(20):
+        correct = (True, False, True, False)
+        lengths = tuple(float(x) for x in (rng.integers(300, 500), rng.integers(50, 200), rng.integers(300, 500),
+                                           rng.integers(50, 200)))
+        rows = [(r, m, -1, 4.0 + 2.0 * correct[m] + 0.5 * lengths[m] / 100 + 0.3 * r)
+                for r in range(4) for m in range(4) if r != m]
+        digest = _digest(s, rows, correct=correct)
+        digests.append(SessionDigest(**{**{f: getattr(digest, f) for f in digest.__slots__}, "lengths": lengths}))
+    estimate = length_given_correctness(window_cells(digests))
+    assert estimate.point_estimate == pytest.approx(0.5, abs=1e-6)
+    assert length_given_correctness(window_cells(digests[:1] * 0 + [_digest(0, [(0, 1, -1, 5.0)])])) is None
+
+
+# --- simulated corpora -------------------------------------------------------------------------
+
+CORPORA = 200
+NULL_CORPORA = 1000  # the null rates are checked on more corpora: they sit near the limit
+
+
+def _rates(injected: Injected, noise: float = 1.0, seed: int = 7, corpora: int = CORPORA) -> dict[str, float]:
+    rng = np.random.default_rng(seed)
+    hits = {"affinity": 0, "anchoring": 0, "style": 0, "consistency": 0, "target": 0}
+    for _ in range(corpora):
+        cells = window_cells(corpus(rng, injected, noise=noise))
+        fitted = pair_fit(cells)
+        found = {
+            "affinity": [a for a in affinity(cells, fitted) if a.flagged],
+            "anchoring": [a for a in anchoring(cells, fitted) if a.flagged],
+            "style": [a for a in style_similarity(cells, fitted) if a.flagged],
+            "consistency": [a for a in self_consistency(cells) if a.flagged],
+        }
+        for name, flagged in found.items():
+            hits[name] += bool(flagged)
+        hits["target"] += _found_target(injected, found)
+    return {name: count / corpora for name, count in hits.items()}
+
+
+def _found_target(injected: Injected, found: dict) -> bool:
+    if injected.affinity:
+        r, m, _ = injected.affinity
+        return any(a.reviewer == r and a.model == m and a.effect > 0 for a in found["affinity"])
+    if injected.anchoring:
+        return any(a.reviewer == injected.anchoring[0] and a.effect > 0 for a in found["anchoring"])
+    if injected.style:
+        return any(a.reviewer == injected.style[0] and a.effect > 0 for a in found["style"])
+    if injected.inconsistent:
+        return any(a.reviewer == injected.inconsistent[0] for a in found["consistency"])
+    return False
+
+
+@pytest.mark.parametrize("noise", [0.8, 1.0, 1.2])
+def test_unbiased_corpora_raise_each_flag_in_at_most_5_percent(noise):
+    rates = _rates(Injected(), noise=noise, seed=int(noise * 10), corpora=NULL_CORPORA)
+    assert max(rates[name] for name in ("affinity", "anchoring", "style", "consistency")) <= 0.05, rates
+
+
+@pytest.mark.parametrize("injected, bias", [
+    (Injected(affinity=(MODELS[0], MODELS[1], 1.0)), "affinity"),
+    (Injected(anchoring=(MODELS[2], 0.4)), "anchoring"),
+    (Injected(style=(MODELS[3], 3.0)), "style"),
+    (Injected(inconsistent=(MODELS[1], 2.0)), "consistency"),
+])
+def test_each_injected_bias_is_found_in_80_percent_of_60_session_corpora(injected, bias):
+    rates = _rates(injected)
+    assert rates["target"] >= 0.80, rates
+    # the other flags stay near their null rate: one bias is not read as another
+    assert max(rate for name, rate in rates.items() if name not in (bias, "target")) <= 0.08, rates
+
+
+def test_mutual_favour_is_named_as_possible_collusion():
+    """Five members: with four who each review the other three, "a and b favour each other" and
+    "c and d do" differ by an additive pattern (generosity and quality) and cannot be told apart."""
+    rng = np.random.default_rng(2)
+    five = (*MODELS, "echo")
+    cells = window_cells(corpus(rng, Injected(affinity=(MODELS[0], MODELS[1], 1.5), mutual=True), models=five))
+    flagged = {(a.reviewer, a.model): a for a in affinity(cells, pair_fit(cells)) if a.flagged}
+    assert flagged[(MODELS[0], MODELS[1])].mutual and flagged[(MODELS[1], MODELS[0])].mutual
+    assert not any(a.mutual for key, a in flagged.items() if key not in {(MODELS[0], MODELS[1]), (MODELS[1], MODELS[0])})
