@@ -298,8 +298,10 @@ def randomization_balance(cells: WindowCells, thresholds: WindowThresholds) -> R
                                      minlength=cells.sessions)
     multi = reviewers_per_session >= 2
     shared_fraction = float((placements_per_session[multi] == models_per_session[multi]).mean()) if multi.any() else None
+    balanced = table.shape[0] == table.shape[1] >= 2 and _even(table)
     base = dict(sessions=sessions, placements=len(unique), models=models, positions=positions, counts=table.tolist(),
-                shared_order_fraction=_r(shared_fraction))
+                shared_order_fraction=_r(shared_fraction), balanced=bool(balanced),
+                carryover_balanced=bool(balanced and _even(_successions(cells), off_diagonal=True)))
     if sessions < MIN_SESSIONS or table.shape[0] < 2 or table.shape[1] < 2:
         return Randomization(status="collecting data", **base)
     chi2, dof, p = chi_square_independence(table)
@@ -309,6 +311,34 @@ def randomization_balance(cells: WindowCells, thresholds: WindowThresholds) -> R
         shared=bool(shared_fraction is not None and shared_fraction >= thresholds.shared_order_fraction),
         **base,
     )
+
+
+BALANCE_TOLERANCE = 0.02  # of the mean count: a designed order's counts differ by at most one per cycle
+
+
+def _even(counts: np.ndarray, off_diagonal: bool = False) -> bool:
+    """Every cell of the table (its off-diagonal cells) within one count, or 2% of their mean,
+    of each other: what a Latin square / Williams design gives and random orders do not."""
+    values = counts[~np.eye(counts.shape[0], dtype=bool)] if off_diagonal else counts.ravel()
+    if values.size == 0 or values.mean() == 0:
+        return False
+    return bool(values.max() - values.min() <= max(1.0, BALANCE_TOLERANCE * values.mean()))
+
+
+def _successions(cells: WindowCells) -> np.ndarray:
+    """(models, models) how often each model was shown right after each other one, per
+    reviewer's order (display positions p and p + 1 of the same session and reviewer)."""
+    placed = np.flatnonzero(cells.position >= 0)
+    present = np.flatnonzero(np.bincount(cells.model[placed], minlength=len(cells.models)))
+    lookup = np.full(len(cells.models), -1)
+    lookup[present] = np.arange(len(present))
+    review = cells.session[placed] * len(cells.reviewers) + cells.reviewer[placed]
+    order = np.lexsort((cells.position[placed], review))
+    review, position, model = review[order], cells.position[placed][order], lookup[cells.model[placed][order]]
+    follows = (review[1:] == review[:-1]) & (position[1:] == position[:-1] + 1)
+    counts = np.zeros((len(present), len(present)), dtype=np.int64)
+    np.add.at(counts, (model[:-1][follows], model[1:][follows]), 1)
+    return counts
 
 
 def _median_reference(values: dict[int, float]) -> dict[int, float]:

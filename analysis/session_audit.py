@@ -15,8 +15,9 @@ batch of one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.special import fdtrc, stdtr
@@ -26,8 +27,9 @@ from bias_audit.schemas.trusted import trusted
 
 from .observations import SessionScores
 from .reviewer_offset import offsets_from_effects, reviewer_effects
+from .score_arrays import ScoreArrays, score_arrays
 from .session_audit_one import audit_one
-from .score_arrays import score_arrays
+from .session_noise import FIXED, NoiseScale, ReviewerTests, pooled_noise, reviewer_tests, session_noise
 
 REFERENCE_SPAN = 9.0  # thresholds are stated in points of a 1-10 scale
 
@@ -52,6 +54,8 @@ class SessionAnalysis:
     # (display position, score - the model's mean) of every placed peer score, from the batch
     # arrays; empty unless position is identifiable.
     position_residuals: list[tuple[int, float]]
+    # (rss in points^2, df) of the session's two-way fit: its share of the tenant's noise scale
+    noise_contribution: tuple[float, int] = (0.0, 0)
 
     @property
     def peer_scores(self) -> dict[str, list[tuple[str, float]]]:
@@ -152,23 +156,77 @@ def _position_tests(S: np.ndarray, peer: np.ndarray, P: np.ndarray) -> _Position
 VECTORIZE_FROM = 8
 
 
-def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfig()) -> list[SessionAnalysis]:
+def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfig(),
+                tenants: Sequence[str] | None = None,
+                history: Mapping[str, Sequence[tuple[float, int]]] | None = None) -> list[SessionAnalysis]:
+    """The audits of a batch, in its order. The reviewer flags use each session's noise scale:
+    given `tenants` (each session's), the tenant's recent sessions' noise (`history`: (rss in
+    points^2, df) oldest first, the batch's own sessions not among them) rolled forward through the
+    batch, this session included (analysis.session_noise); without, the fixed sigma0."""
+    if not batch:
+        return []
+    arrays = score_arrays(batch)
+    rss, df = session_noise(arrays)
+    contributions = list(zip(rss.tolist(), df.tolist()))
+    if tenants is None:
+        noise = [FIXED] * len(batch)
+    else:
+        rolling = {tenant: list((history or {}).get(tenant, ())) for tenant in set(tenants)}
+        noise = []
+        for tenant, contribution in zip(tenants, contributions):
+            rolling[tenant].append(contribution)
+            noise.append(pooled_noise(rolling[tenant]))
+    tests = reviewer_tests(arrays, noise, config.calibration_threshold, config.self_preference_threshold, config.alpha)
     if len(batch) < VECTORIZE_FROM:
-        return [_audit_one(scores, config) for scores in batch]
-    return _audit_vectorized(batch, config)
+        values = [_values_one(scores, config) for scores in batch]
+    else:
+        values = _audit_vectorized(batch, config, arrays)
+    return [_finished(scores, v, tests, b, noise[b], contributions[b])
+            for b, (scores, v) in enumerate(zip(batch, values))]
 
 
-def _audit_one(scores: SessionScores, config: AuditConfig) -> SessionAnalysis:
+def _values_one(scores: SessionScores, config: AuditConfig) -> dict[str, Any]:
     span = scores.scale_span
-    threshold = config.scaled(config.calibration_threshold, span)
-    values = audit_one(scores, threshold, config.scaled(config.self_preference_threshold, span),
-                       config.length_correlation_threshold, config.alpha)
+    return audit_one(scores, config.scaled(config.calibration_threshold, span), config.length_correlation_threshold,
+                     config.alpha)
+
+
+def _finished(scores: SessionScores, values: dict[str, Any], tests: ReviewerTests, b: int, noise: NoiseScale,
+              contribution: tuple[float, int]) -> SessionAnalysis:
+    """The audit with its reviewer tests (one row of the batch's) and its risk level."""
+    names = scores.reviewers
+    unit = scores.scale_span / REFERENCE_SPAN
+    tested = [i for i in range(len(names)) if tests.offset_tested[b, i]]
+    own = [i for i in range(len(names)) if tests.self_tested[b, i]]
+    harsh = sorted(names[i] for i in tested if tests.harsh[b, i])
+    generous = sorted(names[i] for i in tested if tests.generous[b, i])
+    preferring = sorted(names[i] for i in own if tests.self_preferring[b, i])
+    risk = (int(values["length_bias_detected"]) + int(values["position_bias_detected"]) + bool(harsh)
+            + bool(generous) + bool(preferring))
     residuals = values.pop("_residuals")
-    return SessionAnalysis(trusted(SessionAudit, values), scores, residuals)
+    merged = {
+        **values,
+        "reviewer_offset_p_values": {names[i]: float(tests.offset_p[b, i]) for i in tested},
+        "reviewer_loo_offsets": {names[i]: float(tests.loo_offset[b, i]) for i in tested},
+        "harsh_reviewers": harsh,
+        "generous_reviewers": generous,
+        "self_preference": {names[i]: float(tests.self_preference[b, i]) for i in own},
+        "self_preference_p_values": {names[i]: float(tests.self_p[b, i]) for i in own},
+        "self_preferring_reviewers": preferring,
+        "noise_sd": noise.sd * unit,
+        "noise_df": noise.df,
+        "noise_sessions": noise.sessions,
+        "noise_source": noise.source,
+        "overall_bias_risk": "low" if risk == 0 else "medium" if risk <= 2 else "high",
+    }
+    audit = trusted(SessionAudit, {name: merged[name] for name in AUDIT_FIELDS})
+    return SessionAnalysis(audit, scores, residuals, contribution)
 
 
-def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig) -> list[SessionAnalysis]:
-    a = score_arrays(batch)
+AUDIT_FIELDS = tuple(SessionAudit.model_fields)
+
+
+def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: ScoreArrays) -> list[dict[str, Any]]:
     S, peer, P = a.score, a.peer, a.position
     B = S.shape[0]
     pw = peer.astype(np.float64)
@@ -205,46 +263,16 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig) -> li
         lw = loo.astype(np.float64)
         k = lw.sum(2)
         offset = np.nan_to_num(offsets_from_effects(reviewer_effects(S, loo)))
-        # Its spread: the leave-one-out differences score_i(c) - mean_{j != i} score_j(c), whose
-        # mean the median-referenced offset replaces.
         others = (model_total[:, None, :] - S) / np.maximum(model_n - 1.0, 1.0)[:, None, :]
-        diff = (S - others) * lw
-        loo_offset = diff.sum(2) / np.maximum(k, 1.0)
-        centred = (diff - loo_offset[..., None]) * lw
-        offset_sd = np.sqrt((centred * centred).sum(2) / np.maximum(k - 1.0, 1.0))
-        offset_t = np.where(offset_sd > 0.0, offset / (offset_sd / np.sqrt(k)),
-                            np.where(offset == 0.0, 0.0, np.copysign(inf, offset)))
-        offset_tested = k >= 2
         # Agreement: corr(score_i, rest-of-council mean) per reviewer with >= 3 candidates.
         agree_r, agree_defined = _masked_pearson(S, others, loo)
         agree_defined &= k >= 3
         agree_n = agree_defined.sum(1)
         agreement = np.where(agree_defined, agree_r, 0.0).sum(1) / np.maximum(agree_n, 1)
 
-        # Self-preference: own score against the others' scores of the same response, as a
-        # new draw from their population (prediction t, df = k - 1).
-        own = a.own & scored[:, None, :]
-        model_dev = (S - model_mean[:, None, :]) * pw
-        model_sd = np.sqrt((model_dev * model_dev).sum(1) / np.maximum(model_n - 1.0, 1.0))  # (B, M)
-        self_diff = np.where(own, S - model_mean[:, None, :], 0.0)
-        scale = (model_sd * np.sqrt(1.0 + 1.0 / np.maximum(model_n, 1.0)))[:, None, :]
-        self_t_cells = np.where(scale > 0.0, self_diff / scale,
-                                np.where(self_diff == 0.0, 0.0, np.copysign(inf, self_diff)))
-        has_self = own.any(2)  # (B, R): a reviewer reviews at most its own one response
-        self_pref = self_diff.sum(2)
-        self_t = np.where(own, self_t_cells, 0.0).sum(2)
-        self_df = np.where(own, model_n[:, None, :], 0.0).sum(2) - 1.0
-        self_tested = has_self & (self_df >= 1)
-
-        # Exact t tails (science: never the normal approximation), in one ufunc call.
+        # Exact t tails (science: never the normal approximation).
         length_args = _upper_tail_tests(np.abs(length_t), length_df, length_defined)
-        offset_args = _upper_tail_tests(np.abs(offset_t), k - 1.0, offset_tested)
-        self_args = _upper_tail_tests(self_t, self_df, self_tested)
-        tails = stdtr(np.concatenate([length_args[1], offset_args[1].ravel(), self_args[1].ravel()]),
-                      np.concatenate([length_args[0], offset_args[0].ravel(), self_args[0].ravel()]))
-        length_p = 2.0 * tails[:B]
-        offset_p = 2.0 * tails[B : B + offset_t.size].reshape(offset_t.shape)
-        self_p = tails[B + offset_t.size :].reshape(self_t.shape)
+        length_p = 2.0 * stdtr(length_args[1], length_args[0])
 
     position = _position_tests(S, peer, P)
     identifiable, k_groups, shown, group_mean = (
@@ -252,41 +280,28 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig) -> li
     position_p, position_tested, effect_var = position.p_value, position.tested, position.effect_var
 
     threshold = config.calibration_threshold * a.span / REFERENCE_SPAN  # AuditConfig.scaled, per session
-    self_threshold = config.self_preference_threshold * a.span / REFERENCE_SPAN
     alpha = config.alpha
-    offset_significant = offset_tested & (offset_p < alpha)
-    harsh = offset_significant & (offset <= -threshold[:, None])
-    generous = offset_significant & (offset >= threshold[:, None])
-    self_preferring = self_tested & (self_p < alpha) & (self_pref >= self_threshold[:, None])
     length_detected = length_defined & (np.abs(length_r) > config.length_correlation_threshold) & (length_p < alpha)
     position_detected = position_tested & (position_p < alpha)
-    risk_factors = (length_detected.astype(int) + position_detected + harsh.any(1) + generous.any(1)
-                    + self_preferring.any(1))
 
     # Back to per-session Python values: one tolist() per array, then dicts by reviewer name
     # (zip stops at each session's own reviewers; rows are padded to the batch's widest).
-    reviewer_rows = zip(*(v.tolist() for v in (
-        reviewer_n > 0, reviewer_mean, reviewer_std, k > 0, offset, _or_none(offset_p, offset_tested),
-        harsh, generous, has_self, self_pref, _or_none(self_p, self_tested), self_preferring)))
+    reviewer_rows = zip(*(v.tolist() for v in (reviewer_n > 0, reviewer_mean, reviewer_std, k > 0, offset)))
     session_rows = zip(*(v.tolist() for v in (
         _or_none(length_r, length_defined), _or_none(length_p, length_defined), length_n, length_detected,
         _or_none(spearman, spearman_defined), identifiable, _or_none(position_p, position_tested),
         position_detected, _or_none(effect_var, identifiable & (k_groups >= 2)),
-        _or_none(agreement, agree_n > 0), threshold, risk_factors,
-        (reviewer_n > 0).sum(1), (k > 0).sum(1), harsh.any(1) | generous.any(1), has_self.any(1))))
+        _or_none(agreement, agree_n > 0), threshold, (reviewer_n > 0).sum(1), (k > 0).sum(1))))
     effects: list[dict[str, float]] = [{} for _ in range(B)]
     shown &= identifiable[:, None]
     for b, g, value in zip(*np.nonzero(shown), group_mean[shown].tolist()):
         effects[b][str(g)] = value
 
-    analyses: list[SessionAnalysis] = []
-    for scores, names, session_effects, (
-        has_r, mean_r, std_r, has_o, o, o_p, is_harsh, is_generous, has_s, sp, sp_p, prefers,
-    ), (
+    out: list[dict[str, Any]] = []
+    for names, session_effects, (has_r, mean_r, std_r, has_o, o), (
         length_r_b, length_p_b, length_n_b, length_detected_b, spearman_b, identifiable_b, position_p_b,
-        position_detected_b, effect_var_b, agreement_b, threshold_b, risk, n_scoring, n_offsets, any_flag,
-        any_self,
-    ) in zip(batch, a.reviewers, effects, reviewer_rows, session_rows):
+        position_detected_b, effect_var_b, agreement_b, threshold_b, n_scoring, n_offsets,
+    ) in zip(a.reviewers, effects, reviewer_rows, session_rows):
         # dict(zip()) when every reviewer has the value (the usual case), else filter by the mask
         if n_scoring == len(names):
             means, stds = dict(zip(names, mean_r)), dict(zip(names, std_r))
@@ -294,19 +309,10 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig) -> li
             means = {name: v for name, v, h in zip(names, mean_r, has_r) if h}
             stds = {name: v for name, v, h in zip(names, std_r, has_r) if h}
         if n_offsets == len(names):
-            offsets, offset_ps = dict(zip(names, o)), dict(zip(names, o_p))
+            offsets = dict(zip(names, o))
         else:
             offsets = {name: v for name, v, h in zip(names, o, has_o) if h}
-            offset_ps = {name: v for name, v, h in zip(names, o_p, has_o) if h}
-        harsh_names = sorted(name for name, h in zip(names, is_harsh) if h) if any_flag else []
-        generous_names = sorted(name for name, g in zip(names, is_generous) if g) if any_flag else []
-        if any_self:
-            self_prefs = {name: v for name, v, h in zip(names, sp, has_s) if h}
-            self_ps = {name: v for name, v, h in zip(names, sp_p, has_s) if h}
-            self_names = sorted(name for name, f in zip(names, prefers) if f)
-        else:
-            self_prefs, self_ps, self_names = {}, {}, []
-        audit = trusted(SessionAudit, {
+        out.append({
             "length_score_correlation": length_r_b,
             "length_score_p_value": length_p_b,
             "length_score_spearman": spearman_b,
@@ -320,18 +326,11 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig) -> li
             "reviewer_mean_scores": means,
             "reviewer_score_std": stds,
             "reviewer_offsets": offsets,
-            "reviewer_offset_p_values": offset_ps,
-            "harsh_reviewers": harsh_names,
-            "generous_reviewers": generous_names,
-            "self_preference": self_prefs,
-            "self_preference_p_values": self_ps,
-            "self_preferring_reviewers": self_names,
             "reviewer_agreement": agreement_b,
             "calibration_threshold": threshold_b,
-            "overall_bias_risk": "low" if risk == 0 else "medium" if risk <= 2 else "high",
+            "_residuals": position.residuals[len(out)],
         })
-        analyses.append(SessionAnalysis(audit, scores, position.residuals[len(analyses)]))
-    return analyses
+    return out
 
 
 def _or_none(values: np.ndarray, defined: np.ndarray) -> np.ndarray:

@@ -123,10 +123,9 @@ def _connected_parts(per_response: dict[int, list[tuple[int, float]]], active: l
     return list(groups.values())
 
 
-def audit_one(scores: SessionScores, threshold: float, self_threshold: float, length_threshold: float,
-              alpha: float) -> dict[str, Any]:
-    """The session's audit values (SessionAudit's fields, in its order) and its position
-    residuals, under "_residuals"."""
+def audit_one(scores: SessionScores, threshold: float, length_threshold: float, alpha: float) -> dict[str, Any]:
+    """The session's audit values but the reviewer tests (analysis.session_noise: those run on the
+    batch's arrays) and its position residuals, under "_residuals"."""
     reviewers, models = scores.reviewers, scores.models
     n_models = len(models)
     flat = scores.cells
@@ -171,46 +170,16 @@ def audit_one(scores: SessionScores, threshold: float, self_threshold: float, le
     for r, m, s in loo:
         rest = (model_total[m] - s) / max(model_n[m] - 1.0, 1.0)
         diffs.setdefault(r, []).append((s, rest))
-    tails_df: list[float] = []
-    tails_t: list[float] = []
-    offset_tests: dict[int, int] = {}  # reviewer -> index in the tails
     agreements: list[float] = []
     for r in sorted(diffs):
         pairs = diffs[r]
-        k = len(pairs)
-        sd = sample_std([s - rest for s, rest in pairs])  # of the leave-one-out differences
-        if k >= 2:
-            offset_tests[r] = len(tails_t)
-            tails_df.append(k - 1.0)
-            tails_t.append(-abs(_t_or_inf(offsets[r], sd / math.sqrt(k))))
-        if k >= 3:
+        if len(pairs) >= 3:
             agreement = pearson_r([s for s, _ in pairs], [rest for _, rest in pairs])
             if agreement is not None:
                 agreements.append(agreement)
-
-    # Self-preference: own score against the peers' scores of the same response
-    self_prefs: dict[int, float] = {}
-    self_tests: dict[int, int] = {}
-    model_spread = [0.0] * n_models
-    for r, m, s, _ in peer:
-        model_spread[m] += (s - model_mean[m]) ** 2
-    for r, m, s, p, own in cells:
-        if not own or model_n[m] == 0:
-            continue
-        n = model_n[m]
-        mean = model_mean[m]
-        model_sd = math.sqrt(model_spread[m] / max(n - 1.0, 1.0))
-        self_prefs[r] = s - mean
-        if n - 1.0 >= 1:
-            self_tests[r] = len(tails_t)
-            tails_df.append(n - 1.0)
-            tails_t.append(-_t_or_inf(s - mean, model_sd * math.sqrt(1.0 + 1.0 / max(n, 1.0))))
-    length_at = None
+    length_p = None
     if length_r is not None:
-        length_at = len(tails_t)
-        tails_df.append(df_length)
-        tails_t.append(-abs(length_t))
-    tails = stdtr(tails_df, tails_t).tolist() if tails_t else []
+        length_p = 2.0 * float(stdtr(df_length, -abs(length_t)))
 
     # Position
     placed = [c for c in peer if c[3] >= 0]
@@ -257,16 +226,8 @@ def audit_one(scores: SessionScores, threshold: float, self_threshold: float, le
         effect_var = sum((v - effect_mean) ** 2 for v in group_mean.values()) / max(k_groups - 1, 1)
 
     names = reviewers
-    offset_p = {r: 2.0 * tails[i] for r, i in offset_tests.items()}
-    self_p = {r: tails[i] for r, i in self_tests.items()}
-    length_p = 2.0 * tails[length_at] if length_at is not None else None
-    harsh = sorted(names[r] for r, o in offsets.items() if r in offset_p and offset_p[r] < alpha and o <= -threshold)
-    generous = sorted(names[r] for r, o in offsets.items() if r in offset_p and offset_p[r] < alpha and o >= threshold)
-    preferring = sorted(names[r] for r, v in self_prefs.items()
-                        if r in self_p and self_p[r] < alpha and v >= self_threshold)
     length_detected = length_p is not None and abs(length_r or 0.0) > length_threshold and length_p < alpha
     position_detected = bool(position_tested and position_p is not None and position_p < alpha)
-    risk = int(length_detected) + position_detected + bool(harsh) + bool(generous) + bool(preferring)
     return {
         "length_score_correlation": length_r,
         "length_score_p_value": length_p,
@@ -281,14 +242,7 @@ def audit_one(scores: SessionScores, threshold: float, self_threshold: float, le
         "reviewer_mean_scores": {names[r]: v for r, v in means.items()},
         "reviewer_score_std": {names[r]: v for r, v in stds.items()},
         "reviewer_offsets": {names[r]: offsets[r] for r in sorted(diffs)},
-        "reviewer_offset_p_values": {names[r]: offset_p.get(r) for r in sorted(diffs)},
-        "harsh_reviewers": harsh,
-        "generous_reviewers": generous,
-        "self_preference": {names[r]: v for r, v in sorted(self_prefs.items())},
-        "self_preference_p_values": {names[r]: self_p.get(r) for r, _ in sorted(self_prefs.items())},
-        "self_preferring_reviewers": preferring,
         "reviewer_agreement": sum(agreements) / len(agreements) if agreements else None,
         "calibration_threshold": threshold,
-        "overall_bias_risk": "low" if risk == 0 else "medium" if risk <= 2 else "high",
         "_residuals": residuals if identifiable else [],
     }

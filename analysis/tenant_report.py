@@ -97,6 +97,9 @@ def tenant_report(
     flags.extend(f"STYLE_MIMICRY:{a.reviewer}" for a in styles if a.flagged and (a.effect or 0) > 0)
     flags.extend(f"INCONSISTENT:{a.reviewer}" for a in consistency if a.flagged)
     flags.extend(f"TREND:{t.metric}:{t.subject}" for t in trends if t.flagged)
+    if any(a.mutual for a in affinities) and len(cells.active_models) == 4:
+        warnings.append("with four members who each review the other three, mutual favour between two of them reads "
+                        "the same as mutual favour between the other two (plus generosity and quality): check both pairs")
     if position.status == "not identifiable" and sessions >= 10:
         warnings.append("position effects are not identifiable: no model was seen at more than one position")
     _, x, y = cells.length_points

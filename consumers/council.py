@@ -18,6 +18,7 @@ from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.records import build_records, effective_consent, stored_bytes_over
 from bias_audit.analysis.response_traits import response_traits
 from bias_audit.analysis.session_audit import AuditConfig, audit_batch
+from bias_audit.analysis.session_noise import NOISE_SESSIONS, digests_noise
 from bias_audit.analysis.verdict import session_verdict
 from bias_audit.analysis.window import WindowUpdate, session_contribution, window_bounds
 from bias_audit.analysis.window_cells import window_cells
@@ -31,6 +32,7 @@ from .exactly_once import RecordOnce, RecordSink
 from .envelope import Delivery, InvalidEvent, Misrouted, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
 
 log = logging.getLogger("bias_audit.consumer")
+NOISE_CACHE = 100_000  # sessions whose noise contribution is remembered (~100 bytes each)
 
 
 @dataclass(slots=True)
@@ -95,6 +97,7 @@ class CouncilSessionProcessor:
         self.alert_policy = alert_policy
         self.window_policy = window_policy
         self.max_stored_ratio = max_stored_ratio
+        self._noise: dict[tuple[str, str], tuple[float, int]] = {}  # (tenant, session) -> its two-way fit's (rss, df)
 
     def parse(self, delivery: Delivery) -> CouncilSessionEvent:
         event = parse_event(CouncilSessionEvent, delivery.body, self.limits, self.misrouted)
@@ -133,6 +136,16 @@ class CouncilSessionProcessor:
         )
         return _Prepared(delivery, event, trace_id, consent, records, item, analysis, digest)
 
+    def _noise_history(self, digests: list[SessionDigest], fresh: set[str]) -> list[tuple[float, int]]:
+        """The tenant's last sessions' (rss, df), oldest first, the batch's own sessions left out
+        (a redelivered one is in the window already); each stored session's fit computed once."""
+        recent = [d for d in digests if d.session_id not in fresh][-(NOISE_SESSIONS - 1):]
+        missing = [d for d in recent if (d.tenant_id, d.session_id) not in self._noise]
+        if len(self._noise) > NOISE_CACHE:
+            self._noise.clear()
+        self._noise.update(((d.tenant_id, d.session_id), v) for d, v in zip(missing, digests_noise(missing)))
+        return [self._noise[(d.tenant_id, d.session_id)] for d in recent]
+
     def _result(self, prepared: _Prepared, summary) -> AuditResult:
         audit = prepared.analysis.audit
         verdict = session_verdict(audit)
@@ -161,14 +174,16 @@ class CouncilSessionProcessor:
         outcomes: list[Outcome] = [Outcome(d) for d in deliveries]
         parsed = parse_or_dead_letter(deliveries, outcomes, self.parse)
         scores = [session_scores(event) for _, event in parsed]
-        analyses = audit_batch(scores, self.audit_config)  # vectorized over the batch
+        tenants = sorted({event.tenant_id for _, event in parsed})
+        # the window the batch arrives to: the reviewer tests' noise scale, the alerts' baseline
+        before = await self.window.digests(tenants) if tenants else {}
+        fresh = {event.session_id for _, event in parsed}
+        analyses = audit_batch(scores, self.audit_config, [event.tenant_id for _, event in parsed],
+                               {tenant: self._noise_history(digests, fresh) for tenant, digests in before.items()})
         prepared = [
             (index, self._prepare(deliveries[index], event, session, analysis))
             for (index, event), session, analysis in zip(parsed, scores, analyses)
         ]
-        before: dict[str, list[SessionDigest]] = {}
-        if self.alert_state is not None and prepared:
-            before = await self.window.digests(sorted({p.event.tenant_id for _, p in prepared}))
         updates = await self.window.add_many([p.item for _, p in prepared])
         to_append: list[tuple[str, WindowItem, list[dict[str, Any]]]] = []
         for (index, p), update in zip(prepared, updates):

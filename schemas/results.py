@@ -29,16 +29,26 @@ class SessionAudit(_Out):
     position_bias_detected: bool
     reviewer_mean_scores: dict[str, float]
     reviewer_score_std: dict[str, float]
-    reviewer_offsets: dict[str, float]
+    reviewer_offsets: dict[str, float]  # effect vs the median of the other reviewers' (display)
+    # The harsh / generous test (analysis.session_noise): each reviewer's leave-one-out offset and
+    # its p at the noise scale below, one-sided in the offset's direction (harsh and generous are
+    # two flags); flagged at p < alpha / reviewers, the session's largest offset only.
     reviewer_offset_p_values: dict[str, float | None] = Field(default_factory=dict)
+    reviewer_loo_offsets: dict[str, float] = Field(default_factory=dict)
     harsh_reviewers: list[str]
     generous_reviewers: list[str]
-    self_preference: dict[str, float]
-    self_preference_p_values: dict[str, float | None] = Field(default_factory=dict)
+    self_preference: dict[str, float]  # own score - the two-way fit's prediction for that cell
+    self_preference_p_values: dict[str, float | None] = Field(default_factory=dict)  # one-sided
     self_preferring_reviewers: list[str] = Field(default_factory=list)
     reviewer_agreement: float | None = None
     calibration_threshold: float
     overall_bias_risk: RiskLevel
+    # The noise SD those tests used, on the session's scale: pooled over the tenant's last
+    # noise_sessions sessions (source "window", t on noise_df) or the fixed sigma0 ("fixed", normal).
+    noise_sd: float | None = None
+    noise_df: int | None = None
+    noise_sessions: int = 0
+    noise_source: Literal["window", "fixed"] = "fixed"
 
 
 class CorrelationEstimate(_Out):

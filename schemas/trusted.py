@@ -17,7 +17,8 @@ _set = object.__setattr__
 
 
 def trusted(cls: type[M], values: dict[str, Any]) -> M:
-    """values must hold every field, with the declared types."""
+    """values must hold every field, with the declared types, in the declared order (the
+    dict becomes the model's __dict__: its order is the JSON's)."""
     if cls.__pydantic_post_init__ or cls.__private_attributes__ or cls.model_config.get("extra") == "allow":
         return cls.model_construct(**values)
     model = cls.__new__(cls)

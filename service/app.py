@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import FastAPI, Request
@@ -25,6 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from bias_audit.analysis.orders import OrdersError, orders_document
 from bias_audit.analysis.responses.counterfactual import swapped_prompts
 from bias_audit.consumers.envelope import (MAX_TRACE_ID_CHARS, Delivery, describe_validation_error,
                                           trace_id_from_traceparent)
@@ -36,6 +37,7 @@ from .auth import ANONYMOUS, READ, SEND, Principal, TokenVerifier, Unauthenticat
 
 PROBLEM = "application/problem+json"
 MAX_PROMPT_CHARS = 64 * 1024
+MAX_ORDERS_BODY_BYTES = 64 * 1024  # 26 models and 100 reviewers of 256 characters, escaped
 MAX_SWAP_BODY_BYTES = 4 * 1024 * 1024  # a full prompt and 1,000 swap pairs, even JSON-escaped
 MAX_SWAP_ANSWER_BYTES = 1024 * 1024
 STATUS_FOR = {"too_large": 413, "invalid_json": 400, "invalid_event": 422, "wrong_topic": 422}
@@ -81,6 +83,33 @@ class SwapRequest(BaseModel):
     swaps: dict[SwapWord, SwapWord] | None = Field(
         default=None, max_length=1_000, description="word -> counterpart (at most 1,000 pairs of up to 64 "
         "characters); default: the shipped gender swap list")
+
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+class OrdersRequest(BaseModel):
+    model_config = ConfigDict(hide_input_in_errors=True, extra="forbid")
+    models: list[Name] = Field(min_length=2, max_length=26, description="the candidates to order")
+    reviewers: list[Name] = Field(min_length=1, max_length=100, description="each gets its own order")
+    seed: int = Field(description="the same seed gives the same orders")
+    design: Literal["williams", "random"] = "williams"
+    sessions: int = Field(default=1, ge=1, le=10_000)
+
+
+class ReviewerOrderOut(BaseModel):
+    session: int
+    reviewer: str
+    order: list[str]
+    label_to_model: dict[str, dict[str, Any]]
+
+
+class PresentationOrders(BaseModel):
+    design: str
+    seed: int
+    sessions: int
+    cycle: int | None = Field(description="reviews per exactly balanced cycle (williams)")
+    orders: list[ReviewerOrderOut]
 
 
 class SwappedPrompt(BaseModel):
@@ -251,6 +280,25 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
                            f"{MAX_SWAP_ANSWER_BYTES}; send a shorter prompt or shorter counterparts",
                            "urn:bias-audit:problem:too_large_answer")
         return Response(answer, media_type="application/json")
+
+    @app.post("/presentation-orders", response_model=PresentationOrders, responses=ERROR_RESPONSES,
+              openapi_extra=_body_schema(OrdersRequest), summary="Balanced per-reviewer presentation orders")
+    async def presentation_orders(request: Request) -> Response:
+        """Per-reviewer orders for the next sessions, deterministic for a seed: a Williams design
+        (each model at each position, and right after each other model, equally often per cycle)
+        or seeded random orders; each with the review's label_to_model for the council event."""
+        body = await _bounded_body(request, MAX_ORDERS_BODY_BYTES)
+        if body is None:
+            return problem(413, PROBLEMS[413], f"body is over the limit of {MAX_ORDERS_BODY_BYTES} bytes",
+                           "urn:bias-audit:problem:too_large")
+        try:
+            asked = OrdersRequest.model_validate_json(body)
+            document = orders_document(asked.models, asked.reviewers, asked.seed, asked.design, asked.sessions)
+        except ValidationError as error:
+            return problem(422, PROBLEMS[422], describe_validation_error(error), "urn:bias-audit:problem:invalid")
+        except OrdersError as error:
+            return problem(422, PROBLEMS[422], str(error), "urn:bias-audit:problem:invalid")
+        return Response(orjson.dumps(document), media_type="application/json")
 
     _mount_docs(app)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 
 def council_event(
     scores: dict[str, dict[str, float]],
@@ -65,3 +67,22 @@ def observations(scores) -> list[Observation]:
     """A SessionScores' cells by name, in review order."""
     return [Observation(scores.reviewers[int(r)], scores.models[int(m)], None if p < 0 else int(p), score, own == 1.0)
             for r, m, score, p, own in scores.cell_tuples()]
+
+
+def two_way_prediction(table, reviewer, model):
+    """(prediction of reviewer x model from score ~ reviewer + model over the peer table, its
+    variance factor x0' (X'X)+ x0): explicit dummies and numpy's lstsq, not the audit's algebra."""
+    reviewers = sorted(table)
+    models = sorted({m for row in table.values() for m in row})
+    rows, y = [], []
+    for r in reviewers:
+        for m, score in table[r].items():
+            x = np.zeros(len(reviewers) + len(models))
+            x[reviewers.index(r)] = x[len(reviewers) + models.index(m)] = 1.0
+            rows.append(x)
+            y.append(score)
+    design = np.array(rows)
+    beta = np.linalg.lstsq(design, np.array(y), rcond=None)[0]
+    x0 = np.zeros(design.shape[1])
+    x0[reviewers.index(reviewer)] = x0[len(reviewers) + models.index(model)] = 1.0
+    return float(x0 @ beta), float(x0 @ np.linalg.pinv(design.T @ design) @ x0)

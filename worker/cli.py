@@ -683,6 +683,55 @@ def sandbox(
         raise typer.Exit(3)
 
 
+class OrdersDesign(str, Enum):
+    williams = "williams"
+    random = "random"
+
+
+class OrdersFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _names(values: list[str] | None) -> list[str]:
+    """Repeated options and comma-separated lists both: --models a,b --models c."""
+    return [name.strip() for value in values or [] for name in value.split(",") if name.strip()]
+
+
+@_command
+def orders(
+    models: Annotated[list[str], typer.Option("--models", "-m", metavar="M1,M2,...",
+                                              help="the candidates to order (comma-separated or repeated)")],
+    reviewers: Annotated[list[str], typer.Option("--reviewers", "-r", metavar="R1,R2,...",
+                                                 help="the reviewers, each getting its own order")],
+    seed: Annotated[int, typer.Option(metavar="S", help="the same seed gives the same orders")],
+    design: Annotated[OrdersDesign, typer.Option(help="williams: balanced Latin square (each model at each "
+                                                 "position and after each other model equally); random")] = OrdersDesign.williams,
+    sessions: Annotated[int, typer.Option(metavar="N", help="sessions to plan, 1-10000")] = 1,
+    format: Annotated[OrdersFormat, typer.Option("--format", "-f", help="text or json")] = OrdersFormat.text,
+) -> None:
+    """Per-reviewer presentation orders, deterministic for a seed.
+
+    Williams design: reviewers take consecutive rows of a balanced Latin square, session after
+    session, so every model is shown at every position, and right after every other model, equally
+    often per cycle of rows (n rows for n models when n is even, 2n when odd). JSON carries each
+    review's label_to_model, ready for the council event. The report's randomization check
+    recognises the design."""
+    import json
+
+    from bias_audit.analysis.orders import OrdersError, orders_document
+
+    try:
+        document = orders_document(_names(models), _names(reviewers), seed, design.value, sessions)
+    except OrdersError as error:
+        raise CommandError(str(error)) from None
+    if format is OrdersFormat.json:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return
+    for o in document["orders"]:  # type: ignore[attr-defined]
+        sys.stdout.write(f"session {o['session']}  {o['reviewer']}: {' > '.join(o['order'])}\n")
+
+
 @_command
 def demo(
     input: Annotated[Optional[Path], typer.Option(

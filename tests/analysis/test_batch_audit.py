@@ -10,9 +10,9 @@ import pytest
 from scipy import stats as sps
 
 from bias_audit.analysis.observations import session_scores
-from bias_audit.analysis.session_audit import AuditConfig, _audit_vectorized, audit_batch, audit_scores
+from bias_audit.analysis.session_audit import VECTORIZE_FROM, audit_batch, audit_scores
 from bias_audit.schemas.events import CouncilSessionEvent
-from tests.builders import council_event, observations
+from tests.builders import council_event, observations, two_way_prediction
 
 MODELS = ["M1", "M2", "M3", "M4", "M5", "M6"]
 
@@ -113,47 +113,71 @@ def effects(table):
     return dict(zip(reviewers, coefficients[:len(reviewers)].tolist()))
 
 
-def test_median_referenced_offsets_and_their_t_tests_match_a_direct_computation():
+SIGMA0 = 1.2  # points of a 1-10 scale: the fixed noise SD of a session audited without a window
+
+
+def test_median_referenced_offsets_and_the_leave_one_out_z_tests_match_a_direct_computation():
+    """Offsets against the others' median (display); the flag's test: the mean leave-one-out
+    difference over its SE at the fixed sigma0, s0 sqrt(sum_c (1 + 1/(n_c - 1))) / k, normal,
+    one-sided in the offset's direction."""
     checked = 0
     for scores, table, audit in audited():
         effect = effects(table)
+        unit = scores.scale_span / 9
         for reviewer, row in table.items():
-            diffs = [own - rest for own, rest in own_and_rest(table, reviewer)]
+            pairs = own_and_rest(table, reviewer)
+            diffs = [own - rest for own, rest in pairs]
             if not diffs:
-                assert reviewer not in audit.reviewer_offsets
+                assert reviewer not in audit.reviewer_offsets and reviewer not in audit.reviewer_offset_p_values
                 continue
             others = [value for name, value in effect.items() if name != reviewer]
             offset = effect[reviewer] - statistics.median(others)
             assert audit.reviewer_offsets[reviewer] == pytest.approx(offset, abs=1e-9)
             assert audit.reviewer_mean_scores[reviewer] == pytest.approx(np.mean(list(row.values())), abs=1e-9)
-            p = audit.reviewer_offset_p_values[reviewer]
-            if len(diffs) < 2:
-                assert p is None
-            elif np.std(diffs) > 1e-9:
-                # the spread of the leave-one-out differences, around the offset
-                t = offset / (np.std(diffs, ddof=1) / math.sqrt(len(diffs)))
-                assert p == pytest.approx(2 * sps.t.sf(abs(t), len(diffs) - 1), abs=1e-9)
-                checked += 1
+            assert audit.reviewer_loo_offsets[reviewer] == pytest.approx(np.mean(diffs), abs=1e-9)
+            n_others = [sum(1 for name, r in table.items() if name != reviewer and model in r)
+                        for model in row if any(name != reviewer and model in r for name, r in table.items())]
+            se = SIGMA0 * unit * math.sqrt(sum(1 + 1 / n for n in n_others)) / len(diffs)
+            assert audit.reviewer_offset_p_values[reviewer] == pytest.approx(
+                sps.norm.sf(abs(np.mean(diffs)) / se), abs=1e-9)  # one-sided, in the offset's direction
+            checked += 1
+        assert audit.noise_source == "fixed" and audit.noise_sd == pytest.approx(SIGMA0 * unit)
     assert checked > 100
 
 
-def test_self_preference_matches_the_prediction_t_test():
+def test_self_preference_is_the_own_score_less_the_two_way_prediction():
     checked = 0
     for scores, table, audit in audited():
+        unit = scores.scale_span / 9
         for o in observations(scores):
             if not o.is_self:
                 continue
-            others = [row[o.model] for row in table.values() if o.model in row]
-            if not others:
+            scored_by_peers = any(o.model in row for name, row in table.items())
+            if not scored_by_peers or o.reviewer not in table:
                 assert o.reviewer not in audit.self_preference
                 continue
-            assert audit.self_preference[o.reviewer] == pytest.approx(o.score - np.mean(others), abs=1e-9)
-            if len(others) >= 2 and np.std(others) > 0:
-                t = (o.score - np.mean(others)) / (np.std(others, ddof=1) * math.sqrt(1 + 1 / len(others)))
-                assert audit.self_preference_p_values[o.reviewer] == pytest.approx(
-                    sps.t.sf(t, len(others) - 1), abs=1e-9)
-                checked += 1
+            predicted, factor = two_way_prediction(table, o.reviewer, o.model)
+            assert audit.self_preference[o.reviewer] == pytest.approx(o.score - predicted, abs=1e-9)
+            se = SIGMA0 * unit * math.sqrt(1 + factor)
+            assert audit.self_preference_p_values[o.reviewer] == pytest.approx(
+                sps.norm.sf((o.score - predicted) / se), abs=1e-9)
+            checked += 1
     assert checked > 50
+
+
+@pytest.mark.parametrize("members, factor", [(3, 2.5), (4, 1 + 5 / 6), (5, 1 + 7 / 12)])
+def test_the_self_preference_se_factor_of_a_complete_council_is_the_issues(members, factor):
+    """Issue 18: SE = s0 sqrt(1 + a'a), sqrt(2.5), sqrt(1.833), sqrt(1.583) at M = 3, 4, 5."""
+    names = [f"M{i}" for i in range(members)]
+    rng = random.Random(members)
+    scores = {r: {m: float(rng.randint(3, 9)) for m in names} for r in names}
+    session = session_scores(CouncilSessionEvent.model_validate(council_event(scores)))
+    audit = audit_scores(session).audit
+    nonzero = [name for name in names if abs(audit.self_preference[name]) > 1e-6]  # 0 / 0 reads nothing
+    assert len(nonzero) >= 2
+    for name in nonzero:
+        z = sps.norm.isf(audit.self_preference_p_values[name])
+        assert audit.self_preference[name] / z == pytest.approx(SIGMA0 * math.sqrt(factor), rel=1e-7)
 
 
 def test_agreement_is_the_mean_item_rest_correlation():
@@ -224,7 +248,8 @@ def test_position_effects_and_f_test_match_a_direct_computation():
 
 
 def test_the_plain_python_audit_of_one_session_equals_the_vectorized_one():
-    vectorized = _audit_vectorized(SESSIONS, AuditConfig())
+    vectorized = audit_batch(SESSIONS)  # a batch this size takes the vectorized path
+    assert len(SESSIONS) >= VECTORIZE_FROM
     for scores, batch in zip(SESSIONS, vectorized):
         one = audit_batch([scores])[0]
         assert one.audit.model_dump().keys() == batch.audit.model_dump().keys()
@@ -244,4 +269,5 @@ def test_a_council_in_two_parts_gets_offsets_within_each_part_on_both_paths():
     session = session_scores(CouncilSessionEvent.model_validate(council_event(scores)))
     expected = {"R1": 1.0, "R2": -1.0, "R3": 0.0, "R4": 0.0}
     assert audit_batch([session])[0].audit.reviewer_offsets == pytest.approx(expected, abs=1e-12)
-    assert _audit_vectorized([session], AuditConfig())[0].audit.reviewer_offsets == pytest.approx(expected, abs=1e-9)
+    vectorized = audit_batch([session] * VECTORIZE_FROM)[0]
+    assert vectorized.audit.reviewer_offsets == pytest.approx(expected, abs=1e-9)

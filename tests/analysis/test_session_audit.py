@@ -7,7 +7,7 @@ from scipy import stats as sps
 from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.session_audit import AuditConfig, audit_scores
 from bias_audit.schemas.events import CouncilSessionEvent
-from tests.builders import council_event, observations
+from tests.builders import council_event, two_way_prediction, observations
 
 
 def audit(event_dict, config=AuditConfig()):
@@ -76,12 +76,17 @@ def test_a_better_candidate_does_not_make_a_reviewer_harsh():
 
 
 def test_noise_is_not_called_calibration_bias():
-    # Offset beyond the threshold but inconsistent: diffs +4, -1, +2.5 (mean ~1.83, p > 0.05).
-    scores = {"R1": {"M1": 9, "M2": 4, "M3": 8.5}, "R2": {"M1": 5, "M2": 5, "M3": 6}, "R3": {"M1": 5, "M2": 5, "M3": 6}}
+    # Offset beyond the threshold, but within the noise: diffs +4, -1, +2 (mean ~1.67). Without
+    # a window the noise SD is sigma0 = 1.2: SE = 1.2 sqrt(3 (1 + 1/2)) / 3, one-sided p ~ 0.025,
+    # above 0.05 / 3 (Bonferroni over the session's three reviewers).
+    scores = {"R1": {"M1": 9, "M2": 4, "M3": 8}, "R2": {"M1": 5, "M2": 5, "M3": 6}, "R3": {"M1": 5, "M2": 5, "M3": 6}}
     got = audit(council_event(scores))
-    assert got.reviewer_offsets["R1"] == pytest.approx((4 - 1 + 2.5) / 3)
-    assert got.reviewer_offset_p_values["R1"] == pytest.approx(sps.ttest_1samp([4, -1, 2.5], 0).pvalue)
-    assert got.generous_reviewers == []
+    assert got.reviewer_offsets["R1"] == pytest.approx((4 - 1 + 2) / 3)
+    assert got.reviewer_loo_offsets["R1"] == pytest.approx((4 - 1 + 2) / 3)
+    se = 1.2 * (3 * 1.5) ** 0.5 / 3
+    assert got.reviewer_offset_p_values["R1"] == pytest.approx(sps.norm.sf((4 - 1 + 2) / 3 / se))
+    assert 0.05 / 3 < got.reviewer_offset_p_values["R1"] < 0.05
+    assert got.generous_reviewers == [] and got.noise_source == "fixed" and got.noise_sd == pytest.approx(1.2)
 
 
 def self_review_session(**extra):
@@ -92,9 +97,12 @@ def self_review_session(**extra):
 
 def test_self_reviews_are_excluded_and_measured_as_self_preference():
     got = audit(self_review_session())
-    # Peer means: M1 (7+7)/2 = 7, M2 (6+6)/2 = 6, M3 (5+5)/2 = 5.
+    # The peer scores are additive with equal reviewers (M1 gets 7, 7; M2 6, 6; M3 5, 5): the
+    # two-way predictions of the own cells are 7, 6, 5.
     assert got.self_preference == pytest.approx({"M1": 3.0, "M2": 3.0, "M3": 0.0})
-    assert got.self_preferring_reviewers == ["M1", "M2"]
+    # One session of three is weak evidence: z = 3 / (1.2 sqrt(2.5)), p ~ 0.057 > 0.05 / 3.
+    assert got.self_preference_p_values["M1"] == pytest.approx(sps.norm.sf(3 / (1.2 * 2.5 ** 0.5)))
+    assert got.self_preferring_reviewers == []
     # Reviewer means without self-scores: M1 (6+5)/2, M2 (7+5)/2, M3 (7+6)/2.
     assert got.reviewer_mean_scores == pytest.approx({"M1": 5.5, "M2": 6.0, "M3": 6.5})
     expected = sps.pearsonr([100, 50, 10], [7, 6, 5])
@@ -146,8 +154,8 @@ def test_legacy_labels_take_their_position_from_the_letter():
 
 
 def test_self_preference_p_is_the_upper_prediction_tail():
-    # M1 gives itself 10; its peers give it 6, 7, 8 (mean 7, sd 1):
-    # t = (10 - 7) / (1 * sqrt(1 + 1/3)), df = 2, one-sided.
+    # M1 gives itself 10; its peers give it 6, 7, 8. The own score against the two-way fit's
+    # prediction for that cell (explicit dummies, numpy's lstsq), at sigma0, one-sided.
     scores = {
         "M1": {"M1": 10, "M2": 5, "M3": 5, "M4": 5},
         "M2": {"M1": 6, "M2": 5, "M3": 5, "M4": 5},
@@ -155,7 +163,20 @@ def test_self_preference_p_is_the_upper_prediction_tail():
         "M4": {"M1": 8, "M2": 5, "M3": 5, "M4": 5},
     }
     got = audit(council_event(scores))
-    t = 3 / (1 * (1 + 1 / 3) ** 0.5)
-    assert got.self_preference["M1"] == pytest.approx(3.0)
-    assert got.self_preference_p_values["M1"] == pytest.approx(sps.t.sf(t, df=2), rel=1e-9)
-    assert sps.t.sf(t, df=2) > 0.05 and got.self_preferring_reviewers == []  # 3 points, but weak evidence
+    peers = {r: {m: s for m, s in row.items() if m != r} for r, row in scores.items()}
+    predicted, factor = two_way_prediction(peers, "M1", "M1")
+    assert got.self_preference["M1"] == pytest.approx(10 - predicted)
+    p = sps.norm.sf((10 - predicted) / (1.2 * (1 + factor) ** 0.5))
+    assert got.self_preference_p_values["M1"] == pytest.approx(p, rel=1e-9)
+    assert p > 0.05 / 4 and got.self_preferring_reviewers == []  # a few points, but weak evidence
+
+
+def test_a_strong_self_preference_in_a_council_of_five_is_flagged():
+    # Everyone scores every peer 6; M1 gives itself 10: 4 points over a prediction of 6,
+    # z = 4 / (1.2 sqrt(1 + 7/12)) ~ 2.65, p ~ 0.004 < 0.05 / 5.
+    names = ["M1", "M2", "M3", "M4", "M5"]
+    scores = {r: {m: 10.0 if r == m == "M1" else 6.0 for m in names} for r in names}
+    got = audit(council_event(scores))
+    assert got.self_preference["M1"] == pytest.approx(4.0)
+    assert got.self_preference_p_values["M1"] == pytest.approx(sps.norm.sf(4 / (1.2 * (1 + 7 / 12) ** 0.5)))
+    assert got.self_preferring_reviewers == ["M1"]

@@ -8,8 +8,10 @@ VALUES = dict(
     reviewer_mean_scores={"R1": 6.0}, reviewer_score_std={"R1": 1.0}, reviewer_offsets={"R1": -1.6},
     reviewer_offset_p_values={"R1": None}, harsh_reviewers=[], generous_reviewers=[], self_preference={},
     self_preference_p_values={}, self_preferring_reviewers=[], reviewer_agreement=None,
-    calibration_threshold=1.5, overall_bias_risk="medium",
+    calibration_threshold=1.5, overall_bias_risk="medium", reviewer_loo_offsets={"R1": -1.7}, noise_sd=1.1,
+    noise_df=250, noise_sessions=50, noise_source="window",
 )
+VALUES = {name: VALUES[name] for name in SessionAudit.model_fields}  # trusted() wants the declared order
 
 
 def test_trusted_model_equals_the_validated_one():
