@@ -28,8 +28,8 @@ from bias_audit.schemas.trusted import trusted
 from .observations import SessionScores
 from .reviewer_offset import offsets_from_effects, reviewer_effects
 from .score_arrays import ScoreArrays, score_arrays
-from .session_audit_one import audit_one
-from .session_noise import FIXED, NoiseScale, ReviewerTests, pooled_noise, reviewer_tests, session_noise
+from .session_audit_one import OneFit, audit_one, reviewer_tests_one, two_way_one
+from .session_noise import FIXED, NoiseScale, ReviewerTests, pooled_noise, reviewer_tests, session_noise, two_way_fit
 
 REFERENCE_SPAN = 9.0  # thresholds are stated in points of a 1-10 scale
 
@@ -165,9 +165,16 @@ def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfi
     batch, this session included (analysis.session_noise); without, the fixed sigma0."""
     if not batch:
         return []
-    arrays = score_arrays(batch)
-    rss, df = session_noise(arrays)
-    contributions = list(zip(rss.tolist(), df.tolist()))
+    small = len(batch) < VECTORIZE_FROM
+    if small:
+        fits = [two_way_one(scores) for scores in batch]
+        contributions = [(fit.rss * (REFERENCE_SPAN / scores.scale_span) ** 2, fit.df)
+                         for scores, fit in zip(batch, fits)]
+    else:
+        arrays = score_arrays(batch)
+        fit = two_way_fit(arrays.score, arrays.peer)
+        rss, df = session_noise(arrays, fit)
+        contributions = list(zip(rss.tolist(), df.tolist()))
     if tenants is None:
         noise = [FIXED] * len(batch)
     else:
@@ -176,44 +183,66 @@ def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfi
         for tenant, contribution in zip(tenants, contributions):
             rolling[tenant].append(contribution)
             noise.append(pooled_noise(rolling[tenant]))
-    tests = reviewer_tests(arrays, noise, config.calibration_threshold, config.self_preference_threshold, config.alpha)
-    if len(batch) < VECTORIZE_FROM:
-        values = [_values_one(scores, config) for scores in batch]
+    if small:
+        tests = [_tests_one(scores, fit, scale, config) for scores, fit, scale in zip(batch, fits, noise)]
+        values = [_values_one(scores, config, fit) for scores, fit in zip(batch, fits)]
     else:
+        tests = _tests_rows(batch, reviewer_tests(arrays, fit, noise, config.calibration_threshold,
+                                                  config.self_preference_threshold, config.alpha))
         values = _audit_vectorized(batch, config, arrays)
-    return [_finished(scores, v, tests, b, noise[b], contributions[b])
-            for b, (scores, v) in enumerate(zip(batch, values))]
+    return [_finished(scores, v, t, n, c) for scores, v, t, n, c in zip(batch, values, tests, noise, contributions)]
 
 
-def _values_one(scores: SessionScores, config: AuditConfig) -> dict[str, Any]:
+def _tests_one(scores: SessionScores, fit: OneFit, noise: NoiseScale, config: AuditConfig) -> dict[str, Any]:
+    unit = scores.scale_span / REFERENCE_SPAN
+    return reviewer_tests_one(scores, fit, noise.sd * unit, float(noise.df or 0), config.calibration_threshold * unit,
+                              config.self_preference_threshold * unit, config.alpha)
+
+
+def _tests_rows(batch: Sequence[SessionScores], tests: ReviewerTests) -> list[dict[str, Any]]:
+    """The batch's test arrays as reviewer_tests_one's per-session dicts."""
+    rows = []
+    for b, scores in enumerate(batch):
+        width = len(scores.reviewers)
+        tested = np.flatnonzero(tests.offset_tested[b, :width]).tolist()
+        own = np.flatnonzero(tests.self_tested[b, :width]).tolist()
+        loo, offset_p = tests.loo_offset[b].tolist(), tests.offset_p[b].tolist()
+        self_pref, self_p = tests.self_preference[b].tolist(), tests.self_p[b].tolist()
+        rows.append({
+            "loo": {r: loo[r] for r in tested}, "offset_p": {r: offset_p[r] for r in tested},
+            "harsh": [r for r in tested if tests.harsh[b, r]], "generous": [r for r in tested if tests.generous[b, r]],
+            "self_preference": {r: self_pref[r] for r in own}, "self_p": {r: self_p[r] for r in own},
+            "preferring": [r for r in own if tests.self_preferring[b, r]],
+        })
+    return rows
+
+
+def _values_one(scores: SessionScores, config: AuditConfig, fit: OneFit) -> dict[str, Any]:
     span = scores.scale_span
     return audit_one(scores, config.scaled(config.calibration_threshold, span), config.length_correlation_threshold,
-                     config.alpha)
+                     config.alpha, fit)
 
 
-def _finished(scores: SessionScores, values: dict[str, Any], tests: ReviewerTests, b: int, noise: NoiseScale,
+def _finished(scores: SessionScores, values: dict[str, Any], tests: dict[str, Any], noise: NoiseScale,
               contribution: tuple[float, int]) -> SessionAnalysis:
-    """The audit with its reviewer tests (one row of the batch's) and its risk level."""
+    """The audit with its reviewer tests and its risk level."""
     names = scores.reviewers
-    unit = scores.scale_span / REFERENCE_SPAN
-    tested = [i for i in range(len(names)) if tests.offset_tested[b, i]]
-    own = [i for i in range(len(names)) if tests.self_tested[b, i]]
-    harsh = sorted(names[i] for i in tested if tests.harsh[b, i])
-    generous = sorted(names[i] for i in tested if tests.generous[b, i])
-    preferring = sorted(names[i] for i in own if tests.self_preferring[b, i])
+    harsh = sorted(names[r] for r in tests["harsh"])
+    generous = sorted(names[r] for r in tests["generous"])
+    preferring = sorted(names[r] for r in tests["preferring"])
     risk = (int(values["length_bias_detected"]) + int(values["position_bias_detected"]) + bool(harsh)
             + bool(generous) + bool(preferring))
     residuals = values.pop("_residuals")
     merged = {
         **values,
-        "reviewer_offset_p_values": {names[i]: float(tests.offset_p[b, i]) for i in tested},
-        "reviewer_loo_offsets": {names[i]: float(tests.loo_offset[b, i]) for i in tested},
+        "reviewer_offset_p_values": {names[r]: p for r, p in sorted(tests["offset_p"].items())},
+        "reviewer_loo_offsets": {names[r]: v for r, v in sorted(tests["loo"].items())},
         "harsh_reviewers": harsh,
         "generous_reviewers": generous,
-        "self_preference": {names[i]: float(tests.self_preference[b, i]) for i in own},
-        "self_preference_p_values": {names[i]: float(tests.self_p[b, i]) for i in own},
+        "self_preference": {names[r]: v for r, v in sorted(tests["self_preference"].items())},
+        "self_preference_p_values": {names[r]: p for r, p in sorted(tests["self_p"].items())},
         "self_preferring_reviewers": preferring,
-        "noise_sd": noise.sd * unit,
+        "noise_sd": noise.sd * scores.scale_span / REFERENCE_SPAN,
         "noise_df": noise.df,
         "noise_sessions": noise.sessions,
         "noise_source": noise.source,

@@ -9,17 +9,19 @@ agree on 400 random sessions, and the oracle tests run on both.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from statistics import median
 from bisect import bisect_left, bisect_right
 from typing import Any
 
-from scipy.special import fdtrc, stdtr
+from scipy.special import fdtrc, ndtr, stdtr
 
 from .observations import SessionScores
 from .reviewer_offset import ROUNDING
 from .stats import pearson_r, sample_std
 
 INF = math.inf
+TIE = 1e-9  # offsets this close are equally large (the two paths sum in different orders)
 
 
 def _average_ranks(xs: list[float]) -> list[float]:
@@ -70,10 +72,17 @@ def _grounded_solution(laplacian: list[list[float]], rhs: list[float], members: 
     return [0.0, *solution]
 
 
-def reviewer_effects(cells: list[tuple[int, int, float]], reviewers: int) -> dict[int, float]:
-    """Reviewer -> effect in the least-squares fit score = reviewer + response over (reviewer,
-    response, score) cells: the minimum-norm solution of the absorbed normal equations, as
-    analysis.reviewer_offset.reviewer_effects (each connected part's effects sum to zero)."""
+@dataclass(frozen=True, slots=True)
+class _Absorbed:
+    """The two-way fit score = reviewer + response with the responses absorbed."""
+
+    per_response: dict[int, list[tuple[int, float]]]  # response -> [(reviewer, score)]
+    laplacian: list[list[float]]
+    parts: list[list[int]]  # reviewers linked by chains of shared responses
+    effects: dict[int, float]  # each part's effects sum to zero
+
+
+def _absorbed(cells: list[tuple[int, int, float]], reviewers: int) -> _Absorbed:
     per_response: dict[int, list[tuple[int, float]]] = {}
     for r, m, s in cells:
         per_response.setdefault(m, []).append((r, s))
@@ -100,7 +109,120 @@ def reviewer_effects(cells: list[tuple[int, int, float]], reviewers: int) -> dic
         mean = sum(values) / len(values)
         for r, value in zip(members, values):
             effects[r] = value - mean
-    return effects
+    return _Absorbed(per_response, laplacian, parts if active else [], effects)
+
+
+def reviewer_effects(cells: list[tuple[int, int, float]], reviewers: int) -> dict[int, float]:
+    """Reviewer -> effect in the least-squares fit score = reviewer + response over (reviewer,
+    response, score) cells: the minimum-norm solution of the absorbed normal equations, as
+    analysis.reviewer_offset.reviewer_effects (each connected part's effects sum to zero)."""
+    return _absorbed(cells, reviewers).effects
+
+
+@dataclass(frozen=True, slots=True)
+class OneFit:
+    """A session's two-way fit on its peer scores (analysis.session_noise.two_way_fit's numbers)."""
+
+    absorbed: _Absorbed
+    rss: float
+    df: int
+
+
+def two_way_one(scores: SessionScores) -> OneFit:
+    flat = scores.cells
+    peer = [(int(r), int(m), s) for r, m, s, own in zip(flat[0::5], flat[1::5], flat[2::5], flat[4::5]) if own != 1.0]
+    absorbed = _absorbed(peer, len(scores.reviewers))
+    rss = 0.0
+    for scorers in absorbed.per_response.values():
+        level = sum(s - absorbed.effects[r] for r, s in scorers) / len(scorers)
+        rss += sum((s - absorbed.effects[r] - level) ** 2 for r, s in scorers)
+    # rank: reviewers + responses - connected parts (a response links its scorers' parts)
+    rank = len(absorbed.effects) + len(absorbed.per_response) - len(absorbed.parts)
+    return OneFit(absorbed, rss, len(peer) - rank)
+
+
+def _grounded_inverse(laplacian: list[list[float]], members: list[int]) -> tuple[dict[int, int], list[list[float]]]:
+    """(reviewer -> row, the inverse of the part's Laplacian with its first member grounded), by
+    Gauss-Jordan elimination with partial pivoting; the part is connected, so it is nonsingular."""
+    rest = members[1:]
+    size = len(rest)
+    matrix = [[laplacian[a][b] for b in rest] + [1.0 if i == j else 0.0 for j in range(size)]
+              for i, a in enumerate(rest)]
+    for col in range(size):
+        pivot = max(range(col, size), key=lambda row: abs(matrix[row][col]))
+        matrix[col], matrix[pivot] = matrix[pivot], matrix[col]
+        head = matrix[col]
+        scale = 1.0 / head[col]
+        for c in range(2 * size):
+            head[c] *= scale
+        for row in range(size):
+            if row != col and matrix[row][col]:
+                target = matrix[row]
+                factor = target[col]
+                for c in range(col, 2 * size):
+                    target[c] -= factor * head[c]
+    return {r: i for i, r in enumerate(rest)}, [row[size:] for row in matrix]
+
+
+def _tail(z: float, df: float) -> float:
+    return float(stdtr(df, -z)) if df > 0 else float(ndtr(-z))
+
+
+def reviewer_tests_one(scores: SessionScores, fit: OneFit, sd: float, df: float, offset_threshold: float,
+                       self_threshold: float, alpha: float) -> dict[str, Any]:
+    """analysis.session_noise.reviewer_tests for one session in plain Python: the same numbers
+    (tests/analysis/test_batch_audit.py checks both paths agree). sd and thresholds in the
+    session's units."""
+    names = scores.reviewers
+    flat = scores.cells
+    cells = list(zip(map(int, flat[0::5]), map(int, flat[1::5]), flat[2::5], [own == 1.0 for own in flat[4::5]]))
+    per_response = fit.absorbed.per_response
+    totals = {m: (sum(s for _, s in scorers), len(scorers)) for m, scorers in per_response.items()}
+    sums: dict[int, list[float]] = {}  # reviewer -> [sum of differences, sum of SE factors, k]
+    for r, m, s, own in cells:
+        if own or totals[m][1] < 2:
+            continue
+        total, n = totals[m]
+        entry = sums.setdefault(r, [0.0, 0.0, 0.0])
+        entry[0] += s - (total - s) / (n - 1)
+        entry[1] += 1.0 + 1.0 / (n - 1)
+        entry[2] += 1.0
+    loo = {r: diff / k for r, (diff, _, k) in sums.items()}
+    offset_p = {r: _tail(abs(loo[r]) / (sd * math.sqrt(factor) / k), df) for r, (_, factor, k) in sums.items()}
+    largest = max((abs(v) for v in loo.values()), default=0.0)
+    flagged = [r for r in loo if offset_p[r] < alpha / len(loo) and abs(loo[r]) >= largest - TIE]
+    effects = fit.absorbed.effects
+    part_of = {r: i for i, members in enumerate(fit.absorbed.parts) for r in members}
+    self_pref: dict[int, float] = {}
+    self_p: dict[int, float] = {}
+    inverses: dict[int, tuple[dict[int, int], list[list[float]]]] = {}
+    for r, m, s, own in cells:
+        scorers = per_response.get(m)
+        if not own or r not in effects or not scorers or any(part_of[q] != part_of[r] for q, _ in scorers):
+            continue  # not predictable from the peer scores
+        level = sum(y - effects[q] for q, y in scorers) / len(scorers)
+        # Var(a_r + b_m) / sd^2 = 1 / n_m + g' L+ g, g = e_r - mean of the scorers' e: a contrast,
+        # so the grounded Laplacian's inverse gives it (the grounded reviewer's entry dropped)
+        part = part_of[r]
+        if part not in inverses:
+            inverses[part] = _grounded_inverse(fit.absorbed.laplacian, fit.absorbed.parts[part])
+        position, inverse = inverses[part]
+        g: dict[int, float] = {}
+        for q, _ in scorers:
+            if q in position:
+                g[position[q]] = g.get(position[q], 0.0) - 1.0 / len(scorers)
+        if r in position:
+            g[position[r]] = g.get(position[r], 0.0) + 1.0
+        variance = 1.0 / len(scorers) + sum(ga * gb * inverse[a][b] for a, ga in g.items() for b, gb in g.items())
+        self_pref[r] = s - effects[r] - level
+        self_p[r] = _tail(self_pref[r] / (sd * math.sqrt(1.0 + max(variance, 0.0))), df)
+    return {
+        "loo": loo, "offset_p": offset_p,
+        "harsh": [r for r in flagged if loo[r] <= -offset_threshold],
+        "generous": [r for r in flagged if loo[r] >= offset_threshold],
+        "self_preference": self_pref, "self_p": self_p,
+        "preferring": [r for r, v in self_pref.items() if self_p[r] < alpha / len(self_pref) and v >= self_threshold],
+    }
 
 
 def _connected_parts(per_response: dict[int, list[tuple[int, float]]], active: list[int]) -> list[list[int]]:
@@ -123,7 +245,8 @@ def _connected_parts(per_response: dict[int, list[tuple[int, float]]], active: l
     return list(groups.values())
 
 
-def audit_one(scores: SessionScores, threshold: float, length_threshold: float, alpha: float) -> dict[str, Any]:
+def audit_one(scores: SessionScores, threshold: float, length_threshold: float, alpha: float,
+              fit: OneFit | None = None) -> dict[str, Any]:
     """The session's audit values but the reviewer tests (analysis.session_noise: those run on the
     batch's arrays) and its position residuals, under "_residuals"."""
     reviewers, models = scores.reviewers, scores.models
@@ -160,7 +283,12 @@ def audit_one(scores: SessionScores, threshold: float, length_threshold: float, 
     stds = {r: sample_std(given[r]) for r in sorted(given)}
 
     loo = [(r, m, s) for r, m, s, _ in peer if model_n[m] > 1]
-    effects = reviewer_effects(loo, len(reviewers))
+    # a response scored once adds nothing to the absorbed system: the peer fit's effects are these
+    if fit is not None:  # its reviewers with a response someone else scored too, as below
+        in_loo = {r for r, _, _ in loo}
+        effects = {r: e for r, e in fit.absorbed.effects.items() if r in in_loo}
+    else:
+        effects = reviewer_effects(loo, len(reviewers))
     offsets: dict[int, float] = {}
     for r, effect in effects.items():
         others = [e for q, e in effects.items() if q != r]

@@ -38,6 +38,7 @@ SIGMA0_POINTS = 1.2  # the fixed noise SD without a window: the simulation's wor
 NOISE_SESSIONS = 50  # the window the noise is pooled over, this session included
 MIN_NOISE_SESSIONS = 10
 MIN_NOISE_DF = 20
+TIE = 1e-9  # offsets this close are equally large (the plain-Python path sums in another order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,7 @@ class TwoWayFit:
     reviewer: np.ndarray  # (B, R) effects
     candidate: np.ndarray  # (B, M) effects
     pinv: np.ndarray  # (B, R + M, R + M) pseudo-inverse of the normal matrix
+    normal: np.ndarray  # (B, R + M, R + M) the normal matrix
 
 
 def two_way_fit(score: np.ndarray, used: np.ndarray) -> TwoWayFit:
@@ -87,19 +89,21 @@ def two_way_fit(score: np.ndarray, used: np.ndarray) -> TwoWayFit:
     normal[:, reviewers:, :reviewers] = np.swapaxes(w, 1, 2)
     scored = score * w
     rhs = np.concatenate([scored.sum(2), scored.sum(1)], axis=1)
-    pinv = np.linalg.pinv(normal, hermitian=True)
+    # one symmetric eigendecomposition gives both the pseudo-inverse and the rank
+    values, vectors = np.linalg.eigh(normal)
+    kept = values > 1e-9 * np.maximum(values.max(-1, keepdims=True), 1.0)
+    inverse = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
+    pinv = np.matmul(vectors * inverse[:, None, :], np.swapaxes(vectors, 1, 2))
     theta = np.matmul(pinv, rhs[..., None])[..., 0]
     a, b = theta[:, :reviewers], theta[:, reviewers:]
     residual = (score - a[:, :, None] - b[:, None, :]) * w
-    rank = np.linalg.matrix_rank(normal, hermitian=True)
-    return TwoWayFit(rss=(residual * residual).sum((1, 2)), df=w.sum((1, 2)) - rank, reviewer=a, candidate=b,
-                     pinv=pinv)
+    return TwoWayFit(rss=(residual * residual).sum((1, 2)), df=w.sum((1, 2)) - kept.sum(1), reviewer=a, candidate=b,
+                     pinv=pinv, normal=normal)
 
 
-def session_noise(arrays: ScoreArrays) -> tuple[np.ndarray, np.ndarray]:
+def session_noise(arrays: ScoreArrays, fit: TwoWayFit) -> tuple[np.ndarray, np.ndarray]:
     """(rss in points^2, df) of each session's two-way fit on its peer scores: what the tenant's
     noise pools."""
-    fit = two_way_fit(arrays.score, arrays.peer)
     return fit.rss * (REFERENCE_SPAN / arrays.span) ** 2, fit.df.astype(np.int64)
 
 
@@ -125,8 +129,8 @@ def _tail(z: np.ndarray, df: np.ndarray) -> np.ndarray:
     return tail
 
 
-def reviewer_tests(arrays: ScoreArrays, noise: Sequence[NoiseScale], offset_points: float, self_points: float,
-                   alpha: float) -> ReviewerTests:
+def reviewer_tests(arrays: ScoreArrays, fit: TwoWayFit, noise: Sequence[NoiseScale], offset_points: float,
+                   self_points: float, alpha: float) -> ReviewerTests:
     """The batch's harsh / generous and self-preference tests at each session's noise scale."""
     S, peer, own = arrays.score, arrays.peer, arrays.own
     unit = arrays.span / REFERENCE_SPAN  # session units per point
@@ -148,13 +152,12 @@ def reviewer_tests(arrays: ScoreArrays, noise: Sequence[NoiseScale], offset_poin
         offset_p = np.where(offset_tested, _tail(z, np.broadcast_to(df[:, None], z.shape)), np.nan)
         tested_n = np.maximum(offset_tested.sum(1, keepdims=True), 1)
         size = np.where(offset_tested, np.abs(d), -np.inf)
-        largest = size >= size.max(1, keepdims=True)
+        largest = size >= size.max(1, keepdims=True) - TIE
         evidence = offset_tested & (offset_p < alpha / tested_n) & largest
         threshold = (offset_points * unit)[:, None]
         harsh = evidence & (d <= -threshold)
         generous = evidence & (d >= threshold)
 
-        fit = two_way_fit(S, peer)
         R = S.shape[1]
         has_own = own.any(2)
         own_model = np.argmax(own, axis=2)  # (B, R): the candidate a reviewer wrote (where has_own)
@@ -166,10 +169,16 @@ def reviewer_tests(arrays: ScoreArrays, noise: Sequence[NoiseScale], offset_poin
         variance = (fit.pinv[batch_index, reviewer_index, reviewer_index]
                     + fit.pinv[batch_index, R + own_model, R + own_model]
                     + 2.0 * fit.pinv[batch_index, reviewer_index, R + own_model])
-        # the cell is predictable: the reviewer scored a peer and the candidate got a peer score
+        # the cell is predictable (x0 in the row space of the normal matrix): the reviewer is linked
+        # to the candidate's scorers by the peer scores
+        projection = np.matmul(fit.pinv, fit.normal)
+        x0 = np.zeros(S.shape[:2] + (R + S.shape[2],))
+        x0[batch_index, reviewer_index, reviewer_index] = 1.0
+        x0[batch_index, reviewer_index, R + own_model] += 1.0
+        estimable = np.abs(np.matmul(x0, projection) - x0).max(2) < 1e-6
         reviewer_peer = pw.sum(2) > 0
         candidate_peer = np.take_along_axis(n_c, own_model, axis=1) > 0
-        self_tested = has_own & reviewer_peer & candidate_peer
+        self_tested = has_own & reviewer_peer & candidate_peer & estimable
         self_pref = own_score - predicted
         self_se = sd[:, None] * np.sqrt(1.0 + np.maximum(variance, 0.0))
         self_p = np.where(self_tested, _tail(self_pref / self_se, np.broadcast_to(df[:, None], self_pref.shape)), np.nan)

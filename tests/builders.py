@@ -71,7 +71,8 @@ def observations(scores) -> list[Observation]:
 
 def two_way_prediction(table, reviewer, model):
     """(prediction of reviewer x model from score ~ reviewer + model over the peer table, its
-    variance factor x0' (X'X)+ x0): explicit dummies and numpy's lstsq, not the audit's algebra."""
+    variance factor x0' (X'X)+ x0), or None when not estimable: explicit dummies and numpy's
+    lstsq, not the audit's algebra."""
     reviewers = sorted(table)
     models = sorted({m for row in table.values() for m in row})
     rows, y = [], []
@@ -85,4 +86,7 @@ def two_way_prediction(table, reviewer, model):
     beta = np.linalg.lstsq(design, np.array(y), rcond=None)[0]
     x0 = np.zeros(design.shape[1])
     x0[reviewers.index(reviewer)] = x0[len(reviewers) + models.index(model)] = 1.0
-    return float(x0 @ beta), float(x0 @ np.linalg.pinv(design.T @ design) @ x0)
+    xtx = design.T @ design
+    if not np.allclose(x0 @ np.linalg.pinv(xtx) @ xtx, x0, atol=1e-6):
+        return None  # not estimable: the peer scores do not link the reviewer to the model's scorers
+    return float(x0 @ beta), float(x0 @ np.linalg.pinv(xtx) @ x0)

@@ -153,10 +153,11 @@ def test_self_preference_is_the_own_score_less_the_two_way_prediction():
             if not o.is_self:
                 continue
             scored_by_peers = any(o.model in row for name, row in table.items())
-            if not scored_by_peers or o.reviewer not in table:
+            prediction = two_way_prediction(table, o.reviewer, o.model) if scored_by_peers and o.reviewer in table else None
+            if prediction is None:
                 assert o.reviewer not in audit.self_preference
                 continue
-            predicted, factor = two_way_prediction(table, o.reviewer, o.model)
+            predicted, factor = prediction
             assert audit.self_preference[o.reviewer] == pytest.approx(o.score - predicted, abs=1e-9)
             se = SIGMA0 * unit * math.sqrt(1 + factor)
             assert audit.self_preference_p_values[o.reviewer] == pytest.approx(

@@ -164,7 +164,9 @@ def test_self_preference_p_is_the_upper_prediction_tail():
     }
     got = audit(council_event(scores))
     peers = {r: {m: s for m, s in row.items() if m != r} for r, row in scores.items()}
-    predicted, factor = two_way_prediction(peers, "M1", "M1")
+    prediction = two_way_prediction(peers, "M1", "M1")
+    assert prediction is not None
+    predicted, factor = prediction
     assert got.self_preference["M1"] == pytest.approx(10 - predicted)
     p = sps.norm.sf((10 - predicted) / (1.2 * (1 + factor) ** 0.5))
     assert got.self_preference_p_values["M1"] == pytest.approx(p, rel=1e-9)
