@@ -162,6 +162,10 @@ def _charts(t: TenantReport) -> str:
                   for a in t.affinity if a.effect is not None]
     charts.append(forest_plot(affinities, title="Reviewer-model affinity (95% CI)",
                               unit="points beyond harshness and quality", band=0.5, width=CHART_WIDTH))
+    pooled = [(p.reviewer, p.posterior_mean, p.credible_lower, p.credible_upper, False)
+              for p in t.reviewer_posteriors if p.posterior_mean is not None]
+    charts.append(forest_plot(pooled, title="Reviewer offsets, partially pooled (95% credible)",
+                              unit="points vs the council", band=0.5, width=CHART_WIDTH))
     fitted = t.length_correlation.status == "ok"  # no line drawn where the table says "collecting data"
     charts.append(scatter(t.length_points, t.length_fit if fitted else None,
                           title="Length vs score, with the fitted line" if fitted else

@@ -76,6 +76,7 @@ def test_the_report_carries_the_council_bias_sections_from_a_directory_store(tmp
     assert set(SECTIONS) <= metrics and {"reviewer_posterior_offset", "calibrated_z"} <= metrics
     html = report("--input", str(store / "records"), "--format", "html")
     assert "Council biases" in html and "Reviewer-model affinity" in html and "Calibrated view" in html
+    assert "partially pooled (95% credible)" in html
     text = report("--input", str(store / "records"), "--verbose")
     assert "Council biases" in text and "partially pooled" in text
 
