@@ -78,6 +78,34 @@ class ChangePoint:
     pass
 
 
+@from_model(model=models.CouncilBias, all_fields=True)
+class CouncilBias:
+    confidence: str
+    status: str
+
+
+@from_model(model=models.Affinity, all_fields=True)
+class Affinity:
+    confidence: str
+    status: str
+
+
+@from_model(model=models.SelfConsistency, all_fields=True)
+class SelfConsistency:
+    confidence: str
+    status: str
+
+
+@from_model(model=models.ReviewerPosterior, all_fields=True)
+class ReviewerPosterior:
+    pass
+
+
+@from_model(model=models.CalibratedModel, all_fields=True)
+class CalibratedModel:
+    pass
+
+
 @from_model(model=models.TenantReport)
 class TenantReport:
     """One tenant's section of `bias-audit report --format json` (without the chart's points)."""
@@ -101,6 +129,13 @@ class TenantReport:
     change_points: strawberry.auto
     flags: strawberry.auto
     warnings: strawberry.auto
+    affinity: strawberry.auto
+    anchoring: strawberry.auto
+    style_similarity: strawberry.auto
+    self_consistency: strawberry.auto
+    length_given_correctness: strawberry.auto
+    reviewer_posteriors: strawberry.auto
+    calibrated_view: strawberry.auto
 
 
 @from_model(model=models.RolledUpTotal, all_fields=True)

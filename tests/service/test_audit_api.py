@@ -243,7 +243,9 @@ def test_the_report_of_a_tenants_stored_sessions_as_typed_fields(api):
         assert client.post("/audit-session", json={**session, "tenant_id": "acme"}, headers=service).status_code == 200
     reviewer = token("rita", ["reviewer"], "acme")
     query = """{ biasReport(tenantId: "acme", sessions: 100) { tenantId sessions lengthCorrelation { pointEstimate
-                 pValue } reviewers { reviewer offset { pointEstimate flagged } } } }"""
+                 pValue } reviewers { reviewer offset { pointEstimate flagged } }
+                 affinity { reviewer model effect ciLower ciUpper pValue n flagged mutual }
+                 styleSimilarity { reviewer effect } reviewerPosteriors { reviewer posteriorMean } } }"""
     served = gql(client, query, reviewer)["data"]["biasReport"]
     printed = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", url, "--format", "json",
                               "--tenant", "acme", "--sessions", "100"], capture_output=True, text=True, timeout=120)
@@ -252,6 +254,12 @@ def test_the_report_of_a_tenants_stored_sessions_as_typed_fields(api):
     assert served["lengthCorrelation"]["pointEstimate"] == section["length_correlation"]["point_estimate"]
     assert [(r["reviewer"], r["offset"]["pointEstimate"]) for r in served["reviewers"]] == [
         (r["reviewer"], r["offset"]["point_estimate"]) for r in section["reviewers"]]
+    assert served["affinity"] and [(a["reviewer"], a["model"], a["effect"], a["flagged"]) for a in served["affinity"]] == [
+        (a["reviewer"], a["model"], a["effect"], a["flagged"]) for a in section["affinity"]]
+    assert [(a["reviewer"], a["effect"]) for a in served["styleSimilarity"]] == [
+        (a["reviewer"], a["effect"]) for a in section["style_similarity"]]
+    assert [p["posteriorMean"] for p in served["reviewerPosteriors"]] == [
+        p["posterior_mean"] for p in section["reviewer_posteriors"]]
     profiles = gql(client, '{ reviewerProfiles(tenantId: "acme") { reviewer } }', reviewer)["data"]["reviewerProfiles"]
     assert [p["reviewer"] for p in profiles] == [r["reviewer"] for r in section["reviewers"]]
     assert codes(gql(client, '{ biasReport(tenantId: "globex") { sessions } }', reviewer)) == ["NOT_FOUND"]
