@@ -22,7 +22,10 @@ from .observations import SessionScores
 # Used when the operator configured no secret: the fingerprint then only says "same text", and
 # whoever holds a candidate text can recompute it (documented in the README).
 DEFAULT_FINGERPRINT_KEY = b"bias-audit response fingerprint v1"
-FINGERPRINT_HEX = 32  # 128 bits: no accidental collisions in any realistic store
+# 64 bits: two different answers collide with probability ~N^2 / 2^65 (3e-6 at ten million
+# answers), and the store keeps it in 8 bytes
+FINGERPRINT_HEX = 16
+SIMILARITY_DIGITS = 4  # the store keeps ten-thousandths in two bytes
 
 _WORD = re.compile(r"\w+")
 
@@ -89,7 +92,7 @@ def response_traits(scores: SessionScores, texts: Sequence[str], correct: Sequen
         pair = (min(mine, model), max(mine, model))
         if pair not in pairs:
             value = cosine(vector(mine), vector(model))
-            pairs[pair] = None if value is None else round(value, 6)
+            pairs[pair] = None if value is None else round(value, SIMILARITY_DIGITS)
         similarity.append(pairs[pair])
     return ResponseTraits(
         fingerprints=tuple(response_fingerprint(text, key) for text in texts),

@@ -38,7 +38,9 @@ _SESSION_WRITTEN = (
     ("trace_id", "text"), ("consent_level", "int2"), ("record_schema", "text"), ("score_scale", "text"),
     ("council_config_version", "text"), ("query_hash", "text"), ("query_metadata", "jsonb"), ("members", "text[]"),
     ("response_chars", "int4[]"), ("response_words", "int4[]"), ("cells", "bytea"),
-    ("response_fingerprints", "text[]"), ("response_correct", "bool[]"), ("cell_similarity", "float8[]"))
+    ("response_fingerprints", "bytea"), ("response_correct", "bool[]"), ("cell_similarity", "bytea"))
+_NO_FINGERPRINT = bytes(8)
+_NO_SIMILARITY = 0xFFFF
 _INTERACTION_WRITTEN = (
     ("audit_id", "text"), ("tenant_id", "text"), ("user_id", "text"), ("trace_id", "text"), ("query_hash", "text"),
     ("llm_provider", "text"), ("llm_model", "text"), ("llm_response", "text"), ("prompt_tokens", "int8"),
@@ -137,15 +139,31 @@ def _row(records: list[dict[str, Any]]) -> tuple:
     return (first["tenant_id"], first["session_id"], *_timestamp(first["timestamp"]), first["trace_id"], first["consent_level"], first["schema_version"], first["score_scale"],
             first["council_config_version"], first["query_hash"], None if metadata is None else Jsonb(metadata),
             list(members), chars, words, cells,
-            fingerprints if any(fingerprints) else None,
+            b"".join(_NO_FINGERPRINT if f is None else bytes.fromhex(f) for f in fingerprints) if any(fingerprints) else None,
             correct if any(c is not None for c in correct) else None,
-            similarity if any(v is not None for v in similarity) else None)
+            _packed_similarity(similarity) if any(v is not None for v in similarity) else None)
+
+
+def _packed_similarity(values: list[float | None]) -> bytes:
+    return struct.pack(f"<{len(values)}H", *(_NO_SIMILARITY if v is None else round(v * 10_000) for v in values))
+
+
+def _unpacked_traits(fingerprints: bytes | None, similarity: bytes | None
+                     ) -> tuple[list[str | None] | None, list[float | None] | None]:
+    """The stored fingerprints (per member) and similarities (per cell) as the records carry them."""
+    prints = None if fingerprints is None else [
+        None if chunk == _NO_FINGERPRINT else chunk.hex()
+        for chunk in (bytes(fingerprints[i:i + 8]) for i in range(0, len(fingerprints), 8))]
+    values = None if similarity is None else [
+        None if v == _NO_SIMILARITY else round(v / 10_000, 4) for v in struct.unpack(f"<{len(similarity) // 2}H", similarity)]
+    return prints, values
 
 
 def records_of(row: tuple) -> Iterator[dict[str, Any]]:
     """The bias metric records of one stored session, exactly as build_records made them."""
     (tenant_id, session_id, moment, ts_text, trace_id, consent, schema, scale, config_version, query_hash, metadata,
-     members, chars, words, cells, fingerprints, correct, similarity) = row
+     members, chars, words, cells, packed_prints, correct, packed_similarity) = row
+    fingerprints, similarity = _unpacked_traits(packed_prints, packed_similarity)
     common = {"schema_version": schema, "session_id": session_id, "timestamp": ts_text or utc_text(moment),
               "tenant_id": tenant_id, "trace_id": trace_id, "consent_level": consent}
     for index, (reviewer, model, position, score, own) in enumerate(_CELL.iter_unpack(cells)):
@@ -448,7 +466,8 @@ def digest_of_row(row: tuple, _bounds: dict[str | None, tuple[float, float]] = {
     from bias_audit.analysis.observations import score_bounds
 
     (tenant_id, session_id, moment, _, trace_id, _, schema, scale, config_version, _, _, members, chars, words,
-     cells, fingerprints, correct, similarity) = row
+     cells, packed_prints, correct, packed_similarity) = row
+    fingerprints, similarity = _unpacked_traits(packed_prints, packed_similarity)
     if not cells:
         return None  # no cell: the records' rule decides (it refuses such a session)
     reviewer_column, model_column, position_column, score_column, own_column = zip(*_CELL.iter_unpack(cells))

@@ -49,7 +49,7 @@ def test_the_report_carries_the_council_bias_sections_from_a_directory_store(tmp
     assert audited.exit_code == 0, audited.output
     records = [json.loads(line) for f in (store / "records").glob("*.jsonl") for line in f.read_text().splitlines()]
     texts = {r["response"] for s in sessions for r in s["responses"]}
-    assert all(record["response_fingerprint"] and len(record["response_fingerprint"]) == 32 for record in records)
+    assert all(record["response_fingerprint"] and len(record["response_fingerprint"]) == 16 for record in records)
     assert any(record["style_similarity"] is not None for record in records)
     stored = "\n".join(json.dumps(r) for r in records)
     assert not any(text in stored for text in texts)  # never the text
