@@ -3,8 +3,10 @@ itself is never stored: a keyed fingerprint (the same content seen again: self-c
 lexical similarity of each scored answer to the reviewer's own answer (style mimicry), and the
 answer's correctness when the event knows it.
 
-Similarity is the cosine of word 1- and 2-gram count vectors (lower-cased \\w+ words): lexical on
-purpose, cheap enough for the hot path (bench/run.py audit measures it) and with no model to load.
+Similarity is by default the cosine of word 1- and 2-gram count vectors (lower-cased \\w+ words):
+lexical, cheap enough for the hot path and with no model to load. With the embedding extra
+(BIAS_AUDIT_EMBEDDINGS=true) it is the cosine of the answers' MiniLM sentence embeddings, given
+here as vectors (clipped at 0: the store keeps 0-1).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from .observations import SessionScores
 
@@ -67,10 +71,10 @@ class ResponseTraits:
 
 
 def response_traits(scores: SessionScores, texts: Sequence[str], correct: Sequence[bool | None],
-                    key: bytes | None = None) -> ResponseTraits:
-    """`texts` and `correct` per model of scores.models. A cell's similarity is that of the scored
-    answer to the reviewer's own answer in the session: None for a self-review or a reviewer with
-    no answer of its own."""
+                    key: bytes | None = None, embeddings: np.ndarray | None = None) -> ResponseTraits:
+    """`texts` and `correct` per model of scores.models (and `embeddings`, unit vectors, per model
+    when semantic). A cell's similarity is that of the scored answer to the reviewer's own answer
+    in the session: None for a self-review or a reviewer with no answer of its own."""
     models = {name: i for i, name in enumerate(scores.models)}
     reviewers = scores.reviewers
     authors = {r for r, name in enumerate(reviewers) if name in models}
@@ -91,7 +95,8 @@ def response_traits(scores: SessionScores, texts: Sequence[str], correct: Sequen
         mine = models[reviewers[reviewer]]
         pair = (min(mine, model), max(mine, model))
         if pair not in pairs:
-            value = cosine(vector(mine), vector(model))
+            value = (cosine(vector(mine), vector(model)) if embeddings is None
+                     else min(max(float(embeddings[mine] @ embeddings[model]), 0.0), 1.0))
             pairs[pair] = None if value is None else round(value, SIMILARITY_DIGITS)
         similarity.append(pairs[pair])
     return ResponseTraits(

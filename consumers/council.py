@@ -10,7 +10,10 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
+
+import numpy as np
 
 from bias_audit.analysis.alerts import AlertPolicy, Condition, SessionSignals, session_signals, window_baseline
 from bias_audit.analysis.digest import SessionDigest, digest_from_scores
@@ -86,6 +89,7 @@ class CouncilSessionProcessor:
         alert_policy: AlertPolicy = AlertPolicy(),
         window_policy: WindowPolicy = WindowPolicy(),
         max_stored_ratio: float = 10.0,
+        embed: Callable[[Sequence[str]], np.ndarray] | None = None,
     ) -> None:
         self.window = window
         self.default_consent = default_consent
@@ -97,6 +101,7 @@ class CouncilSessionProcessor:
         self.alert_policy = alert_policy
         self.window_policy = window_policy
         self.max_stored_ratio = max_stored_ratio
+        self.embed = embed  # answers -> unit vectors: semantic style similarity (the embedding extra)
         self._noise: dict[tuple[str, str], tuple[float, int]] = {}  # (tenant, session) -> its two-way fit's (rss, df)
 
     def parse(self, delivery: Delivery) -> CouncilSessionEvent:
@@ -113,12 +118,13 @@ class CouncilSessionProcessor:
                     "ids and metadata", "too_large")
         return event
 
-    def _prepare(self, delivery: Delivery, event: CouncilSessionEvent, scores, analysis) -> _Prepared:
+    def _prepare(self, delivery: Delivery, event: CouncilSessionEvent, scores, analysis,
+                 embeddings: np.ndarray | None = None) -> _Prepared:
         trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.session_id)
         consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
         counted = consent > 0
         traits = response_traits(scores, [r.response for r in event.responses], [r.correct for r in event.responses],
-                                 self.hash_secret) if counted else None
+                                 self.hash_secret, embeddings) if counted else None
         records = build_records(event, scores, trace_id=trace_id, consent=consent, secret=self.hash_secret,
                                 traits=traits)
         digest = digest_from_scores(
@@ -135,6 +141,14 @@ class CouncilSessionProcessor:
             digest=digest,
         )
         return _Prepared(delivery, event, trace_id, consent, records, item, analysis, digest)
+
+    def _embeddings(self, events: list[CouncilSessionEvent]) -> list[np.ndarray | None]:
+        """Each session's answers embedded, one call for the batch; None each without the extra."""
+        if self.embed is None or not events:
+            return [None] * len(events)
+        vectors = self.embed([r.response for event in events for r in event.responses])
+        ends = np.cumsum([len(event.responses) for event in events])
+        return list(np.split(vectors, ends[:-1]))
 
     def _noise_history(self, digests: list[SessionDigest], fresh: set[str]) -> list[tuple[float, int]]:
         """The tenant's last sessions' (rss, df), oldest first, the batch's own sessions left out
@@ -180,9 +194,10 @@ class CouncilSessionProcessor:
         fresh = {event.session_id for _, event in parsed}
         analyses = audit_batch(scores, self.audit_config, [event.tenant_id for _, event in parsed],
                                {tenant: self._noise_history(digests, fresh) for tenant, digests in before.items()})
+        embeddings = self._embeddings([event for _, event in parsed])
         prepared = [
-            (index, self._prepare(deliveries[index], event, session, analysis))
-            for (index, event), session, analysis in zip(parsed, scores, analyses)
+            (index, self._prepare(deliveries[index], event, session, analysis, vectors))
+            for (index, event), session, analysis, vectors in zip(parsed, scores, analyses, embeddings)
         ]
         updates = await self.window.add_many([p.item for _, p in prepared])
         to_append: list[tuple[str, WindowItem, list[dict[str, Any]]]] = []

