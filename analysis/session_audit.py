@@ -200,19 +200,25 @@ def _tests_one(scores: SessionScores, fit: OneFit, noise: NoiseScale, config: Au
 
 
 def _tests_rows(batch: Sequence[SessionScores], tests: ReviewerTests) -> list[dict[str, Any]]:
-    """The batch's test arrays as reviewer_tests_one's per-session dicts."""
+    """The batch's test arrays as reviewer_tests_one's per-session dicts: one tolist() per array,
+    then plain lists (indexing a numpy array per reviewer costs more than the tests)."""
+    columns = zip(*(a.tolist() for a in (
+        tests.offset_tested, tests.loo_offset, tests.offset_p, tests.harsh, tests.generous, tests.self_tested,
+        tests.self_preference, tests.self_p, tests.self_preferring)))
     rows = []
-    for b, scores in enumerate(batch):
-        width = len(scores.reviewers)
-        tested = np.flatnonzero(tests.offset_tested[b, :width]).tolist()
-        own = np.flatnonzero(tests.self_tested[b, :width]).tolist()
-        loo, offset_p = tests.loo_offset[b].tolist(), tests.offset_p[b].tolist()
-        self_pref, self_p = tests.self_preference[b].tolist(), tests.self_p[b].tolist()
+    for scores, (tested, loo, offset_p, harsh, generous, own, self_pref, self_p, preferring) in zip(batch, columns):
+        names = scores.reviewers
+        if all(tested[: len(names)]):  # the usual case: every reviewer tested
+            loo_named, p_named = dict(zip(names, loo)), dict(zip(names, offset_p))
+        else:
+            loo_named = {n: v for n, v, t in zip(names, loo, tested) if t}
+            p_named = {n: v for n, v, t in zip(names, offset_p, tested) if t}
         rows.append({
-            "loo": {r: loo[r] for r in tested}, "offset_p": {r: offset_p[r] for r in tested},
-            "harsh": [r for r in tested if tests.harsh[b, r]], "generous": [r for r in tested if tests.generous[b, r]],
-            "self_preference": {r: self_pref[r] for r in own}, "self_p": {r: self_p[r] for r in own},
-            "preferring": [r for r in own if tests.self_preferring[b, r]],
+            "loo": loo_named, "offset_p": p_named,
+            "harsh": [n for n, f in zip(names, harsh) if f], "generous": [n for n, f in zip(names, generous) if f],
+            "self_preference": {n: v for n, v, t in zip(names, self_pref, own) if t},
+            "self_p": {n: v for n, v, t in zip(names, self_p, own) if t},
+            "preferring": [n for n, f in zip(names, preferring) if f],
         })
     return rows
 
@@ -225,30 +231,29 @@ def _values_one(scores: SessionScores, config: AuditConfig, fit: OneFit) -> dict
 
 def _finished(scores: SessionScores, values: dict[str, Any], tests: dict[str, Any], noise: NoiseScale,
               contribution: tuple[float, int]) -> SessionAnalysis:
-    """The audit with its reviewer tests and its risk level."""
-    names = scores.reviewers
-    harsh = sorted(names[r] for r in tests["harsh"])
-    generous = sorted(names[r] for r in tests["generous"])
-    preferring = sorted(names[r] for r in tests["preferring"])
+    """The audit with its reviewer tests (by reviewer name, in the session's reviewer order) and
+    its risk level."""
+    harsh, generous, preferring = sorted(tests["harsh"]), sorted(tests["generous"]), sorted(tests["preferring"])
     risk = (int(values["length_bias_detected"]) + int(values["position_bias_detected"]) + bool(harsh)
             + bool(generous) + bool(preferring))
     residuals = values.pop("_residuals")
-    merged = {
-        **values,
-        "reviewer_offset_p_values": {names[r]: p for r, p in sorted(tests["offset_p"].items())},
-        "reviewer_loo_offsets": {names[r]: v for r, v in sorted(tests["loo"].items())},
+    merged = dict.fromkeys(AUDIT_FIELDS)  # the declared order, which trusted() keeps
+    merged.update(values)
+    merged.update({
+        "reviewer_offset_p_values": tests["offset_p"],
+        "reviewer_loo_offsets": tests["loo"],
         "harsh_reviewers": harsh,
         "generous_reviewers": generous,
-        "self_preference": {names[r]: v for r, v in sorted(tests["self_preference"].items())},
-        "self_preference_p_values": {names[r]: p for r, p in sorted(tests["self_p"].items())},
+        "self_preference": tests["self_preference"],
+        "self_preference_p_values": tests["self_p"],
         "self_preferring_reviewers": preferring,
         "noise_sd": noise.sd * scores.scale_span / REFERENCE_SPAN,
         "noise_df": noise.df,
         "noise_sessions": noise.sessions,
         "noise_source": noise.source,
         "overall_bias_risk": "low" if risk == 0 else "medium" if risk <= 2 else "high",
-    }
-    audit = trusted(SessionAudit, {name: merged[name] for name in AUDIT_FIELDS})
+    })
+    audit = trusted(SessionAudit, merged)
     return SessionAnalysis(audit, scores, residuals, contribution)
 
 

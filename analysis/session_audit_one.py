@@ -216,12 +216,14 @@ def reviewer_tests_one(scores: SessionScores, fit: OneFit, sd: float, df: float,
         variance = 1.0 / len(scorers) + sum(ga * gb * inverse[a][b] for a, ga in g.items() for b, gb in g.items())
         self_pref[r] = s - effects[r] - level
         self_p[r] = _tail(self_pref[r] / (sd * math.sqrt(1.0 + max(variance, 0.0))), df)
-    return {
-        "loo": loo, "offset_p": offset_p,
-        "harsh": [r for r in flagged if loo[r] <= -offset_threshold],
-        "generous": [r for r in flagged if loo[r] >= offset_threshold],
-        "self_preference": self_pref, "self_p": self_p,
-        "preferring": [r for r, v in self_pref.items() if self_p[r] < alpha / len(self_pref) and v >= self_threshold],
+    return {  # by name, in the session's reviewer order, as the vectorized path's rows
+        "loo": {names[r]: loo[r] for r in sorted(loo)}, "offset_p": {names[r]: offset_p[r] for r in sorted(loo)},
+        "harsh": [names[r] for r in flagged if loo[r] <= -offset_threshold],
+        "generous": [names[r] for r in flagged if loo[r] >= offset_threshold],
+        "self_preference": {names[r]: self_pref[r] for r in sorted(self_pref)},
+        "self_p": {names[r]: self_p[r] for r in sorted(self_pref)},
+        "preferring": [names[r] for r, v in self_pref.items()
+                       if self_p[r] < alpha / len(self_pref) and v >= self_threshold],
     }
 
 
