@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
 from fastapi import FastAPI, Request
@@ -86,6 +86,9 @@ class SwapRequest(BaseModel):
 
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+Body = TypeVar("Body", bound=BaseModel)
 
 
 class OrdersRequest(BaseModel):
@@ -265,14 +268,9 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
         """The prompt with every swappable word exchanged ("he" -> "she"), to send to the model
         beside the original; put each answer in the event's `counterfactuals` with its swap.
         Empty when no word of the prompt has a counterpart."""
-        body = await _bounded_body(request, MAX_SWAP_BODY_BYTES)
-        if body is None:
-            return problem(413, PROBLEMS[413], f"body is over the limit of {MAX_SWAP_BODY_BYTES} bytes",
-                           "urn:bias-audit:problem:too_large")
-        try:
-            asked = SwapRequest.model_validate_json(body)
-        except ValidationError as error:
-            return problem(422, PROBLEMS[422], describe_validation_error(error), "urn:bias-audit:problem:invalid")
+        asked = await _request_model(request, SwapRequest, MAX_SWAP_BODY_BYTES)
+        if isinstance(asked, Response):
+            return asked
         swaps = default_swaps if asked.swaps is None else asked.swaps
         answer = orjson.dumps(swapped_prompts(asked.prompt, swaps))
         if len(answer) > MAX_SWAP_ANSWER_BYTES:
@@ -287,15 +285,11 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
         """Per-reviewer orders for the next sessions, deterministic for a seed: a Williams design
         (each model at each position, and right after each other model, equally often per cycle)
         or seeded random orders; each with the review's label_to_model for the council event."""
-        body = await _bounded_body(request, MAX_ORDERS_BODY_BYTES)
-        if body is None:
-            return problem(413, PROBLEMS[413], f"body is over the limit of {MAX_ORDERS_BODY_BYTES} bytes",
-                           "urn:bias-audit:problem:too_large")
+        asked = await _request_model(request, OrdersRequest, MAX_ORDERS_BODY_BYTES)
+        if isinstance(asked, Response):
+            return asked
         try:
-            asked = OrdersRequest.model_validate_json(body)
             document = orders_document(asked.models, asked.reviewers, asked.seed, asked.design, asked.sessions)
-        except ValidationError as error:
-            return problem(422, PROBLEMS[422], describe_validation_error(error), "urn:bias-audit:problem:invalid")
         except OrdersError as error:
             return problem(422, PROBLEMS[422], str(error), "urn:bias-audit:problem:invalid")
         return Response(orjson.dumps(document), media_type="application/json")
@@ -400,6 +394,18 @@ def _mount_docs(app: FastAPI) -> None:
                                    swagger_js_url="/docs-assets/swagger-ui-bundle.js",
                                    swagger_css_url="/docs-assets/swagger-ui.css",
                                    swagger_favicon_url="/docs-assets/favicon-32x32.png")
+
+
+async def _request_model(request: Request, model: type[Body], limit: int) -> Body | Response:
+    """The request's JSON body as the model, or the problem+json answer saying why not (413 over
+    the limit, 422 not the model)."""
+    body = await _bounded_body(request, limit)
+    if body is None:
+        return problem(413, PROBLEMS[413], f"body is over the limit of {limit} bytes", "urn:bias-audit:problem:too_large")
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as error:
+        return problem(422, PROBLEMS[422], describe_validation_error(error), "urn:bias-audit:problem:invalid")
 
 
 async def _bounded_body(request: Request, limit: int) -> bytes | None:
