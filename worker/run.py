@@ -14,6 +14,7 @@ from bias_audit.errors import CommandError
 
 from .embedded_redis import EmbeddedRedis
 from .settings import Settings, check_broker_url, check_pubsub_settings
+from .stopping import deferred_stop, stop_cleanly_while_starting
 from .store_setup import embedded_store
 
 
@@ -87,49 +88,34 @@ def run_worker(settings: Settings, say: Callable[[str], None]) -> None:
             raise
 
 
-def stop_cleanly_while_starting() -> None:
-    """SIGTERM before the worker's own handlers are in place (it is still starting its embedded
-    servers or loading lexicons) unwinds like a normal stop: the embedded Redis and PostgreSQL
-    are stopped and their pointer files removed, and the exit code is 0, not a kill's 143."""
-    import signal
-
-    def stop(signum: int, frame: object) -> None:
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-
-
-class _embedded_broker:
-    """The settings as given, or with an embedded Redis as the broker for the block's duration."""
-
-    def __init__(self, settings: Settings, say: Callable[[str], None]) -> None:
-        self.settings, self.say = settings, say
-        self.server: EmbeddedRedis | None = None
-
-    def __enter__(self) -> Settings:
-        if self.settings.broker_url:
-            return self.settings
-        directory = self.settings.data_dir / "redis"
+@contextmanager
+def _embedded_broker(settings: Settings, say: Callable[[str], None]) -> Iterator[Settings]:
+    """The settings as given, or with an embedded Redis as the broker for the block's duration.
+    A generator, so a stop that lands anywhere after the server starts (even before the block is
+    entered) runs the finally: a class's __exit__ is skipped when its __enter__ is interrupted."""
+    if settings.broker_url:
+        yield settings
+        return
+    directory = settings.data_dir / "redis"
+    server = EmbeddedRedis(directory)
+    pointer = running_pointer()
+    try:
+        with deferred_stop():  # not in the middle of starting the server or writing the pointer
+            try:
+                server.start()
+            except RuntimeError as error:
+                raise CommandError(str(error), exit_code=1) from None
+            try:
+                pointer.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                pointer.write_text(server.url + "\n")
+            except OSError:  # only a convenience for commands run elsewhere
+                pass
+            say(f"embedded Redis at {server.url} (data in {directory})")
+        yield settings.replaced(broker_url=server.url)
+    finally:
+        server.stop()
         try:
-            server = self.server = EmbeddedRedis(directory).start()
-        except RuntimeError as error:
-            raise CommandError(str(error), exit_code=1) from None
-        pointer = running_pointer()
-        try:
-            pointer.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            pointer.write_text(server.url + "\n")
-        except OSError:  # only a convenience for commands run elsewhere
-            pass
-        self.say(f"embedded Redis at {server.url} (data in {directory})")
-        return self.settings.replaced(broker_url=server.url)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.server is None:
-            return
-        self.server.stop()
-        pointer = running_pointer()
-        try:
-            if pointer.read_text().strip() == self.server.url:
+            if pointer.read_text().strip() == server.url:
                 pointer.unlink()
         except OSError:
             pass

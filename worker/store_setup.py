@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from bias_audit.errors import CommandError
 
 from .settings import Settings
+from .stopping import deferred_stop
 
 
 @contextmanager
@@ -24,19 +25,22 @@ def embedded_store(settings: Settings, say: Callable[[str], None] | None = None,
     if settings.store_url or not (create or has_embedded_store(directory)):
         yield settings
         return
+    server = EmbeddedPostgres(directory)
     try:
-        server = EmbeddedPostgres(directory).start()
-    except Exception as error:  # the wheel raises bare subprocess and assertion errors
-        from bias_audit.safe_text import reason_of
+        # a stop asked for while the server starts waits for it to be up, then stops it
+        with deferred_stop():
+            try:
+                server.start()
+            except Exception as error:  # the wheel raises bare subprocess and assertion errors
+                from bias_audit.safe_text import reason_of
 
-        raise CommandError(f"the embedded PostgreSQL in {directory} did not start: {reason_of(error)} "
-                           f"(see {directory / 'pgdata' / 'log'})", exit_code=1) from None
-    try:
-        for line in set_up_store(server.url):
-            if say is not None and "applied" in line:
-                say(line)
-        if say is not None:
-            say(f"embedded PostgreSQL store at {server.url} (data in {directory})")
+                raise CommandError(f"the embedded PostgreSQL in {directory} did not start: {reason_of(error)} "
+                                   f"(see {directory / 'pgdata' / 'log'})", exit_code=1) from None
+            for line in set_up_store(server.url):
+                if say is not None and "applied" in line:
+                    say(line)
+            if say is not None:
+                say(f"embedded PostgreSQL store at {server.url} (data in {directory})")
         yield settings.replaced(store_url=server.url)
     finally:
         server.stop()
