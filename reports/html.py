@@ -57,6 +57,8 @@ def _metric_rows(t: TenantReport) -> str:
         row("Position effect", None, position.status, None, False, estimated=False)
     r = t.randomization
     shared = "" if r.shared_order_fraction is None else f"; shared order in {r.shared_order_fraction:.0%} of sessions"
+    if r.balanced:
+        shared += "; balanced design" + (" (Williams: carryover too)" if r.carryover_balanced else " (Latin square)")
     row("Randomization balance (chi-square)", None,
         (f"chi2 {r.chi_square:.1f}, df {r.degrees_of_freedom}" if r.status == "ok" else r.status) + shared,
         r.p_value, r.broken or r.shared, estimated=r.status == "ok")

@@ -100,6 +100,8 @@ def _metrics(t: TenantReport) -> Table:
     balance_text = balance.status if balance.status != "ok" else f"chi2 {balance.chi_square:.1f}, df {balance.degrees_of_freedom}"
     if balance.shared_order_fraction is not None:
         balance_text += f"\nshared order in {balance.shared_order_fraction:.0%} of sessions"
+    if balance.balanced:
+        balance_text += "\nbalanced design" + (" (Williams: carryover too)" if balance.carryover_balanced else " (Latin square)")
     table.add_row("randomization balance", balance_text, "", fmt_p(balance.p_value),
                   _flag(balance.broken or balance.shared, balance.status == "ok"))
     alpha = t.agreement.krippendorff_alpha

@@ -115,3 +115,17 @@ def test_the_randomization_check_recognises_a_williams_design_and_not_random_ord
     shuffled = randomization_balance(window_cells(_sessions_from(
         presentation_orders(models, reviewers, seed=5, design="random", sessions=12), models)), WindowThresholds())
     assert not shuffled.balanced and not shuffled.carryover_balanced
+
+
+def test_the_report_says_the_design_is_balanced():
+    from bias_audit.analysis.tenant_report import tenant_report
+    from bias_audit.reports.html import render_html
+    from bias_audit.schemas.report import BiasReport, ReportInputs
+
+    models, reviewers = ["a", "b", "c", "d"], ["r1", "r2", "r3", "r4"]
+    tenant = tenant_report(_sessions_from(presentation_orders(models, reviewers, seed=5, sessions=12), models))
+    report = BiasReport(generated_at="2026-11-23T00:00:00Z", window_sessions=None, window_days=None,
+                        inputs=ReportInputs(sources=[], files=0, lines=0, records=0, sessions_read=12,
+                                            duplicate_sessions=0, skipped_lines=0),
+                        tenants=[tenant])
+    assert "balanced design (Williams: carryover too)" in render_html(report)
