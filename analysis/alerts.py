@@ -18,7 +18,7 @@ import numpy as np
 
 from bias_audit.schemas.results import WindowSummary
 
-from .session_audit import REFERENCE_SPAN
+from .session_noise import REFERENCE_SPAN
 from .stats import t_p_values
 from .trends import MAD_TO_SD
 from .window import FIXED, RECENT_OFFSET

@@ -27,12 +27,12 @@ from bias_audit.schemas.report import (
     SelfConsistency,
 )
 
+from .cross_session import MIN_SESSIONS, collecting, contrast_estimate, rounded
 from .fixed_effects import FitResult, absorbed_least_squares, one_hot
 from .window import confidence_tier
 from .window_cells import WindowCells
 
 Interval = tuple[float, float, float, float, float]  # estimate, se, ci_lower, ci_upper, p
-MIN_SESSIONS = 10  # as every cross-session metric: below it, "collecting data"
 MAX_PAIRS = 400  # the pair fit's normal equations are pairs x pairs
 ROBUST_UP_TO = 20_000_000  # cells x pairs: the sandwich SE keeps the absorbed design (8 bytes each)
 
@@ -63,10 +63,6 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     out = np.empty(n)
     out[order] = np.minimum(adjusted, 1.0)
     return [float(v) for v in out]
-
-
-def _r(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None or not np.isfinite(value) else round(float(value), digits)
 
 
 @dataclass(frozen=True)
@@ -101,10 +97,8 @@ def pair_fit(cells: WindowCells) -> PairFit:
     return PairFit(used, pair, pairs, fit)
 
 
-def _additive_prediction(pairs: list[tuple[int, int]], target: int, reference: np.ndarray) -> np.ndarray | None:
-    """Weights over the reference pairs (target excluded) whose sum of pair effects predicts the
-    target's effect under reviewer + model additivity (least squares over them); None when they do
-    not connect the target's reviewer and model."""
+def _additive_design(pairs: list[tuple[int, int]]) -> np.ndarray:
+    """(pairs, reviewers + models) indicators: reviewer + model additivity over the pairs."""
     reviewers = sorted({r for r, _ in pairs})
     models = sorted({m for _, m in pairs})
     r_at = {r: i for i, r in enumerate(reviewers)}
@@ -112,6 +106,13 @@ def _additive_prediction(pairs: list[tuple[int, int]], target: int, reference: n
     design = np.zeros((len(pairs), len(reviewers) + len(models)))
     for row, (r, m) in enumerate(pairs):
         design[row, r_at[r]] = design[row, m_at[m]] = 1.0
+    return design
+
+
+def _additive_prediction(design: np.ndarray, target: int, reference: np.ndarray) -> np.ndarray | None:
+    """Weights over the reference pairs (target excluded) whose sum of pair effects predicts the
+    target's effect under reviewer + model additivity (least squares over them, rows of
+    _additive_design); None when they do not connect the target's reviewer and model."""
     others = np.array([i for i in np.flatnonzero(reference) if i != target], dtype=np.int64)
     if len(others) == 0:
         return None
@@ -121,15 +122,13 @@ def _additive_prediction(pairs: list[tuple[int, int]], target: int, reference: n
     row = design[target]
     if not np.allclose(row @ pinv @ xtx, row, atol=1e-8):  # not estimable from the others
         return None
-    weights = np.zeros(len(pairs))
+    weights = np.zeros(len(design))
     weights[others] = row @ pinv @ x.T
     return weights
 
 
 def _sessions_of(cells: WindowCells, mask: np.ndarray) -> int:
     return len(np.unique(cells.session[mask])) if mask.any() else 0
-
-
 
 
 def affinity(cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds = CouncilThresholds()) -> list[Affinity]:
@@ -146,10 +145,11 @@ def affinity(cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds 
     pair_sessions = np.unique(fitted.pair * cells.sessions + cells.session[fitted.cells]) // cells.sessions
     sessions_per_pair = np.bincount(pair_sessions, minlength=len(fitted.pairs))
     reference = np.ones(len(fitted.pairs), dtype=bool)
+    design = _additive_design(fitted.pairs)
     for _ in range(len(fitted.pairs) // 4 + 1):
         estimates: list[Interval | None] = []
         for index in range(len(fitted.pairs)):
-            weights = _additive_prediction(fitted.pairs, index, reference)
+            weights = _additive_prediction(design, index, reference)
             if weights is None:
                 estimates.append(None)
                 continue
@@ -173,8 +173,8 @@ def affinity(cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds 
                                 status="not identifiable"))
             continue
         value, _, lo, hi, p = est
-        out.append(Affinity(**base, effect=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), p_value=_r(p, 6),
-                            p_adjusted=_r(adjusted[index], 6), flagged=index in flagged))
+        out.append(Affinity(**base, effect=rounded(value), ci_lower=rounded(lo), ci_upper=rounded(hi), p_value=rounded(p, 6),
+                            p_adjusted=rounded(adjusted[index], 6), flagged=index in flagged))
     favoured = {(a.reviewer, a.model) for a in out if a.flagged and (a.effect or 0) > 0}
     return [a.model_copy(update={"mutual": True}) if (a.model, a.reviewer) in favoured and
             (a.reviewer, a.model) in favoured else a for a in out]
@@ -221,7 +221,7 @@ def _slopes(cells: WindowCells, points: Points, threshold: float, thresholds: Co
                                    status="collecting data"))
             continue
         value, _, lo, hi, p = est
-        out.append(CouncilBias(**base, effect=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), p_value=_r(p, 6),
+        out.append(CouncilBias(**base, effect=rounded(value), ci_lower=rounded(lo), ci_upper=rounded(hi), p_value=rounded(p, 6),
                                flagged=bool(adjusted[i] < thresholds.alpha and abs(value) >= threshold)))
     return out
 
@@ -319,7 +319,7 @@ def self_consistency(cells: WindowCells, thresholds: CouncilThresholds = Council
         rest_ss = sum(v[0] for k, v in per_reviewer.items() if k != r)
         rest_df = sum(v[1] for k, v in per_reviewer.items() if k != r)
         base = dict(reviewer=cells.reviewers[r], n=n, sessions=sessions, confidence=confidence_tier(sessions),
-                    contents=contents, icc=_r(icc))
+                    contents=contents, icc=rounded(icc))
         if df < 2 or rest_df < 2:
             out.append(SelfConsistency(**base, effect=None, ci_lower=None, ci_upper=None, p_value=None,
                                        status="collecting data"))
@@ -331,8 +331,8 @@ def self_consistency(cells: WindowCells, thresholds: CouncilThresholds = Council
         lo, hi = np.sqrt(ss / chdtri(df, 0.025)), np.sqrt(ss / chdtri(df, 0.975))
         flagged = (p < thresholds.alpha / max(len(tested), 1)
                    and sd >= thresholds.consistency_ratio * council_sd)
-        out.append(SelfConsistency(**base, effect=_r(sd), ci_lower=_r(lo), ci_upper=_r(hi), p_value=_r(p, 6),
-                                   council_sd=_r(council_sd), flagged=bool(flagged)))
+        out.append(SelfConsistency(**base, effect=rounded(sd), ci_lower=rounded(lo), ci_upper=rounded(hi), p_value=rounded(p, 6),
+                                   council_sd=rounded(council_sd), flagged=bool(flagged)))
     return out
 
 
@@ -344,19 +344,15 @@ def length_given_correctness(cells: WindowCells) -> Estimate | None:
     if not known.any():
         return None
     sessions = _sessions_of(cells, known)
-    base = dict(sample_size=int(known.sum()), sessions=sessions, confidence=confidence_tier(sessions))
     if sessions < MIN_SESSIONS:
-        return Estimate(point_estimate=None, ci_lower=None, ci_upper=None, status="collecting data", **base)
+        return collecting(int(known.sum()), sessions)
     design = np.hstack([cells.correct[known, None].astype(np.float64), cells.length[known, None] / 100.0,
                         one_hot(cells.reviewer[known], len(cells.reviewers))])
     fit = absorbed_least_squares(design, cells.score[known], cells.session[known])
     contrast = np.zeros(design.shape[1])
     contrast[1] = 1.0
-    est = fit.contrast(contrast) if fit is not None else None
-    if est is None:
-        return Estimate(point_estimate=None, ci_lower=None, ci_upper=None, status="not identifiable", **base)
-    value, _, lo, hi, p = est
-    return Estimate(point_estimate=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), p_value=_r(p, 6), **base)
+    return contrast_estimate(fit, contrast, sample_size=int(known.sum()), sessions=sessions, threshold=None,
+                             alpha=CouncilThresholds().alpha)
 
 
 def reviewer_posteriors(profiles: Sequence[ReviewerProfile]) -> list[ReviewerPosterior]:
@@ -387,9 +383,9 @@ def reviewer_posteriors(profiles: Sequence[ReviewerProfile]) -> list[ReviewerPos
     out = []
     for profile in profiles:
         pooled: tuple[float | None, ...] = posterior.get(profile.reviewer, (None,) * 5)
-        out.append(ReviewerPosterior(reviewer=profile.reviewer, offset=_r(pooled[0]), posterior_mean=_r(pooled[1]),
-                                     credible_lower=_r(pooled[2]), credible_upper=_r(pooled[3]),
-                                     shrinkage=_r(pooled[4]), mean_score=profile.mean_score,
+        out.append(ReviewerPosterior(reviewer=profile.reviewer, offset=rounded(pooled[0]), posterior_mean=rounded(pooled[1]),
+                                     credible_lower=rounded(pooled[2]), credible_upper=rounded(pooled[3]),
+                                     shrinkage=rounded(pooled[4]), mean_score=profile.mean_score,
                                      score_sd=profile.score_std))
     return out
 
@@ -413,5 +409,5 @@ def calibrated_view(cells: WindowCells) -> list[CalibratedModel]:
             continue
         values = z[mine][~np.isnan(z[mine])]
         out.append(CalibratedModel(model=name, scores=int(mine.sum()), raw_mean=round(float(score[mine].mean()) + 1.0, 4),
-                                   calibrated_z=_r(values.mean()) if len(values) else None))
+                                   calibrated_z=rounded(values.mean()) if len(values) else None))
     return out

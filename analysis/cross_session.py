@@ -54,7 +54,7 @@ def collecting(sample_size: int, sessions: int, status: str = "collecting data")
                     sessions=sessions, confidence=confidence_tier(sessions), status=status)
 
 
-def _r(value: float | None, digits: int = 4) -> float | None:
+def rounded(value: float | None, digits: int = 4) -> float | None:
     return None if value is None or not np.isfinite(value) else round(float(value), digits)
 
 
@@ -108,7 +108,7 @@ def chi_square_independence(table: np.ndarray) -> tuple[float, int, float]:
     return statistic, dof, float(chdtrc(dof, statistic))
 
 
-def _contrast_estimate(fit: FitResult | None, contrast: np.ndarray, *, sample_size: int, sessions: int, threshold: float | None,
+def contrast_estimate(fit: FitResult | None, contrast: np.ndarray, *, sample_size: int, sessions: int, threshold: float | None,
                        alpha: float) -> Estimate:
     """A fitted contrast as an Estimate; flagged when |value| >= threshold and p < alpha
     (threshold None: never flagged on its own)."""
@@ -118,8 +118,8 @@ def _contrast_estimate(fit: FitResult | None, contrast: np.ndarray, *, sample_si
     if est is None:
         return collecting(sample_size, sessions, "not identifiable")
     value, _, lo, hi, p = est
-    return Estimate(point_estimate=_r(value), ci_lower=_r(lo), ci_upper=_r(hi), sample_size=sample_size,
-                    sessions=sessions, confidence=confidence_tier(sessions), p_value=_r(p, 6),
+    return Estimate(point_estimate=rounded(value), ci_lower=rounded(lo), ci_upper=rounded(hi), sample_size=sample_size,
+                    sessions=sessions, confidence=confidence_tier(sessions), p_value=rounded(p, 6),
                     flagged=bool(threshold is not None and abs(value) >= threshold and p < alpha))
 
 
@@ -141,9 +141,9 @@ def length_correlation(cells: WindowCells, thresholds: WindowThresholds) -> Leng
     se = 1 / np.sqrt(n - 3)
     p = float(2 * ndtr(-abs(np.arctanh(min(abs(r), 0.999999))) / se))
     return LengthCorrelation(
-        point_estimate=_r(r), ci_lower=_r(lo), ci_upper=_r(hi), p_value=_r(p, 6),
-        bootstrap_ci_lower=_r(boot[0]) if boot else None, bootstrap_ci_upper=_r(boot[1]) if boot else None,
-        spearman=_r(np.corrcoef(average_ranks(x), average_ranks(y))[0, 1]) if np.ptp(x) > 0 and np.ptp(y) > 0 else None,
+        point_estimate=rounded(r), ci_lower=rounded(lo), ci_upper=rounded(hi), p_value=rounded(p, 6),
+        bootstrap_ci_lower=rounded(boot[0]) if boot else None, bootstrap_ci_upper=rounded(boot[1]) if boot else None,
+        spearman=rounded(np.corrcoef(average_ranks(x), average_ranks(y))[0, 1]) if np.ptp(x) > 0 and np.ptp(y) > 0 else None,
         flagged=bool(excludes_zero and abs(r) >= thresholds.length_correlation),
         **base,
     )
@@ -199,7 +199,7 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     width = design.shape[1]
     c = np.zeros(width)
     c[-1] = 1.0
-    estimate = _contrast_estimate(fit, c, sample_size=len(y), sessions=sessions,
+    estimate = contrast_estimate(fit, c, sample_size=len(y), sessions=sessions,
                                   threshold=thresholds.length_coefficient, alpha=thresholds.alpha)
     grand = float(y.mean()) + 1.0
     present = [i for i, m in enumerate(cells.models) if (model == i).any()]
@@ -213,7 +213,7 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     lc_known = [s for s in lc_scores if s is not None]
     lc_ranks = rank_by_score(lc_known) if len(lc_known) == len(lc_scores) else [None] * len(lc_scores)
     models = [
-        ModelScore(model=m, scores=k, raw_score=round(s, 4), length_controlled_score=_r(lc),
+        ModelScore(model=m, scores=k, raw_score=round(s, 4), length_controlled_score=rounded(lc),
                    raw_rank=rank, length_controlled_rank=lc_rank)
         for (m, s, k), rank, lc, lc_rank in zip(raw, raw_ranks, lc_scores, lc_ranks)
     ]
@@ -250,7 +250,7 @@ def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> Positi
         c[offset + k] = 1.0
         c[offset] = -1.0
         # one position alone is not flagged: the joint F test below decides
-        effect = _contrast_estimate(fit, c, sample_size=int((position_index == k).sum()), sessions=sessions,
+        effect = contrast_estimate(fit, c, sample_size=int((position_index == k).sum()), sessions=sessions,
                                     threshold=None, alpha=thresholds.position_alpha)
         effects.append(PositionEffect(position=int(positions[k]), effect=effect))
         if effect.status == "ok":
@@ -267,7 +267,7 @@ def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> Positi
         # all later positions below the first: primacy; all above: recency
         direction = "primacy" if all(s < 0 for s in sizes) else "recency" if all(s > 0 for s in sizes) else "mixed"
     return PositionAnalysis(status="ok", baseline_position=int(positions[0]), effects=effects,
-                            f_statistic=_r(f), p_value=_r(p, 6), flagged=bool(flagged), direction=direction)
+                            f_statistic=rounded(f), p_value=rounded(p, 6), flagged=bool(flagged), direction=direction)
 
 
 def randomization_balance(cells: WindowCells, thresholds: WindowThresholds) -> Randomization:
@@ -300,13 +300,13 @@ def randomization_balance(cells: WindowCells, thresholds: WindowThresholds) -> R
     shared_fraction = float((placements_per_session[multi] == models_per_session[multi]).mean()) if multi.any() else None
     balanced = table.shape[0] == table.shape[1] >= 2 and _even(table)
     base = dict(sessions=sessions, placements=len(unique), models=models, positions=positions, counts=table.tolist(),
-                shared_order_fraction=_r(shared_fraction), balanced=bool(balanced),
+                shared_order_fraction=rounded(shared_fraction), balanced=bool(balanced),
                 carryover_balanced=bool(balanced and _even(_successions(cells), off_diagonal=True)))
     if sessions < MIN_SESSIONS or table.shape[0] < 2 or table.shape[1] < 2:
         return Randomization(status="collecting data", **base)
     chi2, dof, p = chi_square_independence(table)
     return Randomization(
-        status="ok", chi_square=_r(chi2), degrees_of_freedom=int(dof), p_value=_r(p, 8),
+        status="ok", chi_square=rounded(chi2), degrees_of_freedom=int(dof), p_value=rounded(p, 8),
         broken=bool(p < thresholds.randomization_alpha),
         shared=bool(shared_fraction is not None and shared_fraction >= thresholds.shared_order_fraction),
         **base,
@@ -395,13 +395,13 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
                 contrast[k] -= weight
         else:
             contrast[:] = 0.0
-        offset = (_contrast_estimate(fit, contrast, sample_size=int(peer.sum()), threshold=thresholds.reviewer_offset,
+        offset = (contrast_estimate(fit, contrast, sample_size=int(peer.sum()), threshold=thresholds.reviewer_offset,
                                      sessions=scored_sessions, alpha=thresholds.alpha)
                   if contrast.any() else collecting(int(peer.sum()), scored_sessions))
         self_contrast = np.zeros(width)
         self_contrast[n_reviewers + i] = 1.0
         own_sessions = int(owned_in[i])
-        self_estimate = (_contrast_estimate(fit, self_contrast, sample_size=int(own.sum()), sessions=own_sessions,
+        self_estimate = (contrast_estimate(fit, self_contrast, sample_size=int(own.sum()), sessions=own_sessions,
                                             threshold=thresholds.self_preference, alpha=thresholds.alpha)
                          if own.any() else collecting(0, 0))
         defined = peer & ~np.isnan(loo)
@@ -409,7 +409,7 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
         if defined.sum() >= 3:
             others_mean = cells.score[defined] - loo[defined]  # = mean of the other peers' scores
             if np.ptp(others_mean) > 0 and np.ptp(cells.score[defined]) > 0:
-                agreement = _r(np.corrcoef(cells.score[defined], others_mean)[0, 1])
+                agreement = rounded(np.corrcoef(cells.score[defined], others_mean)[0, 1])
         flags = []
         if offset.flagged:
             flags.append("HARSH" if (offset.point_estimate or 0) < 0 else "GENEROUS")
@@ -418,8 +418,8 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
         profiles.append(ReviewerProfile(
             reviewer=name, sessions=scored_sessions, scores=int(peer.sum()),
             confidence=confidence_tier(scored_sessions),
-            mean_score=_r(scores.mean() + 1.0) if len(scores) else None,
-            score_std=_r(scores.std(ddof=1)) if len(scores) > 1 else None,
+            mean_score=rounded(scores.mean() + 1.0) if len(scores) else None,
+            score_std=rounded(scores.std(ddof=1)) if len(scores) > 1 else None,
             offset=offset, self_preference=self_estimate, agreement_with_peers=agreement, flags=flags,
         ))
     return profiles

@@ -29,9 +29,17 @@ from .observations import SessionScores
 from .reviewer_offset import offsets_from_effects, reviewer_effects
 from .score_arrays import ScoreArrays, score_arrays
 from .session_audit_one import OneFit, audit_one, reviewer_tests_one, two_way_one
-from .session_noise import FIXED, NoiseScale, ReviewerTests, pooled_noise, reviewer_tests, session_noise, two_way_fit
+from .session_noise import (
+    FIXED,
+    REFERENCE_SPAN,
+    NoiseScale,
+    ReviewerTests,
+    pooled_noise,
+    reviewer_tests,
+    session_noise,
+    two_way_fit,
+)
 
-REFERENCE_SPAN = 9.0  # thresholds are stated in points of a 1-10 scale
 
 
 @dataclass(frozen=True, slots=True)

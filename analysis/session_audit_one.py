@@ -17,11 +17,11 @@ from typing import Any
 from scipy.special import fdtrc, ndtr, stdtr
 
 from .observations import SessionScores
+from .session_noise import TIE
 from .reviewer_offset import ROUNDING
 from .stats import pearson_r, sample_std
 
 INF = math.inf
-TIE = 1e-9  # offsets this close are equally large (the two paths sum in different orders)
 
 
 def _average_ranks(xs: list[float]) -> list[float]:
@@ -110,13 +110,6 @@ def _absorbed(cells: list[tuple[int, int, float]], reviewers: int) -> _Absorbed:
         for r, value in zip(members, values):
             effects[r] = value - mean
     return _Absorbed(per_response, laplacian, parts if active else [], effects)
-
-
-def reviewer_effects(cells: list[tuple[int, int, float]], reviewers: int) -> dict[int, float]:
-    """Reviewer -> effect in the least-squares fit score = reviewer + response over (reviewer,
-    response, score) cells: the minimum-norm solution of the absorbed normal equations, as
-    analysis.reviewer_offset.reviewer_effects (each connected part's effects sum to zero)."""
-    return _absorbed(cells, reviewers).effects
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +241,7 @@ def _connected_parts(per_response: dict[int, list[tuple[int, float]]], active: l
 
 
 def audit_one(scores: SessionScores, threshold: float, length_threshold: float, alpha: float,
-              fit: OneFit | None = None) -> dict[str, Any]:
+              fit: OneFit) -> dict[str, Any]:
     """The session's audit values but the reviewer tests (analysis.session_noise: those run on the
     batch's arrays) and its position residuals, under "_residuals"."""
     reviewers, models = scores.reviewers, scores.models
@@ -286,11 +279,11 @@ def audit_one(scores: SessionScores, threshold: float, length_threshold: float, 
 
     loo = [(r, m, s) for r, m, s, _ in peer if model_n[m] > 1]
     # a response scored once adds nothing to the absorbed system: the peer fit's effects are these
-    if fit is not None:  # its reviewers with a response someone else scored too, as below
-        in_loo = {r for r, _, _ in loo}
-        effects = {r: e for r, e in fit.absorbed.effects.items() if r in in_loo}
-    else:
-        effects = reviewer_effects(loo, len(reviewers))
+    # the peer fit's effects (a response scored once adds nothing to the absorbed system), of the
+    # reviewers with a response someone else scored too: the effects
+    # analysis.reviewer_offset.reviewer_effects gives the vectorized path (each part centred)
+    in_loo = {r for r, _, _ in loo}
+    effects = {r: e for r, e in fit.absorbed.effects.items() if r in in_loo}
     offsets: dict[int, float] = {}
     for r, effect in effects.items():
         others = [e for q, e in effects.items() if q != r]

@@ -33,12 +33,12 @@ from scipy.special import ndtr, stdtr
 from .digest import SessionDigest
 from .score_arrays import ScoreArrays
 
-REFERENCE_SPAN = 9.0  # points of a 1-10 scale
+REFERENCE_SPAN = 9.0  # points of a 1-10 scale: thresholds and the pooled noise are stated in them
 SIGMA0_POINTS = 1.2  # the fixed noise SD without a window: the simulation's worst realistic case
 NOISE_SESSIONS = 50  # the window the noise is pooled over, this session included
 MIN_NOISE_SESSIONS = 10
 MIN_NOISE_DF = 20
-TIE = 1e-9  # offsets this close are equally large (the plain-Python path sums in another order)
+TIE = 1e-9  # offsets this close are equally large (the two paths sum in different orders)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from bias_audit.schemas.results import CorrelationEstimate, WindowSummary
 
 from .observations import SessionScores
-from .session_audit import REFERENCE_SPAN, SessionAnalysis
+from .session_audit import SessionAnalysis
+from .session_noise import REFERENCE_SPAN
 from .stats import fisher_ci
 
 FIXED = 1_000_000  # fixed-point unit: 1e-6 of the scale span

@@ -16,7 +16,7 @@ import numpy as np
 
 from .digest import SessionDigest
 from .reviewer_offset import offsets_from_effects, reviewer_effects
-from .session_audit import REFERENCE_SPAN
+from .session_noise import REFERENCE_SPAN
 
 
 @dataclass(frozen=True)

@@ -142,13 +142,16 @@ class CouncilSessionProcessor:
         )
         return _Prepared(delivery, event, trace_id, consent, records, item, analysis, digest)
 
-    def _embeddings(self, events: list[CouncilSessionEvent]) -> list[np.ndarray | None]:
-        """Each session's answers embedded, one call for the batch; None each without the extra."""
-        if self.embed is None or not events:
-            return [None] * len(events)
-        vectors = self.embed([r.response for event in events for r in event.responses])
-        ends = np.cumsum([len(event.responses) for event in events])
-        return list(np.split(vectors, ends[:-1]))
+    def _embeddings(self, parsed: list[CouncilSessionEvent], counted: list[CouncilSessionEvent]
+                    ) -> list[np.ndarray | None]:
+        """Per parsed session, its answers embedded (one call for the batch's counted sessions: the
+        others store no record); None without the extra."""
+        if self.embed is None or not counted:
+            return [None] * len(parsed)
+        vectors = self.embed([r.response for event in counted for r in event.responses])
+        ends = np.cumsum([len(event.responses) for event in counted])
+        by_session = {id(event): part for event, part in zip(counted, np.split(vectors, ends[:-1]))}
+        return [by_session.get(id(event)) for event in parsed]
 
     def _noise_history(self, digests: list[SessionDigest], fresh: set[str]) -> list[tuple[float, int]]:
         """The tenant's last sessions' (rss, df), oldest first, the batch's own sessions left out
@@ -194,7 +197,9 @@ class CouncilSessionProcessor:
         fresh = {event.session_id for _, event in parsed}
         analyses = audit_batch(scores, self.audit_config, [event.tenant_id for _, event in parsed],
                                {tenant: self._noise_history(digests, fresh) for tenant, digests in before.items()})
-        embeddings = self._embeddings([event for _, event in parsed])
+        events = [event for _, event in parsed]
+        embeddings = self._embeddings(events, [event for event in events if effective_consent(
+            event.consent_level, self.default_consent, self.hash_secret) > 0])
         prepared = [
             (index, self._prepare(deliveries[index], event, session, analysis, vectors))
             for (index, event), session, analysis, vectors in zip(parsed, scores, analyses, embeddings)
@@ -214,6 +219,9 @@ class CouncilSessionProcessor:
         await self.once.append(to_append)
         counted_now = [(index, p, update) for (index, p), update in zip(prepared, updates)
                        if update.status == "new" and p.item.counted]
+        # the next batch's noise history holds these sessions: their fits are known already
+        self._noise.update(((p.event.tenant_id, p.event.session_id), p.analysis.noise_contribution)
+                           for _, p, _ in counted_now)
         if self.alert_state is not None and counted_now:
             await self._signal(self.alert_state, counted_now, outcomes, before)
         if not log.isEnabledFor(logging.INFO):  # skip building per-session log records

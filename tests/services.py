@@ -31,6 +31,13 @@ _DIE_WITH_PARENT = (
 )
 
 
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout_s: float = 300) -> subprocess.CompletedProcess:
+    """`bias-audit ARGS` in a child process (the installed package, as a user runs it), its
+    output captured as text."""
+    return subprocess.run([sys.executable, "-m", "bias_audit", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout_s, env={**os.environ, **(env or {})})
+
+
 def spawn_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen:
     """`bias-audit worker` in a child process that dies with this one; output to log_path.
     Records go to JSONL in DATA_DIR/records unless env names a store ("" for the default): the tests read those files

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from enum import Enum
 from pathlib import Path
@@ -531,8 +531,6 @@ def calibrate(
     four), writes a versioned calibration file; point BIAS_AUDIT_CALIBRATION_FILE at it and
     bias_confidence_score means that probability (results carry calibration_version)."""
     import orjson
-    from rich.console import Console
-    from rich.table import Table
 
     from bias_audit.analysis.calibration import Reviewed, fit_calibration
     from bias_audit.storage.postgres_store import read_review_evidence
@@ -544,17 +542,31 @@ def calibrate(
     if not rows:
         raise CommandError("no reviews with verdicts in the store yet: review flagged items first (/review)")
     calibration, report = fit_calibration([Reviewed(f"{t}/{a}", b, e, c) for t, a, b, e, c, *_ in rows], min_reviews)
-    table = Table(title=f"calibration {calibration.version}: held-out reviews (one item in four)", title_justify="left")
-    for column in ("bias type", "reviews", "calibrated", "Brier before", "Brier after", "reliability after (bin: n, predicted -> observed)"):
-        table.add_column(column)
+    rows_out = []
     for entry in report:
         bins = "; ".join(f"{r['bin']}: {r['n']}, {r['predicted']:.2f} -> {r['observed']:.2f}"
                          for r in entry.get("reliability_after", []))
-        table.add_row(entry["bias_type"], str(entry["reviews"]), "yes" if entry["calibrated"] else f"no (< {min_reviews})",
-                      str(entry.get("brier_before", "-")), str(entry.get("brier_after", "-")), bins or "-")
-    Console(width=160).print(table)
+        rows_out.append((entry["bias_type"], str(entry["reviews"]),
+                         "yes" if entry["calibrated"] else f"no (< {min_reviews})",
+                         str(entry.get("brier_before", "-")), str(entry.get("brier_after", "-")), bins or "-"))
+    _print_table(f"calibration {calibration.version}: held-out reviews (one item in four)",
+                 ("bias type", "reviews", "calibrated", "Brier before", "Brier after",
+                  "reliability after (bin: n, predicted -> observed)"), rows_out)
     output.write_bytes(orjson.dumps({**calibration.to_document(), "report": report}, option=orjson.OPT_INDENT_2))
     _say(f"wrote {output}: {len(calibration.types)} bias types calibrated; set BIAS_AUDIT_CALIBRATION_FILE={output}")
+
+
+def _print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A command's summary table on stdout (wide: the reliability bins run long)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    Console(width=160).print(table)
 
 
 class LearnFeatures(str, Enum):
@@ -584,8 +596,6 @@ def learn(
     BIAS_AUDIT_LEARNED_DETECTOR_FILE at the file: adopted types' confidence becomes the model's
     probability that a reviewer confirms (results carry its version)."""
     import orjson
-    from rich.console import Console
-    from rich.table import Table
 
     try:
         from bias_audit.analysis.learned_detector import LabeledAnswer, claims_of, train
@@ -613,16 +623,14 @@ def learn(
             if features is LearnFeatures.minilm:
                 raise CommandError(f"--features minilm needs the embedding extra: {error}") from None
     detector, report = train(answers, min_reviews=min_reviews, tenant_id=tenant, embed=embed)
-    table = Table(title=f"learned detector {detector.version}: {'tenant ' + tenant if tenant else 'every tenant'}, "
-                        "cross-validated", title_justify="left")
-    for column in ("bias type", "reviews", "AUC learned / lexicons", "recall at 10% FP learned / lexicons", "adopted"):
-        table.add_column(column)
-    for entry in report:
-        table.add_row(entry["bias_type"], str(entry["reviews"]),
-                      f"{entry['auc']:.3f} / {entry['auc_lexicon']:.3f}" if "auc" in entry else "-",
-                      f"{entry['recall_at_10_fpr']:.0%} / {entry['recall_at_10_fpr_lexicon']:.0%}" if "auc" in entry
-                      else "-", "yes" if entry["adopted"] else f"no{': ' + entry['reason'] if 'reason' in entry else ''}")
-    Console(width=160).print(table)
+    _print_table(f"learned detector {detector.version}: {'tenant ' + tenant if tenant else 'every tenant'}, "
+                 "cross-validated",
+                 ("bias type", "reviews", "AUC learned / lexicons", "recall at 10% FP learned / lexicons", "adopted"),
+                 [(entry["bias_type"], str(entry["reviews"]),
+                   f"{entry['auc']:.3f} / {entry['auc_lexicon']:.3f}" if "auc" in entry else "-",
+                   f"{entry['recall_at_10_fpr']:.0%} / {entry['recall_at_10_fpr_lexicon']:.0%}" if "auc" in entry
+                   else "-", "yes" if entry["adopted"] else f"no{': ' + entry['reason'] if 'reason' in entry else ''}")
+                  for entry in report])
     output.write_bytes(orjson.dumps({**detector.to_document(), "report": report}))
     _say(f"wrote {output}: {len(detector.types)} bias types adopted; set BIAS_AUDIT_LEARNED_DETECTOR_FILE={output}")
 

@@ -188,7 +188,7 @@ def test_the_length_effect_among_equally_correct_answers():
         digests.append(SessionDigest(**{**{f: getattr(digest, f) for f in digest.__slots__}, "lengths": lengths}))
     estimate = length_given_correctness(window_cells(digests))
     assert estimate.point_estimate == pytest.approx(0.5, abs=1e-6)
-    assert length_given_correctness(window_cells(digests[:1] * 0 + [_digest(0, [(0, 1, -1, 5.0)])])) is None
+    assert length_given_correctness(window_cells([_digest(0, [(0, 1, -1, 5.0)])])) is None  # no correctness known
 
 
 # --- simulated corpora -------------------------------------------------------------------------

@@ -5,25 +5,16 @@ confidence and the version; a broken file is one line."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
-from pathlib import Path
 
 import psycopg
 import pytest
 
 from bias_audit.storage.postgres_store import PostgresInteractionStore, apply_migrations, interaction_row
 from bias_audit.worker.response_samples import generate_responses
+from tests.services import run_cli as cli
 
 pytestmark = pytest.mark.postgres
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bias_audit", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300, env={**os.environ, **(env or {})})
 
 
 def test_reviews_calibrate_the_confidence(postgres_url, tmp_path):

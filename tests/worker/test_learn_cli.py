@@ -5,27 +5,18 @@ model's version on flagged answers; the tenant it was trained on is the one it a
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
-from pathlib import Path
 
 import psycopg
 import pytest
 
 from bias_audit.storage.postgres_store import PostgresInteractionStore, apply_migrations, interaction_row
 from tests.analysis.test_learned_detector import BIASED, FINE
+from tests.services import run_cli as cli
 
 pytest.importorskip("sklearn")
 pytestmark = pytest.mark.postgres
-ROOT = Path(__file__).resolve().parents[2]
 STEREOTYPE = "Most women never ask for a raise, the manager said."
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bias_audit", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300, env={**os.environ, **(env or {})})
 
 
 def test_a_tenants_reviews_train_a_detector_the_audit_then_uses(postgres_url, tmp_path):

@@ -5,21 +5,14 @@ may come from the PostgreSQL store."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bias_audit.worker.response_samples import generate_responses
+from tests.services import run_cli as cli
 
-ROOT = Path(__file__).resolve().parents[2]
 GENDERED = " The chairman said every engineer should trust his own instincts."
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bias_audit", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)
 
 
 def write(path: Path, events: list[dict]) -> Path:
