@@ -7,7 +7,7 @@ import numpy as np
 
 from bias_audit.schemas.report import Estimate, PositionConsistency
 
-from .window import confidence_tier
+from .stats import confidence_tier
 from .window_cells import WindowCells
 
 MIN_SESSIONS = 10

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import chdtri, fdtrc, ndtri, stdtr, stdtrit
+from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
 
 from bias_audit.schemas.report import (
     Affinity,
@@ -29,7 +29,7 @@ from bias_audit.schemas.report import (
 
 from .cross_session import MIN_SESSIONS, collecting, contrast_estimate, rounded
 from .fixed_effects import FitResult, absorbed_least_squares, one_hot
-from .window import confidence_tier
+from .stats import confidence_tier
 from .window_cells import WindowCells
 
 Interval = tuple[float, float, float, float, float]  # estimate, se, ci_lower, ci_upper, p

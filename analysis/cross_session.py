@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import chdtrc, ndtr
+from .special import chdtrc, ndtr
 
 from bias_audit.schemas.report import (
     Estimate,
@@ -24,8 +24,7 @@ from bias_audit.schemas.report import (
 )
 
 from .fixed_effects import FitResult, absorbed_least_squares, one_hot
-from .stats import average_ranks, fisher_ci
-from .window import confidence_tier
+from .stats import average_ranks, confidence_tier, fisher_ci
 from .window_cells import WindowCells
 
 MIN_SESSIONS = 10  # below this a metric says "collecting data"

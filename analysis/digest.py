@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -170,43 +171,56 @@ class StoredCell(msgspec.Struct, gc=False):
     response_correct: bool | None = None
 
 
+# a record's fields as one tuple, in this order: map() over a session's records and zip(*) turn
+# them into columns without a Python loop per field
+_FIELDS = attrgetter("reviewer_id", "model_id", "score_value", "score_scale", "position", "schema_version",
+                     "is_self_review", "response_length_words", "response_length_chars",
+                     "response_fingerprint", "response_correct", "style_similarity")
+
+
 def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
     """One session's records (ours or llm-council-core's) -> its digest. Repeated
     (reviewer, model) records, left by a redelivered batch, count once (the first).
     Column by column rather than record by record: this runs for every reported session."""
-    reviewer_ids = [row.reviewer_id for row in rows]
-    model_ids = [row.model_id for row in rows]
+    (reviewer_ids, model_ids, values, scales, positions, versions, self_flags, word_counts,
+     char_counts, fingerprint_column, correct_column, similarity) = zip(*map(_FIELDS, rows))
     reviewers = {name: i for i, name in enumerate(dict.fromkeys(reviewer_ids))}
     models = {name: i for i, name in enumerate(dict.fromkeys(model_ids))}
-    # one unit per session: words where our records carry them, else characters
-    words = rows[0].response_length_words is not None
-    lengths: dict[str, float] = {}
-    for model_id, row in zip(model_ids, rows):
-        if model_id not in lengths:
-            lengths[model_id] = float((row.response_length_words if words else row.response_length_chars) or 0)
     reviewer_column = list(map(reviewers.__getitem__, reviewer_ids))
     model_column = list(map(models.__getitem__, model_ids))
     pairs = list(zip(reviewer_column, model_column))
     if len(set(pairs)) < len(pairs):
         first_of_pair = sorted({pair: i for i, pair in reversed(list(enumerate(pairs)))}.values())
         rows = [rows[i] for i in first_of_pair]
+        (reviewer_ids, model_ids, values, scales, positions, versions, self_flags, word_counts,
+         char_counts, fingerprint_column, correct_column, similarity) = zip(*map(_FIELDS, rows))
         reviewer_column = [reviewer_column[i] for i in first_of_pair]
         model_column = [model_column[i] for i in first_of_pair]
+    # one unit per session: words where our records carry them, else characters; a model's first
+    # record gives its length (zip over the reversed columns: the first record is assigned last)
+    words = word_counts[0] is not None
+    first_length = dict(zip(reversed(model_ids), reversed(word_counts if words else char_counts)))
     first = rows[0]
-    fingerprints, correct, similarity = _traits_of(rows, models)
     try:
         # a session's records share their scale and schema version: parse each distinct one once
-        bounds = {scale: score_bounds(scale or "1-10") for scale in {row.score_scale for row in rows}}
-        display = {version: position_is_display_order(version) for version in {row.schema_version for row in rows}}
-        if len(bounds) == 1:
-            low, high = next(iter(bounds.values()))
-            scores = [(row.score_value - low) / (high - low) for row in rows]
+        distinct_scales = set(scales)
+        if len(distinct_scales) == 1:
+            low, high = score_bounds(scales[0] or "1-10")
+            scores = [(value - low) / (high - low) for value in values]
         else:
-            scores = [(row.score_value - bounds[row.score_scale][0])
-                      / (bounds[row.score_scale][1] - bounds[row.score_scale][0]) for row in rows]
-        positions = [-1 if row.position is None or not display[row.schema_version] else row.position for row in rows]
+            bounds = {scale: score_bounds(scale or "1-10") for scale in distinct_scales}
+            scores = [(value - bounds[scale][0]) / (bounds[scale][1] - bounds[scale][0])
+                      for value, scale in zip(values, scales)]
+        distinct_versions = set(versions)
+        if len(distinct_versions) == 1 and position_is_display_order(versions[0]):
+            cell_position = [-1 if position is None else position for position in positions]
+        else:
+            display = {version: position_is_display_order(version) for version in distinct_versions}
+            cell_position = [-1 if position is None or not display[version] else position
+                             for position, version in zip(positions, versions)]
         # llm-council-core does not store is_self_review
-        own = [row.reviewer_id == row.model_id if row.is_self_review is None else row.is_self_review for row in rows]
+        own = (self_flags if None not in self_flags else
+               tuple(r == m if flag is None else flag for r, m, flag in zip(reviewer_ids, model_ids, self_flags)))
         ts = timestamp_ms(first.timestamp)
     except (TypeError, ValueError) as error:
         raise BadRecord(f"session {first.session_id!r}: unreadable record ({type(error).__name__}: {error})") from None
@@ -218,31 +232,25 @@ def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
         config_version=first.council_config_version,
         reviewers=tuple(reviewers),
         models=tuple(models),
-        lengths=tuple(lengths[name] for name in models),
+        lengths=tuple(float(first_length[name] or 0) for name in models),
         length_unit="words" if words else "chars",
         cell_reviewer=tuple(reviewer_column),
         cell_model=tuple(model_column),
-        cell_position=tuple(positions),
+        cell_position=tuple(cell_position),
         cell_score=tuple(scores),
-        cell_own=tuple(own),
-        fingerprints=fingerprints,
-        correct=correct,
-        cell_similarity=similarity,
+        cell_own=own,
+        # for the council biases: each () when no record carries it (older records, llm-council-core's)
+        fingerprints=_first_per_model(model_ids, fingerprint_column, models) if any(fingerprint_column) else (),
+        correct=(_first_per_model(model_ids, correct_column, models)
+                 if correct_column.count(None) < len(correct_column) else ()),
+        cell_similarity=similarity if similarity.count(None) < len(similarity) else (),
     )
 
 
-def _traits_of(rows: Sequence[StoredCell], models: Mapping[str, int]
-               ) -> tuple[tuple[str | None, ...], tuple[bool | None, ...], tuple[float | None, ...]]:
-    """(fingerprints and correctness per model, similarity per cell), each () when no record has it."""
-    fingerprints: dict[str, str | None] = {}
-    correct: dict[str, bool | None] = {}
-    for row in rows:
-        if fingerprints.get(row.model_id) is None:
-            fingerprints[row.model_id] = row.response_fingerprint
-        if correct.get(row.model_id) is None:
-            correct[row.model_id] = row.response_correct
-    similarity = tuple(row.style_similarity for row in rows)
-    return (tuple(fingerprints.get(m) for m in models) if any(fingerprints.values()) else (),
-            tuple(correct.get(m) for m in models) if any(v is not None for v in correct.values()) else (),
-            similarity if any(v is not None for v in similarity) else ())
-
+def _first_per_model(model_ids: Sequence[str], column: Sequence[Any], models: Mapping[str, int]) -> tuple[Any, ...]:
+    """Per model, in the session's model order, the first known value of its records (else None)."""
+    first: dict[str, Any] = {}
+    for model_id, value in zip(model_ids, column):
+        if value is not None and first.get(model_id) is None:
+            first[model_id] = value
+    return tuple(first.get(m) for m in models)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import fdtrc, stdtr
+from .special import fdtrc, stdtr
 
 from bias_audit.schemas.results import SessionAudit
 from bias_audit.schemas.trusted import trusted

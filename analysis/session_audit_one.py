@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import median
 from bisect import bisect_left, bisect_right
 from typing import Any
 
-from scipy.special import fdtrc, ndtr, stdtr
+from .special import fdtrc, ndtr, stdtr
 
 from .observations import SessionScores
 from .session_noise import TIE
@@ -41,35 +40,28 @@ def _t_or_inf(value: float, scale: float) -> float:
     return 0.0 if value == 0.0 else math.copysign(INF, value)
 
 
-def _grounded_solution(laplacian: list[list[float]], rhs: list[float], members: list[int]) -> list[float] | None:
-    """Effects of `members` with the first grounded at 0 (Gaussian elimination with partial
-    pivoting on the others' rows); None when the members do not form one connected part."""
+def _grounded_inverse(laplacian: list[list[float]], members: list[int]) -> list[list[float]] | None:
+    """The inverse of the members' Laplacian with the first member grounded (its row and column
+    dropped), by Gauss-Jordan elimination in place; None when the members are not one connected part (a
+    zero pivot). A connected part's grounded Laplacian is symmetric positive definite, so the
+    pivots are positive without row exchanges."""
     rest = members[1:]
     size = len(rest)
-    matrix = [[laplacian[a][b] for b in rest] + [rhs[a]] for a in rest]
-    for col in range(size):
-        pivot, best = col, abs(matrix[col][col])
-        for row in range(col + 1, size):
-            if abs(matrix[row][col]) > best:
-                pivot, best = row, abs(matrix[row][col])
-        if best < 1e-12:
+    matrix = [[laplacian[a][b] for b in rest] for a in rest]
+    for k in range(size):  # in place: column k of the identity takes the place of column k
+        head = matrix[k]
+        if head[k] < 1e-12:
             return None
-        matrix[col], matrix[pivot] = matrix[pivot], matrix[col]
-        head = matrix[col]
-        for row in range(col + 1, size):
-            target = matrix[row]
-            factor = target[col] / head[col]
-            if factor:
-                for c in range(col, size + 1):
-                    target[c] -= factor * head[c]
-    solution = [0.0] * size
-    for row in range(size - 1, -1, -1):
-        line = matrix[row]
-        acc = line[size]
-        for c in range(row + 1, size):
-            acc -= line[c] * solution[c]
-        solution[row] = acc / line[row]
-    return [0.0, *solution]
+        scale = 1.0 / head[k]
+        head[k] = 1.0
+        head = matrix[k] = [v * scale for v in head]
+        for i in range(size):
+            row = matrix[i]
+            factor = row[k]
+            if i != k and factor:
+                row[k] = 0.0
+                matrix[i] = [a - factor * b for a, b in zip(row, head)]
+    return matrix
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +71,7 @@ class _Absorbed:
     per_response: dict[int, list[tuple[int, float]]]  # response -> [(reviewer, score)]
     laplacian: list[list[float]]
     parts: list[list[int]]  # reviewers linked by chains of shared responses
+    inverses: list[list[list[float]]]  # per part: its grounded Laplacian's inverse (_grounded_inverse)
     effects: dict[int, float]  # each part's effects sum to zero
 
 
@@ -92,24 +85,29 @@ def _absorbed(cells: list[tuple[int, int, float]], reviewers: int) -> _Absorbed:
     for scorers in per_response.values():
         share = 1.0 / len(scorers)
         total = sum(s for _, s in scorers) * share
+        linked = [q for q, _ in scorers]
         for r, s in scorers:
             row = laplacian[r]
             row[r] += 1.0
             rhs[r] += s - total
-            for q, _ in scorers:
+            for q in linked:
                 row[q] -= share
-    parts = [active]
-    solutions = [_grounded_solution(laplacian, rhs, active)] if active else []
-    if solutions and solutions[0] is None:  # a council in separate parts: each on its own
+    parts = [active] if active else []
+    inverses = [_grounded_inverse(laplacian, active)] if active else []
+    if inverses and inverses[0] is None:  # a council in separate parts: each on its own
         parts = _connected_parts(per_response, active)
-        solutions = [_grounded_solution(laplacian, rhs, members) for members in parts]
+        inverses = [_grounded_inverse(laplacian, members) for members in parts]
     effects: dict[int, float] = {}
-    for members, values in zip(parts, solutions):
-        assert values is not None  # a connected part has a nonsingular grounded system
+    solved: list[list[list[float]]] = []
+    for members, inverse in zip(parts, inverses):
+        assert inverse is not None  # a connected part has a nonsingular grounded system
+        solved.append(inverse)
+        grounded_rhs = [rhs[r] for r in members[1:]]
+        values = [0.0, *(sum(a * b for a, b in zip(row, grounded_rhs)) for row in inverse)]
         mean = sum(values) / len(values)
         for r, value in zip(members, values):
             effects[r] = value - mean
-    return _Absorbed(per_response, laplacian, parts if active else [], effects)
+    return _Absorbed(per_response, laplacian, parts, solved, effects)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +117,16 @@ class OneFit:
     absorbed: _Absorbed
     rss: float
     df: int
+    # the session's cells as (reviewer, model, score, display index or -1, self-review), decoded
+    # once here for the audit and the tests
+    cells: list[tuple[int, int, float, int, bool]]
 
 
 def two_way_one(scores: SessionScores) -> OneFit:
     flat = scores.cells
-    peer = [(int(r), int(m), s) for r, m, s, own in zip(flat[0::5], flat[1::5], flat[2::5], flat[4::5]) if own != 1.0]
+    cells = list(zip(map(int, flat[0::5]), map(int, flat[1::5]), flat[2::5], map(int, flat[3::5]),
+                     [own == 1.0 for own in flat[4::5]]))
+    peer = [(r, m, s) for r, m, s, _, own in cells if not own]
     absorbed = _absorbed(peer, len(scores.reviewers))
     rss = 0.0
     for scorers in absorbed.per_response.values():
@@ -131,34 +134,17 @@ def two_way_one(scores: SessionScores) -> OneFit:
         rss += sum((s - absorbed.effects[r] - level) ** 2 for r, s in scorers)
     # rank: reviewers + responses - connected parts (a response links its scorers' parts)
     rank = len(absorbed.effects) + len(absorbed.per_response) - len(absorbed.parts)
-    return OneFit(absorbed, rss, len(peer) - rank)
+    return OneFit(absorbed, rss, len(peer) - rank, cells)
 
 
-def _grounded_inverse(laplacian: list[list[float]], members: list[int]) -> tuple[dict[int, int], list[list[float]]]:
-    """(reviewer -> row, the inverse of the part's Laplacian with its first member grounded), by
-    Gauss-Jordan elimination with partial pivoting; the part is connected, so it is nonsingular."""
-    rest = members[1:]
-    size = len(rest)
-    matrix = [[laplacian[a][b] for b in rest] + [1.0 if i == j else 0.0 for j in range(size)]
-              for i, a in enumerate(rest)]
-    for col in range(size):
-        pivot = max(range(col, size), key=lambda row: abs(matrix[row][col]))
-        matrix[col], matrix[pivot] = matrix[pivot], matrix[col]
-        head = matrix[col]
-        scale = 1.0 / head[col]
-        for c in range(2 * size):
-            head[c] *= scale
-        for row in range(size):
-            if row != col and matrix[row][col]:
-                target = matrix[row]
-                factor = target[col]
-                for c in range(col, 2 * size):
-                    target[c] -= factor * head[c]
-    return {r: i for i, r in enumerate(rest)}, [row[size:] for row in matrix]
-
-
-def _tail(z: float, df: float) -> float:
-    return float(stdtr(df, -z)) if df > 0 else float(ndtr(-z))
+def _tails(zs: list[float], df: float) -> list[float]:
+    """Upper tails of the t (df > 0) or normal distribution, in one ufunc call for all of a
+    session's tests (a call on one scalar costs about as much as on ten)."""
+    if not zs:
+        return []
+    negated = [-z for z in zs]
+    tails: list[float] = (stdtr(df, negated) if df > 0 else ndtr(negated)).tolist()
+    return tails
 
 
 def reviewer_tests_one(scores: SessionScores, fit: OneFit, sd: float, df: float, offset_threshold: float,
@@ -167,12 +153,11 @@ def reviewer_tests_one(scores: SessionScores, fit: OneFit, sd: float, df: float,
     (tests/analysis/test_batch_audit.py checks both paths agree). sd and thresholds in the
     session's units."""
     names = scores.reviewers
-    flat = scores.cells
-    cells = list(zip(map(int, flat[0::5]), map(int, flat[1::5]), flat[2::5], [own == 1.0 for own in flat[4::5]]))
+    cells = fit.cells
     per_response = fit.absorbed.per_response
     totals = {m: (sum(s for _, s in scorers), len(scorers)) for m, scorers in per_response.items()}
     sums: dict[int, list[float]] = {}  # reviewer -> [sum of differences, sum of SE factors, k]
-    for r, m, s, own in cells:
+    for r, m, s, _, own in cells:
         if own or totals[m][1] < 2:
             continue
         total, n = totals[m]
@@ -181,34 +166,52 @@ def reviewer_tests_one(scores: SessionScores, fit: OneFit, sd: float, df: float,
         entry[1] += 1.0 + 1.0 / (n - 1)
         entry[2] += 1.0
     loo = {r: diff / k for r, (diff, _, k) in sums.items()}
-    offset_p = {r: _tail(abs(loo[r]) / (sd * math.sqrt(factor) / k), df) for r, (_, factor, k) in sums.items()}
+    offset_z = {r: abs(loo[r]) / (sd * math.sqrt(factor) / k) for r, (_, factor, k) in sums.items()}
+    absorbed = fit.absorbed
+    effects = absorbed.effects
+    part_of = {r: i for i, members in enumerate(absorbed.parts) for r in members}
+    one_part = len(absorbed.parts) == 1
+    self_pref: dict[int, float] = {}
+    self_z: dict[int, float] = {}
+    sums_of: dict[int, tuple[dict[int, int], list[float], float]] = {}
+    for r, m, s, _, own in cells:
+        scorers = per_response.get(m)
+        if not own or r not in effects or not scorers or (
+                not one_part and any(part_of[q] != part_of[r] for q, _ in scorers)):
+            continue  # not predictable from the peer scores
+        n = len(scorers)
+        level = sum(y - effects[q] for q, y in scorers) / n
+        # Var(a_r + b_m) / sd^2 = 1 / n_m + g' Q g, g = e_r - mean of the scorers' e: a contrast,
+        # so any generalized inverse Q of the Laplacian gives it; Q = the grounded inverse, padded
+        # with zeros for the grounded reviewer.
+        part = part_of[r]
+        members = absorbed.parts[part]
+        inverse = absorbed.inverses[part]
+        if part not in sums_of:
+            position = {q: i for i, q in enumerate(members[1:])}
+            row_sums = [sum(row) for row in inverse]
+            sums_of[part] = (position, row_sums, sum(row_sums))
+        position, row_sums, total = sums_of[part]
+        i = position.get(r)
+        if n == len(members) - 1:  # every other member scored it: g = (1 + 1/n) e_r - 1/n
+            a = 1.0 + 1.0 / n
+            quadratic = ((a * a * inverse[i][i] - 2.0 * a * row_sums[i] / n if i is not None else 0.0)
+                         + total / (n * n))
+        else:
+            g: dict[int, float] = {}
+            for q, _ in scorers:
+                if q in position:
+                    g[position[q]] = g.get(position[q], 0.0) - 1.0 / n
+            if i is not None:
+                g[i] = g.get(i, 0.0) + 1.0
+            quadratic = sum(ga * gb * inverse[a_][b_] for a_, ga in g.items() for b_, gb in g.items())
+        self_pref[r] = s - effects[r] - level
+        self_z[r] = self_pref[r] / (sd * math.sqrt(1.0 + max(1.0 / n + quadratic, 0.0)))
+    p_values = _tails([*offset_z.values(), *self_z.values()], df)
+    offset_p = dict(zip(offset_z, p_values))
+    self_p = dict(zip(self_z, p_values[len(offset_z):]))
     largest = max((abs(v) for v in loo.values()), default=0.0)
     flagged = [r for r in loo if offset_p[r] < alpha / len(loo) and abs(loo[r]) >= largest - TIE]
-    effects = fit.absorbed.effects
-    part_of = {r: i for i, members in enumerate(fit.absorbed.parts) for r in members}
-    self_pref: dict[int, float] = {}
-    self_p: dict[int, float] = {}
-    inverses: dict[int, tuple[dict[int, int], list[list[float]]]] = {}
-    for r, m, s, own in cells:
-        scorers = per_response.get(m)
-        if not own or r not in effects or not scorers or any(part_of[q] != part_of[r] for q, _ in scorers):
-            continue  # not predictable from the peer scores
-        level = sum(y - effects[q] for q, y in scorers) / len(scorers)
-        # Var(a_r + b_m) / sd^2 = 1 / n_m + g' L+ g, g = e_r - mean of the scorers' e: a contrast,
-        # so the grounded Laplacian's inverse gives it (the grounded reviewer's entry dropped)
-        part = part_of[r]
-        if part not in inverses:
-            inverses[part] = _grounded_inverse(fit.absorbed.laplacian, fit.absorbed.parts[part])
-        position, inverse = inverses[part]
-        g: dict[int, float] = {}
-        for q, _ in scorers:
-            if q in position:
-                g[position[q]] = g.get(position[q], 0.0) - 1.0 / len(scorers)
-        if r in position:
-            g[position[r]] = g.get(position[r], 0.0) + 1.0
-        variance = 1.0 / len(scorers) + sum(ga * gb * inverse[a][b] for a, ga in g.items() for b, gb in g.items())
-        self_pref[r] = s - effects[r] - level
-        self_p[r] = _tail(self_pref[r] / (sd * math.sqrt(1.0 + max(variance, 0.0))), df)
     return {  # by name, in the session's reviewer order, as the vectorized path's rows
         "loo": {names[r]: loo[r] for r in sorted(loo)}, "offset_p": {names[r]: offset_p[r] for r in sorted(loo)},
         "harsh": [names[r] for r in flagged if loo[r] <= -offset_threshold],
@@ -246,16 +249,18 @@ def audit_one(scores: SessionScores, threshold: float, length_threshold: float, 
     batch's arrays) and its position residuals, under "_residuals"."""
     reviewers, models = scores.reviewers, scores.models
     n_models = len(models)
-    flat = scores.cells
-    cells = list(zip(map(int, flat[0::5]), map(int, flat[1::5]), flat[2::5], map(int, flat[3::5]),
-                     [own == 1.0 for own in flat[4::5]]))
-    peer = [(r, m, s, p) for r, m, s, p, own in cells if not own]
+    peer = [(r, m, s, p) for r, m, s, p, own in fit.cells if not own]
 
     model_n = [0] * n_models
     model_total = [0.0] * n_models
+    given: dict[int, list[float]] = {}  # reviewer -> the peer scores it gave
     for r, m, s, _ in peer:
         model_n[m] += 1
         model_total[m] += s
+        if r in given:
+            given[r].append(s)
+        else:
+            given[r] = [s]
     model_mean = [t / max(n, 1) for t, n in zip(model_total, model_n)]
     scored = [m for m in range(n_models) if model_n[m] > 0]
 
@@ -271,11 +276,9 @@ def audit_one(scores: SessionScores, threshold: float, length_threshold: float, 
                     else length_r * math.sqrt(max(df_length, 0.0)) / math.sqrt(1.0 - length_r * length_r))
 
     # Reviewers
-    given: dict[int, list[float]] = {}
-    for r, m, s, _ in peer:
-        given.setdefault(r, []).append(s)
-    means = {r: sum(given[r]) / len(given[r]) for r in sorted(given)}
-    stds = {r: sample_std(given[r]) for r in sorted(given)}
+    reviewer_order = sorted(given)
+    means = {r: sum(given[r]) / len(given[r]) for r in reviewer_order}
+    stds = {r: sample_std(given[r]) for r in reviewer_order}
 
     loo = [(r, m, s) for r, m, s, _ in peer if model_n[m] > 1]
     # a response scored once adds nothing to the absorbed system: the peer fit's effects are these
@@ -286,18 +289,22 @@ def audit_one(scores: SessionScores, threshold: float, length_threshold: float, 
     effects = {r: e for r, e in fit.absorbed.effects.items() if r in in_loo}
     offsets: dict[int, float] = {}
     for r, effect in effects.items():
-        others = [e for q, e in effects.items() if q != r]
-        offset = effect - median(others) if others else 0.0
+        others = sorted([e for q, e in effects.items() if q != r])
+        half = len(others) // 2  # statistics.median's rule, without its checks (a few values)
+        offset = effect - (others[half] if len(others) % 2 else (others[half - 1] + others[half]) / 2) if others else 0.0
         offsets[r] = 0.0 if abs(offset) < ROUNDING else offset
-    diffs: dict[int, list[tuple[float, float]]] = {}
+    diffs: dict[int, tuple[list[float], list[float]]] = {}  # reviewer -> (its scores, the rest's means)
     for r, m, s in loo:
-        rest = (model_total[m] - s) / max(model_n[m] - 1.0, 1.0)
-        diffs.setdefault(r, []).append((s, rest))
+        if r not in diffs:
+            diffs[r] = ([], [])
+        given_scores, rests = diffs[r]
+        given_scores.append(s)
+        rests.append((model_total[m] - s) / (model_n[m] - 1.0))  # model_n[m] > 1 in loo
     agreements: list[float] = []
     for r in sorted(diffs):
-        pairs = diffs[r]
-        if len(pairs) >= 3:
-            agreement = pearson_r([s for s, _ in pairs], [rest for _, rest in pairs])
+        given_scores, rests = diffs[r]
+        if len(rests) >= 3:
+            agreement = pearson_r(given_scores, rests)
             if agreement is not None:
                 agreements.append(agreement)
     length_p = None

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.special import ndtr, stdtr
+from .special import ndtr, stdtr
 
 from .digest import SessionDigest
 from .score_arrays import ScoreArrays

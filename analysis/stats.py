@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import stdtr
+from .special import stdtr
 
 Z_95 = 1.959963984540054
 
@@ -154,3 +154,14 @@ def average_ranks(values: np.ndarray) -> np.ndarray:
     ranks = np.empty(len(values))
     ranks[order] = 0.5 * (bounds[dense - 1] + bounds[dense] + 1)
     return ranks
+
+
+def confidence_tier(sessions: int) -> str:
+    """How far a window's estimates can be trusted, by its sessions (contracts: confidence)."""
+    if sessions < 10:
+        return "insufficient"
+    if sessions < 20:
+        return "preliminary"
+    if sessions < 50:
+        return "moderate"
+    return "high"

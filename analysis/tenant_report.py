@@ -29,8 +29,8 @@ from .council_biases import (
     style_similarity,
 )
 from .digest import SessionDigest, iso_ms
+from .stats import confidence_tier
 from .trends import change_points, compare_windows, timeline
-from .window import confidence_tier
 from .window_cells import WindowCells, window_cells
 
 CHART_POINTS = 2000

@@ -4,7 +4,7 @@ change points where council_config_version changes, and the report's timeline bu
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr, stdtr
+from .special import ndtr, stdtr
 
 from bias_audit.schemas.report import ChangePoint, TimeBucket, TrendTest
 

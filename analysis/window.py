@@ -15,13 +15,16 @@ import math
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from bias_audit.schemas.results import CorrelationEstimate, WindowSummary
-
-from .observations import SessionScores
-from .session_audit import SessionAnalysis
 from .session_noise import REFERENCE_SPAN
-from .stats import fisher_ci
+from .stats import confidence_tier, fisher_ci
+
+if TYPE_CHECKING:  # the report reads window bounds without the audit and result models
+    from bias_audit.schemas.results import WindowSummary
+
+    from .observations import SessionScores
+    from .session_audit import SessionAnalysis
 
 FIXED = 1_000_000  # fixed-point unit: 1e-6 of the scale span
 MIN_SESSIONS_FOR_ESTIMATE = 10
@@ -32,16 +35,6 @@ REVIEWER = "r:"  # leave-one-out score differences: n, s, q
 POSITION = "o:"  # within-model residuals by display position: n, s, q
 MODEL = "m:"  # peer scores by model: n, s
 RECENT_OFFSET = "ro:"  # per-session reviewer offsets, recent window only: n, s, q
-
-
-def confidence_tier(sessions: int) -> str:
-    if sessions < 10:
-        return "insufficient"
-    if sessions < 20:
-        return "preliminary"
-    if sessions < 50:
-        return "moderate"
-    return "high"
 
 
 def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> dict[str, int]:
@@ -157,6 +150,8 @@ def summarize_window(
     window_start: str | None,
     window_end: str | None,
 ) -> WindowSummary:
+    from bias_audit.schemas.results import CorrelationEstimate, WindowSummary
+
     r, n = pooled_correlation(sums)
     collecting = sessions < MIN_SESSIONS_FOR_ESTIMATE or r is None
     ci = None if r is None or collecting else fisher_ci(r, n)

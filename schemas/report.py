@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .results import ConfidenceTier
+from .tiers import ConfidenceTier
 
 REPORT_SCHEMA_VERSION = "1.0"
 Status = Literal["ok", "collecting data", "not identifiable"]

@@ -6,8 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .tiers import ConfidenceTier
+
 RiskLevel = Literal["low", "medium", "high"]
-ConfidenceTier = Literal["insufficient", "preliminary", "moderate", "high"]
 
 
 class _Out(BaseModel):

@@ -22,6 +22,11 @@ from bias_audit import __version__
 from bias_audit.errors import CommandError
 from bias_audit.safe_text import one_line, reason_of, redact
 
+# The analysis multiplies small matrices (a council's members, a window's models): OpenBLAS's thread
+# pool only costs its start-up (~40 ms of a report) and spinning cores the worker's event loop and
+# the other workers need (bench/RESULTS.md, issue 13). Set the variable to use more.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 class _NoFlagTypes:
     """Typer 0.29 shows a type tag beside every parameter (`--help <bool>`, `PATH <list[str]>`):
