@@ -15,9 +15,10 @@ import hashlib
 import hmac
 import math
 import re
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import count
 
 import numpy as np
 
@@ -46,21 +47,42 @@ def response_fingerprint(text: str, key: bytes | None = None) -> str:
     return digest.hexdigest()[:FINGERPRINT_HEX]
 
 
-def ngram_vector(text: str) -> Counter[str]:
-    words = _WORD.findall(text.lower())
-    vector = Counter(words)
-    vector.update(f"{a} {b}" for a, b in zip(words, words[1:]))
-    return vector
+# ASCII text: every byte that \w does not match -> a space, A-Z -> a-z; bytes.split() then gives
+# exactly what \w+ finds in the lower-cased text (~10x faster than the regular expression)
+_ASCII_WORDS = bytes(c + 32 if 65 <= c <= 90 else c if chr(c).isalnum() and c < 128 or c == 95 else 32
+                     for c in range(256))
 
 
-def cosine(a: Counter[str], b: Counter[str]) -> float | None:
-    """Cosine of two count vectors; None when either is empty."""
-    if not a or not b:
-        return None
-    small, large = (a, b) if len(a) <= len(b) else (b, a)
-    dot = sum(count * large[term] for term, count in small.items() if term in large)
-    norm = math.sqrt(sum(v * v for v in a.values()) * sum(v * v for v in b.values()))
-    return dot / norm
+def words_of(text: str) -> list[bytes]:
+    """The lower-cased text's words (the regular expression \\w+), UTF-8 encoded: one key type whatever the text."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_WORDS).split()
+    return [word.encode("utf-8", "surrogatepass") for word in _WORD.findall(text.lower())]
+
+
+def pair_similarities(texts: Sequence[str]) -> np.ndarray:
+    """Cosines of every two texts' word 1-2-gram count vectors (scikit-learn's
+    CountVectorizer(ngram_range=(1, 2)) counts), as a matrix; nan where a text has no words.
+    Words get dense ids from one vocabulary (dict lookups mapped in C), a word pair the code
+    first id * words + second id, made dense by one sort; the counts form texts x terms matrices
+    and their products give every dot product: integer sums below 2^53, so exact in any order."""
+    vocabulary: defaultdict[bytes, int] = defaultdict(count().__next__)
+    lookup = vocabulary.__getitem__
+    ids = [np.fromiter(map(lookup, words_of(text)), dtype=np.int64) for text in texts]
+    n, words = len(texts), max(len(vocabulary), 1)
+    word_rows = np.repeat(np.arange(n), [len(i) for i in ids])
+    unigrams = np.bincount(word_rows * words + np.concatenate(ids), minlength=n * words).reshape(n, words)
+    pair_codes = np.concatenate([first[:-1] * words + first[1:] for first in ids])
+    pair_rows = np.repeat(np.arange(n), [max(len(i) - 1, 0) for i in ids])
+    pair_terms, pair_column = np.unique(pair_codes, return_inverse=True)
+    width = max(len(pair_terms), 1)
+    bigrams = np.bincount(pair_rows * width + pair_column, minlength=n * width).reshape(n, width)
+    unigram_matrix, bigram_matrix = unigrams.astype(np.float64), bigrams.astype(np.float64)
+    gram = unigram_matrix @ unigram_matrix.T + bigram_matrix @ bigram_matrix.T
+    norms = np.diag(gram)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cosines: np.ndarray = gram / np.sqrt(np.outer(norms, norms))
+    return cosines
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +100,7 @@ def response_traits(scores: SessionScores, texts: Sequence[str], correct: Sequen
     models = {name: i for i, name in enumerate(scores.models)}
     reviewers = scores.reviewers
     authors = {r for r, name in enumerate(reviewers) if name in models}
-    vectors: dict[int, Counter[str]] = {}
-
-    def vector(model: int) -> Counter[str]:
-        if model not in vectors:
-            vectors[model] = ngram_vector(texts[model])
-        return vectors[model]
+    cosines: list[list[float]] | None = None  # of every two answers, when a cell needs one
 
     similarity: list[float | None] = []
     pairs: dict[tuple[int, int], float | None] = {}
@@ -95,9 +112,13 @@ def response_traits(scores: SessionScores, texts: Sequence[str], correct: Sequen
         mine = models[reviewers[reviewer]]
         pair = (min(mine, model), max(mine, model))
         if pair not in pairs:
-            value = (cosine(vector(mine), vector(model)) if embeddings is None
-                     else min(max(float(embeddings[mine] @ embeddings[model]), 0.0), 1.0))
-            pairs[pair] = None if value is None else round(value, SIMILARITY_DIGITS)
+            if embeddings is not None:
+                value = min(max(float(embeddings[mine] @ embeddings[model]), 0.0), 1.0)
+            else:
+                if cosines is None:
+                    cosines = pair_similarities(texts).tolist()
+                value = cosines[mine][model]
+            pairs[pair] = None if math.isnan(value) else round(value, SIMILARITY_DIGITS)
         similarity.append(pairs[pair])
     return ResponseTraits(
         fingerprints=tuple(response_fingerprint(text, key) for text in texts),

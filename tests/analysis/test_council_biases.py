@@ -24,7 +24,7 @@ from bias_audit.analysis.council_biases import (
     style_similarity,
 )
 from bias_audit.analysis.digest import SessionDigest
-from bias_audit.analysis.response_traits import DEFAULT_FINGERPRINT_KEY, cosine, ngram_vector, response_fingerprint
+from bias_audit.analysis.response_traits import DEFAULT_FINGERPRINT_KEY, pair_similarities, response_fingerprint
 from bias_audit.analysis.window_cells import window_cells
 from bias_audit.schemas.report import Estimate, ReviewerProfile
 
@@ -74,17 +74,23 @@ def test_fingerprint_is_the_keyed_hash_of_the_normalized_text():
     assert response_fingerprint("the same answer", b"k") != response_fingerprint("the same answer", b"j")
 
 
-@pytest.mark.parametrize("a, b", [
-    ("the cache holds the index", "the index holds the cache entries"),
-    ("Shard by tenant id; replicate reads.", "replicate reads and shard by user"),
-    ("one", "two"),
+@pytest.mark.parametrize("texts", [
+    ["the cache holds the index", "the index holds the cache entries"],
+    ["Shard by tenant id; replicate reads.", "replicate reads and shard by user", "Shard, shard, SHARD by_user"],
+    ["one", "two"],
+    ["Café société: naïve résumé", "CAFÉ societe naïve", "the café's résumé"],  # non-ASCII words and case
 ])
-def test_similarity_matches_scikit_learns_word_ngram_cosine(a, b):
+def test_similarity_matches_scikit_learns_word_ngram_cosine(texts):
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.metrics.pairwise import cosine_similarity
 
-    vectors = CountVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b").fit_transform([a, b])
-    assert cosine(ngram_vector(a), ngram_vector(b)) == pytest.approx(cosine_similarity(vectors)[0, 1], abs=1e-12)
+    vectors = CountVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b").fit_transform(texts)
+    assert pair_similarities(texts) == pytest.approx(cosine_similarity(vectors), abs=1e-12)
+
+
+def test_similarity_of_a_text_without_words_is_undefined():
+    cosines = pair_similarities(["...", "some words here"])
+    assert np.isnan(cosines[0, 1]) and cosines[1, 1] == pytest.approx(1.0)
 
 
 def _digest(index: int, rows: list[tuple[int, int, int, float]], models=("a", "b", "c", "d"), **extra) -> SessionDigest:
