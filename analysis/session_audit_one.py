@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from bisect import bisect_left, bisect_right
 from typing import Any
 
@@ -65,13 +66,46 @@ def _grounded_inverse(laplacian: list[list[float]], members: list[int]) -> list[
 
 
 @dataclass(frozen=True, slots=True)
+class _Design:
+    """What a two-way fit needs of which reviewers scored which response, not of the scores."""
+
+    parts: list[list[int]]  # reviewers linked by chains of shared responses
+    inverses: list[list[list[float]]]  # per part: its grounded Laplacian's inverse (_grounded_inverse)
+
+
+@lru_cache(maxsize=256)
+def _design(scorers_of: tuple[tuple[int, ...], ...], reviewers: int) -> _Design:
+    """The design's Laplacian solved once: a council sends the same design session after session
+    (the same members scoring each other's answers). Callers never mutate what it returns."""
+    active = sorted({r for linked in scorers_of for r in linked})
+    laplacian = [[0.0] * reviewers for _ in range(reviewers)]
+    for linked in scorers_of:
+        share = 1.0 / len(linked)
+        for r in linked:
+            row = laplacian[r]
+            row[r] += 1.0
+            for q in linked:
+                row[q] -= share
+    parts = [active] if active else []
+    inverses = [_grounded_inverse(laplacian, active)] if active else []
+    if inverses and inverses[0] is None:  # a council in separate parts: each on its own
+        parts = _connected_parts(scorers_of, active)
+        inverses = [_grounded_inverse(laplacian, members) for members in parts]
+    solved: list[list[list[float]]] = []
+    for inverse in inverses:
+        assert inverse is not None  # a connected part has a nonsingular grounded system
+        solved.append(inverse)
+    return _Design(parts, solved)
+
+
+@dataclass(frozen=True, slots=True)
 class _Absorbed:
     """The two-way fit score = reviewer + response with the responses absorbed."""
 
     per_response: dict[int, list[tuple[int, float]]]  # response -> [(reviewer, score)]
-    laplacian: list[list[float]]
+    totals: dict[int, tuple[float, int]]  # response -> (sum of its scores, how many)
     parts: list[list[int]]  # reviewers linked by chains of shared responses
-    inverses: list[list[list[float]]]  # per part: its grounded Laplacian's inverse (_grounded_inverse)
+    inverses: list[list[list[float]]]  # per part: its grounded Laplacian's inverse
     effects: dict[int, float]  # each part's effects sum to zero
 
 
@@ -79,35 +113,22 @@ def _absorbed(cells: list[tuple[int, int, float]], reviewers: int) -> _Absorbed:
     per_response: dict[int, list[tuple[int, float]]] = {}
     for r, m, s in cells:
         per_response.setdefault(m, []).append((r, s))
-    active = sorted({r for r, _, _ in cells})
-    laplacian = [[0.0] * reviewers for _ in range(reviewers)]
+    design = _design(tuple(tuple([q for q, _ in scorers]) for scorers in per_response.values()), reviewers)
     rhs = [0.0] * reviewers
-    for scorers in per_response.values():
-        share = 1.0 / len(scorers)
-        total = sum(s for _, s in scorers) * share
-        linked = [q for q, _ in scorers]
+    totals: dict[int, tuple[float, int]] = {}
+    for m, scorers in per_response.items():
+        totals[m] = (sum(s for _, s in scorers), len(scorers))
+        mean = totals[m][0] * (1.0 / len(scorers))
         for r, s in scorers:
-            row = laplacian[r]
-            row[r] += 1.0
-            rhs[r] += s - total
-            for q in linked:
-                row[q] -= share
-    parts = [active] if active else []
-    inverses = [_grounded_inverse(laplacian, active)] if active else []
-    if inverses and inverses[0] is None:  # a council in separate parts: each on its own
-        parts = _connected_parts(per_response, active)
-        inverses = [_grounded_inverse(laplacian, members) for members in parts]
+            rhs[r] += s - mean
     effects: dict[int, float] = {}
-    solved: list[list[list[float]]] = []
-    for members, inverse in zip(parts, inverses):
-        assert inverse is not None  # a connected part has a nonsingular grounded system
-        solved.append(inverse)
+    for members, inverse in zip(design.parts, design.inverses):
         grounded_rhs = [rhs[r] for r in members[1:]]
         values = [0.0, *(sum(a * b for a, b in zip(row, grounded_rhs)) for row in inverse)]
         mean = sum(values) / len(values)
         for r, value in zip(members, values):
             effects[r] = value - mean
-    return _Absorbed(per_response, laplacian, parts, solved, effects)
+    return _Absorbed(per_response, totals, design.parts, design.inverses, effects)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +141,7 @@ class OneFit:
     # the session's cells as (reviewer, model, score, display index or -1, self-review), decoded
     # once here for the audit and the tests
     cells: list[tuple[int, int, float, int, bool]]
+    levels: dict[int, float]  # per response: its level in the fit (the mean of score - reviewer effect)
 
 
 def two_way_one(scores: SessionScores) -> OneFit:
@@ -129,12 +151,14 @@ def two_way_one(scores: SessionScores) -> OneFit:
     peer = [(r, m, s) for r, m, s, _, own in cells if not own]
     absorbed = _absorbed(peer, len(scores.reviewers))
     rss = 0.0
-    for scorers in absorbed.per_response.values():
-        level = sum(s - absorbed.effects[r] for r, s in scorers) / len(scorers)
-        rss += sum((s - absorbed.effects[r] - level) ** 2 for r, s in scorers)
+    effects = absorbed.effects
+    levels: dict[int, float] = {}
+    for m, scorers in absorbed.per_response.items():
+        level = levels[m] = sum(s - effects[r] for r, s in scorers) / len(scorers)
+        rss += sum((d := s - effects[r] - level) * d for r, s in scorers)
     # rank: reviewers + responses - connected parts (a response links its scorers' parts)
-    rank = len(absorbed.effects) + len(absorbed.per_response) - len(absorbed.parts)
-    return OneFit(absorbed, rss, len(peer) - rank, cells)
+    rank = len(effects) + len(absorbed.per_response) - len(absorbed.parts)
+    return OneFit(absorbed, rss, len(peer) - rank, cells, levels)
 
 
 def _tails(zs: list[float], df: float) -> list[float]:
@@ -155,18 +179,23 @@ def reviewer_tests_one(scores: SessionScores, fit: OneFit, sd: float, df: float,
     names = scores.reviewers
     cells = fit.cells
     per_response = fit.absorbed.per_response
-    totals = {m: (sum(s for _, s in scorers), len(scorers)) for m, scorers in per_response.items()}
-    sums: dict[int, list[float]] = {}  # reviewer -> [sum of differences, sum of SE factors, k]
+    totals = fit.absorbed.totals
+    # per reviewer: the sum of its differences from the rest's means, of their SE factors, and k
+    differences, factors, counted = [0.0] * len(names), [0.0] * len(names), [0.0] * len(names)
+    tested: list[int] = []  # in order of first appearance
     for r, m, s, _, own in cells:
-        if own or totals[m][1] < 2:
+        if own:
             continue
         total, n = totals[m]
-        entry = sums.setdefault(r, [0.0, 0.0, 0.0])
-        entry[0] += s - (total - s) / (n - 1)
-        entry[1] += 1.0 + 1.0 / (n - 1)
-        entry[2] += 1.0
-    loo = {r: diff / k for r, (diff, _, k) in sums.items()}
-    offset_z = {r: abs(loo[r]) / (sd * math.sqrt(factor) / k) for r, (_, factor, k) in sums.items()}
+        if n < 2:
+            continue
+        if not counted[r]:
+            tested.append(r)
+        differences[r] += s - (total - s) / (n - 1)
+        factors[r] += 1.0 + 1.0 / (n - 1)
+        counted[r] += 1.0
+    loo = {r: differences[r] / counted[r] for r in tested}
+    offset_z = {r: abs(loo[r]) / (sd * math.sqrt(factors[r]) / counted[r]) for r in tested}
     absorbed = fit.absorbed
     effects = absorbed.effects
     part_of = {r: i for i, members in enumerate(absorbed.parts) for r in members}
@@ -180,7 +209,7 @@ def reviewer_tests_one(scores: SessionScores, fit: OneFit, sd: float, df: float,
                 not one_part and any(part_of[q] != part_of[r] for q, _ in scorers)):
             continue  # not predictable from the peer scores
         n = len(scorers)
-        level = sum(y - effects[q] for q, y in scorers) / n
+        level = fit.levels[m]
         # Var(a_r + b_m) / sd^2 = 1 / n_m + g' Q g, g = e_r - mean of the scorers' e: a contrast,
         # so any generalized inverse Q of the Laplacian gives it; Q = the grounded inverse, padded
         # with zeros for the grounded reviewer.
@@ -223,7 +252,7 @@ def reviewer_tests_one(scores: SessionScores, fit: OneFit, sd: float, df: float,
     }
 
 
-def _connected_parts(per_response: dict[int, list[tuple[int, float]]], active: list[int]) -> list[list[int]]:
+def _connected_parts(scorers_of: tuple[tuple[int, ...], ...], active: list[int]) -> list[list[int]]:
     """Reviewers grouped by whether a chain of shared responses links them."""
     part = {r: r for r in active}
 
@@ -233,9 +262,9 @@ def _connected_parts(per_response: dict[int, list[tuple[int, float]]], active: l
             r = part[r]
         return r
 
-    for scorers in per_response.values():
-        first = root(scorers[0][0])
-        for r, _ in scorers[1:]:
+    for linked in scorers_of:
+        first = root(linked[0])
+        for r in linked[1:]:
             part[root(r)] = first
     groups: dict[int, list[int]] = {}
     for r in active:
@@ -254,13 +283,28 @@ def audit_one(scores: SessionScores, threshold: float, length_threshold: float, 
     model_n = [0] * n_models
     model_total = [0.0] * n_models
     given: dict[int, list[float]] = {}  # reviewer -> the peer scores it gave
-    for r, m, s, _ in peer:
+    # position: the peer scores with a display index, and each model's first and last index
+    placed: list[tuple[int, int, float, int]] = []
+    placed_total = [0.0] * n_models
+    placed_n = [0] * n_models
+    first_at = [n_models] * n_models
+    last_at = [-1] * n_models
+    for cell in peer:
+        r, m, s, p = cell
         model_n[m] += 1
         model_total[m] += s
         if r in given:
             given[r].append(s)
         else:
             given[r] = [s]
+        if p >= 0:
+            placed.append(cell)
+            placed_total[m] += s
+            placed_n[m] += 1
+            if p < first_at[m]:
+                first_at[m] = p
+            if p > last_at[m]:
+                last_at[m] = p
     model_mean = [t / max(n, 1) for t, n in zip(model_total, model_n)]
     scored = [m for m in range(n_models) if model_n[m] > 0]
 
@@ -288,10 +332,21 @@ def audit_one(scores: SessionScores, threshold: float, length_threshold: float, 
     in_loo = {r for r, _, _ in loo}
     effects = {r: e for r, e in fit.absorbed.effects.items() if r in in_loo}
     offsets: dict[int, float] = {}
+    ordered = sorted(effects.values())
+    others = len(ordered) - 1
+    half = others // 2  # statistics.median's rule over the others, without building their list
+
+    def other(k: int, skipped: int) -> float:  # the k-th smallest of the others
+        return ordered[k] if k < skipped else ordered[k + 1]
+
     for r, effect in effects.items():
-        others = sorted([e for q, e in effects.items() if q != r])
-        half = len(others) // 2  # statistics.median's rule, without its checks (a few values)
-        offset = effect - (others[half] if len(others) % 2 else (others[half - 1] + others[half]) / 2) if others else 0.0
+        skipped = bisect_left(ordered, effect)  # one copy of r's effect leaves (equal copies are alike)
+        if others == 0:
+            offset = 0.0
+        elif others % 2:
+            offset = effect - other(half, skipped)
+        else:
+            offset = effect - (other(half - 1, skipped) + other(half, skipped)) / 2
         offsets[r] = 0.0 if abs(offset) < ROUNDING else offset
     diffs: dict[int, tuple[list[float], list[float]]] = {}  # reviewer -> (its scores, the rest's means)
     for r, m, s in loo:
@@ -311,19 +366,7 @@ def audit_one(scores: SessionScores, threshold: float, length_threshold: float, 
     if length_r is not None:
         length_p = 2.0 * float(stdtr(df_length, -abs(length_t)))
 
-    # Position
-    placed = [c for c in peer if c[3] >= 0]
-    placed_total = [0.0] * n_models
-    placed_n = [0] * n_models
-    first_at = [n_models] * n_models
-    last_at = [-1] * n_models
-    for r, m, s, p in placed:
-        placed_total[m] += s
-        placed_n[m] += 1
-        if p < first_at[m]:
-            first_at[m] = p
-        if p > last_at[m]:
-            last_at[m] = p
+    # Position (placed, with its totals, gathered above)
     identifiable = any(last > first for first, last in zip(first_at, last_at))
     placed.sort()  # the batch audit's (reviewer, model) order; the pairs are unique
     residuals = [(p, s - placed_total[m] / placed_n[m]) for r, m, s, p in placed]
@@ -337,7 +380,7 @@ def audit_one(scores: SessionScores, threshold: float, length_threshold: float, 
             group_total[p] = e
             group_n[p] = 1
     group_mean = {g: group_total[g] / group_n[g] for g in group_total}
-    within = sum((e - group_mean[p]) ** 2 for p, e in residuals)
+    within = sum((d := e - group_mean[p]) * d for p, e in residuals)
     total_n = len(residuals)
     k_groups = len(group_n)
     grand = sum(group_mean[g] * group_n[g] for g in group_n) / max(total_n, 1)
