@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
 
 from bias_audit.schemas.report import (
     Affinity,
@@ -29,6 +28,7 @@ from bias_audit.schemas.report import (
 
 from .cross_session import MIN_SESSIONS, collecting, contrast_estimate, rounded
 from .fixed_effects import FitResult, absorbed_least_squares, one_hot
+from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
 from .stats import confidence_tier
 from .window_cells import WindowCells
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from .special import chdtrc, ndtr
 
 from bias_audit.schemas.report import (
     Estimate,
@@ -24,6 +23,7 @@ from bias_audit.schemas.report import (
 )
 
 from .fixed_effects import FitResult, absorbed_least_squares, one_hot
+from .special import chdtrc, ndtr
 from .stats import average_ranks, confidence_tier, fisher_ci
 from .window_cells import WindowCells
 

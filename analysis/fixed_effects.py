@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from .special import fdtrc, stdtr, stdtrit
 
 ALPHA_95 = 0.05

@@ -54,7 +54,8 @@ _ASCII_WORDS = bytes(c + 32 if 65 <= c <= 90 else c if chr(c).isalnum() and c < 
 
 
 def words_of(text: str) -> list[bytes]:
-    """The lower-cased text's words (the regular expression \\w+), UTF-8 encoded: one key type whatever the text."""
+    """The lower-cased text's words (the regular expression \\w+), UTF-8 encoded: one key type
+    whatever the text."""
     if text.isascii():
         return text.encode("ascii").translate(_ASCII_WORDS).split()
     return [word.encode("utf-8", "surrogatepass") for word in _WORD.findall(text.lower())]

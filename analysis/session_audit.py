@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from .special import fdtrc, stdtr
 
 from bias_audit.schemas.results import SessionAudit
 from bias_audit.schemas.trusted import trusted
@@ -39,7 +38,7 @@ from .session_noise import (
     session_noise,
     two_way_fit,
 )
-
+from .special import fdtrc, stdtr
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,16 +9,15 @@ agree on 400 random sessions, and the oracle tests run on both.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
-from bisect import bisect_left, bisect_right
 from typing import Any
 
-from .special import fdtrc, ndtr, stdtr
-
 from .observations import SessionScores
-from .session_noise import TIE
 from .reviewer_offset import ROUNDING
+from .session_noise import TIE
+from .special import fdtrc, ndtr, stdtr
 from .stats import pearson_r, sample_std
 
 INF = math.inf
@@ -43,9 +42,9 @@ def _t_or_inf(value: float, scale: float) -> float:
 
 def _grounded_inverse(laplacian: list[list[float]], members: list[int]) -> list[list[float]] | None:
     """The inverse of the members' Laplacian with the first member grounded (its row and column
-    dropped), by Gauss-Jordan elimination in place; None when the members are not one connected part (a
-    zero pivot). A connected part's grounded Laplacian is symmetric positive definite, so the
-    pivots are positive without row exchanges."""
+    dropped), by Gauss-Jordan elimination in place; None when the members are not one connected
+    part (a zero pivot). A connected part's grounded Laplacian is symmetric positive definite, so
+    the pivots are positive without row exchanges."""
     rest = members[1:]
     size = len(rest)
     matrix = [[laplacian[a][b] for b in rest] for a in rest]
@@ -66,11 +65,21 @@ def _grounded_inverse(laplacian: list[list[float]], members: list[int]) -> list[
 
 
 @dataclass(frozen=True, slots=True)
+class _Part:
+    """Reviewers linked by chains of shared responses, and what the fit needs of their Laplacian."""
+
+    members: list[int]  # the first is grounded
+    inverse: list[list[float]]  # the grounded Laplacian's inverse (_grounded_inverse)
+    row: dict[int, int]  # member -> its row of the inverse (the grounded one has none)
+    row_sums: list[float]  # of the inverse
+    total: float  # the sum of every entry of the inverse
+
+
+@dataclass(frozen=True, slots=True)
 class _Design:
     """What a two-way fit needs of which reviewers scored which response, not of the scores."""
 
-    parts: list[list[int]]  # reviewers linked by chains of shared responses
-    inverses: list[list[list[float]]]  # per part: its grounded Laplacian's inverse (_grounded_inverse)
+    parts: list[_Part]
 
 
 @lru_cache(maxsize=256)
@@ -91,11 +100,12 @@ def _design(scorers_of: tuple[tuple[int, ...], ...], reviewers: int) -> _Design:
     if inverses and inverses[0] is None:  # a council in separate parts: each on its own
         parts = _connected_parts(scorers_of, active)
         inverses = [_grounded_inverse(laplacian, members) for members in parts]
-    solved: list[list[list[float]]] = []
-    for inverse in inverses:
+    solved: list[_Part] = []
+    for members, inverse in zip(parts, inverses):
         assert inverse is not None  # a connected part has a nonsingular grounded system
-        solved.append(inverse)
-    return _Design(parts, solved)
+        row_sums = [sum(row) for row in inverse]
+        solved.append(_Part(members, inverse, {q: i for i, q in enumerate(members[1:])}, row_sums, sum(row_sums)))
+    return _Design(solved)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +114,7 @@ class _Absorbed:
 
     per_response: dict[int, list[tuple[int, float]]]  # response -> [(reviewer, score)]
     totals: dict[int, tuple[float, int]]  # response -> (sum of its scores, how many)
-    parts: list[list[int]]  # reviewers linked by chains of shared responses
-    inverses: list[list[list[float]]]  # per part: its grounded Laplacian's inverse
+    parts: list[_Part]  # of the design, shared by every session with it: read only
     effects: dict[int, float]  # each part's effects sum to zero
 
 
@@ -122,13 +131,13 @@ def _absorbed(cells: list[tuple[int, int, float]], reviewers: int) -> _Absorbed:
         for r, s in scorers:
             rhs[r] += s - mean
     effects: dict[int, float] = {}
-    for members, inverse in zip(design.parts, design.inverses):
-        grounded_rhs = [rhs[r] for r in members[1:]]
-        values = [0.0, *(sum(a * b for a, b in zip(row, grounded_rhs)) for row in inverse)]
+    for part in design.parts:
+        grounded_rhs = [rhs[r] for r in part.members[1:]]
+        values = [0.0, *(sum(a * b for a, b in zip(row, grounded_rhs)) for row in part.inverse)]
         mean = sum(values) / len(values)
-        for r, value in zip(members, values):
+        for r, value in zip(part.members, values):
             effects[r] = value - mean
-    return _Absorbed(per_response, totals, design.parts, design.inverses, effects)
+    return _Absorbed(per_response, totals, design.parts, effects)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,15 +207,14 @@ def reviewer_tests_one(scores: SessionScores, fit: OneFit, sd: float, df: float,
     offset_z = {r: abs(loo[r]) / (sd * math.sqrt(factors[r]) / counted[r]) for r in tested}
     absorbed = fit.absorbed
     effects = absorbed.effects
-    part_of = {r: i for i, members in enumerate(absorbed.parts) for r in members}
+    part_of = {r: part for part in absorbed.parts for r in part.members}
     one_part = len(absorbed.parts) == 1
     self_pref: dict[int, float] = {}
     self_z: dict[int, float] = {}
-    sums_of: dict[int, tuple[dict[int, int], list[float], float]] = {}
     for r, m, s, _, own in cells:
         scorers = per_response.get(m)
         if not own or r not in effects or not scorers or (
-                not one_part and any(part_of[q] != part_of[r] for q, _ in scorers)):
+                not one_part and any(part_of[q] is not part_of[r] for q, _ in scorers)):
             continue  # not predictable from the peer scores
         n = len(scorers)
         level = fit.levels[m]
@@ -214,18 +222,12 @@ def reviewer_tests_one(scores: SessionScores, fit: OneFit, sd: float, df: float,
         # so any generalized inverse Q of the Laplacian gives it; Q = the grounded inverse, padded
         # with zeros for the grounded reviewer.
         part = part_of[r]
-        members = absorbed.parts[part]
-        inverse = absorbed.inverses[part]
-        if part not in sums_of:
-            position = {q: i for i, q in enumerate(members[1:])}
-            row_sums = [sum(row) for row in inverse]
-            sums_of[part] = (position, row_sums, sum(row_sums))
-        position, row_sums, total = sums_of[part]
+        inverse, position = part.inverse, part.row
         i = position.get(r)
-        if n == len(members) - 1:  # every other member scored it: g = (1 + 1/n) e_r - 1/n
+        if n == len(part.members) - 1:  # every other member scored it: g = (1 + 1/n) e_r - 1/n
             a = 1.0 + 1.0 / n
-            quadratic = ((a * a * inverse[i][i] - 2.0 * a * row_sums[i] / n if i is not None else 0.0)
-                         + total / (n * n))
+            quadratic = ((a * a * inverse[i][i] - 2.0 * a * part.row_sums[i] / n if i is not None else 0.0)
+                         + part.total / (n * n))
         else:
             g: dict[int, float] = {}
             for q, _ in scorers:
@@ -280,8 +282,11 @@ def audit_one(scores: SessionScores, threshold: float, length_threshold: float, 
     n_models = len(models)
     peer = [(r, m, s, p) for r, m, s, p, own in fit.cells if not own]
 
+    # each model's peer scores: how many and their sum, as the fit summed them
     model_n = [0] * n_models
     model_total = [0.0] * n_models
+    for m, (total, count) in fit.absorbed.totals.items():
+        model_total[m], model_n[m] = total, count
     given: dict[int, list[float]] = {}  # reviewer -> the peer scores it gave
     # position: the peer scores with a display index, and each model's first and last index
     placed: list[tuple[int, int, float, int]] = []
@@ -291,8 +296,6 @@ def audit_one(scores: SessionScores, threshold: float, length_threshold: float, 
     last_at = [-1] * n_models
     for cell in peer:
         r, m, s, p = cell
-        model_n[m] += 1
-        model_total[m] += s
         if r in given:
             given[r].append(s)
         else:
@@ -325,10 +328,9 @@ def audit_one(scores: SessionScores, threshold: float, length_threshold: float, 
     stds = {r: sample_std(given[r]) for r in reviewer_order}
 
     loo = [(r, m, s) for r, m, s, _ in peer if model_n[m] > 1]
-    # a response scored once adds nothing to the absorbed system: the peer fit's effects are these
-    # the peer fit's effects (a response scored once adds nothing to the absorbed system), of the
-    # reviewers with a response someone else scored too: the effects
-    # analysis.reviewer_offset.reviewer_effects gives the vectorized path (each part centred)
+    # the peer fit's effects (a response scored once adds nothing to the absorbed system) of the
+    # reviewers with a response someone else scored too: what the vectorized path's
+    # analysis.reviewer_offset.reviewer_effects gives (each part centred)
     in_loo = {r for r, _, _ in loo}
     effects = {r: e for r, e in fit.absorbed.effects.items() if r in in_loo}
     offsets: dict[int, float] = {}

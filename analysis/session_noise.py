@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from .special import ndtr, stdtr
 
 from .digest import SessionDigest
 from .score_arrays import ScoreArrays
+from .special import ndtr, stdtr
 
 REFERENCE_SPAN = 9.0  # points of a 1-10 scale: thresholds and the pooled noise are stated in them
 SIGMA0_POINTS = 1.2  # the fixed noise SD without a window: the simulation's worst realistic case

@@ -15,7 +15,7 @@ import sys
 
 import numpy
 
-# what the array-API layer touches and the analysis never calls (tests/analysis/test_special.py)
+# what the array-API layer touches and the analysis never calls (tests/analysis/test_import_cost.py)
 DEFERRED = ("numpy.f2py", "numpy.testing", "numpy.ma", "numpy.polynomial")
 
 

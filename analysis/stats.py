@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
 from .special import stdtr
 
 Z_95 = 1.959963984540054

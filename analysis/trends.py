@@ -4,11 +4,11 @@ change points where council_config_version changes, and the report's timeline bu
 from __future__ import annotations
 
 import numpy as np
-from .special import ndtr, stdtr
 
 from bias_audit.schemas.report import ChangePoint, TimeBucket, TrendTest
 
 from .digest import iso_ms
+from .special import ndtr, stdtr
 from .window_cells import WindowCells
 
 MAD_TO_SD = 1.4826  # MAD of a normal sample x this = its standard deviation
