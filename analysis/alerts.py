@@ -171,8 +171,8 @@ def window_baseline(cells: WindowCells, start: int, stop: int, policy: AlertPoli
 
 
 def _z(value: float, median: float, scale: float) -> float | None:
-    z = (value - median) / scale
-    return None if np.isnan(z) else float(z)
+    z = (value - median) / scale  # Python floats: a NaN scale (never 0: see _robust) gives NaN
+    return None if math.isnan(z) else z
 
 
 def session_signals(
@@ -184,12 +184,12 @@ def session_signals(
     complete and in counting order whichever worker counted the sessions before it."""
     signals = SessionSignals()
     signals.session_score_z = _z(float(cells.session_mean_score[index]), baseline.score_median, baseline.score_scale)
-    offsets = cells.session_offsets
-    for k, name in enumerate(cells.reviewers):
-        value = offsets[index, k]
-        if np.isnan(value):
+    # as Python floats: numpy scalar arithmetic costs ~10x more per value on this hot path
+    for name, value, median, scale in zip(cells.reviewers, cells.session_offsets[index].tolist(),
+                                          baseline.offset_median.tolist(), baseline.offset_scale.tolist()):
+        if math.isnan(value):
             continue
-        z = _z(float(value), baseline.offset_median[k], baseline.offset_scale[k])
+        z = _z(value, median, scale)
         if z is not None:
             signals.reviewer_offset_z[name] = z
     for name, (n, mean, p) in sorted(recent_offset_tests(recent).items()):

@@ -142,8 +142,10 @@ def affinity(cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds 
         return []
     fit = fitted.fit
     cells_per_pair = np.bincount(fitted.pair, minlength=len(fitted.pairs))
-    pair_sessions = np.unique(fitted.pair * cells.sessions + cells.session[fitted.cells]) // cells.sessions
-    sessions_per_pair = np.bincount(pair_sessions, minlength=len(fitted.pairs))
+    # a (pair, session) grid marked where the pair scored: no sort of the window's cells
+    seen = np.zeros(len(fitted.pairs) * cells.sessions, dtype=bool)
+    seen[fitted.pair * cells.sessions + cells.session[fitted.cells]] = True
+    sessions_per_pair = seen.reshape(len(fitted.pairs), cells.sessions).sum(axis=1)
     reference = np.ones(len(fitted.pairs), dtype=bool)
     design = _additive_design(fitted.pairs)
     for _ in range(len(fitted.pairs) // 4 + 1):

@@ -129,13 +129,18 @@ def pooled_correlation(sums: Mapping[str, int]) -> tuple[float | None, int]:
     return max(-1.0, min(1.0, r)), n
 
 
-def _per_key_means(sums: Mapping[str, int], prefix: str) -> dict[str, float]:
-    means = {}
+def _per_key_means(sums: Mapping[str, int], *prefixes: str) -> list[dict[str, float]]:
+    """Per prefix, {name: mean} from its "<prefix><name>:n" and ":s" sums, in one pass over the
+    sums (every session's result summarizes a window of hundreds of them)."""
+    means: dict[str, dict[str, float]] = {prefix: {} for prefix in prefixes}
     for key, count in sums.items():
-        if key.startswith(prefix) and key.endswith(":n") and count > 0:
-            name = key[len(prefix) : -2]
-            means[name] = sums.get(f"{prefix}{name}:s", 0) / count / FIXED
-    return means
+        if key.endswith(":n") and count > 0:
+            cut = key.find(":") + 1  # every prefix is a name and one colon
+            found = means.get(key[:cut])
+            if found is not None:
+                name = key[cut:-2]
+                found[name] = sums.get(f"{key[:-2]}:s", 0) / count / FIXED
+    return [means[prefix] for prefix in prefixes]
 
 
 def _points(fraction: float, digits: int = 4) -> float:
@@ -162,7 +167,7 @@ def summarize_window(
         sample_size=n,
         status="collecting data" if collecting else "ok",
     )
-    model_means = _per_key_means(sums, MODEL)
+    model_means, reviewer_means, position_means = _per_key_means(sums, MODEL, REVIEWER, POSITION)
     return WindowSummary(
         tenant_id=tenant_id,
         sessions=sessions,
@@ -170,8 +175,8 @@ def summarize_window(
         window_start=window_start,
         window_end=window_end,
         length_correlation=estimate,
-        reviewer_offsets={k: _points(v) for k, v in sorted(_per_key_means(sums, REVIEWER).items())},
-        position_effects={k: _points(v) for k, v in sorted(_per_key_means(sums, POSITION).items())},
+        reviewer_offsets={k: _points(v) for k, v in sorted(reviewer_means.items())},
+        position_effects={k: _points(v) for k, v in sorted(position_means.items())},
         # model means on a 1-10 scale: 1 + fraction * 9
         model_mean_scores={k: round(1.0 + v * REFERENCE_SPAN, 4) for k, v in sorted(model_means.items())},
     )

@@ -32,7 +32,8 @@ import redis  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from percentiles import percentile  # noqa: E402  (this folder is on the path: run as a script)
+from bytecode import compile_package  # noqa: E402  (this folder is on the path: run as a script)
+from percentiles import percentile  # noqa: E402
 
 from bias_audit.analysis.observations import session_scores  # noqa: E402
 from bias_audit.analysis.session_audit import audit_batch, audit_scores  # noqa: E402
@@ -271,6 +272,7 @@ def bench_storage(sessions: int = 1000) -> None:
 
 def bench_cli(runs: int = 15) -> None:
     """Whole processes, the median of `runs` each, interleaved; the venv's interpreter for both."""
+    compile_package()  # as the installed wheel has it
     script = str(Path(sys.executable).parent / "bias-audit")
     commands = {"python -c pass": [sys.executable, "-c", "pass"],
                 "bias-audit --help": [script, "--help"],

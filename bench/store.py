@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from bench.bytecode import compile_package  # noqa: E402
 from bench.report import REFERENCE  # noqa: E402
 
 
@@ -36,6 +37,7 @@ def main(path: Path, window: int = 10_000, rounds: int = 3) -> None:
     from bias_audit.storage.embedded_postgres import EmbeddedPostgres
     from bias_audit.storage.postgres_store import apply_migrations
 
+    compile_package()  # as the installed wheel has it
     with tempfile.TemporaryDirectory() as tmp:
         database = EmbeddedPostgres(Path(tmp) / "pg").start()
         try:

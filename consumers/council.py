@@ -266,8 +266,10 @@ class CouncilSessionProcessor:
                 for condition in signals.conditions:
                     if condition.state == "hold":
                         continue
-                    onset = uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{tenant}:{condition.key}:{update.sequence}")
-                    transitions.append(Transition(tenant, condition.key, condition.state, update.sequence, onset.hex))
+                    # an alert's id names its onset; a resolution reuses the firing's id (no uuid to make)
+                    onset = uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{tenant}:{condition.key}:{update.sequence}"
+                                       ).hex if condition.state == "firing" else ""
+                    transitions.append(Transition(tenant, condition.key, condition.state, update.sequence, onset))
                     pending.append((index, p, update, condition))
         for (index, p, update, condition), change in zip(pending, await alert_state.apply(transitions)):
             if change is None:

@@ -518,6 +518,7 @@ def report(
         write_report(document, format.value, output, verbose)
     if output is not None:
         _say(f"wrote {output}")
+    _SKIP_TEARDOWN["on"] = True
 
 
 @_command
@@ -778,6 +779,22 @@ def schemas(
         print(path)
 
 
+# Set by a one-shot command whose objects live to its end (a report's windows: ~400 MB at 10,000
+# sessions): the script then exits without freeing them one by one, ~0.2 s of such a run.
+_SKIP_TEARDOWN = {"on": False}
+
+
+def _exit(code: int) -> NoReturn:
+    if _SKIP_TEARDOWN["on"]:
+        import atexit
+
+        atexit._run_exitfuncs()  # what a normal exit runs first (logging's final flush among them)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
     """The `bias-audit` script: usage errors as one line naming the fix, not a boxed panel."""
     try:
@@ -799,4 +816,4 @@ def main(argv: list[str] | None = None) -> NoReturn:
             raise
         _say(f"error: {type(error).__name__}: {error} (set BIAS_AUDIT_DEBUG=1 for the traceback)")
         code = 1
-    sys.exit(code if isinstance(code, int) else 0)
+    _exit(code if isinstance(code, int) else 0)

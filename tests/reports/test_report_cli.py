@@ -172,3 +172,37 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralized(hostile):
     assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in rows[1:] for cell in row
                    if not re.fullmatch(r"-?[0-9.e+-]+", cell))
     assert {"'=HYPERLINK(\"http://evil.example\")", "'+cmd|' /C calc'!A0", "'-2+3", "'@SUM(1)", "'\tjudge"} & subjects
+
+
+EXIT_PROBE = """
+import atexit, sys
+from bias_audit.worker.cli import main
+
+
+class TornDown:
+    def __del__(self):
+        sys.stderr.write("torn down\\n")
+
+
+keep = TornDown()  # freed only by an interpreter that tears its objects down
+atexit.register(lambda: sys.stderr.write("atexit ran\\n"))
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("command, skipped", [(["report", "--format", "json"], True),
+                                              (["report", "--format", "xml"], False)])  # a usage error
+def test_a_report_exits_without_tearing_its_objects_down(records, command, skipped):
+    """A finished report skips the interpreter's teardown (its objects are freed with the process)
+    but still runs the exit handlers and flushes its whole output; a failed one exits as usual."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", EXIT_PROBE, *command, "--input", str(records)],
+                          capture_output=True, text=True, timeout=120)
+    assert "atexit ran" in done.stderr
+    assert ("torn down" not in done.stderr) is skipped
+    if skipped:
+        assert done.returncode == 0 and json.loads(done.stdout)["report_type"] == "bias.audit.report"
+    else:
+        assert done.returncode == 2
