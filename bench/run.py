@@ -7,6 +7,9 @@
 audit      per-session audit of 5x5 sessions vs llm-council-core's run_bias_audit, side by side
 cli        `bias-audit --help` (and an argument error) against a bare `python -c pass`, start to exit
 throughput one worker process, one local Redis, 5x5 sessions with ~1 KB answers
+pipeline   the council pipeline's own CPU per session, in-process (in-memory window, alert state and
+           broker, records to a JSONL file): the worker's cost without Redis, PostgreSQL or the
+           machine's other processes, steadier than `throughput` for comparing two commits
 latency    publish-to-result latency at a fixed 200 sessions/s (Redis server clock: entry ids)
 storage    stored bytes per 5x5 session, raw and gzip-compressed (--postgres: on disk in PostgreSQL,
            tables, indexes and TOAST, at 10,000 sessions)
@@ -293,7 +296,50 @@ def bench_cli(runs: int = 15) -> None:
     console.print(table)
 
 
-SECTIONS = {"audit": bench_audit, "cli": bench_cli, "throughput": bench_throughput, "latency": bench_latency, "storage": bench_storage}
+def bench_pipeline(count: int = 6_000, rounds: int = 3) -> None:
+    """CouncilSessionProcessor over batches of the worker's size, as the worker runs it (its GC
+    settings, the collector paused per batch), best of `rounds` over the same sessions."""
+    import asyncio
+    import gc
+
+    from bias_audit.consumers.envelope import Delivery
+    from bias_audit.storage.jsonl_store import JsonlRecordStore
+    from bias_audit.windows.alert_state import MemoryAlertState
+    from bias_audit.windows.memory_window import MemoryWindow
+    from bias_audit.worker.composition import council_processor
+    from bias_audit.worker.logging_setup import configure_logging
+
+    configure_logging("ERROR")  # the alerts' log lines are not the point here
+    bodies = [json.dumps(s).encode() for s in kb_sessions(count)]
+    batch = 200  # as bench_throughput's worker
+
+    async def one_round(directory: str) -> float:
+        settings = Settings(data_dir=directory)
+        processor = council_processor(settings, MemoryWindow(settings.window_policy),
+                                      JsonlRecordStore(Path(directory), "records"), MemoryAlertState())
+        deliveries = [Delivery(f"{i}-0", body, "council.sessions") for i, body in enumerate(bodies)]
+        started = time.perf_counter()
+        for start in range(0, count, batch):
+            gc.disable()
+            outcomes = await processor.process(deliveries[start:start + batch])
+            await processor.published(outcomes)
+            gc.enable()
+        return (time.perf_counter() - started) / count * 1e6
+
+    tune_gc()
+    timings = []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            timings.append(asyncio.run(one_round(tmp)))
+    table = Table(title=f"Council pipeline in-process, {count} 5x5 sessions (~1 KB answers), batches of {batch}")
+    for column in ("best us/session", "median us/session", "sessions/s (best)"):
+        table.add_column(column, justify="right")
+    best = min(timings)
+    table.add_row(f"{best:.0f}", f"{statistics.median(timings):.0f}", f"{1e6 / best:,.0f}")
+    console.print(table)
+
+
+SECTIONS = {"pipeline": bench_pipeline, "audit": bench_audit, "cli": bench_cli, "throughput": bench_throughput, "latency": bench_latency, "storage": bench_storage}
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
