@@ -137,8 +137,8 @@ class Baseline:
 
     score_median: float
     score_scale: float
-    offset_median: np.ndarray  # per reviewer
-    offset_scale: np.ndarray
+    offset_median: list[float]  # per reviewer, as Python floats: read once per session and reviewer
+    offset_scale: list[float]
 
 
 def _column_medians(values: np.ndarray) -> np.ndarray:
@@ -167,7 +167,7 @@ def _robust(values: np.ndarray, minimum: int) -> tuple[np.ndarray, np.ndarray]:
 def window_baseline(cells: WindowCells, start: int, stop: int, policy: AlertPolicy) -> Baseline:
     score_median, score_scale = _robust(cells.session_mean_score[start:stop, None], policy.anomaly_min_sessions)
     offset_median, offset_scale = _robust(cells.session_offsets[start:stop], policy.anomaly_min_sessions)
-    return Baseline(float(score_median[0]), float(score_scale[0]), offset_median, offset_scale)
+    return Baseline(float(score_median[0]), float(score_scale[0]), offset_median.tolist(), offset_scale.tolist())
 
 
 def _z(value: float, median: float, scale: float) -> float | None:
@@ -186,7 +186,7 @@ def session_signals(
     signals.session_score_z = _z(float(cells.session_mean_score[index]), baseline.score_median, baseline.score_scale)
     # as Python floats: numpy scalar arithmetic costs ~10x more per value on this hot path
     for name, value, median, scale in zip(cells.reviewers, cells.session_offsets[index].tolist(),
-                                          baseline.offset_median.tolist(), baseline.offset_scale.tolist()):
+                                          baseline.offset_median, baseline.offset_scale):
         if math.isnan(value):
             continue
         z = _z(value, median, scale)

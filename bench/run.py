@@ -48,6 +48,7 @@ from bias_audit.worker.samples import generate_sessions  # noqa: E402
 from bias_audit.worker.settings import Settings  # noqa: E402
 
 BATCH = Settings.model_fields["batch_size"].default  # as the worker audits
+WORKER_BATCH = 200  # the benched worker's batch size (throughput, pipeline)
 
 console = Console()
 
@@ -149,7 +150,7 @@ def bench_throughput(count: int = 10_000) -> dict:
             _store(tmp) as store:
         client = redis.Redis.from_url(server.url)
         _publish(client, bodies)  # backlog first: measures the worker, not the publisher
-        worker = _start_worker(server.url, Path(tmp), "bench", batch_size=200, **store)
+        worker = _start_worker(server.url, Path(tmp), "bench", batch_size=WORKER_BATCH, **store)
         while client.xlen("bias.audit.stream") == 0:
             time.sleep(0.005)
         started = time.perf_counter()
@@ -300,18 +301,18 @@ def bench_pipeline(count: int = 6_000, rounds: int = 3) -> None:
     """CouncilSessionProcessor over batches of the worker's size, as the worker runs it (its GC
     settings, the collector paused per batch), best of `rounds` over the same sessions."""
     import asyncio
-    import gc
 
     from bias_audit.consumers.envelope import Delivery
     from bias_audit.storage.jsonl_store import JsonlRecordStore
     from bias_audit.windows.alert_state import MemoryAlertState
     from bias_audit.windows.memory_window import MemoryWindow
     from bias_audit.worker.composition import council_processor
+    from bias_audit.worker.gc_tuning import collector_paused_per_batch
     from bias_audit.worker.logging_setup import configure_logging
 
     configure_logging("ERROR")  # the alerts' log lines are not the point here
     bodies = [json.dumps(s).encode() for s in kb_sessions(count)]
-    batch = 200  # as bench_throughput's worker
+    batch = WORKER_BATCH
 
     async def one_round(directory: str) -> float:
         settings = Settings(data_dir=directory)
@@ -320,10 +321,9 @@ def bench_pipeline(count: int = 6_000, rounds: int = 3) -> None:
         deliveries = [Delivery(f"{i}-0", body, "council.sessions") for i, body in enumerate(bodies)]
         started = time.perf_counter()
         for start in range(0, count, batch):
-            gc.disable()
-            outcomes = await processor.process(deliveries[start:start + batch])
-            await processor.published(outcomes)
-            gc.enable()
+            with collector_paused_per_batch():
+                outcomes = await processor.process(deliveries[start:start + batch])
+                await processor.published(outcomes)
         return (time.perf_counter() - started) / count * 1e6
 
     tune_gc()

@@ -779,8 +779,10 @@ def schemas(
         print(path)
 
 
-# Set by a one-shot command whose objects live to its end (a report's windows: ~400 MB at 10,000
-# sessions): the script then exits without freeing them one by one, ~0.2 s of such a run.
+# Set during one main() call by a one-shot command whose objects live to its end (a report's
+# windows: ~400 MB at 10,000 sessions): the script then exits without freeing them one by one,
+# ~0.2 s of such a run. A report run in-process (typer's CliRunner) sets it outside main: main
+# clears it first, so only its own command decides.
 _SKIP_TEARDOWN = {"on": False}
 
 
@@ -797,6 +799,7 @@ def _exit(code: int) -> NoReturn:
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """The `bias-audit` script: usage errors as one line naming the fix, not a boxed panel."""
+    _SKIP_TEARDOWN["on"] = False
     try:
         code = app(args=argv, prog_name="bias-audit", standalone_mode=False)
     except typer.Abort:

@@ -206,3 +206,25 @@ def test_a_report_exits_without_tearing_its_objects_down(records, command, skipp
         assert done.returncode == 0 and json.loads(done.stdout)["report_type"] == "bias.audit.report"
     else:
         assert done.returncode == 2
+
+
+def test_a_report_run_in_process_does_not_make_a_later_command_skip_its_exit(records):
+    """Only the report of the same main() call skips the teardown: one run before it in the same
+    process (typer's CliRunner, as these tests do) leaves a later `bias-audit --version` exiting
+    as usual, through SystemExit, so the caller's code after it still runs."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from bias_audit.worker.cli import app, main\n"
+        f"assert CliRunner().invoke(app, ['report', '--input', {str(records)!r}, '--format', 'json']).exit_code == 0\n"
+        "try:\n"
+        "    main(['--version'])\n"
+        "except SystemExit as done:\n"
+        "    print('survived', done.code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "survived 0"
