@@ -21,7 +21,8 @@ install-test: $(TEST_STAMP)
 
 install-embeddings: $(EMBEDDINGS_STAMP)
 
-$(STAMP): pyproject.toml
+# an editable install builds the C module once: a changed analysis/_cosines.c installs again
+$(STAMP): pyproject.toml setup.py analysis/_cosines.c
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) -e .

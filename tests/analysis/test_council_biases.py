@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import random
 
 import numpy as np
 import pytest
@@ -24,7 +25,9 @@ from bias_audit.analysis.council_biases import (
     style_similarity,
 )
 from bias_audit.analysis.digest import SessionDigest
-from bias_audit.analysis.response_traits import DEFAULT_FINGERPRINT_KEY, pair_similarities, response_fingerprint
+from bias_audit.analysis import response_traits
+from bias_audit.analysis.response_traits import (DEFAULT_FINGERPRINT_KEY, pair_similarities, response_fingerprint,
+                                                  similarity_rows)
 from bias_audit.analysis.window_cells import window_cells
 from bias_audit.schemas.report import Estimate, ReviewerProfile
 
@@ -86,11 +89,37 @@ def test_similarity_matches_scikit_learns_word_ngram_cosine(texts):
 
     vectors = CountVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b").fit_transform(texts)
     assert pair_similarities(texts) == pytest.approx(cosine_similarity(vectors), abs=1e-12)
+    assert np.array(similarity_rows(texts)) == pytest.approx(cosine_similarity(vectors), abs=1e-12)  # C
 
 
 def test_similarity_of_a_text_without_words_is_undefined():
     cosines = pair_similarities(["...", "some words here"])
     assert np.isnan(cosines[0, 1]) and cosines[1, 1] == pytest.approx(1.0)
+    rows = similarity_rows(["...", "some words here", ""])
+    assert np.isnan(rows[0][1]) and np.isnan(rows[2][2]) and rows[1][1] == 1.0
+
+
+def test_the_compiled_cosines_are_built_and_give_the_numpy_paths_floats_exactly():
+    """The worker's hot path runs in C (analysis/_cosines.c); the stored similarities must not
+    depend on whether it was built: bit-equal to the numpy path on random texts (ASCII and not,
+    punctuation, repeats, one-word and empty texts, councils of 1 to 12)."""
+    assert response_traits._compiled_cosines is not None, "setup.py did not build analysis/_cosines.c"
+    rng = random.Random(7)
+    vocabulary = ["the", "The", "cache", "index", "a", "A", "shard_by", "42", "x1", "café", "naïve", "über",
+                  "日本", "ё", "", "...", ",", "—", "\t", "\n", " ", "don't", "e-mail", "\ud800"]
+    for _ in range(300):
+        texts = [" ".join(rng.choice(vocabulary) for _ in range(rng.choice([0, 1, 2, 5, 40, 300])))
+                 for _ in range(rng.randint(1, 12))]
+        expected = pair_similarities(texts).tolist()
+        got = similarity_rows(texts)
+        assert len(got) == len(expected)
+        for got_row, expected_row in zip(got, expected):
+            assert [repr(v) for v in got_row] == [repr(v) for v in expected_row], texts
+
+
+def test_the_compiled_cosines_refuse_what_is_not_bytes():
+    with pytest.raises(TypeError, match="bytes"):
+        response_traits._compiled_cosines(["not bytes"])
 
 
 def _digest(index: int, rows: list[tuple[int, int, int, float]], models=("a", "b", "c", "d"), **extra) -> SessionDigest:

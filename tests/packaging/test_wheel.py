@@ -41,6 +41,8 @@ def test_the_wheel_ships_every_subpackage_and_its_data(wheel):
                  "bias_audit/storage/migrations/0001_council_sessions.sql"):
         assert data in names, data
     assert not any(name.startswith(("bias_audit/tests/", "tests/", "bench/")) for name in names)
+    # the compiled answer similarities (setup.py): the worker's hot path
+    assert any(name.startswith("bias_audit/analysis/_cosines.") and name.endswith(".so") for name in names)
 
 
 def test_the_dockerfile_copies_every_mapped_folder():

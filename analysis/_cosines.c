@@ -1,0 +1,188 @@
+/* Cosines of word 1-2-gram count vectors, for the worker's hot path (analysis/response_traits.py).
+
+   cosine_matrix(texts) takes each text as its words separated by spaces (bytes, from word_bytes)
+   and returns the n x n cosines as lists of floats: NaN where a text has no words. The same arithmetic as the
+   numpy path there: integer counts, integer dot products (exact), then count / sqrt(norm_i *
+   norm_j) in doubles, so the two give identical floats. Words get ids from an open-addressing table
+   over the texts' own bytes (no object per word); a word pair is the key first * vocabulary +
+   second in a second table. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t *keys;  /* pair key + 1; 0 marks an empty slot */
+    Py_ssize_t *terms;  /* the pair's term index */
+    size_t mask;
+} PairTable;
+
+static int pair_table_init(PairTable *table, Py_ssize_t pairs) {
+    size_t capacity = 16;
+    while (capacity < (size_t)pairs * 2) capacity <<= 1;  /* load factor <= 1/2 */
+    table->keys = calloc(capacity, sizeof(uint64_t));
+    table->terms = malloc(capacity * sizeof(Py_ssize_t));
+    table->mask = capacity - 1;
+    return table->keys != NULL && table->terms != NULL;
+}
+
+static void pair_table_free(PairTable *table) {
+    free(table->keys);
+    free(table->terms);
+}
+
+/* The term index of `key`, a new one (*next) when first seen. */
+static Py_ssize_t pair_term(PairTable *table, uint64_t key, Py_ssize_t *next) {
+    uint64_t stored = key + 1;
+    size_t slot = (size_t)((stored * 0x9E3779B97F4A7C15ULL) >> 17) & table->mask;
+    while (table->keys[slot] != 0) {
+        if (table->keys[slot] == stored) return table->terms[slot];
+        slot = (slot + 1) & table->mask;
+    }
+    table->keys[slot] = stored;
+    table->terms[slot] = (*next)++;
+    return table->terms[slot];
+}
+
+/* gram[i * n + j] += counts[t * n + i] * counts[t * n + j] over every term t, i <= j. */
+static void accumulate(const int32_t *counts, Py_ssize_t terms, Py_ssize_t n, int64_t *gram) {
+    for (Py_ssize_t t = 0; t < terms; t++) {
+        const int32_t *row = counts + t * n;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (row[i] == 0) continue;
+            for (Py_ssize_t j = i; j < n; j++) gram[i * n + j] += (int64_t)row[i] * row[j];
+        }
+    }
+}
+
+typedef struct {
+    const char *start;  /* NULL marks an empty slot */
+    Py_ssize_t length;
+    uint64_t hash;
+    Py_ssize_t id;
+} WordSlot;
+
+static uint64_t word_hash(const char *start, Py_ssize_t length) {  /* FNV-1a */
+    uint64_t hash = 0xcbf29ce484222325ULL;
+    for (Py_ssize_t k = 0; k < length; k++) hash = (hash ^ (unsigned char)start[k]) * 0x100000001b3ULL;
+    return hash;
+}
+
+/* The dense id of a word (in order of first appearance), a new one (*next) when first seen. */
+static Py_ssize_t word_id(WordSlot *slots, size_t mask, const char *start, Py_ssize_t length, Py_ssize_t *next) {
+    uint64_t hash = word_hash(start, length);
+    size_t slot = (size_t)(hash ^ (hash >> 29)) & mask;
+    while (slots[slot].start != NULL) {
+        WordSlot *seen = &slots[slot];
+        if (seen->hash == hash && seen->length == length && memcmp(seen->start, start, (size_t)length) == 0)
+            return seen->id;
+        slot = (slot + 1) & mask;
+    }
+    slots[slot] = (WordSlot){start, length, hash, *next};
+    return (*next)++;
+}
+
+static PyObject *cosine_matrix(PyObject *module, PyObject *arg) {
+    PyObject *texts = PySequence_Fast(arg, "cosine_matrix() takes a sequence of bytes");
+    if (texts == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(texts);
+    PyObject **items = PySequence_Fast_ITEMS(texts);
+    PyObject *result = NULL;
+    Py_ssize_t *starts = calloc((size_t)n + 1, sizeof(Py_ssize_t));  /* each text's first word in ids */
+    Py_ssize_t *ids = NULL;
+    WordSlot *slots = NULL;
+    int32_t *unigrams = NULL, *bigrams = NULL;
+    int64_t *gram = calloc((size_t)(n > 0 ? n * n : 1), sizeof(int64_t));
+    PairTable table = {NULL, NULL, 0};
+    if (starts == NULL || gram == NULL) goto nomemory;
+
+    Py_ssize_t bytes = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyBytes_Check(items[i])) {
+            PyErr_SetString(PyExc_TypeError, "cosine_matrix() takes bytes: words separated by spaces");
+            goto fail;
+        }
+        bytes += PyBytes_GET_SIZE(items[i]);
+    }
+    Py_ssize_t most = bytes / 2 + n + 1;  /* a word and its separator take two bytes at least */
+    size_t capacity = 16;
+    while (capacity < (size_t)most * 2) capacity <<= 1;  /* load factor <= 1/2 */
+    ids = malloc((size_t)most * sizeof(Py_ssize_t));
+    slots = calloc(capacity, sizeof(WordSlot));
+    if (ids == NULL || slots == NULL) goto nomemory;
+    Py_ssize_t total = 0, words = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {  /* split on spaces, as bytes.split() on these texts */
+        const char *text = PyBytes_AS_STRING(items[i]);
+        Py_ssize_t size = PyBytes_GET_SIZE(items[i]), k = 0;
+        while (k < size) {
+            while (k < size && text[k] == ' ') k++;
+            Py_ssize_t first = k;
+            while (k < size && text[k] != ' ') k++;
+            if (k > first) ids[total++] = word_id(slots, capacity - 1, text + first, k - first, &words);
+        }
+        starts[i + 1] = total;
+    }
+    unigrams = calloc((size_t)(words > 0 ? words * n : 1), sizeof(int32_t));
+    Py_ssize_t pairs = 0;  /* a text of w words has w - 1 word pairs */
+    for (Py_ssize_t i = 0; i < n; i++) pairs += starts[i + 1] > starts[i] ? starts[i + 1] - starts[i] - 1 : 0;
+    bigrams = calloc((size_t)(pairs > 0 ? pairs * n : 1), sizeof(int32_t));
+    if (unigrams == NULL || bigrams == NULL || !pair_table_init(&table, pairs)) goto nomemory;
+    Py_ssize_t pair_terms = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        for (Py_ssize_t k = starts[i]; k < starts[i + 1]; k++) {
+            unigrams[ids[k] * n + i]++;
+            if (k + 1 < starts[i + 1]) {
+                uint64_t key = (uint64_t)ids[k] * (uint64_t)words + (uint64_t)ids[k + 1];
+                bigrams[pair_term(&table, key, &pair_terms) * n + i]++;
+            }
+        }
+    }
+    accumulate(unigrams, words, n, gram);
+    accumulate(bigrams, pair_terms, n, gram);
+
+    result = PyList_New(n);
+    if (result == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *row = PyList_New(n);
+        if (row == NULL) goto fail;
+        PyList_SET_ITEM(result, i, row);
+        for (Py_ssize_t j = 0; j < n; j++) {
+            int64_t dot = i <= j ? gram[i * n + j] : gram[j * n + i];
+            double norms = (double)gram[i * n + i] * (double)gram[j * n + j];
+            PyObject *value = PyFloat_FromDouble((double)dot / sqrt(norms));  /* 0/0: NaN */
+            if (value == NULL) goto fail;
+            PyList_SET_ITEM(row, j, value);
+        }
+    }
+    goto done;
+
+nomemory:
+    PyErr_NoMemory();
+fail:
+    Py_CLEAR(result);
+done:
+    pair_table_free(&table);
+    free(bigrams);
+    free(unigrams);
+    free(gram);
+    free(slots);
+    free(ids);
+    free(starts);
+    Py_DECREF(texts);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"cosine_matrix", cosine_matrix, METH_O,
+     "cosine_matrix(texts: sequence of bytes, words separated by spaces) -> n x n cosines of word 1-2-gram counts (NaN: no words)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_cosines", "Word 1-2-gram cosines in C (analysis/response_traits.py).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__cosines(void) { return PyModule_Create(&module); }

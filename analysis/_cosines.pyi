@@ -1,0 +1,3 @@
+from collections.abc import Sequence
+
+def cosine_matrix(texts: Sequence[bytes], /) -> list[list[float]]: ...
