@@ -1,11 +1,11 @@
 /* Cosines of word 1-2-gram count vectors, for the worker's hot path (analysis/response_traits.py).
 
    cosine_matrix(texts) takes each text as its words separated by spaces (bytes, from word_bytes)
-   and returns the n x n cosines as lists of floats: NaN where a text has no words. The same arithmetic as the
-   numpy path there: integer counts, integer dot products (exact), then count / sqrt(norm_i *
-   norm_j) in doubles, so the two give identical floats. Words get ids from an open-addressing table
-   over the texts' own bytes (no object per word); a word pair is the key first * vocabulary +
-   second in a second table. */
+   and returns the n x n cosines as lists of floats: NaN where a text has no words. The same
+   arithmetic as the numpy path there: integer counts, integer dot products (exact), then
+   dot / sqrt(norm_i * norm_j) in doubles, so the two give identical floats. Words get ids from
+   an open-addressing table over the texts' own bytes (no object per word); a word pair is the
+   key first * vocabulary + second in a second table. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -59,29 +59,38 @@ static void accumulate(const int32_t *counts, Py_ssize_t terms, Py_ssize_t n, in
 }
 
 typedef struct {
-    const char *start;  /* NULL marks an empty slot */
+    const char *start;
     Py_ssize_t length;
-    uint64_t hash;
-    Py_ssize_t id;
-} WordSlot;
+} Word;
 
-static uint64_t word_hash(const char *start, Py_ssize_t length) {  /* FNV-1a */
+static uint64_t word_hash(Word word) {  /* FNV-1a */
     uint64_t hash = 0xcbf29ce484222325ULL;
-    for (Py_ssize_t k = 0; k < length; k++) hash = (hash ^ (unsigned char)start[k]) * 0x100000001b3ULL;
+    for (Py_ssize_t k = 0; k < word.length; k++) hash = (hash ^ (unsigned char)word.start[k]) * 0x100000001b3ULL;
     return hash;
 }
 
+typedef struct {
+    int32_t *slots;  /* a distinct word's id + 1; 0 marks an empty slot */
+    size_t mask;
+    Word *distinct;  /* by id: the word's first occurrence */
+    uint64_t *hashes;  /* by id */
+} WordTable;
+
 /* The dense id of a word (in order of first appearance), a new one (*next) when first seen. */
-static Py_ssize_t word_id(WordSlot *slots, size_t mask, const char *start, Py_ssize_t length, Py_ssize_t *next) {
-    uint64_t hash = word_hash(start, length);
-    size_t slot = (size_t)(hash ^ (hash >> 29)) & mask;
-    while (slots[slot].start != NULL) {
-        WordSlot *seen = &slots[slot];
-        if (seen->hash == hash && seen->length == length && memcmp(seen->start, start, (size_t)length) == 0)
-            return seen->id;
-        slot = (slot + 1) & mask;
+static Py_ssize_t word_id(WordTable *table, Word word, Py_ssize_t *next) {
+    uint64_t hash = word_hash(word);
+    size_t slot = (size_t)(hash ^ (hash >> 29)) & table->mask;
+    while (table->slots[slot] != 0) {
+        Py_ssize_t id = table->slots[slot] - 1;
+        Word seen = table->distinct[id];
+        if (table->hashes[id] == hash && seen.length == word.length &&
+            memcmp(seen.start, word.start, (size_t)word.length) == 0)
+            return id;
+        slot = (slot + 1) & table->mask;
     }
-    slots[slot] = (WordSlot){start, length, hash, *next};
+    table->distinct[*next] = word;
+    table->hashes[*next] = hash;
+    table->slots[slot] = (int32_t)(*next + 1);
     return (*next)++;
 }
 
@@ -93,7 +102,8 @@ static PyObject *cosine_matrix(PyObject *module, PyObject *arg) {
     PyObject *result = NULL;
     Py_ssize_t *starts = calloc((size_t)n + 1, sizeof(Py_ssize_t));  /* each text's first word in ids */
     Py_ssize_t *ids = NULL;
-    WordSlot *slots = NULL;
+    Word *occurrences = NULL;
+    WordTable words_table = {NULL, 0, NULL, NULL};
     int32_t *unigrams = NULL, *bigrams = NULL;
     int64_t *gram = calloc((size_t)(n > 0 ? n * n : 1), sizeof(int64_t));
     PairTable table = {NULL, NULL, 0};
@@ -108,12 +118,9 @@ static PyObject *cosine_matrix(PyObject *module, PyObject *arg) {
         bytes += PyBytes_GET_SIZE(items[i]);
     }
     Py_ssize_t most = bytes / 2 + n + 1;  /* a word and its separator take two bytes at least */
-    size_t capacity = 16;
-    while (capacity < (size_t)most * 2) capacity <<= 1;  /* load factor <= 1/2 */
-    ids = malloc((size_t)most * sizeof(Py_ssize_t));
-    slots = calloc(capacity, sizeof(WordSlot));
-    if (ids == NULL || slots == NULL) goto nomemory;
-    Py_ssize_t total = 0, words = 0;
+    occurrences = malloc((size_t)most * sizeof(Word));
+    if (occurrences == NULL) goto nomemory;
+    Py_ssize_t total = 0;
     for (Py_ssize_t i = 0; i < n; i++) {  /* split on spaces, as bytes.split() on these texts */
         const char *text = PyBytes_AS_STRING(items[i]);
         Py_ssize_t size = PyBytes_GET_SIZE(items[i]), k = 0;
@@ -121,10 +128,25 @@ static PyObject *cosine_matrix(PyObject *module, PyObject *arg) {
             while (k < size && text[k] == ' ') k++;
             Py_ssize_t first = k;
             while (k < size && text[k] != ' ') k++;
-            if (k > first) ids[total++] = word_id(slots, capacity - 1, text + first, k - first, &words);
+            if (k > first) occurrences[total++] = (Word){text + first, k - first};
         }
         starts[i + 1] = total;
     }
+    if (total >= INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "cosine_matrix(): too many words");
+        goto fail;
+    }
+    size_t capacity = 16;
+    while (capacity < (size_t)total * 2) capacity <<= 1;  /* load factor <= 1/2 */
+    words_table.mask = capacity - 1;
+    words_table.slots = calloc(capacity, sizeof(int32_t));
+    words_table.distinct = malloc((size_t)(total > 0 ? total : 1) * sizeof(Word));
+    words_table.hashes = malloc((size_t)(total > 0 ? total : 1) * sizeof(uint64_t));
+    ids = malloc((size_t)(total > 0 ? total : 1) * sizeof(Py_ssize_t));
+    if (words_table.slots == NULL || words_table.distinct == NULL || words_table.hashes == NULL || ids == NULL)
+        goto nomemory;
+    Py_ssize_t words = 0;
+    for (Py_ssize_t k = 0; k < total; k++) ids[k] = word_id(&words_table, occurrences[k], &words);
     unigrams = calloc((size_t)(words > 0 ? words * n : 1), sizeof(int32_t));
     Py_ssize_t pairs = 0;  /* a text of w words has w - 1 word pairs */
     for (Py_ssize_t i = 0; i < n; i++) pairs += starts[i + 1] > starts[i] ? starts[i + 1] - starts[i] - 1 : 0;
@@ -168,7 +190,10 @@ done:
     free(bigrams);
     free(unigrams);
     free(gram);
-    free(slots);
+    free(words_table.slots);
+    free(words_table.distinct);
+    free(words_table.hashes);
+    free(occurrences);
     free(ids);
     free(starts);
     Py_DECREF(texts);
