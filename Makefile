@@ -39,8 +39,14 @@ $(EMBEDDINGS_STAMP): $(TEST_STAMP)
 demo: install
 	$(VENV)/bin/bias-audit demo
 
-# Debian's chromium opens the HTML report in a test; installed when missing and we may.
+# Debian's chromium opens the HTML report in a test, and a C compiler builds analysis/_cosines.c
+# (the install succeeds without one, numpy standing in, but a test checks the module was built):
+# installed when missing and we may. `test` runs this first, so the install finds the compiler.
 system-deps:
+	@command -v cc >/dev/null 2>&1 || \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null); \
+	  else echo "no C compiler: apt-get install gcc (the answers' similarity then runs in numpy, ~7-10x slower)"; fi
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); \
@@ -51,7 +57,7 @@ system-deps:
 typecheck: install-test
 	$(PY) scripts/typecheck.py
 
-test: install-embeddings system-deps typecheck
+test: system-deps install-embeddings typecheck
 	$(PY) -m pytest -q
 
 bench: install-test
