@@ -7,8 +7,8 @@
 audit      per-session audit of 5x5 sessions vs llm-council-core's run_bias_audit, side by side
 cli        `bias-audit --help` (and an argument error) against a bare `python -c pass`, start to exit
 throughput one worker process, one local Redis, 5x5 sessions with ~1 KB answers
-pipeline   the council pipeline's own CPU per session, in-process (in-memory window, alert state and
-           broker, records to a JSONL file): the worker's own cost, without Redis, PostgreSQL or
+pipeline   the council pipeline's own CPU per session, in-process (in-memory window and alert state,
+           no broker, records to a JSONL file): the worker's own cost, without Redis, PostgreSQL or
            the round trips, for comparing two commits' pipelines
 latency    publish-to-result latency at a fixed 200 sessions/s (Redis server clock: entry ids)
 storage    stored bytes per 5x5 session, raw and gzip-compressed (--postgres: on disk in PostgreSQL,
