@@ -18,6 +18,7 @@ from tests.simulate import Corpus, digest_event
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 ALERTS = "bias.audit.alerts"
 CHANGE, STOP = 150, 240
+BATCH = 10  # each worker reads and counts ten sessions at a time
 
 
 def test_harsh_reviewer_alerts_once_across_two_workers_and_report_reads_the_live_window(redis_url, tmp_path):
@@ -25,11 +26,11 @@ def test_harsh_reviewer_alerts_once_across_two_workers_and_report_reads_the_live
     corpus = Corpus(sessions=300, models=5, seed=3, reviewer_offsets={1: -2.0}, offset_from=CHANGE,
                     offset_until=STOP, tenant="demo")
     events = [digest_event(d) for d in corpus.digests()]
-    workers = [start_worker(redis_url, tmp_path, f"w{i}", batch_size=10) for i in (1, 2)]
+    workers = [start_worker(redis_url, tmp_path, f"w{i}", batch_size=BATCH) for i in (1, 2)]
     try:
         wait_for(lambda: blocked_readers(client) >= 2, what="two workers reading")
-        for start in range(0, len(events), 10):  # a live stream, not one backlog
-            publish(client, [orjson.dumps(e) for e in events[start:start + 10]])
+        for start in range(0, len(events), BATCH):  # a live stream, not one backlog
+            publish(client, [orjson.dumps(e) for e in events[start:start + BATCH]])
         wait_for(lambda: client.xlen(RESULTS) >= 300, what="300 results")
         wait_for(lambda: client.xpending("council.sessions", "bias-audit")["pending"] == 0, what="all acked")
     finally:
@@ -40,7 +41,12 @@ def test_harsh_reviewer_alerts_once_across_two_workers_and_report_reads_the_live
     assert len(firing) == 1 and len(resolved) == 1, [(a["status"], a["message"]) for a in alerts]
     index = {e["session_id"]: i for i, e in enumerate(events)}
     fired_at, resolved_at = index[firing[0]["session_id"]], index[resolved[0]["session_id"]]
-    assert CHANGE <= fired_at < CHANGE + 30 and resolved_at > STOP
+    # Alerts are judged in counting order, which two workers make differ from event order: one
+    # can count the sessions just before the change after the other counted its batches past it
+    # (a fresh-clone CI run fired at session 147). So the firing may come up to two batches early,
+    # and it must name the harsh reviewer.
+    assert CHANGE - 2 * BATCH <= fired_at < CHANGE + 30 and resolved_at > STOP
+    assert firing[0]["message"].startswith("reviewer vendor1/model-1 scores"), firing[0]["message"]
     assert firing[0]["trace_id"] == events[fired_at]["trace_id"]
     assert resolved[0]["alert_id"] == firing[0]["alert_id"]
     assert {fields[b"event_type"] for _, fields in client.xrange(ALERTS)} == {b"bias.audit.alert"}
