@@ -9,20 +9,19 @@ order the sessions were counted, so two workers raise one alert per onset.
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import Any
 
 from bias_audit.schemas.results import WindowSummary
 
+from .digest import SessionDigest
 from .session_noise import REFERENCE_SPAN
 from .stats import t_p_values
 from .trends import MAD_TO_SD
 from .window import FIXED, RECENT_OFFSET
-from .window_cells import WindowCells
+from .window_cells import window_cells
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +128,36 @@ def length_condition(summary: WindowSummary, policy: AlertPolicy) -> Condition |
 
 
 @dataclass(frozen=True, slots=True)
+class SessionLevel:
+    """What the anomaly scores compare of one session: its mean peer score (points above the
+    bottom of the scale, NaN without peer scores) and each reviewer's offset against the median
+    of its peers (points; reviewers with an offset only). A function of the session alone, so a
+    worker computes it once per session, not once per batch for the whole window."""
+
+    mean_score: float
+    offsets: dict[str, float]
+
+
+def session_levels(digests: Sequence[SessionDigest]) -> list[SessionLevel]:
+    """Each session's level, computed together (one vectorized fit over the sessions)."""
+    cells = window_cells(digests)
+    column = {name: j for j, name in enumerate(cells.reviewers)}
+    return [SessionLevel(mean, {name: row[column[name]] for name in digest.reviewers  # the session's order
+                                if not math.isnan(row[column[name]])})
+            for digest, mean, row in zip(digests, cells.session_mean_score.tolist(), cells.session_offsets.tolist())]
+
+
+def audited_level(digest: SessionDigest, reviewer_offsets: Mapping[str, float], scale_span: float) -> SessionLevel:
+    """The level of a session just audited: its mean from the digest, as session_levels takes
+    it; its offsets from the audit's (scale points; the same estimator, equal to rounding), so
+    the worker does not fit the session a second time."""
+    peer = [score * REFERENCE_SPAN for score, own in zip(digest.cell_score, digest.cell_own) if not own]
+    to_points = REFERENCE_SPAN / scale_span
+    return SessionLevel(sum(peer) / len(peer) if peer else math.nan,  # reviewers in the digest's order, as there
+                        {name: reviewer_offsets[name] * to_points for name in digest.reviewers if name in reviewer_offsets})
+
+
+@dataclass(frozen=True, slots=True)
 class Baseline:
     """Median and robust SD (1.4826 MAD) of the window the batch arrived to: each session's
     mean score, and each reviewer's per-session offsets. NaN where there are too few values or
@@ -137,61 +166,57 @@ class Baseline:
 
     score_median: float
     score_scale: float
-    offset_median: list[float]  # per reviewer, as Python floats: read once per session and reviewer
-    offset_scale: list[float]
+    offset_median: dict[str, float]  # per reviewer seen in the window, as Python floats
+    offset_scale: dict[str, float]
 
 
-def _column_medians(values: np.ndarray) -> np.ndarray:
-    """np.nanmedian(values, axis=0), exactly, without its masked-array path (~1 ms a call on a
-    100 x 5 window, paid on every batch): sort puts NaN last, so each column's median sits at
-    the middle of its first `count` values. NaN for an all-NaN column."""
-    count = (~np.isnan(values)).sum(0)
-    if not len(values):
-        return np.full(values.shape[1:], np.nan)
-    ordered = np.sort(values, axis=0)
-    columns = np.arange(values.shape[1])
-    low = ordered[np.maximum(count - 1, 0) // 2, columns]  # the middle pair of the first `count`
-    high = ordered[count // 2, columns]  # (the same value when `count` is odd)
-    return np.where(count > 0, (low + high) / 2, np.nan)
+def _middle(ordered: list[float]) -> float:
+    half = len(ordered) // 2
+    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
 
 
-def _robust(values: np.ndarray, minimum: int) -> tuple[np.ndarray, np.ndarray]:
-    """Column-wise (median, 1.4826 MAD) ignoring NaN; NaN below `minimum` values or MAD 0."""
-    count = (~np.isnan(values)).sum(0)
-    median = _column_medians(values)
-    scale = MAD_TO_SD * _column_medians(np.abs(values - median))
-    bad = (count < minimum) | ~(scale > 0)
-    return np.where(bad, np.nan, median), np.where(bad, np.nan, scale)
+def robust_location(values: Sequence[float], minimum: int) -> tuple[float, float]:
+    """(median, 1.4826 MAD) of the defined (non-NaN) values; NaN, NaN below `minimum` values or
+    at MAD 0. In Python, not numpy: ~100 values, where numpy's per-call costs dominate."""
+    defined = [v for v in values if v == v]  # NaN is the one float unequal to itself
+    if len(defined) < minimum or not defined:
+        return math.nan, math.nan
+    median = _middle(sorted(defined))
+    scale = MAD_TO_SD * _middle(sorted([abs(v - median) for v in defined]))
+    return (median, scale) if scale > 0 else (math.nan, math.nan)
 
 
-def window_baseline(cells: WindowCells, start: int, stop: int, policy: AlertPolicy) -> Baseline:
-    score_median, score_scale = _robust(cells.session_mean_score[start:stop, None], policy.anomaly_min_sessions)
-    offset_median, offset_scale = _robust(cells.session_offsets[start:stop], policy.anomaly_min_sessions)
-    return Baseline(float(score_median[0]), float(score_scale[0]), offset_median.tolist(), offset_scale.tolist())
+def window_baseline(levels: Sequence[SessionLevel], policy: AlertPolicy) -> Baseline:
+    """The baseline of the window's sessions `levels` (the batch's own sessions not among them)."""
+    minimum = policy.anomaly_min_sessions
+    columns: dict[str, list[float]] = {}
+    for level in levels:
+        for name, value in level.offsets.items():
+            columns.setdefault(name, []).append(value)
+    score_median, score_scale = robust_location([level.mean_score for level in levels], minimum)
+    offsets = {name: robust_location(values, minimum) for name, values in columns.items()}
+    return Baseline(score_median, score_scale, {name: m for name, (m, _) in offsets.items()},
+                    {name: s for name, (_, s) in offsets.items()})
 
 
 def _z(value: float, median: float, scale: float) -> float | None:
-    z = (value - median) / scale  # Python floats: a NaN scale (never 0: see _robust) gives NaN
+    z = (value - median) / scale  # Python floats: a NaN scale (never 0: see robust_location) gives NaN
     return None if math.isnan(z) else z
 
 
 def session_signals(
-    cells: WindowCells, index: int, summary: WindowSummary, recent: dict[str, int], policy: AlertPolicy,
-    baseline: Baseline,
+    level: SessionLevel, summary: WindowSummary, recent: dict[str, int], policy: AlertPolicy, baseline: Baseline,
 ) -> SessionSignals:
-    """Signals of the session at `index` (time order): robust z against `baseline`; conditions
+    """Signals of the session whose level is `level`: robust z against `baseline`; conditions
     from the window sums Redis returned when it counted the session (`summary`, `recent`):
     complete and in counting order whichever worker counted the sessions before it."""
     signals = SessionSignals()
-    signals.session_score_z = _z(float(cells.session_mean_score[index]), baseline.score_median, baseline.score_scale)
-    # as Python floats: numpy scalar arithmetic costs ~10x more per value on this hot path
-    for name, value, median, scale in zip(cells.reviewers, cells.session_offsets[index].tolist(),
-                                          baseline.offset_median, baseline.offset_scale):
-        if math.isnan(value):
-            continue
-        z = _z(value, median, scale)
-        if z is not None:
-            signals.reviewer_offset_z[name] = z
+    signals.session_score_z = _z(level.mean_score, baseline.score_median, baseline.score_scale)
+    for name, value in level.offsets.items():
+        if name in baseline.offset_median:  # a reviewer new to the window has no baseline
+            z = _z(value, baseline.offset_median[name], baseline.offset_scale[name])
+            if z is not None:
+                signals.reviewer_offset_z[name] = z
     for name, (n, mean, p) in sorted(recent_offset_tests(recent).items()):
         condition = reviewer_condition(name, n, mean, p, policy)
         if condition is not None:

@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bias_audit.analysis.alerts import AlertPolicy, Condition, SessionSignals, session_signals, window_baseline
+from bias_audit.analysis.alerts import (AlertPolicy, Condition, SessionLevel, SessionSignals, audited_level,
+                                        session_levels, session_signals, window_baseline)
 from bias_audit.analysis.digest import SessionDigest, digest_from_scores
 from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.records import build_records, effective_consent, stored_bytes_over
@@ -24,7 +25,6 @@ from bias_audit.analysis.session_audit import AuditConfig, audit_batch
 from bias_audit.analysis.session_noise import NOISE_SESSIONS, digests_noise
 from bias_audit.analysis.verdict import session_verdict
 from bias_audit.analysis.window import WindowUpdate, session_contribution, window_bounds
-from bias_audit.analysis.window_cells import window_cells
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 from bias_audit.schemas.results import Alert, AlertWindow, AuditResult, DeadLetter
@@ -36,6 +36,7 @@ from .envelope import Delivery, InvalidEvent, Misrouted, parse_event, parse_or_d
 
 log = logging.getLogger("bias_audit.consumer")
 NOISE_CACHE = 100_000  # sessions whose noise contribution is remembered (~100 bytes each)
+LEVEL_CACHE = 100_000  # sessions whose anomaly levels are remembered (~1 KB each)
 
 
 @dataclass(slots=True)
@@ -103,6 +104,7 @@ class CouncilSessionProcessor:
         self.max_stored_ratio = max_stored_ratio
         self.embed = embed  # answers -> unit vectors: semantic style similarity (the embedding extra)
         self._noise: dict[tuple[str, str], tuple[float, int]] = {}  # (tenant, session) -> its two-way fit's (rss, df)
+        self._levels: dict[tuple[str, str], SessionLevel] = {}  # (tenant, session) -> what its anomaly scores compare
 
     def parse(self, delivery: Delivery) -> CouncilSessionEvent:
         event = parse_event(CouncilSessionEvent, delivery.body, self.limits, self.misrouted)
@@ -157,11 +159,24 @@ class CouncilSessionProcessor:
         """The tenant's last sessions' (rss, df), oldest first, the batch's own sessions left out
         (a redelivered one is in the window already); each stored session's fit computed once."""
         recent = [d for d in digests if d.session_id not in fresh][-(NOISE_SESSIONS - 1):]
-        missing = [d for d in recent if (d.tenant_id, d.session_id) not in self._noise]
-        if len(self._noise) > NOISE_CACHE:
+        if len(self._noise) > NOISE_CACHE:  # before `missing`: a cleared entry must be computed again
             self._noise.clear()
+        missing = [d for d in recent if (d.tenant_id, d.session_id) not in self._noise]
         self._noise.update(((d.tenant_id, d.session_id), v) for d, v in zip(missing, digests_noise(missing)))
         return [self._noise[(d.tenant_id, d.session_id)] for d in recent]
+
+    def _session_levels(self, tenant: str, digests: list[SessionDigest],
+                        audited: dict[str, SessionLevel]) -> list[SessionLevel]:
+        """The digests' anomaly levels: the batch's own from their audits (`audited`), the others
+        remembered since this process first met them (a window of 100 recomputed per batch
+        cost ~3 ms, most of a small batch), so only other workers' sessions are fitted here."""
+        if len(self._levels) > LEVEL_CACHE:  # before `missing`: a cleared entry must be computed again
+            self._levels.clear()
+        missing = [d for d in digests if d.session_id not in audited and (tenant, d.session_id) not in self._levels]
+        if missing:
+            self._levels.update(((tenant, d.session_id), level) for d, level in zip(missing, session_levels(missing)))
+        self._levels.update(((tenant, session_id), level) for session_id, level in audited.items())
+        return [self._levels[(tenant, d.session_id)] for d in digests]
 
     def _result(self, prepared: _Prepared, summary) -> AuditResult:
         audit = prepared.analysis.audit
@@ -249,17 +264,18 @@ class CouncilSessionProcessor:
             fresh = {p.event.session_id for _, p, _ in mine}
             digests = sorted([*(d for d in before.get(tenant, ()) if d.session_id not in fresh),
                               *(p.digest for _, p, _ in mine if p.digest is not None)], key=lambda d: d.ts_ms)
-            cells = window_cells(digests)
+            levels = self._session_levels(tenant, digests, {
+                p.event.session_id: audited_level(p.digest, p.analysis.audit.reviewer_offsets, p.analysis.scores.scale_span)
+                for _, p, _ in mine if p.digest is not None})
             at = {d.session_id: i for i, d in enumerate(digests)}
             times = [d.ts_ms for d in digests]
             first = min(at[p.event.session_id] for _, p, _ in mine)
             # the window the batch arrived to: last N sessions within D days ending at its first session
             _, start = window_bounds(times[:first + 1], times[first], policy.max_sessions, policy.max_days)
-            baseline = window_baseline(cells, start, first, self.alert_policy)
+            baseline = window_baseline(levels[start:first], self.alert_policy)
             for index, p, update in mine:
-                i = at[p.event.session_id]
-                signals: SessionSignals = session_signals(cells, i, update.summary, update.recent,
-                                                          self.alert_policy, baseline)
+                signals: SessionSignals = session_signals(levels[at[p.event.session_id]], update.summary,
+                                                          update.recent, self.alert_policy, baseline)
                 result = outcomes[index].result
                 if result is not None:
                     result.anomaly = signals.anomaly()

@@ -6,9 +6,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from importlib.resources import files
-from typing import Protocol
+from typing import Any, Protocol
 
 from redis.asyncio import Redis
+
+from .base import run_script
 
 _SCRIPT = files("bias_audit.windows").joinpath("alert_state.lua").read_text(encoding="utf-8")
 
@@ -55,18 +57,16 @@ class RedisAlertState:
         by_tenant: dict[str, list[int]] = {}
         for index, t in enumerate(transitions):
             by_tenant.setdefault(t.tenant_id, []).append(index)
-        async with self.client.pipeline(transaction=False) as pipe:
-            for tenant, indexes in by_tenant.items():  # one call per tenant: its keys share a slot
-                base = f"{self.prefix}:{{{tenant}}}"
-                args: list[int | str] = [now_ms, int(limits.cooldown_s * 1000), limits.max_per_minute,
-                                         limits.state_ttl_s]
-                for i in indexes:
-                    t = transitions[i]
-                    args += [t.wanted, t.sequence, t.alert_id]
-                await self._script(keys=[f"{base}:alerts-fired:{minute}",
-                                         *(f"{base}:alert:{transitions[i].key}" for i in indexes)],
-                                   args=args, client=pipe)
-            replies = await pipe.execute()
+        calls: list[tuple[list[str], list[Any]]] = []
+        for tenant, indexes in by_tenant.items():  # one call per tenant: its keys share a slot
+            base = f"{self.prefix}:{{{tenant}}}"
+            args: list[Any] = [now_ms, int(limits.cooldown_s * 1000), limits.max_per_minute, limits.state_ttl_s]
+            for i in indexes:
+                t = transitions[i]
+                args += [t.wanted, t.sequence, t.alert_id]
+            calls.append(([f"{base}:alerts-fired:{minute}", *(f"{base}:alert:{transitions[i].key}" for i in indexes)],
+                          args))
+        replies = await run_script(self.client, self._script, calls)
         out: list[tuple[str, str] | None] = [None] * len(transitions)
         for indexes, reply in zip(by_tenant.values(), replies):
             for n, index in enumerate(indexes):

@@ -1,4 +1,4 @@
-"""Per-tenant rolling windows in Redis: one atomic Lua script per tenant per batch, pipelined."""
+"""Per-tenant rolling windows in Redis: one atomic Lua script per tenant per batch."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 from bias_audit.analysis.digest import SessionDigest
 from bias_audit.analysis.window import WindowUpdate, add_into, split_recent, summarize_window
 
-from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value
+from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value, run_script
 
 _SCRIPT = files("bias_audit.windows").joinpath("redis_window.lua").read_text(encoding="utf-8")
 
@@ -56,7 +56,8 @@ class RedisWindow:
         self._script = client.register_script(_SCRIPT)
         # Parsed digests of each tenant's window, by session id: a digest never changes, so each
         # batch fetches and parses only the sessions new to the window (it read them all before:
-        # ~10 ms a batch for a 100-session window, most of a lightly loaded worker's latency).
+        # ~10 ms a batch for a 100-session window, most of a lightly loaded worker's latency);
+        # those this process counted are known without asking.
         self._parsed: dict[str, dict[bytes, SessionDigest]] = {}
 
     def _call(self, tenant_id: str, items: list[WindowItem]) -> tuple[list[str], list[str]]:
@@ -98,21 +99,23 @@ class RedisWindow:
         return updates
 
     async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:
-        """One script call per tenant of the batch, pipelined; updates in the items' order."""
+        """One script call per tenant of the batch (windows.base.run_script); updates in the items' order."""
         if not items:
             return []
         by_tenant: dict[str, list[int]] = {}
         for index, item in enumerate(items):
             by_tenant.setdefault(item.tenant_id, []).append(index)
-        async with self.client.pipeline(transaction=False) as pipe:
-            for tenant_id, indexes in by_tenant.items():
-                keys, args = self._call(tenant_id, [items[i] for i in indexes])
-                await self._script(keys=keys, args=args, client=pipe)
-            replies = await pipe.execute()
+        replies = await run_script(self.client, self._script, [
+            self._call(tenant_id, [items[i] for i in indexes]) for tenant_id, indexes in by_tenant.items()])
         updates: list[WindowUpdate | None] = [None] * len(items)
         for (tenant_id, indexes), reply in zip(by_tenant.items(), replies):
             for index, update in zip(indexes, self._replay(tenant_id, [items[i] for i in indexes], reply)):
                 updates[index] = update
+                item = items[index]
+                if update.sequence and item.digest is not None:  # counted by this call: its digest is the one stored
+                    # as stored (to_dict rounds the scores), not the object: every reader sees equal inputs
+                    self._parsed.setdefault(tenant_id, {})[item.session_id.encode()] = \
+                        SessionDigest.from_dict(item.digest.to_dict())
         return updates  # type: ignore[return-value]
 
     async def mark(self, items: list[WindowItem], phase: str) -> None:

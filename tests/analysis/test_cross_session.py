@@ -21,7 +21,7 @@ from bias_audit.analysis.stats import average_ranks
 from bias_audit.analysis.fixed_effects import absorbed_least_squares, one_hot
 from bias_audit.analysis.stats import fisher_ci
 from bias_audit.analysis.tenant_report import tenant_report
-from bias_audit.analysis.alerts import _robust, _z
+from bias_audit.analysis.alerts import _z, robust_location
 from bias_audit.analysis.trends import welch_test
 from bias_audit.analysis.window_cells import window_cells
 from tests.simulate import Corpus
@@ -170,8 +170,8 @@ def test_reviewer_offset_against_the_median_reviewer_without_noise():
     (9.0, [1, 2, 3, 4], None),  # too few
 ])
 def test_robust_z(value, baseline, expected):
-    median, scale = _robust(np.array(baseline, dtype=float)[:, None], 5)
-    result = _z(value, median[0], scale[0])
+    median, scale = robust_location([float(v) for v in baseline], 5)
+    result = _z(value, median, scale)
     assert result == (None if expected is None else pytest.approx(expected))
 
 

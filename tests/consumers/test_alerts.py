@@ -4,6 +4,7 @@ results, and the live window agreeing with a report over the records the worker 
 from __future__ import annotations
 
 import asyncio
+import statistics
 
 import orjson
 import pytest
@@ -103,3 +104,55 @@ def test_one_harsh_reviewer_does_not_make_its_peers_look_generous():
     window = outcomes[-1].result.window.reviewer_offsets
     assert window["vendor1/model-1"] < -3.0
     assert all(abs(offset) < 0.5 for name, offset in window.items() if name != "vendor1/model-1")  # LOO: ~+1.17
+
+
+@pytest.mark.parametrize("cache", ["LEVEL_CACHE", "NOISE_CACHE"])
+def test_what_the_consumer_remembers_between_batches_changes_no_result(monkeypatch, cache):
+    # each session's anomaly level and noise fit are kept between batches; with nothing kept
+    # (the cache cleared before every batch, as when it overflows) every result is the same
+    bodies = harsh_stream(5)[:160]
+    remembered = run(consumer(), bodies, batch=7)
+    monkeypatch.setattr(f"bias_audit.consumers.council.{cache}", -1)
+    recomputed = run(consumer(), bodies, batch=7)
+    assert all(o.result is not None for o in recomputed)
+    # the noise a batch's own fit leaves and the same fit from its digest differ in the last bit
+    for a, b in zip(remembered, recomputed):
+        assert_close(a.result.model_dump(exclude={"timestamp"}), b.result.model_dump(exclude={"timestamp"}))
+    assert [a.message for o in remembered for a in o.alerts or ()] == \
+        [a.message for o in recomputed for a in o.alerts or ()]
+    assert sum(bool(o.result.anomaly["reviewer_offset_z"]) for o in remembered) > 100
+
+
+def assert_close(a, b, path="result"):
+    if isinstance(a, dict):
+        assert list(a) == list(b), path
+        for key in a:
+            assert_close(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_close(x, y, f"{path}[{i}]")
+    elif isinstance(a, float):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-12), path
+    else:
+        assert a == b, path
+
+
+def test_session_score_anomaly_against_the_window_it_arrived_to():
+    # oracle: a session's mean peer score against the median and 1.4826 MAD of the sessions
+    # before it in its window (100 sessions: the 99 before it), none below 20 sessions
+    digests = Corpus(sessions=140, seed=8).digests()
+    outcomes = run(consumer(), [orjson.dumps(digest_event(d)) for d in digests], batch=1)
+    means = [9 * statistics.fmean(s for s, own in zip(d.cell_score, d.cell_own) if not own) for d in digests]
+    checked = 0
+    for k, outcome in enumerate(outcomes):
+        before = means[max(0, k - 99):k]
+        z = outcome.result.anomaly["session_mean_score_z"]
+        if len(before) < 20:
+            assert z is None, k
+            continue
+        median = statistics.median(before)
+        scale = 1.4826 * statistics.median([abs(m - median) for m in before])
+        assert z == pytest.approx(round((means[k] - median) / scale, 3), abs=1.5e-3), k
+        checked += 1
+    assert checked == 120

@@ -225,6 +225,39 @@ def test_window_digests_follow_the_window_through_additions_and_evictions(redis_
     assert max(len(w) for w in windows) == 10 and len({tuple(w) for w in windows}) > 10  # it moved and filled
 
 
+@pytest.mark.redis
+def test_digests_a_worker_counted_itself_equal_those_read_back_from_redis(redis_url):
+    """Two workers' windows on one Redis: each knows the digests it counted without reading them
+    back; what digests() returns must equal what a window with nothing cached reads (floats,
+    fingerprints, similarities and all), through duplicates, copies and evictions."""
+    policy = WindowPolicy(max_sessions=12, max_days=20)
+    rng = random.Random(5)
+    items = []
+    for i in random_items(seed=9, count=80):
+        digest = with_digest(i).digest
+        if digest is not None:
+            digest = dataclasses.replace(digest, cell_score=(rng.random(),), lengths=(rng.uniform(1, 900),),
+                                         fingerprints=(f"{rng.getrandbits(64):016x}",),
+                                         cell_similarity=(rng.choice([None, rng.random()]),), correct=(True,))
+        items.append(dataclasses.replace(i, digest=digest))
+
+    async def run() -> int:
+        client = Redis.from_url(redis_url)
+        workers = [RedisWindow(client, policy, prefix="two"), RedisWindow(client, policy, prefix="two")]
+        compared = 0
+        for n, start in enumerate(range(0, len(items), 5)):
+            await workers[n % 2].add_many(items[start:start + 5])
+            cold = await RedisWindow(client, policy, prefix="two").digests(["acme", "beta"])
+            for worker in workers:
+                warm = await worker.digests(["acme", "beta"])
+                assert warm == cold
+                compared += sum(len(v) for v in warm.values())
+        await client.aclose()
+        return compared
+
+    assert asyncio.run(run()) > 300
+
+
 async def _stored_sums(url, prefix, tenant):
     client = Redis.from_url(url)
     sums = await client.hgetall(f"{prefix}:{{{tenant}}}:sums")
@@ -248,6 +281,34 @@ def test_sums_beyond_double_precision_stay_exact(redis_url):
     sums, recent = asyncio.run(_stored_sums(redis_url, "t", "acme"))
     assert sums == {"p:yy": -big + 7 + 2**52 + 1 + 2**52 - 1 - 5, "m:a:n": 4}  # the last four
     assert recent == {"ro:a:q": 2**52 + 1 + 2**52 - 1 - 5}  # the last three
+
+
+@pytest.mark.redis
+def test_sums_crossing_2_to_the_52_between_batches_stay_exact(redis_url):
+    """The script writes a batch's new sums from the values it read (one HSET) while they stay
+    below 2^52, and adds with HINCRBY past that: sums that wander across the boundary from batch
+    to batch, and cancel to zero, must equal Python's integers after every batch."""
+    rng = random.Random(12)
+    edge = 2**52
+    near = [lambda: edge - rng.randint(0, 3), lambda: edge + rng.randint(0, 3), lambda: edge // 3 + rng.randint(0, 3),
+            lambda: -edge + rng.randint(-3, 3), lambda: rng.randint(-9, 9), lambda: 2**59 + rng.randint(0, 9)]
+    values = [rng.choice(near)() for _ in range(120)]
+    items = [item(f"s{i}", i, **{"p:yy": v, "ro:a:q": -v, "m:a:n": 1, f"m:b{i % 3}:s": v})
+             for i, v in enumerate(values)]
+    policy = WindowPolicy(max_sessions=7, max_days=30, recent_sessions=5)
+
+    async def run():
+        client = Redis.from_url(redis_url)
+        window, memory = RedisWindow(client, policy, prefix="edge"), MemoryWindow(policy)
+        for start in range(0, len(items), 4):
+            got = await window.add_many(items[start:start + 4])
+            want = await memory.add_many(items[start:start + 4])
+            assert [u.recent for u in got] == [u.recent for u in want]
+            assert await _stored_sums(redis_url, "edge", "acme") == (
+                dict(memory._tenants["acme"].sums), dict(memory._tenants["acme"].recent_sums))
+        await client.aclose()
+
+    asyncio.run(run())
 
 
 @pytest.mark.redis
