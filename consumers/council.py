@@ -36,7 +36,7 @@ from .envelope import Delivery, InvalidEvent, Misrouted, parse_event, parse_or_d
 
 log = logging.getLogger("bias_audit.consumer")
 NOISE_CACHE = 100_000  # sessions whose noise contribution is remembered (~100 bytes each)
-LEVEL_CACHE = 100_000  # sessions whose anomaly levels are remembered (~1 KB each)
+LEVEL_TENANTS = 10_000  # tenants whose window's anomaly levels are remembered (~60 KB each)
 
 
 @dataclass(slots=True)
@@ -104,7 +104,7 @@ class CouncilSessionProcessor:
         self.max_stored_ratio = max_stored_ratio
         self.embed = embed  # answers -> unit vectors: semantic style similarity (the embedding extra)
         self._noise: dict[tuple[str, str], tuple[float, int]] = {}  # (tenant, session) -> its two-way fit's (rss, df)
-        self._levels: dict[tuple[str, str], SessionLevel] = {}  # (tenant, session) -> what its anomaly scores compare
+        self._levels: dict[str, dict[str, SessionLevel]] = {}  # tenant -> session -> what its anomaly scores compare
 
     def parse(self, delivery: Delivery) -> CouncilSessionEvent:
         event = parse_event(CouncilSessionEvent, delivery.body, self.limits, self.misrouted)
@@ -167,16 +167,18 @@ class CouncilSessionProcessor:
 
     def _session_levels(self, tenant: str, digests: list[SessionDigest],
                         audited: dict[str, SessionLevel]) -> list[SessionLevel]:
-        """The digests' anomaly levels: the batch's own from their audits (`audited`), the others
-        remembered since this process first met them (a window of 100 recomputed per batch
-        cost ~3 ms, most of a small batch), so only other workers' sessions are fitted here."""
-        if len(self._levels) > LEVEL_CACHE:  # before `missing`: a cleared entry must be computed again
+        """The window's anomaly levels: the batch's own from their audits (`audited`), the others
+        remembered from earlier batches (a window of 100 refitted per batch cost ~3 ms, most of
+        a small batch), so only sessions new to this process (another worker's) are fitted here."""
+        if len(self._levels) > LEVEL_TENANTS:  # tenants gone quiet: forget them all, refit on return
             self._levels.clear()
-        missing = [d for d in digests if d.session_id not in audited and (tenant, d.session_id) not in self._levels]
+        known = self._levels.get(tenant, {})
+        missing = [d for d in digests if d.session_id not in audited and d.session_id not in known]
         if missing:
-            self._levels.update(((tenant, d.session_id), level) for d, level in zip(missing, session_levels(missing)))
-        self._levels.update(((tenant, session_id), level) for session_id, level in audited.items())
-        return [self._levels[(tenant, d.session_id)] for d in digests]
+            known = {**known, **dict(zip((d.session_id for d in missing), session_levels(missing)))}
+        known.update(audited)
+        self._levels[tenant] = {d.session_id: known[d.session_id] for d in digests}  # the window's, no more
+        return list(self._levels[tenant].values())
 
     def _result(self, prepared: _Prepared, summary) -> AuditResult:
         audit = prepared.analysis.audit

@@ -14,6 +14,7 @@ from bias_audit.analysis.window import WindowUpdate, add_into, split_recent, sum
 from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value, run_script
 
 _SCRIPT = files("bias_audit.windows").joinpath("redis_window.lua").read_text(encoding="utf-8")
+PARSED_TENANTS = 10_000  # tenants whose window's parsed digests are kept (~120 KB each)
 
 
 def tenant_keys(prefix: str, tenant_id: str) -> dict[str, str]:
@@ -134,6 +135,8 @@ class RedisWindow:
             for tenant in tenant_ids:
                 pipe.zrange(tenant_keys(self.prefix, tenant)["order"], 0, -1)
             orders = [[m if isinstance(m, bytes) else m.encode() for m in order] for order in await pipe.execute()]
+        if len(self._parsed) > PARSED_TENANTS:  # tenants gone quiet: forget them all, read again on return
+            self._parsed.clear()
         missing = [[m for m in order if m not in self._parsed.get(tenant, {})] for tenant, order in zip(tenant_ids, orders)]
         fetched: list = []
         if any(missing):

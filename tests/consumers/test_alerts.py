@@ -106,7 +106,7 @@ def test_one_harsh_reviewer_does_not_make_its_peers_look_generous():
     assert all(abs(offset) < 0.5 for name, offset in window.items() if name != "vendor1/model-1")  # LOO: ~+1.17
 
 
-@pytest.mark.parametrize("cache", ["LEVEL_CACHE", "NOISE_CACHE"])
+@pytest.mark.parametrize("cache", ["LEVEL_TENANTS", "NOISE_CACHE"])
 def test_what_the_consumer_remembers_between_batches_changes_no_result(monkeypatch, cache):
     # each session's anomaly level and noise fit are kept between batches; with nothing kept
     # (the cache cleared before every batch, as when it overflows) every result is the same

@@ -226,10 +226,12 @@ def test_window_digests_follow_the_window_through_additions_and_evictions(redis_
 
 
 @pytest.mark.redis
-def test_digests_a_worker_counted_itself_equal_those_read_back_from_redis(redis_url):
+@pytest.mark.parametrize("kept_tenants", [10_000, 0])  # 0: the parsed digests forgotten at every read
+def test_digests_a_worker_counted_itself_equal_those_read_back_from_redis(redis_url, monkeypatch, kept_tenants):
     """Two workers' windows on one Redis: each knows the digests it counted without reading them
     back; what digests() returns must equal what a window with nothing cached reads (floats,
     fingerprints, similarities and all), through duplicates, copies and evictions."""
+    monkeypatch.setattr("bias_audit.windows.redis_window.PARSED_TENANTS", kept_tenants)
     policy = WindowPolicy(max_sessions=12, max_days=20)
     rng = random.Random(5)
     items = []
