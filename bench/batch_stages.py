@@ -1,0 +1,119 @@
+"""Where a small batch's time goes: the council processor in this process on a real Redis
+window and alert state (JSONL records), batches of N sessions after a full window, wall time
+per batch of each stage. What a lightly loaded worker pays per batch, without the transport.
+
+    python bench/batch_stages.py          # batches of 1 and 3
+    python bench/batch_stages.py 1 10 100
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+from run import kb_sessions  # noqa: E402  (this folder is on the path: run as a script)
+
+import bias_audit.consumers.council as council  # noqa: E402
+from bias_audit.consumers.envelope import Delivery  # noqa: E402
+from bias_audit.storage.jsonl_store import JsonlRecordStore  # noqa: E402
+from bias_audit.windows.alert_state import RedisAlertState  # noqa: E402
+from bias_audit.windows.redis_window import RedisWindow  # noqa: E402
+from bias_audit.worker.composition import council_processor  # noqa: E402
+from bias_audit.worker.embedded_redis import EmbeddedRedis  # noqa: E402
+from bias_audit.worker.gc_tuning import collector_paused_per_batch, tune_gc  # noqa: E402
+from bias_audit.worker.logging_setup import configure_logging  # noqa: E402
+from bias_audit.worker.redis_clients import redis_client  # noqa: E402
+from bias_audit.worker.settings import Settings  # noqa: E402
+
+SESSIONS, WARM = 1500, 300  # the first WARM fill the window and are not timed
+
+
+def timed(owner, name: str, label: str, spent: Counter) -> None:
+    """Wrap owner.name (a function or a coroutine function) to add its wall time to spent[label]."""
+    original = getattr(owner, name)
+    if asyncio.iscoroutinefunction(original):
+        async def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return await original(*args, **kwargs)
+            finally:
+                spent[label] += time.perf_counter() - start
+    else:
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[label] += time.perf_counter() - start
+    setattr(owner, name, wrapper)
+
+
+async def one_size(url: str, directory: str, bodies: list[bytes], batch: int) -> tuple[float, Counter]:
+    settings = Settings(data_dir=directory)
+    client = redis_client(url)
+    await client.flushall()
+    window = RedisWindow(client, settings.window_policy)
+    processor = council_processor(settings, window, JsonlRecordStore(Path(directory), f"records-{batch}"),
+                                  RedisAlertState(client, settings.alert_limits))
+    spent: Counter = Counter()
+    for owner, name, label in [
+        (window, "digests", "read the window's digests"), (window, "add_many", "the window's script and replay"),
+        (processor, "parse", "parse and validate"), (council, "audit_batch", "the audit"),
+        (processor, "_prepare", "records, traits, contribution"), (processor.once, "append", "append records, mark"),
+        (processor, "_session_levels", "anomaly levels"), (council, "window_baseline", "anomaly baseline"),
+        (council, "session_signals", "signals"), (processor.alert_state, "apply", "the alert-state script"),
+        (processor, "_result", "the result"),
+    ]:
+        timed(owner, name, label, spent)
+    deliveries = [Delivery(f"{i}-0", body, "council.sessions") for i, body in enumerate(bodies)]
+    total = 0.0
+    for start in range(0, len(deliveries), batch):
+        if start == WARM:
+            spent.clear()
+            total = 0.0
+        began = time.perf_counter()
+        with collector_paused_per_batch():
+            outcomes = await processor.process(deliveries[start:start + batch])
+            await processor.published(outcomes)
+        total += time.perf_counter() - began
+    await client.aclose()
+    batches = (len(deliveries) - WARM) / batch
+    return total / batches, Counter({k: v / batches for k, v in spent.items()})
+
+
+def main(sizes: list[int]) -> None:
+    configure_logging("ERROR")
+    bodies = [json.dumps(s).encode() for s in kb_sessions(SESSIONS)]
+    tune_gc()
+    table = Table(title=f"Council processor on a real Redis, ms per batch (after {WARM} sessions), by stage")
+    table.add_column("stage")
+    results = []
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server:
+        for size in sizes:
+            results.append(asyncio.run(one_size(server.url, tmp, bodies, size)))
+            table.add_column(f"batches of {size}", justify="right")
+    stages = sorted({k for _, spent in results for k in spent}, key=lambda k: -results[0][1][k])
+    for stage in stages:
+        table.add_row(stage, *(f"{spent[stage] * 1e3:.2f}" for _, spent in results))
+    table.add_row("[b]the batch[/b]", *(f"[b]{total * 1e3:.2f}[/b]" for total, _ in results))
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    arguments = sys.argv[1:]
+    if any(a in ("-h", "--help") for a in arguments):
+        print(__doc__.strip())
+        sys.exit(0)
+    if not all(a.isdigit() and int(a) > 0 for a in arguments):
+        print("batch sizes are positive integers; see --help", file=sys.stderr)
+        sys.exit(2)
+    main([int(a) for a in arguments] or [1, 3])
