@@ -153,8 +153,9 @@ def audited_level(digest: SessionDigest, reviewer_offsets: Mapping[str, float], 
     the worker does not fit the session a second time."""
     peer = [score * REFERENCE_SPAN for score, own in zip(digest.cell_score, digest.cell_own) if not own]
     to_points = REFERENCE_SPAN / scale_span
-    return SessionLevel(sum(peer) / len(peer) if peer else math.nan,  # reviewers in the digest's order, as there
-                        {name: reviewer_offsets[name] * to_points for name in digest.reviewers if name in reviewer_offsets})
+    offsets = {name: reviewer_offsets[name] * to_points  # in the digest's reviewer order, as session_levels
+               for name in digest.reviewers if name in reviewer_offsets}
+    return SessionLevel(sum(peer) / len(peer) if peer else math.nan, offsets)
 
 
 @dataclass(frozen=True, slots=True)

@@ -266,9 +266,10 @@ class CouncilSessionProcessor:
             fresh = {p.event.session_id for _, p, _ in mine}
             digests = sorted([*(d for d in before.get(tenant, ()) if d.session_id not in fresh),
                               *(p.digest for _, p, _ in mine if p.digest is not None)], key=lambda d: d.ts_ms)
-            levels = self._session_levels(tenant, digests, {
-                p.event.session_id: audited_level(p.digest, p.analysis.audit.reviewer_offsets, p.analysis.scores.scale_span)
-                for _, p, _ in mine if p.digest is not None})
+            audited = {p.event.session_id: audited_level(p.digest, p.analysis.audit.reviewer_offsets,
+                                                         p.analysis.scores.scale_span)
+                       for _, p, _ in mine if p.digest is not None}
+            levels = self._session_levels(tenant, digests, audited)
             at = {d.session_id: i for i, d in enumerate(digests)}
             times = [d.ts_ms for d in digests]
             first = min(at[p.event.session_id] for _, p, _ in mine)

@@ -332,3 +332,30 @@ def test_a_contribution_stored_by_the_per_session_script_is_still_evicted(redis_
     assert update.summary.sessions == 1 and left == 0
     assert update.summary.model_mean_scores == {"x": pytest.approx(1 + (100 / FIXED) * 9)}
     assert asyncio.run(_stored_sums(redis_url, "legacy", "acme"))[0] == {"m:x:n": 1, "m:x:s": 100}
+
+
+@pytest.mark.redis
+def test_the_scripts_survive_a_flushed_script_cache(redis_url):
+    """A Redis restarted (or failed over) has forgotten the scripts: a lone call (sent alone) and
+    a batch of two tenants (pipelined) load them again and go on."""
+    from bias_audit.windows.alert_state import RedisAlertState, Transition
+
+    async def run():
+        client = Redis.from_url(redis_url)
+        window, alerts = RedisWindow(client, WindowPolicy(), prefix="flush"), RedisAlertState(client, prefix="flush")
+        counted = [await window.add_many([item("a1", 1, **{"m:x:n": 1})])]
+        await client.script_flush()
+        counted.append(await window.add_many([item("a2", 2, **{"m:x:n": 1})]))
+        await client.script_flush()
+        two_tenants = [item("a3", 3, **{"m:x:n": 1}), item("b1", 3, tenant="beta", **{"m:x:n": 1})]
+        counted.append(await window.add_many(two_tenants))
+        await client.script_flush()
+        fired = await alerts.apply([Transition("acme", "k", "firing", 1, "id1")])
+        await client.script_flush()
+        fired += await alerts.apply([Transition("acme", "k", "ok", 2, ""), Transition("beta", "k", "firing", 1, "id2")])
+        await client.aclose()
+        return counted, fired
+
+    counted, fired = asyncio.run(run())
+    assert [[u.summary.sessions for u in batch] for batch in counted] == [[1], [2], [3, 1]]
+    assert fired == [("fired", "id1"), ("resolved", "id1"), ("fired", "id2")]
