@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib.resources import files
+from typing import Any
 
 import orjson
 from redis import Redis as SyncRedis
@@ -61,16 +62,18 @@ class RedisWindow:
         # those this process counted are known without asking.
         self._parsed: dict[str, dict[bytes, SessionDigest]] = {}
 
-    def _call(self, tenant_id: str, items: list[WindowItem]) -> tuple[list[str], list[str]]:
+    def _call(self, tenant_id: str, items: list[WindowItem],
+              stored: list[dict[str, Any] | None]) -> tuple[list[str], list[str]]:
+        """The script's keys and arguments; `stored`: each item's digest as stored (to_dict), or None."""
         keys = tenant_keys(self.prefix, tenant_id)
         policy = self.policy
         args = [str(policy.max_sessions), str(policy.window_ms), str(policy.seen_ttl_seconds),
                 str(policy.recent_sessions)]
-        for item in items:
+        for item, digest in zip(items, stored):
             # one JSON string per session, not ~120 arguments: packing those was ~12% of a worker
             flat = [part for key, value in item.contribution.items() for part in (key, str(value))]
             args += [item.session_id, str(item.ts_ms), item.owner, "1" if item.counted else "0",
-                     orjson.dumps(item.digest.to_dict()).decode() if item.digest is not None else "",
+                     orjson.dumps(digest).decode() if digest is not None else "",
                      orjson.dumps(flat).decode() if flat else ""]
         return [keys["sums"], keys["order"], keys["newest"], keys["contribution"], keys["digests"], keys["sequence"],
                 keys["recent_sums"], keys["recent_order"], keys["recent_contribution"],
@@ -106,17 +109,19 @@ class RedisWindow:
         by_tenant: dict[str, list[int]] = {}
         for index, item in enumerate(items):
             by_tenant.setdefault(item.tenant_id, []).append(index)
+        stored = [None if item.digest is None else item.digest.to_dict() for item in items]
         replies = await run_script(self.client, self._script, [
-            self._call(tenant_id, [items[i] for i in indexes]) for tenant_id, indexes in by_tenant.items()])
+            self._call(tenant_id, [items[i] for i in indexes], [stored[i] for i in indexes])
+            for tenant_id, indexes in by_tenant.items()])
         updates: list[WindowUpdate | None] = [None] * len(items)
         for (tenant_id, indexes), reply in zip(by_tenant.items(), replies):
             for index, update in zip(indexes, self._replay(tenant_id, [items[i] for i in indexes], reply)):
                 updates[index] = update
-                item = items[index]
-                if update.sequence and item.digest is not None:  # counted by this call: its digest is the one stored
+                digest = stored[index]
+                if update.sequence and digest is not None:  # counted by this call: its digest is the one stored
                     # as stored (to_dict rounds the scores), not the object: every reader sees equal inputs
-                    self._parsed.setdefault(tenant_id, {})[item.session_id.encode()] = \
-                        SessionDigest.from_dict(item.digest.to_dict())
+                    self._parsed.setdefault(tenant_id, {})[items[index].session_id.encode()] = \
+                        SessionDigest.from_dict(digest)
         return updates  # type: ignore[return-value]
 
     async def mark(self, items: list[WindowItem], phase: str) -> None:
