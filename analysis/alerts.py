@@ -10,6 +10,7 @@ order the sessions were counted, so two workers raise one alert per onset.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,13 +168,7 @@ class Baseline:
 
     score_median: float
     score_scale: float
-    offset_median: dict[str, float]  # per reviewer seen in the window, as Python floats
-    offset_scale: dict[str, float]
-
-
-def _middle(ordered: list[float]) -> float:
-    half = len(ordered) // 2
-    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
+    offsets: dict[str, tuple[float, float]]  # per reviewer seen in the window: (median, scale)
 
 
 def robust_location(values: Sequence[float], minimum: int) -> tuple[float, float]:
@@ -182,8 +177,8 @@ def robust_location(values: Sequence[float], minimum: int) -> tuple[float, float
     defined = [v for v in values if v == v]  # NaN is the one float unequal to itself
     if len(defined) < minimum or not defined:
         return math.nan, math.nan
-    median = _middle(sorted(defined))
-    scale = MAD_TO_SD * _middle(sorted([abs(v - median) for v in defined]))
+    median = statistics.median(defined)
+    scale = MAD_TO_SD * statistics.median([abs(v - median) for v in defined])
     return (median, scale) if scale > 0 else (math.nan, math.nan)
 
 
@@ -195,9 +190,8 @@ def window_baseline(levels: Sequence[SessionLevel], policy: AlertPolicy) -> Base
         for name, value in level.offsets.items():
             columns.setdefault(name, []).append(value)
     score_median, score_scale = robust_location([level.mean_score for level in levels], minimum)
-    offsets = {name: robust_location(values, minimum) for name, values in columns.items()}
-    return Baseline(score_median, score_scale, {name: m for name, (m, _) in offsets.items()},
-                    {name: s for name, (_, s) in offsets.items()})
+    return Baseline(score_median, score_scale,
+                    {name: robust_location(values, minimum) for name, values in columns.items()})
 
 
 def _z(value: float, median: float, scale: float) -> float | None:
@@ -214,10 +208,10 @@ def session_signals(
     signals = SessionSignals()
     signals.session_score_z = _z(level.mean_score, baseline.score_median, baseline.score_scale)
     for name, value in level.offsets.items():
-        if name in baseline.offset_median:  # a reviewer new to the window has no baseline
-            z = _z(value, baseline.offset_median[name], baseline.offset_scale[name])
-            if z is not None:
-                signals.reviewer_offset_z[name] = z
+        location = baseline.offsets.get(name)  # None: a reviewer new to the window has no baseline
+        z = None if location is None else _z(value, *location)
+        if z is not None:
+            signals.reviewer_offset_z[name] = z
     for name, (n, mean, p) in sorted(recent_offset_tests(recent).items()):
         condition = reviewer_condition(name, n, mean, p, policy)
         if condition is not None:

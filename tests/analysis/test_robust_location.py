@@ -21,14 +21,9 @@ TABLE = [  # values, minimum, (median, scale)
 ]
 
 
-def same(a: float, b: float) -> bool:
-    return (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, abs=1e-12)
-
-
 @pytest.mark.parametrize("values, minimum, expected", TABLE)
 def test_exact_values(values, minimum, expected):
-    median, scale = robust_location(values, minimum)
-    assert same(median, expected[0]) and same(scale, expected[1])
+    assert robust_location(values, minimum) == pytest.approx(expected, abs=1e-12, nan_ok=True)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -42,6 +37,4 @@ def test_equals_numpy(seed):
         scale = 1.4826 * np.nanmedian(np.abs(values - median))
     if np.isnan(median) or not scale > 0:
         median = scale = np.nan
-    got = robust_location(values.tolist(), 1)
-    assert (got[0] == median or (np.isnan(median) and math.isnan(got[0])))
-    assert (got[1] == scale or (np.isnan(scale) and math.isnan(got[1])))
+    assert robust_location(values.tolist(), 1) == pytest.approx((median, scale), rel=0, abs=0, nan_ok=True)  # exactly

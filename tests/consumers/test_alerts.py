@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 
+import numpy as np
 import orjson
 import pytest
 
@@ -156,3 +157,35 @@ def test_session_score_anomaly_against_the_window_it_arrived_to():
         assert z == pytest.approx(round((means[k] - median) / scale, 3), abs=1.5e-3), k
         checked += 1
     assert checked == 120
+
+
+def lstsq_offsets(digest) -> dict[str, float]:
+    """Oracle: the two-way fit score = reviewer + response over the peer scores by numpy's least
+    squares (points of the 1-10 span), each reviewer's effect less the median of the others'."""
+    peer = [(r, m, s) for r, m, s, own in zip(digest.cell_reviewer, digest.cell_model, digest.cell_score,
+                                              digest.cell_own) if not own]
+    reviewers, models = len(digest.reviewers), len(digest.models)
+    design = np.zeros((len(peer), reviewers + models))
+    for row, (r, m, _) in enumerate(peer):
+        design[row, r] = design[row, reviewers + m] = 1.0
+    effects = np.linalg.lstsq(design, [9 * s for _, _, s in peer], rcond=None)[0][:reviewers]
+    return {name: float(effects[r] - np.median(np.delete(effects, r))) for r, name in enumerate(digest.reviewers)}
+
+
+def test_reviewer_offset_anomaly_against_the_window_it_arrived_to():
+    # oracle: each reviewer's offset in the session against the median and 1.4826 MAD of its
+    # offsets in the 99 sessions before it, from numpy's least squares, none below 20 sessions
+    digests = Corpus(sessions=130, seed=9, reviewer_offsets={2: -1.0}, offset_from=80).digests()
+    outcomes = run(consumer(), [orjson.dumps(digest_event(d)) for d in digests], batch=1)
+    offsets = [lstsq_offsets(d) for d in digests]
+    checked = 0
+    for k, outcome in enumerate(outcomes[20:], 20):
+        got = outcome.result.anomaly["reviewer_offset_z"]
+        assert set(got) == set(offsets[k]), k
+        for name, value in offsets[k].items():
+            before = [o[name] for o in offsets[max(0, k - 99):k]]
+            median = statistics.median(before)
+            scale = 1.4826 * statistics.median([abs(v - median) for v in before])
+            assert got[name] == pytest.approx(round((value - median) / scale, 3), abs=1.5e-3), (k, name)
+            checked += 1
+    assert checked == 110 * 5
