@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bias_audit.analysis.alerts import (AlertPolicy, Condition, SessionLevel, SessionSignals, audited_level,
+from bias_audit.analysis.alerts import (AlertPolicy, Condition, SessionSignals, audited_level,
                                         session_levels, session_signals, window_baseline)
 from bias_audit.analysis.digest import SessionDigest, digest_from_scores
 from bias_audit.analysis.observations import session_scores
@@ -32,11 +32,10 @@ from bias_audit.windows.alert_state import AlertStateStore, Transition
 from bias_audit.windows.base import WindowItem, WindowPolicy, WindowStore
 
 from .exactly_once import RecordOnce, RecordSink
+from .window_memo import WindowMemo
 from .envelope import Delivery, InvalidEvent, Misrouted, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
 
 log = logging.getLogger("bias_audit.consumer")
-NOISE_CACHE = 100_000  # sessions whose noise contribution is remembered (~100 bytes each)
-LEVEL_TENANTS = 10_000  # tenants whose window's anomaly levels are remembered (~60 KB each)
 
 
 @dataclass(slots=True)
@@ -103,8 +102,9 @@ class CouncilSessionProcessor:
         self.window_policy = window_policy
         self.max_stored_ratio = max_stored_ratio
         self.embed = embed  # answers -> unit vectors: semantic style similarity (the embedding extra)
-        self._noise: dict[tuple[str, str], tuple[float, int]] = {}  # (tenant, session) -> its two-way fit's (rss, df)
-        self._levels: dict[str, dict[str, SessionLevel]] = {}  # tenant -> session -> what its anomaly scores compare
+        # per session of each tenant's window: its two-way fit's (rss, df), what its anomaly scores compare
+        self.noise = WindowMemo(digests_noise)
+        self.levels = WindowMemo(session_levels)
 
     def parse(self, delivery: Delivery) -> CouncilSessionEvent:
         event = parse_event(CouncilSessionEvent, delivery.body, self.limits, self.misrouted)
@@ -155,30 +155,10 @@ class CouncilSessionProcessor:
         by_session = {id(event): part for event, part in zip(counted, np.split(vectors, ends[:-1]))}
         return [by_session.get(id(event)) for event in parsed]
 
-    def _noise_history(self, digests: list[SessionDigest], fresh: set[str]) -> list[tuple[float, int]]:
+    def _noise_history(self, tenant: str, digests: list[SessionDigest], fresh: set[str]) -> list[tuple[float, int]]:
         """The tenant's last sessions' (rss, df), oldest first, the batch's own sessions left out
-        (a redelivered one is in the window already); each stored session's fit computed once."""
-        recent = [d for d in digests if d.session_id not in fresh][-(NOISE_SESSIONS - 1):]
-        if len(self._noise) > NOISE_CACHE:  # before `missing`: a cleared entry must be computed again
-            self._noise.clear()
-        missing = [d for d in recent if (d.tenant_id, d.session_id) not in self._noise]
-        self._noise.update(((d.tenant_id, d.session_id), v) for d, v in zip(missing, digests_noise(missing)))
-        return [self._noise[(d.tenant_id, d.session_id)] for d in recent]
-
-    def _session_levels(self, tenant: str, digests: list[SessionDigest],
-                        audited: dict[str, SessionLevel]) -> list[SessionLevel]:
-        """The window's anomaly levels: the batch's own from their audits (`audited`), the others
-        remembered from earlier batches (a window of 100 refitted per batch cost ~3 ms, most of
-        a small batch), so only sessions new to this process (another worker's) are fitted here."""
-        if len(self._levels) > LEVEL_TENANTS:  # tenants gone quiet: forget them all, refit on return
-            self._levels.clear()
-        known = self._levels.get(tenant, {})
-        missing = [d for d in digests if d.session_id not in audited and d.session_id not in known]
-        if missing:
-            known = {**known, **dict(zip((d.session_id for d in missing), session_levels(missing)))}
-        known.update(audited)
-        self._levels[tenant] = {d.session_id: known[d.session_id] for d in digests}  # the window's, no more
-        return list(self._levels[tenant].values())
+        (a redelivered one is in the window already)."""
+        return self.noise.values(tenant, [d for d in digests if d.session_id not in fresh][-(NOISE_SESSIONS - 1):])
 
     def _result(self, prepared: _Prepared, summary) -> AuditResult:
         audit = prepared.analysis.audit
@@ -213,7 +193,7 @@ class CouncilSessionProcessor:
         before = await self.window.digests(tenants) if tenants else {}
         fresh = {event.session_id for _, event in parsed}
         analyses = audit_batch(scores, self.audit_config, [event.tenant_id for _, event in parsed],
-                               {tenant: self._noise_history(digests, fresh) for tenant, digests in before.items()})
+                               {tenant: self._noise_history(tenant, digests, fresh) for tenant, digests in before.items()})
         events = [event for _, event in parsed]
         embeddings = self._embeddings(events, [event for event in events if effective_consent(
             event.consent_level, self.default_consent, self.hash_secret) > 0])
@@ -237,8 +217,8 @@ class CouncilSessionProcessor:
         counted_now = [(index, p, update) for (index, p), update in zip(prepared, updates)
                        if update.status == "new" and p.item.counted]
         # the next batch's noise history holds these sessions: their fits are known already
-        self._noise.update(((p.event.tenant_id, p.event.session_id), p.analysis.noise_contribution)
-                           for _, p, _ in counted_now)
+        for _, p, _ in counted_now:
+            self.noise.remember(p.event.tenant_id, {p.event.session_id: p.analysis.noise_contribution})
         if self.alert_state is not None and counted_now:
             await self._signal(self.alert_state, counted_now, outcomes, before)
         if not log.isEnabledFor(logging.INFO):  # skip building per-session log records
@@ -269,7 +249,8 @@ class CouncilSessionProcessor:
             audited = {p.event.session_id: audited_level(p.digest, p.analysis.audit.reviewer_offsets,
                                                          p.analysis.scores.scale_span)
                        for _, p, _ in mine if p.digest is not None}
-            levels = self._session_levels(tenant, digests, audited)
+            self.levels.remember(tenant, audited)  # the batch's own, from their audits: not fitted again
+            levels = self.levels.values(tenant, digests)
             at = {d.session_id: i for i, d in enumerate(digests)}
             times = [d.ts_ms for d in digests]
             first = min(at[p.event.session_id] for _, p, _ in mine)

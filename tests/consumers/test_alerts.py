@@ -107,14 +107,15 @@ def test_one_harsh_reviewer_does_not_make_its_peers_look_generous():
     assert all(abs(offset) < 0.5 for name, offset in window.items() if name != "vendor1/model-1")  # LOO: ~+1.17
 
 
-@pytest.mark.parametrize("cache", ["LEVEL_TENANTS", "NOISE_CACHE"])
-def test_what_the_consumer_remembers_between_batches_changes_no_result(monkeypatch, cache):
+@pytest.mark.parametrize("memo", ["levels", "noise"])
+def test_what_the_consumer_remembers_between_batches_changes_no_result(memo):
     # each session's anomaly level and noise fit are kept between batches; with nothing kept
-    # (the cache cleared before every batch, as when it overflows) every result is the same
+    # (every tenant forgotten before every batch, as past the memo's limit) every result is the same
     bodies = harsh_stream(5)[:160]
     remembered = run(consumer(), bodies, batch=7)
-    monkeypatch.setattr(f"bias_audit.consumers.council.{cache}", -1)
-    recomputed = run(consumer(), bodies, batch=7)
+    forgetting = consumer()
+    getattr(forgetting, memo).max_tenants = -1
+    recomputed = run(forgetting, bodies, batch=7)
     assert all(o.result is not None for o in recomputed)
     # the noise a batch's own fit leaves and the same fit from its digest differ in the last bit
     for a, b in zip(remembered, recomputed):
