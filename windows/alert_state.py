@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from redis.asyncio import Redis
 
-from .base import run_script
+from .redis_window import run_script
 
 _SCRIPT = files("bias_audit.windows").joinpath("alert_state.lua").read_text(encoding="utf-8")
 

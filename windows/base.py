@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from bias_audit.analysis.digest import SessionDigest, iso_ms, timestamp_ms
 from bias_audit.analysis.window import WindowUpdate
@@ -69,16 +69,3 @@ class WindowStore(Protocol):
     async def digests(self, tenant_ids: list[str]) -> dict[str, list[SessionDigest]]:
         """Each tenant's window as session digests, oldest first."""
         ...
-
-
-async def run_script(client: Any, script: Any, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
-    """One EVALSHA per (keys, args), in the order given. A single call goes alone: a pipeline
-    that holds a script first asks SCRIPT EXISTS, a second round trip (~0.3 ms a batch here);
-    several (one per tenant of the batch) share one pipeline."""
-    if len(calls) == 1:
-        keys, args = calls[0]
-        return [await script(keys=keys, args=args)]
-    async with client.pipeline(transaction=False) as pipe:
-        for keys, args in calls:
-            await script(keys=keys, args=args, client=pipe)
-        return list(await pipe.execute())
