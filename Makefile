@@ -42,15 +42,15 @@ demo: install
 # Debian's chromium opens the HTML report in a test, and a C compiler builds analysis/_cosines.c
 # (the install succeeds without one, numpy standing in, but a test checks the module was built):
 # installed when missing and we may. `test` runs this first, so the install finds the compiler.
+# $(call apt_when_missing,COMMANDS,PACKAGES,WHY): apt-get PACKAGES unless one of COMMANDS exists.
+apt_when_missing = @for c in $(1); do command -v $$c >/dev/null 2>&1 && exit 0; done; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null); \
+	  else echo "missing: apt-get install $(2) ($(3))"; fi
+
 system-deps:
-	@command -v cc >/dev/null 2>&1 || \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null); \
-	  else echo "no C compiler: apt-get install gcc (the answers' similarity then runs in numpy, ~7-10x slower)"; fi
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); \
-	  else echo "chromium is missing: apt-get install chromium (the HTML report test needs it)"; fi
+	$(call apt_when_missing,cc,gcc libc6-dev,the answers' similarity then runs in numpy: ~7-10x slower)
+	$(call apt_when_missing,chromium chromium-browser,chromium,the HTML report test needs it)
 
 # mypy cannot follow setuptools' editable import finder: it reads the package through a tree of
 # links that mirrors pyproject.toml's package-dir (scripts/typecheck.py builds it).
