@@ -26,9 +26,8 @@ class HiredisPacking:
             return super().pack_command(*args)  # type: ignore[misc]
         command = args[0]
         # as redis-py does: a command name with a space ("CONFIG GET") is sent as two words
-        if isinstance(command, str):
-            if " " in command:
-                args = (*command.encode().split(), *args[1:])
+        if isinstance(command, str) and " " in command:
+            args = (*command.encode().split(), *args[1:])
         elif isinstance(command, bytes) and b" " in command:
             args = (*command.split(), *args[1:])
         try:
