@@ -69,7 +69,7 @@ async def one_size(url: str, directory: str, bodies: list[bytes], batch: int) ->
         (window, "digests", "read the window's digests"), (window, "add_many", "the window's script and replay"),
         (processor, "parse", "parse and validate"), (council, "audit_batch", "the audit"),
         (processor, "_prepare", "records, traits, contribution"), (processor.once, "append", "append records, mark"),
-        (processor, "_session_levels", "anomaly levels"), (council, "window_baseline", "anomaly baseline"),
+        (processor.levels, "values", "anomaly levels"), (council, "window_baseline", "anomaly baseline"),
         (council, "session_signals", "signals"), (processor.alert_state, "apply", "the alert-state script"),
         (processor, "_result", "the result"),
     ]:
