@@ -1,9 +1,10 @@
 """The one compiled module: everything else is in pyproject.toml.
 
-analysis/_cosines.c computes the answers' word 1-2-gram cosines on the worker's hot path (a
-third of its CPU in numpy). `optional=True`: with no C compiler the install still succeeds and
-analysis/response_traits.py computes the same numbers with numpy."""
+analysis/_text.c holds the worker's two loops over answer text: counting an answer's words and the
+answers' word 1-2-gram cosines (a third of its CPU in numpy). `optional=True`: with no C compiler
+the install still succeeds and analysis/observations.py, analysis/response_traits.py compute the
+same numbers in Python and numpy."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("bias_audit.analysis._cosines", ["analysis/_cosines.c"], optional=True)])
+setup(ext_modules=[Extension("bias_audit.analysis._text", ["analysis/_text.c"], optional=True)])

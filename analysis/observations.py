@@ -6,7 +6,7 @@ batch audit turns a batch's lists into arrays in one call).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
@@ -57,12 +57,19 @@ _WORD_BYTES = bytes((32 if chr(c).isspace() else 120) if c < 128 else 120 for c 
 score_bounds = lru_cache(maxsize=64)(parse_score_scale)  # a handful of distinct scales in practice
 
 
-def count_words(text: str) -> int:
+def count_words_in_python(text: str) -> int:
     """len(text.split()), exactly, at about half the cost for ASCII text (no word objects)."""
     if text.isascii():  # O(1) in CPython
         marks = text.encode("ascii").translate(_WORD_BYTES)
         return marks.count(b" x") + (marks[:1] == b"x")
     return len(text.split())  # other Unicode whitespace (e.g. U+00A0, U+3000) also separates words
+
+
+count_words: Callable[[str], int]
+try:  # built by setup.py when a C compiler was there: ~0.3 us a 1 KB answer against ~1.9
+    from ._text import count_words
+except ImportError:  # an install without a C compiler
+    count_words = count_words_in_python
 
 
 def session_scores(event: CouncilSessionEvent) -> SessionScores:

@@ -71,7 +71,7 @@ def word_bytes(text: str) -> bytes:
 
 _compiled_cosines: Callable[[Sequence[bytes]], list[list[float]]] | None
 try:  # built by setup.py when a C compiler was there; the same floats as pair_similarities
-    from ._cosines import cosine_matrix as _compiled_cosines
+    from ._text import cosine_matrix as _compiled_cosines
 except ImportError:  # an install without a C compiler
     _compiled_cosines = None
 

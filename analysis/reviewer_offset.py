@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .designs import eigh_per_design
+
 
 def median_of_others(values: np.ndarray) -> np.ndarray:
     """(rows, k) -> for each defined (non-NaN) cell, the median of the other defined cells of its
@@ -56,7 +58,8 @@ def reviewer_effects(score: np.ndarray, used: np.ndarray) -> np.ndarray:
     W diag(1 / cells per response) W' (a graph Laplacian over reviewers who scored a response in
     common) and b = the reviewers' score sums less their share of the responses' sums. L is
     singular (effects are relative), so the solution is its pseudo-inverse's, by one symmetric
-    eigendecomposition per session; differences within a connected council are exact."""
+    eigendecomposition per distinct design of the batch (analysis.designs); differences within a
+    connected council are exact."""
     w = used.astype(np.float64)
     per_reviewer = w.sum(2)
     per_response = w.sum(1)
@@ -66,7 +69,7 @@ def reviewer_effects(score: np.ndarray, used: np.ndarray) -> np.ndarray:
     laplacian[:, diagonal, diagonal] += per_reviewer
     scored = score * w
     rhs = scored.sum(2) - np.matmul(shares, scored.sum(1)[..., None])[..., 0]
-    values, vectors = np.linalg.eigh(laplacian)
+    values, vectors = eigh_per_design(laplacian, used)
     tolerance = 1e-9 * np.maximum(values.max(-1, keepdims=True), 1.0)
     inverse = np.where(values > tolerance, 1.0 / np.where(values > tolerance, values, 1.0), 0.0)
     projected = np.matmul(np.swapaxes(vectors, 1, 2), rhs[..., None])[..., 0] * inverse

@@ -29,6 +29,7 @@ from typing import Literal
 
 import numpy as np
 
+from .designs import eigh_per_design
 from .digest import SessionDigest
 from .score_arrays import ScoreArrays
 from .special import ndtr, stdtr
@@ -89,8 +90,9 @@ def two_way_fit(score: np.ndarray, used: np.ndarray) -> TwoWayFit:
     normal[:, reviewers:, :reviewers] = np.swapaxes(w, 1, 2)
     scored = score * w
     rhs = np.concatenate([scored.sum(2), scored.sum(1)], axis=1)
-    # one symmetric eigendecomposition gives both the pseudo-inverse and the rank
-    values, vectors = np.linalg.eigh(normal)
+    # one symmetric eigendecomposition (per distinct design of the batch) gives both the
+    # pseudo-inverse and the rank
+    values, vectors = eigh_per_design(normal, used)
     kept = values > 1e-9 * np.maximum(values.max(-1, keepdims=True), 1.0)
     inverse = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
     pinv = np.matmul(vectors * inverse[:, None, :], np.swapaxes(vectors, 1, 2))

@@ -67,6 +67,7 @@ async def one_size(url: str, directory: str, bodies: list[bytes], batch: int) ->
     spent: Counter = Counter()
     for owner, name, label in [
         (window, "digests", "read the window's digests"), (window, "add_many", "the window's script and replay"),
+        (window, "_call", "  of which the script's arguments"), (window, "_replay", "  of which the replay"),
         (processor, "parse", "parse and validate"), (council, "audit_batch", "the audit"),
         (processor, "_prepare", "records, traits, contribution"), (processor.once, "append", "append records, mark"),
         (processor.levels, "values", "anomaly levels"), (council, "window_baseline", "anomaly baseline"),

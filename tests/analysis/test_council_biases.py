@@ -100,10 +100,10 @@ def test_similarity_of_a_text_without_words_is_undefined():
 
 
 def test_the_compiled_cosines_are_built_and_give_the_numpy_paths_floats_exactly():
-    """The worker's hot path runs in C (analysis/_cosines.c); the stored similarities must not
+    """The worker's hot path runs in C (analysis/_text.c); the stored similarities must not
     depend on whether it was built: bit-equal to the numpy path on random texts (ASCII and not,
     punctuation, repeats, one-word and empty texts, councils of 1 to 12)."""
-    assert response_traits._compiled_cosines is not None, "setup.py did not build analysis/_cosines.c"
+    assert response_traits._compiled_cosines is not None, "setup.py did not build analysis/_text.c"
     rng = random.Random(7)
     vocabulary = ["the", "The", "cache", "index", "a", "A", "shard_by", "42", "x1", "café", "naïve", "über",
                   "日本", "ё", "", "...", ",", "—", "\t", "\n", " ", "don't", "e-mail", "\ud800"]

@@ -2,7 +2,11 @@ import random
 
 import pytest
 
-from bias_audit.analysis.observations import count_words
+from bias_audit.analysis import observations
+from bias_audit.analysis.observations import count_words, count_words_in_python
+
+# the compiled counter (analysis/_text.c) and the Python one an install without a compiler uses
+COUNTERS = pytest.mark.parametrize("counter", [count_words, count_words_in_python], ids=["compiled", "python"])
 
 
 @pytest.mark.parametrize(
@@ -17,15 +21,29 @@ from bias_audit.analysis.observations import count_words
         ("café au lait", 3),
         ("no\u00a0break and\u3000ideographic", 4),  # non-ASCII whitespace separates too
         ("documentation-heavy, answers!", 2),
+        ("next\x85line", 2),  # U+0085 is whitespace: a one-byte (Latin-1) string that is not ASCII
+        ("emoji \U0001f600 and\u2028line", 4),  # a four-byte string; U+2028 separates
+        (" lone", 1),
+        ("lone ", 1),
     ],
 )
-def test_count_words_table(text, words):
-    assert count_words(text) == words
+@COUNTERS
+def test_count_words_table(counter, text, words):
+    assert counter(text) == words
 
 
-def test_count_words_agrees_with_str_split_on_random_text():
+@COUNTERS
+def test_count_words_agrees_with_str_split_on_random_text(counter):
     rng = random.Random(7)
-    alphabet = "ab .\t\n\r\x0b\x0c\x1c\x1f\x7fé\u00a0\u2003"
+    alphabets = ["ab .\t\n\r\x0b\x0c\x1c\x1f\x7f", "ab .\t\x85\xa0é\xff", "ab .\t\u00a0\u2003\u3000\u200b",
+                 "ab .\t\u3000\U0001f600\U00010000"]
     for _ in range(5000):
+        alphabet = rng.choice(alphabets)
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))
-        assert count_words(text) == len(text.split()), repr(text)
+        assert counter(text) == len(text.split()), repr(text)
+
+
+def test_the_compiled_word_counter_is_built_and_refuses_what_is_not_text():
+    assert observations.count_words is not count_words_in_python, "setup.py did not build analysis/_text.c"
+    with pytest.raises(TypeError, match="str"):
+        count_words(b"bytes are not text")  # type: ignore[arg-type]

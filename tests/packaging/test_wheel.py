@@ -42,7 +42,7 @@ def test_the_wheel_ships_every_subpackage_and_its_data(wheel):
         assert data in names, data
     assert not any(name.startswith(("bias_audit/tests/", "tests/", "bench/")) for name in names)
     # the compiled answer similarities (setup.py): the worker's hot path
-    assert any(name.startswith("bias_audit/analysis/_cosines.") and name.endswith(".so") for name in names)
+    assert any(name.startswith("bias_audit/analysis/_text.") and name.endswith(".so") for name in names)
 
 
 def test_the_dockerfile_copies_every_mapped_folder():

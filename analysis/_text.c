@@ -1,4 +1,6 @@
-/* Cosines of word 1-2-gram count vectors, for the worker's hot path (analysis/response_traits.py).
+/* The worker's two loops over answer text, in C.
+
+   count_words(text) is len(text.split()) without a string per word (analysis/observations.py).
 
    cosine_matrix(texts) takes each text as its words separated by spaces (bytes, from word_bytes)
    and returns the n x n cosines as lists of floats: NaN where a text has no words. The same
@@ -200,14 +202,45 @@ done:
     return result;
 }
 
+/* Words are the runs between whitespace, as str.split() finds them: Py_UNICODE_ISSPACE is the
+   test str.split() itself applies, for every kind of string (U+00A0, U+3000 and the ASCII
+   separators \x1c-\x1f included). */
+static unsigned char latin1_space[256];  /* Py_UNICODE_ISSPACE of each one-byte character */
+
+static PyObject *count_words(PyObject *module, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "count_words() takes a str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text), words = 0;
+    int kind = PyUnicode_KIND(text), in_space = 1;
+    const void *data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_1BYTE_KIND) {  /* the usual case: a word starts where a space ends */
+        const Py_UCS1 *chars = data;
+        if (length > 0) words = !latin1_space[chars[0]];
+        for (Py_ssize_t i = 1; i < length; i++) words += latin1_space[chars[i - 1]] & !latin1_space[chars[i]];
+    } else {
+        for (Py_ssize_t i = 0; i < length; i++) {
+            int space = Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)) != 0;
+            words += in_space & !space;
+            in_space = space;
+        }
+    }
+    return PyLong_FromSsize_t(words);
+}
+
 static PyMethodDef methods[] = {
+    {"count_words", count_words, METH_O, "count_words(text: str) -> len(text.split()), without the words"},
     {"cosine_matrix", cosine_matrix, METH_O,
      "cosine_matrix(texts: sequence of bytes, words separated by spaces) -> n x n cosines of word 1-2-gram counts (NaN: no words)"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_cosines", "Word 1-2-gram cosines in C (analysis/response_traits.py).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_text", "Word counts and word 1-2-gram cosines in C (analysis/observations.py, response_traits.py).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__cosines(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__text(void) {
+    for (int c = 0; c < 256; c++) latin1_space[c] = Py_UNICODE_ISSPACE(c) != 0;
+    return PyModule_Create(&module);
+}
