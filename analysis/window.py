@@ -38,11 +38,12 @@ RECENT_OFFSET = "ro:"  # per-session reviewer offsets, recent window only: n, s,
 
 
 def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> dict[str, int]:
-    """Integer sums one session adds to its tenant's window; zero fields are left out."""
+    """Integer sums one session adds to its tenant's window; zero fields are left out. Each key is
+    written once (a model, reviewer or position appears once in its loop): no read-modify-write
+    per score."""
     low, span = scores.scale_low, scores.scale_span
     unit = FIXED / span
     sums: dict[str, int] = {}
-    get = sums.get
     offsets = analysis.audit.reviewer_offsets
     n = sx = sy = sxx = syy = sxy = 0
     differences: dict[str, list[float]] = {}
@@ -60,8 +61,8 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> di
         total = sum(s for _, s in received)
         count = len(received)
         key = MODEL + model
-        sums[key + ":n"] = get(key + ":n", 0) + count
-        sums[key + ":s"] = get(key + ":s", 0) + round((total - low * count) * unit)
+        sums[key + ":n"] = count
+        sums[key + ":s"] = round((total - low * count) * unit)
         if count > 1:
             for reviewer, score in received:
                 differences.setdefault(reviewer, []).append(score - (total - score) / (count - 1))
@@ -69,12 +70,11 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> di
         # each leave-one-out difference moved so that their mean is the session's offset against
         # the median of the peers (analysis.reviewer_offset); their spread is kept
         shift = offsets.get(reviewer, 0.0) - sum(values) / len(values)
+        moved = [round((value + shift) * unit) for value in values]
         key = REVIEWER + reviewer
-        for value in values:
-            d = round((value + shift) * unit)
-            sums[key + ":n"] = get(key + ":n", 0) + 1
-            sums[key + ":s"] = get(key + ":s", 0) + d
-            sums[key + ":q"] = get(key + ":q", 0) + d * d
+        sums[key + ":n"] = len(moved)
+        sums[key + ":s"] = sum(moved)
+        sums[key + ":q"] = sum(d * d for d in moved)
     if n:
         sums.update({POINTS + "n": n, POINTS + "x": sx, POINTS + "y": sy,
                      POINTS + "xx": sxx, POINTS + "yy": syy, POINTS + "xy": sxy})
@@ -84,12 +84,14 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> di
         sums[key + ":n"] = 1
         sums[key + ":s"] = d
         sums[key + ":q"] = d * d
+    by_position: dict[int, list[int]] = {}
     for position, residual in analysis.position_residuals:
-        d = round(residual * unit)
+        by_position.setdefault(position, []).append(round(residual * unit))
+    for position, moved in by_position.items():
         key = f"{POSITION}{position}"
-        sums[key + ":n"] = get(key + ":n", 0) + 1
-        sums[key + ":s"] = get(key + ":s", 0) + d
-        sums[key + ":q"] = get(key + ":q", 0) + d * d
+        sums[key + ":n"] = len(moved)
+        sums[key + ":s"] = sum(moved)
+        sums[key + ":q"] = sum(d * d for d in moved)
     return {k: v for k, v in sums.items() if v != 0}
 
 

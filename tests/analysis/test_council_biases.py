@@ -77,6 +77,31 @@ def test_fingerprint_is_the_keyed_hash_of_the_normalized_text():
     assert response_fingerprint("the same answer", b"k") != response_fingerprint("the same answer", b"j")
 
 
+@pytest.mark.parametrize(("text", "normalized"), [
+    ("", b""), (" \t\n", b""), ("A", b"a"), ("  Mixed CASE\twords\r\n", b"mixed case words"),
+    ("unit\x1fsep\x1c\x0bvt\x0cff", b"unit sep vt ff"),  # str.split()'s ASCII separators
+    ("keep\x7fdel, PUNCT!", b"keep\x7fdel, punct!"),  # DEL and punctuation are word characters
+    ("Non\u00a0ASCII \u00c9T\u00c9", "non ascii \u00e9t\u00e9".encode()),  # U+00A0 splits; \u00c9 lowers
+    ("\u0130stanbul", "i\u0307stanbul".encode()),  # a lower() longer than the text
+])
+def test_the_fingerprint_normalizes_case_and_whitespace_as_str_lower_and_split(text, normalized):
+    """The compiled normalization of ASCII text (analysis/_text.c) and Python's for the rest give
+    the bytes written here by hand."""
+    assert response_fingerprint(text, b"k") == hmac.new(b"k", normalized, hashlib.sha256).hexdigest()[:16]
+
+
+def test_the_compiled_normalization_equals_pythons_on_random_ascii_text():
+    assert response_traits._normalized_ascii("Built?") == b"built?", "setup.py did not build analysis/_text.c"
+    rng = random.Random(5)
+    alphabet = "aZq .\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x7f09!-_"
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        assert response_traits._normalized_ascii(text) == " ".join(text.lower().split()).encode(), repr(text)
+    assert response_traits._normalized_ascii("caf\u00e9") is None  # Unicode's rules: Python's path
+    with pytest.raises(TypeError, match="str"):
+        response_traits._normalized_ascii(b"bytes")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("texts", [
     ["the cache holds the index", "the index holds the cache entries"],
     ["Shard by tenant id; replicate reads.", "replicate reads and shard by user", "Shard, shard, SHARD by_user"],
