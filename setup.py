@@ -1,9 +1,9 @@
 """The one compiled module: everything else is in pyproject.toml.
 
-analysis/_text.c holds the worker's two loops over answer text: counting an answer's words and the
-answers' word 1-2-gram cosines (a third of its CPU in numpy). `optional=True`: with no C compiler
-the install still succeeds and analysis/observations.py, analysis/response_traits.py compute the
-same numbers in Python and numpy."""
+analysis/_text.c holds the worker's loops over answer text: counting an answer's words,
+normalizing it for its fingerprint, and the answers' word 1-2-gram cosines (a third of its CPU in
+numpy). `optional=True`: with no C compiler the install still succeeds and analysis/observations.py,
+analysis/response_traits.py compute the same numbers in Python and numpy."""
 
 from setuptools import Extension, setup
 

@@ -1,4 +1,4 @@
-/* The worker's two loops over answer text, in C.
+/* The worker's loops over answer text, in C.
 
    count_words(text) is len(text.split()) without a string per word (analysis/observations.py);
    normalized_ascii(text) the fingerprint's normalized text (analysis/response_traits.py).
