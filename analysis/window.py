@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from itertools import repeat
+from operator import add, neg
 from typing import TYPE_CHECKING
 
 from .session_noise import REFERENCE_SPAN
 from .stats import confidence_tier, fisher_ci
 
 if TYPE_CHECKING:  # the report reads window bounds without the audit and result models
-    from bias_audit.schemas.results import WindowSummary
+    from bias_audit.schemas.results import CorrelationEstimate, WindowSummary
 
     from .observations import SessionScores
     from .session_audit import SessionAnalysis
@@ -105,15 +108,17 @@ def split_recent(contribution: Mapping[str, int]) -> tuple[dict[str, int], dict[
     return main, recent
 
 
-def add_into(sums: dict[str, int], pairs: Iterable[tuple[str, int]], sign: int) -> None:
-    """Add (sign 1) or take back (sign -1) a contribution. A sum reaching 0 is removed, as if
-    never written, as the Redis script does (HINCRBY on a missing field restarts from 0)."""
-    for key, value in pairs:
-        total = sums.get(key, 0) + sign * value
-        if total:
-            sums[key] = total
-        else:
-            sums.pop(key, None)
+def add_into(sums: dict[str, int], keys: Collection[str], values: Iterable[int], sign: int) -> None:
+    """Add (sign 1) or take back (sign -1) a contribution, its distinct keys and their values. A
+    sum reaching 0 is removed, as if never written, as the Redis script does (HINCRBY on a
+    missing field restarts from 0). The maps run in C: each session's replay adds and takes back
+    ~100 fields."""
+    totals = list(map(add, map(sums.get, keys, repeat(0)), values if sign > 0 else map(neg, values)))
+    sums.update(zip(keys, totals))
+    if 0 in totals:
+        for key, total in zip(keys, totals):
+            if not total:
+                del sums[key]
 
 
 def pooled_correlation(sums: Mapping[str, int]) -> tuple[float | None, int]:
@@ -131,22 +136,46 @@ def pooled_correlation(sums: Mapping[str, int]) -> tuple[float | None, int]:
     return max(-1.0, min(1.0, r)), n
 
 
+# "<prefix><name>:n" -> (prefix, name, "<prefix><name>:s"), None for any other key: a tenant's
+# keys repeat from session to session, so each is parsed once (forgotten past PARSED_KEYS).
+_count_keys: dict[str, tuple[str, str, str] | None] = {}
+PARSED_KEYS = 100_000
+_UNPARSED = ("", "", "")
+
+
+def _count_key(key: str) -> tuple[str, str, str] | None:
+    parts = None
+    if key.endswith(":n"):
+        cut = key.find(":") + 1  # every prefix is a name and one colon
+        parts = (key[:cut], key[cut:-2], f"{key[:-2]}:s")
+    if len(_count_keys) >= PARSED_KEYS:
+        _count_keys.clear()
+    _count_keys[key] = parts
+    return parts
+
+
 def _per_key_means(sums: Mapping[str, int], *prefixes: str) -> list[dict[str, float]]:
     """Per prefix, {name: mean} from its "<prefix><name>:n" and ":s" sums, in one pass over the
     sums (every session's result summarizes a window of hundreds of them)."""
     means: dict[str, dict[str, float]] = {prefix: {} for prefix in prefixes}
+    parsed = _count_keys
     for key, count in sums.items():
-        if key.endswith(":n") and count > 0:
-            cut = key.find(":") + 1  # every prefix is a name and one colon
-            found = means.get(key[:cut])
+        parts = parsed.get(key, _UNPARSED)
+        if parts is _UNPARSED:
+            parts = _count_key(key)
+        if parts is not None and count > 0:
+            found = means.get(parts[0])
             if found is not None:
-                name = key[cut:-2]
-                found[name] = sums.get(f"{key[:-2]}:s", 0) / count / FIXED
+                found[parts[1]] = sums.get(parts[2], 0) / count / FIXED
     return [means[prefix] for prefix in prefixes]
 
 
-def _points(fraction: float, digits: int = 4) -> float:
-    return round(fraction * REFERENCE_SPAN, digits)
+@cache
+def _summary_models() -> tuple[type[CorrelationEstimate], type[WindowSummary]]:
+    # imported on first use: the report reads window bounds without the result models
+    from bias_audit.schemas.results import CorrelationEstimate, WindowSummary
+
+    return CorrelationEstimate, WindowSummary
 
 
 def summarize_window(
@@ -157,8 +186,7 @@ def summarize_window(
     window_start: str | None,
     window_end: str | None,
 ) -> WindowSummary:
-    from bias_audit.schemas.results import CorrelationEstimate, WindowSummary
-
+    CorrelationEstimate, WindowSummary = _summary_models()
     r, n = pooled_correlation(sums)
     collecting = sessions < MIN_SESSIONS_FOR_ESTIMATE or r is None
     ci = None if r is None or collecting else fisher_ci(r, n)
@@ -177,8 +205,8 @@ def summarize_window(
         window_start=window_start,
         window_end=window_end,
         length_correlation=estimate,
-        reviewer_offsets={k: _points(v) for k, v in sorted(reviewer_means.items())},
-        position_effects={k: _points(v) for k, v in sorted(position_means.items())},
+        reviewer_offsets={k: round(v * REFERENCE_SPAN, 4) for k, v in sorted(reviewer_means.items())},
+        position_effects={k: round(v * REFERENCE_SPAN, 4) for k, v in sorted(position_means.items())},
         # model means on a 1-10 scale: 1 + fraction * 9
         model_mean_scores={k: round(1.0 + v * REFERENCE_SPAN, 4) for k, v in sorted(model_means.items())},
     )

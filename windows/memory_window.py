@@ -46,7 +46,8 @@ class MemoryWindow:
         tenant.digests.pop(session_id, None)
         # an earlier session may have cancelled a key to zero (and removed it): it restarts from 0,
         # as HINCRBY on a missing field does
-        add_into(tenant.sums, tenant.contributions.pop(session_id).items(), -1)
+        evicted = tenant.contributions.pop(session_id)
+        add_into(tenant.sums, evicted.keys(), evicted.values(), -1)
 
     def add(self, item: WindowItem) -> WindowUpdate:
         tenant = self._tenant(item.tenant_id)
@@ -70,16 +71,17 @@ class MemoryWindow:
                     tenant.newest_in_order = ts
                 main, recent = split_recent(item.contribution)
                 tenant.contributions[item.session_id] = main
-                add_into(tenant.recent_sums, recent.items(), 1)
+                add_into(tenant.recent_sums, recent.keys(), recent.values(), 1)
                 tenant.recent_contributions[item.session_id] = recent
                 tenant.recent_order.append(item.session_id)
                 while len(tenant.recent_order) > self.policy.recent_sessions:
-                    add_into(tenant.recent_sums, tenant.recent_contributions.pop(tenant.recent_order.popleft()).items(), -1)
+                    dropped = tenant.recent_contributions.pop(tenant.recent_order.popleft())
+                    add_into(tenant.recent_sums, dropped.keys(), dropped.values(), -1)
                 tenant.sequence += 1
                 sequence = tenant.sequence
                 if item.digest is not None:
                     tenant.digests[item.session_id] = item.digest
-                add_into(tenant.sums, main.items(), 1)
+                add_into(tenant.sums, main.keys(), main.values(), 1)
             while tenant.order and tenant.order[0][0] < cutoff:
                 self._evict_oldest(tenant)
             while len(tenant.order) > self.policy.max_sessions:

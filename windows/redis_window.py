@@ -58,10 +58,11 @@ def _ints(flat: list) -> dict[str, int]:
     return {_decode(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
 
 
-def _stored_pairs(stored: bytes):
-    """An evicted session's stored contribution (JSON [field, integer string, ...]) as pairs."""
-    flat = iter(orjson.loads(stored))
-    return ((key, int(value)) for key, value in zip(flat, flat))
+def _stored_fields(stored: bytes) -> tuple[list[str], list[int]]:
+    """An evicted session's stored contribution (JSON [field, integer string, ...]) as its
+    fields and their values."""
+    flat = orjson.loads(stored)
+    return flat[0::2], list(map(int, flat[1::2]))
 
 
 class RedisWindow:
@@ -101,12 +102,12 @@ class RedisWindow:
         for item, (status, sequence, sessions, first, last, evicted, recent_evicted) in zip(items, reply[2:]):
             if sequence:  # counted now
                 main, recent_part = split_recent(item.contribution)
-                add_into(sums, main.items(), 1)
-                add_into(recent, recent_part.items(), 1)
+                add_into(sums, main.keys(), main.values(), 1)
+                add_into(recent, recent_part.keys(), recent_part.values(), 1)
             for stored in evicted:
-                add_into(sums, _stored_pairs(stored), -1)
+                add_into(sums, *_stored_fields(stored), -1)
             for stored in recent_evicted:
-                add_into(recent, _stored_pairs(stored), -1)
+                add_into(recent, *_stored_fields(stored), -1)
             summary = summarize_window(
                 sums, tenant_id=tenant_id, sessions=int(sessions),
                 window_start=iso_from_ms(float(first)) if first else None,
