@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from itertools import repeat
 from operator import add, neg
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .session_noise import REFERENCE_SPAN
 from .stats import confidence_tier, fisher_ci
@@ -40,13 +40,20 @@ MODEL = "m:"  # peer scores by model: n, s
 RECENT_OFFSET = "ro:"  # per-session reviewer offsets, recent window only: n, s, q
 
 
-def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> dict[str, int]:
-    """Integer sums one session adds to its tenant's window; zero fields are left out. Each key is
-    written once (a model, reviewer or position appears once in its loop): no read-modify-write
-    per score."""
+class Contribution(NamedTuple):
+    """What one session adds to its tenant's sums, zero fields left out."""
+
+    window: dict[str, int]  # to the window's sums
+    recent: dict[str, int]  # to the recent window's (the last K sessions counted): RECENT_OFFSET fields
+
+
+def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> Contribution:
+    """Integer sums one session adds to its tenant's windows. Each key is written once (a model,
+    reviewer or position appears once in its loop): no read-modify-write per score."""
     low, span = scores.scale_low, scores.scale_span
     unit = FIXED / span
     sums: dict[str, int] = {}
+    recent: dict[str, int] = {}
     offsets = analysis.audit.reviewer_offsets
     n = sx = sy = sxx = syy = sxy = 0
     differences: dict[str, list[float]] = {}
@@ -84,9 +91,9 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> di
     for reviewer, offset in analysis.audit.reviewer_offsets.items():
         d = round(offset * unit)  # one value per session: the alert's t test counts sessions
         key = RECENT_OFFSET + reviewer
-        sums[key + ":n"] = 1
-        sums[key + ":s"] = d
-        sums[key + ":q"] = d * d
+        recent[key + ":n"] = 1
+        recent[key + ":s"] = d
+        recent[key + ":q"] = d * d
     by_position: dict[int, list[int]] = {}
     for position, residual in analysis.position_residuals:
         by_position.setdefault(position, []).append(round(residual * unit))
@@ -95,17 +102,7 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> di
         sums[key + ":n"] = len(moved)
         sums[key + ":s"] = sum(moved)
         sums[key + ":q"] = sum(d * d for d in moved)
-    return {k: v for k, v in sums.items() if v != 0}
-
-
-def split_recent(contribution: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
-    """(window sums, recent-window sums) of a session's contribution: the recent window takes
-    the RECENT_OFFSET fields only."""
-    main: dict[str, int] = {}
-    recent: dict[str, int] = {}
-    for key, value in contribution.items():
-        (recent if key.startswith(RECENT_OFFSET) else main)[key] = value
-    return main, recent
+    return Contribution({k: v for k, v in sums.items() if v != 0}, {k: v for k, v in recent.items() if v != 0})
 
 
 def add_into(sums: dict[str, int], keys: Collection[str], values: Iterable[int], sign: int) -> None:

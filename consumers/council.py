@@ -133,12 +133,14 @@ class CouncilSessionProcessor:
             scores, session_id=event.session_id, tenant_id=event.tenant_id, timestamp=event.timestamp,
             trace_id=trace_id, config_version=event.council_config_version, traits=traits,
         ) if counted else None
+        contribution = session_contribution(scores, analysis) if counted else None
         item = WindowItem(
             tenant_id=event.tenant_id,
             session_id=event.session_id,
             timestamp=event.timestamp,
             owner=delivery.delivery_id,
-            contribution=session_contribution(scores, analysis) if counted else {},
+            contribution=contribution.window if contribution else {},
+            recent_contribution=contribution.recent if contribution else {},
             counted=counted,
             digest=digest,
         )

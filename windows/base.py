@@ -33,7 +33,8 @@ class WindowItem:
     session_id: str
     timestamp: datetime
     owner: str  # the delivery that counts it (stream entry id, Pub/Sub message id, line number)
-    contribution: dict[str, int] = field(default_factory=dict)
+    contribution: dict[str, int] = field(default_factory=dict)  # to the window's sums
+    recent_contribution: dict[str, int] = field(default_factory=dict)  # to the recent window's (alerts)
     counted: bool = True  # False at consent 0: remember the id, store nothing
     digest: SessionDigest | None = None  # what cross-session analytics read (Redis stores its to_dict())
 

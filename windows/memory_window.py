@@ -7,7 +7,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from bias_audit.analysis.digest import SessionDigest
-from bias_audit.analysis.window import WindowUpdate, add_into, split_recent, summarize_window
+from bias_audit.analysis.window import WindowUpdate, add_into, summarize_window
 
 from .base import STATUS_AFTER, WindowItem, WindowPolicy, iso_from_ms, marker_value
 
@@ -69,7 +69,7 @@ class MemoryWindow:
                 heapq.heappush(tenant.order, (ts, item.session_id.encode(), item.session_id))
                 if tenant.newest_in_order is None or ts > tenant.newest_in_order:
                     tenant.newest_in_order = ts
-                main, recent = split_recent(item.contribution)
+                main, recent = item.contribution, item.recent_contribution
                 tenant.contributions[item.session_id] = main
                 add_into(tenant.recent_sums, recent.keys(), recent.values(), 1)
                 tenant.recent_contributions[item.session_id] = recent

@@ -8,9 +8,10 @@
 -- KEYS[6] counting sequence of the tenant   KEYS[7] recent sums   KEYS[8] recent order
 -- (score = sequence)   KEYS[9] prefix of recent contributions   KEYS[9 + i] seen marker of session i
 -- ARGV[1] max sessions  ARGV[2] window ms  ARGV[3] seen ttl s  ARGV[4] sessions in the recent window
--- then per session, 6 values: id, event ms, owner (delivery id), '1' to count or '0' to only
--- remember, digest JSON ('' for none), contribution (JSON ["field", "value", ...], '' for none;
--- values are integer strings, fields starting 'ro:' go to the recent window only).
+-- then per session, 7 values: id, event ms, owner (delivery id), '1' to count or '0' to only
+-- remember, digest JSON ('' for none), its contribution to the window's sums and to the recent
+-- window's (each JSON ["field", "value", ...], values integer strings; '' for none), stored as
+-- they come.
 -- The recent window is the last ARGV[4] sessions in counting order: every worker's sessions,
 -- complete at the moment this one is counted, which is what live alerts are judged on.
 -- Returns {sums before, recent sums before, then per session {status, sequence (0 unless counted
@@ -91,10 +92,10 @@ local function evict(member, evicted)
   redis.call('ZREM', KEYS[2], member)
 end
 
-for i = 0, (#ARGV - 4) / 6 - 1 do
-  local base = 4 + i * 6
-  local id, ts_text, owner, counted, digest, contribution =
-    ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4], ARGV[base + 5], ARGV[base + 6]
+for i = 0, (#ARGV - 4) / 7 - 1 do
+  local base = 4 + i * 7
+  local id, ts_text, owner, counted, digest, contribution, recent_contribution =
+    ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4], ARGV[base + 5], ARGV[base + 6], ARGV[base + 7]
   local seen_key = KEYS[10 + i]
   local status, sequence = 'new', 0
   local evicted, recent_evicted = {}, {}
@@ -117,19 +118,14 @@ for i = 0, (#ARGV - 4) / 6 - 1 do
       redis.call('ZADD', KEYS[2], ts_text, id)
       sequence = redis.call('INCR', KEYS[6])
       if digest ~= '' then redis.call('HSET', KEYS[5], id, digest) end
-      local main, recent = {}, {}
       if contribution ~= '' then
-        local flat = cjson.decode(contribution)
-        for j = 1, #flat, 2 do
-          local part = string.sub(flat[j], 1, 3) == 'ro:' and recent or main
-          part[#part + 1] = flat[j]
-          part[#part + 1] = flat[j + 1]
-        end
+        add_pairs(sums, cjson.decode(contribution), 1)
+        redis.call('SET', KEYS[4] .. id, contribution, 'EX', seen_ttl)
       end
-      add_pairs(sums, main, 1)
-      add_pairs(recent_sums, recent, 1)
-      if #main > 0 then redis.call('SET', KEYS[4] .. id, cjson.encode(main), 'EX', seen_ttl) end
-      if #recent > 0 then redis.call('SET', KEYS[9] .. id, cjson.encode(recent), 'EX', seen_ttl) end
+      if recent_contribution ~= '' then
+        add_pairs(recent_sums, cjson.decode(recent_contribution), 1)
+        redis.call('SET', KEYS[9] .. id, recent_contribution, 'EX', seen_ttl)
+      end
       redis.call('ZADD', KEYS[8], sequence, id)
       local excess_recent = redis.call('ZCARD', KEYS[8]) - recent_max
       if excess_recent > 0 then

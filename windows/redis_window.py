@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 from bias_audit.analysis.digest import SessionDigest
-from bias_audit.analysis.window import WindowUpdate, add_into, split_recent, summarize_window
+from bias_audit.analysis.window import WindowUpdate, add_into, summarize_window
 
 from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value
 
@@ -58,6 +58,13 @@ def _ints(flat: list) -> dict[str, int]:
     return {_decode(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
 
 
+def _flat_json(sums: dict[str, int]) -> str:
+    """Sums as the script takes and stores them: JSON ["field", "integer", ...]; "" for none."""
+    if not sums:
+        return ""
+    return orjson.dumps([part for key, value in sums.items() for part in (key, str(value))]).decode()
+
+
 def _stored_fields(stored: bytes) -> tuple[list[str], list[int]]:
     """An evicted session's stored contribution (JSON [field, integer string, ...]) as its
     fields and their values."""
@@ -85,11 +92,11 @@ class RedisWindow:
         args = [str(policy.max_sessions), str(policy.window_ms), str(policy.seen_ttl_seconds),
                 str(policy.recent_sessions)]
         for item, digest in zip(items, stored):
-            # one JSON string per session, not ~120 arguments: packing those was ~12% of a worker
-            flat = [part for key, value in item.contribution.items() for part in (key, str(value))]
+            # one JSON string per sums, not ~120 arguments: packing those was ~12% of a worker;
+            # the script stores them as they come (the format it reads back)
             args += [item.session_id, str(item.ts_ms), item.owner, "1" if item.counted else "0",
                      orjson.dumps(digest).decode() if digest is not None else "",
-                     orjson.dumps(flat).decode() if flat else ""]
+                     _flat_json(item.contribution), _flat_json(item.recent_contribution)]
         return [keys["sums"], keys["order"], keys["newest"], keys["contribution"], keys["digests"], keys["sequence"],
                 keys["recent_sums"], keys["recent_order"], keys["recent_contribution"],
                 *(keys["seen"] + item.session_id for item in items)], args
@@ -101,9 +108,8 @@ class RedisWindow:
         updates = []
         for item, (status, sequence, sessions, first, last, evicted, recent_evicted) in zip(items, reply[2:]):
             if sequence:  # counted now
-                main, recent_part = split_recent(item.contribution)
-                add_into(sums, main.keys(), main.values(), 1)
-                add_into(recent, recent_part.keys(), recent_part.values(), 1)
+                add_into(sums, item.contribution.keys(), item.contribution.values(), 1)
+                add_into(recent, item.recent_contribution.keys(), item.recent_contribution.values(), 1)
             for stored in evicted:
                 add_into(sums, *_stored_fields(stored), -1)
             for stored in recent_evicted:

@@ -18,7 +18,7 @@ from google.cloud import pubsub_v1
 
 from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.session_audit import audit_batch
-from bias_audit.analysis.window import RECENT_OFFSET, session_contribution
+from bias_audit.analysis.window import session_contribution
 from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.storage.jsonl_store import read_records
 from tests.integration.harness import Reader, setup_project
@@ -57,9 +57,8 @@ def expected_window_sums(sessions: list[dict]) -> dict[str, int]:
     scores = [session_scores(e) for e in events]
     totals: Counter = Counter()
     for s, analysis in zip(scores, audit_batch(scores)):
-        totals.update(session_contribution(s, analysis))
-    # ro: fields go to the alerts' recent window (last K sessions), not to the window's sums
-    return {k: v for k, v in totals.items() if v and not k.startswith(RECENT_OFFSET)}
+        totals.update(session_contribution(s, analysis).window)
+    return {k: v for k, v in totals.items() if v}
 
 
 def window_state(redis_url: str, tenant: str = "demo") -> tuple[int, dict[str, int]]:

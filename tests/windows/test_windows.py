@@ -17,8 +17,11 @@ T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
 
 def item(session, minutes, tenant="acme", owner=None, **sums):
+    """sums: the window's and (fields starting "ro:") the recent window's."""
     return WindowItem(tenant_id=tenant, session_id=session, timestamp=T0 + timedelta(minutes=minutes),
-                      owner=owner or f"d-{session}", contribution=sums)
+                      owner=owner or f"d-{session}",
+                      contribution={k: v for k, v in sums.items() if not k.startswith("ro:")},
+                      recent_contribution={k: v for k, v in sums.items() if k.startswith("ro:")})
 
 
 def random_items(seed=3, count=120):
@@ -35,7 +38,7 @@ def random_items(seed=3, count=120):
         # out-of-order timestamps, two tenants, some exact duplicates (same owner) and copies
         items.append(item(f"s{i}", rng.randint(0, 60 * 24 * 40), tenant=rng.choice(["acme", "beta"]), **sums))
         if rng.random() < 0.1:  # consent 0: remembered, moves the days cutoff, not counted
-            items[-1] = dataclasses.replace(items[-1], contribution={}, counted=False)
+            items[-1] = dataclasses.replace(items[-1], contribution={}, recent_contribution={}, counted=False)
         if rng.random() < 0.15:
             items.append(items[-1])
         if rng.random() < 0.1:
