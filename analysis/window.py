@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from itertools import repeat
 from operator import add, neg
 from typing import TYPE_CHECKING, NamedTuple
@@ -80,36 +80,33 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> Co
         # each leave-one-out difference moved so that their mean is the session's offset against
         # the median of the peers (analysis.reviewer_offset); their spread is kept
         shift = offsets.get(reviewer, 0.0) - sum(values) / len(values)
-        moved = [round((value + shift) * unit) for value in values]
-        key = REVIEWER + reviewer
-        sums[key + ":n"] = len(moved)
-        sums[key + ":s"] = sum(moved)
-        sums[key + ":q"] = sum(d * d for d in moved)
+        _put_moments(sums, REVIEWER + reviewer, [round((value + shift) * unit) for value in values])
     if n:
         sums.update({POINTS + "n": n, POINTS + "x": sx, POINTS + "y": sy,
                      POINTS + "xx": sxx, POINTS + "yy": syy, POINTS + "xy": sxy})
     for reviewer, offset in analysis.audit.reviewer_offsets.items():
-        d = round(offset * unit)  # one value per session: the alert's t test counts sessions
-        key = RECENT_OFFSET + reviewer
-        recent[key + ":n"] = 1
-        recent[key + ":s"] = d
-        recent[key + ":q"] = d * d
+        # one value per session: the alert's t test counts sessions
+        _put_moments(recent, RECENT_OFFSET + reviewer, [round(offset * unit)])
     by_position: dict[int, list[int]] = {}
     for position, residual in analysis.position_residuals:
         by_position.setdefault(position, []).append(round(residual * unit))
     for position, moved in by_position.items():
-        key = f"{POSITION}{position}"
-        sums[key + ":n"] = len(moved)
-        sums[key + ":s"] = sum(moved)
-        sums[key + ":q"] = sum(d * d for d in moved)
+        _put_moments(sums, f"{POSITION}{position}", moved)
     return Contribution({k: v for k, v in sums.items() if v != 0}, {k: v for k, v in recent.items() if v != 0})
 
 
-def add_into(sums: dict[str, int], keys: Collection[str], values: Iterable[int], sign: int) -> None:
-    """Add (sign 1) or take back (sign -1) a contribution, its distinct keys and their values. A
-    sum reaching 0 is removed, as if never written, as the Redis script does (HINCRBY on a
-    missing field restarts from 0). The maps run in C: each session's replay adds and takes back
-    ~100 fields."""
+def _put_moments(sums: dict[str, int], key: str, values: list[int]) -> None:
+    """The count, sum and sum of squares of fixed-point values, as "<key>:n", ":s" and ":q"."""
+    sums[key + ":n"] = len(values)
+    sums[key + ":s"] = sum(values)
+    sums[key + ":q"] = sum(d * d for d in values)
+
+
+def add_into(sums: dict[str, int], contribution: Mapping[str, int], sign: int) -> None:
+    """Add (sign 1) or take back (sign -1) a contribution. A sum reaching 0 is removed, as if
+    never written, as the Redis script does (HINCRBY on a missing field restarts from 0). The
+    maps run in C: each session's replay adds and takes back ~100 fields."""
+    keys, values = contribution.keys(), contribution.values()
     totals = list(map(add, map(sums.get, keys, repeat(0)), values if sign > 0 else map(neg, values)))
     sums.update(zip(keys, totals))
     if 0 in totals:
@@ -133,33 +130,22 @@ def pooled_correlation(sums: Mapping[str, int]) -> tuple[float | None, int]:
     return max(-1.0, min(1.0, r)), n
 
 
-# "<prefix><name>:n" -> (prefix, name, "<prefix><name>:s"), None for any other key: a tenant's
-# keys repeat from session to session, so each is parsed once (forgotten past PARSED_KEYS).
-_count_keys: dict[str, tuple[str, str, str] | None] = {}
-PARSED_KEYS = 100_000
-_UNPARSED = ("", "", "")
-
-
+@lru_cache(maxsize=100_000)
 def _count_key(key: str) -> tuple[str, str, str] | None:
-    parts = None
-    if key.endswith(":n"):
-        cut = key.find(":") + 1  # every prefix is a name and one colon
-        parts = (key[:cut], key[cut:-2], f"{key[:-2]}:s")
-    if len(_count_keys) >= PARSED_KEYS:
-        _count_keys.clear()
-    _count_keys[key] = parts
-    return parts
+    """"<prefix><name>:n" -> (prefix, name, "<prefix><name>:s"); None for any other key. Cached:
+    a tenant's keys repeat from session to session."""
+    if not key.endswith(":n"):
+        return None
+    cut = key.find(":") + 1  # every prefix is a name and one colon
+    return key[:cut], key[cut:-2], f"{key[:-2]}:s"
 
 
 def _per_key_means(sums: Mapping[str, int], *prefixes: str) -> list[dict[str, float]]:
     """Per prefix, {name: mean} from its "<prefix><name>:n" and ":s" sums, in one pass over the
     sums (every session's result summarizes a window of hundreds of them)."""
     means: dict[str, dict[str, float]] = {prefix: {} for prefix in prefixes}
-    parsed = _count_keys
     for key, count in sums.items():
-        parts = parsed.get(key, _UNPARSED)
-        if parts is _UNPARSED:
-            parts = _count_key(key)
+        parts = _count_key(key)
         if parts is not None and count > 0:
             found = means.get(parts[0])
             if found is not None:

@@ -46,8 +46,7 @@ class MemoryWindow:
         tenant.digests.pop(session_id, None)
         # an earlier session may have cancelled a key to zero (and removed it): it restarts from 0,
         # as HINCRBY on a missing field does
-        evicted = tenant.contributions.pop(session_id)
-        add_into(tenant.sums, evicted.keys(), evicted.values(), -1)
+        add_into(tenant.sums, tenant.contributions.pop(session_id), -1)
 
     def add(self, item: WindowItem) -> WindowUpdate:
         tenant = self._tenant(item.tenant_id)
@@ -69,19 +68,17 @@ class MemoryWindow:
                 heapq.heappush(tenant.order, (ts, item.session_id.encode(), item.session_id))
                 if tenant.newest_in_order is None or ts > tenant.newest_in_order:
                     tenant.newest_in_order = ts
-                main, recent = item.contribution, item.recent_contribution
-                tenant.contributions[item.session_id] = main
-                add_into(tenant.recent_sums, recent.keys(), recent.values(), 1)
-                tenant.recent_contributions[item.session_id] = recent
+                tenant.contributions[item.session_id] = item.contribution
+                add_into(tenant.recent_sums, item.recent_contribution, 1)
+                tenant.recent_contributions[item.session_id] = item.recent_contribution
                 tenant.recent_order.append(item.session_id)
                 while len(tenant.recent_order) > self.policy.recent_sessions:
-                    dropped = tenant.recent_contributions.pop(tenant.recent_order.popleft())
-                    add_into(tenant.recent_sums, dropped.keys(), dropped.values(), -1)
+                    add_into(tenant.recent_sums, tenant.recent_contributions.pop(tenant.recent_order.popleft()), -1)
                 tenant.sequence += 1
                 sequence = tenant.sequence
                 if item.digest is not None:
                     tenant.digests[item.session_id] = item.digest
-                add_into(tenant.sums, main.keys(), main.values(), 1)
+                add_into(tenant.sums, item.contribution, 1)
             while tenant.order and tenant.order[0][0] < cutoff:
                 self._evict_oldest(tenant)
             while len(tenant.order) > self.policy.max_sessions:

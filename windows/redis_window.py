@@ -65,11 +65,10 @@ def _flat_json(sums: dict[str, int]) -> str:
     return orjson.dumps([part for key, value in sums.items() for part in (key, str(value))]).decode()
 
 
-def _stored_fields(stored: bytes) -> tuple[list[str], list[int]]:
-    """An evicted session's stored contribution (JSON [field, integer string, ...]) as its
-    fields and their values."""
+def _stored_sums(stored: bytes) -> dict[str, int]:
+    """An evicted session's stored contribution (JSON [field, integer string, ...]) as sums."""
     flat = orjson.loads(stored)
-    return flat[0::2], list(map(int, flat[1::2]))
+    return dict(zip(flat[0::2], map(int, flat[1::2])))
 
 
 class RedisWindow:
@@ -108,12 +107,12 @@ class RedisWindow:
         updates = []
         for item, (status, sequence, sessions, first, last, evicted, recent_evicted) in zip(items, reply[2:]):
             if sequence:  # counted now
-                add_into(sums, item.contribution.keys(), item.contribution.values(), 1)
-                add_into(recent, item.recent_contribution.keys(), item.recent_contribution.values(), 1)
+                add_into(sums, item.contribution, 1)
+                add_into(recent, item.recent_contribution, 1)
             for stored in evicted:
-                add_into(sums, *_stored_fields(stored), -1)
+                add_into(sums, _stored_sums(stored), -1)
             for stored in recent_evicted:
-                add_into(recent, *_stored_fields(stored), -1)
+                add_into(recent, _stored_sums(stored), -1)
             summary = summarize_window(
                 sums, tenant_id=tenant_id, sessions=int(sessions),
                 window_start=iso_from_ms(float(first)) if first else None,

@@ -290,9 +290,9 @@ def test_sums_beyond_double_precision_stay_exact(redis_url):
 
 @pytest.mark.redis
 def test_sums_crossing_2_to_the_52_between_batches_stay_exact(redis_url):
-    """The script writes a batch's new sums from the values it read (one HSET) while they stay
-    below 2^52, and adds with HINCRBY past that: sums that wander across the boundary from batch
-    to batch, and cancel to zero, must equal Python's integers after every batch."""
+    """The script sums a batch's changes as doubles while they stay below 2^52 and adds them with
+    HINCRBY (as exact strings past that): sums that wander across the boundary from batch to
+    batch, and cancel to zero, must equal Python's integers after every batch."""
     rng = random.Random(12)
     edge = 2**52
     near = [lambda: edge - rng.randint(0, 3), lambda: edge + rng.randint(0, 3), lambda: edge // 3 + rng.randint(0, 3),
