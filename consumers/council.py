@@ -24,7 +24,7 @@ from bias_audit.analysis.response_traits import response_traits
 from bias_audit.analysis.session_audit import AuditConfig, audit_batch
 from bias_audit.analysis.session_noise import NOISE_SESSIONS, digests_noise
 from bias_audit.analysis.verdict import session_verdict
-from bias_audit.analysis.window import WindowUpdate, session_contribution, window_bounds
+from bias_audit.analysis.window import Contribution, WindowUpdate, session_contribution, window_bounds
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 from bias_audit.schemas.results import Alert, AlertWindow, AuditResult, DeadLetter
@@ -133,14 +133,14 @@ class CouncilSessionProcessor:
             scores, session_id=event.session_id, tenant_id=event.tenant_id, timestamp=event.timestamp,
             trace_id=trace_id, config_version=event.council_config_version, traits=traits,
         ) if counted else None
-        contribution = session_contribution(scores, analysis) if counted else None
+        contribution = session_contribution(scores, analysis) if counted else Contribution({}, {})
         item = WindowItem(
             tenant_id=event.tenant_id,
             session_id=event.session_id,
             timestamp=event.timestamp,
             owner=delivery.delivery_id,
-            contribution=contribution.window if contribution else {},
-            recent_contribution=contribution.recent if contribution else {},
+            contribution=contribution.window,
+            recent_contribution=contribution.recent,
             counted=counted,
             digest=digest,
         )
