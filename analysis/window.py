@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from itertools import repeat
-from operator import add, neg
+from operator import add, mul, neg
 from typing import TYPE_CHECKING, NamedTuple
 
 from .session_noise import REFERENCE_SPAN
@@ -99,7 +99,7 @@ def _put_moments(sums: dict[str, int], key: str, values: list[int]) -> None:
     """The count, sum and sum of squares of fixed-point values, as "<key>:n", ":s" and ":q"."""
     sums[key + ":n"] = len(values)
     sums[key + ":s"] = sum(values)
-    sums[key + ":q"] = sum(d * d for d in values)
+    sums[key + ":q"] = sum(map(mul, values, values))
 
 
 def add_into(sums: dict[str, int], contribution: Mapping[str, int], sign: int) -> None:
