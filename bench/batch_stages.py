@@ -4,6 +4,9 @@ per batch of each stage. What a lightly loaded worker pays per batch, without th
 
     python bench/batch_stages.py          # batches of 1 and 3
     python bench/batch_stages.py 1 10 100
+
+Below the batch: Redis's own time per command (INFO commandstats, ms per batch), what the
+worker waits for inside its scripts and calls.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from bias_audit.worker.logging_setup import configure_logging  # noqa: E402
 from bias_audit.worker.redis_clients import redis_client  # noqa: E402
 from bias_audit.worker.settings import Settings  # noqa: E402
 
+WINDOW_STAGE = "the window's script and replay"
 SESSIONS, WARM = 1500, 300  # the first WARM fill the window and are not timed
 
 
@@ -66,7 +70,7 @@ async def one_size(url: str, directory: str, bodies: list[bytes], batch: int) ->
                                   RedisAlertState(client, settings.alert_limits))
     spent: Counter = Counter()
     for owner, name, label in [
-        (window, "digests", "read the window's digests"), (window, "add_many", "the window's script and replay"),
+        (window, "digests", "read the window's digests"), (window, "add_many", WINDOW_STAGE),
         (window, "_call", "  of which the script's arguments"), (window, "_replay", "  of which the replay"),
         (processor, "parse", "parse and validate"), (council, "audit_batch", "the audit"),
         (processor, "_prepare", "records, traits, contribution"), (processor.once, "append", "append records, mark"),
@@ -81,11 +85,15 @@ async def one_size(url: str, directory: str, bodies: list[bytes], batch: int) ->
         if start == WARM:
             spent.clear()
             total = 0.0
+            await client.config_resetstat()
         began = time.perf_counter()
         with collector_paused_per_batch():
             outcomes = await processor.process(deliveries[start:start + batch])
             await processor.published(outcomes)
         total += time.perf_counter() - began
+    # Redis's own time per command (INFO commandstats), what the worker waits for in its scripts
+    for command, stats in (await client.info("commandstats")).items():
+        spent[f"  Redis: {command.removeprefix('cmdstat_')}"] = stats["usec"] / 1e6
     await client.aclose()
     batches = (len(deliveries) - WARM) / batch
     return total / batches, Counter({k: v / batches for k, v in spent.items()})
@@ -102,10 +110,18 @@ def main(sizes: list[int]) -> None:
         for size in sizes:
             results.append(asyncio.run(one_size(server.url, tmp, bodies, size)))
             table.add_column(f"batches of {size}", justify="right")
-    stages = sorted({k for _, spent in results for k in spent}, key=lambda k: -results[0][1][k])
+    parents = sorted({k for _, spent in results for k in spent if not k.startswith("  ")},
+                     key=lambda k: -results[0][1][k])
+    # "  of which" rows under the window's stage, Redis's own time per command last
+    children = sorted({k for _, spent in results for k in spent if k.startswith("  of which")})
+    redis_rows = sorted({k for _, spent in results for k in spent if k.startswith("  Redis")},
+                        key=lambda k: -results[0][1][k])
+    stages = [row for k in parents for row in ([k, *children] if k == WINDOW_STAGE else [k])]
     for stage in stages:
         table.add_row(stage, *(f"{spent[stage] * 1e3:.2f}" for _, spent in results))
     table.add_row("[b]the batch[/b]", *(f"[b]{total * 1e3:.2f}[/b]" for total, _ in results))
+    for stage in redis_rows:
+        table.add_row(stage, *(f"{spent[stage] * 1e3:.2f}" for _, spent in results))
     Console().print(table)
 
 

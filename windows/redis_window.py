@@ -16,6 +16,7 @@ from bias_audit.analysis.window import WindowUpdate, add_into, summarize_window
 from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value
 
 _SCRIPT = files("bias_audit.windows").joinpath("redis_window.lua").read_text(encoding="utf-8")
+INT64 = 2**63  # HINCRBY's limit: a batch's total this large goes to the script session by session
 PARSED_TENANTS = 10_000  # tenants whose window's parsed digests are kept (~120 KB each)
 
 
@@ -88,8 +89,17 @@ class RedisWindow:
         """The script's keys and arguments; `stored`: each item's digest as stored (to_dict), or None."""
         keys = tenant_keys(self.prefix, tenant_id)
         policy = self.policy
+        window_total: dict[str, int] = {}
+        recent_total: dict[str, int] = {}
+        for item in items:
+            if item.counted:
+                add_into(window_total, item.contribution, 1)
+                add_into(recent_total, item.recent_contribution, 1)
+        totals = [_flat_json(window_total), _flat_json(recent_total)]
+        if any(abs(value) >= INT64 for total in (window_total, recent_total) for value in total.values()):
+            totals = ["-", "-"]  # the script adds each session's instead
         args = [str(policy.max_sessions), str(policy.window_ms), str(policy.seen_ttl_seconds),
-                str(policy.recent_sessions)]
+                str(policy.recent_sessions), *totals]
         for item, digest in zip(items, stored):
             # one JSON string per sums, not ~120 arguments: packing those was ~12% of a worker;
             # the script stores them as they come (the format it reads back)

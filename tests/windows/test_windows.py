@@ -316,6 +316,57 @@ def test_sums_crossing_2_to_the_52_between_batches_stay_exact(redis_url):
     asyncio.run(run())
 
 
+def _batches_of_both_kinds():
+    """Batches the script adds as one total (every session new) and batches it adds session by
+    session: a redelivery, a copy from another delivery, a session older than the window."""
+    sums = lambda i: {"m:a:n": 1, "m:a:s": 1000 + i, f"r:rev{i % 3}:s": i - 7, "ro:a:q": i * i}  # noqa: E731
+    return [
+        [item(f"s{i}", i, **sums(i)) for i in range(5)],  # all new
+        [item("s5", 5, **sums(5)), item("s1", 1, **sums(1)), item("s6", 6, **sums(6))],  # "s1" again
+        [item("s7", 7, **sums(7)), item("s7", 7, owner="other", **sums(7))],  # a copy in one batch
+        [item("s8", 60 * 24 * 5, **sums(8)), item("old", 0, **sums(9))],  # "old" is past the window
+        [item(f"t{i}", 60 * 24 * 5 + i, **sums(i)) for i in range(10, 16)],  # all new, evicting
+    ]
+
+
+@pytest.mark.redis
+def test_the_stored_sums_equal_the_in_process_windows_after_every_batch(redis_url):
+    """Whether the script adds a batch's total once or each counted session's, the sums it
+    keeps are the in-process window's after every batch."""
+    policy = WindowPolicy(max_sessions=6, max_days=2, recent_sessions=4)
+
+    async def run():
+        client = Redis.from_url(redis_url)
+        window, memory = RedisWindow(client, policy, prefix="kinds"), MemoryWindow(policy)
+        for batch in _batches_of_both_kinds():
+            got, want = await window.add_many(batch), await memory.add_many(batch)
+            assert [u.status for u in got] == [u.status for u in want]
+            assert await _stored_sums(redis_url, "kinds", "acme") == (
+                dict(memory._tenants["acme"].sums), dict(memory._tenants["acme"].recent_sums))
+        await client.aclose()
+        return [u.status for u in got]
+
+    assert asyncio.run(run()) == ["new"] * 6
+
+
+@pytest.mark.redis
+def test_a_batch_whose_total_would_not_fit_int64_is_added_session_by_session(redis_url):
+    """Two sessions of 2^62 + 1 in one batch of a one-session window: their total is past
+    HINCRBY's int64, what the window keeps (the second) is not."""
+    policy = WindowPolicy(max_sessions=1, max_days=30, recent_sessions=1)
+    value = 2**62 + 1
+    items = [item("a", 0, **{"p:yy": value, "ro:a:q": value}), item("b", 1, **{"p:yy": value, "ro:a:q": value})]
+
+    async def run():
+        client = Redis.from_url(redis_url)
+        updates = await RedisWindow(client, policy, prefix="wide").add_many(items)
+        await client.aclose()
+        return updates
+
+    assert [u.status for u in asyncio.run(run())] == ["new", "new"]
+    assert asyncio.run(_stored_sums(redis_url, "wide", "acme")) == ({"p:yy": value}, {"ro:a:q": value})
+
+
 @pytest.mark.redis
 def test_a_contribution_stored_by_the_per_session_script_is_still_evicted(redis_url):
     """Before the batch script, contributions were hashes; a window written then still slides."""
