@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from bias_audit.schemas.events import CouncilSessionEvent
@@ -96,6 +97,87 @@ def stored_bytes_bound(event: CouncilSessionEvent, trace_id: str) -> tuple[int, 
     return records, total
 
 
+@dataclass(frozen=True, slots=True)
+class SessionRecords:
+    """One session's bias metric records, not yet expanded: `records()` gives the contract's dicts
+    (one per reviewer x model, each repeating the session's fields), and a store that keeps one
+    row per session reads the fields from here without building them (PostgreSQL)."""
+
+    event: CouncilSessionEvent
+    scores: SessionScores
+    trace_id: str
+    consent: int
+    query_hash: str | None
+    traits: ResponseTraits | None
+
+    schema_version = RECORD_SCHEMA_VERSION  # of every record
+
+    @property
+    def timestamp(self) -> str:
+        return self.event.timestamp.isoformat().replace("+00:00", "Z")
+
+    @property
+    def query_metadata(self) -> dict[str, Any] | None:
+        metadata = self.event.query_metadata
+        return metadata.model_dump(exclude_none=True) if metadata else None
+
+    def records(self) -> list[dict[str, Any]]:
+        event, scores, traits = self.event, self.scores, self.traits
+        metadata = self.query_metadata
+        common = {
+            "schema_version": RECORD_SCHEMA_VERSION,
+            "session_id": event.session_id,
+            "timestamp": self.timestamp,
+            "tenant_id": event.tenant_id,
+            "trace_id": self.trace_id,
+            "consent_level": self.consent,
+        }
+        per_model = [(c.model, c.chars, c.words) for c in (scores.candidates[m] for m in scores.models)]
+        reviewers = scores.reviewers
+        fingerprints = traits.fingerprints if traits else ()
+        correct = traits.correct if traits else ()
+        similarity = traits.similarity if traits else ()
+        records = []
+        for index, (r, m, score, shown_at, own) in enumerate(scores.cell_tuples()):
+            model, chars, words = per_model[int(m)]
+            records.append(
+                {
+                    **common,
+                    "reviewer_id": reviewers[int(r)],
+                    "model_id": model,
+                    "position": None if shown_at < 0 else int(shown_at),
+                    "response_length_chars": chars,
+                    "response_length_words": words,
+                    "score_value": score,
+                    "score_scale": event.score_scale,
+                    "is_self_review": own == 1.0,
+                    "council_config_version": event.council_config_version,
+                    "query_hash": self.query_hash,
+                    "query_metadata": metadata,
+                    "style_similarity": similarity[index] if similarity else None,
+                    "response_fingerprint": fingerprints[int(m)] if fingerprints else None,
+                    "response_correct": correct[int(m)] if correct else None,
+                }
+            )
+        return records
+
+
+def session_records(
+    event: CouncilSessionEvent,
+    scores: SessionScores,
+    *,
+    trace_id: str,
+    consent: int,
+    secret: bytes | None,
+    traits: ResponseTraits | None = None,
+) -> SessionRecords | None:
+    """The session's records under its consent: None at consent 0 (nothing is stored)."""
+    if consent <= CONSENT_OFF:
+        return None
+    hashed = query_hash(event.query, secret) if consent >= CONSENT_RESEARCH and event.query and secret else None
+    return SessionRecords(event, scores, trace_id, consent, hashed, traits)
+
+
 def build_records(
     event: CouncilSessionEvent,
     scores: SessionScores,
@@ -105,44 +187,5 @@ def build_records(
     secret: bytes | None,
     traits: ResponseTraits | None = None,
 ) -> list[dict[str, Any]]:
-    if consent <= CONSENT_OFF:
-        return []
-    hashed = query_hash(event.query, secret) if consent >= CONSENT_RESEARCH and event.query and secret else None
-    metadata = event.query_metadata.model_dump(exclude_none=True) if event.query_metadata else None
-    timestamp = event.timestamp.isoformat().replace("+00:00", "Z")
-    common = {
-        "schema_version": RECORD_SCHEMA_VERSION,
-        "session_id": event.session_id,
-        "timestamp": timestamp,
-        "tenant_id": event.tenant_id,
-        "trace_id": trace_id,
-        "consent_level": consent,
-    }
-    per_model = [(c.model, c.chars, c.words) for c in (scores.candidates[m] for m in scores.models)]
-    reviewers = scores.reviewers
-    fingerprints = traits.fingerprints if traits else ()
-    correct = traits.correct if traits else ()
-    similarity = traits.similarity if traits else ()
-    records = []
-    for index, (r, m, score, shown_at, own) in enumerate(scores.cell_tuples()):
-        model, chars, words = per_model[int(m)]
-        records.append(
-            {
-                **common,
-                "reviewer_id": reviewers[int(r)],
-                "model_id": model,
-                "position": None if shown_at < 0 else int(shown_at),
-                "response_length_chars": chars,
-                "response_length_words": words,
-                "score_value": score,
-                "score_scale": event.score_scale,
-                "is_self_review": own == 1.0,
-                "council_config_version": event.council_config_version,
-                "query_hash": hashed,
-                "query_metadata": metadata,
-                "style_similarity": similarity[index] if similarity else None,
-                "response_fingerprint": fingerprints[int(m)] if fingerprints else None,
-                "response_correct": correct[int(m)] if correct else None,
-            }
-        )
-    return records
+    session = session_records(event, scores, trace_id=trace_id, consent=consent, secret=secret, traits=traits)
+    return [] if session is None else session.records()

@@ -19,7 +19,7 @@ from bias_audit.analysis.alerts import (AlertPolicy, Condition, SessionSignals, 
                                         session_levels, session_signals, window_baseline)
 from bias_audit.analysis.digest import SessionDigest, digest_from_scores
 from bias_audit.analysis.observations import session_scores
-from bias_audit.analysis.records import build_records, effective_consent, stored_bytes_over
+from bias_audit.analysis.records import SessionRecords, effective_consent, session_records, stored_bytes_over
 from bias_audit.analysis.response_traits import response_traits
 from bias_audit.analysis.session_audit import AuditConfig, audit_batch
 from bias_audit.analysis.session_noise import NOISE_SESSIONS, digests_noise
@@ -31,7 +31,7 @@ from bias_audit.schemas.results import Alert, AlertWindow, AuditResult, DeadLett
 from bias_audit.windows.alert_state import AlertStateStore, Transition
 from bias_audit.windows.base import WindowItem, WindowPolicy, WindowStore
 
-from .exactly_once import RecordOnce, RecordSink
+from .exactly_once import RecordOnce, SessionSink
 from .window_memo import WindowMemo
 from .envelope import Delivery, InvalidEvent, Misrouted, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
 
@@ -65,7 +65,7 @@ class _Prepared:
     event: CouncilSessionEvent
     trace_id: str
     consent: int
-    records: list[dict[str, Any]]
+    records: list[SessionRecords]  # the session's, or none (consent 0)
     item: WindowItem
     analysis: Any
     digest: SessionDigest | None
@@ -79,7 +79,7 @@ class CouncilSessionProcessor:
         self,
         *,
         window: WindowStore,
-        store: RecordSink | None,
+        store: SessionSink | None,
         default_consent: int = 1,
         hash_secret: bytes | None = None,
         limits: EventLimits = DEFAULT_LIMITS,
@@ -96,7 +96,8 @@ class CouncilSessionProcessor:
         self.hash_secret = hash_secret
         self.limits = limits
         self.audit_config = audit_config
-        self.once = RecordOnce(window, store, remember)
+        self.once: RecordOnce[SessionRecords] = RecordOnce(
+            window, store.append_sessions if store else None, remember)
         self.alert_state = alert_state
         self.alert_policy = alert_policy
         self.window_policy = window_policy
@@ -127,8 +128,8 @@ class CouncilSessionProcessor:
         counted = consent > 0
         traits = response_traits(scores, [r.response for r in event.responses], [r.correct for r in event.responses],
                                  self.hash_secret, embeddings) if counted else None
-        records = build_records(event, scores, trace_id=trace_id, consent=consent, secret=self.hash_secret,
-                                traits=traits)
+        session = session_records(event, scores, trace_id=trace_id, consent=consent, secret=self.hash_secret,
+                                  traits=traits)
         digest = digest_from_scores(
             scores, session_id=event.session_id, tenant_id=event.tenant_id, timestamp=event.timestamp,
             trace_id=trace_id, config_version=event.council_config_version, traits=traits,
@@ -144,7 +145,8 @@ class CouncilSessionProcessor:
             counted=counted,
             digest=digest,
         )
-        return _Prepared(delivery, event, trace_id, consent, records, item, analysis, digest)
+        return _Prepared(delivery, event, trace_id, consent, [] if session is None else [session], item, analysis,
+                         digest)
 
     def _embeddings(self, parsed: list[CouncilSessionEvent], counted: list[CouncilSessionEvent]
                     ) -> list[np.ndarray | None]:
@@ -204,7 +206,7 @@ class CouncilSessionProcessor:
             for (index, event), session, analysis, vectors in zip(parsed, scores, analyses, embeddings)
         ]
         updates = await self.window.add_many([p.item for _, p in prepared])
-        to_append: list[tuple[str, WindowItem, list[dict[str, Any]]]] = []
+        to_append: list[tuple[str, WindowItem, list[SessionRecords]]] = []
         for (index, p), update in zip(prepared, updates):
             if update.status in ("duplicate", "done"):  # another copy counted it / already published
                 outcomes[index].duplicate = True

@@ -6,9 +6,13 @@ mark did not (window Redis down), and the batch is retried here."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
 
+from bias_audit.analysis.records import SessionRecords
 from bias_audit.windows.base import PUBLISHED, RECORDED, WindowItem, WindowStore
+
+Row = TypeVar("Row")
 
 
 class RecordSink(Protocol):
@@ -20,10 +24,22 @@ class RecordSink(Protocol):
     def close(self) -> None: ...
 
 
-class RecordOnce:
-    def __init__(self, window: WindowStore, store: RecordSink | None, remember: int = 10_000) -> None:
+class SessionSink(Protocol):
+    """The council consumer's sink: as RecordSink, each session's records handed over unexpanded
+    (PostgreSQL keeps one row per session and reads it from the SessionRecords directly)."""
+
+    def append_sessions(self, sessions: list[SessionRecords]) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class RecordOnce(Generic[Row]):
+    """`write`: the sink's batch write (None: records are not kept)."""
+
+    def __init__(self, window: WindowStore, write: Callable[[list[Row]], object] | None,
+                 remember: int = 10_000) -> None:
         self.window = window
-        self.store = store
+        self.write = write
         self._appended: OrderedDict[str, None] = OrderedDict()
         self._remember = remember
 
@@ -32,11 +48,11 @@ class RecordOnce:
         attempt appended them already)."""
         return status != "resume_recorded" and delivery_id not in self._appended
 
-    async def append(self, batch: list[tuple[str, WindowItem, list[dict[str, Any]]]]) -> None:
+    async def append(self, batch: list[tuple[str, WindowItem, list[Row]]]) -> None:
         """(delivery id, window item, records) of the deliveries that needed it, in one write."""
         records = [record for _, _, rows in batch for record in rows]
-        if records and self.store is not None:
-            self.store.append(records)
+        if records and self.write is not None:
+            self.write(records)
         if batch:
             # so a redelivery, here or in another worker, does not append them again
             await self.window.mark([item for _, item, _ in batch], RECORDED)

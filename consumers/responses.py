@@ -99,7 +99,7 @@ class ResponseProcessor:
         self.default_consent = default_consent
         self.hash_secret = hash_secret
         self.limits = limits
-        self.once = RecordOnce(window, store, remember)
+        self.once: RecordOnce[dict[str, Any]] = RecordOnce(window, store.append if store else None, remember)
         self.max_event_seconds = max_event_seconds
         self.clock = clock  # the time budget's: tests step it
 

@@ -11,9 +11,12 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from bias_audit.analysis.records import SessionRecords
 
 
 class JsonlRecordStore:
@@ -46,6 +49,10 @@ class JsonlRecordStore:
             written = os.write(self._fd, view)
             view = view[written:]
         return len(payload)
+
+    def append_sessions(self, sessions: list[SessionRecords]) -> int:
+        """The council consumer's write: each session's records, expanded."""
+        return self.append(record for session in sessions for record in session.records())
 
     def close(self) -> None:
         if self._fd is not None:
