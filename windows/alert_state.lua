@@ -10,23 +10,44 @@
 local now, cooldown, max_per_minute, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local out = {}
 
+-- Each key's state is read once per call and written back once at the end: a batch of 200
+-- sessions brings ~200 transitions of the same few keys (~3 commands each, one at a time).
+local states, touched = {}, {}
+
+local function state_of(key)
+  local state = states[key]
+  if state == nil then
+    local stored = redis.call('HMGET', key, 'status', 'sequence', 'alert_id', 'resolved_ms')
+    state = {status = stored[1] or 'ok', sequence = stored[2], alert_id = stored[3], resolved_ms = stored[4],
+             fields = {}}
+    states[key] = state
+  end
+  return state
+end
+
+local function set(state, field, value)
+  state[field] = value
+  state.fields[field] = true
+end
+
 local function apply(key, wanted, sequence_text, alert_id)
-  local state = redis.call('HMGET', key, 'status', 'sequence', 'alert_id', 'resolved_ms')
-  local status = state[1] or 'ok'
-  if state[2] and tonumber(sequence_text) <= tonumber(state[2]) then return 'unchanged', '' end
-  redis.call('HSET', key, 'sequence', sequence_text)
-  redis.call('EXPIRE', key, ttl)
-  if wanted == status then return 'unchanged', '' end
+  local state = state_of(key)
+  if state.sequence and tonumber(sequence_text) <= tonumber(state.sequence) then return 'unchanged', '' end
+  if next(state.fields) == nil then touched[#touched + 1] = key end
+  set(state, 'sequence', sequence_text)
+  if wanted == state.status then return 'unchanged', '' end
   if wanted == 'firing' then
-    if state[4] and now - tonumber(state[4]) < cooldown then return 'unchanged', '' end
+    if state.resolved_ms and now - tonumber(state.resolved_ms) < cooldown then return 'unchanged', '' end
     local fired = redis.call('INCR', KEYS[1])
     if fired == 1 then redis.call('PEXPIRE', KEYS[1], 60000) end
     if fired > max_per_minute then return 'unchanged', '' end
-    redis.call('HSET', key, 'status', 'firing', 'alert_id', alert_id)
+    set(state, 'status', 'firing')
+    set(state, 'alert_id', alert_id)
     return 'fired', alert_id
   end
-  redis.call('HSET', key, 'status', 'ok', 'resolved_ms', ARGV[1])
-  return 'resolved', state[3] or ''
+  set(state, 'status', 'ok')
+  set(state, 'resolved_ms', ARGV[1])
+  return 'resolved', state.alert_id or ''
 end
 
 for i = 1, #KEYS - 1 do
@@ -34,5 +55,15 @@ for i = 1, #KEYS - 1 do
   local change, id = apply(KEYS[1 + i], ARGV[base + 1], ARGV[base + 2], ARGV[base + 3])
   out[#out + 1] = change
   out[#out + 1] = id
+end
+
+for _, key in ipairs(touched) do  -- a key no transition moved keeps its state and its TTL
+  local state, written = states[key], {}
+  for field in pairs(state.fields) do
+    written[#written + 1] = field
+    written[#written + 1] = state[field]
+  end
+  redis.call('HSET', key, unpack(written))
+  redis.call('EXPIRE', key, ttl)
 end
 return out

@@ -85,3 +85,39 @@ def test_cooldown_keeps_a_cleared_alert_quiet():
     assert apply("firing", 3) is None  # within the cooldown
     now[0] = 400.0
     assert apply("firing", 4) == ("fired", "a4")
+
+
+@pytest.mark.redis
+def test_a_batch_in_one_call_equals_its_transitions_one_call_each(redis_url):
+    """The script reads each key's state once and writes it back once per call: the answers, the
+    stored states and their TTLs must be those of applying each transition in its own call.
+    Random wanted states, some sequences older than the key's last, a cooldown that holds."""
+    import random
+
+    rng = random.Random(4)
+    batch = []
+    for n in range(300):
+        sequence = n - rng.choice([0, 0, 0, 5])  # some come late: an older session's view
+        batch.append(Transition(rng.choice(["acme", "beta"]), rng.choice(["k1", "k2", "k3"]),
+                                rng.choice(["firing", "ok", "ok"]), sequence, f"id-{n}"))
+    limits = AlertLimits(cooldown_s=3600, max_per_minute=1000)
+
+    async def run(prefix: str, together: bool):
+        client = Redis.from_url(redis_url)
+        try:
+            state = RedisAlertState(client, limits, prefix=prefix)
+            answers = await state.apply(batch) if together else [(await state.apply([t]))[0] for t in batch]
+            stored = {}
+            for key in sorted(await client.keys(f"{prefix}:*:alert:*")):
+                stored[key.decode().removeprefix(prefix)] = (
+                    {k: v for k, v in (await client.hgetall(key)).items() if k != b"resolved_ms"},
+                    await client.ttl(key) > 0, await client.hexists(key, "resolved_ms"))
+            return answers, stored
+        finally:
+            await client.aclose()
+
+    together, one_by_one = asyncio.run(run("together", True)), asyncio.run(run("alone", False))
+    assert together == one_by_one
+    answers = together[0]
+    assert {a[0] for a in answers if a} == {"fired", "resolved"} and answers.count(None) > 100
+    assert len(together[1]) == 6
