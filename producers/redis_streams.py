@@ -2,11 +2,15 @@
 
 Each entry is field `data` = the JSON document plus plain `event_type`, `tenant_id`,
 `trace_id`, `traceparent`: readable with `redis-cli XRANGE`, no framework envelope. Publishing
-and acknowledging happen in one MULTI/EXEC, so a result exists exactly when its input entry
-was acknowledged: a worker that dies before it leaves the entry pending for another.
+and acknowledging happen in one Lua script (publish_and_ack.lua), atomic as a MULTI/EXEC, so a
+result exists exactly when its input entry was acknowledged: a worker that dies before it
+leaves the entry pending for another.
 """
 
 from __future__ import annotations
+
+from importlib.resources import files
+from typing import Any
 
 from redis.asyncio import Redis
 
@@ -16,22 +20,28 @@ from .wire import OutputTopics, outcome_entries, wire_fields
 
 __all__ = ["OutputTopics", "RedisStreamsOutbox", "outcome_entries", "wire_fields"]
 
+_SCRIPT = files("bias_audit.producers").joinpath("publish_and_ack.lua").read_text(encoding="utf-8")
+
 
 class RedisStreamsOutbox:
     def __init__(self, client: Redis, topics: OutputTopics = OutputTopics(), max_len: int = 1_000_000) -> None:
         self.client = client
         self.topics = topics
         self.max_len = max_len
+        self._script = client.register_script(_SCRIPT)
 
     async def complete(self, outcomes: list[Outcome], *, stream: str, group: str) -> None:
         """Publish every result / dead letter and acknowledge every input entry, atomically."""
-        async with self.client.pipeline(transaction=True) as pipe:
-            for topic, fields in outcome_entries(outcomes, self.topics):
-                pipe.xadd(topic, fields, maxlen=self.max_len, approximate=True)
-            ids = [o.delivery.delivery_id for o in outcomes]
-            if ids:
-                pipe.xack(stream, group, *ids)
-            await pipe.execute()
+        entries = outcome_entries(outcomes, self.topics)
+        if not entries and not outcomes:
+            return
+        args: list[Any] = [self.max_len, group, len(entries)]
+        for _, fields in entries:
+            args.append(2 * len(fields))
+            for item in fields.items():
+                args += item
+        args += [o.delivery.delivery_id for o in outcomes]
+        await self._script(keys=[*(topic for topic, _ in entries), stream], args=args)
 
 
 def read_recent(client, stream: str, count: int) -> list[bytes]:

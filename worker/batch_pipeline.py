@@ -33,7 +33,7 @@ BASE_TRANSIENT: tuple[type[BaseException], ...] = (
 class Transport(Protocol):
     topic: str
     transient_errors: tuple[type[BaseException], ...]
-    # True when publishing also acknowledges, atomically (Redis MULTI); else the pipeline marks
+    # True when publishing also acknowledges, atomically (Redis: one script); else the pipeline marks
     # the sessions published between the two steps, so a redelivery is only acknowledged.
     publish_acknowledges: bool
 

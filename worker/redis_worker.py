@@ -4,7 +4,7 @@
   first worker started are processed. (FastStream creates groups at `$`, and with an explicit
   start id it keeps re-reading only its own pending entries after a restart; we create the group
   and let FastStream read `>`.)
-- An entry is acknowledged only in the same MULTI that publishes its result or dead letter.
+- An entry is acknowledged only in the same atomic script call that publishes its result or dead letter.
 - Transient failures (Redis unreachable, disk) are retried with backoff, never acked early.
 - A batch that fails for any other reason is split so one poison entry cannot block the rest;
   an entry that keeps failing is dead-lettered after `max_deliveries`.
@@ -78,7 +78,7 @@ async def _unparsed_batch(message: Any, original_parser: Any) -> Any:
     return parsed
 
 class RedisStreamsTransport:
-    """Redis Streams under the batch pipeline: publish and XACK in one MULTI; a message given
+    """Redis Streams under the batch pipeline: publish and XACK in one atomic script call; a message given
     back stays pending, and the reclaimer (here or in another worker) retries it later."""
 
     transient_errors: tuple[type[BaseException], ...] = ()
@@ -95,7 +95,7 @@ class RedisStreamsTransport:
         await self.outbox.complete(outcomes, stream=self.topic, group=self.group)
 
     async def acknowledge(self, outcomes) -> None:
-        return None  # done in publish's MULTI
+        return None  # done in publish's script call
 
     async def hold(self, deliveries: list[Delivery]) -> None:
         # XCLAIM JUSTID resets the idle time, so other workers' reclaimers leave them.
@@ -111,7 +111,7 @@ class RedisStreamsWorker:
     """Consumes one input stream in a consumer group, through the batch pipeline.
 
     client: the broker's Redis; window_client: the windows' Redis (default: the broker's).
-    processor: what handles each batch; outbox: publishes results and acknowledges in one MULTI.
+    processor: what handles each batch; outbox: publishes results and acknowledges in one atomic script call.
     broker_url: for FastStream's subscriber; stream, group, consumer_name: where it reads, as whom.
     batch_size: entries per read; poll_ms: how long a read blocks.
     claim_idle_ms, reclaim_interval_s: entries pending this long in a dead consumer are taken
