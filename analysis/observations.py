@@ -87,8 +87,8 @@ def session_scores(event: CouncilSessionEvent) -> SessionScores:
         row = reviewers.setdefault(reviewer, float(len(reviewers)))
         for label, score in review.scores.items():
             assignment = labels[label]
-            model = assignment.model
-            shown_at = assignment.display_index
+            model = assignment["model"]
+            shown_at = assignment.get("display_index")
             # scores are floats already: the event model declares dict[str, float]
             extend((row, column[model], score, -1.0 if shown_at is None else shown_at,
                     1.0 if reviewer == model else 0.0))

@@ -93,7 +93,7 @@ def stored_bytes_bound(event: CouncilSessionEvent, trace_id: str) -> tuple[int, 
         for label, score in (review.scores or {}).items():
             records += 1
             # the score as repr writes it, never shorter than orjson's form ("5.0", "1e+16" for 1e16)
-            total += per_record + reviewer + per_model[labels[label].model] + len(repr(float(score)))
+            total += per_record + reviewer + per_model[labels[label]["model"]] + len(repr(float(score)))
     return records, total
 
 

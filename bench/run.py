@@ -144,6 +144,17 @@ def _store(tmp: str):
         database.stop()
 
 
+def _process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _redis_cpu(client) -> float:
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
 def bench_throughput(count: int = 10_000) -> dict:
     bodies = [json.dumps(s).encode() for s in kb_sessions(count)]
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server, \
@@ -155,9 +166,11 @@ def bench_throughput(count: int = 10_000) -> dict:
             time.sleep(0.005)
         started = time.perf_counter()
         first = client.xlen("bias.audit.stream")
+        cpu_before = _process_cpu(worker.pid), _redis_cpu(client)
         while client.xlen("bias.audit.stream") < count:
             time.sleep(0.01)
         elapsed = time.perf_counter() - started
+        worker_cpu, redis_cpu = _process_cpu(worker.pid) - cpu_before[0], _redis_cpu(client) - cpu_before[1]
         worker.terminate()
         worker.wait(timeout=30)
         record_bytes = sum(p.stat().st_size for p in (Path(tmp) / "records").glob("*.jsonl"))
@@ -166,7 +179,11 @@ def bench_throughput(count: int = 10_000) -> dict:
     table = Table(title=f"Worker throughput: 1 process, local Redis, {where}, {count} 5x5 sessions (~1 KB answers)")
     table.add_column("sessions/s", justify="right")
     table.add_column("target", justify="right")
-    table.add_row(f"{rate:,.0f}", ">= 1,000")
+    # CPU per session of the worker and of Redis: steadier than the rate on a machine whose speed drifts
+    table.add_column("worker CPU us/session", justify="right")
+    table.add_column("Redis CPU us/session", justify="right")
+    done = count - first
+    table.add_row(f"{rate:,.0f}", ">= 1,000", f"{worker_cpu / done * 1e6:,.0f}", f"{redis_cpu / done * 1e6:,.0f}")
     console.print(table)
     return {"record_bytes": record_bytes, "sessions": count}
 
