@@ -48,7 +48,14 @@ class Condition:
     value: float | None
     threshold: float
     severity: str
-    message: str
+    # the message's template and its values, formatted only when an alert is sent: most
+    # conditions (~7 a session) never become one
+    template: str
+    values: tuple[Any, ...] = ()
+
+    @property
+    def message(self) -> str:
+        return self.template.format(*self.values)
 
 
 @dataclass(slots=True)
@@ -100,10 +107,10 @@ def reviewer_condition(name: str, n: int, mean: float, p: float | None, policy: 
         key=f"reviewer_calibration:{name}", alert_type="reviewer_calibration", metric="reviewer_offset_recent",
         state=state, value=round(mean, 4), threshold=policy.reviewer_fire if state != "ok" else policy.reviewer_clear,
         severity="warning",
-        message=(f"reviewer {name} scores {abs(mean):.2f} points {'below' if mean < 0 else 'above'} its peers over "
-                 f"its last {n} sessions (p={p:.2g}): {kind}") if state != "ok" else
-                (f"reviewer {name} is back within {policy.reviewer_clear:g} points of its peers "
-                 f"({mean:+.2f} over its last {n} sessions)"),
+        template="reviewer {0} scores {1:.2f} points {2} its peers over its last {3} sessions (p={4:.2g}): {5}"
+        if state != "ok" else "reviewer {0} is back within {1:g} points of its peers ({2:+.2f} over its last {3} sessions)",
+        values=(name, abs(mean), "below" if mean < 0 else "above", n, p, kind) if state != "ok" else
+        (name, policy.reviewer_clear, mean, n),
     )
 
 
@@ -122,9 +129,9 @@ def length_condition(summary: WindowSummary, policy: AlertPolicy) -> Condition |
     return Condition(
         key="length_correlation", alert_type="length_bias", metric="length_correlation", state=state,
         value=r, threshold=policy.length_fire if state != "ok" else policy.length_clear, severity="warning",
-        message=(f"scores follow response length across the window: r={r:+.2f} [{lo:+.2f}, {hi:+.2f}] over "
-                 f"{estimate.sample_size} responses in {summary.sessions} sessions") if state != "ok" else
-                f"length-score correlation back to r={r:+.2f} over {summary.sessions} sessions",
+        template="scores follow response length across the window: r={0:+.2f} [{1:+.2f}, {2:+.2f}] over "
+        "{3} responses in {4} sessions" if state != "ok" else "length-score correlation back to r={0:+.2f} over {4} sessions",
+        values=(r, lo, hi, estimate.sample_size, summary.sessions),
     )
 
 
@@ -223,8 +230,8 @@ def session_signals(
             key="session_anomaly", alert_type="session_anomaly", metric="session_mean_score_z",
             state="firing" if anomalous else "ok", value=round(z, 3), threshold=policy.anomaly_z,
             severity="info",
-            message=(f"session mean score is {abs(z):.1f} robust SDs {'below' if z < 0 else 'above'} the window's median")
-            if anomalous else "sessions back within the window's usual range"))
+            template="session mean score is {0:.1f} robust SDs {1} the window's median" if anomalous
+            else "sessions back within the window's usual range", values=(abs(z), "below" if z < 0 else "above")))
     length = length_condition(summary, policy)
     if length is not None:
         signals.conditions.append(length)
