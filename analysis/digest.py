@@ -8,7 +8,7 @@ the worker's alerts all compute from equal inputs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from operator import attrgetter
@@ -22,6 +22,7 @@ from .response_traits import ResponseTraits
 # The record schema from which `position` is the display index (llm-council-core #611): older
 # records hold the ranking there, which must not be read as position.
 DISPLAY_POSITION_SINCE = (1, 2, 0)
+STORED_DIGITS = 9  # a stored digest's scores (fractions of the scale): compact JSON, far below any signal
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +65,19 @@ class SessionDigest:
     def timestamp(self) -> str:
         return iso_ms(self.ts_ms)
 
+    def as_stored(self) -> SessionDigest:
+        """The digest as from_dict(to_dict()) reads it back (scores rounded as stored), without
+        the dict: what a worker keeps of the sessions it counted."""
+        return replace(self, cell_score=tuple(round(y, STORED_DIGITS) for y in self.cell_score))
+
     def to_dict(self) -> dict[str, Any]:
         """Compact form for the Redis window: short keys, cells as flat lists."""
         return {
             "s": self.session_id, "t": self.tenant_id, "ts": self.ts_ms, "tr": self.trace_id,
             "v": self.config_version, "r": list(self.reviewers), "m": list(self.models),
             "l": list(self.lengths), "u": self.length_unit,
-            "c": [[r, m, p, round(y, 9), int(own)] for r, m, p, y, own in self.cells],
+            "c": [[r, m, p, round(y, STORED_DIGITS), int(own)] for r, m, p, y, own in zip(
+                self.cell_reviewer, self.cell_model, self.cell_position, self.cell_score, self.cell_own)],
             **({"f": list(self.fingerprints)} if self.fingerprints else {}),
             **({"k": list(self.correct)} if self.correct else {}),
             **({"ss": list(self.cell_similarity)} if self.cell_similarity else {}),

@@ -139,7 +139,9 @@ class RedisWindow:
         by_tenant: dict[str, list[int]] = {}
         for index, item in enumerate(items):
             by_tenant.setdefault(item.tenant_id, []).append(index)
-        stored = [None if item.digest is None else item.digest.to_dict() for item in items]
+        # each digest as stored (to_dict rounds the scores), so every reader sees equal inputs
+        kept = [None if item.digest is None else item.digest.as_stored() for item in items]
+        stored = [None if digest is None else digest.to_dict() for digest in kept]
         replies = await run_script(self.client, self._script, [
             self._call(tenant_id, [items[i] for i in indexes], [stored[i] for i in indexes])
             for tenant_id, indexes in by_tenant.items()])
@@ -147,11 +149,9 @@ class RedisWindow:
         for (tenant_id, indexes), reply in zip(by_tenant.items(), replies):
             for index, update in zip(indexes, self._replay(tenant_id, [items[i] for i in indexes], reply)):
                 updates[index] = update
-                digest = stored[index]
+                digest = kept[index]
                 if update.sequence and digest is not None:  # counted by this call: its digest is the one stored
-                    # as stored (to_dict rounds the scores), not the object: every reader sees equal inputs
-                    self._parsed.setdefault(tenant_id, {})[items[index].session_id.encode()] = \
-                        SessionDigest.from_dict(digest)
+                    self._parsed.setdefault(tenant_id, {})[items[index].session_id.encode()] = digest
         return updates  # type: ignore[return-value]
 
     async def mark(self, items: list[WindowItem], phase: str) -> None:

@@ -61,3 +61,33 @@ def test_characters_when_the_records_carry_no_word_counts():
 def test_an_unreadable_record_names_its_session(row):
     with pytest.raises(BadRecord, match="session 's1'"):
         digest_from_records([row])
+
+
+def test_a_digest_as_stored_is_the_one_read_back_from_its_json():
+    """What a worker keeps of a session it counted (as_stored) equals what another worker reads
+    back from the window's JSON; scores that do not survive 9 digits (1/3, 0.1 + 0.2) included."""
+    import json
+    import random
+
+    from bias_audit.analysis.digest import SessionDigest, digest_from_scores
+    from bias_audit.analysis.observations import session_scores
+    from bias_audit.analysis.response_traits import response_traits
+    from bias_audit.schemas.events import CouncilSessionEvent
+    from bias_audit.worker.samples import generate_sessions
+
+    rng = random.Random(8)
+    compared = 0
+    for body in generate_sessions(40, seed=2):
+        for review in body["reviews"]:  # scores whose scale fractions are not short decimals
+            review["scores"] = {label: rng.choice([1 + 9 / 3, 0.1 + 0.2 + 1, 10.0, 1.0, rng.uniform(1, 10)])
+                                for label in review["scores"]}
+        event = CouncilSessionEvent.model_validate(body)
+        scores = session_scores(event)
+        traits = response_traits(scores, [r.response for r in event.responses], [None] * len(event.responses), b"k")
+        digest = digest_from_scores(scores, session_id=event.session_id, tenant_id=event.tenant_id,
+                                    timestamp=event.timestamp, trace_id="t", config_version="v", traits=traits)
+        read_back = SessionDigest.from_dict(json.loads(json.dumps(digest.to_dict())))
+        assert digest.as_stored() == read_back
+        assert digest.as_stored().to_dict() == digest.to_dict()
+        compared += digest.cell_score != read_back.cell_score  # the rounding mattered here
+    assert compared > 20
