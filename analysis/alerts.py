@@ -13,7 +13,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from bias_audit.schemas.results import WindowSummary
 
@@ -39,8 +39,7 @@ class AlertPolicy:
     anomaly_min_sessions: int = 20
 
 
-@dataclass(frozen=True, slots=True)
-class Condition:
+class Condition(NamedTuple):  # a NamedTuple: ~7 a session, built in half the time of a frozen dataclass
     key: str  # the alert's identity within the tenant, e.g. "reviewer_calibration:openai/gpt-4"
     alert_type: str
     metric: str

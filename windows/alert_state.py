@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from importlib.resources import files
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from redis.asyncio import Redis
 
@@ -15,8 +15,7 @@ from .redis_window import run_script
 _SCRIPT = files("bias_audit.windows").joinpath("alert_state.lua").read_text(encoding="utf-8")
 
 
-@dataclass(frozen=True, slots=True)
-class Transition:
+class Transition(NamedTuple):  # a NamedTuple: ~6 a session, built in half the time of a frozen dataclass
     tenant_id: str
     key: str
     wanted: str  # "firing" | "ok"
