@@ -177,15 +177,3 @@ def session_records(
     hashed = query_hash(event.query, secret) if consent >= CONSENT_RESEARCH and event.query and secret else None
     return SessionRecords(event, scores, trace_id, consent, hashed, traits)
 
-
-def build_records(
-    event: CouncilSessionEvent,
-    scores: SessionScores,
-    *,
-    trace_id: str,
-    consent: int,
-    secret: bytes | None,
-    traits: ResponseTraits | None = None,
-) -> list[dict[str, Any]]:
-    session = session_records(event, scores, trace_id=trace_id, consent=consent, secret=secret, traits=traits)
-    return [] if session is None else session.records()

@@ -98,7 +98,7 @@ def fill_taxonomy(connection: psycopg.Connection) -> None:
 
 
 def session_rows(records: Iterable[dict[str, Any]]) -> list[tuple]:
-    """Records (build_records' dicts, in their order) grouped into one row per session."""
+    """Records (SessionRecords.records()' dicts, in their order) grouped into one row per session."""
     sessions: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for record in records:
         sessions.setdefault((record["tenant_id"], record["session_id"]), []).append(record)
@@ -106,7 +106,7 @@ def session_rows(records: Iterable[dict[str, Any]]) -> list[tuple]:
 
 
 def utc_text(moment: datetime) -> str:
-    """A timestamp as build_records writes a UTC one."""
+    """A timestamp as SessionRecords writes a UTC one."""
     return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
@@ -208,7 +208,7 @@ def _unpacked_traits(fingerprints: bytes | None, similarity: bytes | None
 
 
 def records_of(row: tuple) -> Iterator[dict[str, Any]]:
-    """The bias metric records of one stored session, exactly as build_records made them."""
+    """The bias metric records of one stored session, exactly as SessionRecords.records() made them."""
     (tenant_id, session_id, moment, ts_text, trace_id, consent, schema, scale, config_version, query_hash, metadata,
      members, chars, words, cells, packed_prints, correct, packed_similarity) = row
     fingerprints, similarity = _unpacked_traits(packed_prints, packed_similarity)

@@ -5,7 +5,7 @@ import stat
 import pytest
 
 from bias_audit.analysis.observations import session_scores
-from bias_audit.analysis.records import build_records, query_hash
+from bias_audit.analysis.records import query_hash, session_records
 from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.schemas.records import BiasMetricRecord
 from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records, unique_records
@@ -15,7 +15,8 @@ from tests.builders import council_event
 def records_for(consent=1, secret=None, **fields):
     event = CouncilSessionEvent.model_validate(council_event(
         {"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}}, query="what is my secret?", **fields))
-    return build_records(event, session_scores(event), trace_id="t-1", consent=consent, secret=secret)
+    session = session_records(event, session_scores(event), trace_id="t-1", consent=consent, secret=secret)
+    return [] if session is None else session.records()
 
 
 def test_one_record_per_scored_pair_with_self_reviews_marked():
