@@ -125,7 +125,7 @@ class SessionRecords:
         event, scores, traits = self.event, self.scores, self.traits
         metadata = self.query_metadata
         common = {
-            "schema_version": RECORD_SCHEMA_VERSION,
+            "schema_version": self.schema_version,
             "session_id": event.session_id,
             "timestamp": self.timestamp,
             "tenant_id": event.tenant_id,

@@ -32,9 +32,9 @@ class RedisStreamsOutbox:
 
     async def complete(self, outcomes: list[Outcome], *, stream: str, group: str) -> None:
         """Publish every result / dead letter and acknowledge every input entry, atomically."""
-        entries = outcome_entries(outcomes, self.topics)
-        if not entries and not outcomes:
+        if not outcomes:  # every entry comes from an outcome
             return
+        entries = outcome_entries(outcomes, self.topics)
         args: list[Any] = [self.max_len, group, len(entries)]
         for _, fields in entries:
             args.append(2 * len(fields))
