@@ -1,4 +1,4 @@
-"""Per-tenant rolling windows in Redis: one atomic Lua script per tenant per batch."""
+"""Per-tenant rolling windows in Redis: one atomic Lua script per tenant per round of a batch."""
 
 from __future__ import annotations
 
@@ -8,29 +8,39 @@ from typing import Any
 import orjson
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
-from redis.commands.core import AsyncScript
 
 from bias_audit.analysis.digest import SessionDigest
 from bias_audit.analysis.window import WindowUpdate, add_into, summarize_window
+from bias_audit.redis_scripts import run_script, script_rounds
 
 from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value
 
 _SCRIPT = files("bias_audit.windows").joinpath("redis_window.lua").read_text(encoding="utf-8")
+_MARKS = files("bias_audit.windows").joinpath("progress_marks.lua").read_text(encoding="utf-8")
 INT64 = 2**63  # HINCRBY's limit: a batch's total this large goes to the script session by session
+# Sessions per script round of a batch: rounds overlap Redis's work with this process's; a
+# smaller round costs a round trip and a copy of the sums before it (bench/run.py throughput)
+ROUND_SESSIONS = 50
 PARSED_TENANTS = 10_000  # tenants whose window's parsed digests are kept (~120 KB each)
 
 
-async def run_script(client: Redis, script: AsyncScript, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
-    """One EVALSHA per (keys, args), in the order given. A single call goes alone: a pipeline
-    that holds a script first asks SCRIPT EXISTS, a second round trip (~0.3 ms a batch here);
-    several (one per tenant of the batch) share one pipeline."""
-    if len(calls) == 1:
-        keys, args = calls[0]
-        return [await script(keys=keys, args=args)]
-    async with client.pipeline(transaction=False) as pipe:
-        for keys, args in calls:
-            await script(keys=keys, args=args, client=pipe)
-        return list(await pipe.execute())
+def rounds(by_tenant: dict[str, list[int]], size: int) -> list[list[tuple[str, list[int]]]]:
+    """Each tenant's items (indexes) in rounds of at most `size` sessions, one call per tenant
+    in a round; a tenant's later items in later rounds, so that Redis counts them in order."""
+    out: list[list[tuple[str, list[int]]]] = []
+    current: list[tuple[str, list[int]]] = []
+    room = size
+    for tenant, indexes in by_tenant.items():
+        while indexes:
+            piece, indexes = indexes[:room], indexes[room:]
+            current.append((tenant, piece))
+            room -= len(piece)
+            if not room:
+                out.append(current)
+                current, room = [], size
+    if current:
+        out.append(current)
+    return out
 
 
 def tenant_keys(prefix: str, tenant_id: str) -> dict[str, str]:
@@ -78,6 +88,7 @@ class RedisWindow:
         self.policy = policy
         self.prefix = prefix
         self._script = client.register_script(_SCRIPT)
+        self._marks = client.register_script(_MARKS)
         # Parsed digests of each tenant's window, by session id: a digest never changes, so each
         # batch fetches and parses only the sessions new to the window (it read them all before:
         # ~10 ms a batch for a 100-session window, most of a lightly loaded worker's latency);
@@ -133,7 +144,9 @@ class RedisWindow:
         return updates
 
     async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:
-        """One script call per tenant of the batch (run_script); updates in the items' order."""
+        """One script call per tenant in each round of ROUND_SESSIONS sessions (script_rounds:
+        while Redis runs a round, this process builds the next one's arguments and replays the
+        previous one's replies). Updates in the items' order."""
         if not items:
             return []
         by_tenant: dict[str, list[int]] = {}
@@ -141,28 +154,41 @@ class RedisWindow:
             by_tenant.setdefault(item.tenant_id, []).append(index)
         # each digest as stored (to_dict rounds the scores), so every reader sees equal inputs
         kept = [None if item.digest is None else item.digest.as_stored() for item in items]
-        stored = [None if digest is None else digest.to_dict() for digest in kept]
-        replies = await run_script(self.client, self._script, [
-            self._call(tenant_id, [items[i] for i in indexes], [stored[i] for i in indexes])
-            for tenant_id, indexes in by_tenant.items()])
         updates: list[WindowUpdate | None] = [None] * len(items)
-        for (tenant_id, indexes), reply in zip(by_tenant.items(), replies):
+        await script_rounds(self.client, self._script, rounds(by_tenant, ROUND_SESSIONS),
+                            lambda round_: self._calls(items, kept, round_),
+                            lambda round_, replies: self._replay_round(items, kept, updates, round_, replies))
+        return updates  # type: ignore[return-value]
+
+    def _calls(self, items: list[WindowItem], kept: list[SessionDigest | None],
+               round_: list[tuple[str, list[int]]]) -> list[tuple[list[str], list[str]]]:
+        return [self._call(tenant_id, [items[i] for i in indexes],
+                           [None if (digest := kept[i]) is None else digest.to_dict() for i in indexes])
+                for tenant_id, indexes in round_]
+
+    def _replay_round(self, items: list[WindowItem], kept: list[SessionDigest | None],
+                      updates: list[WindowUpdate | None], round_: list[tuple[str, list[int]]],
+                      replies: list[Any]) -> None:
+        for (tenant_id, indexes), reply in zip(round_, replies):
             for index, update in zip(indexes, self._replay(tenant_id, [items[i] for i in indexes], reply)):
                 updates[index] = update
                 digest = kept[index]
                 if update.sequence and digest is not None:  # counted by this call: its digest is the one stored
                     self._parsed.setdefault(tenant_id, {})[items[index].session_id.encode()] = digest
-        return updates  # type: ignore[return-value]
 
     async def mark(self, items: list[WindowItem], phase: str) -> None:
+        """One script call per tenant (progress_marks.lua: SET XX KEEPTTL each marker)."""
         if not items:
             return
-        async with self.client.pipeline(transaction=False) as pipe:
-            for item in items:
-                key = tenant_keys(self.prefix, item.tenant_id)["seen"] + item.session_id
-                # XX: only a marker the window wrote; KEEPTTL: it still expires with the window.
-                pipe.set(key, marker_value(item.owner, phase), xx=True, keepttl=True)
-            await pipe.execute()
+        by_tenant: dict[str, tuple[str, list[str], list[str]]] = {}
+        for item in items:
+            tenant = by_tenant.get(item.tenant_id)
+            if tenant is None:
+                tenant = by_tenant[item.tenant_id] = (tenant_keys(self.prefix, item.tenant_id)["seen"], [], [])
+            seen, keys, values = tenant
+            keys.append(seen + item.session_id)
+            values.append(marker_value(item.owner, phase))
+        await run_script(self.client, self._marks, [(keys, values) for _, keys, values in by_tenant.values()])
 
     async def digests(self, tenant_ids: list[str]) -> dict[str, list[SessionDigest]]:
         """Each tenant's window digests in window order (event time); a session without one is skipped."""

@@ -11,7 +11,8 @@ from redis.asyncio import Redis
 from bias_audit.analysis.window import FIXED, pooled_correlation
 from bias_audit.windows.base import PUBLISHED, RECORDED, WindowItem, WindowPolicy
 from bias_audit.windows.memory_window import MemoryWindow
-from bias_audit.windows.redis_window import RedisWindow, tenant_keys
+from bias_audit.windows import redis_window
+from bias_audit.windows.redis_window import RedisWindow, rounds, tenant_keys
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
@@ -46,22 +47,25 @@ def random_items(seed=3, count=120):
     return items
 
 
-async def run_redis(url, items, policy):
+async def run_redis(url, items, policy, batch=16):
     client = Redis.from_url(url)
     window = RedisWindow(client, policy, prefix="t")
     updates = []
-    for start in range(0, len(items), 16):  # pipelined batches, as the worker does
-        updates += await window.add_many(items[start:start + 16])
+    for start in range(0, len(items), batch):  # pipelined batches, as the worker does
+        updates += await window.add_many(items[start:start + batch])
     await client.aclose()
     return updates
 
 
 @pytest.mark.redis
 @pytest.mark.parametrize("policy", [WindowPolicy(max_sessions=25, max_days=10), WindowPolicy(max_sessions=1000, max_days=3)])
-def test_redis_and_memory_windows_agree(redis_url, policy):
+# batches of 16: one round; of 130: a tenant's sessions in rounds of 50, and of 7
+@pytest.mark.parametrize(("batch", "round_sessions"), [(16, 50), (130, 50), (130, 7)])
+def test_redis_and_memory_windows_agree(redis_url, policy, batch, round_sessions, monkeypatch):
+    monkeypatch.setattr(redis_window, "ROUND_SESSIONS", round_sessions)
     items = random_items()
     in_memory = asyncio.run(MemoryWindow(policy).add_many(items))
-    in_redis = asyncio.run(run_redis(redis_url, items, policy))
+    in_redis = asyncio.run(run_redis(redis_url, items, policy, batch))
     assert [u.status for u in in_redis] == [u.status for u in in_memory]
     assert [u.summary for u in in_redis] == [u.summary for u in in_memory]
     assert [u.recent for u in in_redis] == [u.recent for u in in_memory]  # the alerts' recent window
@@ -413,3 +417,81 @@ def test_the_scripts_survive_a_flushed_script_cache(redis_url):
     counted, fired = asyncio.run(run())
     assert [[u.summary.sessions for u in batch] for batch in counted] == [[1], [2], [3, 1]]
     assert fired == [("fired", "id1"), ("resolved", "id1"), ("fired", "id2")]
+
+
+@pytest.mark.parametrize(("by_tenant", "size", "expected"), [
+    ({"a": [0, 1, 2]}, 50, [[("a", [0, 1, 2])]]),
+    ({"a": [0, 1, 2, 3, 4]}, 2, [[("a", [0, 1])], [("a", [2, 3])], [("a", [4])]]),
+    # a round holds several tenants; a tenant cut by the end of a round goes on in the next
+    ({"a": [0, 2], "b": [1, 3, 4], "c": [5]}, 3, [[("a", [0, 2]), ("b", [1])], [("b", [3, 4]), ("c", [5])]]),
+    ({"a": [0], "b": [1]}, 1, [[("a", [0])], [("b", [1])]]),
+])
+def test_rounds(by_tenant, size, expected):
+    assert rounds(by_tenant, size) == expected
+
+
+@pytest.mark.redis
+def test_a_round_that_fails_in_redis_leaves_the_pool_usable(redis_url, monkeypatch):
+    """A script error in a later round raises, closes the connection its unread replies were on,
+    and the client's next batch goes through."""
+    monkeypatch.setattr(redis_window, "ROUND_SESSIONS", 2)
+
+    async def run():
+        client = Redis.from_url(redis_url)
+        window = RedisWindow(client, WindowPolicy(), prefix="broken")
+        await client.set("broken:{beta}:sums", "not a hash")  # the script's HINCRBY fails on it
+        batch = [item(f"a{i}", i, **{"m:x:n": 1}) for i in range(3)] + [item("b0", 0, tenant="beta", **{"m:x:n": 1})]
+        with pytest.raises(Exception, match="WRONGTYPE"):
+            await window.add_many(batch)
+        pool = client.connection_pool
+        in_use = len(pool._in_use_connections)
+        again = await window.add_many([item(f"a{i}", i, **{"m:x:n": 1}) for i in range(5)])
+        await client.aclose()
+        return in_use, [u.status for u in again], again[-1].summary.sessions
+
+    in_use, statuses, sessions = asyncio.run(run())
+    assert in_use == 0
+    # a0, a1 (round 1) and a2 (round 2, before beta's failing call) were counted
+    assert statuses == ["resume", "resume", "resume", "new", "new"] and sessions == 5
+
+
+@pytest.mark.redis
+def test_a_failure_while_a_round_is_in_redis_closes_its_connection(redis_url, monkeypatch):
+    """Building the next round fails while the first is in Redis: the error goes up, the first
+    round's connection (its reply unread) is closed and given back, and that round did count."""
+    monkeypatch.setattr(redis_window, "ROUND_SESSIONS", 2)
+
+    class Unwritable:
+        def as_stored(self):
+            return self
+
+        def to_dict(self):
+            raise RuntimeError("cannot write this digest")
+
+    async def run():
+        client = Redis.from_url(redis_url)
+        window = RedisWindow(client, WindowPolicy(), prefix="half")
+        await client.script_load(redis_window._SCRIPT)  # known to Redis: the first round runs
+        batch = [item("a0", 0, **{"m:x:n": 1}), item("a1", 1, **{"m:x:n": 1}),
+                 dataclasses.replace(item("a2", 2, **{"m:x:n": 1}), digest=Unwritable())]
+        with pytest.raises(RuntimeError, match="cannot write"):
+            await window.add_many(batch)
+        in_use = len(client.connection_pool._in_use_connections)
+        again = await window.add_many([item(f"a{i}", i, **{"m:x:n": 1}) for i in range(3)])
+        await client.aclose()
+        return in_use, [u.status for u in again]
+
+    in_use, statuses = asyncio.run(run())
+    assert in_use == 0
+    assert statuses == ["resume", "resume", "new"]
+
+
+def test_progress_marks_of_interleaved_tenants_in_one_call(store):
+    """One mark call with the tenants' items interleaved moves each marker, and only those."""
+    window = store(WindowPolicy())
+    batch = [item("a", 0, owner="1-0"), item("b", 0, tenant="beta", owner="2-0"), item("c", 1, owner="3-0"),
+             item("d", 1, tenant="beta", owner="4-0")]
+    add(window, *batch)
+    window.call("mark", batch[:3], PUBLISHED)
+    window.call("mark", batch[3:], RECORDED)
+    assert [u.status for u in add(window, *batch)] == ["done", "done", "done", "resume_recorded"]
