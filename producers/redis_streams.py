@@ -2,9 +2,9 @@
 
 Each entry is field `data` = the JSON document plus plain `event_type`, `tenant_id`,
 `trace_id`, `traceparent`: readable with `redis-cli XRANGE`, no framework envelope. Publishing
-and acknowledging happen in one Lua script (publish_and_ack.lua), atomic as a MULTI/EXEC, so a
-result exists exactly when its input entry was acknowledged: a worker that dies before it
-leaves the entry pending for another.
+and acknowledging a delivery happen in one Lua script call (publish_and_ack.lua, 50 deliveries
+a call), atomic as a MULTI/EXEC, so a result exists exactly when its input entry was
+acknowledged: a worker that dies before it leaves the entry pending for another.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 -- Count a batch of one tenant's sessions in its rolling window, atomically, each at most once.
--- One call per tenant per batch: the sums are written once per field at the end, not once per
--- field per session (a session adds ~60 fields and evicts as many: that was ~120 HINCRBY each).
+-- One call per tenant per round of a batch (redis_window.py: rounds of 50 sessions, in order):
+-- the sums are written once per field at the end, not once per field per session (a session
+-- adds ~60 fields and evicts as many: that was ~120 HINCRBY each).
 -- The seen marker holds the owner, then owner|recorded, then owner|published as the
 -- delivery's records are appended and its result published (see base.py's statuses).
 -- KEYS[1] sums hash   KEYS[2] order zset (score = event ms)   KEYS[3] newest event ms
