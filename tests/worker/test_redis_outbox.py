@@ -12,7 +12,6 @@ from redis.asyncio import Redis
 
 from bias_audit.consumers.council import CouncilSessionProcessor, Outcome
 from bias_audit.consumers.envelope import Delivery
-from bias_audit.producers import redis_streams
 from bias_audit.producers.redis_streams import RedisStreamsOutbox
 from bias_audit.windows.memory_window import MemoryWindow
 from bias_audit.worker.samples import generate_sessions
@@ -30,11 +29,7 @@ async def pending_deliveries(client: Redis, bodies: list[bytes]) -> list[Deliver
     return [Delivery(entry_id.decode(), fields[b"data"], STREAM) for entry_id, fields in entries]
 
 
-# 30 deliveries in one call, and in calls of 7 (each sent while the one before runs)
-@pytest.mark.parametrize("round_deliveries", [50, 7])
-def test_results_alerts_and_dead_letters_are_published_as_the_wire_format_says_and_acknowledged(
-        redis_url, round_deliveries, monkeypatch):
-    monkeypatch.setattr(redis_streams, "ROUND_DELIVERIES", round_deliveries)
+def test_results_alerts_and_dead_letters_are_published_as_the_wire_format_says_and_acknowledged(redis_url):
     sessions = generate_sessions(30, seed=3)
     bodies = [json.dumps(s).encode() for s in sessions]
     bodies[4] = b'{"session_id": "broken"'  # not JSON: a dead letter
@@ -67,10 +62,9 @@ def test_results_alerts_and_dead_letters_are_published_as_the_wire_format_says_a
     assert {fields[b"event_type"] for _, fields in published["bias.audit.deadletter"]} == {b"bias.audit.deadletter"}
 
 
-def test_a_batch_larger_than_one_acknowledgement_slice_is_acknowledged_whole(redis_url, monkeypatch):
+def test_a_batch_larger_than_one_acknowledgement_slice_is_acknowledged_whole(redis_url):
     """The script acknowledges in slices of 1,000 ids (Lua's unpack has a limit): 2,345 duplicates
-    (nothing to publish, only to acknowledge) in one call leave nothing pending."""
-    monkeypatch.setattr(redis_streams, "ROUND_DELIVERIES", 10_000)
+    (nothing to publish, only to acknowledge) leave nothing pending."""
     async def run():
         client = Redis.from_url(redis_url)
         try:
