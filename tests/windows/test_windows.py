@@ -495,3 +495,25 @@ def test_progress_marks_of_interleaved_tenants_in_one_call(store):
     window.call("mark", batch[:3], PUBLISHED)
     window.call("mark", batch[3:], RECORDED)
     assert [u.status for u in add(window, *batch)] == ["done", "done", "done", "resume_recorded"]
+
+
+@pytest.mark.redis
+def test_rounds_sent_to_a_redis_that_forgot_the_script_load_it_and_count_every_session(redis_url, monkeypatch):
+    """The rounds after the first are written without asking whether Redis knows the script: a
+    flushed cache answers NOSCRIPT, nothing of those calls ran, and they are sent again."""
+    monkeypatch.setattr(redis_window, "ROUND_SESSIONS", 2)
+    batch = [item(f"a{i}", i, **{"m:x:n": 1, "m:x:s": 10 * i}) for i in range(3)] + [
+        item(f"b{i}", i, tenant="beta", **{"m:x:n": 1}) for i in range(2)]
+
+    async def run():
+        client = Redis.from_url(redis_url)
+        await client.script_flush()
+        window = RedisWindow(client, WindowPolicy(), prefix="forgot")
+        updates = await window.add_many(batch)
+        await client.aclose()
+        return updates
+
+    updates = asyncio.run(run())
+    memory = asyncio.run(MemoryWindow(WindowPolicy()).add_many(batch))
+    assert [u.status for u in updates] == ["new"] * 5
+    assert [u.summary for u in updates] == [u.summary for u in memory]
