@@ -70,14 +70,16 @@ class SessionDigest:
         the dict: what a worker keeps of the sessions it counted."""
         return replace(self, cell_score=tuple(round(y, STORED_DIGITS) for y in self.cell_score))
 
-    def to_dict(self) -> dict[str, Any]:
-        """Compact form for the Redis window: short keys, cells as flat lists."""
+    def to_dict(self, *, rounded: bool = False) -> dict[str, Any]:
+        """Compact form for the Redis window: short keys, cells as flat lists. `rounded`: the
+        scores are as_stored()'s already (rounding again gives the same floats, ~25 round()s)."""
+        columns = zip(self.cell_reviewer, self.cell_model, self.cell_position, self.cell_score, self.cell_own)
         return {
             "s": self.session_id, "t": self.tenant_id, "ts": self.ts_ms, "tr": self.trace_id,
             "v": self.config_version, "r": list(self.reviewers), "m": list(self.models),
             "l": list(self.lengths), "u": self.length_unit,
-            "c": [[r, m, p, round(y, STORED_DIGITS), int(own)] for r, m, p, y, own in zip(
-                self.cell_reviewer, self.cell_model, self.cell_position, self.cell_score, self.cell_own)],
+            "c": ([[r, m, p, y, int(own)] for r, m, p, y, own in columns] if rounded else
+                  [[r, m, p, round(y, STORED_DIGITS), int(own)] for r, m, p, y, own in columns]),
             **({"f": list(self.fingerprints)} if self.fingerprints else {}),
             **({"k": list(self.correct)} if self.correct else {}),
             **({"ss": list(self.cell_similarity)} if self.cell_similarity else {}),

@@ -163,7 +163,7 @@ class RedisWindow:
     def _calls(self, items: list[WindowItem], kept: list[SessionDigest | None],
                round_: list[tuple[str, list[int]]]) -> list[tuple[list[str], list[str]]]:
         return [self._call(tenant_id, [items[i] for i in indexes],
-                           [None if (digest := kept[i]) is None else digest.to_dict() for i in indexes])
+                           [None if (digest := kept[i]) is None else digest.to_dict(rounded=True) for i in indexes])
                 for tenant_id, indexes in round_]
 
     def _replay_round(self, items: list[WindowItem], kept: list[SessionDigest | None],

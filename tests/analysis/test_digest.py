@@ -89,5 +89,7 @@ def test_a_digest_as_stored_is_the_one_read_back_from_its_json():
         read_back = SessionDigest.from_dict(json.loads(json.dumps(digest.to_dict())))
         assert digest.as_stored() == read_back
         assert digest.as_stored().to_dict() == digest.to_dict()
+        # the window writes as_stored() digests without rounding again: the same JSON
+        assert json.dumps(digest.as_stored().to_dict(rounded=True)) == json.dumps(digest.to_dict())
         compared += digest.cell_score != read_back.cell_score  # the rounding mattered here
     assert compared > 20

@@ -465,7 +465,7 @@ def test_a_failure_while_a_round_is_in_redis_closes_its_connection(redis_url, mo
         def as_stored(self):
             return self
 
-        def to_dict(self):
+        def to_dict(self, **options):
             raise RuntimeError("cannot write this digest")
 
     async def run():
