@@ -205,6 +205,9 @@ class WindowUpdate:
     summary: WindowSummary
     sequence: int = 0  # the tenant's counting order of this session (0 unless counted now)
     recent: dict[str, int] = field(default_factory=dict)  # sums of the last K sessions counted
+    # a resumed session's ("resume", "resume_recorded") counting order, while it is among the
+    # last K sessions counted (else 0): its live alerts are evaluated when it is resumed
+    counted_as: int = 0
 
 
 DAY_MS = 86_400_000

@@ -29,7 +29,7 @@ from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 from bias_audit.schemas.results import Alert, AlertWindow, AuditResult, DeadLetter
 from bias_audit.windows.alert_state import AlertStateStore, Transition
-from bias_audit.windows.base import WindowItem, WindowPolicy, WindowStore
+from bias_audit.windows.base import RESUMED, WindowItem, WindowPolicy, WindowStore
 
 from .exactly_once import RecordOnce, SessionSink
 from .window_memo import WindowMemo
@@ -57,6 +57,13 @@ class BatchProcessor(Protocol):
     async def process(self, deliveries: list[Delivery]) -> list[Outcome]: ...
 
     async def published(self, outcomes: list[Outcome]) -> None: ...
+
+
+def _counting_order(entry: tuple[int, Any, WindowUpdate]) -> int:
+    """A counted or resumed session's place in its tenant's counting order: the alert state
+    takes each key's transitions in that order (an older one after a newer one is ignored)."""
+    update = entry[2]
+    return update.sequence or update.counted_as
 
 
 @dataclass(slots=True)
@@ -223,8 +230,15 @@ class CouncilSessionProcessor:
         # the next batch's noise history holds these sessions: their fits are known already
         for _, p, _ in counted_now:
             self.noise.remember(p.event.tenant_id, {p.event.session_id: p.analysis.noise_contribution})
-        if self.alert_state is not None and counted_now:
-            await self._signal(self.alert_state, counted_now, outcomes, before)
+        # a session counted by an earlier attempt at this delivery (its batch failed after the
+        # window counted it) is evaluated now: its anomaly scores, and its alerts under the
+        # sequence it was counted with while it is in the recent window (the alert state ignores
+        # them if that attempt got as far as applying its transitions)
+        resumed = [(index, p, update) for (index, p), update in zip(prepared, updates)
+                   if update.status in RESUMED and p.item.counted]
+        if self.alert_state is not None and (counted_now or resumed):
+            await self._signal(self.alert_state, sorted(counted_now + resumed, key=_counting_order),
+                               outcomes, before)
         if not log.isEnabledFor(logging.INFO):  # skip building per-session log records
             return outcomes
         for outcome in outcomes:
@@ -267,13 +281,16 @@ class CouncilSessionProcessor:
                 result = outcomes[index].result
                 if result is not None:
                     result.anomaly = signals.anomaly()
+                sequence = update.sequence or update.counted_as
+                if not sequence:  # resumed, and out of the recent window since: its order is unknown
+                    continue
                 for condition in signals.conditions:
                     if condition.state == "hold":
                         continue
                     # an alert's id names its onset; a resolution reuses the firing's id (no uuid to make)
-                    onset = uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{tenant}:{condition.key}:{update.sequence}"
+                    onset = uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{tenant}:{condition.key}:{sequence}"
                                        ).hex if condition.state == "firing" else ""
-                    transitions.append(Transition(tenant, condition.key, condition.state, update.sequence, onset))
+                    transitions.append(Transition(tenant, condition.key, condition.state, sequence, onset))
                     pending.append((index, p, update, condition))
         for (index, p, update, condition), change in zip(pending, await alert_state.apply(transitions)):
             if change is None:

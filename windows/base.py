@@ -52,6 +52,7 @@ def iso_from_ms(ms: int | float | None) -> str | None:
 RECORDED = "recorded"
 PUBLISHED = "published"
 STATUS_AFTER = {RECORDED: "resume_recorded", PUBLISHED: "done"}
+RESUMED = ("resume", "resume_recorded")  # this delivery counted the session before; not published
 
 
 def marker_value(owner: str, phase: str | None) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from bias_audit.analysis.digest import SessionDigest
 from bias_audit.analysis.window import WindowUpdate, add_into, summarize_window
 
-from .base import STATUS_AFTER, WindowItem, WindowPolicy, iso_from_ms, marker_value
+from .base import RESUMED, STATUS_AFTER, WindowItem, WindowPolicy, iso_from_ms, marker_value
 
 
 @dataclass
@@ -19,6 +19,7 @@ class _TenantWindow:
     digests: dict[str, SessionDigest] = field(default_factory=dict)  # parsed once, when counted
     sequence: int = 0
     recent_order: deque[str] = field(default_factory=deque)  # counting order
+    recent_sequences: dict[str, int] = field(default_factory=dict)  # of the sessions in recent_order
     recent_contributions: dict[str, dict[str, int]] = field(default_factory=dict)
     recent_sums: dict[str, int] = field(default_factory=dict)
     order: list[tuple[int, bytes, str]] = field(default_factory=list)  # heap, as a zset orders
@@ -52,9 +53,11 @@ class MemoryWindow:
         tenant = self._tenant(item.tenant_id)
         seen_key = (item.tenant_id, item.session_id)
         marker = self._seen.get(seen_key)
-        sequence = 0
+        sequence = counted_as = 0
         if marker is not None:
             status = self._status(marker, item.owner)
+            if status in RESUMED:
+                counted_as = tenant.recent_sequences.get(item.session_id, 0)
         else:
             status = "new"
             self._seen[seen_key] = item.owner
@@ -72,10 +75,12 @@ class MemoryWindow:
                 add_into(tenant.recent_sums, item.recent_contribution, 1)
                 tenant.recent_contributions[item.session_id] = item.recent_contribution
                 tenant.recent_order.append(item.session_id)
-                while len(tenant.recent_order) > self.policy.recent_sessions:
-                    add_into(tenant.recent_sums, tenant.recent_contributions.pop(tenant.recent_order.popleft()), -1)
                 tenant.sequence += 1
-                sequence = tenant.sequence
+                sequence = tenant.recent_sequences[item.session_id] = tenant.sequence
+                while len(tenant.recent_order) > self.policy.recent_sessions:
+                    left = tenant.recent_order.popleft()
+                    add_into(tenant.recent_sums, tenant.recent_contributions.pop(left), -1)
+                    tenant.recent_sequences.pop(left, None)
                 if item.digest is not None:
                     tenant.digests[item.session_id] = item.digest
                 add_into(tenant.sums, item.contribution, 1)
@@ -84,7 +89,7 @@ class MemoryWindow:
             while len(tenant.order) > self.policy.max_sessions:
                 self._evict_oldest(tenant)
         return WindowUpdate(status=status, summary=self.summary(item.tenant_id), sequence=sequence,
-                            recent=dict(tenant.recent_sums))
+                            recent=dict(tenant.recent_sums), counted_as=counted_as)
 
     def _tenant(self, tenant_id: str) -> _TenantWindow:
         tenant = self._tenants.get(tenant_id)

@@ -21,7 +21,8 @@
 -- The recent window is the last ARGV[4] sessions in counting order: every worker's sessions,
 -- complete at the moment this one is counted, which is what live alerts are judged on.
 -- Returns {sums before, recent sums before, then per session {status, sequence (0 unless counted
--- now), sessions, first ms, last ms, contributions it evicted, recent contributions it evicted}}:
+-- now), sessions, first ms, last ms, contributions it evicted, recent contributions it evicted,
+-- the sequence a resumed session was counted with while it is in the recent window (else 0)}}:
 -- the caller replays them over the sums before to get each session's sums exactly.
 -- A sum that reaches 0 is removed, as if never written (the in-process window does the same).
 
@@ -104,7 +105,7 @@ for i = 0, (#ARGV - 6) / 7 - 1 do
   local id, ts_text, owner, counted, digest, contribution, recent_contribution =
     ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4], ARGV[base + 5], ARGV[base + 6], ARGV[base + 7]
   local seen_key = KEYS[10 + i]
-  local status, sequence = 'new', 0
+  local status, sequence, counted_as = 'new', 0, 0
   local evicted, recent_evicted = {}, {}
   if counted == '1' then offered = offered + 1 end
   local seen = redis.call('GET', seen_key)
@@ -113,6 +114,9 @@ for i = 0, (#ARGV - 6) / 7 - 1 do
     elseif seen == owner .. '|recorded' then status = 'resume_recorded'
     elseif seen == owner .. '|published' then status = 'done'
     else status = 'duplicate' end
+    if status == 'resume' or status == 'resume_recorded' then
+      counted_as = tonumber(redis.call('ZSCORE', KEYS[8], id) or '0')
+    end
   else
     redis.call('SET', seen_key, owner, 'EX', seen_ttl)
     local ts = tonumber(ts_text)
@@ -149,7 +153,7 @@ for i = 0, (#ARGV - 6) / 7 - 1 do
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
   out[#out + 1] = {status, sequence, redis.call('ZCARD', KEYS[2]), first[2] or false, last[2] or false,
-                   evicted, recent_evicted}
+                   evicted, recent_evicted, counted_as}
 end
 
 -- The sums are integers: adding the batch's total or each session's gives the same sums.

@@ -126,7 +126,8 @@ class RedisWindow:
         (its own contribution, when counted now) and what it evicted, as the script did."""
         sums, recent = _ints(reply[0]), _ints(reply[1])
         updates = []
-        for item, (status, sequence, sessions, first, last, evicted, recent_evicted) in zip(items, reply[2:]):
+        for item, (status, sequence, sessions, first, last, evicted, recent_evicted, counted_as) in zip(
+                items, reply[2:]):
             if sequence:  # counted now
                 add_into(sums, item.contribution, 1)
                 add_into(recent, item.recent_contribution, 1)
@@ -140,7 +141,7 @@ class RedisWindow:
                 window_end=iso_from_ms(float(last)) if last else None,
             )
             updates.append(WindowUpdate(status=_decode(status), summary=summary, sequence=int(sequence),
-                                        recent=dict(recent)))
+                                        recent=dict(recent), counted_as=int(counted_as)))
         return updates
 
     async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:

@@ -59,6 +59,44 @@ def test_a_reviewer_turning_harsh_fires_once_and_resolves_once(seed):
     assert cleared.alert_id == alert.alert_id and cleared.window.sessions == 100
 
 
+class StoreFailingOnce:
+    """A record sink whose n-th write fails, as a PostgreSQL restart would fail it."""
+
+    def __init__(self, failing_write: int) -> None:
+        self.failing_write, self.writes = failing_write, 0
+
+    def append_sessions(self, sessions) -> int:
+        self.writes += 1
+        if self.writes == self.failing_write:
+            raise OSError("the store went away")
+        return len(sessions)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_batch_retried_after_its_store_failed_still_evaluates_its_alerts():
+    """The batch in which the reviewer turns harsh fails at the store after the window counted
+    it. Retried, as the pipeline retries it, its sessions are resumed, and still evaluated under
+    the order they were counted in: the alert fires in that batch, once, and their results carry
+    anomaly scores."""
+    processor = CouncilSessionProcessor(window=MemoryWindow(WindowPolicy(100, 30)), store=StoreFailingOnce(4),
+                                        alert_state=MemoryAlertState(), alert_policy=AlertPolicy())
+    bodies, outcomes, failed = harsh_stream(3), [], 0
+    for start in range(0, len(bodies), 50):  # the fourth batch holds sessions 150-199: CHANGE
+        deliveries = [Delivery(delivery_id=f"{n}-0", body=body, source_topic="council.sessions")
+                      for n, body in enumerate(bodies[start:start + 50], start)]
+        try:
+            got = asyncio.run(processor.process(deliveries))
+        except OSError:
+            failed += 1
+            got = asyncio.run(processor.process(deliveries))
+        outcomes.extend(got)
+    firing = [i for i, o in enumerate(outcomes) for a in o.alerts or () if a.status == "firing"]
+    assert failed == 1 and len(firing) == 1 and CHANGE <= firing[0] < CHANGE + 50
+    assert all(o.result.anomaly is not None for o in outcomes[CHANGE:CHANGE + 50])
+
+
 def test_unbiased_stream_raises_no_alert():
     bodies = [orjson.dumps(digest_event(d)) for d in Corpus(sessions=300, seed=21).digests()]
     outcomes = run(consumer(), bodies)

@@ -69,7 +69,8 @@ def test_redis_and_memory_windows_agree(redis_url, policy, batch, round_sessions
     assert [u.status for u in in_redis] == [u.status for u in in_memory]
     assert [u.summary for u in in_redis] == [u.summary for u in in_memory]
     assert [u.recent for u in in_redis] == [u.recent for u in in_memory]  # the alerts' recent window
-    assert any(u.recent for u in in_memory)
+    assert [u.counted_as for u in in_redis] == [u.counted_as for u in in_memory]  # a resumed session's order
+    assert any(u.recent for u in in_memory) and any(u.counted_as for u in in_memory)
     assert {u.status for u in in_memory} == {"new", "resume", "duplicate"}
 
 
