@@ -202,8 +202,10 @@ def _unpacked_traits(fingerprints: bytes | None, similarity: bytes | None
     prints = None if fingerprints is None else [
         None if chunk == _NO_FINGERPRINT else chunk.hex()
         for chunk in (bytes(fingerprints[i:i + 8]) for i in range(0, len(fingerprints), 8))]
+    # v / 10_000 is already the double nearest the 4-digit decimal: round(v / 10_000, 4) gives the
+    # same float for every uint16 (tested), at ~5x the cost over a report's 250,000 cells
     values = None if similarity is None else [
-        None if v == _NO_SIMILARITY else round(v / 10_000, 4) for v in struct.unpack(f"<{len(similarity) // 2}H", similarity)]
+        None if v == _NO_SIMILARITY else v / 10_000 for v in struct.unpack(f"<{len(similarity) // 2}H", similarity)]
     return prints, values
 
 

@@ -72,3 +72,12 @@ def test_the_direct_row_equals_the_row_from_the_records(consent, with_traits):
 def test_consent_zero_has_no_records():
     event = CouncilSessionEvent.model_validate(generate_sessions(1)[0])
     assert session_records(event, session_scores(event), trace_id="t", consent=0, secret=SECRET) is None
+
+
+def test_every_stored_similarity_reads_back_as_the_four_digit_value_the_records_hold():
+    """A similarity is stored as ten-thousandths in two bytes and read back by a division alone:
+    each of the 10,001 values a record can hold (round(x, 4) in [0, 1]) and None come back equal."""
+    from bias_audit.storage.postgres_store import _packed_similarity, _unpacked_traits
+
+    values = [round(i / 10_000, 4) for i in range(10_001)] + [None]
+    assert _unpacked_traits(None, _packed_similarity(values)) == (None, values)
