@@ -6,7 +6,21 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bias_audit.schemas.report import TenantReport
+from bias_audit.schemas.report import (
+    Affinity,
+    CalibratedModel,
+    CouncilBias,
+    Estimate,
+    LengthControl,
+    LengthCorrelation,
+    PositionAnalysis,
+    PositionConsistency,
+    Randomization,
+    ReviewerProfile,
+    SelfConsistency,
+    TenantReport,
+    TrendTest,
+)
 
 from .agreement import agreement, position_consistency
 from .cross_session import (
@@ -29,6 +43,7 @@ from .council_biases import (
     style_similarity,
 )
 from .digest import SessionDigest, iso_ms
+from .split import Split, in_turn
 from .stats import confidence_tier
 from .trends import change_points, compare_windows, timeline
 from .window_cells import WindowCells, window_cells
@@ -46,6 +61,7 @@ def tenant_report(
     window: Sequence[SessionDigest] | WindowCells,
     previous: Sequence[SessionDigest] | int = (),
     thresholds: WindowThresholds = WindowThresholds(),
+    split: Split = in_turn,
 ) -> TenantReport:
     """The window's report. `window`: its digests oldest first, or columns already built
     (the report's path) whose first `previous` sessions are the window before it; given
@@ -66,17 +82,10 @@ def tenant_report(
                         "the length metrics pool unlike units")
     if sessions < 10:
         warnings.append(f"only {sessions} sessions: metrics need 10 to leave 'collecting data'")
-    length = length_correlation(cells, thresholds)
-    control = length_control(cells, thresholds)
-    position = position_effects(cells, thresholds)
-    balance = randomization_balance(cells, thresholds)
-    reviewers = reviewer_profiles(cells, thresholds)
-    trends = compare_windows(combined.slice(0, before), cells) if before else []
-    fitted = pair_fit(cells)
-    affinities = affinity(cells, fitted)
-    anchors = anchoring(cells, fitted)
-    styles = style_similarity(cells, fitted)
-    consistency = self_consistency(cells)
+    # the two groups need nothing of each other: `split` may run them at once
+    (length, control, position, consistent_positions, balance, trends), council = split(
+        lambda: _window_metrics(cells, combined, before, thresholds), lambda: _council_metrics(cells, thresholds), sessions)
+    reviewers, alpha, affinities, anchors, styles, consistency, calibrated = council
     flags = []
     if length.flagged:
         flags.append("LENGTH_BIAS")
@@ -114,10 +123,10 @@ def tenant_report(
         length_correlation=length,
         length_control=control,
         position=position,
-        position_consistency=position_consistency(cells),
+        position_consistency=consistent_positions,
         randomization=balance,
         reviewers=reviewers,
-        agreement={"krippendorff_alpha": agreement(cells)},
+        agreement={"krippendorff_alpha": alpha},
         timeline=timeline(cells),
         trends=trends,
         change_points=change_points(combined),
@@ -131,5 +140,26 @@ def tenant_report(
         self_consistency=consistency,
         length_given_correctness=length_given_correctness(cells),
         reviewer_posteriors=reviewer_posteriors(reviewers),
-        calibrated_view=calibrated_view(cells),
+        calibrated_view=calibrated,
     )
+
+
+_WindowMetrics = tuple[LengthCorrelation, LengthControl, PositionAnalysis, list[PositionConsistency], Randomization,
+                       list[TrendTest]]
+_CouncilMetrics = tuple[list[ReviewerProfile], Estimate, list[Affinity], list[CouncilBias], list[CouncilBias],
+                        list[SelfConsistency], list[CalibratedModel]]
+
+
+def _window_metrics(cells: WindowCells, combined: WindowCells, before: int, thresholds: WindowThresholds) -> _WindowMetrics:
+    """Length, position, randomization, trends."""
+    return (length_correlation(cells, thresholds), length_control(cells, thresholds),
+            position_effects(cells, thresholds), position_consistency(cells), randomization_balance(cells, thresholds),
+            compare_windows(combined.slice(0, before), cells) if before else [])
+
+
+def _council_metrics(cells: WindowCells, thresholds: WindowThresholds) -> _CouncilMetrics:
+    """Reviewers, agreement between them, favouritism, anchoring, style mimicry, self-consistency,
+    the calibrated view. The two groups take about as long (~0.3 s each at 10,000 sessions)."""
+    fitted = pair_fit(cells)
+    return (reviewer_profiles(cells, thresholds), agreement(cells), affinity(cells, fitted), anchoring(cells, fitted),
+            style_similarity(cells, fitted), self_consistency(cells), calibrated_view(cells))

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ContextManager
 
+from bias_audit.analysis.split import Split, in_turn
 from bias_audit.errors import CommandError
 
 FORMATS = ("text", "json", "csv", "html")
@@ -16,14 +17,16 @@ PROGRESS_FROM_BYTES = 32 * 1024 * 1024  # smaller inputs finish before a bar wou
 
 
 def stored_windows(sources: Sequence[str], tenant: str | None, sessions: int | None, days: float | None,
-                   progress: Callable[[int], ContextManager[Callable[[int], None]]] | None = None):
+                   progress: Callable[[int], ContextManager[Callable[[int], None]]] | None = None,
+                   split: Split = in_turn):
     """(windows, read stats) from record files; for large inputs `progress(total_bytes)` is
-    entered around the read and its advance callback gets the bytes read."""
+    entered around the read and its advance callback gets the bytes read. `split` digests the
+    windows' two halves (in turn, or at once in two processes)."""
     from bias_audit.storage.report_reader import InputError, WindowReader, expand_inputs
 
     try:
         files = expand_inputs(sources)
-        reader = WindowReader(sessions=sessions, days=days, tenant=tenant)
+        reader = WindowReader(sessions=sessions, days=days, tenant=tenant, split=split)
         total = sum(f.stat().st_size for f in files)
         if progress is not None and total >= PROGRESS_FROM_BYTES:
             with progress(total) as advance:
@@ -119,21 +122,24 @@ def default_sources(records_dir: Path) -> list[str]:
 
 
 def render(document, format: str, verbose: bool, width: int | None = None) -> str:
-    from rich.console import Console
-
-    from .csv_out import render_csv
-    from .html import render_html
-    from .text import render_text
-
+    """The document in `format`; each format's renderer is imported only when asked for."""
     if format == "json":
         exclude = None if verbose else {"tenants": {"__all__": {"length_points"}}}
         return document.model_dump_json(indent=2, exclude=exclude) + "\n"
     if format == "csv":
+        from .csv_out import render_csv
+
         buffer = io.StringIO()
         render_csv(document, buffer)
         return buffer.getvalue()
     if format == "html":
+        from .html import render_html
+
         return render_html(document)
+    from rich.console import Console
+
+    from .text import render_text
+
     buffer = io.StringIO()
     render_text(document, Console(file=buffer, width=width or 80, force_terminal=False), verbose=verbose)
     return buffer.getvalue()

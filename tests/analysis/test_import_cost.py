@@ -53,3 +53,24 @@ def test_the_command_line_keeps_openblas_to_one_thread_unless_told():
     told = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           env={**environment, "OPENBLAS_NUM_THREADS": "2"})
     assert (default.stdout.strip(), told.stdout.strip()) == ("1", "2")
+
+
+def test_the_tails_load_without_scipy_specials_package_and_leave_it_importable():
+    """The tails come from scipy.special's compiled ufuncs alone (no array-API layer, ~35 ms);
+    the package imported afterwards is the real one, with the very same functions."""
+    code = ("import sys\nfrom bias_audit.analysis import special\n"
+            "print(sorted(m for m in ('scipy.special', 'scipy.special._support_alternative_backends') if m in sys.modules))\n"
+            "import scipy\ngamma = scipy.special.gamma  # scipy's lazy attribute: the package, not a stand-in\n"
+            "import scipy.special, scipy.stats\n"
+            "print(scipy.special.stdtr is special.stdtr, scipy.special.fdtrc is special.fdtrc, gamma(5.0),"
+            " round(float(scipy.stats.t.sf(2.0, 3)), 6), scipy.special.__file__.endswith('__init__.py'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["[]", "True True 24.0 0.069663 True"]
+
+
+def test_the_tails_are_scipy_specials_own_when_its_package_came_first():
+    code = ("import scipy.special\nfrom bias_audit.analysis import special\n"
+            "print(special.stdtr is scipy.special.stdtr, special.chdtri is scipy.special.chdtri)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "True True"), done.stderr

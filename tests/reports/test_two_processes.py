@@ -1,0 +1,114 @@
+"""TwoProcesses: the report's halves at once in a forked child, and nothing lost when it fails."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import orjson
+import pytest
+
+from bias_audit.analysis.split import in_turn
+from bias_audit.reports.build import build_report
+from bias_audit.storage.report_reader import WindowReader
+from bias_audit.two_processes import TwoProcesses
+from tests.simulate import Corpus, digest_records
+
+pytestmark = pytest.mark.skipif(not TwoProcesses().enabled, reason="needs fork and two usable CPUs")
+
+
+def forking() -> TwoProcesses:
+    return TwoProcesses(min_size=0)
+
+
+def test_there_runs_in_a_child_and_its_result_comes_back():
+    parent = os.getpid()
+    here, there = forking()(lambda: ("here", os.getpid()), lambda: ("there", os.getpid(), list(range(100_000))), 1)
+    assert here == ("here", parent)
+    assert there[0] == "there" and there[1] != parent and there[2] == list(range(100_000))  # ~0.5 MB through the pipe
+
+
+def test_small_work_stays_in_this_process():
+    parent = os.getpid()
+    assert TwoProcesses(min_size=10)(os.getpid, os.getpid, 9) == (parent, parent)
+
+
+def test_a_child_that_dies_leaves_its_half_to_this_process():
+    parent = os.getpid()
+
+    def there():
+        if os.getpid() != parent:
+            os._exit(3)  # killed before sending anything
+        return "computed here"
+
+    assert forking()(lambda: 1, there, 1) == (1, "computed here")
+
+
+def test_a_result_that_does_not_pickle_is_computed_here():
+    parent = os.getpid()
+    result = forking()(lambda: 1, lambda: (lambda: os.getpid()), 1)[1]  # a lambda does not pickle
+    assert result() == parent
+
+
+def test_a_failing_child_leaves_the_error_to_this_process():
+    def there():
+        raise ValueError("bad window")
+
+    with pytest.raises(ValueError, match="bad window"):
+        forking()(lambda: 1, there, 1)
+
+
+def test_when_here_fails_the_child_is_stopped_and_collected(tmp_path):
+    mark = tmp_path / "child"
+
+    def there():
+        mark.write_text(str(os.getpid()))
+        time.sleep(60)
+
+    def here():
+        while not mark.exists() or not mark.read_text():
+            time.sleep(0.01)
+        raise KeyboardInterrupt
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        forking()(here, there, 1)
+    assert time.monotonic() - started < 30
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left a zombie
+        os.kill(int(mark.read_text()), 0)
+
+
+def test_children_that_sent_their_result_are_collected():
+    split = forking()
+    for _ in range(3):
+        split(lambda: 1, lambda: 2, 1)
+    deadline = time.monotonic() + 10
+    while split._exiting and time.monotonic() < deadline:
+        split.reap()
+        time.sleep(0.01)
+    assert split._exiting == []
+
+
+def test_the_report_in_two_processes_is_the_report_in_turn(tmp_path):
+    """Every number, count and skipped line's reason the same, in the same order."""
+    digests = Corpus(sessions=60, seed=3).digests()
+    lines = [orjson.dumps(r) for d in digests for r in digest_records(d)]
+    for at in (130, 1010):  # a bad record in either half
+        bad = orjson.loads(lines[at])
+        bad["score_value"] = "high"
+        lines[at] = orjson.dumps(bad)
+    (tmp_path / "r.jsonl").write_bytes(b"".join(line + b"\n" for line in lines) + b"not json\n")
+
+    def report(split):
+        reader = WindowReader(sessions=40, days=None, split=split)
+        reader.read([tmp_path / "r.jsonl"])
+        document = build_report(reader.windows(), reader.stats, sources=["r"], sessions=40, days=None, split=split)
+        return document.model_dump(exclude={"generated_at"})
+
+    expected, forked = report(in_turn), report(forking())
+    assert forked == expected
+    assert expected["inputs"]["skipped_lines"] == 3 and expected["inputs"]["records"] == 60 * 25 - 2
+    first, second, third = expected["inputs"]["skipped_examples"]  # the read's, then each half's in order
+    assert first.startswith(f"{tmp_path / 'r.jsonl'}:1501: JSON is malformed")
+    assert digests[5].session_id in second and digests[40].session_id in third
+    assert expected["tenants"][0]["sessions"] == 40
