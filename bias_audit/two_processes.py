@@ -17,7 +17,7 @@ import pickle
 import signal
 import struct
 from collections.abc import Callable
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 from bias_audit.analysis.split import in_turn
 
@@ -54,14 +54,15 @@ class TwoProcesses:
             os.close(read_end)
             _send_and_exit(there, write_end)
         os.close(write_end)
+        pipe = open(read_end, "rb", buffering=0)
         try:
-            mine = here()
-        except BaseException:
+            with pipe:
+                mine = here()
+                payload = _read_all(pipe)
+        except BaseException:  # here() failed, or an interrupt came while waiting: the child is not needed
             os.kill(pid, signal.SIGKILL)
-            os.close(read_end)
             os.waitpid(pid, 0)
             raise
-        payload = _read_all(read_end)
         if len(payload) >= _LENGTH.size and _LENGTH.unpack_from(payload)[0] == len(payload) - _LENGTH.size:
             # complete: the child's exit (unmapping its copy, ~15 ms) is not waited for
             self._exiting.append(pid)
@@ -97,9 +98,8 @@ def _send_and_exit(there: Callable[[], object], fd: int) -> None:
         os._exit(code)  # a forked child must not unwind into the parent's code
 
 
-def _read_all(fd: int) -> bytes:
+def _read_all(pipe: BinaryIO) -> bytes:
     chunks = []
-    with open(fd, "rb", buffering=0) as pipe:
-        while chunk := pipe.read(1 << 20):
-            chunks.append(chunk)
+    while chunk := pipe.read(1 << 20):
+        chunks.append(chunk)
     return b"".join(chunks)

@@ -78,6 +78,30 @@ def test_when_here_fails_the_child_is_stopped_and_collected(tmp_path):
         os.kill(int(mark.read_text()), 0)
 
 
+def test_an_interrupt_while_waiting_stops_and_collects_the_child(tmp_path):
+    import signal
+
+    mark = tmp_path / "child"
+
+    def there():
+        mark.write_text(str(os.getpid()))
+        time.sleep(60)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)  # while this process waits for the child's result
+        with pytest.raises(KeyboardInterrupt):
+            forking()(lambda: None, there, 1)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(mark.read_text()), 0)
+
+
 def test_children_that_sent_their_result_are_collected():
     split = forking()
     for _ in range(3):
