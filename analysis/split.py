@@ -14,12 +14,24 @@ B = TypeVar("B")
 
 
 class Split(Protocol):
-    """Runs here() and there() and returns both results; `size` is how many sessions the work
-    covers, so small work is not worth a second process."""
+    def divides(self, size: int) -> bool:
+        """Whether work over `size` sessions runs as two halves at once: a caller that would
+        otherwise do it whole splits it only then (joining halves costs work of its own)."""
+        ...
 
-    def __call__(self, here: Callable[[], A], there: Callable[[], B], size: int) -> tuple[A, B]: ...
+    def __call__(self, here: Callable[[], A], there: Callable[[], B], size: int) -> tuple[A, B]:
+        """here() and there(), both results; `size` is how many sessions the work covers."""
+        ...
 
 
-def in_turn(here: Callable[[], A], there: Callable[[], B], size: int = 0) -> tuple[A, B]:
+class InTurn:
     """One after the other, in this process."""
-    return here(), there()
+
+    def divides(self, size: int) -> bool:
+        return False
+
+    def __call__(self, here: Callable[[], A], there: Callable[[], B], size: int = 0) -> tuple[A, B]:
+        return here(), there()
+
+
+in_turn = InTurn()

@@ -19,8 +19,6 @@ import struct
 from collections.abc import Callable
 from typing import BinaryIO, TypeVar
 
-from bias_audit.analysis.split import in_turn
-
 A = TypeVar("A")
 B = TypeVar("B")
 
@@ -44,9 +42,12 @@ class TwoProcesses:
         self.enabled = hasattr(os, "fork") and usable_cpus() >= 2
         self._exiting: list[int] = []  # children that sent their result and may still be exiting
 
+    def divides(self, size: int) -> bool:
+        return self.enabled and size >= self.min_size
+
     def __call__(self, here: Callable[[], A], there: Callable[[], B], size: int) -> tuple[A, B]:
-        if not self.enabled or size < self.min_size:
-            return in_turn(here, there)
+        if not self.divides(size):
+            return here(), there()
         self.reap()
         read_end, write_end = os.pipe()
         pid = os.fork()

@@ -313,15 +313,18 @@ class WindowReader:
 
     def _cells(self, runs: list[_Run]) -> tuple[WindowCells, set[str]]:
         """The runs' cells, and the ids of the sessions read (an unreadable one is left out).
-        The runs' two parts are digested by `split` (in turn, or at once in two processes) and
+        When `split` runs halves at once (two processes), the runs' two parts are digested so and
         joined in order, with their counts and skipped lines as if read in turn."""
-        part = len(runs) // 2
-        (first, records, skipped), (second, more_records, more_skipped) = self.split(
-            lambda: _digested(runs[:part]), lambda: _digested(runs[part:]), len(runs))
-        self.stats.records += records + more_records
-        for where in (*skipped, *more_skipped):
+        if self.split.divides(len(runs)):
+            part = len(runs) // 2
+            (first, records, skipped), (second, more_records, more_skipped) = self.split(
+                lambda: _digested(runs[:part]), lambda: _digested(runs[part:]), len(runs))
+            cells, records, skipped = joined(first, second), records + more_records, [*skipped, *more_skipped]
+        else:
+            cells, records, skipped = _digested(runs)
+        self.stats.records += records
+        for where in skipped:
             self.stats.skip(where)
-        cells = joined(first, second)
         return cells, {d.session_id for d in cells.digests}
 
     def windows(self) -> list[TenantWindows]:

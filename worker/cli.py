@@ -7,6 +7,7 @@ Exit codes: 0 ok, 2 usage or input error (one line saying why), 1 anything else.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -115,7 +116,6 @@ def _settings(**overrides: Any):
 def _command(function=None, *, name: str | None = None):
     """A command whose CommandError becomes one line on stderr and its exit code; `name` when
     the command's name is a Python keyword (`import`)."""
-    import functools
 
     def register(function):
         @functools.wraps(function)
@@ -485,22 +485,25 @@ def report(
     split = TwoProcesses()  # a one-shot command: with two CPUs, halves of the work at once
 
     sources = [*(inputs or []), *(paths or [])]
-    # files and both window limits named: no setting is read (pydantic-settings' import, ~45 ms)
-    settings = (None if sources and store is None and redis is None and sessions is not None and days is not None
-                else _settings(data_dir=data_dir, store_url=store))
-    window_sessions = (sessions or None) if settings is None or sessions is not None else settings.window_sessions
-    window_days = (days or None) if settings is None or days is not None else settings.window_days
+    named = bool(sources or redis)
+    # the settings are read when a value of theirs is needed (pydantic-settings' import is ~45 ms):
+    # files named with both window limits need none
+    configured = functools.cache(lambda: _settings(data_dir=data_dir, store_url=store))
+    window_sessions = configured().window_sessions if sessions is None else (sessions or None)
+    window_days = configured().window_days if days is None else (days or None)
     if window_sessions is not None and window_sessions < 0 or window_days is not None and window_days < 0:
         raise CommandError("--sessions and --days must be 0 (no limit) or positive")
-    joined: Any = nullcontext(settings)
-    if settings and not (sources or redis):  # no input named: the data directory's embedded store, if a worker made one
+    # where a store may be read: the one named, or with no input named the data directory's
+    # (its embedded PostgreSQL, if a worker made one)
+    found: Any = nullcontext(configured() if store is not None else None)
+    if not named:
         from .store_setup import embedded_store
 
-        joined = embedded_store(settings, create=False)
+        found = embedded_store(configured(), create=False)
     rolled_up = reviews = None  # a store keeps what retention rolled up and people's reviews
-    with collector_paused(kept=True), joined as settings:  # a one-shot run whose objects all live to its end
-        if settings and settings.store_is_postgres and (store is not None or not (sources or redis)):
-            if sources or redis:
+    with collector_paused(kept=True), found as settings:  # a one-shot run whose objects all live to its end
+        if settings is not None and settings.store_is_postgres:
+            if named:
                 raise CommandError("give one of --input files, --redis or --store, not several")
             url = _postgres_store(settings.store_url, "report reads")
             windows, stats = store_windows(url, tenant, window_sessions, window_days)
@@ -510,15 +513,13 @@ def report(
         elif redis:
             if sources:
                 raise CommandError("give either --input files or --redis, not both")
-            assert settings is not None  # read whenever --redis is given
             from .settings import check_broker_url
 
             check_broker_url(redis)
-            windows, stats = live_windows(redis, settings.key_prefix, tenant, window_sessions, window_days)
+            windows, stats = live_windows(redis, configured().key_prefix, tenant, window_sessions, window_days)
             sources = [redis]
         else:
-            if not sources and settings is not None:  # (settings are read whenever no file is named)
-                sources = default_sources(settings.records_dir)  # --store DIR: its records folder
+            sources = sources or default_sources(settings.records_dir)  # --store DIR: its records folder
             progress = (lambda total: _progress("reading records", total, in_bytes=True)) if sys.stderr.isatty() else None
             windows, stats = stored_windows(sources, tenant, window_sessions, window_days, progress, split)
         document = build_report(windows, stats, sources=sources, sessions=window_sessions, days=window_days,

@@ -30,7 +30,10 @@ def test_there_runs_in_a_child_and_its_result_comes_back():
 
 def test_small_work_stays_in_this_process():
     parent = os.getpid()
-    assert TwoProcesses(min_size=10)(os.getpid, os.getpid, 9) == (parent, parent)
+    split = TwoProcesses(min_size=10)
+    assert split(os.getpid, os.getpid, 9) == (parent, parent)
+    assert (split.divides(9), split.divides(10)) == (False, True)  # what the reader asks before halving
+    assert in_turn.divides(10**9) is False and in_turn(os.getpid, lambda: 2) == (parent, 2)
 
 
 def test_a_child_that_dies_leaves_its_half_to_this_process():
@@ -104,13 +107,19 @@ def test_an_interrupt_while_waiting_stops_and_collects_the_child(tmp_path):
 
 def test_children_that_sent_their_result_are_collected():
     split = forking()
-    for _ in range(3):
-        split(lambda: 1, lambda: 2, 1)
+    children: set[int] = set()
+    for _ in range(3):  # a call collects the children that finished exiting since the last
+        assert split(lambda: 1, lambda: 2, 1) == (1, 2)
+        children.update(split._exiting)
+    assert len(children) == 3  # each result was read without waiting for its child to exit
     deadline = time.monotonic() + 10
     while split._exiting and time.monotonic() < deadline:
         split.reap()
         time.sleep(0.01)
     assert split._exiting == []
+    for pid in children:  # each was waited for: no zombie is left to collect
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def test_the_report_in_two_processes_is_the_report_in_turn(tmp_path):
