@@ -21,8 +21,8 @@ install-test: $(TEST_STAMP)
 
 install-embeddings: $(EMBEDDINGS_STAMP)
 
-# an editable install builds the C module once: a changed analysis/_text.c installs again
-$(STAMP): pyproject.toml setup.py analysis/_text.c
+# an editable install builds the C modules once: a changed analysis/_text.c or _audit.c installs again
+$(STAMP): pyproject.toml setup.py analysis/_text.c analysis/_audit.c
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) -e .
@@ -39,7 +39,7 @@ $(EMBEDDINGS_STAMP): $(TEST_STAMP)
 demo: install
 	$(VENV)/bin/bias-audit demo
 
-# Debian's chromium opens the HTML report in a test, and a C compiler builds analysis/_text.c
+# Debian's chromium opens the HTML report in a test, and a C compiler builds analysis/_text.c, _audit.c
 # (the install succeeds without one, numpy standing in, but a test checks the module was built):
 # installed when missing and we may. `test` runs this first, so the install finds the compiler.
 # $(call apt_when_missing,COMMANDS,PACKAGES,WHY): apt-get PACKAGES unless one of COMMANDS exists.

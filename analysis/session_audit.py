@@ -17,7 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import compress, repeat
+from operator import itemgetter
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -28,7 +31,6 @@ from bias_audit.schemas.trusted import trusted
 from .observations import SessionScores
 from .reviewer_offset import offsets_from_effects, reviewer_effects
 from .score_arrays import ScoreArrays, score_arrays
-from .session_audit_one import OneFit, audit_one, reviewer_tests_one, two_way_one
 from .session_noise import (
     FIXED,
     REFERENCE_SPAN,
@@ -39,7 +41,7 @@ from .session_noise import (
     session_noise,
     two_way_fit,
 )
-from .special import fdtrc, stdtr
+from .special import fdtrc, ndtr, stdtr
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,88 +161,72 @@ def _position_tests(S: np.ndarray, peer: np.ndarray, P: np.ndarray) -> _Position
     return _PositionTests(identifiable, group_n, group_mean, k_groups, p_value, tested, effect_var, per_session)
 
 
-# Below this many sessions the plain-Python audit (analysis.session_audit_one) is faster than
-# numpy's per-call overhead on small arrays (bench/run.py audit measures both).
-VECTORIZE_FROM = 8
-
-
 def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfig(),
                 tenants: Sequence[str] | None = None,
                 history: Mapping[str, Sequence[tuple[float, int]]] | None = None) -> list[SessionAnalysis]:
     """The audits of a batch, in its order. The reviewer flags use each session's noise scale:
     given `tenants` (each session's), the tenant's recent sessions' noise (`history`: (rss in
     points^2, df) oldest first, the batch's own sessions not among them) rolled forward through the
-    batch, this session included (analysis.session_noise); without, the fixed sigma0."""
+    batch, this session included (analysis.session_noise); without, the fixed sigma0.
+
+    analysis/_audit.c computes it when setup.py could build it (~10 us a session at any batch
+    size); the numpy path below is the same numbers (tests/analysis/test_batch_audit.py) at ~30 us
+    a session in batches of 100 and ~600 us alone (numpy's per-call overhead on tiny arrays)."""
     if not batch:
         return []
-    small = len(batch) < VECTORIZE_FROM
-    if small:
-        fits = [two_way_one(scores) for scores in batch]
-        contributions = [(fit.rss * (REFERENCE_SPAN / scores.scale_span) ** 2, fit.df)
-                         for scores, fit in zip(batch, fits)]
-    else:
-        arrays = score_arrays(batch)
-        fit = two_way_fit(arrays.score, arrays.peer)
-        rss, df = session_noise(arrays, fit)
-        contributions = list(zip(rss.tolist(), df.tolist()))
-    if tenants is None:
-        noise = [FIXED] * len(batch)
-    else:
-        rolling = {tenant: list((history or {}).get(tenant, ())) for tenant in set(tenants)}
-        noise = []
-        for tenant, contribution in zip(tenants, contributions):
-            rolling[tenant].append(contribution)
-            noise.append(pooled_noise(rolling[tenant]))
-    if small:
-        tests = [_tests_one(scores, fit, scale, config) for scores, fit, scale in zip(batch, fits, noise)]
-        values = [_values_one(scores, config, fit) for scores, fit in zip(batch, fits)]
-        return [_finished(scores, v, t, n, c) for scores, v, t, n, c in zip(batch, values, tests, noise, contributions)]
+    noise_for = partial(_noise_scales, tenants, history)
+    if COMPILED is not None:
+        rows = COMPILED.audit_sessions(batch, (config.length_correlation_threshold, config.calibration_threshold,
+                                               config.self_preference_threshold, config.alpha), noise_for, _tails)
+        audits = map(trusted, repeat(SessionAudit), map(itemgetter(0), rows))
+        return list(map(SessionAnalysis, audits, batch, map(itemgetter(1), rows), map(itemgetter(2), rows)))
+    arrays = score_arrays(batch)
+    fit = two_way_fit(arrays.score, arrays.peer)
+    rss, df = session_noise(arrays, fit)
+    contributions = list(zip(rss.tolist(), df.tolist()))
+    noise = noise_for(contributions)
     tested = reviewer_tests(arrays, fit, noise, config.calibration_threshold, config.self_preference_threshold,
                             config.alpha)
     return _audited_batch(batch, config, arrays, tested, noise, contributions)
 
 
-def _tests_one(scores: SessionScores, fit: OneFit, noise: NoiseScale, config: AuditConfig) -> dict[str, Any]:
-    unit = scores.scale_span / REFERENCE_SPAN
-    return reviewer_tests_one(scores, fit, noise.sd * unit, float(noise.df or 0), config.calibration_threshold * unit,
-                              config.self_preference_threshold * unit, config.alpha)
+def _noise_scales(tenants: Sequence[str] | None, history: Mapping[str, Sequence[tuple[float, int]]] | None,
+                  contributions: Sequence[tuple[float, int]]) -> list[NoiseScale]:
+    """Each session's noise scale: its tenant's history rolled forward through the batch, this
+    session included (the fixed sigma0 without tenants)."""
+    if tenants is None:
+        return [FIXED] * len(contributions)
+    rolling = {tenant: list((history or {}).get(tenant, ())) for tenant in set(tenants)}
+    noise = []
+    for tenant, contribution in zip(tenants, contributions):
+        rolling[tenant].append(contribution)
+        noise.append(pooled_noise(rolling[tenant]))
+    return noise
 
 
-def _values_one(scores: SessionScores, config: AuditConfig, fit: OneFit) -> dict[str, Any]:
-    span = scores.scale_span
-    return audit_one(scores, config.scaled(config.calibration_threshold, span), config.length_correlation_threshold,
-                     config.alpha, fit)
+def _tails(t_df: bytes, t_x: bytes, n_x: bytes, f_a: bytes, f_b: bytes, f_x: bytes) -> tuple[bytes, bytes, bytes]:
+    """scipy's tails over all of a batch's test statistics at once, for the compiled audit:
+    (stdtr(t_df, t_x), ndtr(n_x), fdtrc(f_a, f_b, f_x)) as bytes of doubles."""
+    def doubles(raw: bytes) -> np.ndarray:
+        return np.frombuffer(raw, np.float64)
 
-
-def _finished(scores: SessionScores, values: dict[str, Any], tests: dict[str, Any], noise: NoiseScale,
-              contribution: tuple[float, int]) -> SessionAnalysis:
-    """The audit with its reviewer tests (by reviewer name, in the session's reviewer order) and
-    its risk level."""
-    harsh, generous, preferring = sorted(tests["harsh"]), sorted(tests["generous"]), sorted(tests["preferring"])
-    risk = (int(values["length_bias_detected"]) + int(values["position_bias_detected"]) + bool(harsh)
-            + bool(generous) + bool(preferring))
-    residuals = values.pop("_residuals")
-    merged = dict.fromkeys(AUDIT_FIELDS)  # the declared order, which trusted() keeps
-    merged.update(values)
-    merged.update({
-        "reviewer_offset_p_values": tests["offset_p"],
-        "reviewer_loo_offsets": tests["loo"],
-        "harsh_reviewers": harsh,
-        "generous_reviewers": generous,
-        "self_preference": tests["self_preference"],
-        "self_preference_p_values": tests["self_p"],
-        "self_preferring_reviewers": preferring,
-        "noise_sd": noise.sd * scores.scale_span / REFERENCE_SPAN,
-        "noise_df": noise.df,
-        "noise_sessions": noise.sessions,
-        "noise_source": noise.source,
-        "overall_bias_risk": "low" if risk == 0 else "medium" if risk <= 2 else "high",
-    })
-    audit = trusted(SessionAudit, merged)
-    return SessionAnalysis(audit, scores, residuals, contribution)
+    return (stdtr(doubles(t_df), doubles(t_x)).tobytes(), ndtr(doubles(n_x)).tobytes(),
+            fdtrc(doubles(f_a), doubles(f_b), doubles(f_x)).tobytes())
 
 
 AUDIT_FIELDS = tuple(SessionAudit.model_fields)
+
+
+def _compiled_audit() -> ModuleType | None:
+    """analysis/_audit.c when setup.py could build it and it fills SessionAudit's fields."""
+    try:
+        from . import _audit
+    except ImportError:  # an install without a C compiler: the numpy path below
+        return None
+    return _audit if _audit.FIELDS == AUDIT_FIELDS else None
+
+
+COMPILED = _compiled_audit()
 
 
 def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: ScoreArrays

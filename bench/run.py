@@ -87,7 +87,7 @@ def bench_audit(rounds: int = 5) -> None:
         for responses, stage2, labels in reference_inputs:
             run_bias_audit(responses, extract_scores_from_stage2(stage2, labels), derive_position_mapping(labels))
 
-    ours_name = f"bias-audit, batches of {BATCH}"  # one_name: batch of 1, the plain-Python path
+    ours_name = f"bias-audit, batches of {BATCH}"  # both run analysis/_audit.c when it was built
     tune_gc()
     timings = {ours_name: [], "bias-audit, batches of 1": [], "llm-council-core 0.53.0": []}
     for _ in range(rounds):  # interleaved, one run, same sessions

@@ -33,6 +33,13 @@ def test_count_words_table(counter, text, words):
 
 
 @COUNTERS
+def test_every_ascii_character_separates_words_as_str_split_does(counter):
+    for code in range(128):
+        for text in (chr(code), f"a{chr(code)}b", f"{chr(code) * 3}x", f"x{chr(code)}"):
+            assert counter(text) == len(text.split()), (code, text)
+
+
+@COUNTERS
 def test_count_words_agrees_with_str_split_on_random_text(counter):
     rng = random.Random(7)
     alphabets = ["ab .\t\n\r\x0b\x0c\x1c\x1f\x7f", "ab .\t\x85\xa0é\xff", "ab .\t\u00a0\u2003\u3000\u200b",

@@ -111,8 +111,8 @@ def test_levels_in_pieces_equal_levels_over_the_window():
         assert a.offsets == close(b.offsets)
 
 
-@pytest.mark.parametrize("batch", [1, 50])  # the plain-Python audit and the vectorized one
-def test_a_level_from_the_audit_equals_the_level_from_the_digest(batch):
+@pytest.mark.parametrize("batch", [1, 50])
+def test_a_level_from_the_audit_equals_the_level_from_the_digest(batch, audit_engine):
     # the worker takes the levels of the sessions it audits from their audits; a session another
     # worker counted gets its level from its digest: the two must agree
     rng = random.Random(3)

@@ -41,8 +41,9 @@ def test_the_wheel_ships_every_subpackage_and_its_data(wheel):
                  "bias_audit/storage/migrations/0001_council_sessions.sql"):
         assert data in names, data
     assert not any(name.startswith(("bias_audit/tests/", "tests/", "bench/")) for name in names)
-    # the compiled answer similarities (setup.py): the worker's hot path
-    assert any(name.startswith("bias_audit/analysis/_text.") and name.endswith(".so") for name in names)
+    # the compiled answer similarities and per-session audit (setup.py): the worker's hot path
+    for module in ("_text", "_audit"):
+        assert any(name.startswith(f"bias_audit/analysis/{module}.") and name.endswith(".so") for name in names), module
 
 
 def test_the_dockerfile_copies_every_mapped_folder():
