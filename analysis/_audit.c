@@ -1,8 +1,8 @@
 /* The per-session audit of a batch of council sessions, in C (analysis/session_audit.py).
 
    audit_sessions(batch, config, noise_for, tails) computes, for each SessionScores of the batch,
-   the numbers analysis/session_audit.py's numpy path computes (tests/analysis/test_batch_audit.py
-   checks both agree to 1e-9 on 400 random sessions, and runs the oracle tests on both):
+   the numbers analysis/session_audit.py's numpy path computes (tests/analysis/test_audit_engines.py
+   checks both agree to 1e-9 on 400 random sessions; the oracle tests run on both):
 
    - the two-way fit score = reviewer + response on the peer scores, the responses absorbed: a
      reviewer Laplacian per connected part of the council, its first member grounded and the rest
@@ -17,7 +17,13 @@
    noise history forward (analysis.session_noise.pooled_noise) and tails(...) evaluates scipy's
    distribution tails on all of the batch's test statistics at once (the p-values are scipy's
    own, not a copy of its special functions). Each session's result is (the audit's values as a
-   dict in SessionAudit's field order, its position residuals, its noise contribution). */
+   dict in SessionAudit's field order, its position residuals, its noise contribution).
+
+   A session is measured in steps over its Council (its cells and its two-way fit): fit_two_way,
+   leave_one_out, self_preference, reviewer_summaries, length_measures, position_measures.
+
+   score_cells(reviews, labels, column) is analysis.observations.session_scores' loop over a
+   validated event's reviews. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -76,6 +82,9 @@ static int push(Doubles *d, double x) {
     return 0;
 }
 
+/* The position F test's p: fdtrc's; 0 (no spread within the positions, some between); none. */
+enum { POSITION_NO_P, POSITION_F_TEST, POSITION_P_ZERO };
+
 /* What a session keeps between the batch's phases (fit -> noise -> tails -> the dict). */
 typedef struct {
     PyObject *reviewers; /* new reference: the session's reviewer names, by index */
@@ -87,8 +96,8 @@ typedef struct {
     int length_n, length_defined, spearman_defined;
     double length_r, spearman, length_t, length_df;
     /* position */
-    int identifiable, position_tested_so_far; /* identifiable, df_between >= 1, df_within >= 1 */
-    int position_state; /* 1: fdtrc requested, 2: p = 0 (no within spread, some between), 0: none */
+    int identifiable, position_testable; /* identifiable, df_between >= 1, df_within >= 1 */
+    int position_state;
     double f_a, f_b, f_x;
     PyObject *position_effects, *position_variance, *residuals; /* new references */
     /* reviewers */
@@ -275,268 +284,233 @@ static int read_cells(PyObject *scores, int R, int M, Cell **cells_out, int *n_o
     return 0;
 }
 
-/* Phase 1: everything of one session that does not depend on the noise scale or on a tail. */
-static int measure(PyObject *scores, Session *x) {
-    int status = -1;
-    Cell *cells = NULL;
-    double *work = NULL;
-    int *iwork = NULL;
-    PyObject *models = NULL, *candidates = NULL, *low = NULL, *high = NULL;
+/* A session's cells and its two-way fit: what every measure below reads. Scratch arrays are
+   taken from one zeroed arena per session (take / take_ints). */
+typedef struct {
+    int R, M, n, Rs;
+    Cell *cells;
+    double *arena;
+    size_t used, size;
+    /* the peer scores per response: resp_n of them, their sum, the cells' indexes in review order */
+    int *resp_n, *scorer_start, *scorers;
+    double *resp_total;
+    int n_peer, n_responses;
+    /* the fit: reviewers linked by shared responses form parts; each part's first member is
+       grounded (row -1) and the others are rows of the part's grounded inverse */
+    int *part_of, *row_of, *part_size, *inverse_at, *members, *part_start;
+    int n_parts, n_active;
+    double *inverses, *row_sums, *part_total, *effect, *response_level;
+} Council;
 
-    x->reviewers = PyObject_GetAttr(scores, s_reviewers);
-    if (x->reviewers == NULL) return -1;
-    models = PyObject_GetAttr(scores, s_models);
-    candidates = PyObject_GetAttr(scores, s_candidates);
-    low = PyObject_GetAttr(scores, s_scale_low);
-    high = PyObject_GetAttr(scores, s_scale_high);
-    if (models == NULL || candidates == NULL || low == NULL || high == NULL) goto done;
-    if (!PyTuple_Check(x->reviewers) || !PyTuple_Check(models) || !PyDict_Check(candidates)) {
-        PyErr_SetString(PyExc_TypeError, "reviewers and models must be tuples, candidates a dict");
-        goto done;
-    }
-    int R = x->R = (int)PyTuple_GET_SIZE(x->reviewers);
-    int M = (int)PyTuple_GET_SIZE(models);
-    x->span = PyFloat_AsDouble(high) - PyFloat_AsDouble(low);
-    if (PyErr_Occurred()) goto done;
-    int n;
-    if (read_cells(scores, R, M, &cells, &n) < 0) goto done;
+static double *take(Council *c, size_t count) {
+    double *out = c->arena + c->used;
+    c->used += count;
+    return out;
+}
 
-    int Rs = R ? R : 1, Ms = M ? M : 1, ns = n ? n : 1;
-    /* one block of doubles and one of ints for the session's scratch */
-    /* the session's scratch, carved from one block of doubles and one of ints (zeroed) */
-    size_t doubles = (size_t)Rs * Rs * 2 + (size_t)Rs * 11 + (size_t)Ms * 8 + (size_t)ns * 5;
-    size_t ints = (size_t)Rs * 11 + (size_t)Ms * 6 + (size_t)ns * 5;
-    work = calloc(doubles, sizeof(double));
-    iwork = calloc(ints, sizeof(int));
-    x->loo = calloc((size_t)Rs * 7, sizeof(double));
-    x->loo_order = calloc((size_t)Rs * 4, sizeof(int));
-    if (work == NULL || iwork == NULL || x->loo == NULL || x->loo_order == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    x->loo_root = x->loo + Rs;
-    x->loo_count = x->loo + 2 * Rs;
-    x->self_pref = x->loo + 3 * Rs;
-    x->self_scale = x->loo + 4 * Rs;
-    x->offset_p = x->loo + 5 * Rs;
-    x->self_p = x->loo + 6 * Rs;
-    x->self_order = x->loo_order + Rs;
-    x->loo_flag = x->loo_order + 2 * Rs;
-    x->self_flag = x->loo_order + 3 * Rs;
+/* ints share the arena (a double's room each: simpler than a second arena, and a council is small) */
+static int *take_ints(Council *c, size_t count) {
+    return (int *)take(c, count);
+}
 
-    double *next = work;
-#define TAKE(name, count) double *name = next; next += (count)
-    TAKE(laplacian, Rs * Rs);
-    TAKE(inverses, Rs * Rs); /* the parts' grounded inverses, one after another */
-    TAKE(rhs, Rs);
-    TAKE(effect, Rs);
-    TAKE(row_sums, Rs);
-    TAKE(given_sum, Rs);
-    TAKE(diff_sum, Rs);
-    TAKE(factor_sum, Rs);
-    TAKE(counted, Rs);
-    TAKE(part_total, Rs);
-    TAKE(values, Rs);
-    TAKE(g, Rs);
-    TAKE(ordered, Rs);
-    TAKE(resp_total, Ms);
-    TAKE(response_level, Ms);
-    TAKE(words, Ms);
-    TAKE(placed_total, Ms);
-    TAKE(lx, Ms);
-    TAKE(ly, Ms);
-    TAKE(rank_x, Ms);
-    TAKE(rank_y, Ms);
-    TAKE(residual, ns);
-    TAKE(cell_x, ns);
-    TAKE(cell_y, ns);
-    TAKE(group_mean, ns);
-    TAKE(group_total, ns);
-#undef TAKE
-    int *inext = iwork;
-#define TAKE(name, count) int *name = inext; inext += (count)
-    TAKE(resp_n, Ms);
-    TAKE(placed_n, Ms);
-    TAKE(first_at, Ms);
-    TAKE(last_at, Ms);
-    TAKE(scorer_start, Ms);
-    TAKE(scorer_fill, Ms);
-    TAKE(active, Rs);
-    TAKE(part_of, Rs);
-    TAKE(row_of, Rs);
-    TAKE(parent, Rs);
-    TAKE(members, Rs);
-    TAKE(part_start, Rs);
-    TAKE(part_size, Rs);
-    TAKE(inverse_at, Rs);
-    TAKE(in_loo, Rs);
-    TAKE(has_given, Rs);
-    TAKE(given_n, Rs);
-    TAKE(scorers, ns);
-    TAKE(placed, ns);
-    TAKE(group_of, ns);
-    TAKE(group_pos, ns);
-    TAKE(group_n, ns);
-#undef TAKE
+static int council_init(Council *c, Cell *cells, int n, int R, int M) {
+    memset(c, 0, sizeof(*c));
+    c->cells = cells;
+    c->n = n;
+    c->R = R;
+    c->M = M;
+    int Rs = c->Rs = R ? R : 1, Ms = M ? M : 1, ns = n ? n : 1;
+    /* room for every step's scratch (they take 2 R^2 + 21 R + 15 M + 10 n), with a margin */
+    c->size = (size_t)Rs * Rs * 3 + (size_t)Rs * 32 + (size_t)Ms * 16 + (size_t)ns * 12;
+    c->arena = calloc(c->size, sizeof(double));
+    if (c->arena == NULL) return -1;
+    c->resp_n = take_ints(c, Ms);
+    c->scorer_start = take_ints(c, Ms);
+    c->scorers = take_ints(c, ns);
+    c->resp_total = take(c, Ms);
+    c->part_of = take_ints(c, Rs);
+    c->row_of = take_ints(c, Rs);
+    c->part_size = take_ints(c, Rs);
+    c->inverse_at = take_ints(c, Rs);
+    c->members = take_ints(c, Rs);
+    c->part_start = take_ints(c, Rs);
+    c->inverses = take(c, (size_t)Rs * Rs); /* the parts' grounded inverses, one after another */
+    c->row_sums = take(c, Rs);
+    c->part_total = take(c, Rs);
+    c->effect = take(c, Rs);
+    c->response_level = take(c, Ms);
+    return 0;
+}
 
-    /* Peer scores per response, in review order. */
-    int n_peer = 0;
-    for (int i = 0; i < n; i++) {
+/* The cell index of the a-th peer score response m received. */
+#define SCORER(c, m, a) ((c)->cells[(c)->scorers[(c)->scorer_start[(m)] + (a)]])
+
+/* The two-way fit score = reviewer + response on the peer scores, the responses absorbed: the
+   effects solve L a = b, L = diag(cells per reviewer) - W diag(1 / cells per response) W' (a
+   Laplacian over reviewers who scored a response in common), b = the reviewers' score sums less
+   their share of the responses' sums; solved per connected part with its first member grounded,
+   each part's effects centred. Returns the residual sum of squares and df in *rss, *df. */
+static int fit_two_way(Council *c, double *rss_out, long *df_out) {
+    int R = c->R, M = c->M, Rs = c->Rs;
+    const Cell *cells = c->cells;
+    int *fill = take_ints(c, M ? M : 1), *active = take_ints(c, Rs), *parent = take_ints(c, Rs);
+    double *laplacian = take(c, (size_t)Rs * Rs), *rhs = take(c, Rs), *values = take(c, Rs);
+    for (int i = 0; i < c->n; i++) {
         if (cells[i].own) continue;
-        n_peer++;
-        resp_n[cells[i].m]++;
-        resp_total[cells[i].m] += cells[i].s;
+        c->n_peer++;
+        c->resp_n[cells[i].m]++;
+        c->resp_total[cells[i].m] += cells[i].s;
     }
     for (int m = 0, at = 0; m < M; m++) {
-        scorer_start[m] = at;
-        at += resp_n[m];
+        c->scorer_start[m] = at;
+        at += c->resp_n[m];
     }
-    for (int i = 0; i < n; i++)
-        if (!cells[i].own) scorers[scorer_start[cells[i].m] + scorer_fill[cells[i].m]++] = i;
-
-    /* The absorbed system: L = diag(cells per reviewer) - W diag(1 / cells per response) W'. */
-    int n_responses = 0;
+    for (int i = 0; i < c->n; i++)
+        if (!cells[i].own) c->scorers[c->scorer_start[cells[i].m] + fill[cells[i].m]++] = i;
     for (int m = 0; m < M; m++) {
-        if (!resp_n[m]) continue;
-        n_responses++;
-        double share = 1.0 / resp_n[m];
-        double mean = resp_total[m] * share;
-        for (int a = 0; a < resp_n[m]; a++) {
-            const Cell *c = &cells[scorers[scorer_start[m] + a]];
-            laplacian[c->r * Rs + c->r] += 1.0;
-            for (int b = 0; b < resp_n[m]; b++) laplacian[c->r * Rs + cells[scorers[scorer_start[m] + b]].r] -= share;
-            rhs[c->r] += c->s - mean;
+        int k = c->resp_n[m];
+        if (!k) continue;
+        c->n_responses++;
+        double share = 1.0 / k, mean = c->resp_total[m] * share;
+        for (int a = 0; a < k; a++) {
+            const Cell *cell = &SCORER(c, m, a);
+            laplacian[cell->r * Rs + cell->r] += 1.0;
+            for (int b = 0; b < k; b++) laplacian[cell->r * Rs + SCORER(c, m, b).r] -= share;
+            rhs[cell->r] += cell->s - mean;
         }
     }
-    int n_active = 0;
-    for (int r = 0; r < R; r++) part_of[r] = -1;
-    for (int i = 0; i < n; i++)
-        if (!cells[i].own) part_of[cells[i].r] = 0;
+    for (int r = 0; r < R; r++) c->part_of[r] = -1;
+    for (int i = 0; i < c->n; i++)
+        if (!cells[i].own) c->part_of[cells[i].r] = 0;
     for (int r = 0; r < R; r++)
-        if (part_of[r] == 0) active[n_active++] = r;
+        if (c->part_of[r] == 0) active[c->n_active++] = r;
 
     /* Parts: the whole council if its grounded Laplacian inverts, else its connected parts. */
-    int n_parts = 0;
-    if (n_active) {
-        memcpy(members, active, n_active * sizeof(int));
-        if (grounded_inverse(laplacian, Rs, members, n_active, inverses)) {
-            n_parts = 1;
-            part_start[0] = 0;
-            part_size[0] = n_active;
-            inverse_at[0] = 0;
+    if (c->n_active) {
+        memcpy(c->members, active, c->n_active * sizeof(int));
+        if (grounded_inverse(laplacian, Rs, c->members, c->n_active, c->inverses)) {
+            c->n_parts = 1;
+            c->part_size[0] = c->n_active;
         } else {
-            for (int a = 0; a < n_active; a++) parent[active[a]] = active[a];
+            for (int a = 0; a < c->n_active; a++) parent[active[a]] = active[a];
             for (int m = 0; m < M; m++) {
-                if (!resp_n[m]) continue;
-                int first = find_root(parent, cells[scorers[scorer_start[m]]].r);
-                for (int a = 1; a < resp_n[m]; a++) parent[find_root(parent, cells[scorers[scorer_start[m] + a]].r)] = first;
+                if (!c->resp_n[m]) continue;
+                int first = find_root(parent, SCORER(c, m, 0).r);
+                for (int a = 1; a < c->resp_n[m]; a++) parent[find_root(parent, SCORER(c, m, a).r)] = first;
             }
             /* members grouped by root, in order of each part's first (smallest) member */
             int filled = 0, at = 0;
-            for (int a = 0; a < n_active; a++) {
-                int root = find_root(parent, active[a]);
-                int known = 0;
-                for (int p = 0; p < n_parts; p++) known |= find_root(parent, members[part_start[p]]) == root;
+            for (int a = 0; a < c->n_active; a++) {
+                int root = find_root(parent, active[a]), known = 0;
+                for (int p = 0; p < c->n_parts; p++) known |= find_root(parent, c->members[c->part_start[p]]) == root;
                 if (known) continue;
-                part_start[n_parts] = filled;
-                for (int b = a; b < n_active; b++)
-                    if (find_root(parent, active[b]) == root) members[filled++] = active[b];
-                part_size[n_parts] = filled - part_start[n_parts];
-                inverse_at[n_parts] = at;
-                if (!grounded_inverse(laplacian, Rs, members + part_start[n_parts], part_size[n_parts], inverses + at)) {
+                int p = c->n_parts++;
+                c->part_start[p] = filled;
+                for (int b = a; b < c->n_active; b++)
+                    if (find_root(parent, active[b]) == root) c->members[filled++] = active[b];
+                c->part_size[p] = filled - c->part_start[p];
+                c->inverse_at[p] = at;
+                if (!grounded_inverse(laplacian, Rs, c->members + c->part_start[p], c->part_size[p], c->inverses + at)) {
                     PyErr_SetString(PyExc_ArithmeticError, "a connected part's Laplacian did not invert");
-                    goto done;
+                    return -1;
                 }
-                at += (part_size[n_parts] - 1) * (part_size[n_parts] - 1);
-                n_parts++;
+                at += (c->part_size[p] - 1) * (c->part_size[p] - 1);
             }
         }
     }
-    /* Effects: each part's grounded solution, centred. */
-    for (int p = 0; p < n_parts; p++) {
-        int k = part_size[p], size = k - 1;
-        const int *mem = members + part_start[p];
-        const double *inv = inverses + inverse_at[p];
+    /* Effects: each part's grounded solution, centred; the inverse's row sums for the SEs. */
+    for (int p = 0; p < c->n_parts; p++) {
+        int k = c->part_size[p], size = k - 1;
+        const int *mem = c->members + c->part_start[p];
+        const double *inv = c->inverses + c->inverse_at[p];
         values[0] = 0.0;
         for (int a = 0; a < size; a++) {
             double v = 0.0;
             for (int b = 0; b < size; b++) v += inv[a * size + b] * rhs[mem[b + 1]];
             values[a + 1] = v;
         }
-        double mean = 0.0;
+        double mean = 0.0, total = 0.0;
         for (int a = 0; a < k; a++) mean += values[a];
         mean /= k;
-        double total = 0.0;
         for (int a = 0; a < k; a++) {
-            effect[mem[a]] = values[a] - mean;
-            part_of[mem[a]] = p;
-            row_of[mem[a]] = a - 1; /* -1: grounded */
+            c->effect[mem[a]] = values[a] - mean;
+            c->part_of[mem[a]] = p;
+            c->row_of[mem[a]] = a - 1;
         }
         for (int a = 0; a < size; a++) {
             double sum = 0.0;
             for (int b = 0; b < size; b++) sum += inv[a * size + b];
-            row_sums[mem[a + 1]] = sum;
+            c->row_sums[mem[a + 1]] = sum;
             total += sum;
         }
-        part_total[p] = total;
+        c->part_total[p] = total;
     }
-    /* Levels and the residual sum of squares. */
+    /* Each response's level (the mean of score - reviewer effect) and the residuals. */
     double rss = 0.0;
     for (int m = 0; m < M; m++) {
-        if (!resp_n[m]) continue;
+        int k = c->resp_n[m];
+        if (!k) continue;
         double sum = 0.0;
-        for (int a = 0; a < resp_n[m]; a++) {
-            const Cell *c = &cells[scorers[scorer_start[m] + a]];
-            sum += c->s - effect[c->r];
-        }
-        double lv = response_level[m] = sum / resp_n[m];
-        for (int a = 0; a < resp_n[m]; a++) {
-            const Cell *c = &cells[scorers[scorer_start[m] + a]];
-            double d = c->s - effect[c->r] - lv;
+        for (int a = 0; a < k; a++) sum += SCORER(c, m, a).s - c->effect[SCORER(c, m, a).r];
+        double level = c->response_level[m] = sum / k;
+        for (int a = 0; a < k; a++) {
+            double d = SCORER(c, m, a).s - c->effect[SCORER(c, m, a).r] - level;
             rss += d * d;
         }
     }
-    x->rss = rss;
-    x->df = n_peer - (n_active + n_responses - n_parts);
+    *rss_out = rss;
+    /* rank: reviewers + responses - connected parts (a response links its scorers' parts) */
+    *df_out = c->n_peer - (c->n_active + c->n_responses - c->n_parts);
+    return 0;
+}
 
-    /* Harsh / generous: each reviewer's leave-one-out differences and their SE factors. */
-    for (int i = 0; i < n; i++) {
-        const Cell *c = &cells[i];
-        if (c->own) continue;
-        int k = resp_n[c->m];
-        if (k < 2) continue;
-        if (!counted[c->r]) {
-            x->loo_order[x->n_loo++] = c->r;
-            x->loo_flag[c->r] = 1;
+/* Harsh / generous: each reviewer's mean difference from the rest's mean of each candidate that
+   another reviewer scored too, and what its SE needs (sqrt of the summed 1 + 1/(n_c - 1), k). */
+static void leave_one_out(const Council *c, Session *x) {
+    for (int i = 0; i < c->n; i++) {
+        const Cell *cell = &c->cells[i];
+        int k = c->resp_n[cell->m];
+        if (cell->own || k < 2) continue;
+        if (!x->loo_flag[cell->r]) {
+            x->loo_order[x->n_loo++] = cell->r;
+            x->loo_flag[cell->r] = 1;
         }
-        diff_sum[c->r] += c->s - (resp_total[c->m] - c->s) / (k - 1);
-        factor_sum[c->r] += 1.0 + 1.0 / (k - 1);
-        counted[c->r] += 1.0;
+        x->loo[cell->r] += cell->s - (c->resp_total[cell->m] - cell->s) / (k - 1);
+        x->loo_root[cell->r] += 1.0 + 1.0 / (k - 1);
+        x->loo_count[cell->r] += 1.0;
     }
     for (int a = 0; a < x->n_loo; a++) {
         int r = x->loo_order[a];
-        x->loo[r] = diff_sum[r] / counted[r];
-        x->loo_root[r] = sqrt(factor_sum[r]);
-        x->loo_count[r] = counted[r];
+        x->loo[r] /= x->loo_count[r];
+        x->loo_root[r] = sqrt(x->loo_root[r]);
     }
-    /* Self-preference: the own score less the fit's prediction, and its SE factor. */
-    for (int i = 0; i < n; i++) {
-        const Cell *c = &cells[i];
-        if (!c->own || part_of[c->r] < 0 || !resp_n[c->m]) continue;
-        int p = part_of[c->r], k = resp_n[c->m], linked = 1;
-        for (int a = 0; a < k && n_parts > 1; a++) linked &= part_of[cells[scorers[scorer_start[c->m] + a]].r] == p;
-        if (!linked) continue; /* not predictable from the peer scores */
-        int size = part_size[p] - 1, row = row_of[c->r];
-        const double *inv = inverses + inverse_at[p];
+}
+
+/* Self-preference: the own score less the fit's prediction for that cell, and its SE factor
+   sqrt(1 + Var(a_r + b_m) / sd^2), Var / sd^2 = 1 / n_m + g' Q g with g = e_r - the mean of the
+   scorers' e (a contrast: any generalized inverse Q of the Laplacian gives it; Q = the grounded
+   inverse, zero for the grounded reviewer). Only cells the peer scores predict: the reviewer in
+   the fit, linked to every scorer of its answer. */
+static void self_preference(Council *c, Session *x) {
+    double *g = take(c, c->Rs);
+    for (int i = 0; i < c->n; i++) {
+        const Cell *cell = &c->cells[i];
+        int p = c->part_of[cell->r], k = c->resp_n[cell->m];
+        if (!cell->own || p < 0 || !k) continue;
+        int linked = 1;
+        for (int a = 0; a < k && c->n_parts > 1; a++) linked &= c->part_of[SCORER(c, cell->m, a).r] == p;
+        if (!linked) continue;
+        int size = c->part_size[p] - 1, row = c->row_of[cell->r];
+        const double *inv = c->inverses + c->inverse_at[p];
         double quadratic;
-        if (k == part_size[p] - 1) { /* every other member scored it: g = (1 + 1/n) e_r - 1/n */
+        if (k == size) { /* every other member scored it: g = (1 + 1/n) e_r - 1/n */
             double a = 1.0 + 1.0 / k;
-            quadratic = (row >= 0 ? a * a * inv[row * size + row] - 2.0 * a * row_sums[c->r] / k : 0.0)
-                        + part_total[p] / ((double)k * k);
+            quadratic = (row >= 0 ? a * a * inv[row * size + row] - 2.0 * a * c->row_sums[cell->r] / k : 0.0)
+                        + c->part_total[p] / ((double)k * k);
         } else {
             for (int a = 0; a < size; a++) g[a] = 0.0;
             for (int a = 0; a < k; a++) {
-                int q = row_of[cells[scorers[scorer_start[c->m] + a]].r];
+                int q = c->row_of[SCORER(c, cell->m, a).r];
                 if (q >= 0) g[q] -= 1.0 / k;
             }
             if (row >= 0) g[row] += 1.0;
@@ -545,127 +519,141 @@ static int measure(PyObject *scores, Session *x) {
                 for (int b = 0; b < size; b++) quadratic += g[a] * g[b] * inv[a * size + b];
         }
         double v = 1.0 / k + quadratic;
-        x->self_pref[c->r] = c->s - effect[c->r] - response_level[c->m];
-        x->self_scale[c->r] = sqrt(1.0 + (v > 0.0 ? v : 0.0));
-        if (!x->self_flag[c->r]) x->self_order[x->n_self++] = c->r;
-        x->self_flag[c->r] = 1;
+        x->self_pref[cell->r] = cell->s - c->effect[cell->r] - c->response_level[cell->m];
+        x->self_scale[cell->r] = sqrt(1.0 + (v > 0.0 ? v : 0.0));
+        if (!x->self_flag[cell->r]) x->self_order[x->n_self++] = cell->r;
+        x->self_flag[cell->r] = 1;
     }
+}
 
-    /* Reviewers: mean and spread of the peer scores each gave. */
-    for (int i = 0; i < n; i++) {
+/* The reviewers' means and spreads of the peer scores they gave, their offsets (effect less the
+   median of the other reviewers' effects, among reviewers with a shared response) and the
+   council's agreement (each reviewer's scores against the rest's means, >= 3 candidates). */
+static int reviewer_summaries(Council *c, Session *x) {
+    int R = c->R, Rs = c->Rs;
+    const Cell *cells = c->cells;
+    int *given_n = take_ints(c, Rs), *has_given = take_ints(c, Rs), *shared = take_ints(c, Rs);
+    double *mean = take(c, Rs), *spread = take(c, Rs), *offset = take(c, Rs), *ordered = take(c, Rs);
+    double *xs = take(c, c->n ? c->n : 1), *ys = take(c, c->n ? c->n : 1);
+    for (int i = 0; i < c->n; i++) {
         if (cells[i].own) continue;
-        given_sum[cells[i].r] += cells[i].s;
+        mean[cells[i].r] += cells[i].s;
         given_n[cells[i].r]++;
         has_given[cells[i].r] = 1;
+        shared[cells[i].r] |= c->resp_n[cells[i].m] > 1;
     }
-    double *given_mean = values; /* Rs */
-    double *given_ss = g;
-    for (int r = 0; r < R; r++) {
-        given_mean[r] = has_given[r] ? given_sum[r] / given_n[r] : 0.0;
-        given_ss[r] = 0.0;
-    }
-    for (int i = 0; i < n; i++) {
-        if (cells[i].own) continue;
-        double d = cells[i].s - given_mean[cells[i].r];
-        given_ss[cells[i].r] += d * d;
-    }
-    for (int r = 0; r < R; r++) given_ss[r] = given_n[r] >= 2 ? sqrt(given_ss[r] / (given_n[r] - 1)) : 0.0;
-    x->means = by_name(x->reviewers, has_given, given_mean, R);
-    x->stds = by_name(x->reviewers, has_given, given_ss, R);
-    if (x->means == NULL || x->stds == NULL) goto done;
-
-    /* Offsets: each effect less the median of the other reviewers' (those with a shared response). */
-    int n_in = 0;
-    for (int i = 0; i < n; i++)
-        if (!cells[i].own && resp_n[cells[i].m] > 1) in_loo[cells[i].r] = 1;
     for (int r = 0; r < R; r++)
-        if (in_loo[r]) ordered[n_in++] = effect[r];
-    qsort(ordered, n_in, sizeof(double), compare_doubles);
-    double *offset = given_sum; /* reused: Rs */
-    int others = n_in - 1, half = others / 2;
+        if (has_given[r]) mean[r] /= given_n[r];
+    for (int i = 0; i < c->n; i++) {
+        if (cells[i].own) continue;
+        double d = cells[i].s - mean[cells[i].r];
+        spread[cells[i].r] += d * d;
+    }
+    for (int r = 0; r < R; r++) spread[r] = given_n[r] >= 2 ? sqrt(spread[r] / (given_n[r] - 1)) : 0.0;
+    x->means = by_name(x->reviewers, has_given, mean, R);
+    x->stds = by_name(x->reviewers, has_given, spread, R);
+    if (x->means == NULL || x->stds == NULL) return -1;
+
+    int n_shared = 0;
+    for (int r = 0; r < R; r++)
+        if (shared[r]) ordered[n_shared++] = c->effect[r];
+    qsort(ordered, n_shared, sizeof(double), compare_doubles);
+    int others = n_shared - 1, half = others / 2;
     for (int r = 0; r < R; r++) {
-        if (!in_loo[r]) continue;
-        int skipped = 0; /* bisect_left: one copy of r's effect leaves */
-        while (skipped < n_in && ordered[skipped] < effect[r]) skipped++;
+        if (!shared[r]) continue;
+        int skipped = 0; /* bisect_left: one copy of r's effect leaves the sorted list */
+        while (skipped < n_shared && ordered[skipped] < c->effect[r]) skipped++;
 #define OTHER(k) ((k) < skipped ? ordered[(k)] : ordered[(k) + 1])
-        double o;
-        if (others == 0) o = 0.0;
-        else if (others % 2) o = effect[r] - OTHER(half);
-        else o = effect[r] - (OTHER(half - 1) + OTHER(half)) / 2;
+        double o = others == 0 ? 0.0
+                   : others % 2 ? c->effect[r] - OTHER(half)
+                                : c->effect[r] - (OTHER(half - 1) + OTHER(half)) / 2;
 #undef OTHER
         offset[r] = fabs(o) < ROUNDING ? 0.0 : o;
     }
-    x->offsets = by_name(x->reviewers, in_loo, offset, R);
-    if (x->offsets == NULL) goto done;
+    x->offsets = by_name(x->reviewers, shared, offset, R);
+    if (x->offsets == NULL) return -1;
 
-    /* Agreement: each reviewer's scores against the rest's means, over >= 3 shared candidates. */
     double agreement_sum = 0.0;
     int agreements = 0;
     for (int r = 0; r < R; r++) {
-        if (!in_loo[r]) continue;
+        if (!shared[r]) continue;
         int k = 0;
-        for (int i = 0; i < n; i++) {
-            const Cell *c = &cells[i];
-            if (c->own || c->r != r || resp_n[c->m] <= 1) continue;
-            cell_x[k] = c->s;
-            cell_y[k++] = (resp_total[c->m] - c->s) / (resp_n[c->m] - 1.0);
+        for (int i = 0; i < c->n; i++) {
+            const Cell *cell = &cells[i];
+            int scorers = c->resp_n[cell->m];
+            if (cell->own || cell->r != r || scorers <= 1) continue;
+            xs[k] = cell->s;
+            ys[k++] = (c->resp_total[cell->m] - cell->s) / (scorers - 1.0);
         }
         double v;
-        if (k >= 3 && pearson(cell_x, cell_y, k, &v)) {
+        if (k >= 3 && pearson(xs, ys, k, &v)) {
             agreement_sum += v;
             agreements++;
         }
     }
     x->agreement = float_or_none(agreements > 0, agreements ? agreement_sum / agreements : 0.0);
-    if (x->agreement == NULL) goto done;
+    return x->agreement == NULL ? -1 : 0;
+}
 
-    /* Length: each candidate's words against its mean peer score. */
-    {
-        Py_ssize_t pos = 0;
-        PyObject *key, *candidate;
-        int m = 0;
-        while (PyDict_Next(candidates, &pos, &key, &candidate) && m < M) {
-            PyObject *w = PySequence_GetItem(candidate, 1);
-            if (w == NULL) goto done;
-            words[m++] = PyFloat_AsDouble(w);
-            Py_DECREF(w);
-            if (PyErr_Occurred()) goto done;
-        }
+/* Length: each scored candidate's words (the candidates' second item) against its mean peer
+   score: Pearson with its t statistic, Spearman, from 3 candidates. */
+static int length_measures(Council *c, Session *x, PyObject *candidates) {
+    int M = c->M, Ms = M ? M : 1;
+    double *words = take(c, Ms), *xs = take(c, Ms), *ys = take(c, Ms), *rank_x = take(c, Ms), *rank_y = take(c, Ms);
+    Py_ssize_t pos = 0;
+    PyObject *key, *candidate;
+    for (int m = 0; m < M && PyDict_Next(candidates, &pos, &key, &candidate); m++) {
+        PyObject *w = PySequence_GetItem(candidate, 1);
+        if (w == NULL) return -1;
+        words[m] = PyFloat_AsDouble(w);
+        Py_DECREF(w);
+        if (PyErr_Occurred()) return -1;
     }
-    int length_n = 0;
+    int n = 0;
     for (int m = 0; m < M; m++) {
-        if (!resp_n[m]) continue;
-        lx[length_n] = words[m];
-        ly[length_n++] = resp_total[m] / resp_n[m];
+        if (!c->resp_n[m]) continue;
+        xs[n] = words[m];
+        ys[n++] = c->resp_total[m] / c->resp_n[m];
     }
-    x->length_n = length_n;
-    x->length_df = length_n - 2.0;
-    if (length_n >= 3 && pearson(lx, ly, length_n, &x->length_r)) {
+    x->length_n = n;
+    x->length_df = n - 2.0;
+    if (n >= 3 && pearson(xs, ys, n, &x->length_r)) {
         x->length_defined = 1;
         double r = x->length_r;
         x->length_t = fabs(r) >= 1.0 ? copysign(INFINITY, r)
                                      : r * sqrt(x->length_df > 0.0 ? x->length_df : 0.0) / sqrt(1.0 - r * r);
     }
-    if (length_n >= 3) {
-        average_ranks(lx, length_n, rank_x);
-        average_ranks(ly, length_n, rank_y);
-        x->spearman_defined = pearson(rank_x, rank_y, length_n, &x->spearman);
+    if (n >= 3) {
+        average_ranks(xs, n, rank_x);
+        average_ranks(ys, n, rank_y);
+        x->spearman_defined = pearson(rank_x, rank_y, n, &x->spearman);
     }
+    return 0;
+}
 
-    /* Position: within-model residuals of the placed peer scores, grouped by display position. */
+/* Position: the placed peer scores' within-model residuals grouped by display position, only
+   identifiable where some model was shown at two positions; the F test has the model means' df
+   removed from the within-group df. Also each session's (position, residual) pairs. */
+static int position_measures(Council *c, Session *x) {
+    int M = c->M, Ms = M ? M : 1, ns = c->n ? c->n : 1;
+    const Cell *cells = c->cells;
+    int *placed_n = take_ints(c, Ms), *first_at = take_ints(c, Ms), *last_at = take_ints(c, Ms);
+    int *placed = take_ints(c, ns), *group_of = take_ints(c, ns), *group_pos = take_ints(c, ns);
+    int *group_n = take_ints(c, ns);
+    double *placed_total = take(c, Ms), *residual = take(c, ns), *group_total = take(c, ns), *group_mean = take(c, ns);
     int n_placed = 0;
     for (int m = 0; m < M; m++) {
         first_at[m] = M;
         last_at[m] = -1;
     }
-    for (int i = 0; i < n; i++) {
-        const Cell *c = &cells[i];
-        if (c->own || c->p < 0) continue;
+    for (int i = 0; i < c->n; i++) {
+        const Cell *cell = &cells[i];
+        if (cell->own || cell->p < 0) continue;
         placed[n_placed++] = i;
-        placed_total[c->m] += c->s;
-        placed_n[c->m]++;
-        if (c->p < first_at[c->m]) first_at[c->m] = c->p;
-        if (c->p > last_at[c->m]) last_at[c->m] = c->p;
+        placed_total[cell->m] += cell->s;
+        placed_n[cell->m]++;
+        if (cell->p < first_at[cell->m]) first_at[cell->m] = cell->p;
+        if (cell->p > last_at[cell->m]) last_at[cell->m] = cell->p;
     }
     int identifiable = 0, models_placed = 0;
     for (int m = 0; m < M; m++) {
@@ -673,7 +661,7 @@ static int measure(PyObject *scores, Session *x) {
         models_placed += placed_n[m] > 0;
     }
     x->identifiable = identifiable;
-    /* the batch audit's (reviewer, model) order: insertion sort, a council is small */
+    /* the numpy path's (reviewer, model) order: insertion sort, a council is small */
     for (int a = 1; a < n_placed; a++) {
         int v = placed[a], b = a - 1;
         while (b >= 0 && (cells[placed[b]].r > cells[v].r ||
@@ -683,22 +671,20 @@ static int measure(PyObject *scores, Session *x) {
         }
         placed[b + 1] = v;
     }
-    int k_groups = 0;
+    int k_groups = 0; /* groups in order of first appearance */
     for (int a = 0; a < n_placed; a++) {
-        const Cell *c = &cells[placed[a]];
-        residual[a] = c->s - placed_total[c->m] / placed_n[c->m];
-        int gid = -1;
+        const Cell *cell = &cells[placed[a]];
+        residual[a] = cell->s - placed_total[cell->m] / placed_n[cell->m];
+        int group = -1;
         for (int q = 0; q < k_groups; q++)
-            if (group_pos[q] == c->p) gid = q;
-        if (gid < 0) {
-            gid = k_groups++;
-            group_pos[gid] = c->p;
+            if (group_pos[q] == cell->p) group = q;
+        if (group < 0) {
+            group = k_groups++;
+            group_pos[group] = cell->p;
         }
-        group_of[a] = gid;
-    }
-    for (int a = 0; a < n_placed; a++) {
-        group_total[group_of[a]] += residual[a];
-        group_n[group_of[a]]++;
+        group_of[a] = group;
+        group_total[group] += residual[a];
+        group_n[group]++;
     }
     for (int q = 0; q < k_groups; q++) group_mean[q] = group_total[q] / group_n[q];
     double within = 0.0, grand = 0.0, between = 0.0;
@@ -714,14 +700,14 @@ static int measure(PyObject *scores, Session *x) {
     }
     int df_between = k_groups - 1;
     int df_within = n_placed - k_groups - (models_placed - 1 > 0 ? models_placed - 1 : 0);
-    x->position_tested_so_far = identifiable && df_between >= 1 && df_within >= 1;
+    x->position_testable = identifiable && df_between >= 1 && df_within >= 1;
     if (within > 0.0) {
-        x->position_state = 1;
+        x->position_state = POSITION_F_TEST;
         x->f_a = df_between > 1 ? df_between : 1;
         x->f_b = df_within > 1 ? df_within : 1;
         x->f_x = (between / x->f_a) / (within / x->f_b);
     } else {
-        x->position_state = between > 0.0 ? 2 : 0;
+        x->position_state = between > 0.0 ? POSITION_P_ZERO : POSITION_NO_P;
     }
     if (identifiable && k_groups >= 2) {
         double mean = 0.0, ss = 0.0;
@@ -737,40 +723,83 @@ static int measure(PyObject *scores, Session *x) {
     }
     x->position_effects = PyDict_New();
     x->residuals = PyList_New(identifiable ? n_placed : 0);
-    if (x->position_variance == NULL || x->position_effects == NULL || x->residuals == NULL) goto done;
-    if (identifiable) {
-        for (int a = 0; a < n_placed; a++) {
-            PyObject *pair = PyTuple_New(2), *position = PyLong_FromLong(cells[placed[a]].p);
-            PyObject *value = PyFloat_FromDouble(residual[a]);
-            if (pair == NULL || position == NULL || value == NULL) {
-                Py_XDECREF(pair);
-                Py_XDECREF(position);
-                Py_XDECREF(value);
-                goto done;
-            }
-            PyTuple_SET_ITEM(pair, 0, position);
-            PyTuple_SET_ITEM(pair, 1, value);
-            PyList_SET_ITEM(x->residuals, a, pair);
+    if (x->position_variance == NULL || x->position_effects == NULL || x->residuals == NULL) return -1;
+    if (!identifiable) return 0;
+    for (int a = 0; a < n_placed; a++) {
+        PyObject *pair = PyTuple_New(2), *position = PyLong_FromLong(cells[placed[a]].p);
+        PyObject *value = PyFloat_FromDouble(residual[a]);
+        if (pair == NULL || position == NULL || value == NULL) {
+            Py_XDECREF(pair);
+            Py_XDECREF(position);
+            Py_XDECREF(value);
+            return -1;
         }
-        /* {str(position): mean} in ascending position */
-        for (int done_groups = 0, last = -1; done_groups < k_groups; done_groups++) {
-            int next = -1;
-            for (int q = 0; q < k_groups; q++)
-                if (group_pos[q] > last && (next < 0 || group_pos[q] < group_pos[next])) next = q;
-            last = group_pos[next];
-            PyObject *key = position_key(last);
-            PyObject *v = PyFloat_FromDouble(group_mean[next]);
-            int failed = key == NULL || v == NULL || PyDict_SetItem(x->position_effects, key, v) < 0;
-            Py_XDECREF(key);
-            Py_XDECREF(v);
-            if (failed) goto done;
-        }
+        PyTuple_SET_ITEM(pair, 0, position);
+        PyTuple_SET_ITEM(pair, 1, value);
+        PyList_SET_ITEM(x->residuals, a, pair);
     }
+    /* {str(position): mean} in ascending position */
+    for (int written = 0, last = -1; written < k_groups; written++) {
+        int next = -1;
+        for (int q = 0; q < k_groups; q++)
+            if (group_pos[q] > last && (next < 0 || group_pos[q] < group_pos[next])) next = q;
+        last = group_pos[next];
+        PyObject *key = position_key(last), *v = PyFloat_FromDouble(group_mean[next]);
+        int failed = key == NULL || v == NULL || PyDict_SetItem(x->position_effects, key, v) < 0;
+        Py_XDECREF(key);
+        Py_XDECREF(v);
+        if (failed) return -1;
+    }
+    return 0;
+}
+
+/* Phase 1: everything of one session that does not depend on the noise scale or on a tail. */
+static int measure(PyObject *scores, Session *x) {
+    int status = -1;
+    Cell *cells = NULL;
+    Council council = {0};
+    PyObject *models = NULL, *candidates = NULL, *low = NULL, *high = NULL;
+
+    x->reviewers = PyObject_GetAttr(scores, s_reviewers);
+    if (x->reviewers == NULL) return -1;
+    models = PyObject_GetAttr(scores, s_models);
+    candidates = PyObject_GetAttr(scores, s_candidates);
+    low = PyObject_GetAttr(scores, s_scale_low);
+    high = PyObject_GetAttr(scores, s_scale_high);
+    if (models == NULL || candidates == NULL || low == NULL || high == NULL) goto done;
+    if (!PyTuple_Check(x->reviewers) || !PyTuple_Check(models) || !PyDict_Check(candidates)) {
+        PyErr_SetString(PyExc_TypeError, "reviewers and models must be tuples, candidates a dict");
+        goto done;
+    }
+    int R = x->R = (int)PyTuple_GET_SIZE(x->reviewers), M = (int)PyTuple_GET_SIZE(models), n;
+    x->span = PyFloat_AsDouble(high) - PyFloat_AsDouble(low);
+    if (PyErr_Occurred() || read_cells(scores, R, M, &cells, &n) < 0) goto done;
+    int Rs = R ? R : 1;
+    x->loo = calloc((size_t)Rs * 7, sizeof(double));
+    x->loo_order = calloc((size_t)Rs * 4, sizeof(int));
+    if (council_init(&council, cells, n, R, M) < 0 || x->loo == NULL || x->loo_order == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    x->loo_root = x->loo + Rs;
+    x->loo_count = x->loo + 2 * Rs;
+    x->self_pref = x->loo + 3 * Rs;
+    x->self_scale = x->loo + 4 * Rs;
+    x->offset_p = x->loo + 5 * Rs;
+    x->self_p = x->loo + 6 * Rs;
+    x->self_order = x->loo_order + Rs;
+    x->loo_flag = x->loo_order + 2 * Rs;
+    x->self_flag = x->loo_order + 3 * Rs;
+    if (fit_two_way(&council, &x->rss, &x->df) < 0) goto done;
+    leave_one_out(&council, x);
+    self_preference(&council, x);
+    if (reviewer_summaries(&council, x) < 0 || length_measures(&council, x, candidates) < 0 ||
+        position_measures(&council, x) < 0)
+        goto done;
     status = 0;
 done:
     free(cells);
-    free(work);
-    free(iwork);
+    free(council.arena);
     Py_XDECREF(models);
     Py_XDECREF(candidates);
     Py_XDECREF(low);
@@ -810,7 +839,7 @@ static int ask_tails(Session *x, PyObject *noise, Doubles *t_df, Doubles *t_x, D
         x->length_at = t_df->n;
         if (push(t_df, x->length_df) < 0 || push(t_x, -fabs(x->length_t)) < 0) return -1;
     }
-    if (x->position_tested_so_far && x->position_state == 1) {
+    if (x->position_testable && x->position_state == POSITION_F_TEST) {
         x->position_at = f_a->n;
         if (push(f_a, x->f_a) < 0 || push(f_b, x->f_b) < 0 || push(f_x, x->f_x) < 0) return -1;
     }
@@ -860,8 +889,8 @@ static PyObject *finish(Session *x, const double *t_p, const double *n_p, const 
 
     double length_p = x->length_defined ? 2.0 * t_p[x->length_at] : 0.0;
     int length_detected = x->length_defined && fabs(x->length_r) > length_threshold && length_p < alpha;
-    int position_tested = x->position_tested_so_far && x->position_state != 0;
-    double position_p = x->position_state == 1 && position_tested ? f_p[x->position_at] : 0.0;
+    int position_tested = x->position_testable && x->position_state != POSITION_NO_P;
+    double position_p = x->position_state == POSITION_F_TEST && position_tested ? f_p[x->position_at] : 0.0;
     int position_detected = position_tested && position_p < alpha;
 
     double largest = 0.0;

@@ -62,7 +62,7 @@ def kb_sessions(count: int, seed: int = 21) -> list[dict]:
     return sessions
 
 
-def bench_audit(rounds: int = 5) -> None:
+def bench_audit(rounds: int = 15) -> None:
     """Both implementations run in this process with the worker's GC settings (worker.gc_tuning)."""
     from llm_council.bias_audit import derive_position_mapping, extract_scores_from_stage2, run_bias_audit
 
