@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
+import orjson
 
 from bias_audit.analysis.alerts import (AlertPolicy, Condition, SessionSignals, audited_level,
                                         session_levels, session_signals, window_baseline)
@@ -236,6 +237,8 @@ class CouncilSessionProcessor:
         # them if that attempt got as far as applying its transitions)
         resumed = [(index, p, update) for (index, p), update in zip(prepared, updates)
                    if update.status in RESUMED and p.item.counted]
+        if self.alert_state is not None and resumed:  # before this attempt decides any
+            await self._recall_alerts(self.alert_state, resumed, outcomes)
         if self.alert_state is not None and (counted_now or resumed):
             await self._signal(self.alert_state, sorted(counted_now + resumed, key=_counting_order),
                                outcomes, before)
@@ -249,6 +252,19 @@ class CouncilSessionProcessor:
                            "tenant_id": outcome.result.tenant_id, "risk": outcome.result.overall_bias_risk},
                 )
         return outcomes
+
+    async def _recall_alerts(self, alert_state: AlertStateStore, resumed: list[tuple[int, _Prepared, WindowUpdate]],
+                             outcomes: list[Outcome]) -> None:
+        """The alerts an earlier attempt at these deliveries decided: the alert state moved then,
+        so this attempt's transitions change nothing, and if that attempt's messages were never
+        published (its batch failed after _signal) they would be lost. Published again with the
+        same ids: a consumer of bias.audit.alerts may see an alert twice, never lose one."""
+        found = await alert_state.recall([(p.event.tenant_id, p.event.session_id) for _, p, _ in resumed])
+        for (index, p, _), payload in zip(resumed, found):
+            if payload is not None:
+                outcomes[index].alerts = [Alert.model_validate(alert) for alert in orjson.loads(payload)]
+                log.warning("alerts recalled", extra={"trace_id": p.trace_id, "session_id": p.event.session_id,
+                                                      "alerts": len(outcomes[index].alerts or ())})
 
     async def _signal(self, alert_state: AlertStateStore, counted: list[tuple[int, _Prepared, WindowUpdate]],
                       outcomes: list[Outcome], before: dict[str, list[SessionDigest]]) -> None:
@@ -292,6 +308,7 @@ class CouncilSessionProcessor:
                                        ).hex if condition.state == "firing" else ""
                     transitions.append(Transition(tenant, condition.key, condition.state, sequence, onset))
                     pending.append((index, p, update, condition))
+        decided: dict[int, _Prepared] = {}  # the sessions whose transitions changed the state
         for (index, p, update, condition), change in zip(pending, await alert_state.apply(transitions)):
             if change is None:
                 continue
@@ -306,8 +323,14 @@ class CouncilSessionProcessor:
                 detected_at=utc_now_iso(), message=condition.message, session_id=p.event.session_id,
             )
             outcomes[index].alerts = [*(outcomes[index].alerts or []), alert]
+            decided[index] = p
             log.warning("alert %s", alert.status, extra={"trace_id": p.trace_id, "alert_type": alert.alert_type,
                                                           "alert_key": condition.key, "value": condition.value})
+        # kept before anything is published: a retry of this batch recalls them (_recall_alerts)
+        await alert_state.remember([
+            (p.event.tenant_id, p.event.session_id,
+             orjson.dumps([alert.model_dump(mode="json") for alert in outcomes[index].alerts or ()]))
+            for index, p in decided.items()])
 
     async def published(self, outcomes: list[Outcome]) -> None:
         await self.once.published([o.window_item for o in outcomes if o.window_item is not None])

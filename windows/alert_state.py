@@ -4,6 +4,7 @@ clears, in the order the sessions were counted (Redis), or in-process for `bias-
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any, NamedTuple, Protocol
@@ -28,11 +29,23 @@ class AlertLimits:
     cooldown_s: float = 300.0
     max_per_minute: int = 30
     state_ttl_s: int = 90 * 86_400  # an alert quiet this long is forgotten
+    # a session's decided alerts are kept this long for a retry of its batch (remember / recall)
+    decided_ttl_s: int = 7 * 86_400
 
 
 class AlertStateStore(Protocol):
     async def apply(self, transitions: list[Transition]) -> list[tuple[str, str] | None]:
         """Per transition: ("fired" | "resolved", alert id), or None when nothing changed."""
+        ...
+
+    async def remember(self, decided: list[tuple[str, str, bytes]]) -> None:
+        """(tenant, session id, its alert messages as JSON) for each session whose transitions
+        changed the state: a retry of its batch (the messages not published) finds the state
+        moved already and gets them back from recall() instead of losing them."""
+        ...
+
+    async def recall(self, sessions: list[tuple[str, str]]) -> list[bytes | None]:
+        """What remember() kept for each (tenant, session id); None where nothing was."""
         ...
 
 
@@ -73,15 +86,38 @@ class RedisAlertState:
                 out[index] = None if change == "unchanged" else (change, _decode(reply[2 * n + 1]))
         return out
 
+    def _decided_key(self, tenant: str, session_id: str) -> str:
+        return f"{self.prefix}:{{{tenant}}}:alerts-of:{session_id}"
+
+    async def remember(self, decided: list[tuple[str, str, bytes]]) -> None:
+        if not decided:
+            return
+        async with self.client.pipeline(transaction=False) as pipe:
+            for tenant, session_id, payload in decided:
+                pipe.set(self._decided_key(tenant, session_id), payload, ex=self.limits.decided_ttl_s)
+            await pipe.execute()
+
+    async def recall(self, sessions: list[tuple[str, str]]) -> list[bytes | None]:
+        if not sessions:
+            return []
+        async with self.client.pipeline(transaction=False) as pipe:
+            for tenant, session_id in sessions:
+                pipe.get(self._decided_key(tenant, session_id))
+            found: list[bytes | None] = await pipe.execute()
+        return found
+
 
 class MemoryAlertState:
     """The same rules in-process (one worker: sequences only grow)."""
+
+    MAX_DECIDED = 10_000  # sessions whose alerts are kept for a retry: a retry comes soon in one process
 
     def __init__(self, limits: AlertLimits = AlertLimits(), clock=time.time) -> None:
         self.limits = limits
         self.clock = clock
         self._state: dict[tuple[str, str], dict] = {}
         self._fired: dict[tuple[str, int], int] = {}
+        self._decided: OrderedDict[tuple[str, str], bytes] = OrderedDict()  # the newest MAX_DECIDED
 
     async def apply(self, transitions: list[Transition]) -> list[tuple[str, str] | None]:
         out: list[tuple[str, str] | None] = []
@@ -111,3 +147,13 @@ class MemoryAlertState:
                 state.update(status="ok", resolved_at=now)
                 out.append(("resolved", state.get("alert_id", "")))
         return out
+
+    async def remember(self, decided: list[tuple[str, str, bytes]]) -> None:
+        for tenant, session_id, payload in decided:
+            self._decided[(tenant, session_id)] = payload
+            self._decided.move_to_end((tenant, session_id))
+        while len(self._decided) > self.MAX_DECIDED:
+            self._decided.popitem(last=False)
+
+    async def recall(self, sessions: list[tuple[str, str]]) -> list[bytes | None]:
+        return [self._decided.get(session) for session in sessions]

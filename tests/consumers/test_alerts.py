@@ -9,6 +9,7 @@ import statistics
 import numpy as np
 import orjson
 import pytest
+from redis.asyncio import Redis
 
 from bias_audit.analysis.alerts import AlertPolicy
 from bias_audit.analysis.tenant_report import tenant_report
@@ -17,9 +18,10 @@ from bias_audit.consumers.envelope import Delivery
 from bias_audit.storage.jsonl_store import JsonlRecordStore
 from bias_audit.storage.report_reader import WindowReader
 from tests.simulate import Corpus, digest_event
-from bias_audit.windows.alert_state import MemoryAlertState
+from bias_audit.windows.alert_state import MemoryAlertState, RedisAlertState
 from bias_audit.windows.base import WindowPolicy
 from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.windows.redis_window import RedisWindow
 
 CHANGE, STOP = 150, 240
 
@@ -95,6 +97,48 @@ def test_a_batch_retried_after_its_store_failed_still_evaluates_its_alerts():
     firing = [i for i, o in enumerate(outcomes) for a in o.alerts or () if a.status == "firing"]
     assert failed == 1 and len(firing) == 1 and CHANGE <= firing[0] < CHANGE + 50
     assert all(o.result.anomaly is not None for o in outcomes[CHANGE:CHANGE + 50])
+
+
+async def retried_after_a_failed_publish(window, alert_state) -> tuple[list, list, list]:
+    """Sessions 0-199 in batches of 50 (the reviewer turns harsh at 150), their outcomes never
+    published, then the last batch delivered again twice: (the alerts of the first attempt, of
+    the retry, and of a third delivery after the retry's were published)."""
+    processor = CouncilSessionProcessor(window=window, store=None, alert_state=alert_state, alert_policy=AlertPolicy())
+    bodies = harsh_stream(3)
+    first = []
+    for start in range(0, 200, 50):
+        deliveries = [Delivery(delivery_id=f"{n}-0", body=body, source_topic="council.sessions")
+                      for n, body in enumerate(bodies[start:start + 50], start)]
+        first += await processor.process(deliveries)
+    retried = await processor.process(deliveries)  # the same deliveries: nothing was published
+    await processor.published(retried)
+    third = await processor.process(deliveries)
+    return ([a for o in first for a in o.alerts or ()], [a for o in retried for a in o.alerts or ()],
+            [a for o in third for a in o.alerts or ()] + [o for o in third if not o.duplicate])
+
+
+@pytest.mark.parametrize("store", ["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def test_a_batch_retried_after_its_alerts_were_not_published_publishes_them_again(store, request):
+    """The batch in which the reviewer turns harsh is processed and its alert decided, then its
+    outcomes fail to publish (the broker went away) and the pipeline retries the same deliveries.
+    The alert state moved already, so the retry's transitions change nothing: the alert must come
+    back from what the first attempt kept, with the same id, not be lost. Once published, a third
+    delivery is a duplicate with no alert."""
+    async def run():
+        if store == "memory":
+            return await retried_after_a_failed_publish(MemoryWindow(WindowPolicy(100, 30)), MemoryAlertState())
+        client = Redis.from_url(request.getfixturevalue("redis_url"))
+        try:
+            return await retried_after_a_failed_publish(RedisWindow(client, WindowPolicy(100, 30), prefix="retry"),
+                                                        RedisAlertState(client, prefix="retry"))
+        finally:
+            await client.aclose()
+
+    first, retried, third = asyncio.run(run())
+    firing = [a for a in first if a.status == "firing"]
+    assert len(firing) == 1 and firing[0].session_id >= "acme-3-000150"
+    assert [a.model_dump() for a in retried] == [a.model_dump() for a in firing]
+    assert third == []
 
 
 def test_unbiased_stream_raises_no_alert():

@@ -121,3 +121,33 @@ def test_a_batch_in_one_call_equals_its_transitions_one_call_each(redis_url):
     answers = together[0]
     assert {a[0] for a in answers if a} == {"fired", "resolved"} and answers.count(None) > 100
     assert len(together[1]) == 6
+
+
+@pytest.mark.parametrize("store", ["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def test_decided_alerts_are_recalled_by_session_and_expire_in_redis(store, request):
+    decided = [("acme", "s1", b'[{"alert_id": "a1"}]'), ("beta", "s1", b"[]"), ("acme", "s2", b'[{"alert_id": "a2"}]')]
+    asked = [("acme", "s2"), ("acme", "s3"), ("beta", "s1"), ("acme", "s1")]
+
+    async def run():
+        if store == "memory":
+            state = MemoryAlertState()
+            await state.remember(decided)
+            return await state.recall(asked), None
+        client = Redis.from_url(request.getfixturevalue("redis_url"))
+        try:
+            state = RedisAlertState(client, AlertLimits(decided_ttl_s=600), prefix="decided")
+            await state.remember(decided)
+            return await state.recall(asked), await client.ttl("decided:{acme}:alerts-of:s1")
+        finally:
+            await client.aclose()
+
+    found, ttl = asyncio.run(run())
+    assert found == [b'[{"alert_id": "a2"}]', None, b"[]", b'[{"alert_id": "a1"}]']
+    assert ttl is None or 590 <= ttl <= 600
+
+
+def test_the_memory_store_keeps_the_newest_decided_sessions_only():
+    state = MemoryAlertState()
+    state.MAX_DECIDED = 3
+    asyncio.run(state.remember([("t", f"s{n}", b"[]") for n in range(5)]))
+    assert asyncio.run(state.recall([("t", f"s{n}") for n in range(5)])) == [None, None, b"[]", b"[]", b"[]"]
