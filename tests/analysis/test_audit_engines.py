@@ -107,3 +107,25 @@ def test_an_error_in_a_callback_reaches_the_caller():
     with pytest.raises(ValueError, match="three bytes objects"):
         session_audit.COMPILED.audit_sessions(SESSIONS[:20], config, lambda c: _noise_scales(None, None, c),
                                               lambda *asked: (b"", b"", b""))
+
+
+def test_the_largest_council_the_limits_accept_gets_the_numpy_audit(monkeypatch):
+    """32 responses scored by 64 reviewers in their own orders, display indexes up to 1000 (past
+    the C module's cached position keys): the two implementations agree."""
+    from tests.builders import council_event
+
+    rng = random.Random(3)
+    models = [f"M{i}" for i in range(32)]
+    scores = {r: {m: float(rng.randint(1, 10)) for m in models if rng.random() < 0.9}
+              for r in models + [f"X{i}" for i in range(32)]}
+    event = council_event(scores, orders={r: rng.sample(models, 32) for r in scores})
+    for review in event["reviews"]:
+        for assignment in review["label_to_model"].values():
+            assignment["display_index"] = rng.randint(0, 1000)
+    session = observations.session_scores(CouncilSessionEvent.model_validate(event))
+    compiled = audit_batch([session])[0]
+    monkeypatch.setattr(session_audit, "COMPILED", None)
+    expected = audit_batch([session])[0]
+    assert len(compiled.audit.position_effects) > 500 and len(compiled.audit.reviewer_offsets) == 64
+    assert close(compiled.audit.model_dump(), expected.audit.model_dump())
+    assert [p for p, _ in compiled.position_residuals] == [p for p, _ in expected.position_residuals]
