@@ -1,4 +1,5 @@
-"""Per-session bias audit (science.md, 'Per session'), vectorized over a batch of sessions.
+"""Per-session bias audit (science.md, 'Per session') of a batch of sessions: in C
+(analysis/_audit.c) when it was built, else vectorized with numpy here; the same numbers.
 
 Every metric excludes self-reviews; self-preference measures them separately. Reviewer offsets
 are against the median of the other reviewers (analysis.reviewer_offset), so they work from 2
@@ -8,9 +9,9 @@ A reviewer or self-preference flag needs both size (the threshold, in points) an
 (p < alpha), so one session's noise is not called a bias. Position is only estimated when the
 same model was seen at different positions.
 
-Each metric is computed for every session of the batch at once on (session, reviewer, model)
-arrays (analysis.score_arrays); a masked-out cell never enters a sum. audit_scores(one) is a
-batch of one.
+The numpy path computes each metric for every session of the batch at once on (session,
+reviewer, model) arrays (analysis.score_arrays); a masked-out cell never enters a sum.
+audit_scores(one) is a batch of one.
 """
 
 from __future__ import annotations
@@ -169,9 +170,9 @@ def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfi
     points^2, df) oldest first, the batch's own sessions not among them) rolled forward through the
     batch, this session included (analysis.session_noise); without, the fixed sigma0.
 
-    analysis/_audit.c computes it when setup.py could build it (~10 us a session at any batch
-    size); the numpy path below is the same numbers (tests/analysis/test_batch_audit.py) at ~30 us
-    a session in batches of 100 and ~600 us alone (numpy's per-call overhead on tiny arrays)."""
+    analysis/_audit.c computes it when setup.py could build it (~11 us a session in batches of
+    100, ~19 us alone); the numpy path below gives the same numbers (tests/analysis/
+    test_audit_engines.py) at ~38 us and ~790 us (numpy's per-call overhead on tiny arrays)."""
     if not batch:
         return []
     noise_for = partial(_noise_scales, tenants, history)
