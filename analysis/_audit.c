@@ -112,7 +112,7 @@ typedef struct {
     /* where this session's tails are */
     Py_ssize_t length_at, position_at, tests_at;
     int tests_normal;
-    double sd_points, sd, df_noise; /* the noise SD in points, in the session's units; its df (0: normal) */
+    double sd_points; /* the noise SD in points of a 1-10 scale */
     PyObject *noise; /* new reference */
 } Session;
 
@@ -831,10 +831,10 @@ static int ask_tails(Session *x, PyObject *noise, Doubles *t_df, Doubles *t_x, D
     Py_DECREF(sd);
     PyObject *df = PyObject_GetAttr(noise, s_df);
     if (df == NULL) return -1;
-    x->df_noise = df == Py_None ? 0.0 : PyFloat_AsDouble(df);
+    double df_noise = df == Py_None ? 0.0 : PyFloat_AsDouble(df); /* 0: a normal test */
     Py_DECREF(df);
     if (PyErr_Occurred()) return -1;
-    x->sd = points * (x->span / REFERENCE_SPAN);
+    double sd = points * (x->span / REFERENCE_SPAN); /* in the session's units */
     if (x->length_defined) {
         x->length_at = t_df->n;
         if (push(t_df, x->length_df) < 0 || push(t_x, -fabs(x->length_t)) < 0) return -1;
@@ -843,18 +843,18 @@ static int ask_tails(Session *x, PyObject *noise, Doubles *t_df, Doubles *t_x, D
         x->position_at = f_a->n;
         if (push(f_a, x->f_a) < 0 || push(f_b, x->f_b) < 0 || push(f_x, x->f_x) < 0) return -1;
     }
-    x->tests_normal = !(x->df_noise > 0.0);
+    x->tests_normal = !(df_noise > 0.0);
     Doubles *z_out = x->tests_normal ? n_x : t_x;
     x->tests_at = z_out->n;
     for (int a = 0; a < x->n_loo; a++) {
         int r = x->loo_order[a];
-        double z = fabs(x->loo[r]) / (x->sd * x->loo_root[r] / x->loo_count[r]);
-        if (push(z_out, -z) < 0 || (!x->tests_normal && push(t_df, x->df_noise) < 0)) return -1;
+        double z = fabs(x->loo[r]) / (sd * x->loo_root[r] / x->loo_count[r]);
+        if (push(z_out, -z) < 0 || (!x->tests_normal && push(t_df, df_noise) < 0)) return -1;
     }
     for (int a = 0; a < x->n_self; a++) {
         int r = x->self_order[a];
-        double z = x->self_pref[r] / (x->sd * x->self_scale[r]);
-        if (push(z_out, -z) < 0 || (!x->tests_normal && push(t_df, x->df_noise) < 0)) return -1;
+        double z = x->self_pref[r] / (sd * x->self_scale[r]);
+        if (push(z_out, -z) < 0 || (!x->tests_normal && push(t_df, df_noise) < 0)) return -1;
     }
     return 0;
 }

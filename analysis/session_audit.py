@@ -52,9 +52,6 @@ class AuditConfig:
     calibration_threshold: float = 1.5  # points on a 1-10 scale
     self_preference_threshold: float = 1.5  # points on a 1-10 scale
 
-    def scaled(self, points: float, span: float) -> float:
-        return points * span / REFERENCE_SPAN
-
 
 @dataclass(frozen=True, slots=True)
 class SessionAnalysis:
@@ -286,7 +283,7 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: Sc
         position.identifiable, position.k_groups, position.group_n > 0, position.group_mean)
     position_p, position_tested, effect_var = position.p_value, position.tested, position.effect_var
 
-    threshold = config.calibration_threshold * a.span / REFERENCE_SPAN  # AuditConfig.scaled, per session
+    threshold = config.calibration_threshold * a.span / REFERENCE_SPAN  # points on each session's own scale
     alpha = config.alpha
     length_detected = length_defined & (np.abs(length_r) > config.length_correlation_threshold) & (length_p < alpha)
     position_detected = position_tested & (position_p < alpha)

@@ -43,18 +43,16 @@ print(time.perf_counter() - started, result.unique_sessions)
 OURS = """
 import os, sys, time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the command line sets it
-from pathlib import Path
 from bias_audit.reports.build import build_report
-from bias_audit.storage.report_reader import WindowReader, collector_paused
+from bias_audit.reports.run import stored_windows
+from bias_audit.storage.report_reader import collector_paused
 from bias_audit.two_processes import TwoProcesses
 started = time.perf_counter()
 sessions, days = int(sys.argv[2]) or None, float(sys.argv[3]) or None
 split = TwoProcesses()  # as `bias-audit report` runs: halves at once with two CPUs
 with collector_paused(kept=True):
-    reader = WindowReader(sessions=sessions, days=days, split=split)
-    reader.read([Path(sys.argv[1])])
-    document = build_report(reader.windows(), reader.stats, sources=[sys.argv[1]], sessions=sessions, days=days,
-                            split=split)
+    windows, stats = stored_windows([sys.argv[1]], None, sessions, days, split=split)
+    document = build_report(windows, stats, sources=[sys.argv[1]], sessions=sessions, days=days, split=split)
     document.model_dump_json()
 print(time.perf_counter() - started, document.tenants[0].sessions)
 """

@@ -90,9 +90,10 @@ def _send_and_exit(there: Callable[[], object], fd: int) -> None:
     code = 1
     try:
         result = pickle.dumps(there(), protocol=pickle.HIGHEST_PROTOCOL)
-        view = memoryview(_LENGTH.pack(len(result)) + result)
-        while view:
-            view = view[os.write(fd, view):]
+        for part in (_LENGTH.pack(len(result)), result):  # the length first, without copying the result
+            view = memoryview(part)
+            while view:
+                view = view[os.write(fd, view):]
         os.close(fd)  # the parent's read ends here, before this copy is unmapped
         code = 0
     finally:

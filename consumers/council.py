@@ -233,8 +233,9 @@ class CouncilSessionProcessor:
             self.noise.remember(p.event.tenant_id, {p.event.session_id: p.analysis.noise_contribution})
         # a session counted by an earlier attempt at this delivery (its batch failed after the
         # window counted it) is evaluated now: its anomaly scores, and its alerts under the
-        # sequence it was counted with while it is in the recent window (the alert state ignores
-        # them if that attempt got as far as applying its transitions)
+        # sequence it was counted with while it is in the recent window. If that attempt got as
+        # far as applying its transitions, the alert state ignores them, and the alerts that
+        # attempt decided come back from the alert store instead (_recall_alerts)
         resumed = [(index, p, update) for (index, p), update in zip(prepared, updates)
                    if update.status in RESUMED and p.item.counted]
         if self.alert_state is not None and resumed:  # before this attempt decides any

@@ -67,15 +67,16 @@ def review_events() -> list[CouncilSessionEvent]:
 
 
 def test_the_compiled_score_cells_are_the_python_loop_s():
+    events = review_events()
     edge = 0
-    for event in review_events():
+    for event in events:
         column = {r.model: float(i) for i, r in enumerate(event.responses)}
         got = observations.score_cells(event.reviews, event.label_to_model, column)
         expected = score_cells_in_python(event.reviews, event.label_to_model, column)
         assert got == expected
         assert [type(v) for v in got[1]] == [type(v) for v in expected[1]]  # a display index stays an int
         edge += event.session_id == "edge"
-    reviewers, cells = observations.score_cells(review_events()[-2].reviews, review_events()[-2].label_to_model,
+    reviewers, cells = observations.score_cells(events[-2].reviews, events[-2].label_to_model,
                                                {"M1": 0.0, "M2": 1.0, "M3": 2.0})
     # by hand: M2's abstained review and M3's ranking-only and empty ones give no cells
     assert reviewers == ("M1", "outsider", "M2")
