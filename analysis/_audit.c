@@ -825,10 +825,10 @@ static const double *read_tails(PyObject *result, Py_ssize_t index, Py_ssize_t e
 static int ask_tails(Session *x, PyObject *noise, Doubles *t_df, Doubles *t_x, Doubles *n_x, Doubles *f_a,
                      Doubles *f_b, Doubles *f_x) {
     x->noise = Py_NewRef(noise);
-    PyObject *sd = PyObject_GetAttr(noise, s_sd);
-    if (sd == NULL) return -1;
-    double points = x->sd_points = PyFloat_AsDouble(sd);
-    Py_DECREF(sd);
+    PyObject *sd_attr = PyObject_GetAttr(noise, s_sd);
+    if (sd_attr == NULL) return -1;
+    double points = x->sd_points = PyFloat_AsDouble(sd_attr);
+    Py_DECREF(sd_attr);
     PyObject *df = PyObject_GetAttr(noise, s_df);
     if (df == NULL) return -1;
     double df_noise = df == Py_None ? 0.0 : PyFloat_AsDouble(df); /* 0: a normal test */

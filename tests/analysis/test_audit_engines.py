@@ -130,3 +130,17 @@ def test_the_largest_council_the_limits_accept_gets_the_numpy_audit(monkeypatch)
     assert len(compiled.audit.position_effects) > 500 and len(compiled.audit.reviewer_offsets) == 64
     assert close(compiled.audit.model_dump(), expected.audit.model_dump())
     assert [p for p, _ in compiled.position_residuals] == [p for p, _ in expected.position_residuals]
+
+
+@pytest.mark.parametrize("name", ["_audit", "_text"])
+def test_the_compiled_modules_are_built_from_the_current_sources(name):
+    """setup.py builds them `optional`: a source that no longer compiles leaves the old module in
+    place and the install quiet, and the tests would run the stale one. An editable install has
+    the source beside the module: the module must be the newer."""
+    import importlib
+    from pathlib import Path
+
+    module = Path(importlib.import_module(f"bias_audit.analysis.{name}").__file__)
+    source = module.with_name(f"{name}.c")
+    assert source.exists(), "the editable install keeps analysis/*.c beside the built module"
+    assert module.stat().st_mtime >= source.stat().st_mtime, f"{module.name} is older than {source.name}: rebuild (make)"
