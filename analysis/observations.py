@@ -6,12 +6,14 @@ batch audit turns a batch's lists into arrays in one call).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
 from bias_audit.schemas.scale import parse_score_scale
+
+from ._text import count_words  # len(text.split()) without a string per word
 
 if TYPE_CHECKING:  # the event models are not imported to read a window (the report)
     from bias_audit.schemas.events import CouncilSessionEvent, LabelAssignment, Review
@@ -49,31 +51,11 @@ class SessionScores:
         return zip(it, it, it, it, it)
 
 
-
-# str.split()'s whitespace within ASCII -> b" ", every other byte -> b"x".
-_WORD_BYTES = bytes((32 if chr(c).isspace() else 120) if c < 128 else 120 for c in range(256))
-
-
 score_bounds = lru_cache(maxsize=64)(parse_score_scale)  # a handful of distinct scales in practice
 
 
-def count_words_in_python(text: str) -> int:
-    """len(text.split()), exactly, at about half the cost for ASCII text (no word objects)."""
-    if text.isascii():  # O(1) in CPython
-        marks = text.encode("ascii").translate(_WORD_BYTES)
-        return marks.count(b" x") + (marks[:1] == b"x")
-    return len(text.split())  # other Unicode whitespace (e.g. U+00A0, U+3000) also separates words
-
-
-count_words: Callable[[str], int]
-try:  # built by setup.py when a C compiler was there: ~0.3 us a 1 KB answer against ~1.9
-    from ._text import count_words
-except ImportError:  # an install without a C compiler
-    count_words = count_words_in_python
-
-
-def score_cells_in_python(reviews: Sequence[Review], default_labels: dict[str, LabelAssignment],
-                          column: dict[str, float]) -> tuple[tuple[str, ...], list[float]]:
+def score_cells(reviews: Sequence[Review], default_labels: dict[str, LabelAssignment],
+                column: dict[str, float]) -> tuple[tuple[str, ...], list[float]]:
     """The reviewers in order of first appearance and the cells in review order; abstained and
     ranking-only reviews contribute none."""
     cells: list[float] = []
@@ -93,14 +75,6 @@ def score_cells_in_python(reviews: Sequence[Review], default_labels: dict[str, L
             extend((row, column[model], score, -1.0 if shown_at is None else shown_at,
                     1.0 if reviewer == model else 0.0))
     return tuple(reviewers), cells
-
-
-score_cells: Callable[[Sequence[Review], dict[str, LabelAssignment], dict[str, float]],
-                      tuple[tuple[str, ...], list[float]]]
-try:  # built by setup.py with a C compiler: the same objects in a fifth of the time
-    from ._audit import score_cells
-except ImportError:
-    score_cells = score_cells_in_python
 
 
 def session_scores(event: CouncilSessionEvent) -> SessionScores:

@@ -15,13 +15,12 @@ import hashlib
 import hmac
 import math
 import re
-from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import count
 
 import numpy as np
 
+from ._text import cosine_matrix, normalized_ascii
 from .observations import SessionScores
 
 # Used when the operator configured no secret: the fingerprint then only says "same text", and
@@ -40,83 +39,33 @@ def normalized_text(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-_normalized_ascii: Callable[[str], bytes | None]
-try:  # built by setup.py when a C compiler was there: ~0.5 us a 1 KB ASCII answer against ~6 us
-    from ._text import normalized_ascii as _normalized_ascii
-except ImportError:  # an install without a C compiler
-    def _normalized_ascii(text: str) -> bytes | None:
-        return None
-
-
 def response_fingerprint(text: str, key: bytes | None = None) -> str:
     """Keyed HMAC-SHA256 of the normalized text, truncated; never reversible to the text."""
-    normalized = _normalized_ascii(text)
-    if normalized is None:  # Unicode's lower() and whitespace, or no compiled module
+    normalized = normalized_ascii(text)
+    if normalized is None:  # Unicode's lower() and whitespace
         normalized = normalized_text(text).encode("utf-8", "surrogatepass")
     digest = hmac.new(key or DEFAULT_FINGERPRINT_KEY, normalized, hashlib.sha256)
     return digest.hexdigest()[:FINGERPRINT_HEX]
 
 
 # ASCII text: every byte that \w does not match -> a space, A-Z -> a-z; bytes.split() then gives
-# exactly what \w+ finds in the lower-cased text (~10x faster than the regular expression)
+# exactly what \w+ finds in the lower-cased text, without a string per word
 _ASCII_WORDS = bytes(c + 32 if 65 <= c <= 90 else c if chr(c).isalnum() and c < 128 or c == 95 else 32
                      for c in range(256))
 
 
-def words_of(text: str) -> list[bytes]:
-    """The lower-cased text's words (the regular expression \\w+), UTF-8 encoded: one key type
-    whatever the text."""
-    if text.isascii():
-        return word_bytes(text).split()
-    return [word.encode("utf-8", "surrogatepass") for word in _WORD.findall(text.lower())]
-
-
 def word_bytes(text: str) -> bytes:
-    """words_of(text) as one bytes object, the words separated by spaces (no word holds one:
-    UTF-8 continuation bytes are >= 0x80): the compiled cosines' input, no object per word."""
+    """The lower-cased text's words (the regular expression \\w+), UTF-8 encoded and separated
+    by spaces (no word holds one: UTF-8 continuation bytes are >= 0x80): cosine_matrix's input."""
     if text.isascii():
         return text.encode("ascii").translate(_ASCII_WORDS)
-    return b" ".join(words_of(text))
-
-
-_compiled_cosines: Callable[[Sequence[bytes]], list[list[float]]] | None
-try:  # built by setup.py when a C compiler was there; the same floats as pair_similarities
-    from ._text import cosine_matrix as _compiled_cosines
-except ImportError:  # an install without a C compiler
-    _compiled_cosines = None
+    return b" ".join(word.encode("utf-8", "surrogatepass") for word in _WORD.findall(text.lower()))
 
 
 def similarity_rows(texts: Sequence[str]) -> list[list[float]]:
-    """pair_similarities(texts) as lists: in C when the extension is built (the worker's hot
-    path: ~7x faster than numpy on a 5x5 council's answers), else with numpy."""
-    if _compiled_cosines is not None:
-        return _compiled_cosines([word_bytes(text) for text in texts])
-    return list(pair_similarities(texts).tolist())
-
-
-def pair_similarities(texts: Sequence[str]) -> np.ndarray:
     """Cosines of every two texts' word 1-2-gram count vectors (scikit-learn's
-    CountVectorizer(ngram_range=(1, 2)) counts), as a matrix; nan where a text has no words.
-    Words get dense ids from one vocabulary (dict lookups mapped in C), a word pair the code
-    first id * words + second id, made dense by one sort; the counts form texts x terms matrices
-    and their products give every dot product: integer sums below 2^53, so exact in any order."""
-    vocabulary: defaultdict[bytes, int] = defaultdict(count().__next__)
-    lookup = vocabulary.__getitem__
-    ids = [np.fromiter(map(lookup, words_of(text)), dtype=np.int64) for text in texts]
-    n, words = len(texts), max(len(vocabulary), 1)
-    word_rows = np.repeat(np.arange(n), [len(i) for i in ids])
-    unigrams = np.bincount(word_rows * words + np.concatenate(ids), minlength=n * words).reshape(n, words)
-    pair_codes = np.concatenate([first[:-1] * words + first[1:] for first in ids])
-    pair_rows = np.repeat(np.arange(n), [max(len(i) - 1, 0) for i in ids])
-    pair_terms, pair_column = np.unique(pair_codes, return_inverse=True)
-    width = max(len(pair_terms), 1)
-    bigrams = np.bincount(pair_rows * width + pair_column, minlength=n * width).reshape(n, width)
-    unigram_matrix, bigram_matrix = unigrams.astype(np.float64), bigrams.astype(np.float64)
-    gram = unigram_matrix @ unigram_matrix.T + bigram_matrix @ bigram_matrix.T
-    norms = np.diag(gram)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cosines: np.ndarray = gram / np.sqrt(np.outer(norms, norms))
-    return cosines
+    CountVectorizer(ngram_range=(1, 2)) counts) as rows of a matrix; nan where a text has no words."""
+    return cosine_matrix([word_bytes(text) for text in texts])
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,4 @@
-"""Per-session bias audit (science.md, 'Per session') of a batch of sessions: in C
-(analysis/_audit.c) when it was built, else vectorized with numpy here; the same numbers.
+"""Per-session bias audit (science.md, 'Per session') of a batch of sessions, vectorized with numpy.
 
 Every metric excludes self-reviews; self-preference measures them separately. Reviewer offsets
 are against the median of the other reviewers (analysis.reviewer_offset), so they work from 2
@@ -9,8 +8,8 @@ A reviewer or self-preference flag needs both size (the threshold, in points) an
 (p < alpha), so one session's noise is not called a bias. Position is only estimated when the
 same model was seen at different positions.
 
-The numpy path computes each metric for every session of the batch at once on (session,
-reviewer, model) arrays (analysis.score_arrays); a masked-out cell never enters a sum.
+Each metric is computed for every session of the batch at once on (session, reviewer, model)
+arrays (analysis.score_arrays); a masked-out cell never enters a sum.
 audit_scores(one) is a batch of one.
 """
 
@@ -18,16 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from itertools import compress, repeat
-from operator import itemgetter
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from bias_audit.schemas.results import SessionAudit
-from bias_audit.schemas.trusted import trusted
 
 from .observations import SessionScores
 from .reviewer_offset import offsets_from_effects, reviewer_effects
@@ -42,7 +37,7 @@ from .session_noise import (
     session_noise,
     two_way_fit,
 )
-from .special import fdtrc, ndtr, stdtr
+from .special import fdtrc, stdtr
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,22 +162,15 @@ def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfi
     points^2, df) oldest first, the batch's own sessions not among them) rolled forward through the
     batch, this session included (analysis.session_noise); without, the fixed sigma0.
 
-    analysis/_audit.c computes it when setup.py could build it (~11 us a session in batches of
-    100, ~19 us alone); the numpy path below gives the same numbers (tests/analysis/
-    test_audit_engines.py) at ~38 us and ~790 us (numpy's per-call overhead on tiny arrays)."""
+    numpy's fixed cost per call is paid once per batch, so a lone session costs about as much as
+    a batch of dozens."""
     if not batch:
         return []
-    noise_for = partial(_noise_scales, tenants, history)
-    if COMPILED is not None:
-        rows = COMPILED.audit_sessions(batch, (config.length_correlation_threshold, config.calibration_threshold,
-                                               config.self_preference_threshold, config.alpha), noise_for, _tails)
-        audits = map(trusted, repeat(SessionAudit), map(itemgetter(0), rows))
-        return list(map(SessionAnalysis, audits, batch, map(itemgetter(1), rows), map(itemgetter(2), rows)))
     arrays = score_arrays(batch)
     fit = two_way_fit(arrays.score, arrays.peer)
     rss, df = session_noise(arrays, fit)
     contributions = list(zip(rss.tolist(), df.tolist()))
-    noise = noise_for(contributions)
+    noise = _noise_scales(tenants, history, contributions)
     tested = reviewer_tests(arrays, fit, noise, config.calibration_threshold, config.self_preference_threshold,
                             config.alpha)
     return _audited_batch(batch, config, arrays, tested, noise, contributions)
@@ -202,29 +190,7 @@ def _noise_scales(tenants: Sequence[str] | None, history: Mapping[str, Sequence[
     return noise
 
 
-def _tails(t_df: bytes, t_x: bytes, n_x: bytes, f_a: bytes, f_b: bytes, f_x: bytes) -> tuple[bytes, bytes, bytes]:
-    """scipy's tails over all of a batch's test statistics at once, for the compiled audit:
-    (stdtr(t_df, t_x), ndtr(n_x), fdtrc(f_a, f_b, f_x)) as bytes of doubles."""
-    def doubles(raw: bytes) -> np.ndarray:
-        return np.frombuffer(raw, np.float64)
-
-    return (stdtr(doubles(t_df), doubles(t_x)).tobytes(), ndtr(doubles(n_x)).tobytes(),
-            fdtrc(doubles(f_a), doubles(f_b), doubles(f_x)).tobytes())
-
-
 AUDIT_FIELDS = tuple(SessionAudit.model_fields)
-
-
-def _compiled_audit() -> ModuleType | None:
-    """analysis/_audit.c when setup.py could build it and it fills SessionAudit's fields."""
-    try:
-        from . import _audit
-    except ImportError:  # an install without a C compiler: the numpy path below
-        return None
-    return _audit if _audit.FIELDS == AUDIT_FIELDS else None
-
-
-COMPILED = _compiled_audit()
 
 
 def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: ScoreArrays
@@ -232,7 +198,6 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: Sc
     """The audit's own values a column per field, each session's position residuals, and how
     many of length and position each session flags."""
     S, peer, P = a.score, a.peer, a.position
-    B = S.shape[0]
     pw = peer.astype(np.float64)
     inf = np.inf
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -342,9 +307,8 @@ RISK = ("low", "medium", "medium", "high", "high", "high")  # by the count of fl
 
 def _audited_batch(batch: Sequence[SessionScores], config: AuditConfig, arrays: ScoreArrays, tests: ReviewerTests,
                    noise: Sequence[NoiseScale], contributions: Sequence[tuple[float, int]]) -> list[SessionAnalysis]:
-    """_finished for a whole batch, a column per field: each session's dict is then built by
-    zip and dict mapped in C, with no Python statement per session and field (those were ~15 us
-    a session of the ~55 of a batch of 100)."""
+    """The batch's audits built a column per field: each session's dict is then made by zip and
+    dict mapped in C, with no Python statement per session and field."""
     columns, residuals, detected = _audit_vectorized(batch, config, arrays)
     names, real = arrays.reviewers, _real_reviewers(arrays.reviewers, tests.offset_tested.shape[1])
     columns["reviewer_offset_p_values"] = _by_name(names, tests.offset_p, tests.offset_tested, real)
@@ -360,8 +324,9 @@ def _audited_batch(batch: Sequence[SessionScores], config: AuditConfig, arrays: 
     columns["noise_df"] = [scale.df for scale in noise]
     columns["noise_sessions"] = [scale.sessions for scale in noise]
     columns["noise_source"] = [scale.source for scale in noise]
-    rows = zip(*(columns[field] for field in AUDIT_FIELDS))  # the declared order, which trusted() keeps
-    audits = map(trusted, repeat(SessionAudit), map(dict, map(zip, repeat(AUDIT_FIELDS), rows)))
+    rows = zip(*(columns[field] for field in AUDIT_FIELDS))
+    # every value was computed here with its declared type: nothing for validation to check
+    audits = [SessionAudit.model_construct(**dict(zip(AUDIT_FIELDS, row))) for row in rows]
     return list(map(SessionAnalysis, audits, batch, residuals, contributions))
 
 

@@ -43,7 +43,6 @@ from .council_biases import (
     style_similarity,
 )
 from .digest import SessionDigest, iso_ms
-from .split import Split, in_turn
 from .stats import confidence_tier
 from .trends import change_points, compare_windows, timeline
 from .window_cells import WindowCells, window_cells
@@ -61,7 +60,6 @@ def tenant_report(
     window: Sequence[SessionDigest] | WindowCells,
     previous: Sequence[SessionDigest] | int = (),
     thresholds: WindowThresholds = WindowThresholds(),
-    split: Split = in_turn,
 ) -> TenantReport:
     """The window's report. `window`: its digests oldest first, or columns already built
     (the report's path) whose first `previous` sessions are the window before it; given
@@ -82,10 +80,9 @@ def tenant_report(
                         "the length metrics pool unlike units")
     if sessions < 10:
         warnings.append(f"only {sessions} sessions: metrics need 10 to leave 'collecting data'")
-    # the two groups need nothing of each other: `split` may run them at once
-    (length, control, position, consistent_positions, balance, trends), council = split(
-        lambda: _window_metrics(cells, combined, before, thresholds), lambda: _council_metrics(cells, thresholds), sessions)
-    reviewers, alpha, affinities, anchors, styles, consistency, calibrated = council
+    length, control, position, consistent_positions, balance, trends = _window_metrics(cells, combined, before,
+                                                                                       thresholds)
+    reviewers, alpha, affinities, anchors, styles, consistency, calibrated = _council_metrics(cells, thresholds)
     flags = []
     if length.flagged:
         flags.append("LENGTH_BIAS")

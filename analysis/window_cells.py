@@ -190,36 +190,6 @@ def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
     )
 
 
-def joined(first: WindowCells, second: WindowCells) -> WindowCells:
-    """The window of first's sessions then second's, as window_cells over both digest lists
-    gives it: second's names (reviewers, models, fingerprints) are numbered after first's.
-    The report digests a window in two halves (two processes) and joins them."""
-    reviewers, reviewer_map = _renumbered(first.reviewers, second.reviewers)
-    models, model_map = _renumbered(first.models, second.models)
-    fingerprints, fingerprint_map = _renumbered(first.fingerprints, second.fingerprints)
-    fingerprint_map = np.append(fingerprint_map, -1)  # an unknown fingerprint (-1) stays -1
-
-    def both(name: str, second_column: np.ndarray | None = None) -> np.ndarray:
-        column = getattr(second, name) if second_column is None else second_column
-        return np.concatenate([getattr(first, name), column])
-
-    return WindowCells(
-        digests=[*first.digests, *second.digests], reviewers=reviewers, models=models,
-        session=both("session", second.session + first.sessions), reviewer=both("reviewer", reviewer_map[second.reviewer]),
-        model=both("model", model_map[second.model]), position=both("position"), score=both("score"), own=both("own"),
-        length=both("length"), similarity=both("similarity"),
-        fingerprint=both("fingerprint", fingerprint_map[second.fingerprint]), correct=both("correct"),
-        fingerprints=fingerprints,
-    )
-
-
-def _renumbered(names: list[str], more: list[str]) -> tuple[list[str], np.ndarray]:
-    """(names then more's new ones, each of more's index in that list)."""
-    index = {name: i for i, name in enumerate(names)}
-    mapping = np.array([index.setdefault(name, len(index)) for name in more], dtype=np.int64)
-    return list(index), mapping
-
-
 SESSIONS_PER_FIT = 2048  # sessions fitted together: bounds the padded arrays' memory
 
 

@@ -34,7 +34,7 @@ from bias_audit.worker.composition import council_processor  # noqa: E402
 from bias_audit.worker.embedded_redis import EmbeddedRedis  # noqa: E402
 from bias_audit.worker.gc_tuning import collector_paused_per_batch, tune_gc  # noqa: E402
 from bias_audit.worker.logging_setup import configure_logging  # noqa: E402
-from bias_audit.worker.redis_clients import redis_client  # noqa: E402
+from redis.asyncio import Redis  # noqa: E402
 from bias_audit.worker.settings import Settings  # noqa: E402
 
 WINDOW_STAGE = "the window's script and replay"
@@ -63,7 +63,7 @@ def timed(owner, name: str, label: str, spent: Counter) -> None:
 
 async def one_size(url: str, directory: str, bodies: list[bytes], batch: int) -> tuple[float, Counter]:
     settings = Settings(data_dir=directory)
-    client = redis_client(url)
+    client = Redis.from_url(url)
     await client.flushall()
     window = RedisWindow(client, settings.window_policy)
     processor = council_processor(settings, window, JsonlRecordStore(Path(directory), f"records-{batch}"),

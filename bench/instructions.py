@@ -41,7 +41,7 @@ def run_sessions(redis_url: str, store_url: str, extra: int) -> None:
     from bias_audit.worker.composition import council_processor
     from bias_audit.worker.gc_tuning import collector_paused_per_batch, tune_gc
     from bias_audit.worker.logging_setup import configure_logging
-    from bias_audit.worker.redis_clients import redis_client
+    from redis.asyncio import Redis
     from bias_audit.worker.settings import Settings
 
     bodies = [json.dumps(s).encode() for s in kb_sessions(WARM + extra)]
@@ -50,7 +50,7 @@ def run_sessions(redis_url: str, store_url: str, extra: int) -> None:
         import psycopg
 
         settings = Settings(data_dir=directory)
-        client = redis_client(redis_url)
+        client = Redis.from_url(redis_url)
         await client.flushall()
         with psycopg.connect(store_url, autocommit=True) as connection:
             connection.execute("TRUNCATE council_session_audit")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import orjson
 
 from bias_audit.consumers.envelope import classify
-from bias_audit.errors import CommandError
+from bias_audit.schemas.errors import CommandError
 
 from .wire import wire_fields
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from bias_audit.analysis.cross_session import WindowThresholds
-from bias_audit.analysis.split import Split, in_turn
 from bias_audit.analysis.tenant_report import tenant_report
 from bias_audit.schemas.report import BiasReport, ReportInputs, RolledUpHistory
 from bias_audit.storage.report_reader import ReadStats, TenantWindows
@@ -21,9 +20,7 @@ def build_report(
     thresholds: WindowThresholds = WindowThresholds(),
     rolled_up: list[RolledUpHistory] | None = None,
     reviews: tuple[list, list] | None = None,
-    split: Split = in_turn,
 ) -> BiasReport:
-    """`split` runs each tenant's two groups of metrics (in turn, or at once in two processes)."""
     return BiasReport(
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
         window_sessions=sessions,
@@ -33,7 +30,7 @@ def build_report(
             sessions_read=stats.sessions, duplicate_sessions=stats.duplicate_sessions,
             skipped_lines=stats.skipped_lines, skipped_examples=stats.skipped_examples,
         ),
-        tenants=[tenant_report(w.cells, w.previous_sessions, thresholds, split) for w in windows if w.cells.sessions],
+        tenants=[tenant_report(w.cells, w.previous_sessions, thresholds) for w in windows if w.cells.sessions],
         rolled_up=rolled_up or [],
         detector_precision=(reviews or ([], []))[0],
         most_dismissed=(reviews or ([], []))[1],

@@ -9,24 +9,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ContextManager
 
-from bias_audit.analysis.split import Split, in_turn
-from bias_audit.errors import CommandError
+from bias_audit.schemas.errors import CommandError
 
 FORMATS = ("text", "json", "csv", "html")
 PROGRESS_FROM_BYTES = 32 * 1024 * 1024  # smaller inputs finish before a bar would help
 
 
 def stored_windows(sources: Sequence[str], tenant: str | None, sessions: int | None, days: float | None,
-                   progress: Callable[[int], ContextManager[Callable[[int], None]]] | None = None,
-                   split: Split = in_turn):
+                   progress: Callable[[int], ContextManager[Callable[[int], None]]] | None = None):
     """(windows, read stats) from record files; for large inputs `progress(total_bytes)` is
-    entered around the read and its advance callback gets the bytes read. `split` digests the
-    windows' two halves (in turn, or at once in two processes)."""
+    entered around the read and its advance callback gets the bytes read."""
     from bias_audit.storage.report_reader import InputError, WindowReader, expand_inputs
 
     try:
         files = expand_inputs(sources)
-        reader = WindowReader(sessions=sessions, days=days, tenant=tenant, split=split)
+        reader = WindowReader(sessions=sessions, days=days, tenant=tenant)
         total = sum(f.stat().st_size for f in files)
         if progress is not None and total >= PROGRESS_FROM_BYTES:
             with progress(total) as advance:
@@ -75,7 +72,7 @@ def _from_store(url: str, read):
     """read(), a driver error as the one-line reason naming the store (password redacted)."""
     import psycopg
 
-    from bias_audit.safe_text import reason_of, redact
+    from bias_audit.schemas.safe_text import reason_of, redact
 
     try:
         return read()

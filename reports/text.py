@@ -7,7 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from bias_audit.safe_text import visible
+from bias_audit.schemas.safe_text import visible
 from bias_audit.schemas.report import BiasReport, Estimate, RolledUpHistory, TenantReport
 
 

@@ -22,9 +22,8 @@ from pathlib import Path
 import msgspec
 
 from bias_audit.analysis.digest import BadRecord, SessionDigest, StoredCell, digest_from_records, timestamp_ms
-from bias_audit.analysis.split import Split, in_turn
 from bias_audit.analysis.window import window_bounds
-from bias_audit.analysis.window_cells import WindowCells, joined, window_cells
+from bias_audit.analysis.window_cells import WindowCells, window_cells
 
 from .jsonl_store import record_files
 
@@ -129,22 +128,16 @@ class TenantWindows:
 
 
 @contextmanager
-def collector_paused(*, kept: bool = False):
+def collector_paused():
     """The window's lines and digests are hundreds of thousands of live objects and none is
-    garbage: the cyclic collector would rescan them again and again (it tripled parse time).
-    Nests: only the outermost turns it back on. A whole report run inside one (as `bias-audit
-    report` does) also skips the collection each re-enable would start (~45 ms each). `kept`:
-    what was made inside lives until the process exits (a one-shot command), so it is frozen
-    (gc.freeze) and the collection the re-enable starts does not traverse it (~70 ms at 10,000
-    sessions); reference counting still frees it."""
+    garbage: the cyclic collector would rescan them again and again while they are parsed.
+    Nests: only the outermost turns it back on."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            if kept:
-                gc.freeze()
             gc.enable()
 
 
@@ -221,12 +214,10 @@ class _FileScan:
 
 
 class WindowReader:
-    def __init__(self, *, sessions: int | None, days: float | None, tenant: str | None = None,
-                 split: Split = in_turn) -> None:
+    def __init__(self, *, sessions: int | None, days: float | None, tenant: str | None = None) -> None:
         self.sessions = sessions
         self.days = days
         self.tenant = tenant
-        self.split = split  # how the windows' sessions are digested: in turn, or halves at once
         self.stats = ReadStats()
         self._tenants: dict[str, _TenantWindow] = {}
         self._order = 0
@@ -312,16 +303,8 @@ class WindowReader:
             scan.held = run.lines
 
     def _cells(self, runs: list[_Run]) -> tuple[WindowCells, set[str]]:
-        """The runs' cells, and the ids of the sessions read (an unreadable one is left out).
-        When `split` runs halves at once (two processes), the runs' two parts are digested so and
-        joined in order, with their counts and skipped lines as if read in turn."""
-        if self.split.divides(len(runs)):
-            part = len(runs) // 2
-            (first, records, skipped), (second, more_records, more_skipped) = self.split(
-                lambda: _digested(runs[:part]), lambda: _digested(runs[part:]), len(runs))
-            cells, records, skipped = joined(first, second), records + more_records, [*skipped, *more_skipped]
-        else:
-            cells, records, skipped = _digested(runs)
+        """The runs' cells, and the ids of the sessions read (an unreadable one is left out)."""
+        cells, records, skipped = _digested(runs)
         self.stats.records += records
         for where in skipped:
             self.stats.skip(where)

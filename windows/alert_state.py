@@ -11,7 +11,7 @@ from typing import Any, NamedTuple, Protocol
 
 from redis.asyncio import Redis
 
-from bias_audit.redis_scripts import run_script
+from .redis_scripts import run_script
 
 _SCRIPT = files("bias_audit.windows").joinpath("alert_state.lua").read_text(encoding="utf-8")
 

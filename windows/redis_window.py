@@ -11,15 +11,15 @@ from redis.asyncio import Redis
 
 from bias_audit.analysis.digest import SessionDigest
 from bias_audit.analysis.window import WindowUpdate, add_into, summarize_window
-from bias_audit.redis_scripts import run_script, script_rounds
+from .redis_scripts import run_script
 
 from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value
 
 _SCRIPT = files("bias_audit.windows").joinpath("redis_window.lua").read_text(encoding="utf-8")
 _MARKS = files("bias_audit.windows").joinpath("progress_marks.lua").read_text(encoding="utf-8")
 INT64 = 2**63  # HINCRBY's limit: a batch's total this large goes to the script session by session
-# Sessions per script round of a batch: rounds overlap Redis's work with this process's; a
-# smaller round costs a round trip and a copy of the sums before it (bench/run.py throughput)
+# Sessions per script round of a batch: a round's Lua script holds Redis for its sessions, so
+# other clients wait at most one round; each round costs one round trip
 ROUND_SESSIONS = 50
 PARSED_TENANTS = 10_000  # tenants whose window's parsed digests are kept (~120 KB each)
 
@@ -145,9 +145,8 @@ class RedisWindow:
         return updates
 
     async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:
-        """One script call per tenant in each round of ROUND_SESSIONS sessions (script_rounds:
-        while Redis runs a round, this process builds the next one's arguments and replays the
-        previous one's replies). Updates in the items' order."""
+        """One script call per tenant in each round of ROUND_SESSIONS sessions, the rounds in
+        turn. Updates in the items' order."""
         if not items:
             return []
         by_tenant: dict[str, list[int]] = {}
@@ -156,9 +155,9 @@ class RedisWindow:
         # each digest as stored (to_dict rounds the scores), so every reader sees equal inputs
         kept = [None if item.digest is None else item.digest.as_stored() for item in items]
         updates: list[WindowUpdate | None] = [None] * len(items)
-        await script_rounds(self.client, self._script, rounds(by_tenant, ROUND_SESSIONS),
-                            lambda round_: self._calls(items, kept, round_),
-                            lambda round_, replies: self._replay_round(items, kept, updates, round_, replies))
+        for round_ in rounds(by_tenant, ROUND_SESSIONS):
+            replies = await run_script(self.client, self._script, self._calls(items, kept, round_))
+            self._replay_round(items, kept, updates, round_, replies)
         return updates  # type: ignore[return-value]
 
     def _calls(self, items: list[WindowItem], kept: list[SessionDigest | None],

@@ -20,7 +20,6 @@ from bias_audit.windows.memory_window import MemoryWindow
 from bias_audit.windows.redis_window import RedisWindow
 
 from .metrics import TimedWindow, WorkerMetrics
-from .redis_clients import redis_client
 from .settings import Settings
 
 
@@ -92,7 +91,7 @@ def load_learned(path):
     """The learned detector's file, or None without one; an unusable file is a one-line error."""
     if path is None:
         return None
-    from bias_audit.errors import CommandError
+    from bias_audit.schemas.errors import CommandError
 
     try:
         from bias_audit.analysis.learned_detector import LearnedDetector
@@ -120,7 +119,7 @@ def load_calibration(path):
     if path is None:
         return None
     from bias_audit.analysis.calibration import Calibration
-    from bias_audit.errors import CommandError
+    from bias_audit.schemas.errors import CommandError
 
     try:
         return Calibration.from_document(orjson.loads(Path(path).read_bytes()))
@@ -184,8 +183,8 @@ def redis_worker(settings: Settings):
 
     metrics = WorkerMetrics("redis")
     broker_url = _required(settings.broker_url, "a redis:// broker URL")
-    client = redis_client(broker_url)
-    window_client = redis_client(settings.redis_url) if settings.redis_url else client
+    client = Redis.from_url(broker_url)
+    window_client = Redis.from_url(settings.redis_url) if settings.redis_url else client
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
     processor = event_processor(settings, window, alerts, council_store=record_store(settings),
@@ -209,7 +208,7 @@ def pubsub_worker(settings: Settings):
     from .pubsub_worker import PubSubWorker, pubsub_clients
 
     metrics = WorkerMetrics("pubsub")
-    window_client = redis_client(_required(settings.redis_url, "a Redis URL for the windows"))
+    window_client = Redis.from_url(_required(settings.redis_url, "a Redis URL for the windows"))
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
     processor = event_processor(settings, window, alerts, council_store=record_store(settings),

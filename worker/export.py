@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from bias_audit.errors import CommandError
+from bias_audit.schemas.errors import CommandError
 
 
 def parse_since(since: str | None, flag: str = "--since") -> datetime | None:
@@ -30,7 +30,7 @@ def export_records(url: str, *, tenant: str | None, start: datetime | None, outp
     """Write every matching record (or interaction record), one JSON line each; returns how many."""
     import psycopg
 
-    from bias_audit.safe_text import reason_of, redact
+    from bias_audit.schemas.safe_text import reason_of, redact
     from bias_audit.storage.postgres_store import read_interactions, read_records
 
     handle = open(output, "wb") if output else sys.stdout.buffer

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bias_audit.errors import CommandError
+from bias_audit.schemas.errors import CommandError
 
 from .embedded_redis import EmbeddedRedis
 from .settings import Settings, check_broker_url, check_pubsub_settings
@@ -184,26 +184,38 @@ def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None]
         except (LexiconError, EmbeddingsUnavailable) as error:
             raise CommandError(str(error)) from None
         say(f"bias-audit API on http://{host}:{port} (/docs, /graphql, /review)")
-        server = _draining_server(uvicorn.Config(application, host=host, port=port, log_level="warning",
-                                                access_log=False))  # ours is a JSON line per request
-        server.run()
+        server = uvicorn.Server(uvicorn.Config(application, host=host, port=port, log_level="warning",
+                                               access_log=False))  # ours is a JSON line per request
+        _serve_until_signalled(server)
 
 
-def _draining_server(config):
-    """uvicorn's server, except that SIGTERM / SIGINT end it with exit code 0 after the requests
-    in flight are answered, as the worker does (uvicorn re-raises the signal: exit 143)."""
+def _serve_until_signalled(server) -> None:
+    """uvicorn's server until SIGTERM / SIGINT, which end it with exit code 0 after the requests in
+    flight are answered, as the worker does. uvicorn handles signals itself only on the main
+    thread (and then re-raises them: exit 143), so it runs on another, and the main thread's
+    handlers ask it to stop through its public `should_exit`."""
     import signal
+    import threading
 
-    import uvicorn
+    failed: list[BaseException] = []
 
-    class DrainingServer(uvicorn.Server):
-        @contextmanager
-        def capture_signals(self):
-            previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
-            try:
-                yield
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
+    def serve() -> None:
+        try:
+            asyncio.run(server.serve())
+        except BaseException as error:  # re-raised on the main thread
+            failed.append(error)
 
-    return DrainingServer(config)
+    def stop(signum, frame) -> None:
+        server.should_exit = True
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        thread = threading.Thread(target=serve, name="uvicorn")
+        thread.start()
+        while thread.is_alive():
+            thread.join(0.5)  # the main thread stays free to run the signal handlers
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if failed:
+        raise failed[0]

@@ -17,7 +17,7 @@ from typing import IO, Any
 import orjson
 
 from bias_audit.analysis.sandbox import CORRECTION, Comparison, compare
-from bias_audit.errors import CommandError
+from bias_audit.schemas.errors import CommandError
 
 from .settings import Settings
 
@@ -114,7 +114,7 @@ def _text(document: dict[str, Any], out: IO[str]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from bias_audit.safe_text import visible
+    from bias_audit.schemas.safe_text import visible
 
     # piped or written to a file: wide enough that a bias type's name stays on one line
     console = Console(file=out, highlight=False, width=None if out.isatty() else 120)

@@ -272,7 +272,7 @@ def settings_from(**overrides: object) -> Settings:
     a bad value is a CommandError naming the setting."""
     from pydantic import ValidationError
 
-    from bias_audit.errors import CommandError
+    from bias_audit.schemas.errors import CommandError
 
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
@@ -286,7 +286,7 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 def check_broker_url(url: str) -> None:
-    from bias_audit.errors import CommandError
+    from bias_audit.schemas.errors import CommandError
 
     if url.startswith("pubsub://"):
         if not url.removeprefix("pubsub://").strip("/"):
@@ -301,7 +301,7 @@ def check_redis_url(url: str) -> None:
     """A redis:// URL that parses (a port in range, a numeric database), or a one-line reason."""
     from urllib.parse import urlsplit
 
-    from bias_audit.errors import CommandError
+    from bias_audit.schemas.errors import CommandError
 
     try:
         parts = urlsplit(url)
@@ -314,7 +314,7 @@ def check_redis_url(url: str) -> None:
 
 
 def check_pubsub_settings(settings: Settings) -> None:
-    from bias_audit.errors import CommandError
+    from bias_audit.schemas.errors import CommandError
 
     if not settings.redis_url:
         raise CommandError("pubsub:// keeps its windows and exactly-once markers in Redis: pass --redis "

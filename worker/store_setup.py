@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from bias_audit.errors import CommandError
+from bias_audit.schemas.errors import CommandError
 
 from .settings import Settings
 from .stopping import deferred_stop
@@ -32,7 +32,7 @@ def embedded_store(settings: Settings, say: Callable[[str], None] | None = None,
             try:
                 server.start()
             except Exception as error:  # the wheel raises bare subprocess and assertion errors
-                from bias_audit.safe_text import reason_of
+                from bias_audit.schemas.safe_text import reason_of
 
                 raise CommandError(f"the embedded PostgreSQL in {directory} did not start: {reason_of(error)} "
                                    f"(see {directory / 'pgdata' / 'log'})", exit_code=1) from None
@@ -56,7 +56,7 @@ def require_store_schema(url: str) -> None:
         return
     import psycopg
 
-    from bias_audit.safe_text import reason_of, redact
+    from bias_audit.schemas.safe_text import reason_of, redact
     from bias_audit.storage.postgres_store import missing_migrations
 
     try:
@@ -73,7 +73,7 @@ def set_up_store(url: str) -> Iterator[str]:
     """Apply the PostgreSQL store's migrations: one line saying what was done."""
     import psycopg
 
-    from bias_audit.safe_text import reason_of, redact
+    from bias_audit.schemas.safe_text import reason_of, redact
     from bias_audit.storage.postgres_store import apply_migrations
 
     try:

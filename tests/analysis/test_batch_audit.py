@@ -1,6 +1,5 @@
 """The batch audit against independent computations (numpy/scipy, one session at a time), and
-independent of which other sessions share its batch; every test runs on both implementations
-(analysis/_audit.c and the numpy path, tests/analysis/conftest.py), and the two agree."""
+independent of which other sessions share its batch."""
 
 import math
 import random
@@ -17,7 +16,6 @@ from tests.builders import council_event, observations, two_way_prediction
 
 MODELS = ["M1", "M2", "M3", "M4", "M5", "M6"]
 
-pytestmark = pytest.mark.usefixtures("audit_engine")
 
 
 def random_session(rng: random.Random, index: int) -> CouncilSessionEvent:

@@ -25,11 +25,11 @@ from bias_audit.analysis.council_biases import (
     style_similarity,
 )
 from bias_audit.analysis.digest import SessionDigest
-from bias_audit.analysis import response_traits
-from bias_audit.analysis.response_traits import (DEFAULT_FINGERPRINT_KEY, pair_similarities, response_fingerprint,
-                                                  similarity_rows)
+from bias_audit.analysis._text import cosine_matrix, normalized_ascii
+from bias_audit.analysis.response_traits import DEFAULT_FINGERPRINT_KEY, response_fingerprint, similarity_rows
 from bias_audit.analysis.window_cells import window_cells
 from bias_audit.schemas.report import Estimate, ReviewerProfile
+from tests import text_oracle
 
 from .council_simulation import MODELS, Injected, corpus
 
@@ -91,15 +91,15 @@ def test_the_fingerprint_normalizes_case_and_whitespace_as_str_lower_and_split(t
 
 
 def test_the_compiled_normalization_equals_pythons_on_random_ascii_text():
-    assert response_traits._normalized_ascii("Built?") == b"built?", "setup.py did not build analysis/_text.c"
+    assert normalized_ascii("Built?") == b"built?"
     rng = random.Random(5)
     alphabet = "aZq .\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x7f09!-_"
     for _ in range(20_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
-        assert response_traits._normalized_ascii(text) == " ".join(text.lower().split()).encode(), repr(text)
-    assert response_traits._normalized_ascii("caf\u00e9") is None  # Unicode's rules: Python's path
+        assert normalized_ascii(text) == text_oracle.normalized_ascii(text), repr(text)
+    assert normalized_ascii("caf\u00e9") is None  # Unicode's rules: Python's path
     with pytest.raises(TypeError, match="str"):
-        response_traits._normalized_ascii(b"bytes")  # type: ignore[arg-type]
+        normalized_ascii(b"bytes")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("texts", [
@@ -113,29 +113,27 @@ def test_similarity_matches_scikit_learns_word_ngram_cosine(texts):
     from sklearn.metrics.pairwise import cosine_similarity
 
     vectors = CountVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b").fit_transform(texts)
-    assert pair_similarities(texts) == pytest.approx(cosine_similarity(vectors), abs=1e-12)
+    assert text_oracle.pair_similarities(texts) == pytest.approx(cosine_similarity(vectors), abs=1e-12)
     assert np.array(similarity_rows(texts)) == pytest.approx(cosine_similarity(vectors), abs=1e-12)  # C
 
 
 def test_similarity_of_a_text_without_words_is_undefined():
-    cosines = pair_similarities(["...", "some words here"])
+    cosines = text_oracle.pair_similarities(["...", "some words here"])
     assert np.isnan(cosines[0, 1]) and cosines[1, 1] == pytest.approx(1.0)
     rows = similarity_rows(["...", "some words here", ""])
     assert np.isnan(rows[0][1]) and np.isnan(rows[2][2]) and rows[1][1] == 1.0
 
 
-def test_the_compiled_cosines_are_built_and_give_the_numpy_paths_floats_exactly():
-    """The worker's hot path runs in C (analysis/_text.c); the stored similarities must not
-    depend on whether it was built: bit-equal to the numpy path on random texts (ASCII and not,
+def test_the_compiled_cosines_give_the_mirrors_floats_exactly():
+    """analysis/_text.c against its numpy mirror (tests/text_oracle.py), bit for bit, on random texts (ASCII and not,
     punctuation, repeats, one-word and empty texts, councils of 1 to 12)."""
-    assert response_traits._compiled_cosines is not None, "setup.py did not build analysis/_text.c"
     rng = random.Random(7)
     vocabulary = ["the", "The", "cache", "index", "a", "A", "shard_by", "42", "x1", "café", "naïve", "über",
                   "日本", "ё", "", "...", ",", "—", "\t", "\n", " ", "don't", "e-mail", "\ud800"]
     for _ in range(300):
         texts = [" ".join(rng.choice(vocabulary) for _ in range(rng.choice([0, 1, 2, 5, 40, 300])))
                  for _ in range(rng.randint(1, 12))]
-        expected = pair_similarities(texts).tolist()
+        expected = text_oracle.pair_similarities(texts).tolist()
         got = similarity_rows(texts)
         assert len(got) == len(expected)
         for got_row, expected_row in zip(got, expected):
@@ -144,7 +142,7 @@ def test_the_compiled_cosines_are_built_and_give_the_numpy_paths_floats_exactly(
 
 def test_the_compiled_cosines_refuse_what_is_not_bytes():
     with pytest.raises(TypeError, match="bytes"):
-        response_traits._compiled_cosines(["not bytes"])
+        cosine_matrix(["not bytes"])  # type: ignore[list-item]
 
 
 def _digest(index: int, rows: list[tuple[int, int, int, float]], models=("a", "b", "c", "d"), **extra) -> SessionDigest:

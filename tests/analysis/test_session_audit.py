@@ -1,6 +1,5 @@
 """Known answers from hand computation (shown in comments) and scipy; the reference
-implementation (llm-council-core 0.53.0) where it is right, and where it is wrong. Each test runs on
-the compiled audit and on the numpy one (tests/analysis/conftest.py)."""
+implementation (llm-council-core 0.53.0) where it is right, and where it is wrong."""
 
 import pytest
 from scipy import stats as sps
@@ -9,8 +8,6 @@ from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.session_audit import AuditConfig, audit_scores
 from bias_audit.schemas.events import CouncilSessionEvent
 from tests.builders import council_event, two_way_prediction, observations
-
-pytestmark = pytest.mark.usefixtures("audit_engine")
 
 
 def audit(event_dict, config=AuditConfig()):

@@ -112,7 +112,7 @@ def test_levels_in_pieces_equal_levels_over_the_window():
 
 
 @pytest.mark.parametrize("batch", [1, 50])
-def test_a_level_from_the_audit_equals_the_level_from_the_digest(batch, audit_engine):
+def test_a_level_from_the_audit_equals_the_level_from_the_digest(batch):
     # the worker takes the levels of the sessions it audits from their audits; a session another
     # worker counted gets its level from its digest: the two must agree
     rng = random.Random(3)

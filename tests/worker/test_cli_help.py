@@ -11,7 +11,8 @@ import pytest
 # pydantic itself is not listed: typer >= 0.29 coerces command-line values with it; our models
 # (bias_audit.schemas) and settings (pydantic_settings) are.
 HEAVY = ("numpy", "scipy", "pydantic_settings", "faststream", "google.cloud.pubsub_v1", "fastapi",
-         "torch", "redis", "orjson", "msgspec", "bias_audit.analysis", "bias_audit.schemas")
+         "torch", "redis", "orjson", "msgspec", "bias_audit.analysis", "bias_audit.schemas.events",
+         "bias_audit.schemas.results", "bias_audit.schemas.report", "bias_audit.worker.settings")
 
 PROBE = """
 import sys

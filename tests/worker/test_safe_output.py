@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from bias_audit.safe_text import one_line, redact, visible
+from bias_audit.schemas.safe_text import one_line, redact, visible
 
 VISIBLE = [  # (text from an event, what a terminal is given)
     ("judge", "judge"),

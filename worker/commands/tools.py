@@ -1,0 +1,148 @@
+"""Commands beside the stream: sandbox, orders, demo, schemas."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from bias_audit.schemas.errors import CommandError
+
+from .common import FLAG, StoreOpt, command, listed, say, settings_with, store_for
+
+
+class SandboxFormat(str, Enum):
+    text = "text"
+    json = "json"
+    html = "html"
+
+
+@command
+def sandbox(
+    candidate: Annotated[Path, typer.Option(metavar="FILE", help="the candidate's answers: llm.responses events (JSONL)")],
+    baseline: Annotated[Optional[Path], typer.Option(metavar="FILE", help="the baseline's answers: llm.responses "
+                                                     "events (JSONL); or use --store")] = None,
+    store: StoreOpt = None,
+    tenant: Annotated[Optional[str], typer.Option(metavar="TENANT", help="with --store: the baseline's tenant")] = None,
+    model: Annotated[Optional[str], typer.Option(metavar="MODEL", help="with --store: only this llm_model")] = None,
+    since: Annotated[Optional[str], typer.Option(metavar="ISO", help="with --store: answers at or after this time")] = None,
+    until: Annotated[Optional[str], typer.Option(metavar="ISO", help="with --store: answers before this time")] = None,
+    format: Annotated[SandboxFormat, typer.Option("--format", "-f", help="text, json or html")] = SandboxFormat.text,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")] = None,
+) -> None:
+    """Compare a candidate model or prompt with a baseline before it ships.
+
+    Per bias type: the flagged rate on each side, the difference with its 95% CI, a test (paired
+    McNemar when the answers pair by audit_id or query_hash, else Fisher's exact) and a verdict
+    after Holm's correction. Exit 3 when a type is worse (a CI gate), 0 otherwise, 2 on bad input."""
+    from bias_audit.storage.postgres_store import save_sandbox_run
+
+    from ..export import parse_since
+    from ..logging_setup import configure_logging
+    from ..sandbox import audited_file, sandbox_document, stored_answers, worse, write
+
+    configure_logging("ERROR")  # a bad line is the command's one-line error, not a log record
+    if (baseline is None) == (store is None and not os.environ.get("BIAS_AUDIT_STORE_URL")):
+        raise CommandError("give the baseline as --baseline FILE or --store URL --tenant T, one of them")
+    settings = settings_with()
+    if baseline is not None:
+        document = sandbox_document(audited_file(baseline, settings, "baseline"),
+                                    audited_file(candidate, settings, "candidate"))
+    else:
+        if tenant is None:
+            raise CommandError("--store needs --tenant: the baseline is one tenant's answers")
+        with store_for(store, None, "the sandbox's baseline reads") as url:
+            base = stored_answers(url, tenant=tenant, model=model, since=parse_since(since), until=parse_since(until, "--until"))
+            document = sandbox_document(base, audited_file(candidate, settings, "candidate"))
+            # kept beside the history it was measured against: readable in GraphQL (sandboxRuns)
+            document["run_id"] = save_sandbox_run(url, tenant=tenant, document=document, worse=worse(document),
+                                                  baseline={"model": model, "since": since, "until": until})
+    if output is None:
+        write(document, format.value, sys.stdout)
+    else:
+        with open(output, "w", encoding="utf-8") as handle:
+            write(document, format.value, handle)
+        say(f"wrote {output}")
+    if worse(document):
+        raise typer.Exit(3)
+
+
+class OrdersDesign(str, Enum):
+    williams = "williams"
+    random = "random"
+
+
+class OrdersFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@command
+def orders(
+    models: Annotated[list[str], typer.Option("--models", "-m", metavar="M1,M2,...",
+                                              help="the candidates to order (comma-separated or repeated)")],
+    reviewers: Annotated[list[str], typer.Option("--reviewers", "-r", metavar="R1,R2,...",
+                                                 help="the reviewers, each getting its own order")],
+    seed: Annotated[int, typer.Option(metavar="S", help="the same seed gives the same orders")],
+    design: Annotated[OrdersDesign, typer.Option(help="williams: balanced Latin square (each model at each "
+                                                 "position and after each other model equally); random")] = OrdersDesign.williams,
+    sessions: Annotated[int, typer.Option(metavar="N", help="sessions to plan, 1-10000")] = 1,
+    format: Annotated[OrdersFormat, typer.Option("--format", "-f", help="text or json")] = OrdersFormat.text,
+) -> None:
+    """Per-reviewer presentation orders, deterministic for a seed.
+
+    Williams design: reviewers take consecutive rows of a balanced Latin square, session after
+    session, so every model is shown at every position, and right after every other model, equally
+    often per cycle of rows (n rows for n models when n is even, 2n when odd). JSON carries each
+    review's label_to_model, ready for the council event. The report's randomization check
+    recognises the design."""
+    import json
+
+    from bias_audit.analysis.orders import OrdersError, orders_document
+
+    try:
+        document = orders_document(listed(models), listed(reviewers), seed, design.value, sessions)
+    except OrdersError as error:
+        raise CommandError(str(error)) from None
+    if format is OrdersFormat.json:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return
+    for o in document["orders"]:  # type: ignore[attr-defined]
+        sys.stdout.write(f"session {o['session']}  {o['reviewer']}: {' > '.join(o['order'])}\n")
+
+
+@command
+def demo(
+    input: Annotated[Optional[Path], typer.Option(
+        "--input", "-i", metavar="FILE", help="JSONL council sessions (default: the shipped samples)")] = None,
+) -> None:
+    """End-to-end run on an embedded Redis and PostgreSQL over samples with known biases.
+
+    Shipped council sessions and LLM responses with injected biases go through a real worker;
+    exits 1 if one is missed or a bystander is flagged."""
+    from ..demo import run_demo
+
+    raise typer.Exit(run_demo(input))
+
+
+@command
+def schemas(
+    check: Annotated[bool, typer.Option("--check", metavar=FLAG, help="exit 1 if the committed schemas drifted")] = False,
+    out: Annotated[Optional[Path], typer.Option(metavar="DIR", help="directory (default: the package's schemas/json)")] = None,
+) -> None:
+    """Write the contract's JSON Schemas and AsyncAPI document, or check them."""
+    from bias_audit.schemas.export import SCHEMA_DIR, drifted_schemas, write_schemas
+
+    directory = out or SCHEMA_DIR
+    if check:
+        drifted = drifted_schemas(directory)
+        if drifted:
+            raise CommandError(f"drifted from the models: {', '.join(drifted)}; run `bias-audit schemas`", exit_code=1)
+        print("schemas up to date")
+        return
+    for path in write_schemas(directory):
+        print(path)
