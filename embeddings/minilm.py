@@ -16,7 +16,7 @@ class EmbeddingsUnavailable(RuntimeError):
 
 @lru_cache(maxsize=1)
 def minilm_embedder(threads: int | None = None):
-    """texts -> (n, 384) unit vectors. Loaded once per process (~5 s: torch and the weights)."""
+    """texts -> (n, 384) unit vectors. Loaded once per process (torch and the weights take seconds)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:

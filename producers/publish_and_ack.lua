@@ -1,7 +1,6 @@
 -- Publish a batch's results, alerts and dead letters and acknowledge its input entries in one
 -- atomic call: a result exists exactly when its input entry was acknowledged. One script instead
--- of a MULTI of one XADD per entry: redis-py reads and parses a reply per queued command (~35 us
--- a session of the worker's CPU).
+-- of a MULTI of one XADD per entry: redis-py reads and parses a reply per queued command.
 -- KEYS[i] the stream of entry i (i <= ARGV[3])   KEYS[#KEYS] the input stream
 -- ARGV[1] each stream's approximate max length   ARGV[2] the input's consumer group
 -- ARGV[3] entries, then per entry: its count of values n, then n values (field, value, ...);

@@ -171,8 +171,7 @@ def _half_of_memory() -> int:
 
 
 # A file larger than this is read once, front to back, and would only evict its own first pages
-# from the page cache: its pages are dropped as they are read. Measured on 12.7 GB with an 11 GB
-# cache: 30.8 s when the read had to reclaim the cache, 9.8 s with the pages dropped.
+# from the page cache: its pages are dropped as they are read.
 DROP_CACHE_ABOVE = _half_of_memory()
 READ_BLOCK = 1 << 22  # 4 MB reads: few system calls, few carried-over lines
 
@@ -334,7 +333,7 @@ class WindowReader:
 def _digested(runs: list[_Run]) -> tuple[WindowCells, int, list[str]]:
     """The runs' cells, their records' count and the reasons of what was skipped. Session by
     session: a session's records are parsed, reduced to its digest and dropped, which stays in
-    the CPU cache (holding every record first was 2x slower)."""
+    the CPU cache."""
     digests: list[SessionDigest] = []
     skipped: list[str] = []
     records = 0

@@ -12,7 +12,7 @@
 -- ARGV[5], ARGV[6] the sum of the contributions of every session sent to count, to the window's
 -- sums and to the recent window's (JSON as below; '' for none; '-' when a total would not fit
 -- HINCRBY's int64): when every one of them is counted now (the usual case) the sums take these
--- once instead of decoding and adding each session's (~60 us a session of this script's ~120);
+-- once instead of decoding and adding each session's;
 -- otherwise each counted session's are added
 -- then per session, 7 values: id, event ms, owner (delivery id), '1' to count or '0' to only
 -- remember, digest JSON ('' for none), its contribution to the window's sums and to the recent

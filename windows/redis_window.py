@@ -90,9 +90,8 @@ class RedisWindow:
         self._script = client.register_script(_SCRIPT)
         self._marks = client.register_script(_MARKS)
         # Parsed digests of each tenant's window, by session id: a digest never changes, so each
-        # batch fetches and parses only the sessions new to the window (it read them all before:
-        # ~10 ms a batch for a 100-session window, most of a lightly loaded worker's latency);
-        # those this process counted are known without asking.
+        # batch fetches and parses only the sessions new to the window; those this process
+        # counted are known without asking.
         self._parsed: dict[str, dict[bytes, SessionDigest]] = {}
 
     def _call(self, tenant_id: str, items: list[WindowItem],

@@ -2,8 +2,8 @@
 
 Each session allocates ~150 container objects that live until its batch is published. With
 CPython's default thresholds (700, 10, 10) that triggers thousands of young collections and
-repeated full collections that walk every object the imports created (numpy, scipy, pydantic):
-measured at ~180 us per session, more than the audit itself. Freezing the startup heap takes it
+repeated full collections that walk every object the imports created (numpy, scipy, pydantic),
+costing more per session than the audit itself. Freezing the startup heap takes it
 out of every collection, and larger thresholds collect the (rare) reference cycles less often.
 """
 
@@ -34,8 +34,7 @@ _was_enabled = False
 def collector_paused_per_batch():
     """No automatic collection while a batch is in hand. A batch's parsed events, records and
     results (~50,000 container objects for 200 sessions) all live until it is published, so a
-    young collection in the middle walks every one of them and frees nothing: measured ~17 ms,
-    once per batch (~80 us a session). Refcounting frees them after the batch; the collector
+    young collection in the middle walks every one of them and frees nothing. Refcounting frees them after the batch; the collector
     runs again then, on a nearly empty young generation."""
     global _batches, _was_enabled
     if _batches == 0:

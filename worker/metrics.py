@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-# Batches of 100 take ~5-100 ms; a window update ~1-5 ms; the tail matters during outages.
+# From a millisecond (a window update) to half a minute: the tail matters during outages.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 

@@ -164,7 +164,7 @@ class RedisStreamsWorker:
             ),
             ack_policy=AckPolicy.MANUAL,
             # FastStream would decode every entry before our handler runs, and one non-UTF-8 entry
-            # then fails the whole batch until the reclaimer takes it (~30 s): each entry is
+            # then fails the whole batch until the reclaimer takes it: each entry is
             # decoded (and dead-lettered if it must be) by the consumer, one by one.
             parser=_unparsed_batch,
         )

@@ -1,0 +1,1 @@
+"""The API's routes, one router per concern; service/app.py assembles them."""

@@ -1,0 +1,58 @@
+"""The routes over the audit store: GraphQL at /graphql, GET /audits/{id} and the review page."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+
+from ..auth import READ, Principal
+from ..problems import problem
+from ..state import ApiState, principal, state_of, trace_id_of
+
+router = APIRouter()
+
+
+@router.get("/audits/{audit_id}", summary="One stored LLM interaction audit")
+async def get_audit(audit_id: str, caller: Annotated[Principal, Depends(principal)],
+                    state: Annotated[ApiState, Depends(state_of)]) -> Response:
+    """The stored audit of one LLM interaction, within the token's tenants (another tenant's is
+    404, as a missing one)."""
+    if not caller.can(READ):
+        return problem(403, "forbidden", "reading audits needs the role reviewer, auditor or admin",
+                       "urn:bias-audit:problem:forbidden")
+    from bias_audit.storage.audit_api import InvalidInput
+
+    try:
+        row = await state.audit_store.interaction(caller.scope(None), audit_id)
+    except InvalidInput as error:
+        return problem(400, "bad id", str(error), "urn:bias-audit:problem:invalid")
+    if row is None:
+        return problem(404, "not found", f"no interaction audit {audit_id!r}", "urn:bias-audit:problem:not_found")
+    return Response(orjson.dumps(row, default=str), media_type="application/json")
+
+
+@router.get("/review", summary="The review page", response_class=Response)
+async def review_page() -> Response:
+    page = resources.files("bias_audit.service").joinpath("review.html").read_bytes()
+    return Response(page, media_type="text/html; charset=utf-8",
+                    headers={"Content-Security-Policy": "default-src 'self'; script-src 'unsafe-inline'; "
+                             "style-src 'unsafe-inline'; connect-src 'self'"})
+
+
+def graphql_router() -> APIRouter:
+    """The GraphQL schema over the store, its context built per request from the app's state."""
+    from strawberry.fastapi import GraphQLRouter
+
+    from ..graphql_api import loaders, schema
+
+    async def graphql_context(request: Request) -> dict[str, Any]:
+        state = state_of(request)
+        return {"principal": principal(request), "store": state.audit_store, "report": state.report,
+                "trace_id": trace_id_of(request.headers), "reviews_counter": state.metrics.reviews,
+                **loaders(state.audit_store)}
+
+    return GraphQLRouter(schema, path="/graphql", context_getter=graphql_context, graphql_ide=None)

@@ -1,0 +1,74 @@
+"""What the API's routes share, kept on `app.state.api`, and the caller as a dependency."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any
+
+from fastapi import Request
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from bias_audit.consumers.envelope import MAX_TRACE_ID_CHARS, trace_id_from_traceparent
+from bias_audit.consumers.responses import EventRouter
+
+from .auth import ANONYMOUS, Principal, TokenVerifier, Unauthenticated
+
+
+class ApiMetrics:
+    """The API's own Prometheus registry, served at /metrics."""
+
+    def __init__(self) -> None:
+        self.registry = registry = CollectorRegistry()
+        self.requests = Counter("bias_audit_http_requests", "audit requests by kind", ["endpoint", "status"],
+                                registry=registry)
+        self.by_route = Counter("bias_audit_http_route_requests", "HTTP requests by route", ["route", "status"],
+                                registry=registry)
+        self.reviews = Counter("bias_audit_reviews", "verdicts recorded by reviewers", ["verdict"], registry=registry)
+        self.latency = Histogram("bias_audit_http_seconds", "time to answer", ["endpoint"], registry=registry,
+                                 buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0))
+
+
+@dataclass
+class ApiState:
+    consumer: EventRouter
+    max_body_bytes: int
+    llm_topic: str
+    council_topic: str
+    default_swaps: dict[str, str]
+    verifier: TokenVerifier | None  # None: no auth (loopback, or --insecure-no-auth)
+    audit_store: Any  # storage.audit_api's AuditStore, or None without a PostgreSQL store
+    report: Any
+    cache: Any
+    metrics: ApiMetrics = field(default_factory=ApiMetrics)
+    serial: Iterator[int] = field(default_factory=lambda: count(1))
+
+
+def state_of(request: Request) -> ApiState:
+    state: ApiState = request.app.state.api
+    return state
+
+
+def principal(request: Request) -> Principal:
+    """The caller; a 401 problem when auth is on and the token is missing or does not verify."""
+    verifier = state_of(request).verifier
+    if verifier is None:
+        return ANONYMOUS
+    header = request.headers.get("authorization")
+    if header is None and request.cookies.get("bias_audit_token"):  # set by the operator's proxy
+        header = "Bearer " + request.cookies["bias_audit_token"]
+    try:
+        return verifier.verify(header)
+    except Unauthenticated as error:
+        raise StarletteHTTPException(401, str(error), headers={"WWW-Authenticate": "Bearer"}) from None
+
+
+def trace_id_of(headers) -> str | None:
+    """The request's trace id: x-trace-id when it is a plain id, else W3C traceparent's (read
+    as the transports read it)."""
+    given = headers.get("x-trace-id")
+    if given and len(given) <= MAX_TRACE_ID_CHARS and given.isprintable():
+        return given
+    return trace_id_from_traceparent(headers.get("traceparent"))
