@@ -1,6 +1,6 @@
 """Eigendecompositions shared by the sessions of a batch that have the same design.
 
-The two-way fit's normal matrix and the reviewers' Laplacian depend only on which cells of a
+The two-way fit's normal matrix depends only on which cells of a
 session were scored, not on the scores; a council sends the same design session after session,
 so a batch of 100 holds one or a few. One LAPACK call per distinct design instead of one per
 session.

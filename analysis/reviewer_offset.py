@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .designs import eigh_per_design
+from .session_noise import two_way_fit
 
 
 def median_of_others(values: np.ndarray) -> np.ndarray:
@@ -50,28 +50,23 @@ def offsets_from_effects(effects: np.ndarray) -> np.ndarray:
     return np.where(np.abs(offsets) < ROUNDING, 0.0, offsets)
 
 
+def centred_effects(effects: np.ndarray, used: np.ndarray) -> np.ndarray:
+    """(B, R) reviewer effects of a two-way fit on the (B, R, M) `used` cells -> the same effects,
+    each connected group's centred on its mean, NaN for a reviewer with no used cell. Effects are
+    relative within a group of reviewers linked by responses they scored in common, so this is
+    the one canonical choice: the same whatever solution the fit picked."""
+    scored = used.any(2)
+    linked = np.matmul(used.astype(np.float64), np.swapaxes(used, 1, 2).astype(np.float64)) > 0
+    for _ in range(max(int(np.ceil(np.log2(max(used.shape[1], 2)))), 1)):  # reachability by squaring
+        linked = np.matmul(linked.astype(np.float64), linked.astype(np.float64)) > 0
+    weights = linked.astype(np.float64)
+    means = np.matmul(weights, np.where(scored, effects, 0.0)[..., None])[..., 0] / np.maximum(weights.sum(2), 1.0)
+    return np.where(scored, effects - means, np.nan)
+
+
 def reviewer_effects(score: np.ndarray, used: np.ndarray) -> np.ndarray:
     """(B, R, M) scores and the cells that count -> (B, R) reviewer effects of the least-squares
-    fit score = reviewer + response, per session; NaN for a reviewer with no counted cell.
-
-    The responses are absorbed: the effects solve L a = b with L = diag(cells per reviewer) -
-    W diag(1 / cells per response) W' (a graph Laplacian over reviewers who scored a response in
-    common) and b = the reviewers' score sums less their share of the responses' sums. L is
-    singular (effects are relative), so the solution is its pseudo-inverse's, by one symmetric
-    eigendecomposition per distinct design of the batch (analysis.designs); differences within a
-    connected council are exact."""
-    w = used.astype(np.float64)
-    per_reviewer = w.sum(2)
-    per_response = w.sum(1)
-    shares = w * np.where(per_response > 0, 1.0 / np.maximum(per_response, 1.0), 0.0)[:, None, :]
-    laplacian = -np.matmul(shares, np.swapaxes(w, 1, 2))
-    diagonal = np.arange(score.shape[1])
-    laplacian[:, diagonal, diagonal] += per_reviewer
-    scored = score * w
-    rhs = scored.sum(2) - np.matmul(shares, scored.sum(1)[..., None])[..., 0]
-    values, vectors = eigh_per_design(laplacian, used)
-    tolerance = 1e-9 * np.maximum(values.max(-1, keepdims=True), 1.0)
-    inverse = np.where(values > tolerance, 1.0 / np.where(values > tolerance, values, 1.0), 0.0)
-    projected = np.matmul(np.swapaxes(vectors, 1, 2), rhs[..., None])[..., 0] * inverse
-    effects = np.matmul(vectors, projected[..., None])[..., 0]
-    return np.where(per_reviewer > 0, effects, np.nan)
+    fit score = reviewer + response per session (analysis.session_noise.two_way_fit, the one fit
+    of the per-session statistics), centred within each connected group of reviewers; NaN for a
+    reviewer with no counted cell."""
+    return centred_effects(two_way_fit(score, used).reviewer, used)

@@ -25,13 +25,14 @@ import numpy as np
 from bias_audit.schemas.results import SessionAudit
 
 from .observations import SessionScores
-from .reviewer_offset import offsets_from_effects, reviewer_effects
+from .reviewer_offset import centred_effects, offsets_from_effects
 from .score_arrays import ScoreArrays, score_arrays
 from .session_noise import (
     FIXED,
     REFERENCE_SPAN,
     NoiseScale,
     ReviewerTests,
+    TwoWayFit,
     pooled_noise,
     reviewer_tests,
     session_noise,
@@ -173,7 +174,7 @@ def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfi
     noise = _noise_scales(tenants, history, contributions)
     tested = reviewer_tests(arrays, fit, noise, config.calibration_threshold, config.self_preference_threshold,
                             config.alpha)
-    return _audited_batch(batch, config, arrays, tested, noise, contributions)
+    return _audited_batch(batch, config, arrays, fit, tested, noise, contributions)
 
 
 def _noise_scales(tenants: Sequence[str] | None, history: Mapping[str, Sequence[tuple[float, int]]] | None,
@@ -193,7 +194,7 @@ def _noise_scales(tenants: Sequence[str] | None, history: Mapping[str, Sequence[
 AUDIT_FIELDS = tuple(SessionAudit.model_fields)
 
 
-def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: ScoreArrays
+def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: ScoreArrays, fit_reviewer: np.ndarray
                       ) -> tuple[dict[str, list[Any]], list[list[tuple[int, float]]], np.ndarray]:
     """The audit's own values a column per field, each session's position residuals, and how
     many of length and position each session flags."""
@@ -231,7 +232,7 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: Sc
         loo = peer & (model_n > 1)[:, None, :]
         lw = loo.astype(np.float64)
         k = lw.sum(2)
-        offset = np.nan_to_num(offsets_from_effects(reviewer_effects(S, loo)))
+        offset = np.nan_to_num(offsets_from_effects(centred_effects(fit_reviewer, loo)))
         others = (model_total[:, None, :] - S) / np.maximum(model_n - 1.0, 1.0)[:, None, :]
         # Agreement: corr(score_i, rest-of-council mean) per reviewer with >= 3 candidates.
         agree_r, agree_defined = _masked_pearson(S, others, loo)
@@ -305,11 +306,12 @@ def _flagged(names: Sequence[tuple[str, ...]], flags: np.ndarray) -> list[list[s
 RISK = ("low", "medium", "medium", "high", "high", "high")  # by the count of flagged kinds
 
 
-def _audited_batch(batch: Sequence[SessionScores], config: AuditConfig, arrays: ScoreArrays, tests: ReviewerTests,
+def _audited_batch(batch: Sequence[SessionScores], config: AuditConfig, arrays: ScoreArrays, fit: TwoWayFit,
+                   tests: ReviewerTests,
                    noise: Sequence[NoiseScale], contributions: Sequence[tuple[float, int]]) -> list[SessionAnalysis]:
     """The batch's audits built a column per field: each session's dict is then made by zip and
     dict mapped in C, with no Python statement per session and field."""
-    columns, residuals, detected = _audit_vectorized(batch, config, arrays)
+    columns, residuals, detected = _audit_vectorized(batch, config, arrays, fit.reviewer)
     names, real = arrays.reviewers, _real_reviewers(arrays.reviewers, tests.offset_tested.shape[1])
     columns["reviewer_offset_p_values"] = _by_name(names, tests.offset_p, tests.offset_tested, real)
     columns["reviewer_loo_offsets"] = _by_name(names, tests.loo_offset, tests.offset_tested, real)

@@ -5,7 +5,7 @@ import statistics
 import numpy as np
 import pytest
 
-from bias_audit.analysis.reviewer_offset import median_of_others, offsets_from_effects
+from bias_audit.analysis.reviewer_offset import median_of_others, offsets_from_effects, reviewer_effects
 
 nan = float("nan")
 
@@ -45,3 +45,16 @@ def test_a_harsh_reviewer_leaves_its_peers_at_zero():
     # Effects of four reviewers when R4 scores 3 points below three who agree: +0.75 each, -2.25.
     offsets = offsets_from_effects(np.array([[0.75, 0.75, 0.75, -2.25]]))[0]
     np.testing.assert_allclose(offsets, [0.0, 0.0, 0.0, -3.0])
+
+
+def test_the_effects_of_two_unlinked_groups_of_reviewers_are_each_centred():
+    """R1, R2 score A, B and R3, R4 score C, D: nothing links the two pairs, so each pair's
+    effects are relative to each other alone. By hand: R1 - R2 = ((8-6) + (6-4)) / 2 = 2 and
+    R3 - R4 = ((5-2) + (5-4)) / 2 = 2, each pair centred on 0; R5 scored nothing: NaN."""
+    score = np.zeros((1, 5, 4))
+    used = np.zeros((1, 5, 4), dtype=bool)
+    for r, m, y in [(0, 0, 8), (0, 1, 6), (1, 0, 6), (1, 1, 4), (2, 2, 5), (2, 3, 5), (3, 2, 2), (3, 3, 4)]:
+        score[0, r, m], used[0, r, m] = y, True
+    effects = reviewer_effects(score, used)[0]
+    assert effects[:4] == pytest.approx([1.0, -1.0, 1.0, -1.0], abs=1e-12)
+    assert np.isnan(effects[4])
