@@ -51,7 +51,7 @@ def fill(url: str, audits: int) -> None:
     from bias_audit.lexicons.load import shipped_lexicons
     from bias_audit.lexicons.sentiment import vader_scorer
     from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
-    from bias_audit.storage.postgres_store import PostgresInteractionStore, interaction_row
+    from bias_audit.storage.postgres import PostgresInteractionStore, interaction_row
     from bias_audit.windows.memory_window import MemoryWindow
     from bias_audit.worker.response_samples import generate_responses
 
@@ -99,7 +99,7 @@ async def wave(client, base: str, concurrent: int, tokens: list[str]) -> list[tu
 
 def main(audits: int = 100_000, concurrent: int = 200, rounds: int = 5) -> None:
     from bias_audit.storage.embedded_postgres import EmbeddedPostgres
-    from bias_audit.storage.postgres_store import apply_migrations
+    from bias_audit.storage.postgres import apply_migrations
     from tests.services import spawn_serve
 
     tokens = [jwt.encode({"sub": f"reviewer-{t}", "tenant_id": t, "roles": ["reviewer"],

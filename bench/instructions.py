@@ -35,7 +35,7 @@ def run_sessions(redis_url: str, store_url: str, extra: int) -> None:
 
     from bias_audit.consumers.envelope import Delivery
     from bias_audit.producers.redis_streams import RedisStreamsOutbox
-    from bias_audit.storage.postgres_store import PostgresRecordStore
+    from bias_audit.storage.postgres import PostgresRecordStore
     from bias_audit.windows.alert_state import RedisAlertState
     from bias_audit.windows.redis_window import RedisWindow
     from bias_audit.worker.composition import council_processor
@@ -86,7 +86,7 @@ def main(extra: int) -> None:
     from rich.table import Table
 
     from bias_audit.storage.embedded_postgres import EmbeddedPostgres
-    from bias_audit.storage.postgres_store import apply_migrations
+    from bias_audit.storage.postgres import apply_migrations
     from bias_audit.worker.embedded_redis import EmbeddedRedis
 
     if shutil.which("valgrind") is None:

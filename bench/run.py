@@ -137,7 +137,7 @@ def _store(tmp: str):
         yield {}
         return
     from bias_audit.storage.embedded_postgres import EmbeddedPostgres
-    from bias_audit.storage.postgres_store import apply_migrations
+    from bias_audit.storage.postgres import apply_migrations
 
     database = EmbeddedPostgres(Path(tmp) / "pg").start()
     try:

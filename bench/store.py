@@ -35,7 +35,7 @@ def timed(command: list[str]) -> float:
 
 def main(path: Path, window: int = 10_000, rounds: int = 3) -> None:
     from bias_audit.storage.embedded_postgres import EmbeddedPostgres
-    from bias_audit.storage.postgres_store import apply_migrations
+    from bias_audit.storage.postgres import apply_migrations
 
     compile_package()  # as the installed wheel has it
     with tempfile.TemporaryDirectory() as tmp:

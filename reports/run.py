@@ -82,7 +82,7 @@ def _from_store(url: str, read):
 
 def store_windows(url: str, tenant: str | None, sessions: int | None, days: float | None):
     """(windows, read stats) from a PostgreSQL audit store, cut as the file reader cuts."""
-    from bias_audit.storage.postgres_store import read_digests
+    from bias_audit.storage.postgres import read_digests
     from bias_audit.storage.report_reader import ReadStats
 
     stored = _from_store(url, lambda: read_digests(url, tenant=tenant, sessions=sessions))
@@ -93,7 +93,7 @@ def store_windows(url: str, tenant: str | None, sessions: int | None, days: floa
 def store_rolled_up(url: str, tenant: str | None):
     """The history retention rolled up into daily aggregates, per tenant (report section rolled_up)."""
     from bias_audit.schemas.report import RolledUpHistory
-    from bias_audit.storage.postgres_store import read_rolled_up
+    from bias_audit.storage.postgres import read_rolled_up
 
     return [RolledUpHistory.model_validate(entry) for entry in _from_store(url, lambda: read_rolled_up(
         url, tenants=None if tenant is None else [tenant]))]
@@ -103,7 +103,7 @@ def store_reviews(url: str, tenant: str | None) -> tuple[list, list]:
     """What people's reviews say about the detectors (report sections detector_precision and
     most_dismissed), from a store's reviews."""
     from bias_audit.analysis.detector_precision import precision_of_reviews
-    from bias_audit.storage.postgres_store import read_reviewed_items
+    from bias_audit.storage.postgres import read_reviewed_items
 
     tenants = None if tenant is None else [tenant]
     return precision_of_reviews(_from_store(url, lambda: read_reviewed_items(url, tenants=tenants)))

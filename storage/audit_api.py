@@ -20,7 +20,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from .postgres_store import (LATEST_REVIEWS, ROLLED_UP_SPANS, ROLLED_UP_TOTALS, reviewed_items_of, rolled_up_of,
+from .postgres import (LATEST_REVIEWS, ROLLED_UP_SPANS, ROLLED_UP_TOTALS, reviewed_items_of, rolled_up_of,
                              tenant_scope)
 
 class InvalidInput(ValueError):
@@ -275,7 +275,7 @@ class AuditStore:
             return await cursor.fetchall()
 
     async def _tuples(self, template: str, tenants: list[str] | None, column: str = "tenant_id") -> list[tuple]:
-        """A shared query of postgres_store (rows as tuples) within `tenants`, on the pool."""
+        """A shared query of storage.postgres (rows as tuples) within `tenants`, on the pool."""
         where, values = tenant_scope(tenants, column)
         async with self._connection() as connection, connection.cursor(row_factory=tuple_row) as cursor:
             await cursor.execute(template.format(where=where).encode(), values)

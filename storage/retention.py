@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 
-from .postgres_store import SESSION_COLUMNS, records_of
+from .postgres import SESSION_COLUMNS, records_of
 
 _PARTITIONED = {"council_session_audit": "session_ts", "llm_interaction_audit": "log_timestamp"}
 

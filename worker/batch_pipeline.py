@@ -17,7 +17,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bias_audit.consumers.council import BatchProcessor, Outcome
 from bias_audit.consumers.envelope import Delivery, dead_letter
-from bias_audit.storage.postgres_store import TRANSIENT_ERRORS as POSTGRES_TRANSIENT
+from bias_audit.storage.postgres import TRANSIENT_ERRORS as POSTGRES_TRANSIENT
 
 from .gc_tuning import collector_paused_per_batch
 from .metrics import WorkerMetrics

@@ -33,7 +33,7 @@ def record_store(settings: Settings) -> RecordSink:
     """PostgreSQL when the store is a postgresql:// URL; else JSONL, one file per worker process
     (scaled-out workers never interleave lines)."""
     if settings.store_is_postgres:
-        from bias_audit.storage.postgres_store import PostgresRecordStore
+        from bias_audit.storage.postgres import PostgresRecordStore
 
         from .store_setup import require_store_schema
 
@@ -145,7 +145,7 @@ def task_state(settings: Settings, window_client: Redis):
 def interaction_store(settings: Settings) -> RecordSink:
     """llm_interaction_audit when the store is PostgreSQL; else JSONL in DATA_DIR/interactions."""
     if settings.store_is_postgres:
-        from bias_audit.storage.postgres_store import PostgresInteractionStore
+        from bias_audit.storage.postgres import PostgresInteractionStore
 
         from .store_setup import require_store_schema
 

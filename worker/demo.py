@@ -18,7 +18,7 @@ from rich.table import Table
 
 from bias_audit.analysis.reviewer_evidence import reviewer_evidence
 from bias_audit.producers.publish import entries_for, publish
-from bias_audit.storage import postgres_store
+from bias_audit.storage import postgres
 from bias_audit.storage.embedded_postgres import EmbeddedPostgres, pg_dump_binary
 
 from . import response_samples, samples
@@ -67,7 +67,7 @@ def run_demo(sessions_file: Path | None = None) -> int:
     lines = [line for line in path.read_bytes().splitlines() if line.strip()]
     with tempfile.TemporaryDirectory(prefix="bias-audit-demo-") as tmp, \
             EmbeddedRedis(Path(tmp) / "redis", persist=False) as server, EmbeddedPostgres(Path(tmp) / "postgres") as store:
-        postgres_store.apply_migrations(store.url)
+        postgres.apply_migrations(store.url)
         settings = Settings(broker_url=server.url, data_dir=Path(tmp), consumer_name="demo", claim_idle_ms=60_000,
                             store_url=store.url)
         responses = response_samples.generate_responses(RESPONSES, seed=21)
@@ -79,8 +79,8 @@ def run_demo(sessions_file: Path | None = None) -> int:
         started = time.perf_counter()
         everything = asyncio.run(_run_worker(settings, len(lines) + len(responses), console))
         elapsed = time.perf_counter() - started
-        records = list(postgres_store.read_records(store.url))
-        interactions = list(postgres_store.read_interactions(store.url))
+        records = list(postgres.read_records(store.url))
+        interactions = list(postgres.read_interactions(store.url))
         stored = subprocess.run([pg_dump_binary(), "--data-only", store.url], capture_output=True, check=True,
                                 timeout=120).stdout  # every table, to show the raw queries are in none
 

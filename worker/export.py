@@ -31,7 +31,7 @@ def export_records(url: str, *, tenant: str | None, start: datetime | None, outp
     import psycopg
 
     from bias_audit.schemas.safe_text import reason_of, redact
-    from bias_audit.storage.postgres_store import read_interactions, read_records
+    from bias_audit.storage.postgres import read_interactions, read_records
 
     handle = open(output, "wb") if output else sys.stdout.buffer
     count = 0

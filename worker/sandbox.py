@@ -58,7 +58,7 @@ def audited_file(path: Path, settings: Settings, what: str) -> list[Answer]:
 
 def stored_answers(url: str, *, tenant: str, model: str | None, since: datetime | None,
                    until: datetime | None) -> list[Answer]:
-    from bias_audit.storage.postgres_store import read_interactions
+    from bias_audit.storage.postgres import read_interactions
 
     answers = []
     for record in read_interactions(url, tenant=tenant, since=since):

@@ -57,7 +57,7 @@ def require_store_schema(url: str) -> None:
     import psycopg
 
     from bias_audit.schemas.safe_text import reason_of, redact
-    from bias_audit.storage.postgres_store import missing_migrations
+    from bias_audit.storage.postgres import missing_migrations
 
     try:
         missing = missing_migrations(url)
@@ -74,7 +74,7 @@ def set_up_store(url: str) -> Iterator[str]:
     import psycopg
 
     from bias_audit.schemas.safe_text import reason_of, redact
-    from bias_audit.storage.postgres_store import apply_migrations
+    from bias_audit.storage.postgres import apply_migrations
 
     try:
         applied = apply_migrations(url)

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from bias_audit.storage.embedded_postgres import EmbeddedPostgres, pg_dump_binary
-from bias_audit.storage.postgres_store import apply_migrations, read_records
+from bias_audit.storage.postgres import apply_migrations, read_records
 from bias_audit.worker.samples import generate_sessions
 from tests.integration.harness import wait_for
 from tests.integration.test_redis_worker import DEAD, INPUT, RESULTS, publish, start_worker, stop

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from bias_audit.service.graphql_api import schema
 from bias_audit.storage.embedded_postgres import pg_dump_binary
-from bias_audit.storage.postgres_store import apply_migrations
+from bias_audit.storage.postgres import apply_migrations
 from bias_audit.worker.composition import api_app
 from bias_audit.worker.response_samples import generate_responses
 from bias_audit.worker.settings import Settings
@@ -367,7 +367,7 @@ def test_an_answers_decision_links_are_kept_filterable_and_on_the_result(api):
 
 
 def test_sandbox_runs_are_read_within_the_tokens_tenants(api):
-    from bias_audit.storage.postgres_store import save_sandbox_run
+    from bias_audit.storage.postgres import save_sandbox_run
 
     client, _, url = api
     document = {"baseline": {"n": 300}, "candidate": {"n": 300}, "correction": "holm", "pairs": 300,

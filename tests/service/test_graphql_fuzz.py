@@ -11,7 +11,7 @@ import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 
-from bias_audit.storage.postgres_store import apply_migrations
+from bias_audit.storage.postgres import apply_migrations
 from bias_audit.worker.composition import api_app
 from bias_audit.worker.response_samples import generate_responses
 from bias_audit.worker.settings import Settings

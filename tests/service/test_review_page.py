@@ -13,7 +13,7 @@ import jwt
 import psycopg
 import pytest
 
-from bias_audit.storage.postgres_store import apply_migrations
+from bias_audit.storage.postgres import apply_migrations
 from bias_audit.worker.response_samples import generate_responses
 from tests.conftest import IN_CI
 from tests.services import spawn_serve

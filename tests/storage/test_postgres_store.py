@@ -15,8 +15,8 @@ import pytest
 from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records as read_jsonl
-from bias_audit.storage import postgres_store
-from bias_audit.storage.postgres_store import (TRANSIENT_ERRORS, PostgresRecordStore, apply_migrations, migrations,
+from bias_audit.storage.postgres import rows as postgres_rows, schema as postgres_schema
+from bias_audit.storage.postgres import (TRANSIENT_ERRORS, PostgresRecordStore, apply_migrations, migrations,
                                                read_records)
 from bias_audit.windows.memory_window import MemoryWindow
 from bias_audit.worker.batch_pipeline import BASE_TRANSIENT
@@ -38,7 +38,7 @@ def postgres_store_rows(sessions: list[dict]) -> list[tuple]:
         files = JsonlRecordStore(Path(tmp), "records")
         process(files, [deliveries(sessions)])
         files.close()
-        return postgres_store.session_rows(read_jsonl([files.path]))
+        return postgres_rows.session_rows(read_jsonl([files.path]))
 
 
 def deliveries(sessions: list[dict], prefix: str = "1") -> list[Delivery]:
@@ -69,16 +69,16 @@ def test_migrations_apply_from_each_earlier_version(postgres_url, monkeypatch):
         with psycopg.connect(postgres_url, autocommit=True) as connection:
             connection.execute("DROP SCHEMA public CASCADE")
             connection.execute("CREATE SCHEMA public")
-        monkeypatch.setattr(postgres_store, "migrations", lambda done=done: shipped[:done])
+        monkeypatch.setattr(postgres_schema, "migrations", lambda done=done: shipped[:done])
         assert apply_migrations(postgres_url) == [name for name, _ in shipped[:done]]
-        monkeypatch.setattr(postgres_store, "migrations", lambda: shipped)
+        monkeypatch.setattr(postgres_schema, "migrations", lambda: shipped)
         assert apply_migrations(postgres_url) == [name for name, _ in shipped[done:]]
 
 
 def test_the_partitioning_migration_carries_every_row_written_before_it(postgres_url, monkeypatch, tmp_path):
     shipped = migrations()
     before = [name for name, _ in shipped].index("0004_monthly_partitions.sql")
-    monkeypatch.setattr(postgres_store, "migrations", lambda: shipped[:before])
+    monkeypatch.setattr(postgres_schema, "migrations", lambda: shipped[:before])
     apply_migrations(postgres_url)
     sessions = generate_sessions(12, seed=90)
     for index, session in enumerate(sessions):  # three months: three partitions
@@ -87,8 +87,8 @@ def test_the_partitioning_migration_carries_every_row_written_before_it(postgres
     process(files, [deliveries(sessions)])
     files.close()
     # written as the 0003 schema's writers did: no partitions, none of 0008's columns
-    old_columns = postgres_store.SESSION_COLUMNS.split(", ")[:15]
-    rows = [row[:15] for row in postgres_store.session_rows(read_jsonl([files.path]))]
+    old_columns = postgres_rows.SESSION_COLUMNS.split(", ")[:15]
+    rows = [row[:15] for row in postgres_rows.session_rows(read_jsonl([files.path]))]
     with psycopg.connect(postgres_url) as connection:
         connection.cursor().executemany(
             f"INSERT INTO council_session_audit ({', '.join(old_columns)}) VALUES "
@@ -97,7 +97,7 @@ def test_the_partitioning_migration_carries_every_row_written_before_it(postgres
                            "log_timestamp, bias_detected, bias_type, bias_score, bias_confidence_score, "
                            "mitigation_action, bias_report_summary) VALUES ('a-1', 't', 1, '1.0.0', "
                            "'2026-05-01T00:00:00Z', false, '[]', '{}', 0, '[]', '{}')")
-    monkeypatch.setattr(postgres_store, "migrations", lambda: shipped)
+    monkeypatch.setattr(postgres_schema, "migrations", lambda: shipped)
     assert apply_migrations(postgres_url) == [name for name, _ in shipped[before:]]
     key = lambda r: (r["session_id"], r["reviewer_id"], r["model_id"])  # noqa: E731
     without_traits = [{**record, "style_similarity": None, "response_fingerprint": None, "response_correct": None}
@@ -345,7 +345,7 @@ def test_interaction_audits_come_back_as_the_file_store_wrote_them_once_and_with
     from bias_audit.consumers.responses import ResponseProcessor
     from bias_audit.lexicons.load import shipped_lexicons
     from bias_audit.lexicons.sentiment import vader_scorer
-    from bias_audit.storage.postgres_store import PostgresInteractionStore, read_interactions
+    from bias_audit.storage.postgres import PostgresInteractionStore, read_interactions
     from bias_audit.worker.response_samples import generate_responses
 
     apply_migrations(postgres_url)
@@ -382,7 +382,7 @@ def test_interaction_audits_come_back_as_the_file_store_wrote_them_once_and_with
 
 def test_a_digest_from_the_packed_row_equals_the_one_from_its_records(postgres_url):
     from bias_audit.analysis.digest import StoredCell, digest_from_records
-    from bias_audit.storage.postgres_store import SESSION_COLUMNS, digest_of_row, records_of
+    from bias_audit.storage.postgres import SESSION_COLUMNS, digest_of_row, records_of
 
     apply_migrations(postgres_url)
     sessions = generate_sessions(30, seed=90)

@@ -18,7 +18,7 @@ from bias_audit.consumers.envelope import Delivery
 from bias_audit.consumers.responses import ResponseProcessor
 from bias_audit.lexicons.load import shipped_lexicons
 from bias_audit.lexicons.sentiment import vader_scorer
-from bias_audit.storage.postgres_store import (PostgresInteractionStore, PostgresRecordStore, apply_migrations,
+from bias_audit.storage.postgres import (PostgresInteractionStore, PostgresRecordStore, apply_migrations,
                                                read_interactions, read_records)
 from bias_audit.windows.memory_window import MemoryWindow
 from bias_audit.worker.response_samples import generate_responses

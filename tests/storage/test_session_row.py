@@ -12,7 +12,7 @@ from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.records import session_records
 from bias_audit.analysis.response_traits import response_traits
 from bias_audit.schemas.events import CouncilSessionEvent
-from bias_audit.storage.postgres_store import _row, session_row
+from bias_audit.storage.postgres.rows import _row, session_row
 from bias_audit.worker.samples import generate_sessions
 
 SECRET = b"0123456789abcdef-secret"
@@ -77,7 +77,7 @@ def test_consent_zero_has_no_records():
 def test_every_stored_similarity_reads_back_as_the_four_digit_value_the_records_hold():
     """A similarity is stored as ten-thousandths in two bytes and read back by a division alone:
     each of the 10,001 values a record can hold (round(x, 4) in [0, 1]) and None come back equal."""
-    from bias_audit.storage.postgres_store import _packed_similarity, _unpacked_traits
+    from bias_audit.storage.postgres.rows import _packed_similarity, _unpacked_traits
 
     values = [round(i / 10_000, 4) for i in range(10_001)] + [None]
     assert _unpacked_traits(None, _packed_similarity(values)) == (None, values)

@@ -10,7 +10,7 @@ import random
 import psycopg
 import pytest
 
-from bias_audit.storage.postgres_store import PostgresInteractionStore, apply_migrations, interaction_row
+from bias_audit.storage.postgres import PostgresInteractionStore, apply_migrations, interaction_row
 from bias_audit.worker.response_samples import generate_responses
 from tests.services import run_cli as cli
 

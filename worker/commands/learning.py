@@ -31,7 +31,7 @@ def calibrate(
     import orjson
 
     from bias_audit.analysis.calibration import Reviewed, fit_calibration
-    from bias_audit.storage.postgres_store import read_review_evidence
+    from bias_audit.storage.postgres import read_review_evidence
 
     if min_reviews < 2:
         raise CommandError("--min-reviews must be at least 2")
@@ -87,7 +87,7 @@ def learn(
         import sklearn  # noqa: F401  # the `learn` extra
     except ImportError:
         raise CommandError("learning needs scikit-learn: pip install 'bias-audit[learn]'") from None
-    from bias_audit.storage.postgres_store import read_review_evidence
+    from bias_audit.storage.postgres import read_review_evidence
 
     if min_reviews < 10:
         raise CommandError("--min-reviews must be at least 10")

@@ -58,7 +58,7 @@ def import_(
     import psycopg
 
     from bias_audit.storage.jsonl_store import read_records
-    from bias_audit.storage.postgres_store import import_records
+    from bias_audit.storage.postgres import import_records
 
     missing = [str(path) for path in files if not path.exists()]
     if missing:

@@ -39,7 +39,7 @@ def sandbox(
     Per bias type: the flagged rate on each side, the difference with its 95% CI, a test (paired
     McNemar when the answers pair by audit_id or query_hash, else Fisher's exact) and a verdict
     after Holm's correction. Exit 3 when a type is worse (a CI gate), 0 otherwise, 2 on bad input."""
-    from bias_audit.storage.postgres_store import save_sandbox_run
+    from bias_audit.storage.postgres import save_sandbox_run
 
     from ..export import parse_since
     from ..logging_setup import configure_logging

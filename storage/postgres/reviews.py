@@ -1,0 +1,89 @@
+"""People's reviews, what retention rolled up, and the sandbox's runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+
+# What retention kept, per tenant: the days it covers, and the totals per dimension
+ROLLED_UP_SPANS = ("SELECT tenant_id, min(day)::text, max(day)::text, count(DISTINCT day) FROM bias_daily_aggregate "
+                   "{where} GROUP BY tenant_id ORDER BY tenant_id")
+
+
+ROLLED_UP_TOTALS = ("SELECT tenant_id, source, model, reviewer, bias_type, sum(items)::bigint, sum(flagged)::bigint, "
+                    "sum(score_sum) FROM bias_daily_aggregate {where} GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5")
+
+
+# Each reviewed item's latest review (a later one corrects an earlier one) beside what was audited
+LATEST_REVIEWS = ("SELECT DISTINCT ON (r.tenant_id, r.audit_id) r.tenant_id, r.audit_id, r.verdicts, a.bias_score, "
+                  "a.llm_response, a.bias_report_summary FROM bias_review r JOIN llm_interaction_audit a "
+                  "USING (tenant_id, audit_id) {where} ORDER BY r.tenant_id, r.audit_id, r.reviewed_at DESC, r.id DESC")
+
+
+def tenant_scope(tenants: list[str] | None, column: str = "tenant_id") -> tuple[str, list[Any]]:
+    """(WHERE clause, values) keeping `tenants` (None: every tenant)."""
+    return (f"WHERE {column} = ANY(%s)", [tenants]) if tenants is not None else ("", [])
+
+
+def rolled_up_of(spans: Iterable[tuple], totals: Iterable[tuple]) -> list[dict[str, Any]]:
+    """Per tenant, the daily aggregates retention left, summed over their days: {tenant_id,
+    first_day, last_day, days, totals: [{source, model, reviewer, bias_type, items, flagged, mean}]}
+    (the rows of ROLLED_UP_SPANS and ROLLED_UP_TOTALS)."""
+    out = {name: {"tenant_id": name, "first_day": first, "last_day": last, "days": days, "totals": []}
+           for name, first, last, days in spans}
+    for name, source, model, reviewer, bias_type, items, flagged, total in totals:
+        out[name]["totals"].append({"source": source, "model": model, "reviewer": reviewer, "bias_type": bias_type,
+                                    "items": items, "flagged": flagged, "mean": total / items if items else None})
+    return list(out.values())
+
+
+def reviewed_items_of(rows: Iterable[tuple]) -> list[tuple[str, dict, dict]]:
+    """(tenant, verdicts, bias_report_summary) of LATEST_REVIEWS' rows."""
+    return [(tenant, verdicts, summary) for tenant, _, verdicts, _, _, summary in rows]
+
+
+def read_rolled_up(url: str, *, tenants: list[str] | None) -> list[dict[str, Any]]:
+    where, values = tenant_scope(tenants)
+    with psycopg.connect(url) as connection:
+        spans = connection.execute(ROLLED_UP_SPANS.format(where=where).encode(), values).fetchall()
+        totals = connection.execute(ROLLED_UP_TOTALS.format(where=where).encode(), values).fetchall()
+    return rolled_up_of(spans, totals)
+
+
+def _latest_reviews(url: str, tenants: list[str] | None) -> list[tuple]:
+    where, values = tenant_scope(tenants, "r.tenant_id")
+    with psycopg.connect(url) as connection:
+        return connection.execute(LATEST_REVIEWS.format(where=where).encode(), values).fetchall()
+
+
+def read_reviewed_items(url: str, *, tenants: list[str] | None) -> list[tuple[str, dict, dict]]:
+    """(tenant, verdicts, bias_report_summary) of every reviewed item, within `tenants`."""
+    return reviewed_items_of(_latest_reviews(url, tenants))
+
+
+def read_review_evidence(url: str, *, tenants: list[str] | None
+                         ) -> list[tuple[str, str, str, float, bool, str | None, list[dict[str, Any]]]]:
+    """(tenant, audit_id, bias type, evidence, confirmed, the answer's text or None once
+    retention removed it, the findings) for every verdict of every reviewed item's latest
+    review, the evidence being the analyzers' bias_score for that type."""
+    out = []
+    for tenant, audit_id, verdicts, scores, text, summary in _latest_reviews(url, tenants):
+        findings = (summary or {}).get("findings", [])
+        for bias_type, verdict in (verdicts or {}).items():
+            if verdict in ("confirmed", "dismissed") and isinstance((scores or {}).get(bias_type), (int, float)):
+                out.append((tenant, audit_id, bias_type, float(scores[bias_type]), verdict == "confirmed", text,
+                            findings))
+    return out
+
+
+def save_sandbox_run(url: str, *, tenant: str, baseline: dict[str, Any], document: dict[str, Any], worse: bool) -> int:
+    """Keep a sandbox run; its id."""
+    with psycopg.connect(url) as connection:
+        row = connection.execute("INSERT INTO sandbox_run (tenant_id, baseline, worse, document) VALUES "
+                                 "(%s, %s, %s, %s) RETURNING id",
+                                 (tenant, Jsonb(baseline), worse, Jsonb(document))).fetchone()
+    return int(row[0]) if row else 0
