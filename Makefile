@@ -70,7 +70,7 @@ test-lowest: install-test
 	[ -x $(LOWEST)/bin/python ] || $(PYTHON) -m venv $(LOWEST)
 	PYTHONWARNINGS="ignore:Editable installation" $(LOWEST)/bin/python -m pip install --quiet \
 	  --disable-pip-version-check -e . $(LOWEST_TEST_TOOLS) -c $(LOWEST).txt
-	$(LOWEST)/bin/python -m pytest -q -m "not pubsub and not postgres and not slow and not browser" \
+	$(LOWEST)/bin/python -m pytest -q -m "not pubsub and not postgres and not slow" \
 	  -p no:cacheprovider tests/analysis tests/consumers tests/windows tests/schemas tests/worker tests/integration/test_redis_worker.py
 
 bench: install-test
