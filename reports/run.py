@@ -68,45 +68,36 @@ def _cut(digests_by_tenant: dict, sessions: int | None, days: float | None) -> l
     return windows
 
 
-def _from_store(url: str, read):
-    """read(), a driver error as the one-line reason naming the store (password redacted)."""
-    import psycopg
-
-    from bias_audit.schemas.safe_text import reason_of, redact
-
-    try:
-        return read()
-    except psycopg.Error as error:
-        raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
-
-
 def store_windows(url: str, tenant: str | None, sessions: int | None, days: float | None):
     """(windows, read stats) from a PostgreSQL audit store, cut as the file reader cuts."""
-    from bias_audit.storage.postgres import read_digests
+    windows, stats, _, _ = store_inputs(url, tenant, sessions, days, reviews=False)
+    return windows, stats
+
+
+def store_inputs(url: str, tenant: str | None, sessions: int | None, days: float | None, *, reviews: bool = True):
+    """(windows, read stats, the history retention rolled up, what people's reviews say about the
+    detectors) from a PostgreSQL audit store, on one connection; a driver error as the one-line
+    reason naming the store (password redacted)."""
+    import psycopg
+
+    from bias_audit.analysis.detector_precision import precision_of_reviews
+    from bias_audit.schemas.report import RolledUpHistory
+    from bias_audit.schemas.safe_text import reason_of, redact
+    from bias_audit.storage.postgres import connect, read_digests, read_reviewed_items, read_rolled_up
     from bias_audit.storage.report_reader import ReadStats
 
-    stored = _from_store(url, lambda: read_digests(url, tenant=tenant, sessions=sessions))
-    return _cut(stored, sessions, days), ReadStats(sessions=sum(len(d) for d in stored.values()),
-                                                   records=sum(len(x.cell_score) for d in stored.values() for x in d))
-
-
-def store_rolled_up(url: str, tenant: str | None):
-    """The history retention rolled up into daily aggregates, per tenant (report section rolled_up)."""
-    from bias_audit.schemas.report import RolledUpHistory
-    from bias_audit.storage.postgres import read_rolled_up
-
-    return [RolledUpHistory.model_validate(entry) for entry in _from_store(url, lambda: read_rolled_up(
-        url, tenants=None if tenant is None else [tenant]))]
-
-
-def store_reviews(url: str, tenant: str | None) -> tuple[list, list]:
-    """What people's reviews say about the detectors (report sections detector_precision and
-    most_dismissed), from a store's reviews."""
-    from bias_audit.analysis.detector_precision import precision_of_reviews
-    from bias_audit.storage.postgres import read_reviewed_items
-
     tenants = None if tenant is None else [tenant]
-    return precision_of_reviews(_from_store(url, lambda: read_reviewed_items(url, tenants=tenants)))
+    try:
+        with connect(url) as connection:
+            stored = read_digests(connection, tenant=tenant, sessions=sessions)
+            rolled = read_rolled_up(connection, tenants=tenants) if reviews else []
+            reviewed = read_reviewed_items(connection, tenants=tenants) if reviews else []
+    except psycopg.Error as error:
+        raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
+    stats = ReadStats(sessions=sum(len(d) for d in stored.values()),
+                      records=sum(len(x.cell_score) for d in stored.values() for x in d))
+    return (_cut(stored, sessions, days), stats, [RolledUpHistory.model_validate(entry) for entry in rolled],
+            precision_of_reviews(reviewed))
 
 
 def default_sources(records_dir: Path) -> list[str]:

@@ -90,3 +90,12 @@ def two_way_prediction(table, reviewer, model):
     if not np.allclose(x0 @ np.linalg.pinv(xtx) @ xtx, x0, atol=1e-6):
         return None  # not estimable: the peer scores do not link the reviewer to the model's scorers
     return float(x0 @ beta), float(x0 @ np.linalg.pinv(xtx) @ x0)
+
+
+def read_all(reader, url: str, **filters) -> list:
+    """Everything a store reader (storage.postgres.read_records, read_interactions) yields, on a
+    connection of its own."""
+    from bias_audit.storage.postgres import connect
+
+    with connect(url) as connection:
+        return list(reader(connection, **filters))

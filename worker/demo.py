@@ -79,8 +79,9 @@ def run_demo(sessions_file: Path | None = None) -> int:
         started = time.perf_counter()
         everything = asyncio.run(_run_worker(settings, len(lines) + len(responses), console))
         elapsed = time.perf_counter() - started
-        records = list(postgres.read_records(store.url))
-        interactions = list(postgres.read_interactions(store.url))
+        with postgres.connect(store.url) as connection:
+            records = list(postgres.read_records(connection))
+            interactions = list(postgres.read_interactions(connection))
         stored = subprocess.run([pg_dump_binary(), "--data-only", store.url], capture_output=True, check=True,
                                 timeout=120).stdout  # every table, to show the raw queries are in none
 

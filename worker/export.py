@@ -31,14 +31,15 @@ def export_records(url: str, *, tenant: str | None, start: datetime | None, outp
     import psycopg
 
     from bias_audit.schemas.safe_text import reason_of, redact
-    from bias_audit.storage.postgres import read_interactions, read_records
+    from bias_audit.storage.postgres import connect, read_interactions, read_records
 
     handle = open(output, "wb") if output else sys.stdout.buffer
     count = 0
     try:
-        for record in (read_interactions if interactions else read_records)(url, tenant=tenant, since=start):
-            handle.write(orjson.dumps(record) + b"\n")
-            count += 1
+        with connect(url) as connection:
+            for record in (read_interactions if interactions else read_records)(connection, tenant=tenant, since=start):
+                handle.write(orjson.dumps(record) + b"\n")
+                count += 1
     except psycopg.Error as error:
         raise CommandError(f"cannot read the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None
     finally:

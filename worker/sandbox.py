@@ -56,12 +56,13 @@ def audited_file(path: Path, settings: Settings, what: str) -> list[Answer]:
     return answers
 
 
-def stored_answers(url: str, *, tenant: str, model: str | None, since: datetime | None,
+def stored_answers(connection: Any, *, tenant: str, model: str | None, since: datetime | None,
                    until: datetime | None) -> list[Answer]:
+    """The tenant's stored interaction audits in the time range, as the sandbox's baseline."""
     from bias_audit.storage.postgres import read_interactions
 
     answers = []
-    for record in read_interactions(url, tenant=tenant, since=since):
+    for record in read_interactions(connection, tenant=tenant, since=since):
         moment = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00"))
         if (model is None or record["llm_model"] == model) and (until is None or moment < until):
             answers.append(Answer(record["audit_id"], record["query_hash"], frozenset(record["bias_type"])))

@@ -14,11 +14,17 @@ if TYPE_CHECKING:
 from .rows import INTERACTION_COLUMNS, SESSION_COLUMNS, digest_of_row, interaction_record, records_of
 
 
-def read_interactions(url: str, *, tenant: str | None = None, since: datetime | None = None,
+def connect(url: str) -> psycopg.Connection:
+    """A connection to the store for a reader (the readers take one, so a command that reads
+    several things opens one)."""
+    return psycopg.connect(url, connect_timeout=5)
+
+
+def read_interactions(connection: psycopg.Connection, *, tenant: str | None = None, since: datetime | None = None,
                       batch: int = 1_000) -> Iterator[dict[str, Any]]:
-    """Every stored interaction record in time order (a server-side cursor)."""
+    """Every stored interaction record in time order (a server-side cursor on `connection`)."""
     where, parameters = _filters(tenant, since, "log_timestamp")
-    with psycopg.connect(url) as connection, connection.cursor(name="bias_audit_interactions") as cursor:
+    with connection.cursor(name="bias_audit_interactions") as cursor:
         cursor.itersize = batch
         cursor.execute(f"SELECT {INTERACTION_COLUMNS} FROM llm_interaction_audit {where} "
                        "ORDER BY tenant_id, log_timestamp, audit_id".encode(), parameters)
@@ -39,12 +45,12 @@ def _filters(tenant: str | None, since: datetime | None, time_column: str) -> tu
     return (f"WHERE {' AND '.join(conditions)}" if conditions else ""), parameters
 
 
-def read_records(url: str, *, tenant: str | None = None, since: datetime | None = None,
+def read_records(connection: psycopg.Connection, *, tenant: str | None = None, since: datetime | None = None,
                  batch: int = 1_000) -> Iterator[dict[str, Any]]:
-    """Every stored bias metric record, session by session in time order (a server-side cursor:
-    memory stays flat however many there are)."""
+    """Every stored bias metric record, session by session in time order (a server-side cursor on
+    `connection`: memory stays flat however many there are)."""
     where, parameters = _filters(tenant, since, "session_ts")
-    with psycopg.connect(url) as connection, connection.cursor(name="bias_audit_export") as cursor:
+    with connection.cursor(name="bias_audit_export") as cursor:
         cursor.itersize = batch
         query = f"SELECT {SESSION_COLUMNS} FROM council_session_audit {where} ORDER BY tenant_id, session_ts, session_id"
         cursor.execute(query.encode(), parameters)  # the conditions are ours; the values are parameters
@@ -52,7 +58,7 @@ def read_records(url: str, *, tenant: str | None = None, since: datetime | None 
             yield from records_of(row)
 
 
-def read_digests(url: str, *, tenant: str | None, sessions: int | None) -> dict[str, list[SessionDigest]]:
+def read_digests(connection: psycopg.Connection, *, tenant: str | None, sessions: int | None) -> dict[str, list[SessionDigest]]:
     """Per tenant, oldest first, the session digests a report's window and the window before it
     can hold: the newest 2 x `sessions` (all when None). The report cuts them as it cuts files."""
     from bias_audit.analysis.digest import StoredCell, digest_from_records
@@ -68,7 +74,7 @@ def read_digests(url: str, *, tenant: str | None, sessions: int | None) -> dict[
              f"ORDER BY session_ts DESC, session_id DESC) AS newest_first FROM council_session_audit {where}) AS s "
              f"{newest} ORDER BY tenant_id, session_ts, session_id")
     out: dict[str, list[SessionDigest]] = {}
-    with psycopg.connect(url) as connection, connection.cursor(name="bias_audit_report", binary=True) as cursor:
+    with connection.cursor(name="bias_audit_report", binary=True) as cursor:
         cursor.itersize = 2_000
         cursor.execute(query.encode(), parameters)  # the clauses are ours; the values are parameters
         for row in cursor:

@@ -46,32 +46,30 @@ def reviewed_items_of(rows: Iterable[tuple]) -> list[tuple[str, dict, dict]]:
     return [(tenant, verdicts, summary) for tenant, _, verdicts, _, _, summary in rows]
 
 
-def read_rolled_up(url: str, *, tenants: list[str] | None) -> list[dict[str, Any]]:
+def read_rolled_up(connection: psycopg.Connection, *, tenants: list[str] | None) -> list[dict[str, Any]]:
     where, values = tenant_scope(tenants)
-    with psycopg.connect(url) as connection:
-        spans = connection.execute(ROLLED_UP_SPANS.format(where=where).encode(), values).fetchall()
-        totals = connection.execute(ROLLED_UP_TOTALS.format(where=where).encode(), values).fetchall()
+    spans = connection.execute(ROLLED_UP_SPANS.format(where=where).encode(), values).fetchall()
+    totals = connection.execute(ROLLED_UP_TOTALS.format(where=where).encode(), values).fetchall()
     return rolled_up_of(spans, totals)
 
 
-def _latest_reviews(url: str, tenants: list[str] | None) -> list[tuple]:
+def _latest_reviews(connection: psycopg.Connection, tenants: list[str] | None) -> list[tuple]:
     where, values = tenant_scope(tenants, "r.tenant_id")
-    with psycopg.connect(url) as connection:
-        return connection.execute(LATEST_REVIEWS.format(where=where).encode(), values).fetchall()
+    return connection.execute(LATEST_REVIEWS.format(where=where).encode(), values).fetchall()
 
 
-def read_reviewed_items(url: str, *, tenants: list[str] | None) -> list[tuple[str, dict, dict]]:
+def read_reviewed_items(connection: psycopg.Connection, *, tenants: list[str] | None) -> list[tuple[str, dict, dict]]:
     """(tenant, verdicts, bias_report_summary) of every reviewed item, within `tenants`."""
-    return reviewed_items_of(_latest_reviews(url, tenants))
+    return reviewed_items_of(_latest_reviews(connection, tenants))
 
 
-def read_review_evidence(url: str, *, tenants: list[str] | None
+def read_review_evidence(connection: psycopg.Connection, *, tenants: list[str] | None
                          ) -> list[tuple[str, str, str, float, bool, str | None, list[dict[str, Any]]]]:
     """(tenant, audit_id, bias type, evidence, confirmed, the answer's text or None once
     retention removed it, the findings) for every verdict of every reviewed item's latest
     review, the evidence being the analyzers' bias_score for that type."""
     out = []
-    for tenant, audit_id, verdicts, scores, text, summary in _latest_reviews(url, tenants):
+    for tenant, audit_id, verdicts, scores, text, summary in _latest_reviews(connection, tenants):
         findings = (summary or {}).get("findings", [])
         for bias_type, verdict in (verdicts or {}).items():
             if verdict in ("confirmed", "dismissed") and isinstance((scores or {}).get(bias_type), (int, float)):
@@ -80,9 +78,10 @@ def read_review_evidence(url: str, *, tenants: list[str] | None
     return out
 
 
-def save_sandbox_run(url: str, *, tenant: str, baseline: dict[str, Any], document: dict[str, Any], worse: bool) -> int:
-    """Keep a sandbox run; its id."""
-    with psycopg.connect(url) as connection:
+def save_sandbox_run(connection: psycopg.Connection, *, tenant: str, baseline: dict[str, Any], document: dict[str, Any],
+                     worse: bool) -> int:
+    """Keep a sandbox run (committed at once); its id."""
+    with connection.transaction():
         row = connection.execute("INSERT INTO sandbox_run (tenant_id, baseline, worse, document) VALUES "
                                  "(%s, %s, %s, %s) RETURNING id",
                                  (tenant, Jsonb(baseline), worse, Jsonb(document))).fetchone()

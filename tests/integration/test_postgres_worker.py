@@ -18,6 +18,7 @@ from bias_audit.storage.postgres import apply_migrations, read_records
 from bias_audit.worker.samples import generate_sessions
 from tests.integration.harness import wait_for
 from tests.integration.test_redis_worker import DEAD, INPUT, RESULTS, publish, start_worker, stop
+from tests.builders import read_all
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
 CANARY = "CANARY-c41f-raw-user-query"
@@ -49,7 +50,7 @@ def test_two_workers_a_sigkill_and_every_session_twice_store_each_record_once(re
     finally:
         stop(survivor)
     assert client.xlen(DEAD) == 0
-    cells = Counter((r["session_id"], r["reviewer_id"], r["model_id"]) for r in read_records(postgres_url))
+    cells = Counter((r["session_id"], r["reviewer_id"], r["model_id"]) for r in read_all(read_records, postgres_url))
     assert len(cells) == 600 * 25 and set(cells.values()) == {1}
     dump = subprocess.run([pg_dump_binary(), "--data-only", postgres_url], capture_output=True, text=True,
                           timeout=120, check=True).stdout
@@ -81,7 +82,7 @@ def test_postgres_stopped_mid_stream_loses_nothing_and_doubles_nothing(redis_url
     try:
         with psycopg.connect(database.url) as connection:
             [(count,)] = connection.execute("SELECT count(*) FROM council_session_audit").fetchall()
-        records = Counter((r["session_id"], r["reviewer_id"], r["model_id"]) for r in read_records(database.url))
+        records = Counter((r["session_id"], r["reviewer_id"], r["model_id"]) for r in read_all(read_records, database.url))
     finally:
         database.stop()
     assert count == 300 and len(records) == 300 * 25 and set(records.values()) == {1}

@@ -367,15 +367,16 @@ def test_an_answers_decision_links_are_kept_filterable_and_on_the_result(api):
 
 
 def test_sandbox_runs_are_read_within_the_tokens_tenants(api):
-    from bias_audit.storage.postgres import save_sandbox_run
+    from bias_audit.storage.postgres import connect, save_sandbox_run
 
     client, _, url = api
     document = {"baseline": {"n": 300}, "candidate": {"n": 300}, "correction": "holm", "pairs": 300,
                 "bias_types": [{"bias_type": "gendered_language", "baseline_rate": 0.08, "candidate_rate": 0.16,
                                 "difference": 0.08, "ci_lower": 0.05, "ci_upper": 0.11, "p_value": 0.0001,
                                 "paired": True, "verdict": "worse"}]}
-    mine = save_sandbox_run(url, tenant="acme", baseline={"model": "gpt-4o"}, document=document, worse=True)
-    save_sandbox_run(url, tenant="globex", baseline={}, document=document, worse=True)
+    with connect(url) as connection:
+        mine = save_sandbox_run(connection, tenant="acme", baseline={"model": "gpt-4o"}, document=document, worse=True)
+        save_sandbox_run(connection, tenant="globex", baseline={}, document=document, worse=True)
     runs = gql(client, "{ sandboxRuns { id tenantId worse baseline baselineN biasTypes { biasType verdict pValue } } }",
                token("rita", ["auditor"], "acme"))["data"]["sandboxRuns"]
     assert runs == [{"id": mine, "tenantId": "acme", "worse": True, "baseline": {"model": "gpt-4o"}, "baselineN": 300,

@@ -21,6 +21,7 @@ from bias_audit.storage.postgres import (TRANSIENT_ERRORS, PostgresRecordStore, 
 from bias_audit.windows.memory_window import MemoryWindow
 from bias_audit.worker.batch_pipeline import BASE_TRANSIENT
 from bias_audit.worker.samples import generate_sessions
+from tests.builders import read_all
 
 pytestmark = pytest.mark.postgres
 CANARY = "CANARY-5e0a-raw-user-query"
@@ -102,7 +103,7 @@ def test_the_partitioning_migration_carries_every_row_written_before_it(postgres
     key = lambda r: (r["session_id"], r["reviewer_id"], r["model_id"])  # noqa: E731
     without_traits = [{**record, "style_similarity": None, "response_fingerprint": None, "response_correct": None}
                       for record in read_jsonl([files.path])]
-    assert sorted(read_records(postgres_url), key=key) == sorted(without_traits, key=key)
+    assert sorted(read_all(read_records, postgres_url), key=key) == sorted(without_traits, key=key)
     with psycopg.connect(postgres_url) as connection:
         counts = dict(connection.execute(
             "SELECT tableoid::regclass::text, count(*) FROM council_session_audit GROUP BY 1").fetchall())
@@ -176,7 +177,7 @@ def test_the_records_come_back_exactly_as_the_file_store_wrote_them(postgres_url
     store = PostgresRecordStore(postgres_url)
     process(store, batches, default_consent=4, hash_secret=b"0123456789abcdef-secret")
     expected = sorted(read_jsonl([files.path]), key=lambda r: (r["session_id"], r["reviewer_id"], r["model_id"]))
-    got = sorted(read_records(postgres_url), key=lambda r: (r["session_id"], r["reviewer_id"], r["model_id"]))
+    got = sorted(read_all(read_records, postgres_url), key=lambda r: (r["session_id"], r["reviewer_id"], r["model_id"]))
     assert len(expected) == 40 * 25 + 5 and got == expected
     assert {r["timestamp"] for r in got if r["session_id"] == sessions[5]["session_id"]} == {sessions[5]["timestamp"]}
     assert [list(r) for r in got[:1]] == [list(r) for r in expected[:1]]  # the contract's field order too
@@ -191,7 +192,7 @@ def test_a_redelivered_or_repeated_batch_writes_nothing_twice(postgres_url):
     process(store, [deliveries(sessions, "again"), deliveries(sessions[:5], "third")])  # other workers' copies
     with psycopg.connect(postgres_url) as connection:
         [(count,)] = connection.execute("SELECT count(*) FROM council_session_audit").fetchall()
-    assert count == 10 and len(list(read_records(postgres_url))) == 10 * 25
+    assert count == 10 and len(list(read_all(read_records, postgres_url))) == 10 * 25
 
 
 def test_export_filters_by_tenant_and_time(postgres_url):
@@ -200,10 +201,10 @@ def test_export_filters_by_tenant_and_time(postgres_url):
     for index, session in enumerate(sessions):
         session["tenant_id"] = "acme" if index % 2 else "globex"
     process(PostgresRecordStore(postgres_url), [deliveries(sessions)])
-    acme = list(read_records(postgres_url, tenant="acme"))
+    acme = list(read_all(read_records, postgres_url, tenant="acme"))
     assert {r["tenant_id"] for r in acme} == {"acme"} and len(acme) == 10 * 25
     since = datetime.fromisoformat(sessions[10]["timestamp"])
-    later = {r["session_id"] for r in read_records(postgres_url, since=since)}
+    later = {r["session_id"] for r in read_all(read_records, postgres_url, since=since)}
     assert later == {s["session_id"] for s in sessions[10:]}
 
 
@@ -232,7 +233,7 @@ def test_an_unreachable_database_is_a_transient_error_and_the_next_batch_reconne
     with pytest.raises(TRANSIENT_ERRORS):
         process(store, [deliveries(generate_sessions(4, seed=86), "3")])
     process(store, [deliveries(generate_sessions(4, seed=86), "3")])  # the retry, on a new connection
-    assert len({r["session_id"] for r in read_records(postgres_url)}) == 2 + 4
+    assert len({r["session_id"] for r in read_all(read_records, postgres_url)}) == 2 + 4
 
 
 def cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -292,7 +293,7 @@ def test_import_loads_exported_records_once_and_refuses_records_it_cannot_read(p
     first, again = cli("import", str(source), "--store", postgres_url), cli("import", str(source), "--store", postgres_url)
     assert first.returncode == again.returncode == 0, first.stderr
     assert first.stderr == "imported 30 new sessions of 30 read\n" and again.stderr == "imported 0 new sessions of 30 read\n"
-    assert sorted(read_records(postgres_url), key=json.dumps) == sorted(read_jsonl([source]), key=json.dumps)
+    assert sorted(read_all(read_records, postgres_url), key=json.dumps) == sorted(read_jsonl([source]), key=json.dumps)
     broken = tmp_path / "broken.jsonl"  # neither ours nor llm-council-core's: no score
     broken.write_text(json.dumps({"schema_version": "1.2.0", "session_id": "x", "timestamp": "2026-11-01T00:00:00Z",
                                   "reviewer_id": "a", "model_id": "b"}) + "\n")
@@ -366,7 +367,7 @@ def test_interaction_audits_come_back_as_the_file_store_wrote_them_once_and_with
     run(store)
     run(store)  # a redelivery: nothing twice
     expected = sorted(read_jsonl([files.path]), key=lambda r: r["audit_id"])
-    got = sorted(read_interactions(postgres_url), key=lambda r: r["audit_id"])
+    got = sorted(read_all(read_interactions, postgres_url), key=lambda r: r["audit_id"])
     assert len(expected) == 40 and got == expected
     assert any(r["bias_detected"] for r in got) and all(r["llm_response"] for r in got)
     with psycopg.connect(postgres_url) as connection:

@@ -23,6 +23,7 @@ from bias_audit.storage.postgres import (PostgresInteractionStore, PostgresRecor
 from bias_audit.windows.memory_window import MemoryWindow
 from bias_audit.worker.response_samples import generate_responses
 from bias_audit.worker.samples import generate_sessions
+from tests.builders import read_all
 
 pytestmark = pytest.mark.postgres
 NOW = datetime.now(timezone.utc).replace(hour=12, minute=0, second=0, microsecond=0)
@@ -68,7 +69,7 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
     old_sessions = store_sessions(postgres_url, 400, 4, seed=5)
     expected_scores = sum(score for s in old_sessions for review in s["reviews"] for score in review["scores"].values())
 
-    before = [r for r in read_interactions(postgres_url) if r["audit_id"].startswith("400-")]
+    before = [r for r in read_all(read_interactions, postgres_url) if r["audit_id"].startswith("400-")]
     expected_interactions: dict[tuple, list] = {}
     for record in before:  # per (day, model, bias type): interactions, flagged, confidence sum
         day = datetime.fromisoformat(record["timestamp"]).date()
@@ -87,7 +88,7 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
                                        "roll up and delete interaction audits: 7 (would)",
                                        "roll up and delete council sessions: 4 (would)",
                                        f"drop monthly partitions: {old_months} (would)"]
-    assert len(list(read_interactions(postgres_url))) == 18  # the dry run changed nothing
+    assert len(list(read_all(read_interactions, postgres_url))) == 18  # the dry run changed nothing
 
     done = retention(postgres_url)
     assert done.stdout.splitlines() == ["anonymize interaction audits: 13 (did)",
@@ -98,7 +99,7 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
     recent_month, middle_month = ((NOW - timedelta(days=days)).strftime("%Ym%m") for days in (10, 200))
     assert partitions(postgres_url) == {f"council_session_audit_{recent_month}", f"llm_interaction_audit_{recent_month}",
                                         f"llm_interaction_audit_{middle_month}"}
-    left = {r["audit_id"]: r for r in read_interactions(postgres_url)}
+    left = {r["audit_id"]: r for r in read_all(read_interactions, postgres_url)}
     assert sorted(left) == sorted(e["audit_id"] for e in recent + middle)
     for event in middle:  # anonymized: what the statistics need stays
         row = left[event["audit_id"]]
@@ -106,7 +107,7 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
         assert row["bias_score"] is not None and row["llm_model"] == event["llm_model"]
     for event in recent:
         assert left[event["audit_id"]]["llm_response"] == event["llm_response"]
-    assert len({r["session_id"] for r in read_records(postgres_url)}) == 3
+    assert len({r["session_id"] for r in read_all(read_records, postgres_url)}) == 3
     with psycopg.connect(postgres_url) as connection:
         council = connection.execute("SELECT sum(items), sum(score_sum) FROM bias_daily_aggregate "
                                      "WHERE source = 'council'").fetchone()

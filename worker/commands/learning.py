@@ -31,12 +31,12 @@ def calibrate(
     import orjson
 
     from bias_audit.analysis.calibration import Reviewed, fit_calibration
-    from bias_audit.storage.postgres import read_review_evidence
+    from bias_audit.storage.postgres import connect, read_review_evidence
 
     if min_reviews < 2:
         raise CommandError("--min-reviews must be at least 2")
-    with store_for(store, data_dir, "calibrate reads reviews from") as url:
-        rows = read_review_evidence(url, tenants=None if tenant is None else [tenant])
+    with store_for(store, data_dir, "calibrate reads reviews from") as url, connect(url) as connection:
+        rows = read_review_evidence(connection, tenants=None if tenant is None else [tenant])
     if not rows:
         raise CommandError("no reviews with verdicts in the store yet: review flagged items first (/review)")
     calibration, report = fit_calibration([Reviewed(f"{t}/{a}", b, e, c) for t, a, b, e, c, *_ in rows], min_reviews)
@@ -87,12 +87,12 @@ def learn(
         import sklearn  # noqa: F401  # the `learn` extra
     except ImportError:
         raise CommandError("learning needs scikit-learn: pip install 'bias-audit[learn]'") from None
-    from bias_audit.storage.postgres import read_review_evidence
+    from bias_audit.storage.postgres import connect, read_review_evidence
 
     if min_reviews < 10:
         raise CommandError("--min-reviews must be at least 10")
-    with store_for(store, data_dir, "learn reads reviews from") as url:
-        rows = read_review_evidence(url, tenants=None if tenant is None else [tenant])
+    with store_for(store, data_dir, "learn reads reviews from") as url, connect(url) as connection:
+        rows = read_review_evidence(connection, tenants=None if tenant is None else [tenant])
     # the claim each reviewer judged: the sentences the type's findings point at
     answers = [LabeledAnswer(b, claims_of(text, findings, b), e, c) for _, _, b, e, c, text, findings in rows if text]
     if not answers:

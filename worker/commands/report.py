@@ -61,8 +61,7 @@ def run_report(sources: list[str], format: str, *, sessions: int | None, days: f
     """The report over record files, the live Redis window or a PostgreSQL store (with no input
     named: the data directory's store, else its records), written in `format`."""
     from bias_audit.reports.build import build_report
-    from bias_audit.reports.run import (default_sources, live_windows, store_reviews, store_rolled_up, store_windows,
-                                       stored_windows, write_report)
+    from bias_audit.reports.run import default_sources, live_windows, store_inputs, stored_windows, write_report
 
     named = bool(sources or redis)
     # the settings are read when a value of theirs is needed: files named with both window
@@ -85,9 +84,7 @@ def run_report(sources: list[str], format: str, *, sessions: int | None, days: f
             if named:
                 raise CommandError("give one of --input files, --redis or --store, not several")
             url = postgres_store(settings.store_url, "report reads")
-            windows, stats = store_windows(url, tenant, window_sessions, window_days)
-            rolled_up = store_rolled_up(url, tenant)
-            reviews = store_reviews(url, tenant)
+            windows, stats, rolled_up, reviews = store_inputs(url, tenant, window_sessions, window_days)
             sources = [redact(url)]
         elif redis:
             if sources:

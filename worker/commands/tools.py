@@ -39,7 +39,7 @@ def sandbox(
     Per bias type: the flagged rate on each side, the difference with its 95% CI, a test (paired
     McNemar when the answers pair by audit_id or query_hash, else Fisher's exact) and a verdict
     after Holm's correction. Exit 3 when a type is worse (a CI gate), 0 otherwise, 2 on bad input."""
-    from bias_audit.storage.postgres import save_sandbox_run
+    from bias_audit.storage.postgres import connect, save_sandbox_run
 
     from ..export import parse_since
     from ..logging_setup import configure_logging
@@ -55,11 +55,12 @@ def sandbox(
     else:
         if tenant is None:
             raise CommandError("--store needs --tenant: the baseline is one tenant's answers")
-        with store_for(store, None, "the sandbox's baseline reads") as url:
-            base = stored_answers(url, tenant=tenant, model=model, since=parse_since(since), until=parse_since(until, "--until"))
+        with store_for(store, None, "the sandbox's baseline reads") as url, connect(url) as connection:
+            base = stored_answers(connection, tenant=tenant, model=model, since=parse_since(since),
+                                  until=parse_since(until, "--until"))
             document = sandbox_document(base, audited_file(candidate, settings, "candidate"))
             # kept beside the history it was measured against: readable in GraphQL (sandboxRuns)
-            document["run_id"] = save_sandbox_run(url, tenant=tenant, document=document, worse=worse(document),
+            document["run_id"] = save_sandbox_run(connection, tenant=tenant, document=document, worse=worse(document),
                                                   baseline={"model": model, "since": since, "until": until})
     if output is None:
         write(document, format.value, sys.stdout)
