@@ -1,9 +1,8 @@
 """Eigendecompositions shared by the sessions of a batch that have the same design.
 
-The two-way fit's normal matrix depends only on which cells of a
-session were scored, not on the scores; a council sends the same design session after session,
-so a batch of 100 holds one or a few. One LAPACK call per distinct design instead of one per
-session.
+The two-way fit's normal matrix depends only on which cells of a session were scored, not on
+the scores; a council sends the same design session after session, so a batch of 100 holds one
+or a few. One LAPACK call per distinct design instead of one per session.
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import ContextManager
+from typing import Any, ContextManager
 
 from bias_audit.schemas.errors import CommandError
 
@@ -68,36 +69,51 @@ def _cut(digests_by_tenant: dict, sessions: int | None, days: float | None) -> l
     return windows
 
 
-def store_windows(url: str, tenant: str | None, sessions: int | None, days: float | None):
-    """(windows, read stats) from a PostgreSQL audit store, cut as the file reader cuts."""
-    windows, stats, _, _ = store_inputs(url, tenant, sessions, days, reviews=False)
-    return windows, stats
-
-
-def store_inputs(url: str, tenant: str | None, sessions: int | None, days: float | None, *, reviews: bool = True):
-    """(windows, read stats, the history retention rolled up, what people's reviews say about the
-    detectors) from a PostgreSQL audit store, on one connection; a driver error as the one-line
-    reason naming the store (password redacted)."""
+@contextmanager
+def _store_connection(url: str) -> Iterator[Any]:
+    """One connection to a PostgreSQL audit store; a driver error as the one-line reason naming
+    the store (password redacted)."""
     import psycopg
 
-    from bias_audit.analysis.detector_precision import precision_of_reviews
-    from bias_audit.schemas.report import RolledUpHistory
     from bias_audit.schemas.safe_text import reason_of, redact
-    from bias_audit.storage.postgres import connect, read_digests, read_reviewed_items, read_rolled_up
-    from bias_audit.storage.report_reader import ReadStats
+    from bias_audit.storage.postgres import connect
 
-    tenants = None if tenant is None else [tenant]
     try:
         with connect(url) as connection:
-            stored = read_digests(connection, tenant=tenant, sessions=sessions)
-            rolled = read_rolled_up(connection, tenants=tenants) if reviews else []
-            reviewed = read_reviewed_items(connection, tenants=tenants) if reviews else []
+            yield connection
     except psycopg.Error as error:
         raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
-    stats = ReadStats(sessions=sum(len(d) for d in stored.values()),
-                      records=sum(len(x.cell_score) for d in stored.values() for x in d))
-    return (_cut(stored, sessions, days), stats, [RolledUpHistory.model_validate(entry) for entry in rolled],
-            precision_of_reviews(reviewed))
+
+
+def _windows_of(connection: Any, tenant: str | None, sessions: int | None, days: float | None):
+    """(windows, read stats) from the store's digests, cut as the file reader cuts."""
+    from bias_audit.storage.postgres import read_digests
+    from bias_audit.storage.report_reader import ReadStats
+
+    stored = read_digests(connection, tenant=tenant, sessions=sessions)
+    return _cut(stored, sessions, days), ReadStats(sessions=sum(len(d) for d in stored.values()),
+                                                   records=sum(len(x.cell_score) for d in stored.values() for x in d))
+
+
+def store_windows(url: str, tenant: str | None, sessions: int | None, days: float | None):
+    """(windows, read stats) from a PostgreSQL audit store."""
+    with _store_connection(url) as connection:
+        return _windows_of(connection, tenant, sessions, days)
+
+
+def store_inputs(url: str, tenant: str | None, sessions: int | None, days: float | None):
+    """(windows, read stats, the history retention rolled up, what people's reviews say about the
+    detectors) from a PostgreSQL audit store, on one connection."""
+    from bias_audit.analysis.detector_precision import precision_of_reviews
+    from bias_audit.schemas.report import RolledUpHistory
+    from bias_audit.storage.postgres import read_reviewed_items, read_rolled_up
+
+    tenants = None if tenant is None else [tenant]
+    with _store_connection(url) as connection:
+        windows, stats = _windows_of(connection, tenant, sessions, days)
+        rolled = read_rolled_up(connection, tenants=tenants)
+        reviewed = read_reviewed_items(connection, tenants=tenants)
+    return windows, stats, [RolledUpHistory.model_validate(entry) for entry in rolled], precision_of_reviews(reviewed)
 
 
 def default_sources(records_dir: Path) -> list[str]:
