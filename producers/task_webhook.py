@@ -1,9 +1,12 @@
 """Task suggestions POSTed to the operator's webhook, signed, retried, never in the stream's way.
 
-`X-Bias-Audit-Signature: sha256=<hex HMAC-SHA256 of the body>` with BIAS_AUDIT_TASK_WEBHOOK_SECRET.
+`X-Bias-Audit-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>." + body>` with
+BIAS_AUDIT_TASK_WEBHOOK_SECRET (at least 32 bytes): the time is signed, so a receiver that refuses
+signatures older than a few minutes cannot be fed a captured request again (docs/operations.md).
 Sent from a background task off a bounded queue: `submit` never waits; a full queue drops the
 oldest suggestion with a log line (it is on `bias.audit.tasks` either way). A failed POST (network
 error, 429 or 5xx) is retried with exponential backoff up to `max_attempts`; other 4xx are not.
+Redirects are not followed: a 3xx would carry the body and its signature to another host.
 """
 
 from __future__ import annotations
@@ -12,12 +15,22 @@ import asyncio
 import hashlib
 import hmac
 import logging
+import time
+from urllib.parse import urlsplit
 
 log = logging.getLogger("bias_audit.tasks")
 
 
-def signature(body: bytes, secret: bytes) -> str:
-    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+def signature(body: bytes, secret: bytes, at: int) -> str:
+    """The header's value for `body` sent at unix time `at`."""
+    return f"t={at},v1=" + hmac.new(secret, f"{at}.".encode() + body, hashlib.sha256).hexdigest()
+
+
+def where(url: str) -> str:
+    """Scheme, host and port only: a URL's credentials and query (a token, say) stay out of logs."""
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname or ''}{port}"
 
 
 class TaskWebhook:
@@ -47,15 +60,16 @@ class TaskWebhook:
     async def _send(self, session, body: bytes) -> None:
         import aiohttp
 
-        headers = {"content-type": "application/json", "X-Bias-Audit-Signature": signature(body, self.secret)}
         for attempt in range(1, self.max_attempts + 1):
+            headers = {"content-type": "application/json",
+                       "X-Bias-Audit-Signature": signature(body, self.secret, int(time.time()))}
             try:
-                async with session.post(self.url, data=body, headers=headers) as reply:
+                async with session.post(self.url, data=body, headers=headers, allow_redirects=False) as reply:
                     if reply.status < 300:
                         self.sent += 1
                         return
                     if reply.status != 429 and reply.status < 500:
-                        break  # the receiver refuses it: retrying will not help
+                        break  # the receiver refuses it (or sends it elsewhere): retrying will not help
                     reason = f"HTTP {reply.status}"
             except (aiohttp.ClientError, asyncio.TimeoutError) as error:
                 reason = type(error).__name__
@@ -63,7 +77,7 @@ class TaskWebhook:
                 await asyncio.sleep(self.first_backoff_s * 2 ** (attempt - 1))
                 log.info("task webhook retry", extra={"attempt": attempt, "reason": reason})
         self.failed += 1
-        log.warning("task webhook gave up on a suggestion", extra={"url": self.url})
+        log.warning("task webhook gave up on a suggestion", extra={"url": where(self.url)})
 
     async def drain(self, timeout_s: float = 5.0) -> None:
         """Give the suggestions in hand a moment to go out (a stopping worker)."""

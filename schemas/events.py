@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from .json_depth import bounded_depth
 from .scale import parse_score_scale
 from .limits import limits_from
 
@@ -243,7 +244,7 @@ class LLMResponseEvent(_Strictish):
     llm_model: str | None = None
     original_query: str | None = Field(default=None, exclude=True, repr=False)
     llm_response: ResponseText
-    query_context: dict[str, Any] = Field(default_factory=dict)
+    query_context: Annotated[dict[str, Any], AfterValidator(bounded_depth)] = Field(default_factory=dict)
     counterfactuals: list[Counterfactual] = Field(default_factory=list)
     members: list[Member] = Field(default_factory=list)
     consent_level: Consent | None = None

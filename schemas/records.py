@@ -6,9 +6,11 @@ other's files; the extra fields are ignored by its reader.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
+
+from .json_depth import bounded_depth
 
 RECORD_SCHEMA_VERSION = "1.2.0"
 
@@ -33,7 +35,7 @@ class BiasMetricRecord(BaseModel):
     is_self_review: bool = False
     council_config_version: str | None = None
     query_hash: str | None = None
-    query_metadata: dict[str, Any] | None = None
+    query_metadata: Annotated[dict[str, Any] | None, AfterValidator(bounded_depth)] = None
     # Ours, for the council biases (never the text): similarity of the scored answer to the
     # reviewer's own answer, a keyed hash of the answer's normalized text, its known correctness.
     style_similarity: float | None = None

@@ -9,6 +9,9 @@ import re
 # overrides that reorder what a reader sees
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]*):(?P<secret>[^@/\s]*)@")
+# the same secrets as parameters: a URL's query (?password=) or a libpq "key=value" string
+_SECRET_PARAMETERS = re.compile(r"(?P<key>(?:^|(?<=[?&;\s]))(?:password|passwd|pwd|sslpassword|secret|token|"
+                                r"access_token|api_key|apikey)=)(?P<value>'[^']*'|[^&;\s]*)", re.IGNORECASE)
 
 
 def visible(text: str) -> str:
@@ -22,8 +25,10 @@ def one_line(text: str) -> str:
 
 
 def redact(text: str) -> str:
-    """URLs with a password print as scheme://user:***@host."""
-    return _CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
+    """URLs with a password print as scheme://user:***@host; password=, token= and their kin
+    (in a URL's query or a libpq string) as password=***."""
+    shown = _CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
+    return _SECRET_PARAMETERS.sub(lambda m: f"{m['key']}***", shown)
 
 
 def reason_of(error: BaseException) -> str:

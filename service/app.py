@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.routing import APIRoute
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
@@ -20,6 +21,7 @@ from bias_audit.consumers.responses import EventRouter
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 
 from .auth import TokenVerifier
+from .guard import RequestGuard
 from .problems import PROBLEMS, Problem, problem
 from .routes import events, ops
 from .routes.events import ResultCache, SwapRequest
@@ -28,9 +30,10 @@ from .state import ApiState, trace_id_of
 
 def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, council_topic: str,
                default_swaps: dict[str, str], verifier: TokenVerifier | None = None, audit_store: Any = None,
-               report: Any = None, tracer: Any = None) -> FastAPI:
+               report: Any = None, tracer: Any = None, loopback_only: bool = False) -> FastAPI:
     """verifier None: no auth (loopback, or --insecure-no-auth). audit_store (storage.audit_api's
-    AuditStore, a PostgreSQL store): the GraphQL API, GET /audits/{id} and the review page."""
+    AuditStore, a PostgreSQL store): the GraphQL API, GET /audits/{id} and the review page.
+    loopback_only: answer only requests addressed to a loopback name (auth off on loopback)."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
@@ -49,25 +52,36 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
                      council_topic=council_topic, default_swaps=default_swaps, verifier=verifier,
                      audit_store=audit_store, report=report, cache=ResultCache())
     app.state.api = state
-    app.add_middleware(_AccessLog, logger=logging.getLogger("bias_audit.api"), by_route=state.metrics.by_route,
-                       tracer=tracer)
-    app.include_router(events.router)
+    routers = [events.router]
     ops.mount_docs(app)
     if audit_store is not None:
         from .routes import store
 
-        app.include_router(store.graphql_router())
-        app.include_router(store.router)
-    app.include_router(ops.router)
+        routers += [store.graphql_router(), store.router]
+    routers.append(ops.router)
+    for router in routers:
+        app.include_router(router)
+    posts = frozenset(route.path for router in routers for route in router.routes
+                      if isinstance(route, APIRoute) and "POST" in (route.methods or ()))
+    app.add_middleware(RequestGuard, loopback_only=loopback_only, post_paths=posts,
+                       body_limits={"/graphql": max_body_bytes})
+    # added last, so outermost: a request the guard refuses is logged and counted too
+    app.add_middleware(_AccessLog, logger=logging.getLogger("bias_audit.api"), by_route=state.metrics.by_route,
+                       tracer=tracer)
     app.add_exception_handler(StarletteHTTPException, _http_problem)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_problem)  # type: ignore[arg-type]
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 
 
+KIND_OF_STATUS = {401: "unauthenticated", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
+
+
 async def _http_problem(_: Request, error: StarletteHTTPException) -> JSONResponse:
     # keeps the framework's headers (405 carries Allow)
+    kind = KIND_OF_STATUS.get(error.status_code)
     return problem(error.status_code, str(error.detail), str(error.detail),
+                   f"urn:bias-audit:problem:{kind}" if kind else "about:blank",
                    headers=dict(error.headers) if error.headers else None)
 
 

@@ -22,6 +22,7 @@ REVIEW = frozenset({"reviewer", "admin"})
 SEND = frozenset({"service", "admin"})
 UPDATE_BIAS = frozenset({"service", "admin"})
 MIN_SECRET_BYTES = 32
+MIN_DISTINCT_SECRET_CHARACTERS = 8  # 32 spaces is no secret: anyone could sign a token with it
 
 
 class Unauthenticated(Exception):
@@ -70,6 +71,9 @@ class TokenVerifier:
             raise ValueError("a JWT secret or public key is needed")
         if secret is not None and len(secret.encode()) < MIN_SECRET_BYTES:
             raise ValueError(f"BIAS_AUDIT_JWT_SECRET must be at least {MIN_SECRET_BYTES} bytes")
+        if secret is not None and len(set(secret)) < MIN_DISTINCT_SECRET_CHARACTERS:
+            raise ValueError(f"BIAS_AUDIT_JWT_SECRET must have at least {MIN_DISTINCT_SECRET_CHARACTERS} different "
+                             "characters, not blanks or one repeated character; e.g. `openssl rand -hex 32`")
         self.audience, self.issuer = audience, issuer
         self._secret = secret
         self._keys: dict[str | None, Any] = {}
@@ -93,17 +97,19 @@ class TokenVerifier:
                 if key is None:
                     raise Unauthenticated("the token's key is not one of the configured keys")
                 algorithms = ["RS256", "ES256"]
+            # with no audience configured, a token meant for some audience is not for us
             claims = jwt.decode(token, key, algorithms=algorithms, audience=self.audience, issuer=self.issuer,
-                                options={"require": ["exp", "sub"], "verify_aud": self.audience is not None})
+                                options={"require": ["exp", "sub"], "verify_aud": True})
         except jwt.PyJWTError as error:
             raise Unauthenticated(f"the token does not verify: {error}") from None
         return principal_of(claims)
 
 
 def principal_of(claims: dict[str, Any]) -> Principal:
-    tenants: list[Any] = claims.get("tenants") or ([claims["tenant_id"]] if claims.get("tenant_id") else [])
-    if not tenants or not all(isinstance(t, str) and t for t in tenants):
-        raise Unauthenticated("the token names no tenant: give tenant_id (a string) or tenants (a list)")
+    tenants = claims["tenants"] if "tenants" in claims else [claims["tenant_id"]] if "tenant_id" in claims else []
+    # a string would be read letter by letter, a map by its keys: only a list of names is a list of tenants
+    if not isinstance(tenants, list) or not tenants or not all(isinstance(t, str) and t for t in tenants):
+        raise Unauthenticated("the token names no tenant: give tenant_id (a string) or tenants (a list of strings)")
     roles = claims.get("roles") or []
     if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
         raise Unauthenticated("the token's roles are not a list of strings")

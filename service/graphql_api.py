@@ -10,26 +10,34 @@ BIAS_ANALYSIS_FAILED.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError
+from graphql import FieldNode, GraphQLError, ValidationRule
 from strawberry.dataloader import DataLoader
-from strawberry.extensions import (MaxAliasesLimiter, MaxTokensLimiter, ParserCache, QueryDepthLimiter,
-                                   SchemaExtension, ValidationCache)
+from strawberry.extensions import (AddValidationRules, MaxAliasesLimiter, MaxTokensLimiter, ParserCache,
+                                   QueryDepthLimiter, SchemaExtension, ValidationCache)
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from bias_audit.storage.audit_api import AuditStore, InteractionFilter, InvalidInput
+from bias_audit.storage.audit_api import AuditStore, LeaseRefused, InteractionFilter, InvalidInput
 
 from .auth import READ, REVIEW, UPDATE_BIAS, Forbidden, Principal
+from .state import ReportSlots
 from .report_types import (DetectorPrecisionEntry, DismissedEvidenceEntry, ReviewerProfile, RolledUpHistory,
                            TenantReport, rolled_up_of, tenant_report_of)
 
 MAX_PAGE = 500
 VERDICTS = ("confirmed", "dismissed")
+MAX_REPORTS_PER_DOCUMENT = 2  # a report reads and fits a whole window: seconds of work each
+MAX_REPORT_DAYS = 36_500
+REPORT_FIELDS = frozenset({"biasReport", "reviewerProfiles"})
+MAX_SCORE_ENTRIES = 64  # biasScore: one number per bias type, and the taxonomy is far smaller
+MAX_KEY_CHARS = 64
 
 
 def fail(code: str, message: str) -> GraphQLError:
@@ -77,7 +85,7 @@ class LlmInteractionAudit:
     query_context: JSON | None
     llm_provider: str | None
     llm_model: str | None
-    llm_response: str | None
+    answer: strawberry.Private[str | None]
     prompt_tokens: int | None
     response_tokens: int | None
     total_tokens: int | None
@@ -92,13 +100,25 @@ class LlmInteractionAudit:
     bias_report_summary: JSON
     human_reviewed: bool
     human_bias_tag: JSON | None
-    review_notes: str | None
+    notes: strawberry.Private[str | None]
     created_at: datetime
     decision_id: str | None  # the caller's decision this answer fed (query_context.decision_id)
     reasoning_node_id: str | None
 
-    @strawberry.field(description="every review of this item, oldest first (never overwritten)")
-    async def reviews(self, info: Info) -> list[BiasReview]:
+    @strawberry.field(description="the audited answer (reviewer, auditor, admin)")
+    def llm_response(self, info: Info) -> str | None:
+        _principal(info, READ, "reading llmResponse")
+        return self.answer
+
+    @strawberry.field(description="the latest review's notes (reviewer, auditor, admin)")
+    def review_notes(self, info: Info) -> str | None:
+        _principal(info, READ, "reading reviewNotes")
+        return self.notes
+
+    @strawberry.field(description="every review of this item, oldest first, never overwritten (reviewer, auditor, "
+                      "admin)")
+    async def reviews(self, info: Info) -> list[BiasReview] | None:
+        _principal(info, READ, "reading reviews")
         rows = await info.context["review_loader"].load((self.tenant_id, self.audit_id))
         return [BiasReview(reviewer=r["reviewer"], reviewed_at=r["reviewed_at"], verdicts=r["verdicts"],
                            tags=r["tags"], notes=r["notes"]) for r in rows]
@@ -113,13 +133,13 @@ def audit_of(row: dict[str, Any]) -> LlmInteractionAudit:
     return LlmInteractionAudit(
         id=strawberry.ID(row["audit_id"]), audit_id=row["audit_id"], tenant_id=row["tenant_id"], user_id=row["user_id"],
         trace_id=row["trace_id"], original_query=None, query_context=row["query_context"],
-        llm_provider=row["llm_provider"], llm_model=row["llm_model"], llm_response=row["llm_response"],
+        llm_provider=row["llm_provider"], llm_model=row["llm_model"], answer=row["llm_response"],
         prompt_tokens=row["prompt_tokens"], response_tokens=row["response_tokens"], total_tokens=row["total_tokens"],
         status=row["status"], error_message=row["error_message"], log_timestamp=row["log_timestamp"],
         bias_detected=row["bias_detected"], bias_type=list(row["bias_type"] or []), bias_score=row["bias_score"],
         bias_confidence_score=row["bias_confidence_score"], mitigation_action=row["mitigation_action"],
         bias_report_summary=row["bias_report_summary"], human_reviewed=row["human_reviewed"],
-        human_bias_tag=row["human_bias_tag"], review_notes=row["review_notes"], created_at=row["created_at"],
+        human_bias_tag=row["human_bias_tag"], notes=row["review_notes"], created_at=row["created_at"],
         decision_id=row["decision_id"], reasoning_node_id=row["reasoning_node_id"])
 
 
@@ -197,13 +217,21 @@ class CouncilSessionFilterInput:
     end: datetime | None = None
 
 
+@strawberry.enum(description="what to do about a flagged answer (the worker's own actions)")
+class MitigationAction(Enum):
+    NONE = "none"
+    REWRITE = "rewrite"
+    HUMAN_REVIEW = "human_review"
+    BLOCK = "block"
+
+
 @strawberry.input
 class UpdateLlmInteractionAuditBiasInput:
     bias_detected: bool | None = None
     bias_type: list[str] | None = None
-    bias_score: JSON | None = None
+    bias_score: JSON | None = strawberry.field(default=None, description="bias type -> a number (or null)")
     bias_confidence_score: float | None = None
-    mitigation_action: JSON | None = None
+    mitigation_action: MitigationAction | None = None
 
 
 @strawberry.input
@@ -223,6 +251,19 @@ def _filter(given: LlmInteractionAuditFilterInput | None) -> InteractionFilter:
                              bias_detected=given.bias_detected, human_reviewed=given.human_reviewed,
                              bias_type=given.bias_type, decision_id=given.decision_id,
                              start=given.log_timestamp_start, end=given.log_timestamp_end)
+
+
+def _bias_score(given: Any) -> dict[str, float | None] | None:
+    """biasScore as the worker writes it: bias type -> a finite number or null, a flat map."""
+    if given is None:
+        return None
+    if (not isinstance(given, dict) or len(given) > MAX_SCORE_ENTRIES
+            or not all(len(key) <= MAX_KEY_CHARS for key in given)
+            or not all(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                         and math.isfinite(value)) for value in given.values())):
+        raise fail("BAD_USER_INPUT", f"biasScore maps at most {MAX_SCORE_ENTRIES} bias types (names of at most "
+                   f"{MAX_KEY_CHARS} characters) to a number or null")
+    return given
 
 
 def _limit(value: int, what: str = "limit") -> int:
@@ -416,13 +457,20 @@ async def _tenant_report(info: Info, tenant_id: str, sessions: int, days: float 
     principal = _principal(info, READ, "reports")
     if not principal.sees(tenant_id):
         raise fail("NOT_FOUND", f"no sessions for tenant {tenant_id!r}")
-    if days is not None and days <= 0:
-        raise fail("BAD_USER_INPUT", "days must be positive")
+    if days is not None and not 0 < days <= MAX_REPORT_DAYS:
+        raise fail("BAD_USER_INPUT", f"days must be more than 0 and at most {MAX_REPORT_DAYS:,}")
     report: Callable[..., Any] = info.context["report"]
+    slots: ReportSlots = info.context["report_slots"]
+    if not slots.take(principal.subject):
+        raise fail("RATE_LIMITED", "a report for this caller is already being built; ask again when it is done")
     try:
         document = await asyncio.to_thread(report, tenant_id, _limit(sessions, "sessions"), days)
+    except GraphQLError:
+        raise
     except Exception as error:  # noqa: BLE001 - the report's own failure, named
         raise fail("BIAS_ANALYSIS_FAILED", f"the report could not be built: {error}") from None
+    finally:
+        slots.release(principal.subject)
     if document is None:
         raise fail("NOT_FOUND", f"no sessions for tenant {tenant_id!r}")
     return document
@@ -434,11 +482,19 @@ class Mutation:
     async def update_llm_interaction_audit_bias(self, info: Info, id: strawberry.ID,
                                                 input: UpdateLlmInteractionAuditBiasInput) -> LlmInteractionAudit:
         principal = _principal(info, UPDATE_BIAS, "updating the bias columns")
-        row = await _visible(info, principal, str(id))
+        changes = {"bias_detected": input.bias_detected, "bias_type": input.bias_type,
+                   "bias_score": _bias_score(input.bias_score), "bias_confidence_score": input.bias_confidence_score,
+                   "mitigation_action": input.mitigation_action.value if input.mitigation_action else None}
+        if all(value is None for value in changes.values()):  # else it would only read the row back
+            raise fail("BAD_USER_INPUT", "give at least one field to change: biasDetected, biasType, biasScore, "
+                       "biasConfidenceScore or mitigationAction")
         if input.bias_confidence_score is not None and not 0 <= input.bias_confidence_score <= 1:
             raise fail("BAD_USER_INPUT", "biasConfidenceScore is between 0 and 1")
-        changes = {"bias_detected": input.bias_detected, "bias_type": input.bias_type, "bias_score": input.bias_score,
-                   "bias_confidence_score": input.bias_confidence_score, "mitigation_action": input.mitigation_action}
+        if input.bias_type is not None and (len(input.bias_type) > MAX_SCORE_ENTRIES
+                                            or any(len(t) > MAX_KEY_CHARS for t in input.bias_type)):
+            raise fail("BAD_USER_INPUT", f"biasType holds at most {MAX_SCORE_ENTRIES} names of at most "
+                       f"{MAX_KEY_CHARS} characters")
+        row = await _visible(info, principal, str(id))
         return audit_of(await _store(info).update_bias(row["tenant_id"], row["audit_id"], changes))
 
     @strawberry.mutation(description="take (or renew) the short lease on an item before reviewing it")
@@ -447,7 +503,10 @@ class Mutation:
 
         principal = _principal(info, REVIEW, "reviewing")
         row = await _visible(info, principal, str(id))
-        taken, holder = await _store(info).lease(row["tenant_id"], row["audit_id"], principal.subject)
+        try:
+            taken, holder = await _store(info).lease(row["tenant_id"], row["audit_id"], principal.subject)
+        except LeaseRefused as error:
+            raise fail("CONFLICT", str(error)) from None
         return ReviewLease(taken=taken, holder=holder, expires_in_seconds=LEASE_SECONDS,
                            item=audit_of(row) if taken else None)
 
@@ -467,9 +526,22 @@ class Mutation:
             raise fail("BAD_USER_INPUT", "verdicts maps a bias type to confirmed or dismissed")
         if input.review_notes is not None and len(input.review_notes) > 10_000:
             raise fail("BAD_USER_INPUT", "reviewNotes is at most 10,000 characters")
-        stored = await _store(info).record_review(
-            row["tenant_id"], row["audit_id"], reviewer=principal.subject, verdicts=verdicts, tags=tags,
-            notes=input.review_notes, reviewed=input.human_reviewed, trace_id=info.context.get("trace_id"))
+        if len(tags) > MAX_SCORE_ENTRIES:
+            raise fail("BAD_USER_INPUT", f"humanBiasTag holds at most {MAX_SCORE_ENTRIES} tags")
+        # an empty review would mark the item reviewed while saying nothing about it
+        if not verdicts and not tags and not (input.review_notes or "").strip():
+            raise fail("BAD_USER_INPUT", "a review says something: give a verdict, a tag or a note")
+        flagged = set(row["bias_type"] or [])
+        strange = sorted(set(verdicts) - flagged)
+        if strange:  # a verdict on a type the item was never flagged for would count as a detector's in precision
+            raise fail("BAD_USER_INPUT", f"verdicts are for this item's bias types ({', '.join(sorted(flagged)) or 'none'}); "
+                       f"not {', '.join(strange)}: tag other biases you see instead")
+        try:
+            stored = await _store(info).record_review(
+                row["tenant_id"], row["audit_id"], reviewer=principal.subject, verdicts=verdicts, tags=tags,
+                notes=input.review_notes, reviewed=input.human_reviewed, trace_id=info.context.get("trace_id"))
+        except LeaseRefused as error:
+            raise fail("CONFLICT", str(error)) from None
         for verdict in verdicts.values():
             info.context["reviews_counter"].labels(verdict).inc()
         return audit_of(stored)
@@ -501,11 +573,27 @@ class _UserErrors(SchemaExtension):
                 error.extensions = {"code": "BAD_USER_INPUT"}
 
 
+class _ReportFieldsLimit(ValidationRule):
+    """A document asks for at most MAX_REPORTS_PER_DOCUMENT reports (aliases included)."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.reports = 0
+
+    def enter_field(self, node: FieldNode, *_: Any) -> None:
+        if node.name.value in REPORT_FIELDS:
+            self.reports += 1
+            if self.reports == MAX_REPORTS_PER_DOCUMENT + 1:
+                self.report_error(GraphQLError(
+                    f"a document asks for at most {MAX_REPORTS_PER_DOCUMENT} reports (biasReport, reviewerProfiles); "
+                    "send the others in requests of their own", node, extensions={"code": "BAD_USER_INPUT"}))
+
+
 # Factories: a fresh extension per request; the parse and validation caches live at module level
 _EXTENSIONS: list[Any] = [
     # a query's cost is bounded before it runs: nesting, aliases (one field asked 1,000 times) and size
     lambda: QueryDepthLimiter(max_depth=8), lambda: MaxAliasesLimiter(max_alias_count=20),
-    lambda: MaxTokensLimiter(max_token_count=2_000),
+    lambda: MaxTokensLimiter(max_token_count=2_000), lambda: AddValidationRules([_ReportFieldsLimit]),
     # clients send the same few documents again and again: parse and validate each once
     lambda: ParserCache(maxsize=256), lambda: ValidationCache(maxsize=256), _UserErrors,
 ]

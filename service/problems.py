@@ -32,7 +32,7 @@ def problem(status: int, title: str, detail: str, kind: str = "about:blank",
 
 PROBLEMS = {
     400: "the body is not a UTF-8 JSON object", 409: "the id was used for another event",
-    413: "the body is over the size limit",
+    413: "the body is over the size limit", 415: "the body is not sent as application/json",
     422: "the event does not follow the contract",
 }
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {

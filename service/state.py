@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
 
-from fastapi import Request
+from starlette.requests import HTTPConnection
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -31,6 +31,26 @@ class ApiMetrics:
                                  buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0))
 
 
+class ReportSlots:
+    """Reports being built, per caller (the token's subject): one at a time each, so one caller's
+    burst cannot make everyone else's report wait."""
+
+    def __init__(self, per_caller: int = 1) -> None:
+        self.per_caller = per_caller
+        self.busy: dict[str, int] = {}
+
+    def take(self, caller: str) -> bool:
+        if self.busy.get(caller, 0) >= self.per_caller:
+            return False
+        self.busy[caller] = self.busy.get(caller, 0) + 1
+        return True
+
+    def release(self, caller: str) -> None:
+        left = self.busy.pop(caller, 1) - 1
+        if left > 0:
+            self.busy[caller] = left
+
+
 @dataclass
 class ApiState:
     consumer: EventRouter
@@ -43,15 +63,16 @@ class ApiState:
     report: Any
     cache: Any
     metrics: ApiMetrics = field(default_factory=ApiMetrics)
+    report_slots: ReportSlots = field(default_factory=ReportSlots)
     serial: Iterator[int] = field(default_factory=lambda: count(1))
 
 
-def state_of(request: Request) -> ApiState:
+def state_of(request: HTTPConnection) -> ApiState:
     state: ApiState = request.app.state.api
     return state
 
 
-def principal(request: Request) -> Principal:
+def principal(request: HTTPConnection) -> Principal:
     """The caller; a 401 problem when auth is on and the token is missing or does not verify."""
     verifier = state_of(request).verifier
     if verifier is None:

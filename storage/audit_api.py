@@ -27,7 +27,13 @@ class InvalidInput(ValueError):
     """A caller's value the database refuses (a NUL character, an out-of-range number)."""
 
 
+class LeaseRefused(Exception):
+    """A lease not given or a review not taken: another reviewer holds the item, or the
+    reviewer holds too many; the message says which."""
+
+
 LEASE_SECONDS = 120  # an opened item is held this long (renewed by opening it again)
+MAX_LEASES_PER_REVIEWER = 3  # one person reviews one item at a time: a few is plenty, and no one can take them all
 _COLUMNS = ("id, audit_id, tenant_id, user_id, trace_id, query_context, llm_provider, llm_model, llm_response, "
             "prompt_tokens, response_tokens, total_tokens, status, error_message, log_timestamp, bias_detected, "
             "bias_type, bias_score, bias_confidence_score, mitigation_action, bias_report_summary, human_reviewed, "
@@ -196,8 +202,15 @@ class AuditStore:
             return [as_audit(r) for r in await cursor.fetchall()]
 
     async def lease(self, tenant_id: str, audit_id: str, holder: str) -> tuple[bool, str]:
-        """Take (or renew) the item's lease; (taken, holder): another holder's live lease wins."""
+        """Take (or renew) the item's lease; (taken, holder): another holder's live lease wins. A
+        reviewer holding MAX_LEASES_PER_REVIEWER other items takes no more (LeaseRefused says so)."""
         async with self._connection() as connection:
+            held = await (await connection.execute(
+                "SELECT count(*) AS n FROM review_lease WHERE holder = %s AND expires_at > now() "
+                "AND (tenant_id, audit_id) <> (%s, %s)", (holder, tenant_id, audit_id))).fetchone()
+            if held["n"] >= MAX_LEASES_PER_REVIEWER:
+                raise LeaseRefused(f"you hold {held['n']} items already (at most {MAX_LEASES_PER_REVIEWER}); "
+                                    "review one or let its lease end first")
             cursor = await connection.execute(
                 "INSERT INTO review_lease (tenant_id, audit_id, holder, expires_at) VALUES (%s, %s, %s, "
                 "now() + make_interval(secs => %s)) ON CONFLICT (tenant_id, audit_id) DO UPDATE SET "
@@ -214,11 +227,22 @@ class AuditStore:
     async def record_review(self, tenant_id: str, audit_id: str, *, reviewer: str, verdicts: dict[str, str],
                             tags: list[str], notes: str | None, reviewed: bool, trace_id: str | None) -> dict[str, Any]:
         """A review row of its own, and the audit row's latest state, in one transaction; the
-        reviewer's lease ends."""
+        reviewer's lease ends. The audit row is locked first: concurrent reviews of an item take
+        turns, so its state is always its newest review's (stamped after the lock). An item
+        another reviewer holds a live lease on is refused (LeaseRefused)."""
         async with self._connection() as connection, connection.transaction():
+            await connection.execute("SELECT 1 FROM llm_interaction_audit WHERE tenant_id = %s AND audit_id = %s "
+                                     "FOR UPDATE", (tenant_id, audit_id))
+            held = await (await connection.execute(
+                "SELECT holder, ceil(extract(epoch FROM expires_at - now()))::int AS left_s FROM review_lease "
+                "WHERE tenant_id = %s AND audit_id = %s AND holder <> %s AND expires_at > now()",
+                (tenant_id, audit_id, reviewer))).fetchone()
+            if held is not None:
+                raise LeaseRefused(f"{held['holder']} is reviewing this item (their lease ends in {held['left_s']} s); "
+                                    "open another one")
             await connection.execute(
-                "INSERT INTO bias_review (tenant_id, audit_id, reviewer, verdicts, tags, notes, trace_id) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                "INSERT INTO bias_review (tenant_id, audit_id, reviewer, verdicts, tags, notes, trace_id, reviewed_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, clock_timestamp())",
                 (tenant_id, audit_id, reviewer, Jsonb(verdicts), Jsonb(tags), notes, trace_id))
             cursor = await connection.execute(
                 f"UPDATE llm_interaction_audit SET human_reviewed = %s, human_bias_tag = %s, review_notes = %s "

@@ -110,8 +110,8 @@ def task_webhook(settings: Settings):
         return None
     from bias_audit.producers.task_webhook import TaskWebhook
 
-    secret = settings.task_webhook_secret.get_secret_value().encode() if settings.task_webhook_secret else b""
-    return TaskWebhook(settings.task_webhook_url, secret)
+    assert settings.task_webhook_secret is not None  # the settings refuse a webhook without one
+    return TaskWebhook(settings.task_webhook_url, settings.task_webhook_secret.get_secret_value().encode())
 
 
 def load_calibration(path):
@@ -231,7 +231,7 @@ def pubsub_worker(settings: Settings):
                                                                  ops_port=settings.ops_port)
 
 
-def api_app(settings: Settings):
+def api_app(settings: Settings, *, loopback_only: bool | None = None):
     """`bias-audit serve`: the HTTP API over the in-process consumers (window in memory),
     appending records and interaction records like a worker does."""
     from bias_audit.lexicons.load import shipped_lexicons
@@ -246,10 +246,12 @@ def api_app(settings: Settings):
         url = settings.store_url or ""
         audit_store = AuditStore(url)
         report = lambda tenant, sessions, days: tenant_report_json(url, tenant, sessions, days)  # noqa: E731
+    verifier = token_verifier(settings)
     return create_app(processor, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
                       council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps,
-                      verifier=token_verifier(settings), audit_store=audit_store, report=report,
-                      tracer=tracer_for(settings.otlp_endpoint))
+                      verifier=verifier, audit_store=audit_store, report=report,
+                      tracer=tracer_for(settings.otlp_endpoint),
+                      loopback_only=verifier is None if loopback_only is None else loopback_only)
 
 
 def token_verifier(settings: Settings):

@@ -180,7 +180,8 @@ def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None]
     stop_cleanly_while_starting()
     with embedded_store(settings, say, create=True) as settings:
         try:
-            application = api_app(settings)
+            # with auth off, only on loopback: a DNS-rebound name reaches no tenant's data
+            application = api_app(settings, loopback_only=verifier is None and not insecure_no_auth)
         except (LexiconError, EmbeddingsUnavailable) as error:
             raise CommandError(str(error)) from None
         say(f"bias-audit API on http://{host}:{port} (/docs, /graphql, /review)")

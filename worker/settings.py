@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # imported where used: `bias-audit report` starts without sci
     from bias_audit.windows.alert_state import AlertLimits
 
 MIN_SECRET_LENGTH = 16
+MIN_WEBHOOK_SECRET_BYTES = 32
 MIN_DISTINCT_SECRET_CHARACTERS = 8  # 16 spaces or "aaaa..." is no secret: HMACs of queries would be guessable
 
 
@@ -137,6 +138,17 @@ class Settings(BaseSettings):
                                      "topic: messages that failed max_deliveries + 2 times (e.g. crashed workers)")
     pubsub_publish_batch: int = Field(500, ge=1, le=1000)
     pubsub_publish_latency_s: float = Field(0.01, gt=0)
+
+    @model_validator(mode="after")
+    def _webhook_needs_secret(self) -> Settings:
+        # unsigned (or signed with a guessable key), anyone who finds the receiver could post tasks to it
+        secret = self.task_webhook_secret.get_secret_value() if self.task_webhook_secret else ""
+        if self.task_webhook_url and (len(secret.encode()) < MIN_WEBHOOK_SECRET_BYTES
+                                      or len(set(secret)) < MIN_DISTINCT_SECRET_CHARACTERS):
+            raise ValueError(f"BIAS_AUDIT_TASK_WEBHOOK_URL needs BIAS_AUDIT_TASK_WEBHOOK_SECRET of at least "
+                             f"{MIN_WEBHOOK_SECRET_BYTES} bytes and {MIN_DISTINCT_SECRET_CHARACTERS} different "
+                             "characters; e.g. `openssl rand -hex 32`")
+        return self
 
     @model_validator(mode="after")
     def _research_needs_secret(self) -> Settings:

@@ -123,7 +123,7 @@ async def _audit(request: Request, caller: Principal, state: ApiState, topic: st
     elif body is None:
         response = problem(413, PROBLEMS[413], f"body is over the limit of {state.max_body_bytes} bytes",
                            "urn:bias-audit:problem:too_large")
-    elif not caller.sees(tenant := _event_key(body, id_field)[0]):
+    elif (tenant := _claimed_tenant(body)) is not None and not caller.sees(tenant):
         response = problem(403, "forbidden", f"the token may not send events for tenant {tenant!r}",
                            "urn:bias-audit:problem:forbidden")
     else:
@@ -221,6 +221,19 @@ async def presentation_orders(request: Request) -> Response:
 
 def _sha256(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
+
+
+def _claimed_tenant(body: bytes) -> str | None:
+    """The tenant a body claims; None when it is not a JSON object with a string tenant (the
+    audit then answers 400 or 422 for the body itself, not 403 for a tenant it never named)."""
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    tenant = document.get("tenant_id", "default")
+    return tenant if isinstance(tenant, str) else None
 
 
 def _event_key(body: bytes, field: str) -> tuple[str, str | None]:

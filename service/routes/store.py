@@ -6,7 +6,8 @@ from importlib import resources
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
+from starlette.requests import HTTPConnection
 from fastapi.responses import Response
 
 from ..auth import READ, Principal
@@ -35,12 +36,22 @@ async def get_audit(audit_id: str, caller: Annotated[Principal, Depends(principa
     return Response(orjson.dumps(row, default=str), media_type="application/json")
 
 
+# no inline script (an injected tag cannot run), no framing by other sites (clickjacking)
+PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                           "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+                "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+
+
 @router.get("/review", summary="The review page", response_class=Response)
 async def review_page() -> Response:
     page = resources.files("bias_audit.service").joinpath("review.html").read_bytes()
-    return Response(page, media_type="text/html; charset=utf-8",
-                    headers={"Content-Security-Policy": "default-src 'self'; script-src 'unsafe-inline'; "
-                             "style-src 'unsafe-inline'; connect-src 'self'"})
+    return Response(page, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+
+@router.get("/review.js", include_in_schema=False)
+async def review_script() -> Response:
+    script = resources.files("bias_audit.service").joinpath("review.js").read_bytes()
+    return Response(script, media_type="text/javascript; charset=utf-8", headers=PAGE_HEADERS)
 
 
 def graphql_router() -> APIRouter:
@@ -49,10 +60,12 @@ def graphql_router() -> APIRouter:
 
     from ..graphql_api import loaders, schema
 
-    async def graphql_context(request: Request) -> dict[str, Any]:
+    async def graphql_context(request: HTTPConnection) -> dict[str, Any]:  # a WebSocket too: then refused
         state = state_of(request)
         return {"principal": principal(request), "store": state.audit_store, "report": state.report,
                 "trace_id": trace_id_of(request.headers), "reviews_counter": state.metrics.reviews,
-                **loaders(state.audit_store)}
+                "report_slots": state.report_slots, **loaders(state.audit_store)}
 
-    return GraphQLRouter(schema, path="/graphql", context_getter=graphql_context, graphql_ide=None)
+    # no subscriptions (over WebSocket) and no queries over GET: every operation is a bounded POST
+    return GraphQLRouter(schema, path="/graphql", context_getter=graphql_context, graphql_ide=None,
+                         subscription_protocols=(), allow_queries_via_get=False)

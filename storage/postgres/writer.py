@@ -123,10 +123,15 @@ class PostgresInteractionStore(_CopyWriter):
         return self.write([interaction_row(record) for record in records])
 
 
-def import_records(url: str, records: Iterable[dict[str, Any]], batch_sessions: int = 500) -> tuple[int, int]:
+def import_records(url: str, records: Iterable[dict[str, Any]], batch_sessions: int = 500,
+                   max_clock_skew_s: float = 600.0) -> tuple[int, int]:
     """Bias metric records (ours, or llm-council-core's bias_metrics.jsonl) into the store, a
     session's consecutive records as one row; (sessions read, sessions new). A session stored
-    already is skipped: importing twice adds nothing."""
+    already is skipped: importing twice adds nothing. A session dated ahead of this clock by more
+    than the skew is refused, as the worker refuses such an event: it would hold the tenant's
+    window in the future."""
+    import time
+
     from bias_audit.schemas.records import BiasMetricRecord
 
     store = PostgresRecordStore(url)
@@ -138,6 +143,7 @@ def import_records(url: str, records: Iterable[dict[str, Any]], batch_sessions: 
             record = as_our_record(record, BiasMetricRecord)
             key = (record["tenant_id"], record["session_id"])
             if key != current:
+                _check_clock(record, time.time() + max_clock_skew_s)
                 sessions += 1
                 current = key
                 if sessions % batch_sessions == 1 and pending:  # a batch ends between two sessions
@@ -149,3 +155,16 @@ def import_records(url: str, records: Iterable[dict[str, Any]], batch_sessions: 
     finally:
         store.close()
     return sessions, new
+
+
+def _check_clock(record: dict[str, Any], latest_s: float) -> None:
+    from bias_audit.analysis.digest import timestamp_ms
+
+    try:
+        at = timestamp_ms(record["timestamp"]) / 1000
+    except (ValueError, OverflowError):
+        raise ValueError(f"session {record['session_id']!r}: timestamp {record['timestamp']!r} is not an ISO 8601 "
+                         "time") from None
+    if at > latest_s:
+        raise ValueError(f"session {record['session_id']!r}: timestamp {record['timestamp']} is ahead of this "
+                         "clock by more than the allowed skew; records carry the time the session happened")

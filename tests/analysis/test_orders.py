@@ -78,7 +78,7 @@ def test_the_cli_prints_json_orders_and_refuses_a_repeated_model_with_exit_2():
 
 
 def test_the_api_answers_orders_and_problem_json_for_a_bad_request():
-    client = TestClient(api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-orders-"), consumer_name="o")))
+    client = TestClient(api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-orders-"), consumer_name="o")), base_url="http://localhost")
     reply = client.post("/presentation-orders", json={"models": ["a", "b", "c", "d"], "reviewers": ["x", "y"], "seed": 3,
                                                       "sessions": 2})
     assert reply.status_code == 200

@@ -105,7 +105,7 @@ def test_the_operator_raw_stream_keeps_what_the_dead_letter_omits():
 
 def test_the_api_answers_a_4xx_and_logs_no_query_at_debug():
     log = io.StringIO()
-    client = TestClient(api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-canary-"), consumer_name="c")))
+    client = TestClient(api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-canary-"), consumer_name="c")), base_url="http://localhost")
     configure_logging("DEBUG", log)
     try:
         replies = [client.post("/audit-session", content=body, headers={"content-type": "application/json"})

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -21,6 +22,8 @@ from bias_audit.consumers.responses import ResponseProcessor
 from bias_audit.lexicons.load import shipped_lexicons
 from bias_audit.lexicons.sentiment import vader_scorer
 from bias_audit.producers.task_webhook import TaskWebhook
+
+WEBHOOK_SECRET = b"a-webhook-secret-of-at-least-32-bytes-0123"
 from bias_audit.windows.memory_window import MemoryWindow
 from bias_audit.windows.task_state import MemoryTaskState, RedisTaskState
 
@@ -135,7 +138,7 @@ def test_the_webhook_gets_the_suggestion_signed_after_a_retry():
     Receiver.posts, Receiver.fail_first = [], 1  # the receiver is down once: retried
 
     async def scenario() -> list:
-        webhook = TaskWebhook(f"http://127.0.0.1:{server.server_port}/hook", b"webhook-secret", first_backoff_s=0.05)
+        webhook = TaskWebhook(f"http://127.0.0.1:{server.server_port}/hook", WEBHOOK_SECRET, first_backoff_s=0.05)
         consumer = processor(MemoryTaskState(), webhook)
         outcomes = await consumer.process([Delivery(f"w-{i}", json.dumps(e).encode(), "llm.responses") for i, e in
                                            enumerate([event(i, GENDERED) for i in range(6)] +
@@ -146,9 +149,63 @@ def test_the_webhook_gets_the_suggestion_signed_after_a_retry():
     [task] = asyncio.run(scenario())
     server.shutdown()
     [(headers, body)] = Receiver.posts
-    expected = "sha256=" + hmac.new(b"webhook-secret", body, hashlib.sha256).hexdigest()
-    assert headers["X-Bias-Audit-Signature"] == expected
+    assert receiver_accepts(headers["X-Bias-Audit-Signature"], body, WEBHOOK_SECRET)
+    assert not receiver_accepts(headers["X-Bias-Audit-Signature"], body + b" ", WEBHOOK_SECRET)
     assert json.loads(body)["task_id"] == task.task_id
+
+
+def receiver_accepts(header: str, body: bytes, secret: bytes, now: float | None = None) -> bool:
+    """A receiver's check, as docs/operations.md gives it: the HMAC of "t." + body, and t recent."""
+    fields = dict(part.split("=", 1) for part in header.split(","))
+    expected = hmac.new(secret, fields["t"].encode() + b"." + body, hashlib.sha256).hexdigest()
+    fresh = abs((time.time() if now is None else now) - int(fields["t"])) <= 300
+    return hmac.compare_digest(expected, fields["v1"]) and fresh
+
+
+def test_a_captured_signature_is_refused_once_it_is_old():
+    from bias_audit.producers.task_webhook import signature
+
+    header = signature(b'{"task_id": "t"}', WEBHOOK_SECRET, at=1_700_000_000)
+    assert header.startswith("t=1700000000,v1=")
+    assert receiver_accepts(header, b'{"task_id": "t"}', WEBHOOK_SECRET, now=1_700_000_100)
+    assert not receiver_accepts(header, b'{"task_id": "t"}', WEBHOOK_SECRET, now=1_700_000_000 + 3600)
+
+
+class Redirecting(BaseHTTPRequestHandler):
+    posts_elsewhere = 0
+
+    def do_POST(self) -> None:  # noqa: N802 - the handler's name
+        self.rfile.read(int(self.headers["content-length"]))
+        if self.path == "/elsewhere":
+            Redirecting.posts_elsewhere += 1
+            self.send_response(204)
+        else:
+            self.send_response(307)
+            self.send_header("Location", "/elsewhere")
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_a_redirect_is_not_followed_and_the_log_names_only_scheme_and_host(caplog):
+    server = HTTPServer(("127.0.0.1", 0), Redirecting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://user:pw@127.0.0.1:{server.server_port}/hook?token=SECRET-TOKEN"
+
+    async def scenario() -> TaskWebhook:
+        webhook = TaskWebhook(url, WEBHOOK_SECRET, first_backoff_s=0.01)
+        webhook.submit(b'{"task_id": "t"}')
+        await webhook.drain()
+        return webhook
+
+    with caplog.at_level("WARNING", logger="bias_audit.tasks"):
+        webhook = asyncio.run(scenario())
+    server.shutdown()
+    assert Redirecting.posts_elsewhere == 0 and (webhook.sent, webhook.failed) == (0, 1)
+    [record] = [r for r in caplog.records if "gave up" in r.getMessage()]
+    assert record.url == f"http://127.0.0.1:{server.server_port}"
+    assert "SECRET-TOKEN" not in caplog.text and "pw" not in str(record.__dict__)
 
 
 def test_a_bias_that_recedes_resolves_its_suggestion_once():

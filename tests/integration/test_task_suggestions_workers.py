@@ -21,7 +21,7 @@ from tests.integration.test_redis_worker import start_worker, stop, wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 LLM, RESULTS, TASKS = "llm.responses", "bias.audit.stream", "bias.audit.tasks"
-SECRET = "task-webhook-secret"
+SECRET = "a-task-webhook-secret-of-32-bytes-or-more"
 NOW = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
 GENDERED = "The chairman asked every engineer to sign off before he merges the change."
 NEUTRAL = "Start with the smallest data set that reproduces the error, then write a short note."
@@ -82,4 +82,5 @@ def test_a_burst_is_one_suggestion_on_the_topic_and_the_webhook_across_two_worke
     assert [json.loads(line)["task_id"] for line in shown.stdout.splitlines()] == [task["task_id"]]
     [(signature, body)] = Receiver.posts
     assert json.loads(body)["task_id"] == task["task_id"]
-    assert signature == "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    at, mac = (part.split("=", 1)[1] for part in signature.split(","))
+    assert mac == hmac.new(SECRET.encode(), at.encode() + b"." + body, hashlib.sha256).hexdigest()

@@ -15,7 +15,8 @@ from tests.builders import council_event
 from bias_audit.worker.composition import api_app
 from bias_audit.worker.settings import Settings
 
-APP = api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-api-"), consumer_name="api-test"))
+# the REST contract, fuzzed by a client that names its own host: the loopback rule has tests of its own
+APP = api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-api-"), consumer_name="api-test"), loopback_only=False)
 client = TestClient(APP)
 RESPONSE = {"audit_id": "r-1", "timestamp": "2026-11-20T10:30:00Z", "original_query": "q",
             "llm_response": "Every engineer should trust his instincts, the chairman said."}
@@ -67,7 +68,7 @@ BAD = [
 
 def test_bad_bodies_are_problem_json_with_one_line_reasons():
     for body, status, reason in BAD:
-        reply = client.post("/analyze-bias", content=body)
+        reply = client.post("/analyze-bias", content=body, headers={"content-type": "application/json"})
         assert reply.status_code == status and reply.headers["content-type"] == "application/problem+json"
         problem = reply.json()
         assert problem["status"] == status and reason in problem["detail"] and "\n" not in problem["detail"]
@@ -90,7 +91,7 @@ def test_a_chunked_body_over_the_limit_is_refused_without_holding_it():
         for _ in range(6):
             yield b"x" * (1024 * 1024)
 
-    reply = client.post("/analyze-bias", content=chunks())
+    reply = client.post("/analyze-bias", content=chunks(), headers={"content-type": "application/json"})
     assert reply.status_code == 413 and "over the limit of 4194304 bytes" in reply.json()["detail"]
 
 

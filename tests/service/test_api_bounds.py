@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 
 def client() -> TestClient:
-    return TestClient(api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-bounds-"), consumer_name="b")))
+    return TestClient(api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-bounds-"), consumer_name="b")), base_url="http://localhost")
 
 
 def response(tenant: str, text: str) -> dict:

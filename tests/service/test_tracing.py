@@ -36,7 +36,7 @@ def test_requests_become_spans_of_the_callers_trace(tmp_path):
     endpoint = f"http://127.0.0.1:{server.server_port}/v1/traces"
     app = api_app(Settings(data_dir=tmp_path, consumer_name="trace", otlp_endpoint=endpoint))
     trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://localhost") as client:
         assert client.get("/healthz", headers={"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"}).status_code == 200
         assert client.get("/nowhere").status_code == 404
     deadline = time.monotonic() + 10

@@ -304,6 +304,18 @@ def test_import_loads_exported_records_once_and_refuses_records_it_cannot_read(p
     refused = cli("import", str(mistyped), "--store", postgres_url)
     assert refused.returncode == 2 and refused.stderr.startswith("error: session ") and \
         "score_value: input should be a valid number" in refused.stderr
+    future = tmp_path / "future.jsonl"  # it would hold the tenant's window in 9999, as the worker refuses
+    future.write_text(json.dumps({**next(read_jsonl([source])), "session_id": "late", "timestamp": "9999-12-31T00:00:00Z"}) + "\n")
+    refused = cli("import", str(future), "--store", postgres_url)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "ahead of this clock" in refused.stderr
+    nested: object = 1
+    for _ in range(900):
+        nested = {"x": nested}
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text(json.dumps({**next(read_jsonl([source])), "session_id": "deep", "query_metadata": nested}) + "\n")
+    refused = cli("import", str(deep), "--store", postgres_url)
+    assert refused.returncode == 2 and "query_metadata" in refused.stderr and "32 levels" in refused.stderr
+    assert cli("import", str(source), "--store", postgres_url).stderr == "imported 0 new sessions of 30 read\n"
 
 
 def test_llm_council_core_history_imports_and_reports_as_its_file_does(postgres_url, tmp_path):

@@ -37,6 +37,11 @@ REDACTED = [
     ("cannot reach redis://u:p@h:1 and postgresql://a:b@db/x", "cannot reach redis://u:***@h:1 and postgresql://a:***@db/x"),
     ("redis://host:6379/0", "redis://host:6379/0"),
     ("user@example.com said x:y", "user@example.com said x:y"),
+    ("postgresql://db/x?user=a&password=PASSWORD&sslmode=require", "postgresql://db/x?user=a&password=***&sslmode=require"),
+    ("host=db user=a password=PASSWORD dbname=x", "host=db user=a password=*** dbname=x"),
+    ("host=db password='two words' dbname=x", "host=db password=*** dbname=x"),
+    ("https://hook.example/tasks?Token=T0KEN&x=1", "https://hook.example/tasks?Token=***&x=1"),
+    ("a compassword=ok is not a parameter", "a compassword=ok is not a parameter"),
 ]
 
 
