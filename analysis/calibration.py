@@ -115,14 +115,18 @@ class Calibration:
                                                    for t, c in sorted(self.types.items())}}
 
     @staticmethod
-    def from_document(document: dict[str, Any]) -> Calibration:
+    def from_document(document: Any) -> Calibration:
+        """From the file's JSON; pydantic's ValidationError (a ValueError) names what does not fit."""
+        from bias_audit.schemas.detector_files import CalibrationFile
+
+        checked = CalibrationFile.model_validate(document)
         types = {}
-        for name, entry in document["types"].items():
-            x, y = [float(v) for v in entry["x"]], [float(v) for v in entry["y"]]
-            if not x or len(x) != len(y) or x != sorted(x) or y != sorted(y) or not all(0 <= v <= 1 for v in y):
+        for name, entry in checked.types.items():
+            x, y = entry.x, entry.y
+            if not x or len(x) != len(y) or x != sorted(x) or y != sorted(y):
                 raise ValueError(f"bias type {name!r}: x and y must be equally long, sorted, y within 0-1")
-            types[name] = TypeCalibration(tuple(x), tuple(y), int(entry.get("reviews", 0)))
-        return Calibration(str(document["version"]), types)
+            types[name] = TypeCalibration(tuple(x), tuple(y), entry.reviews)
+        return Calibration(checked.version, types)
 
 
 def held_out(key: str, every: int = 4) -> bool:

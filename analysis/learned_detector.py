@@ -122,20 +122,23 @@ class LearnedDetector:
                 "intercept": m.intercept} for t, m in sorted(self.types.items())}}
 
     @staticmethod
-    def from_document(document: dict[str, Any]) -> LearnedDetector:
+    def from_document(document: Any) -> LearnedDetector:
+        """From the file's JSON; pydantic's ValidationError (a ValueError) names what does not fit."""
+        from bias_audit.schemas.detector_files import LearnedFile
+
+        checked = LearnedFile.model_validate(document)
         types = {}
-        for name, entry in document["types"].items():
-            features = entry.get("features", "ngrams")
-            vocabulary = {str(k): int(v) for k, v in entry["vocabulary"].items()}
-            idf, coef = tuple(float(v) for v in entry["idf"]), tuple(float(v) for v in entry["coef"])
+        for name, entry in checked.types.items():
+            features, vocabulary = entry.features, entry.vocabulary
+            idf, coef = tuple(entry.idf), tuple(entry.coef)
             if features == "minilm":
                 if len(coef) != EMBEDDING_DIMENSIONS:
                     raise ValueError(f"bias type {name!r}: a MiniLM model has {EMBEDDING_DIMENSIONS} coefficients")
             elif features != "ngrams" or not vocabulary or len(idf) != len(vocabulary) or \
                     len(coef) != len(vocabulary) or sorted(vocabulary.values()) != list(range(len(vocabulary))):
                 raise ValueError(f"bias type {name!r}: vocabulary, idf and coef do not match")
-            types[name] = TypeModel(vocabulary, idf, coef, float(entry["intercept"]), features)
-        return LearnedDetector(str(document["version"]), types, document.get("tenant_id"))
+            types[name] = TypeModel(vocabulary, idf, coef, entry.intercept, features)
+        return LearnedDetector(checked.version, types, checked.tenant_id)
 
 
 def train(answers: Iterable[LabeledAnswer], *, min_reviews: int = MIN_REVIEWS, folds: int = 5, seed: int = 0,

@@ -120,6 +120,24 @@ def _non_finite_at(document: Any, path: tuple = ()) -> tuple | None:
     return None
 
 
+def _nul_at(document: Any) -> tuple | None:
+    """Where the first NUL character sits in a string (or a key) of a parsed document."""
+    stack: list[tuple[Any, tuple]] = [(document, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return path
+        elif isinstance(value, dict):
+            for key, child in value.items():
+                if "\x00" in key:
+                    return (*path, key.replace("\x00", "\\u0000"))
+                stack.append((child, (*path, key)))
+        elif isinstance(value, list):
+            stack.extend((child, (*path, index)) for index, child in enumerate(value))
+    return None
+
+
 def _located(path: tuple) -> str:
     return ".".join(str(part) for part in path) or "the body"
 
@@ -135,6 +153,11 @@ def read_json_object(body: bytes) -> dict[str, Any]:
         kind = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
             type(document), "null")
         raise InvalidEvent(f"message body must be a JSON object, not {kind}", "invalid_json")
+    if b"\\u0000" in body:  # JSON can carry a NUL only escaped; no store can hold one
+        where = _nul_at(document)
+        if where is not None:
+            raise InvalidEvent(f"{_located(where)}: contains a NUL character (\\u0000), which no store can hold",
+                               "invalid_event")
     return document
 
 

@@ -17,7 +17,8 @@ from enum import Enum
 from typing import Any
 
 import strawberry
-from graphql import FieldNode, GraphQLError, ValidationRule
+from graphql import (DocumentNode, ExecutableDefinitionNode, ExecutionResult, FieldNode, GraphQLError,
+                     InlineFragmentNode, ValidationRule)
 from strawberry.dataloader import DataLoader
 from strawberry.extensions import (AddValidationRules, MaxAliasesLimiter, MaxTokensLimiter, ParserCache,
                                    QueryDepthLimiter, SchemaExtension, ValidationCache)
@@ -589,13 +590,40 @@ class _ReportFieldsLimit(ValidationRule):
                     "send the others in requests of their own", node, extensions={"code": "BAD_USER_INPUT"}))
 
 
+def _introspects(document: DocumentNode) -> bool:
+    """Whether a document asks for the schema itself (__schema, __type; __typename is fine)."""
+    pending = [definition.selection_set for definition in document.definitions
+               if isinstance(definition, ExecutableDefinitionNode)]
+    while pending:
+        for selection in pending.pop().selections:
+            if isinstance(selection, FieldNode) and selection.name.value in ("__schema", "__type"):
+                return True
+            if isinstance(selection, (FieldNode, InlineFragmentNode)) and selection.selection_set is not None:
+                pending.append(selection.selection_set)
+    return False
+
+
+class _IntrospectionForAdmins(SchemaExtension):
+    """The schema's shape is for admins (and the committed service/schema.graphql): other roles'
+    tokens need not map every field an attacker could try."""
+
+    def on_execute(self):
+        context = self.execution_context
+        principal: Principal = context.context["principal"]
+        if "admin" not in principal.roles and context.graphql_document is not None \
+                and _introspects(context.graphql_document):
+            context.result = ExecutionResult(data=None, errors=[fail(
+                "FORBIDDEN", "introspection needs the role admin; the schema is published as service/schema.graphql")])
+        yield
+
+
 # Factories: a fresh extension per request; the parse and validation caches live at module level
 _EXTENSIONS: list[Any] = [
     # a query's cost is bounded before it runs: nesting, aliases (one field asked 1,000 times) and size
     lambda: QueryDepthLimiter(max_depth=8), lambda: MaxAliasesLimiter(max_alias_count=20),
     lambda: MaxTokensLimiter(max_token_count=2_000), lambda: AddValidationRules([_ReportFieldsLimit]),
     # clients send the same few documents again and again: parse and validate each once
-    lambda: ParserCache(maxsize=256), lambda: ValidationCache(maxsize=256), _UserErrors,
+    lambda: ParserCache(maxsize=256), lambda: ValidationCache(maxsize=256), _UserErrors, _IntrospectionForAdmins,
 ]
 schema = _Schema(query=RootQuery, mutation=Mutation, extensions=_EXTENSIONS)
 

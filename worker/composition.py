@@ -100,8 +100,8 @@ def load_learned(path):
         return LearnedDetector.from_document(orjson.loads(Path(path).read_bytes()))
     except ImportError:
         raise CommandError("BIAS_AUDIT_LEARNED_DETECTOR_FILE needs scikit-learn: pip install 'bias-audit[learn]'") from None
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise CommandError(f"learned detector file {path}: {error}") from None
+    except (OSError, ValueError) as error:
+        raise CommandError(f"learned detector file {path}: {_one_line(error)}") from None
 
 
 def task_webhook(settings: Settings):
@@ -123,8 +123,20 @@ def load_calibration(path):
 
     try:
         return Calibration.from_document(orjson.loads(Path(path).read_bytes()))
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise CommandError(f"calibration file {path}: {error}") from None
+    except (OSError, ValueError) as error:
+        raise CommandError(f"calibration file {path}: {_one_line(error)}") from None
+
+
+def _one_line(error: Exception) -> str:
+    from pydantic import ValidationError
+
+    from bias_audit.consumers.envelope import describe_validation_error
+
+    if isinstance(error, ValidationError):
+        return describe_validation_error(error)
+    if isinstance(error, orjson.JSONDecodeError):
+        return f"not valid JSON ({error})"
+    return str(error)
 
 
 def event_processor(settings: Settings, window: WindowStore, alert_state=None, *, council_store,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -33,7 +34,10 @@ def export_records(url: str, *, tenant: str | None, start: datetime | None, outp
     from bias_audit.schemas.safe_text import reason_of, redact
     from bias_audit.storage.postgres import connect, read_interactions, read_records
 
-    handle = open(output, "wb") if output else sys.stdout.buffer
+    # mode 0600, as the worker's own files: the records name tenants, models and trace ids
+    handle = open(output, "wb", opener=lambda path, flags: os.open(path, flags, 0o600)) if output else sys.stdout.buffer
+    if output:
+        os.fchmod(handle.fileno(), 0o600)  # a file that was there keeps its old mode otherwise
     count = 0
     try:
         with connect(url) as connection:

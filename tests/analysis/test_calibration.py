@@ -3,6 +3,7 @@ probability is known: the calibrated confidence beats reading the evidence as a 
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -68,3 +69,37 @@ def test_too_few_reviews_keep_the_rule_and_the_verdict_says_which_version():
     assert again == calibration and again.version.startswith("cal-")
     with pytest.raises(ValueError, match="sorted"):
         Calibration.from_document({"version": "x", "types": {"t": {"x": [0.5, 0.1], "y": [0.1, 0.2]}}})
+
+
+@pytest.mark.parametrize("document, named", [
+    ({"version": "1", "types": [1, 2]}, "types: input should be a valid dictionary"),
+    ({"version": "1", "types": {"toxicity": {"x": [0, 1], "y": [0, "half"]}}}, "types.toxicity.y.1"),
+    ({"version": "1", "types": {"toxicity": {"x": [0, 1], "y": [0, 2]}}}, "types.toxicity.y.1"),
+    ({"version": "1", "types": {"toxicity": {"x": [0, float("inf")], "y": [0, 1]}}}, "not valid json"),
+    ([1], "input should be a valid dictionary"),
+])
+def test_a_calibration_file_of_the_wrong_shape_is_one_line_naming_the_field(tmp_path, document, named):
+    from bias_audit.schemas.errors import CommandError
+    from bias_audit.worker.composition import load_calibration
+
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(CommandError) as refused:
+        load_calibration(path)
+    assert named in str(refused.value).lower() and "\n" not in str(refused.value)
+
+
+def test_a_calibration_document_with_infinity_is_refused_naming_the_value():
+    with pytest.raises(ValueError, match=r"types\.toxicity\.x\.1"):
+        Calibration.from_document({"version": "1", "types": {"toxicity": {"x": [0, float("inf")], "y": [0, 1]}}})
+
+
+def test_a_learned_detector_file_with_a_map_where_a_list_belongs_is_refused(tmp_path):
+    from bias_audit.analysis.learned_detector import LearnedDetector
+
+    with pytest.raises(ValueError, match="coef"):
+        LearnedDetector.from_document({"version": "1", "types": {"t": {"vocabulary": {"a": 0}, "idf": [1.0],
+                                                                       "coef": {"a": 1}, "intercept": 0.0}}})
+    with pytest.raises(ValueError, match="intercept"):
+        LearnedDetector.from_document({"version": "1", "types": {"t": {"vocabulary": {"a": 0}, "idf": [1.0],
+                                                                       "coef": [1.0], "intercept": float("nan")}}})

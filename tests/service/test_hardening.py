@@ -233,3 +233,23 @@ def test_with_auth_off_only_loopback_names_are_served_and_posts_must_be_json(ope
     same = client.post("/analyze-bias", content=event, headers={**cookie, "content-type": "application/json",
                                                                 "origin": "http://testserver"})
     assert same.status_code == 200
+
+
+def test_a_nul_character_in_an_event_is_a_422_naming_the_field_and_no_server_error(api, caplog):
+    client, events, _ = api
+    with caplog.at_level("WARNING"):
+        reply = client.post("/analyze-bias", json={**events[0], "audit_id": "nul-1", "llm_model": "gpt\u0000x"},
+                            headers=token("app", ["service"], "acme"))
+    assert reply.status_code == 422 and reply.json()["detail"].startswith("llm_model: contains a NUL character")
+    assert not [r for r in caplog.records if r.levelname == "ERROR" or r.exc_info]
+
+
+def test_introspection_is_for_admins(api):
+    client, _, _ = api
+    query = "{ __schema { queryType { name } } }"
+    refused = gql(client, query, token("rita", ["reviewer"], "acme"))
+    assert codes(refused) == ["FORBIDDEN"] and refused["data"] is None
+    nested = gql(client, "fragment F on Query { __type(name: \"Query\") { name } } { ...F }", token("s", ["service"]))
+    assert codes(nested) == ["FORBIDDEN"]
+    assert gql(client, query, token("root", ["admin"], "acme"))["data"]["__schema"]["queryType"]["name"] == "Query"
+    assert "errors" not in gql(client, "{ __typename }", token("rita", ["reviewer"], "acme"))

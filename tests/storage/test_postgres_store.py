@@ -208,6 +208,18 @@ def test_export_filters_by_tenant_and_time(postgres_url):
     assert later == {s["session_id"] for s in sessions[10:]}
 
 
+def test_export_writes_jsonl_files_only_their_owner_reads(postgres_url, tmp_path):
+    apply_migrations(postgres_url)
+    process(PostgresRecordStore(postgres_url), [deliveries(generate_sessions(3, seed=86))])
+    target = tmp_path / "out.jsonl"
+    target.write_text("")
+    target.chmod(0o644)  # there already, readable by all: the export tightens it
+    done = cli("export", "--store", postgres_url, "--format", "jsonl", "--output", str(target))
+    assert done.returncode == 0, done.stderr
+    assert target.stat().st_mode & 0o777 == 0o600 and len(target.read_text().splitlines()) == 3 * 25
+    assert cli("export", "--store", postgres_url, "--format", "csv").returncode == 2
+
+
 def test_the_raw_query_is_in_no_table(postgres_url):
     apply_migrations(postgres_url)
     process(PostgresRecordStore(postgres_url), [deliveries(generate_sessions(5, seed=84))], default_consent=4,

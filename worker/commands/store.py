@@ -19,6 +19,10 @@ class ExportKind(str, Enum):
     interactions = "interactions"
 
 
+class ExportFormat(str, Enum):
+    jsonl = "jsonl"
+
+
 @command
 def export(
     store: StoreOpt = None,
@@ -27,7 +31,10 @@ def export(
                                                  "e.g. 2026-11-01T00:00:00Z")] = None,
     kind: Annotated[ExportKind, typer.Option(help="records: the bias metric records of council sessions; "
                                              "interactions: the LLM interaction audits")] = ExportKind.records,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of "
+                                                   "stdout (created with mode 0600)")] = None,
+    format: Annotated[ExportFormat, typer.Option("--format", "-f", help="jsonl: one record per line, the "
+                                                 "interchange format")] = ExportFormat.jsonl,
     data_dir: DataDirOpt = None,
 ) -> None:
     """Write the stored records as JSONL (the bias metric record contract).
