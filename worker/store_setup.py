@@ -70,15 +70,20 @@ def require_store_schema(url: str) -> None:
 
 
 def set_up_store(url: str) -> Iterator[str]:
-    """Apply the PostgreSQL store's migrations: one line saying what was done."""
+    """Apply the PostgreSQL store's migrations and grant the deployment's roles their privileges
+    (run with the owner's URL): a line saying what was done, and one per thing that could not be."""
     import psycopg
 
     from bias_audit.schemas.safe_text import reason_of, redact
     from bias_audit.storage.postgres import apply_migrations
+    from bias_audit.storage.postgres.roles import GRANTS, grant_roles
 
     try:
         applied = apply_migrations(url)
+        with psycopg.connect(url, autocommit=True) as connection:
+            problems = grant_roles(connection)
     except psycopg.Error as error:
         raise CommandError(f"cannot set up the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None
     yield (f"store {redact(url)}: applied {', '.join(applied)}" if applied
            else f"store {redact(url)}: up to date")
+    yield from problems or [f"roles {', '.join(GRANTS)}: granted (make login roles members of them)"]

@@ -92,17 +92,20 @@ def test_the_deployment_matches_what_the_worker_needs(overlay):
     assert env["BIAS_AUDIT_CONSUMER_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     assert env["BIAS_AUDIT_HASH_SECRET"]["valueFrom"]["secretKeyRef"]["name"]
     store = env["BIAS_AUDIT_STORE_URL"]["valueFrom"]["secretKeyRef"]  # the database URL, from a Secret
-    assert store["name"] and not store.get("optional")
+    assert store["name"] == "bias-audit-store-writer" and not store.get("optional")  # not the owner's
+    assert pod["automountServiceAccountToken"] is False
     assert "volumes" not in pod and "volumeMounts" not in container  # no record on a pod's disk
     [migrate] = pod["initContainers"]  # migrations before the worker starts, with the same URL and image
     migrate_env = {e["name"]: e for e in migrate["env"]}
     assert migrate["args"] == ["setup"] and migrate["image"] == container["image"]
-    assert migrate_env["BIAS_AUDIT_STORE_URL"]["valueFrom"]["secretKeyRef"] == store
+    assert migrate_env["BIAS_AUDIT_STORE_URL"]["valueFrom"]["secretKeyRef"]["name"] == "bias-audit-store-owner"
     assert migrate_env["BIAS_AUDIT_BROKER_URL"]["value"] == ""  # the store only: no broker admin rights needed
     cron = by_kind(docs, "CronJob")["spec"]  # the retention policy, daily, on the same store
     [retention] = cron["jobTemplate"]["spec"]["template"]["spec"]["containers"]
     assert retention["args"][0] == "retention" and retention["image"] == container["image"]
-    assert {e["name"]: e for e in retention["env"]}["BIAS_AUDIT_STORE_URL"]["valueFrom"]["secretKeyRef"] == store
+    retention_store = {e["name"]: e for e in retention["env"]}["BIAS_AUDIT_STORE_URL"]["valueFrom"]["secretKeyRef"]
+    assert retention_store["name"] == "bias-audit-store-retention"
+    assert cron["jobTemplate"]["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
     assert cron["concurrencyPolicy"] == "Forbid"
     assert container["resources"]["requests"]["cpu"] and container["resources"]["requests"]["memory"]
     selector = deployment["spec"]["selector"]["matchLabels"]

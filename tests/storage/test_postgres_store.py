@@ -260,13 +260,13 @@ def test_the_deployments_init_container_migrates_the_store_only(postgres_url):
     # deploy/kustomize: `setup` with the store's URL from a Secret and the broker's blanked out
     done = cli("setup", env={"BIAS_AUDIT_STORE_URL": postgres_url, "BIAS_AUDIT_BROKER_URL": ""})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.endswith(f"applied {SHIPPED}\n") and SHIPPED.startswith("0001_council_sessions.sql, 0002_")
+    assert f"applied {SHIPPED}\n" in done.stdout and SHIPPED.startswith("0001_council_sessions.sql, 0002_")
 
 
 def test_setup_audit_and_export_through_the_command_line(postgres_url, tmp_path):
     first, again = cli("setup", "--store", postgres_url), cli("setup", "--store", postgres_url)
     assert first.returncode == 0 and "applied 0001_council_sessions.sql, 0002_" in first.stdout, first.stderr
-    assert again.returncode == 0 and again.stdout.endswith("up to date\n")
+    assert again.returncode == 0 and "up to date\n" in again.stdout
     events = tmp_path / "events.jsonl"
     events.write_text("".join(json.dumps({**s, "query": CANARY}) + "\n" for s in generate_sessions(12, seed=87)))
     into_database = cli("audit", str(events), "--store", postgres_url)
