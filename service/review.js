@@ -8,16 +8,42 @@ async function gql(query, variables) {
   const headers = { "content-type": "application/json" };
   if (state.token) headers.authorization = "Bearer " + state.token;  // else the proxy's cookie, if any
   const response = await fetch("/graphql", { method: "POST", headers, body: JSON.stringify({ query, variables }) });
-  if (response.status === 401) { openSignIn("Your token was refused or has expired."); throw new Error("unauthenticated"); }
+  if (response.status === 401) {
+    openSignIn(state.token ? "That token was refused or has expired: paste a new one." : "Paste a bearer token (JWT) to sign in.");
+    throw new Error("unauthenticated");
+  }
   const answer = await response.json();
   if (answer.errors && answer.errors.length) {
     const error = answer.errors[0];
-    throw new Error(((error.extensions && error.extensions.code) || "ERROR") + ": " + error.message);
+    const failure = new Error(((error.extensions && error.extensions.code) || "ERROR") + ": " + error.message);
+    failure.code = error.extensions && error.extensions.code;
+    throw failure;
   }
   return answer.data;
 }
 
 function say(text) { $("status").textContent = text; }
+
+// one way of showing a 0-1 value everywhere: a percentage ("—" for anything that is not a number)
+function percent(value) {
+  const number = typeof value === "number" ? value : Number.NaN;
+  return Number.isFinite(number) ? Math.round(number * 100) + "%" : "—";
+}
+
+const SEVERITY_WORDS = { 1: "very low", 2: "low", 3: "medium", 4: "high", 5: "severe" };
+function severity(entry) {
+  return entry ? `${SEVERITY_WORDS[entry.severityLevel] || "unknown"} severity (${entry.severityLevel} of 5)` : "unknown severity";
+}
+
+// these are found in councils' scores, never in one answer's text: not offered on a single answer
+const COUNCIL_ONLY = new Set(["length", "position", "reviewer_calibration", "self_preference"]);
+
+function tagChoices(item) {
+  // every tag a single answer can carry, the item's own bias types first
+  const usable = state.taxonomy.filter((t) => !COUNCIL_ONLY.has(t.biasKey));
+  const own = item.biasType.map((key) => usable.find((t) => t.biasKey === key)).filter(Boolean);
+  return [...own, ...usable.filter((t) => !item.biasType.includes(t.biasKey))];
+}
 
 function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
@@ -85,7 +111,7 @@ async function loadQueue() {
 function renderQueue() {
   $("items").innerHTML = state.items.map((item, i) =>
     `<li data-i="${i}" class="${i === state.index ? "current" : ""}" aria-current="${i === state.index}">
-       <div>${escapeHtml(item.biasType.join(", "))} · ${Math.round(item.biasConfidenceScore * 100)}%</div>
+       <div>${escapeHtml(item.biasType.join(", "))} · confidence ${percent(item.biasConfidenceScore)}</div>
        <div class="meta">${escapeHtml(item.tenantId)} · ${escapeHtml(item.llmModel || "?")} · ${escapeHtml(item.auditId)}</div></li>`).join("");
   const current = $("items").querySelector("li.current");
   if (current) current.scrollIntoView({ block: "nearest" });
@@ -118,20 +144,20 @@ function renderItem() {
   const terms = evidenceTerms(groups.flatMap((g) => g.findings));
   const taxonomy = Object.fromEntries(state.taxonomy.map((t) => [t.biasKey, t]));
   $("item").innerHTML = `
-    <h2>${escapeHtml(item.auditId)} <small>${escapeHtml(item.tenantId)} · ${escapeHtml(item.llmProvider || "")} ${escapeHtml(item.llmModel || "")} · ${escapeHtml(item.logTimestamp)}</small></h2>
+    <h2>${escapeHtml(item.auditId)} <small>${escapeHtml(item.tenantId)} · ${escapeHtml(item.llmProvider || "")} ${escapeHtml(item.llmModel || "")} · ${escapeHtml(item.logTimestamp)} · confidence ${percent(item.biasConfidenceScore)}</small></h2>
     <div class="response" id="response">${highlighted(item.llmResponse, terms)}</div>
     <h3>Findings</h3>
     ${groups.map((g, i) => `
       <div class="finding ${i === state.focus ? "focused" : ""}" data-type="${escapeHtml(g.type)}">
         <span class="verdict ${state.verdicts[g.type] || ""}">${state.verdicts[g.type] || "undecided"}</span>
-        <strong><span class="sev" title="severity (1-5)">${taxonomy[g.type] ? taxonomy[g.type].severityLevel : "?"}</span>${escapeHtml(g.type)}</strong>
-        · score ${((item.biasScore || {})[g.type] ?? 0).toFixed(2)}
+        <strong>${escapeHtml(g.type)}</strong> · <span class="sev">${escapeHtml(severity(taxonomy[g.type]))}</span>
+        · score ${percent(item.biasScore && typeof item.biasScore === "object" ? item.biasScore[g.type] : null)}
         <div>${escapeHtml(taxonomy[g.type] ? taxonomy[g.type].description : "")}</div>
         <ul>${g.findings.map((f) => `<li>${escapeHtml(f.mitigation || "")}</li>`).join("")}</ul>
       </div>`).join("")}
     <p>Suggested action: <strong>${escapeHtml(typeof item.mitigationAction === "string" ? item.mitigationAction : JSON.stringify(item.mitigationAction))}</strong></p>
     <h3>Tags</h3>
-    <div id="tags">${state.taxonomy.slice(0, 9).map((t, i) => `<button data-tag="${escapeHtml(t.biasKey)}" class="${state.tags.has(t.biasKey) ? "on" : ""}">${i + 1} ${escapeHtml(t.biasKey)}</button>`).join("")}</div>
+    <div id="tags" role="group" aria-label="tags (1-9 toggle the first nine; t, then Tab, reaches every one)">${tagChoices(item).map((t, i) => `<button data-tag="${escapeHtml(t.biasKey)}" class="${state.tags.has(t.biasKey) ? "on" : ""}" aria-pressed="${state.tags.has(t.biasKey)}">${i < 9 ? i + 1 + " " : ""}${escapeHtml(t.biasKey)}</button>`).join("")}</div>
     <label for="notes">Notes</label>
     <textarea id="notes">${escapeHtml(item.reviewNotes || "")}</textarea>
     <div class="actions"><button id="save">Save and next (Enter)</button></div>`;
@@ -140,8 +166,15 @@ function renderItem() {
 }
 
 function toggleTag(tag) {
+  const onTags = document.activeElement.closest && document.activeElement.closest("#tags");
   if (state.tags.has(tag)) state.tags.delete(tag); else state.tags.add(tag);
+  const notes = $("notes").value;
   renderItem();
+  $("notes").value = notes;
+  if (onTags) {  // pressed with Space on a focused tag: focus stays there for the next one
+    const again = document.querySelector(`#tags button[data-tag="${CSS.escape(tag)}"]`);
+    if (again) again.focus();
+  }
 }
 
 function decide(verdict) {
@@ -172,6 +205,8 @@ document.addEventListener("keydown", async (event) => {
   const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName);
   if (event.key === "Escape") { $("help").classList.remove("open"); if (typing) document.activeElement.blur(); return; }
   if (typing || $("signin").classList.contains("open")) return;
+  // Enter and Space on a focused button press it (a tag, say), as anywhere else
+  if (document.activeElement.tagName === "BUTTON" && (event.key === "Enter" || event.key === " ")) return;
   const groups = state.item ? findingsByType(state.item) : [];
   if (event.key === "?") { $("help").classList.toggle("open"); }
   else if (event.key === "j") { await openItem(state.index + 1); }
@@ -181,7 +216,8 @@ document.addEventListener("keydown", async (event) => {
   else if (event.key === "ArrowDown" && groups.length) { state.focus = Math.min(state.focus + 1, groups.length - 1); renderItem(); }
   else if (event.key === "ArrowUp" && groups.length) { state.focus = Math.max(state.focus - 1, 0); renderItem(); }
   else if (event.key === "n") { event.preventDefault(); $("notes").focus(); }
-  else if (/^[1-9]$/.test(event.key)) { const t = state.taxonomy[Number(event.key) - 1]; if (t) toggleTag(t.biasKey); }
+  else if (/^[1-9]$/.test(event.key) && state.item) { const t = tagChoices(state.item)[Number(event.key) - 1]; if (t) toggleTag(t.biasKey); }
+  else if (event.key === "t" && state.item) { const first = document.querySelector("#tags button"); if (first) first.focus(); }
   else if (event.key === "Enter") { event.preventDefault(); await saveAndNext(); }
   else return;
   event.preventDefault();
@@ -194,8 +230,7 @@ $("signin-button").onclick = async () => {
   state.token = $("token").value.trim();
   sessionStorage.setItem("bias-audit-token", state.token);
   $("signin").classList.remove("open");
-  await $("filters").addEventListener("submit", (event) => event.preventDefault());
-start();
+  await start();
 };
 
 async function start() {
@@ -205,7 +240,14 @@ async function start() {
     $("f-type").innerHTML = '<option value="">any</option>' + state.taxonomy.map((t) => `<option>${escapeHtml(t.biasKey)}</option>`).join("");
     try { const claims = JSON.parse(atob(state.token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))); $("who").textContent = claims.sub || ""; } catch (e) { /* the proxy's cookie, or no auth */ }
     await loadQueue();
-  } catch (error) { if (error.message !== "unauthenticated") say(error.message); }
+  } catch (error) {
+    if (error.message === "unauthenticated") { $("item").innerHTML = '<p class="empty">Sign in to see the review queue.</p>'; return; }
+    say(error.message);
+    $("item").innerHTML = error.code === "FORBIDDEN"
+      ? '<p class="empty">This token may not review: the queue needs the role reviewer or admin. Press the button to sign in with another token.</p><p><button id="switch-token">Use another token</button></p>'
+      : `<p class="empty">The queue could not be loaded: ${escapeHtml(error.message)}</p>`;
+    if ($("switch-token")) $("switch-token").onclick = () => openSignIn("");
+  }
 }
 $("filters").addEventListener("submit", (event) => event.preventDefault());
 start();

@@ -60,7 +60,14 @@ def test_a_person_reviews_20_items_by_keyboard(served, tmp_path):
             "--no-sandbox", "--disable-background-networking", "--disable-component-update"])
         page = browser.new_page(viewport={"width": 1280, "height": 860})
         page.goto(url + "/review")
-        page.wait_for_selector("#signin.open")  # no token yet: the page asks for one
+        page.wait_for_selector("#signin.open")  # no token yet: the page asks for one, refusing nothing
+        assert "refused" not in page.text_content("#signin-error") and "Paste" in page.text_content("#signin-error")
+        page.fill("#token", bearer("app", ["service"]))  # a token that may not review: said, not "Loading..."
+        page.click("#signin-button")
+        page.wait_for_selector("#switch-token")
+        assert "may not review" in page.text_content("#item")
+        page.click("#switch-token")
+        page.wait_for_selector("#signin.open")
         page.fill("#token", bearer("rita", ["reviewer"]))
         page.click("#signin-button")
         page.wait_for_selector("#items li.current")
@@ -70,12 +77,22 @@ def test_a_person_reviews_20_items_by_keyboard(served, tmp_path):
         for number in range(20):
             current = page.text_content("#item h2")
             page.keyboard.press("c")  # confirm the focused finding
-            page.keyboard.press("1")  # the first tag of the taxonomy
+            page.keyboard.press("1")  # the first tag offered: the item's own first bias type
             page.keyboard.press("Enter")  # save and open the next
             page.wait_for_function("(before) => !document.querySelector('#item h2') || "
                                    "document.querySelector('#item h2').textContent !== before", arg=current)
             assert "not saved" not in page.text_content("#status"), page.text_content("#status")
         per_item = (time.monotonic() - started) / 20
+        offered = page.eval_on_selector_all("#tags button", "(buttons) => buttons.map((b) => b.dataset.tag)")
+        assert len(offered) == 9 and "slur" in offered and "stereotype" in offered and "toxicity" in offered
+        assert "self_preference" not in offered and "position" not in offered  # a council's, not an answer's
+        assert "%" in page.text_content("#item .finding") and "severity (" in page.text_content("#item .finding")
+        page.keyboard.press("t")  # every tag by keyboard: t, then Tab to the ninth, Space toggles it
+        for _ in range(8):
+            page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.dataset.tag") == offered[8]
+        page.keyboard.press("Space")
+        assert page.get_attribute(f'#tags button[data-tag="{offered[8]}"]', "aria-pressed") == "true"
         page.keyboard.press("?")
         assert page.is_visible("#help")
         page.keyboard.press("Escape")
@@ -85,8 +102,7 @@ def test_a_person_reviews_20_items_by_keyboard(served, tmp_path):
     with psycopg.connect(database) as connection:
         reviews = connection.execute("SELECT reviewer, verdicts, tags FROM bias_review").fetchall()
         [(reviewed,)] = connection.execute("SELECT count(*) FROM llm_interaction_audit WHERE human_reviewed").fetchall()
-        [(first_tag,)] = connection.execute("SELECT bias_key FROM bias_taxonomy ORDER BY bias_key LIMIT 1").fetchall()
     assert len(reviews) == 20 and reviewed == 20
     assert {reviewer for reviewer, _, _ in reviews} == {"rita"}
     assert all("confirmed" in verdicts.values() for _, verdicts, _ in reviews)
-    assert all(tags == [first_tag] for _, _, tags in reviews)
+    assert all(tags == list(verdicts) for _, verdicts, tags in reviews)  # the confirmed type, tagged too
