@@ -94,8 +94,9 @@ def compare_windows(
                             previous.session_offsets[:, previous.reviewers.index(name)],
                             current.session_offsets[:, current.reviewers.index(name)], size, alpha))
     for name in sorted(set(previous.active_models) & set(current.active_models)):
-        tests.append(_trend("model_mean_score", name, _model_session_means(previous, name),
-                            _model_session_means(current, name), size, alpha))
+        # +1: points above the bottom -> a 1-10 value, as the report's model scores read
+        tests.append(_trend("model_mean_score", name, _model_session_means(previous, name) + 1.0,
+                            _model_session_means(current, name) + 1.0, size, alpha))
     (r0, n0), (r1, n1) = _pooled_r(previous), _pooled_r(current)
     if r0 is not None and r1 is not None and n0 > 3 and n1 > 3:
         z = (np.arctanh(min(max(r1, -0.999999), 0.999999)) - np.arctanh(min(max(r0, -0.999999), 0.999999)))

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from bias_audit.schemas.report import BiasReport, CouncilBias, Estimate, TenantReport
+from bias_audit.schemas.safe_text import visible
 
 COLUMNS = ["tenant_id", "window_start", "window_end", "metric", "subject", "point_estimate", "ci_lower",
            "ci_upper", "p_value", "sample_size", "sessions", "confidence", "status", "flagged"]
@@ -76,10 +77,12 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def neutralized(cell: object) -> object:
     """A text cell a spreadsheet would run as a formula gets a leading ' (OWASP's advice for CSV
-    injection); numbers stay numbers."""
-    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
-        return "'" + cell
-    return cell
+    injection), and control characters (ESC, BEL: a terminal's hyperlinks and title changes when
+    the file is printed) are shown as escapes; numbers stay numbers."""
+    if not isinstance(cell, str):
+        return cell
+    cell = visible(cell)
+    return "'" + cell if cell.startswith(FORMULA_STARTS) else cell
 
 
 def render_csv(report: BiasReport, out: TextIO) -> None:

@@ -7,6 +7,7 @@ from html import escape
 from bias_audit.schemas.report import BiasReport, Estimate, TenantReport
 
 from .svg import forest_plot, line_chart, scatter
+from .summary import plain_findings
 from .text import collecting, fmt_estimate, fmt_p, no_models_reason, verdict
 
 CHART_WIDTH = 500  # two charts side by side in the page's 1100 px
@@ -140,9 +141,12 @@ def _trend_table(t: TenantReport) -> str:
                      for x in cp.tests)
     if not items:
         return ""
+    def value(x, v: float | None) -> str:  # a mean score reads as one (6.17); offsets and r with their sign
+        return "" if v is None else f"{v:.2f}" if x.metric == "model_mean_score" else f"{v:+.2f}"
+
     rows = "".join(
-        f"<tr><td>{escape(label)}</td><td class=num>{'' if x.previous is None else f'{x.previous:+.2f}'}</td>"
-        f"<td class=num>{'' if x.current is None else f'{x.current:+.2f}'}</td><td class=num>{fmt_p(x.p_value)}</td>"
+        f"<tr><td>{escape(label)}</td><td class=num>{value(x, x.previous)}</td>"
+        f"<td class=num>{value(x, x.current)}</td><td class=num>{fmt_p(x.p_value)}</td>"
         f"<td>{_flag(x.flagged)}</td></tr>" for label, x in items)
     return ("<h3>Trends and config changes</h3><table><tr><th>what</th><th>before</th><th>after</th><th>p</th>"
             f"<th></th></tr>{rows}</table>")
@@ -196,10 +200,13 @@ def _tenant(t: TenantReport) -> str:
         flags = f'<p><span class="ok">{escape(verdict(t))}</span></p>'
 
     warnings = "".join(f'<div class="warn">{escape(w)}</div>' for w in t.warnings)
+    summary = "".join(f"<li>{escape(sentence)}</li>" for sentence in plain_findings(t))
     return (
         f"<h2>Tenant {escape(t.tenant_id)}</h2>"
         f"<p class=meta>{t.sessions} sessions, {t.scores} peer scores, confidence <b>{t.confidence}</b>; "
-        f"window {escape(t.window_start or '-')} to {escape(t.window_end or '-')}</p>{flags}{warnings}"
+        f"window {escape(t.window_start or '-')} to {escape(t.window_end or '-')}</p>"
+        f'<section class="summary" aria-label="in plain words"><h3>In plain words</h3><ul>{summary}</ul></section>'
+        f"{flags}{warnings}"
         f'<div class="charts">{_charts(t)}</div>'
         "<h3>Window metrics</h3><table><tr><th>metric</th><th>estimate [95% CI]</th><th>n / sessions</th>"
         f"<th>p</th><th></th></tr>{_metric_rows(t)}</table>"

@@ -191,3 +191,18 @@ def test_welch_test_matches_scipy():
     diff, p = welch_test(a, b)
     assert diff == pytest.approx(b.mean() - a.mean())
     assert p == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def test_a_models_mean_score_trend_reads_on_the_1_to_10_scale():
+    """Model x scored 7 by both peers in every earlier session and 8 in every later one: the trend
+    says 7.0 -> 8.0, as the models table's scores read, not points above the bottom."""
+    from bias_audit.analysis.trends import compare_windows
+
+    def session(number: int, score: float) -> SessionDigest:
+        return digest(number, [(1, 0, 0, score, False), (2, 0, 1, score, False), (0, 1, 0, 5, False),
+                               (2, 1, 1, 5, False), (0, 2, 0, 5, False), (1, 2, 1, 5, False)])
+
+    before = window_cells([session(i, 7.0) for i in range(12)])
+    after = window_cells([session(12 + i, 8.0) for i in range(12)])
+    [trend] = [t for t in compare_windows(before, after) if t.metric == "model_mean_score" and t.subject == "a"]
+    assert (trend.previous, trend.current) == (7.0, 8.0) and trend.difference == pytest.approx(1.0)

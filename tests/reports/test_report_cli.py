@@ -77,6 +77,11 @@ def test_html_is_self_contained(records, tmp_path):
     # nothing to fetch: no scripts, links, images or remote URLs (the SVG namespace is a name, not a fetch)
     assert not re.search(r"<script|<link|<img|@import|url\(", page)
     assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", page)
+    # a reader who is not a statistician gets the findings in plain words first
+    summary = page.split('<section class="summary"', 1)[1].split("</section>", 1)[0]
+    assert "vendor1/model-1 scores lower than the other reviewers do." in summary
+    assert "Answers shown first score higher" in summary
+    assert page.index('class="summary"') < page.index("<h3>Window metrics</h3>")
 
 
 def test_tenant_filter_and_unlimited_window(records):
@@ -114,6 +119,7 @@ def test_a_window_still_collecting_data_says_so_instead_of_a_clean_bill(three_se
     assert "no bias flagged" not in html
     [badge] = re.findall(r'<span class="(?:ok|collecting)">([^<]*)</span>', html)
     assert badge.startswith("collecting data") and "3 sessions" in badge
+    assert "Too early to tell: 3 sessions so far" in html
     # the table says "collecting data": the chart draws the points but no fitted line
     assert "Length vs score (collecting data: no fitted line)" in html and "<line " not in html.split("Length vs score")[1].split("</svg>")[0]
     assert "<td>ok</td>" not in html  # nothing estimated, nothing "ok"
@@ -167,7 +173,9 @@ def test_ids_are_printed_as_plain_escaped_text_in_the_text_report(hostile):
 
 
 def test_csv_cells_a_spreadsheet_would_run_are_neutralized(hostile):
-    rows = list(csv.reader(io.StringIO(report("--input", str(hostile), "--format", "csv").stdout)))
+    text = report("--input", str(hostile), "--format", "csv").stdout
+    assert "\x1b" not in text and "\x07" not in text and "\\x1b]8;;" in text  # a terminal printing it runs nothing
+    rows = list(csv.reader(io.StringIO(text)))
     subjects = {row[4] for row in rows[1:]}
     assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in rows[1:] for cell in row
                    if not re.fullmatch(r"-?[0-9.e+-]+", cell))
