@@ -62,8 +62,25 @@ def test_bad_input_is_one_line(sides, tmp_path):
     done = cli("sandbox", "--candidate", str(broken), "--baseline", str(baseline))
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
     assert done.stderr.startswith("error: candidate: ") and "line 1" in done.stderr
-    neither = cli("sandbox", "--candidate", str(baseline))
-    assert neither.returncode == 2 and "--baseline FILE or --store URL" in neither.stderr
+    no_tenant = cli("sandbox", "--candidate", str(baseline), "--data-dir", str(tmp_path))
+    assert no_tenant.returncode == 2 and "needs --tenant" in no_tenant.stderr and "--baseline FILE" in no_tenant.stderr
+    both = cli("sandbox", "--candidate", str(baseline), "--baseline", str(baseline), "--store", str(tmp_path))
+    assert both.returncode == 2 and "not both" in both.stderr
+
+
+@pytest.mark.postgres
+def test_with_no_store_named_the_baseline_is_the_embedded_stores(sides, tmp_path):
+    """As its help says: the data directory's embedded PostgreSQL, the one `audit` and `worker` fill."""
+    from bias_audit.worker.settings import Settings
+    from bias_audit.worker.store_setup import embedded_store
+
+    baseline, candidate, _ = sides
+    data = tmp_path / "data"
+    with embedded_store(Settings(data_dir=data, consumer_name="t"), create=True) as settings:  # as `worker` makes it
+        assert cli("audit", str(baseline), "--store", settings.store_url).returncode == 0
+    done = cli("sandbox", "--candidate", str(candidate), "--tenant", "demo", "--data-dir", str(data), "--format", "json")
+    assert done.returncode == 3, done.stderr
+    assert {e["bias_type"]: e for e in json.loads(done.stdout)["bias_types"]}["gendered_language"]["verdict"] == "worse"
 
 
 @pytest.mark.postgres

@@ -12,7 +12,7 @@ import typer
 
 from bias_audit.schemas.errors import CommandError
 
-from .common import FLAG, StoreOpt, command, listed, say, settings_with, store_for
+from .common import FLAG, DataDirOpt, StoreOpt, command, listed, say, settings_with, store_for
 
 
 class SandboxFormat(str, Enum):
@@ -33,6 +33,7 @@ def sandbox(
     until: Annotated[Optional[str], typer.Option(metavar="ISO", help="with --store: answers before this time")] = None,
     format: Annotated[SandboxFormat, typer.Option("--format", "-f", help="text, json or html")] = SandboxFormat.text,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")] = None,
+    data_dir: DataDirOpt = None,
 ) -> None:
     """Compare a candidate model or prompt with a baseline before it ships.
 
@@ -46,16 +47,18 @@ def sandbox(
     from ..sandbox import audited_file, sandbox_document, stored_answers, worse, write
 
     configure_logging("ERROR")  # a bad line is the command's one-line error, not a log record
-    if (baseline is None) == (store is None and not os.environ.get("BIAS_AUDIT_STORE_URL")):
-        raise CommandError("give the baseline as --baseline FILE or --store URL --tenant T, one of them")
-    settings = settings_with()
+    if baseline is not None and (store is not None or os.environ.get("BIAS_AUDIT_STORE_URL")):
+        raise CommandError("give the baseline as --baseline FILE or from a store (--store URL --tenant T; "
+                           "default: the data directory's embedded store), not both")
+    settings = settings_with(data_dir=data_dir)
     if baseline is not None:
         document = sandbox_document(audited_file(baseline, settings, "baseline"),
                                     audited_file(candidate, settings, "candidate"))
     else:
         if tenant is None:
-            raise CommandError("--store needs --tenant: the baseline is one tenant's answers")
-        with store_for(store, None, "the sandbox's baseline reads") as url, connect(url) as connection:
+            raise CommandError("a baseline from the store needs --tenant (the baseline is one tenant's answers), "
+                               "or give --baseline FILE")
+        with store_for(store, data_dir, "the sandbox's baseline reads") as url, connect(url) as connection:
             base = stored_answers(connection, tenant=tenant, model=model, since=parse_since(since),
                                   until=parse_since(until, "--until"))
             document = sandbox_document(base, audited_file(candidate, settings, "candidate"))
