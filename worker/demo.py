@@ -61,7 +61,9 @@ async def _run_worker(settings: Settings, expected: int, console: Console) -> li
 
 
 def run_demo(sessions_file: Path | None = None) -> int:
-    configure_logging("WARNING")  # the tables are the output; logs only for trouble
+    # the tables are the output: the worker's alerts (WARNING lines on stderr) would land between
+    # them on a terminal; the demo shows what it found itself
+    configure_logging("ERROR")
     console = Console()
     path = sessions_file or samples.SAMPLE_FILE
     lines = [line for line in path.read_bytes().splitlines() if line.strip()]
@@ -102,7 +104,10 @@ def run_demo(sessions_file: Path | None = None) -> int:
          "self_preferring_reviewers"),
     ]
     table = Table(title="Injected biases, and what the audit found", show_lines=False)
-    for column in ("reviewer", "injected", "measure", "estimate", "p", "flagged", "found"):
+    table.add_column("reviewer", no_wrap=True)  # names whole: the other columns wrap instead
+    table.add_column("injected")
+    table.add_column("measure", no_wrap=True)
+    for column in ("value", "p", "flagged", "found"):
         table.add_column(column)
     all_found = True
     for reviewer, measure, field, p_field, large, audit_list in checks:
@@ -126,7 +131,7 @@ def run_demo(sessions_file: Path | None = None) -> int:
             f"pooled length r {lc['point_estimate']:.3f} (95% CI {lc['ci_lower']:.3f}..{lc['ci_upper']:.3f}, n={lc['sample_size']})"
         )
         offsets = Table(title="Window reviewer offsets (points on a 1-10 scale, self-reviews excluded)")
-        offsets.add_column("reviewer")
+        offsets.add_column("reviewer", no_wrap=True)
         offsets.add_column("offset", justify="right")
         for reviewer, offset in sorted(window["reviewer_offsets"].items(), key=lambda kv: kv[1]):
             offsets.add_row(reviewer, f"{offset:+.2f}")
@@ -155,7 +160,8 @@ def _response_table(console: Console, events: list[dict], results: list[dict]) -
         counts[1] += int(found)
     table = Table(title=f"Single LLM responses ({len(results)} of {len(events)} audited): injected bias, "
                         "and answers where it was found")
-    for column in ("injected", "answers", "found (none: nothing flagged)", "ok"):
+    table.add_column("injected", no_wrap=True)
+    for column in ("answers", "found (none: nothing flagged)", "ok"):
         table.add_column(column)
     for injected, (count, found_count) in sorted(rows.items()):
         table.add_row(injected, str(count), str(found_count), "[green]yes[/green]" if found_count == count else "[red]no[/red]")

@@ -19,3 +19,13 @@ def test_the_demo_finds_every_injected_bias_on_both_inputs(tmp_path):
     assert "Single LLM responses (40 of 40 audited)" in done.stdout
     assert "raw queries: none" in done.stdout
     assert "every injected bias was found" in done.stdout
+
+
+@pytest.mark.redis
+def test_the_demo_on_an_80_column_terminal_shows_whole_names_and_no_log_lines(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "bias_audit", "demo"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={"PATH": "/usr/bin:/bin", "COLUMNS": "80",
+                                                       "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert '"level":"warning"' not in done.stderr  # no alert log lines between the tables
+    assert "mistral/large" in done.stdout and "google/gemini-1.5" in done.stdout and "…" not in done.stdout
