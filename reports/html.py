@@ -8,7 +8,7 @@ from bias_audit.schemas.report import BiasReport, Estimate, TenantReport
 
 from .svg import forest_plot, line_chart, scatter
 from .summary import plain_findings
-from .text import collecting, fmt_estimate, fmt_p, no_models_reason, verdict
+from .text import collecting, fmt_estimate, fmt_p, no_models_reason, verdict, what_was_read
 
 CHART_WIDTH = 500  # two charts side by side in the page's 1100 px
 
@@ -243,8 +243,7 @@ def render_html(report: BiasReport) -> str:
         "<meta name=viewport content='width=device-width, initial-scale=1'>"
         f"<title>Bias report</title><style>{STYLE}</style></head><body>"
         f"<h1>LLM council bias report</h1><p class=meta>Generated {escape(report.generated_at)} · {window} · "
-        f"{inputs.files} files, {inputs.sessions_read} sessions read, {inputs.duplicate_sessions} repeated, "
-        f"{inputs.skipped_lines} lines skipped. Scores in points of a 1-10 scale; every estimate with its 95% CI; "
+        f"{escape(what_was_read(inputs))}. Scores in points of a 1-10 scale; every estimate with its 95% CI; "
         "a flag needs both a practical size and p &lt; 0.05.</p>"
         f"{body}</body></html>"
     )

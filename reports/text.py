@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bias_audit.schemas.safe_text import visible
-from bias_audit.schemas.report import BiasReport, Estimate, RolledUpHistory, TenantReport
+from bias_audit.schemas.report import BiasReport, Estimate, ReportInputs, RolledUpHistory, TenantReport
 
 
 def plain(text: str) -> Text:
@@ -236,13 +236,22 @@ def _verbose(t: TenantReport) -> list:
     return parts
 
 
+def what_was_read(inputs: ReportInputs) -> str:
+    """Where the sessions came from, as the text and HTML reports both say it."""
+    source = inputs.sources[0] if len(inputs.sources) == 1 else ""
+    if source.startswith(("postgresql://", "postgres://")) or "dbname=" in source or "host=" in source:
+        return f"read {inputs.sessions_read} sessions from the PostgreSQL store"
+    if source.startswith(("redis://", "rediss://", "unix://")):
+        return f"read {inputs.sessions_read} sessions from the live window in Redis"
+    return (f"read {inputs.files} files, {inputs.sessions_read} sessions ({inputs.duplicate_sessions} repeated, "
+            f"{inputs.skipped_lines} lines skipped)")
+
+
 def render_text(report: BiasReport, console: Console, *, verbose: bool = False) -> None:
     inputs = report.inputs
     window = f"last {report.window_sessions or 'all'} sessions" + (
         f" within {report.window_days:g} days" if report.window_days else "")
-    console.print(f"[bold]bias-audit report[/bold]  {window}; read {inputs.files} files, "
-                  f"{inputs.sessions_read} sessions ({inputs.duplicate_sessions} repeated, "
-                  f"{inputs.skipped_lines} lines skipped)", highlight=False)
+    console.print(f"[bold]bias-audit report[/bold]  {window}; {what_was_read(inputs)}", highlight=False)
     if not report.tenants:
         console.print("no sessions in the window", style="yellow")
     for tenant in report.tenants:

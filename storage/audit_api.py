@@ -116,7 +116,7 @@ def _where(tenants: list[str] | None, found: InteractionFilter) -> tuple[list[st
 
 def as_audit(row: dict[str, Any]) -> dict[str, Any]:
     row = dict(row)
-    row["bias_confidence_score"] = float(row["bias_confidence_score"]) / 100  # stored in percent
+    row["bias_confidence_score"] = float(row["bias_confidence_score"] / 100)  # stored in percent; divided exactly
     return row
 
 

@@ -253,3 +253,16 @@ def test_introspection_is_for_admins(api):
     assert codes(nested) == ["FORBIDDEN"]
     assert gql(client, query, token("root", ["admin"], "acme"))["data"]["__schema"]["queryType"]["name"] == "Query"
     assert "errors" not in gql(client, "{ __typename }", token("rita", ["reviewer"], "acme"))
+
+
+def test_a_confidence_reads_as_the_audit_said_it_not_as_a_float_artefact(api):
+    client, events, _ = api
+    said = {}
+    for event in events[:10]:
+        again = client.post("/analyze-bias", json=event, headers=token("app", ["service"], event["tenant_id"]))
+        said[event["audit_id"]] = again.json()["bias_confidence_score"]  # the first answer, replayed
+    auditor = token("audrey", ["auditor"], tenants=["acme", "globex"], tenant=None)
+    listed = gql(client, "{ llmInteractionAudits(pagination: {limit: 500}) { auditId biasConfidenceScore } }", auditor)
+    read = {i["auditId"]: i["biasConfidenceScore"] for i in listed["data"]["llmInteractionAudits"]}
+    assert {key: read[key] for key in said} == said
+    assert all(repr(value) == repr(round(value, 4)) for value in read.values())  # 0.916, never 0.9159999999999999

@@ -281,6 +281,8 @@ def test_setup_audit_and_export_through_the_command_line(postgres_url, tmp_path)
         from_records = cli("report", "--input", str(tmp_path / "files"), "--format", "json", *window)
         assert from_store.returncode == from_records.returncode == 0, from_store.stderr
         assert json.loads(from_store.stdout)["tenants"] == json.loads(from_records.stdout)["tenants"]
+    text = cli("report", "--store", postgres_url, "--format", "text").stdout
+    assert "read 12 sessions from the PostgreSQL store" in " ".join(text.split()) and "0 files" not in text
 
 
 def test_export_refuses_a_bad_since_and_an_unreachable_store_in_one_line(postgres_url):
