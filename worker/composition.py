@@ -99,7 +99,8 @@ def load_learned(path):
 
         return LearnedDetector.from_document(orjson.loads(Path(path).read_bytes()))
     except ImportError:
-        raise CommandError("BIAS_AUDIT_LEARNED_DETECTOR_FILE needs scikit-learn: pip install 'bias-audit[learn]'") from None
+        raise CommandError("BIAS_AUDIT_LEARNED_DETECTOR_FILE needs scikit-learn (the `learn` extra): "
+                           "`pip install scikit-learn`, or in a checkout `pip install -e '.[learn]'`") from None
     except (OSError, ValueError) as error:
         raise CommandError(f"learned detector file {path}: {_one_line(error)}") from None
 

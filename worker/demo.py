@@ -4,7 +4,6 @@ a verdict table."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from rich.table import Table
 from bias_audit.analysis.reviewer_evidence import reviewer_evidence
 from bias_audit.producers.publish import entries_for, publish
 from bias_audit.storage import postgres
-from bias_audit.storage.embedded_postgres import EmbeddedPostgres, pg_dump_binary
+from bias_audit.storage.embedded_postgres import EmbeddedPostgres
 
 from . import response_samples, samples
 from .composition import redis_worker
@@ -84,12 +83,11 @@ def run_demo(sessions_file: Path | None = None) -> int:
         with postgres.connect(store.url) as connection:
             records = list(postgres.read_records(connection))
             interactions = list(postgres.read_interactions(connection))
-        stored = subprocess.run([pg_dump_binary(), "--data-only", store.url], capture_output=True, check=True,
-                                timeout=120).stdout  # every table, to show the raw queries are in none
+            stored = "\n".join(postgres.every_row_as_text(connection))  # every table: the raw queries are in none
 
     results = [r for r in everything if r["source"] == "council.session"]
     queries = {e["original_query"] for e in responses} | {orjson.loads(line).get("query") for line in lines}
-    query_leaked = any(query.encode() in stored for query in queries if query)
+    query_leaked = any(query in stored for query in queries if query)
     console.print(f"{len(everything)} results on [bold]{settings.result_topic}[/bold] in {elapsed:.1f} s; "
                   f"{len(records)} council records and {len(interactions)} interaction records stored in PostgreSQL "
                   f"(raw queries: {'[red]found[/red]' if query_leaked else 'none'})")

@@ -3,7 +3,7 @@ per audited LLM interaction, reviews, and what retention rolled up. `schema` mig
 encodes and decodes rows, `writer` writes a batch in one transaction, `readers` and `reviews`
 read back; `records_of` rebuilds the contract's bias metric records exactly."""
 
-from .readers import connect, read_digests, read_interactions, read_records
+from .readers import connect, every_row_as_text, read_digests, read_interactions, read_records
 from .reviews import (LATEST_REVIEWS, ROLLED_UP_SPANS, ROLLED_UP_TOTALS, read_review_evidence, read_reviewed_items,
                       read_rolled_up, reviewed_items_of, rolled_up_of, save_sandbox_run, tenant_scope)
 from .rows import (INTERACTION_COLUMNS, SESSION_COLUMNS, as_our_record, digest_of_row, interaction_record,
@@ -12,6 +12,7 @@ from .schema import apply_migrations, fill_taxonomy, migrations, missing_migrati
 from .writer import TRANSIENT_ERRORS, PostgresInteractionStore, PostgresRecordStore, import_records
 
 __all__ = [
+    "every_row_as_text",
     "INTERACTION_COLUMNS", "LATEST_REVIEWS", "ROLLED_UP_SPANS", "ROLLED_UP_TOTALS", "SESSION_COLUMNS",
     "TRANSIENT_ERRORS", "PostgresInteractionStore", "PostgresRecordStore", "apply_migrations", "as_our_record", "connect",
     "digest_of_row", "fill_taxonomy", "import_records", "interaction_record", "interaction_row", "migrations",

@@ -85,3 +85,14 @@ def read_digests(connection: psycopg.Connection, *, tenant: str | None, sessions
                 digest = digest_from_records(cells)
             out.setdefault(row[0], []).append(digest)
     return out
+
+
+def every_row_as_text(connection: psycopg.Connection) -> Iterator[str]:
+    """Every row of every table in the store's schema, as PostgreSQL prints it (bytea as hex):
+    what a check that a value is stored nowhere reads, `pg_dump --data-only` without the binary."""
+    tables = connection.execute("SELECT quote_ident(schemaname) || '.' || quote_ident(tablename) FROM pg_tables "
+                                "WHERE schemaname = current_schema() ORDER BY 1").fetchall()
+    for (table,) in tables:
+        with connection.cursor() as cursor:
+            for (row,) in cursor.execute(f"SELECT t::text FROM {table} AS t".encode()):  # names from the catalog
+                yield row

@@ -64,3 +64,6 @@ def test_reviews_calibrate_the_confidence(postgres_url, tmp_path):
     assert len(refused.stderr.splitlines()) == 1
     nothing = cli("calibrate", "--store", postgres_url, "--tenant", "nobody", "--output", str(tmp_path / "n.json"))
     assert nothing.returncode == 2 and "no reviews with verdicts" in nothing.stderr
+    too_few = cli("calibrate", "--store", postgres_url, "--min-reviews", "1000", "--output", str(output))
+    assert too_few.returncode == 0 and "not written" in too_few.stderr
+    assert json.loads(output.read_text())["version"] == written["version"]  # the useful file is still there

@@ -50,6 +50,9 @@ def calibrate(
     print_table(f"calibration {calibration.version}: held-out reviews (one item in four)",
                  ("bias type", "reviews", "calibrated", "Brier before", "Brier after",
                   "reliability after (bin: n, predicted -> observed)"), rows_out)
+    if not calibration.types:  # a file that calibrates nothing would only replace a useful one
+        say(f"nothing calibrated (no bias type has {min_reviews} reviews yet): {output} not written")
+        return
     output.write_bytes(orjson.dumps({**calibration.to_document(), "report": report}, option=orjson.OPT_INDENT_2))
     say(f"wrote {output}: {len(calibration.types)} bias types calibrated; set BIAS_AUDIT_CALIBRATION_FILE={output}")
 
@@ -86,7 +89,8 @@ def learn(
         from bias_audit.analysis.learned_detector import LabeledAnswer, claims_of, train
         import sklearn  # noqa: F401  # the `learn` extra
     except ImportError:
-        raise CommandError("learning needs scikit-learn: pip install 'bias-audit[learn]'") from None
+        raise CommandError("learning needs scikit-learn (the `learn` extra): `pip install scikit-learn`, or in a "
+                           "checkout `pip install -e '.[learn]'`") from None
     from bias_audit.storage.postgres import connect, read_review_evidence
 
     if min_reviews < 10:
@@ -116,5 +120,8 @@ def learn(
                    f"{entry['recall_at_10_fpr']:.0%} / {entry['recall_at_10_fpr_lexicon']:.0%}" if "auc" in entry
                    else "-", "yes" if entry["adopted"] else f"no{': ' + entry['reason'] if 'reason' in entry else ''}")
                   for entry in report])
+    if not detector.types:  # nothing beat the lexicons: a file would change nothing but replace a useful one
+        say(f"no bias type adopted (none beat the lexicons or had {min_reviews} reviews): {output} not written")
+        return
     output.write_bytes(orjson.dumps({**detector.to_document(), "report": report}))
     say(f"wrote {output}: {len(detector.types)} bias types adopted; set BIAS_AUDIT_LEARNED_DETECTOR_FILE={output}")
