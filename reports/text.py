@@ -10,6 +10,8 @@ from rich.text import Text
 from bias_audit.schemas.safe_text import visible
 from bias_audit.schemas.report import BiasReport, Estimate, ReportInputs, RolledUpHistory, TenantReport
 
+from .summary import plain_findings
+
 
 def plain(text: str) -> Text:
     """Text from the data (ids, versions, labels): never read as markup ("[/]" would crash the
@@ -64,6 +66,8 @@ def _header(t: TenantReport) -> Text:
     text.append(f"  {t.sessions} sessions, {t.scores} peer scores, confidence {t.confidence}\n")
     text.append(f"window {visible(t.window_start or '-')} .. {visible(t.window_end or '-')}\n")
     text.append(visible(verdict(t)), style="bold red" if t.flags else "yellow" if collecting(t) else "green")
+    for sentence in plain_findings(t):  # as the HTML report says them
+        text.append(f"\n- {visible(sentence)}")
     for warning in t.warnings:
         text.append(f"\nnote: {visible(warning)}", style="yellow")
     return text

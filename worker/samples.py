@@ -25,12 +25,37 @@ INJECTED = {
     SELF_PREFERRING: "+2.5 to own",
 }
 SAMPLE_FILE = Path(__file__).parent / "samples" / "council_sessions.jsonl"
-_VOCABULARY = ("the model answer explains data cache index query latency result test case error value "
-               "system design user input output stream window score review council bias").split()
+# What a council member might write to "how should I shard my cache?": answers read like answers,
+# and their length (the thing a length-loving reviewer rewards) varies with how many points they make
+_POINTS = [
+    "Shard by a hash of the key, so load spreads evenly across the nodes.",
+    "Use consistent hashing: adding a node then moves only a small share of the keys.",
+    "Give each physical node many virtual nodes on the ring to smooth out hot spots.",
+    "Keep related keys together with a hash tag when you need multi-key operations.",
+    "Measure the hit rate per shard before and after the change.",
+    "Watch for hot keys; a single popular key can overload one shard whatever the hashing.",
+    "Replicate each shard once so a node failure does not empty a slice of the cache.",
+    "Roll the new layout out gradually and warm the cache before moving traffic.",
+    "Set a time to live on every entry so stale data ages out on its own.",
+    "Size the shards for the peak load, not the average, and leave headroom for failover.",
+    "Prefer client-side routing only if every client can be upgraded at once.",
+    "A proxy in front of the shards keeps the routing logic in one place.",
+    "Test the rebalancing path under load before you need it in production.",
+    "Track eviction counts: a rising number means a shard is too small for its keys.",
+    "Avoid range sharding for caches unless your reads really scan key ranges.",
+    "Document how a key maps to a shard so that on-call engineers can debug misses.",
+]
 
 
 def _answer(rng: random.Random, words: int) -> str:
-    return " ".join(rng.choice(_VOCABULARY) for _ in range(words))
+    """About `words` words of sentences on the question, in an order of the rng's choosing."""
+    sentences: list[str] = []
+    count = 0
+    while count < words:
+        sentence = rng.choice(_POINTS)
+        sentences.append(sentence)
+        count += len(sentence.split())
+    return " ".join(sentences)
 
 
 SAMPLE_START = datetime(2026, 11, 1, tzinfo=timezone.utc)
@@ -97,6 +122,24 @@ def write_jsonl(sessions: list[dict[str, Any]], path: Path) -> None:
             handle.write(json.dumps(session, separators=(",", ":")) + "\n")
 
 
+EXAMPLE_FILE = Path(__file__).parent / "samples" / "example_events.jsonl"
+
+
+def write_examples(path: Path) -> None:
+    """The quickstart's example events: three council sessions of tenant acme, then the two LLM
+    responses kept in the file (hand-written: one gendered, one with a counterfactual)."""
+    kept = [line for line in path.read_text().splitlines() if '"audit_id"' in line] if path.exists() else []
+    sessions = generate_sessions(3, seed=3, tenant_id="acme", start=SAMPLE_START)
+    for number, session in enumerate(sessions, 1):
+        session["session_id"] = f"example-session-{number}"
+        session["query"] = "How should we shard the session cache?"
+    with open(path, "w", encoding="utf-8") as handle:
+        for session in sessions:
+            handle.write(json.dumps(session) + "\n")
+        handle.writelines(line + "\n" for line in kept)
+
+
 if __name__ == "__main__":
     write_jsonl(generate_sessions(), SAMPLE_FILE)
-    print(f"wrote {SAMPLE_FILE}")
+    write_examples(EXAMPLE_FILE)
+    print(f"wrote {SAMPLE_FILE} and {EXAMPLE_FILE}")

@@ -17,6 +17,7 @@ import pytest
 from tests.services import spawn_worker
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "worker" / "samples" / "example_events.jsonl"
+SESSIONS = EXAMPLE.parent / "council_sessions.jsonl"
 
 
 def cli(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
@@ -65,6 +66,16 @@ def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypa
             [*(f"example-session-{i}" for i in (1, 2, 3)), "example-response-1", "example-response-2"])
         empty = cli("results", "deadletters", cwd=elsewhere, env=env_elsewhere)
         assert empty.returncode == 0 and empty.stdout == ""
+        # the shipped sessions with injected biases: enough for a report with findings
+        biased = cli("publish", str(SESSIONS), cwd=elsewhere, env=env_elsewhere)
+        assert biased.returncode == 0 and "published 120 events" in biased.stderr, biased.stderr
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            counted = cli("results", "--count", "200", cwd=elsewhere, env=env_elsewhere)
+            if len(counted.stdout.splitlines()) >= 125:
+                break
+            time.sleep(0.5)
+        assert len(counted.stdout.splitlines()) >= 125
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)
@@ -74,8 +85,11 @@ def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypa
     assert not (data / "postgres" / "postgres.url").exists()  # stopped with the worker, its last holder
     report = cli("report", "--format", "json", cwd=home, env={"BIAS_AUDIT_DATA_DIR": str(data)})
     assert report.returncode == 0, report.stderr
-    [tenant] = json.loads(report.stdout)["tenants"]
-    assert tenant["tenant_id"] == "acme" and tenant["sessions"] == 3
+    acme, demo = json.loads(report.stdout)["tenants"]
+    assert (acme["tenant_id"], acme["sessions"], demo["tenant_id"], demo["sessions"]) == ("acme", 3, "demo", 100)
+    findings = cli("report", "--tenant", "demo", cwd=home, env={"BIAS_AUDIT_DATA_DIR": str(data), "COLUMNS": "200"})
+    assert findings.returncode == 0, findings.stderr
+    assert "HARSH:mistral/large" in findings.stdout and "SELF_PREFERENCE:openai/gpt-4o" in findings.stdout
     exported = cli("export", "--kind", "interactions", cwd=elsewhere, env={"BIAS_AUDIT_DATA_DIR": str(data)})
     assert exported.returncode == 0, exported.stderr
     assert sorted(json.loads(line)["audit_id"] for line in exported.stdout.splitlines()) == [
