@@ -1,4 +1,4 @@
-"""Commands beside the stream: sandbox, orders, demo, schemas."""
+"""Commands beside the stream: sandbox, orders, demo, schemas, token."""
 
 from __future__ import annotations
 
@@ -150,3 +150,45 @@ def schemas(
         return
     for path in write_schemas(directory):
         print(path)
+
+
+@command
+def token(
+    tenant: Annotated[list[str], typer.Option(metavar="TENANT", help="a tenant the token may read and write "
+                                              "(repeatable)")],
+    role: Annotated[list[str], typer.Option(metavar="ROLE", help="service, reviewer, auditor or admin (repeatable)")],
+    subject: Annotated[str, typer.Option(metavar="NAME", help="who the token is for: the reviewer's name in "
+                                         "reviews")] = "local-user",
+    expires_in: Annotated[int, typer.Option(metavar="SECONDS", help="lifetime, 60 to 86400")] = 3600,
+) -> None:
+    """Print a bearer token for the API, signed with BIAS_AUDIT_JWT_SECRET (HS256).
+
+    For trying the API and the review page against a `serve` that has the same secret; an
+    organisation's identity provider issues the real ones. Expiring; never without a secret."""
+    import time
+
+    import jwt
+
+    from bias_audit.service.auth import ROLES, TokenVerifier
+
+    settings = settings_with()
+    if settings.jwt_secret is None:
+        raise CommandError("token signs with BIAS_AUDIT_JWT_SECRET (HS256): set it as `serve` has it "
+                           "(e.g. `export BIAS_AUDIT_JWT_SECRET=$(openssl rand -hex 32)`)")
+    secret = settings.jwt_secret.get_secret_value()
+    try:
+        TokenVerifier(secret=secret)  # the secret's own rules: long enough, not blank
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    unknown = sorted(set(role) - set(ROLES))
+    if unknown:
+        raise CommandError(f"unknown role {', '.join(unknown)}: roles are {', '.join(ROLES)}")
+    if not 60 <= expires_in <= 86_400:
+        raise CommandError("--expires-in is 60 to 86400 seconds")
+    claims: dict[str, object] = {"sub": subject, "tenants": sorted(set(tenant)), "roles": sorted(set(role)),
+                                 "iat": int(time.time()), "exp": int(time.time()) + expires_in}
+    if settings.jwt_audience:
+        claims["aud"] = settings.jwt_audience
+    if settings.jwt_issuer:
+        claims["iss"] = settings.jwt_issuer
+    print(jwt.encode(claims, secret, algorithm="HS256"))
