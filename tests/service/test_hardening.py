@@ -126,6 +126,8 @@ def test_a_blank_secret_and_a_token_for_another_audience_are_refused():
 
 def test_a_malformed_body_is_a_400_for_the_body_not_a_403_for_a_tenant(api):
     client, _, _ = api
+    unsigned = client.post("/graphql", json={"query": "{ biasTaxonomy { biasKey } }"})
+    assert unsigned.status_code == 401 and unsigned.json()["type"] == "urn:bias-audit:problem:unauthenticated"
     reply = client.post("/analyze-bias", content=b"{not json", headers={**token("app", ["service"], "acme"),
                                                                         "content-type": "application/json"})
     assert reply.status_code == 400

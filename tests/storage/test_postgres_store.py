@@ -292,6 +292,8 @@ def test_export_refuses_a_bad_since_and_an_unreachable_store_in_one_line(postgre
     down = cli("setup", "--store", "postgresql://ops:S3CRET@127.0.0.1:1/x?connect_timeout=1")
     assert down.returncode == 1 and down.stderr.startswith("error: cannot set up the store at postgresql://ops:***@")
     assert "S3CRET" not in down.stderr and down.stderr.count("\n") == 1
+    as_parameter = cli("setup", "--store", "postgresql://127.0.0.1:1/x?user=ops&password=S3CRET&connect_timeout=1")
+    assert as_parameter.returncode == 1 and "password=***" in as_parameter.stderr and "S3CRET" not in as_parameter.stderr
 
 
 def test_import_loads_exported_records_once_and_refuses_records_it_cannot_read(postgres_url, postgres_server, tmp_path):
