@@ -27,14 +27,13 @@ from bias_audit.schemas.report import (
 )
 
 from .cross_session import MIN_SESSIONS, collecting, contrast_estimate, rounded
-from .fixed_effects import FitResult, absorbed_least_squares, one_hot
+from .fixed_effects import Block, FitResult, Indicators, absorbed_least_squares
 from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
 from .stats import confidence_tier
 from .window_cells import WindowCells
 
 Interval = tuple[float, float, float, float, float]  # estimate, se, ci_lower, ci_upper, p
 MAX_PAIRS = 400  # the pair fit's normal equations are pairs x pairs
-ROBUST_UP_TO = 20_000_000  # cells x pairs: the sandwich SE keeps the absorbed design (8 bytes each)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +91,8 @@ def pair_fit(cells: WindowCells) -> PairFit:
     pairs = [(int(k) // len(cells.models), int(k) % len(cells.models)) for k in keys]
     fit = None
     if len(used) and len(pairs) <= MAX_PAIRS:
-        fit = absorbed_least_squares(one_hot(pair, len(pairs)), cells.score[used], cells.group[used],
-                                     keep_design=len(used) * len(pairs) <= ROBUST_UP_TO)
+        fit = absorbed_least_squares([Indicators(pair, len(pairs))], cells.score[used], cells.group[used],
+                                     keep_design=True)
     return PairFit(used, pair, pairs, fit)
 
 
@@ -348,10 +347,10 @@ def length_given_correctness(cells: WindowCells) -> Estimate | None:
     sessions = _sessions_of(cells, known)
     if sessions < MIN_SESSIONS:
         return collecting(int(known.sum()), sessions)
-    design = np.hstack([cells.correct[known, None].astype(np.float64), cells.length[known, None] / 100.0,
-                        one_hot(cells.reviewer[known], len(cells.reviewers))])
+    design: list[Block] = [np.column_stack([cells.correct[known].astype(np.float64), cells.length[known] / 100.0]),
+                           Indicators(cells.reviewer[known], len(cells.reviewers))]
     fit = absorbed_least_squares(design, cells.score[known], cells.session[known])
-    contrast = np.zeros(design.shape[1])
+    contrast = np.zeros(2 + len(cells.reviewers))
     contrast[1] = 1.0
     return contrast_estimate(fit, contrast, sample_size=int(known.sum()), sessions=sessions, threshold=None,
                              alpha=CouncilThresholds().alpha)

@@ -22,7 +22,7 @@ from bias_audit.schemas.report import (
     ReviewerProfile,
 )
 
-from .fixed_effects import FitResult, absorbed_least_squares, one_hot
+from .fixed_effects import FitResult, Indicators, absorbed_least_squares
 from .special import chdtrc, ndtr
 from .stats import average_ranks, confidence_tier, fisher_ci
 from .window_cells import WindowCells
@@ -191,11 +191,10 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
         return LengthControl(status="not identifiable", coefficient=collecting(len(y), sessions, "not identifiable"),
                              models=models)
     term = np.tanh(diff / spread)
-    design = np.hstack([one_hot(model, n_models), one_hot(reviewer, n_reviewers), term[:, None]])
-    fit = absorbed_least_squares(design, y, session)
+    fit = absorbed_least_squares([Indicators(model, n_models), Indicators(reviewer, n_reviewers), term], y, session)
     if fit is None:
         return LengthControl(status="not identifiable", coefficient=collecting(len(y), sessions, "not identifiable"))
-    width = design.shape[1]
+    width = n_models + n_reviewers + 1
     c = np.zeros(width)
     c[-1] = 1.0
     estimate = contrast_estimate(fit, c, sample_size=len(y), sessions=sessions,
@@ -234,18 +233,16 @@ def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> Positi
     lookup[positions] = np.arange(len(positions))
     position_index = lookup[cells.position[placed]]
     n_models, n_reviewers = len(cells.models), len(cells.reviewers)
-    design = np.hstack([
-        one_hot(cells.model[placed], n_models),
-        one_hot(cells.reviewer[placed], n_reviewers),
-        one_hot(position_index, len(positions)),
-    ])
+    design = [Indicators(cells.model[placed], n_models), Indicators(cells.reviewer[placed], n_reviewers),
+              Indicators(position_index, len(positions))]
+    width = n_models + n_reviewers + len(positions)
     fit = absorbed_least_squares(design, cells.score[placed], cells.session[placed])
     if fit is None:
         return PositionAnalysis(status="not identifiable")
     offset = n_models + n_reviewers
     effects, rows = [], []
     for k in range(1, len(positions)):
-        c = np.zeros(design.shape[1])
+        c = np.zeros(width)
         c[offset + k] = 1.0
         c[offset] = -1.0
         # one position alone is not flagged: the joint F test below decides
@@ -360,9 +357,9 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
     n_reviewers = len(cells.reviewers)
     fit = None
     if len(cells.score):
-        reviewer = one_hot(cells.reviewer, n_reviewers)
-        design = np.hstack([reviewer, reviewer * cells.own[:, None]])
-        fit = absorbed_least_squares(design, cells.score, cells.group)
+        own = np.where(cells.own, cells.reviewer, -1)  # reviewer x self-review: a column only where it scores itself
+        fit = absorbed_least_squares([Indicators(cells.reviewer, n_reviewers), Indicators(own, n_reviewers)],
+                                     cells.score, cells.group)
     width = 2 * n_reviewers
     relative: dict[int, float] = {}
     if fit is not None:

@@ -8,7 +8,9 @@ a contrast the design cannot separate (a model always shown first) reports None.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Union
 
 import numpy as np
 
@@ -26,7 +28,7 @@ class FitResult:
     df: int
     n: int
     residual: np.ndarray | None = None  # y less its fit, in the cells' order
-    design: np.ndarray | None = None  # the design with the groups absorbed, for robust SEs
+    design: AbsorbedDesign | None = None  # the design with the groups absorbed, for robust SEs
 
     def robust_contrast(self, contrast: np.ndarray) -> tuple[float, float, float, float, float] | None:
         """contrast() with a heteroscedasticity-robust SE (White's sandwich, HC1: a noisier
@@ -34,7 +36,7 @@ class FitResult:
         if self.df < 1 or self.residual is None or self.design is None or not self.estimable(contrast):
             return None
         estimate = float(contrast @ self.beta)
-        leverage = self.design @ (self.xtx_pinv @ contrast)
+        leverage = self.design.times(self.xtx_pinv @ contrast)
         variance = float((leverage * leverage) @ (self.residual * self.residual)) * self.n / self.df
         se = float(np.sqrt(max(variance, 0.0)))
         t_crit = float(stdtrit(self.df, 1 - ALPHA_95 / 2))
@@ -93,30 +95,106 @@ def demean_by_group(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np
     return demeaned
 
 
-def absorbed_least_squares(design: np.ndarray, y: np.ndarray, groups: np.ndarray,
+@dataclass(frozen=True)
+class Indicators:
+    """Indicator columns, one per level: row i has a 1 in column index[i], none where it is -1.
+    Kept as the index, never as an (n, width) matrix: the fit's sums are counts."""
+
+    index: np.ndarray
+    width: int
+
+
+Block = Union[Indicators, np.ndarray]  # indicators, or dense columns: (n,) or (n, k)
+
+
+class AbsorbedDesign:
+    """A design's columns with the group means taken out, held as what they are made of: for an
+    indicator block the per-group shares of each level, for dense columns the demeaned values.
+    X'X, X'y and X v then cost a pass over the rows per block, not rows x columns: an indicator
+    column less its group mean is D - G M, so X_a'X_b = D_a'D_b - M_a' C M_b (C the group sizes,
+    G'D = C M) and X'y_d = D'y_d (the demeaned y sums to 0 in every group)."""
+
+    def __init__(self, blocks: Sequence[Block], groups: np.ndarray) -> None:
+        self.groups = groups
+        size = int(groups.max()) + 1 if len(groups) else 0
+        self.count = np.bincount(groups, minlength=size).astype(np.float64)
+        share = np.where(self.count > 0, self.count, 1.0)[:, None]
+        self.indicators: list[tuple[np.ndarray, np.ndarray, int, int, np.ndarray]] = []
+        self.dense: list[tuple[int, np.ndarray]] = []
+        offset = 0
+        for block in blocks:
+            if isinstance(block, Indicators):
+                on = block.index >= 0
+                counts = np.bincount(groups[on] * block.width + block.index[on], minlength=size * block.width)
+                self.indicators.append((block.index, on, block.width, offset, counts.reshape(size, block.width) / share))
+                offset += block.width
+            else:
+                values = np.asarray(block, dtype=np.float64).reshape(len(groups), -1)
+                self.dense.append((offset, demean_by_group(values, groups, size)))
+                offset += values.shape[1]
+        self.width = offset
+
+    def gram(self) -> np.ndarray:
+        """X'X of the demeaned design."""
+        xtx = np.zeros((self.width, self.width))
+        for at, (index_a, on_a, width_a, offset_a, means_a) in enumerate(self.indicators):
+            weighted = means_a * self.count[:, None]
+            for index_b, on_b, width_b, offset_b, means_b in self.indicators[at:]:
+                both = on_a & on_b
+                raw = np.bincount(index_a[both] * width_b + index_b[both], minlength=width_a * width_b)
+                block = raw.reshape(width_a, width_b) - weighted.T @ means_b
+                xtx[offset_a:offset_a + width_a, offset_b:offset_b + width_b] = block
+                xtx[offset_b:offset_b + width_b, offset_a:offset_a + width_a] = block.T
+            for offset_d, values in self.dense:
+                block = np.column_stack([np.bincount(index_a[on_a], weights=column[on_a], minlength=width_a)
+                                         for column in values.T])
+                xtx[offset_a:offset_a + width_a, offset_d:offset_d + values.shape[1]] = block
+                xtx[offset_d:offset_d + values.shape[1], offset_a:offset_a + width_a] = block.T
+        for at, (offset_a, values_a) in enumerate(self.dense):
+            for offset_b, values_b in self.dense[at:]:
+                block = values_a.T @ values_b
+                xtx[offset_a:offset_a + values_a.shape[1], offset_b:offset_b + values_b.shape[1]] = block
+                xtx[offset_b:offset_b + values_b.shape[1], offset_a:offset_a + values_a.shape[1]] = block.T
+        return xtx
+
+    def transpose_times(self, demeaned: np.ndarray) -> np.ndarray:
+        """X'y for a y already demeaned by group."""
+        out = np.zeros(self.width)
+        for index, on, width, offset, _ in self.indicators:
+            out[offset:offset + width] = np.bincount(index[on], weights=demeaned[on], minlength=width)
+        for offset, values in self.dense:
+            out[offset:offset + values.shape[1]] = values.T @ demeaned
+        return out
+
+    def times(self, vector: np.ndarray) -> np.ndarray:
+        """X v: each row's demeaned design times v."""
+        out = np.zeros(len(self.groups))
+        for index, on, width, offset, means in self.indicators:
+            part = vector[offset:offset + width]
+            out += np.where(on, part[np.where(on, index, 0)], 0.0) - (means @ part)[self.groups]
+        for offset, values in self.dense:
+            out += values @ vector[offset:offset + values.shape[1]]
+        return out
+
+
+def absorbed_least_squares(design: np.ndarray | Sequence[Block], y: np.ndarray, groups: np.ndarray,
                            keep_design: bool = False) -> FitResult | None:
-    """y ~ design + group fixed effects (groups: non-negative ints, need not be dense).
-    None when there are no residual degrees of freedom."""
+    """y ~ design + group fixed effects (groups: non-negative ints, need not be dense). The design
+    is a list of blocks (Indicators or dense columns), or one dense matrix. None when there are
+    no residual degrees of freedom."""
     n = len(y)
     if n == 0:
         return None
-    size = int(groups.max()) + 1
-    n_groups = int(np.count_nonzero(np.bincount(groups, minlength=size)))
-    x = demean_by_group(design, groups, size)
-    yd = demean_by_group(y, groups, size)
-    xtx = x.T @ x
+    x = AbsorbedDesign([design] if isinstance(design, np.ndarray) else design, groups)
+    n_groups = int(np.count_nonzero(x.count))
+    yd = demean_by_group(y, groups, len(x.count))
+    xtx = x.gram()
     pinv = np.linalg.pinv(xtx, rcond=1e-10, hermitian=True)
-    beta = pinv @ (x.T @ yd)
+    beta = pinv @ x.transpose_times(yd)
     rank = int(np.linalg.matrix_rank(xtx, hermitian=True))
     df = n - rank - n_groups
     if df < 1:
         return None
-    residual = yd - x @ beta
+    residual = yd - x.times(beta)
     return FitResult(beta=beta, xtx=xtx, xtx_pinv=pinv, sigma2=float(residual @ residual) / df, df=df, n=n,
                      residual=residual, design=x if keep_design else None)
-
-
-def one_hot(index: np.ndarray, size: int) -> np.ndarray:
-    out = np.zeros((len(index), size))
-    out[np.arange(len(index)), index] = 1.0
-    return out

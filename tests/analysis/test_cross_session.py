@@ -18,7 +18,8 @@ from bias_audit.analysis.cross_session import (
 )
 from bias_audit.analysis.digest import SessionDigest
 from bias_audit.analysis.stats import average_ranks
-from bias_audit.analysis.fixed_effects import absorbed_least_squares, one_hot
+from bias_audit.analysis.fixed_effects import absorbed_least_squares
+from tests.analysis.test_fixed_effects import one_hot
 from bias_audit.analysis.stats import fisher_ci
 from bias_audit.analysis.tenant_report import tenant_report
 from bias_audit.analysis.alerts import _z, robust_location

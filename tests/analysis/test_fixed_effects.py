@@ -1,14 +1,29 @@
-"""Group demeaning: the contiguous-runs path and the general path give the same exact means."""
+"""Least squares with groups absorbed: group demeaning (both paths give the same exact means), and
+the fit from indicator blocks held as indices, checked against the oracle of the same design as a
+dense matrix with an explicit dummy column per group."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bias_audit.analysis.fixed_effects import demean_by_group
+from bias_audit.analysis.fixed_effects import Indicators, absorbed_least_squares, demean_by_group
 
 VALUES = np.array([[1.0, 10.0], [3.0, 20.0], [5.0, 5.0], [6.0, 6.0], [7.0, 7.0]])
 EXPECTED = np.array([[-1.0, -5.0], [1.0, 5.0], [-1.0, -1.0], [0.0, 0.0], [1.0, 1.0]])  # group means 2|15, 6|6
+
+
+def one_hot(index: np.ndarray, size: int) -> np.ndarray:
+    """Indicator columns as a dense matrix (a row of zeros where the index is -1)."""
+    out = np.zeros((len(index), size))
+    on = index >= 0
+    out[np.flatnonzero(on), index[on]] = 1.0
+    return out
+
+
+def dense(blocks: list, n: int) -> np.ndarray:
+    return np.hstack([one_hot(b.index, b.width) if isinstance(b, Indicators) else np.asarray(b, float).reshape(n, -1)
+                      for b in blocks])
 
 
 @pytest.mark.parametrize("order", [[0, 1, 2, 3, 4], [4, 2, 0, 3, 1]], ids=["session order", "shuffled"])
@@ -17,3 +32,36 @@ def test_each_column_loses_its_group_mean(order):
     out = demean_by_group(VALUES[order], groups[order], 2)
     assert out.tolist() == EXPECTED[order].tolist()
     assert demean_by_group(VALUES[order, 0], groups[order], 2).tolist() == EXPECTED[order, 0].tolist()
+
+
+def test_indicator_blocks_fit_as_their_dense_matrix_with_a_dummy_per_group():
+    rng = np.random.default_rng(4)
+    n, kinds = 500, 41
+    group_of = rng.integers(0, kinds, n)
+    groups = group_of * 3 + 1  # keys need not be dense
+    model, reviewer = rng.integers(0, 4, n), rng.integers(0, 5, n)
+    own = np.where(rng.random(n) < 0.2, reviewer, -1)  # reviewer x self-review: columns only on some rows
+    term = rng.normal(size=n)
+    y = rng.normal(size=n) + 0.4 * model - 0.3 * reviewer + 1.2 * (own >= 0) + 0.5 * term + 0.1 * group_of
+    blocks = [Indicators(model, 4), Indicators(reviewer, 5), Indicators(own, 5), term]
+    fit = absorbed_least_squares(blocks, y, groups, keep_design=True)
+
+    x = dense(blocks, n)
+    explicit = np.hstack([x, one_hot(group_of, kinds)])
+    beta, *_ = np.linalg.lstsq(explicit, y, rcond=None)
+    residual = y - explicit @ beta
+    assert fit.df == n - np.linalg.matrix_rank(explicit)
+    assert fit.sigma2 == pytest.approx(residual @ residual / fit.df, rel=1e-10)
+    assert fit.residual == pytest.approx(residual, abs=1e-9)
+    for contrast in (np.eye(15)[1] - np.eye(15)[0], np.eye(15)[9] + np.eye(15)[4] - np.eye(15)[5], np.eye(15)[14]):
+        assert fit.contrast(contrast)[0] == pytest.approx(contrast @ beta[:15], abs=1e-9)
+    means = np.array([x[group_of == g].mean(axis=0) for g in range(kinds)])
+    v = rng.normal(size=15)
+    assert fit.design.times(v) == pytest.approx((x - means[group_of]) @ v, abs=1e-9)  # the sandwich's leverage
+
+
+def test_a_dense_matrix_is_one_block():
+    rng = np.random.default_rng(5)
+    groups, x, y = np.repeat(np.arange(30), 4), rng.normal(size=(120, 3)), rng.normal(size=120)
+    as_matrix, as_blocks = absorbed_least_squares(x, y, groups), absorbed_least_squares([x[:, :2], x[:, 2]], y, groups)
+    assert as_matrix.beta == pytest.approx(as_blocks.beta, abs=1e-12) and as_matrix.df == as_blocks.df
