@@ -12,6 +12,7 @@ from __future__ import annotations
 from importlib.resources import files
 from typing import Any
 
+from msgspec import msgpack
 from redis.asyncio import Redis
 
 from bias_audit.consumers.council import Outcome
@@ -37,13 +38,11 @@ class RedisStreamsOutbox:
         if not outcomes:  # every entry comes from an outcome
             return
         entries = outcome_entries(outcomes, self.topics)
-        args: list[Any] = [self.max_len, group, len(entries)]
-        for _, fields in entries:
-            args.append(2 * len(fields))
-            for item in fields.items():
-                args += item
-        args += [o.delivery.delivery_id for o in outcomes]
-        await self._script(keys=[*(topic for topic, _ in entries), stream], args=args)
+        streams = {topic: at for at, topic in enumerate(dict.fromkeys(topic for topic, _ in entries), 1)}
+        packed = msgpack.encode([[streams[topic], *(part for item in fields.items() for part in item)]
+                                 for topic, fields in entries])
+        args: list[Any] = [self.max_len, group, packed, *(o.delivery.delivery_id for o in outcomes)]
+        await self._script(keys=[*streams, stream], args=args)
 
 
 def read_recent(client, stream: str, count: int) -> list[bytes]:

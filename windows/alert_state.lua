@@ -1,9 +1,10 @@
 -- Move a tenant's alerts between ok and firing, at most once per onset, across every worker.
 -- One call per tenant per batch; the transitions are applied in order, each as it would be alone.
--- KEYS[1] the tenant's firing counter for this minute   KEYS[1 + i] the state hash of transition i
+-- KEYS[1] the tenant's firing counter for this minute   KEYS[2..] the state hashes of the alerts moved
 -- ARGV[1] now ms   ARGV[2] cooldown ms   ARGV[3] max firings per minute per tenant   ARGV[4] state ttl s
--- then per transition, 3 values: wanted state ('firing' | 'ok'), sequence of the session
--- evaluated, alert id to use if this fires.
+-- ARGV[5] the transitions, MessagePack (one argument for the batch, not four per transition): an
+-- array of [index of the state hash in KEYS, wanted state ('firing' | 'ok'), sequence of the
+-- session evaluated, alert id to use if this fires].
 -- Returns per transition 'fired' | 'resolved' | 'unchanged', then the alert id ('' if unchanged):
 -- a condition evaluated on an older session than the last one applied is ignored, so the state
 -- follows the window's order.
@@ -50,9 +51,8 @@ local function apply(key, wanted, sequence_text, alert_id)
   return 'resolved', state.alert_id or ''
 end
 
-for i = 1, #KEYS - 1 do
-  local base = 4 + (i - 1) * 3
-  local change, id = apply(KEYS[1 + i], ARGV[base + 1], ARGV[base + 2], ARGV[base + 3])
+for _, t in ipairs(cmsgpack.unpack(ARGV[5])) do
+  local change, id = apply(KEYS[t[1]], t[2], t[3], t[4])
   out[#out + 1] = change
   out[#out + 1] = id
 end

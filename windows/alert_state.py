@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any, NamedTuple, Protocol
 
+from msgspec import msgpack
 from redis.asyncio import Redis
 
 from .redis_scripts import run_script
@@ -72,12 +73,14 @@ class RedisAlertState:
         calls: list[tuple[list[str], list[Any]]] = []
         for tenant, indexes in by_tenant.items():  # one call per tenant: its keys share a slot
             base = f"{self.prefix}:{{{tenant}}}"
-            args: list[Any] = [now_ms, int(limits.cooldown_s * 1000), limits.max_per_minute, limits.state_ttl_s]
-            for i in indexes:
-                t = transitions[i]
-                args += [t.wanted, t.sequence, t.alert_id]
-            calls.append(([f"{base}:alerts-fired:{minute}", *(f"{base}:alert:{transitions[i].key}" for i in indexes)],
-                          args))
+            # a batch moves the same few alerts again and again: each state hash once in KEYS, the
+            # transitions as one MessagePack argument (redis-py packs each argument in Python)
+            at: dict[str, int] = {}
+            moves = [[at.setdefault(f"{base}:alert:{transitions[i].key}", len(at) + 2), transitions[i].wanted,
+                      str(transitions[i].sequence), transitions[i].alert_id] for i in indexes]
+            calls.append(([f"{base}:alerts-fired:{minute}", *at],
+                          [now_ms, int(limits.cooldown_s * 1000), limits.max_per_minute, limits.state_ttl_s,
+                           msgpack.encode(moves)]))
         replies = await run_script(self.client, self._script, calls)
         out: list[tuple[str, str] | None] = [None] * len(transitions)
         for indexes, reply in zip(by_tenant.values(), replies):

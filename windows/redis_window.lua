@@ -14,10 +14,11 @@
 -- HINCRBY's int64): when every one of them is counted now (the usual case) the sums take these
 -- once instead of decoding and adding each session's;
 -- otherwise each counted session's are added
--- then per session, 7 values: id, event ms, owner (delivery id), '1' to count or '0' to only
--- remember, digest JSON ('' for none), its contribution to the window's sums and to the recent
--- window's (each JSON ["field", "value", ...], values integer strings; '' for none), stored as
--- they come.
+-- ARGV[7] the sessions, MessagePack: an array of 7 strings each (one argument for the round:
+-- packing seven per session cost the worker more than unpacking costs Redis): id, event ms,
+-- owner (delivery id), '1' to count or '0' to only remember, digest JSON ('' for none), its
+-- contribution to the window's sums and to the recent window's (each JSON ["field", "value",
+-- ...], values integer strings; '' for none), stored as they come.
 -- The recent window is the last ARGV[4] sessions in counting order: every worker's sessions,
 -- complete at the moment this one is counted, which is what live alerts are judged on.
 -- Returns {sums before, recent sums before, then per session {status, sequence (0 unless counted
@@ -100,11 +101,10 @@ local function evict(member, evicted)
 end
 
 local offered, counted_now = 0, {}  -- sessions sent to count; the (contribution, recent) of those counted
-for i = 0, (#ARGV - 6) / 7 - 1 do
-  local base = 6 + i * 7
+for i, session in ipairs(cmsgpack.unpack(ARGV[7])) do
   local id, ts_text, owner, counted, digest, contribution, recent_contribution =
-    ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4], ARGV[base + 5], ARGV[base + 6], ARGV[base + 7]
-  local seen_key = KEYS[10 + i]
+    session[1], session[2], session[3], session[4], session[5], session[6], session[7]
+  local seen_key = KEYS[9 + i]
   local status, sequence, counted_as = 'new', 0, 0
   local evicted, recent_evicted = {}, {}
   if counted == '1' then offered = offered + 1 end
