@@ -9,12 +9,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.redis
-def test_the_demo_finds_every_injected_bias_on_both_inputs(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "bias_audit", "demo"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300, env={"PATH": "/usr/bin:/bin", "COLUMNS": "160",
+def demo(folder: Path, columns: int) -> subprocess.CompletedProcess:
+    """`bias-audit demo` as a user runs it, in a terminal `columns` wide."""
+    done = subprocess.run([sys.executable, "-m", "bias_audit", "demo"], cwd=folder, capture_output=True,
+                          text=True, timeout=300, env={"PATH": "/usr/bin:/bin", "COLUMNS": str(columns),
                                                        "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done
+
+
+@pytest.mark.redis
+def test_the_demo_finds_every_injected_bias_on_both_inputs(tmp_path):
+    done = demo(tmp_path, 160)
     assert "120 council sessions" in done.stdout and "40 LLM responses" in done.stdout
     assert "Single LLM responses (40 of 40 audited)" in done.stdout
     assert "raw queries: none" in done.stdout
@@ -23,9 +29,6 @@ def test_the_demo_finds_every_injected_bias_on_both_inputs(tmp_path):
 
 @pytest.mark.redis
 def test_the_demo_on_an_80_column_terminal_shows_whole_names_and_no_log_lines(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "bias_audit", "demo"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300, env={"PATH": "/usr/bin:/bin", "COLUMNS": "80",
-                                                       "PYTHONPATH": str(ROOT)})
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    done = demo(tmp_path, 80)
     assert '"level":"warning"' not in done.stderr  # no alert log lines between the tables
     assert "mistral/large" in done.stdout and "google/gemini-1.5" in done.stdout and "…" not in done.stdout
