@@ -34,6 +34,7 @@ class LeaseRefused(Exception):
 
 LEASE_SECONDS = 120  # an opened item is held this long (renewed by opening it again)
 MAX_LEASES_PER_REVIEWER = 3  # one person reviews one item at a time: a few is plenty, and no one can take them all
+MAX_HOLD_SECONDS = 30 * 60  # renewals end here: an item left open (or reopened by a script) goes back to the queue
 _COLUMNS = ("id, audit_id, tenant_id, user_id, trace_id, query_context, llm_provider, llm_model, llm_response, "
             "prompt_tokens, response_tokens, total_tokens, status, error_message, log_timestamp, bias_detected, "
             "bias_type, bias_score, bias_confidence_score, mitigation_action, bias_report_summary, human_reviewed, "
@@ -203,7 +204,8 @@ class AuditStore:
 
     async def lease(self, tenant_id: str, audit_id: str, holder: str) -> tuple[bool, str]:
         """Take (or renew) the item's lease; (taken, holder): another holder's live lease wins. A
-        reviewer holding MAX_LEASES_PER_REVIEWER other items takes no more (LeaseRefused says so)."""
+        reviewer holding MAX_LEASES_PER_REVIEWER other items takes no more, and renews one for at
+        most MAX_HOLD_SECONDS from when it took it (LeaseRefused says which)."""
         async with self._connection() as connection:
             held = await (await connection.execute(
                 "SELECT count(*) AS n FROM review_lease WHERE holder = %s AND expires_at > now() "
@@ -211,12 +213,20 @@ class AuditStore:
             if held["n"] >= MAX_LEASES_PER_REVIEWER:
                 raise LeaseRefused(f"you hold {held['n']} items already (at most {MAX_LEASES_PER_REVIEWER}); "
                                     "review one or let its lease end first")
+            mine = await (await connection.execute(
+                "SELECT extract(epoch FROM now() - taken_at) AS held_s FROM review_lease WHERE tenant_id = %s "
+                "AND audit_id = %s AND holder = %s AND expires_at > now()", (tenant_id, audit_id, holder))).fetchone()
+            if mine is not None and mine["held_s"] >= MAX_HOLD_SECONDS:
+                raise LeaseRefused(f"you have held this item for {int(mine['held_s']) // 60} min (at most "
+                                   f"{MAX_HOLD_SECONDS // 60}); it goes back to the queue when its lease ends")
+            # a renewal keeps taken_at; a new holder (or a lapsed lease) starts it again
             cursor = await connection.execute(
                 "INSERT INTO review_lease (tenant_id, audit_id, holder, expires_at) VALUES (%s, %s, %s, "
                 "now() + make_interval(secs => %s)) ON CONFLICT (tenant_id, audit_id) DO UPDATE SET "
-                "holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at WHERE review_lease.holder = "
-                "EXCLUDED.holder OR review_lease.expires_at <= now() RETURNING holder",
-                (tenant_id, audit_id, holder, LEASE_SECONDS))
+                "holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at, taken_at = CASE WHEN "
+                "review_lease.holder = EXCLUDED.holder AND review_lease.expires_at > now() THEN review_lease.taken_at "
+                "ELSE now() END WHERE review_lease.holder = EXCLUDED.holder OR review_lease.expires_at <= now() "
+                "RETURNING holder", (tenant_id, audit_id, holder, LEASE_SECONDS))
             if await cursor.fetchone():
                 return True, holder
             current = await connection.execute(

@@ -147,7 +147,7 @@ def test_a_review_says_something_about_the_items_own_bias_types(api):
 
 
 def test_a_leased_item_is_reviewed_only_by_its_holder_and_nobody_holds_the_whole_queue(api):
-    client, _, _ = api
+    client, _, url = api
     items = flagged_items(client, MAX_LEASES_PER_REVIEWER + 1)
     rita, ralf = token("rita", ["reviewer"], "acme"), token("ralf", ["reviewer"], "acme")
     lease = "mutation($id: ID!) { openReviewItem(id: $id) { taken holder } }"
@@ -155,6 +155,12 @@ def test_a_leased_item_is_reviewed_only_by_its_holder_and_nobody_holds_the_whole
         assert gql(client, lease, rita, id=item["id"])["data"]["openReviewItem"]["taken"] is True
     one_more = gql(client, lease, rita, id=items[-1]["id"])
     assert codes(one_more) == ["CONFLICT"] and "at most 3" in one_more["errors"][0]["message"]
+    with psycopg.connect(url) as connection:  # rita has held the first item for 31 minutes, renewing it
+        connection.execute("UPDATE review_lease SET taken_at = now() - interval '31 minutes' WHERE audit_id = %s",
+                           (items[0]["id"],))
+    forever = gql(client, lease, rita, id=items[0]["id"])
+    assert codes(forever) == ["CONFLICT"] and "at most 30" in forever["errors"][0]["message"]
+    assert gql(client, lease, rita, id=items[1]["id"])["data"]["openReviewItem"]["taken"] is True  # a renewal
     verdict = {"verdicts": {items[0]["biasType"][0]: "confirmed"}}
     taken = gql(client, REVIEW, ralf, id=items[0]["id"], input=verdict)
     assert codes(taken) == ["CONFLICT"] and "rita is reviewing" in taken["errors"][0]["message"]
