@@ -1,10 +1,11 @@
-"""The audit API's GraphQL schema (strawberry): the design document's LlmInteractionAudit type,
-its queries and mutations, plus council sessions, the taxonomy, the review queue and leases, a
-keyset-paginated connection and the cross-session report. Every resolver reads within the
-caller's tenants; another tenant's item is NOT_FOUND, exactly as a missing one.
+"""The audit API's GraphQL schema (strawberry): the queries and mutations over the design
+document's LlmInteractionAudit (types in graphql_types.py), council sessions, the taxonomy, the
+review queue and leases, a keyset-paginated connection and the cross-session report; what a
+document may cost is in graphql_limits.py. Every resolver reads within the caller's tenants;
+another tenant's item is NOT_FOUND, exactly as a missing one.
 
-Errors carry `extensions.code`: UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, BAD_USER_INPUT,
-BIAS_ANALYSIS_FAILED.
+Errors carry `extensions.code`: UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, BAD_USER_INPUT, CONFLICT,
+RATE_LIMITED, BIAS_ANALYSIS_FAILED.
 """
 
 from __future__ import annotations
@@ -12,235 +13,35 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable
-from datetime import datetime
-from enum import Enum
 from typing import Any
 
 import strawberry
-from graphql import (DocumentNode, ExecutableDefinitionNode, ExecutionResult, FieldNode, GraphQLError,
-                     InlineFragmentNode, ValidationRule)
+from graphql import GraphQLError
 from strawberry.dataloader import DataLoader
-from strawberry.extensions import (AddValidationRules, MaxAliasesLimiter, MaxTokensLimiter, ParserCache,
-                                   QueryDepthLimiter, SchemaExtension, ValidationCache)
-from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from bias_audit.storage.audit_api import AuditStore, LeaseRefused, InteractionFilter, InvalidInput
+from bias_audit.storage.audit_api import AuditStore, InteractionFilter, LeaseRefused
 
-from .auth import READ, REVIEW, UPDATE_BIAS, Forbidden, Principal
-from .state import ReportSlots
+from .auth import READ, REVIEW, UPDATE_BIAS, Principal
+from .graphql_limits import EXTENSIONS
+from .graphql_types import (BiasTaxonomyEntry, CouncilSessionAudit, CouncilSessionFilterInput,
+                            DetectorPrecisionReport, LlmInteractionAudit, LlmInteractionAuditConnection,
+                            LlmInteractionAuditEdge, LlmInteractionAuditFilterInput, PageInfo, PaginationInput,
+                            RecordBiasReviewInput, ReviewAgreement, ReviewLease, SandboxComparison, SandboxRun,
+                            UpdateLlmInteractionAuditBiasInput, audit_of, authorized, fail)
 from .report_types import (DetectorPrecisionEntry, DismissedEvidenceEntry, ReviewerProfile, RolledUpHistory,
                            TenantReport, rolled_up_of, tenant_report_of)
+from .state import ReportSlots
 
 MAX_PAGE = 500
 VERDICTS = ("confirmed", "dismissed")
-MAX_REPORTS_PER_DOCUMENT = 2  # a report reads and fits a whole window: seconds of work each
 MAX_REPORT_DAYS = 36_500
-REPORT_FIELDS = frozenset({"biasReport", "reviewerProfiles"})
 MAX_SCORE_ENTRIES = 64  # biasScore: one number per bias type, and the taxonomy is far smaller
 MAX_KEY_CHARS = 64
 
 
-def fail(code: str, message: str) -> GraphQLError:
-    return GraphQLError(message, extensions={"code": code})
-
-
-def _principal(info: Info, needed: frozenset[str], what: str) -> Principal:
-    principal: Principal = info.context["principal"]
-    try:
-        principal.require(needed, what)
-    except Forbidden as error:
-        raise fail("FORBIDDEN", str(error)) from None
-    return principal
-
-
 def _store(info: Info) -> AuditStore:
     return info.context["store"]
-
-
-@strawberry.type
-class BiasTaxonomyEntry:
-    id: int
-    bias_key: str
-    description: str
-    severity_level: int
-
-
-@strawberry.type
-class BiasReview:
-    reviewer: str
-    reviewed_at: datetime
-    verdicts: JSON
-    tags: JSON
-    notes: str | None
-
-
-@strawberry.type
-class LlmInteractionAudit:
-    id: strawberry.ID
-    audit_id: str
-    tenant_id: str
-    user_id: str | None
-    trace_id: str | None
-    original_query: str | None  # never stored: always null
-    query_context: JSON | None
-    llm_provider: str | None
-    llm_model: str | None
-    answer: strawberry.Private[str | None]
-    prompt_tokens: int | None
-    response_tokens: int | None
-    total_tokens: int | None
-    status: str
-    error_message: str | None
-    log_timestamp: datetime
-    bias_detected: bool
-    bias_type: list[str]
-    bias_score: JSON
-    bias_confidence_score: float
-    mitigation_action: JSON
-    bias_report_summary: JSON
-    human_reviewed: bool
-    human_bias_tag: JSON | None
-    notes: strawberry.Private[str | None]
-    created_at: datetime
-    decision_id: str | None  # the caller's decision this answer fed (query_context.decision_id)
-    reasoning_node_id: str | None
-
-    @strawberry.field(description="the audited answer (reviewer, auditor, admin)")
-    def llm_response(self, info: Info) -> str | None:
-        _principal(info, READ, "reading llmResponse")
-        return self.answer
-
-    @strawberry.field(description="the latest review's notes (reviewer, auditor, admin)")
-    def review_notes(self, info: Info) -> str | None:
-        _principal(info, READ, "reading reviewNotes")
-        return self.notes
-
-    @strawberry.field(description="every review of this item, oldest first, never overwritten (reviewer, auditor, "
-                      "admin)")
-    async def reviews(self, info: Info) -> list[BiasReview] | None:
-        _principal(info, READ, "reading reviews")
-        rows = await info.context["review_loader"].load((self.tenant_id, self.audit_id))
-        return [BiasReview(reviewer=r["reviewer"], reviewed_at=r["reviewed_at"], verdicts=r["verdicts"],
-                           tags=r["tags"], notes=r["notes"]) for r in rows]
-
-    @strawberry.field(description="the taxonomy entries of this item's bias types")
-    async def taxonomy(self, info: Info) -> list[BiasTaxonomyEntry]:
-        found = await info.context["taxonomy_loader"].load_many(self.bias_type)
-        return [entry for entry in found if entry is not None]
-
-
-def audit_of(row: dict[str, Any]) -> LlmInteractionAudit:
-    return LlmInteractionAudit(
-        id=strawberry.ID(row["audit_id"]), audit_id=row["audit_id"], tenant_id=row["tenant_id"], user_id=row["user_id"],
-        trace_id=row["trace_id"], original_query=None, query_context=row["query_context"],
-        llm_provider=row["llm_provider"], llm_model=row["llm_model"], answer=row["llm_response"],
-        prompt_tokens=row["prompt_tokens"], response_tokens=row["response_tokens"], total_tokens=row["total_tokens"],
-        status=row["status"], error_message=row["error_message"], log_timestamp=row["log_timestamp"],
-        bias_detected=row["bias_detected"], bias_type=list(row["bias_type"] or []), bias_score=row["bias_score"],
-        bias_confidence_score=row["bias_confidence_score"], mitigation_action=row["mitigation_action"],
-        bias_report_summary=row["bias_report_summary"], human_reviewed=row["human_reviewed"],
-        human_bias_tag=row["human_bias_tag"], notes=row["review_notes"], created_at=row["created_at"],
-        decision_id=row["decision_id"], reasoning_node_id=row["reasoning_node_id"])
-
-
-@strawberry.type
-class CouncilSessionAudit:
-    session_id: str
-    tenant_id: str
-    session_timestamp: datetime
-    trace_id: str | None
-    consent_level: int
-    council_config_version: str | None
-    members: list[str]
-    scores: int
-
-
-@strawberry.type
-class PageInfo:
-    has_next_page: bool
-    end_cursor: str | None
-
-
-@strawberry.type
-class LlmInteractionAuditEdge:
-    cursor: str
-    node: LlmInteractionAudit
-
-
-@strawberry.type
-class LlmInteractionAuditConnection:
-    edges: list[LlmInteractionAuditEdge]
-    page_info: PageInfo
-    total_count: int
-
-
-@strawberry.type
-class ReviewLease:
-    taken: bool
-    holder: str
-    expires_in_seconds: int
-    item: LlmInteractionAudit | None
-
-
-@strawberry.type
-class ReviewAgreement:
-    items: int  # items with verdicts from two or more reviewers
-    verdicts: int  # the pairable verdicts behind alpha
-    krippendorff_alpha: float | None  # nominal metric; null without variation or pairs
-
-
-@strawberry.input
-class LlmInteractionAuditFilterInput:
-    tenant_id: str | None = None
-    user_id: str | None = None
-    llm_provider: str | None = None
-    llm_model: str | None = None
-    sensitivity_score: float | None = strawberry.field(default=None, description="bias confidence at least this (0-1)")
-    bias_detected: bool | None = None
-    human_reviewed: bool | None = None
-    bias_type: str | None = None
-    decision_id: str | None = None
-    log_timestamp_start: datetime | None = None
-    log_timestamp_end: datetime | None = None
-
-
-@strawberry.input
-class PaginationInput:
-    limit: int = 50
-    offset: int = 0
-
-
-@strawberry.input
-class CouncilSessionFilterInput:
-    tenant_id: str | None = None
-    start: datetime | None = None
-    end: datetime | None = None
-
-
-@strawberry.enum(description="what to do about a flagged answer (the worker's own actions)")
-class MitigationAction(Enum):
-    NONE = "none"
-    REWRITE = "rewrite"
-    HUMAN_REVIEW = "human_review"
-    BLOCK = "block"
-
-
-@strawberry.input
-class UpdateLlmInteractionAuditBiasInput:
-    bias_detected: bool | None = None
-    bias_type: list[str] | None = None
-    bias_score: JSON | None = strawberry.field(default=None, description="bias type -> a number (or null)")
-    bias_confidence_score: float | None = None
-    mitigation_action: MitigationAction | None = None
-
-
-@strawberry.input
-class RecordBiasReviewInput:
-    human_reviewed: bool = True
-    human_bias_tag: JSON | None = strawberry.field(default=None, description="a list of bias_taxonomy keys")
-    review_notes: str | None = None
-    verdicts: JSON | None = strawberry.field(default=None, description="bias type -> confirmed | dismissed")
 
 
 def _filter(given: LlmInteractionAuditFilterInput | None) -> InteractionFilter:
@@ -284,13 +85,13 @@ async def _visible(info: Info, principal: Principal, audit_id: str) -> dict[str,
 class Query:
     @strawberry.field
     async def llm_interaction_audit(self, info: Info, id: strawberry.ID) -> LlmInteractionAudit | None:
-        principal = _principal(info, READ, "reading audits")
+        principal = authorized(info, READ, "reading audits")
         return audit_of(await _visible(info, principal, str(id)))
 
     @strawberry.field
     async def llm_interaction_audits(self, info: Info, filter: LlmInteractionAuditFilterInput | None = None,
                                      pagination: PaginationInput | None = None) -> list[LlmInteractionAudit] | None:
-        principal = _principal(info, READ, "reading audits")
+        principal = authorized(info, READ, "reading audits")
         pagination = pagination or PaginationInput()
         if pagination.offset < 0:
             raise fail("BAD_USER_INPUT", "offset must be 0 or more")
@@ -305,7 +106,7 @@ class Query:
                                                ) -> LlmInteractionAuditConnection:
         from bias_audit.storage.audit_api import encode_cursor
 
-        principal = _principal(info, READ, "reading audits")
+        principal = authorized(info, READ, "reading audits")
         found = _filter(filter)
         # totalCount reads every matching row: only when it is asked for
         counted = any(getattr(field, "name", None) == "totalCount"
@@ -326,7 +127,7 @@ class Query:
                       "(query_context.decision_id), newest first")
     async def bias_events_for_decision(self, info: Info, decision_id: str, tenant_id: str | None = None,
                                        limit: int = 100) -> list[LlmInteractionAudit]:
-        principal = _principal(info, READ, "reading audits")
+        principal = authorized(info, READ, "reading audits")
         page = await _store(info).interactions(principal.scope(tenant_id), InteractionFilter(decision_id=decision_id),
                                                limit=_limit(limit))
         return [audit_of(row) for row in page.rows]
@@ -335,7 +136,7 @@ class Query:
                       "another reviewer holds are left out")
     async def review_queue(self, info: Info, filter: LlmInteractionAuditFilterInput | None = None,
                            limit: int = 50) -> list[LlmInteractionAudit]:
-        principal = _principal(info, REVIEW, "the review queue")
+        principal = authorized(info, REVIEW, "the review queue")
         found = _filter(filter)
         rows = await _store(info).review_queue(principal.scope(found.tenant_id), found, limit=_limit(limit),
                                                holder=principal.subject)
@@ -344,7 +145,7 @@ class Query:
     @strawberry.field
     async def council_session_audits(self, info: Info, filter: CouncilSessionFilterInput | None = None,
                                      pagination: PaginationInput | None = None) -> list[CouncilSessionAudit]:
-        principal = _principal(info, READ, "reading audits")
+        principal = authorized(info, READ, "reading audits")
         given = filter or CouncilSessionFilterInput()
         pagination = pagination or PaginationInput()
         rows = await _store(info).sessions(principal.scope(given.tenant_id), start=given.start, end=given.end,
@@ -356,7 +157,7 @@ class Query:
 
     @strawberry.field
     async def bias_taxonomy(self, info: Info) -> list[BiasTaxonomyEntry]:
-        _principal(info, READ | UPDATE_BIAS, "the taxonomy")
+        authorized(info, READ | UPDATE_BIAS, "the taxonomy")
         return [BiasTaxonomyEntry(**row) for row in await _store(info).taxonomy()]
 
     @strawberry.field(description="the cross-session report of one tenant's stored sessions (the fields of "
@@ -371,18 +172,12 @@ class Query:
 
 
 @strawberry.type
-class DetectorPrecisionReport:
-    detectors: list[DetectorPrecisionEntry]
-    most_dismissed: list[DismissedEvidenceEntry]
-
-
-@strawberry.type
 class ReviewQuery:
     @strawberry.field(description="per tenant, bias type and analyzer: the share of reviewed flags people "
                       "confirmed (Wilson 95% CI, N), and the evidence most often dismissed")
     async def detector_precision(self, info: Info, tenant_id: str | None = None) -> DetectorPrecisionReport:
         from bias_audit.analysis.detector_precision import precision_of_reviews
-        principal = _principal(info, READ, "detector precision")
+        principal = authorized(info, READ, "detector precision")
         precision, dismissed = precision_of_reviews(await _store(info).reviewed_items(principal.scope(tenant_id)))
         return DetectorPrecisionReport(
             detectors=[DetectorPrecisionEntry.from_pydantic(p) for p in precision],  # type: ignore[attr-defined]
@@ -393,7 +188,7 @@ class ReviewQuery:
     async def review_agreement(self, info: Info, tenant_id: str | None = None) -> ReviewAgreement:
         from bias_audit.analysis.agreement import krippendorff_alpha_nominal
 
-        principal = _principal(info, READ, "review agreement")
+        principal = authorized(info, READ, "review agreement")
         rows = await _store(info).latest_verdicts(principal.scope(tenant_id))
         labels: list[str] = []
         units: list[object] = []
@@ -410,36 +205,10 @@ class ReviewQuery:
 
 
 @strawberry.type
-class SandboxComparison:
-    bias_type: str
-    baseline_rate: float
-    candidate_rate: float
-    difference: float
-    ci_lower: float
-    ci_upper: float
-    p_value: float
-    paired: bool
-    verdict: str
-
-
-@strawberry.type
-class SandboxRun:
-    id: int
-    tenant_id: str
-    created_at: datetime
-    worse: bool
-    baseline: JSON  # model, since, until
-    baseline_n: int
-    candidate_n: int
-    correction: str
-    bias_types: list[SandboxComparison]
-
-
-@strawberry.type
 class HistoryQuery:
     @strawberry.field(description="sandbox runs against the store's history, newest first")
     async def sandbox_runs(self, info: Info, tenant_id: str | None = None, limit: int = 20) -> list[SandboxRun]:
-        principal = _principal(info, READ, "sandbox runs")
+        principal = authorized(info, READ, "sandbox runs")
         rows = await _store(info).sandbox_runs(principal.scope(tenant_id), limit=_limit(limit))
         return [SandboxRun(id=r["id"], tenant_id=r["tenant_id"], created_at=r["created_at"], worse=r["worse"],
                            baseline=r["baseline"], baseline_n=r["document"]["baseline"]["n"],
@@ -450,12 +219,12 @@ class HistoryQuery:
     @strawberry.field(description="per tenant, what retention kept of the days it rolled up and deleted: "
                       "counts and means (the report's rolled_up)")
     async def rolled_up(self, info: Info, tenant_id: str | None = None) -> list[RolledUpHistory]:
-        principal = _principal(info, READ, "reading audits")
+        principal = authorized(info, READ, "reading audits")
         return [rolled_up_of(entry) for entry in await _store(info).rolled_up(principal.scope(tenant_id))]
 
 
 async def _tenant_report(info: Info, tenant_id: str, sessions: int, days: float | None) -> dict[str, Any]:
-    principal = _principal(info, READ, "reports")
+    principal = authorized(info, READ, "reports")
     if not principal.sees(tenant_id):
         raise fail("NOT_FOUND", f"no sessions for tenant {tenant_id!r}")
     if days is not None and not 0 < days <= MAX_REPORT_DAYS:
@@ -482,7 +251,7 @@ class Mutation:
     @strawberry.mutation
     async def update_llm_interaction_audit_bias(self, info: Info, id: strawberry.ID,
                                                 input: UpdateLlmInteractionAuditBiasInput) -> LlmInteractionAudit:
-        principal = _principal(info, UPDATE_BIAS, "updating the bias columns")
+        principal = authorized(info, UPDATE_BIAS, "updating the bias columns")
         changes = {"bias_detected": input.bias_detected, "bias_type": input.bias_type,
                    "bias_score": _bias_score(input.bias_score), "bias_confidence_score": input.bias_confidence_score,
                    "mitigation_action": input.mitigation_action.value if input.mitigation_action else None}
@@ -502,7 +271,7 @@ class Mutation:
     async def open_review_item(self, info: Info, id: strawberry.ID) -> ReviewLease:
         from bias_audit.storage.audit_api import LEASE_SECONDS
 
-        principal = _principal(info, REVIEW, "reviewing")
+        principal = authorized(info, REVIEW, "reviewing")
         row = await _visible(info, principal, str(id))
         try:
             taken, holder = await _store(info).lease(row["tenant_id"], row["audit_id"], principal.subject)
@@ -513,7 +282,7 @@ class Mutation:
 
     @strawberry.mutation
     async def record_bias_review(self, info: Info, id: strawberry.ID, input: RecordBiasReviewInput) -> LlmInteractionAudit:
-        principal = _principal(info, REVIEW, "reviewing")
+        principal = authorized(info, REVIEW, "reviewing")
         row = await _visible(info, principal, str(id))
         tags: Any = input.human_bias_tag if input.human_bias_tag is not None else []
         verdicts: Any = input.verdicts if input.verdicts is not None else {}
@@ -561,71 +330,7 @@ class RootQuery(Query, ReviewQuery, HistoryQuery):
     """Every query field: the audit log's and the reviews'."""
 
 
-class _UserErrors(SchemaExtension):
-    """A value the store cannot hold (a NUL character in an id or a filter, say) is the caller's
-    mistake: BAD_USER_INPUT with the reason, not a server error."""
-
-    def on_execute(self):
-        yield
-        result = self.execution_context.result
-        for error in (result.errors if result is not None else None) or []:
-            if isinstance(error.original_error, InvalidInput):
-                error.message = str(error.original_error)
-                error.extensions = {"code": "BAD_USER_INPUT"}
-
-
-class _ReportFieldsLimit(ValidationRule):
-    """A document asks for at most MAX_REPORTS_PER_DOCUMENT reports (aliases included)."""
-
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self.reports = 0
-
-    def enter_field(self, node: FieldNode, *_: Any) -> None:
-        if node.name.value in REPORT_FIELDS:
-            self.reports += 1
-            if self.reports == MAX_REPORTS_PER_DOCUMENT + 1:
-                self.report_error(GraphQLError(
-                    f"a document asks for at most {MAX_REPORTS_PER_DOCUMENT} reports (biasReport, reviewerProfiles); "
-                    "send the others in requests of their own", node, extensions={"code": "BAD_USER_INPUT"}))
-
-
-def _introspects(document: DocumentNode) -> bool:
-    """Whether a document asks for the schema itself (__schema, __type; __typename is fine)."""
-    pending = [definition.selection_set for definition in document.definitions
-               if isinstance(definition, ExecutableDefinitionNode)]
-    while pending:
-        for selection in pending.pop().selections:
-            if isinstance(selection, FieldNode) and selection.name.value in ("__schema", "__type"):
-                return True
-            if isinstance(selection, (FieldNode, InlineFragmentNode)) and selection.selection_set is not None:
-                pending.append(selection.selection_set)
-    return False
-
-
-class _IntrospectionForAdmins(SchemaExtension):
-    """The schema's shape is for admins (and the committed service/schema.graphql): other roles'
-    tokens need not map every field an attacker could try."""
-
-    def on_execute(self):
-        context = self.execution_context
-        principal: Principal = context.context["principal"]
-        if "admin" not in principal.roles and context.graphql_document is not None \
-                and _introspects(context.graphql_document):
-            context.result = ExecutionResult(data=None, errors=[fail(
-                "FORBIDDEN", "introspection needs the role admin; the schema is published as service/schema.graphql")])
-        yield
-
-
-# Factories: a fresh extension per request; the parse and validation caches live at module level
-_EXTENSIONS: list[Any] = [
-    # a query's cost is bounded before it runs: nesting, aliases (one field asked 1,000 times) and size
-    lambda: QueryDepthLimiter(max_depth=8), lambda: MaxAliasesLimiter(max_alias_count=20),
-    lambda: MaxTokensLimiter(max_token_count=2_000), lambda: AddValidationRules([_ReportFieldsLimit]),
-    # clients send the same few documents again and again: parse and validate each once
-    lambda: ParserCache(maxsize=256), lambda: ValidationCache(maxsize=256), _UserErrors, _IntrospectionForAdmins,
-]
-schema = _Schema(query=RootQuery, mutation=Mutation, extensions=_EXTENSIONS)
+schema = _Schema(query=RootQuery, mutation=Mutation, extensions=EXTENSIONS)
 
 
 def loaders(store: AuditStore) -> dict[str, DataLoader]:

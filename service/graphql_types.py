@@ -1,0 +1,254 @@
+"""The audit API's GraphQL types (strawberry): the design document's LlmInteractionAudit and the
+types and inputs around it. Fields that hold what people wrote or the audited answer are
+resolved only for the roles that may read them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from .auth import READ, Forbidden, Principal
+from .report_types import DetectorPrecisionEntry, DismissedEvidenceEntry
+
+
+def fail(code: str, message: str) -> GraphQLError:
+    return GraphQLError(message, extensions={"code": code})
+
+
+def authorized(info: Info, needed: frozenset[str], what: str) -> Principal:
+    principal: Principal = info.context["principal"]
+    try:
+        principal.require(needed, what)
+    except Forbidden as error:
+        raise fail("FORBIDDEN", str(error)) from None
+    return principal
+
+
+
+@strawberry.type
+class BiasTaxonomyEntry:
+    id: int
+    bias_key: str
+    description: str
+    severity_level: int
+
+
+@strawberry.type
+class BiasReview:
+    reviewer: str
+    reviewed_at: datetime
+    verdicts: JSON
+    tags: JSON
+    notes: str | None
+
+
+@strawberry.type
+class LlmInteractionAudit:
+    id: strawberry.ID
+    audit_id: str
+    tenant_id: str
+    user_id: str | None
+    trace_id: str | None
+    original_query: str | None  # never stored: always null
+    query_context: JSON | None
+    llm_provider: str | None
+    llm_model: str | None
+    answer: strawberry.Private[str | None]
+    prompt_tokens: int | None
+    response_tokens: int | None
+    total_tokens: int | None
+    status: str
+    error_message: str | None
+    log_timestamp: datetime
+    bias_detected: bool
+    bias_type: list[str]
+    bias_score: JSON
+    bias_confidence_score: float
+    mitigation_action: JSON
+    bias_report_summary: JSON
+    human_reviewed: bool
+    human_bias_tag: JSON | None
+    notes: strawberry.Private[str | None]
+    created_at: datetime
+    decision_id: str | None  # the caller's decision this answer fed (query_context.decision_id)
+    reasoning_node_id: str | None
+
+    @strawberry.field(description="the audited answer (reviewer, auditor, admin)")
+    def llm_response(self, info: Info) -> str | None:
+        authorized(info, READ, "reading llmResponse")
+        return self.answer
+
+    @strawberry.field(description="the latest review's notes (reviewer, auditor, admin)")
+    def review_notes(self, info: Info) -> str | None:
+        authorized(info, READ, "reading reviewNotes")
+        return self.notes
+
+    @strawberry.field(description="every review of this item, oldest first, never overwritten (reviewer, auditor, "
+                      "admin)")
+    async def reviews(self, info: Info) -> list[BiasReview] | None:
+        authorized(info, READ, "reading reviews")
+        rows = await info.context["review_loader"].load((self.tenant_id, self.audit_id))
+        return [BiasReview(reviewer=r["reviewer"], reviewed_at=r["reviewed_at"], verdicts=r["verdicts"],
+                           tags=r["tags"], notes=r["notes"]) for r in rows]
+
+    @strawberry.field(description="the taxonomy entries of this item's bias types")
+    async def taxonomy(self, info: Info) -> list[BiasTaxonomyEntry]:
+        found = await info.context["taxonomy_loader"].load_many(self.bias_type)
+        return [entry for entry in found if entry is not None]
+
+
+def audit_of(row: dict[str, Any]) -> LlmInteractionAudit:
+    return LlmInteractionAudit(
+        id=strawberry.ID(row["audit_id"]), audit_id=row["audit_id"], tenant_id=row["tenant_id"], user_id=row["user_id"],
+        trace_id=row["trace_id"], original_query=None, query_context=row["query_context"],
+        llm_provider=row["llm_provider"], llm_model=row["llm_model"], answer=row["llm_response"],
+        prompt_tokens=row["prompt_tokens"], response_tokens=row["response_tokens"], total_tokens=row["total_tokens"],
+        status=row["status"], error_message=row["error_message"], log_timestamp=row["log_timestamp"],
+        bias_detected=row["bias_detected"], bias_type=list(row["bias_type"] or []), bias_score=row["bias_score"],
+        bias_confidence_score=row["bias_confidence_score"], mitigation_action=row["mitigation_action"],
+        bias_report_summary=row["bias_report_summary"], human_reviewed=row["human_reviewed"],
+        human_bias_tag=row["human_bias_tag"], notes=row["review_notes"], created_at=row["created_at"],
+        decision_id=row["decision_id"], reasoning_node_id=row["reasoning_node_id"])
+
+
+@strawberry.type
+class CouncilSessionAudit:
+    session_id: str
+    tenant_id: str
+    session_timestamp: datetime
+    trace_id: str | None
+    consent_level: int
+    council_config_version: str | None
+    members: list[str]
+    scores: int
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    end_cursor: str | None
+
+
+@strawberry.type
+class LlmInteractionAuditEdge:
+    cursor: str
+    node: LlmInteractionAudit
+
+
+@strawberry.type
+class LlmInteractionAuditConnection:
+    edges: list[LlmInteractionAuditEdge]
+    page_info: PageInfo
+    total_count: int
+
+
+@strawberry.type
+class ReviewLease:
+    taken: bool
+    holder: str
+    expires_in_seconds: int
+    item: LlmInteractionAudit | None
+
+
+@strawberry.type
+class ReviewAgreement:
+    items: int  # items with verdicts from two or more reviewers
+    verdicts: int  # the pairable verdicts behind alpha
+    krippendorff_alpha: float | None  # nominal metric; null without variation or pairs
+
+
+@strawberry.input
+class LlmInteractionAuditFilterInput:
+    tenant_id: str | None = None
+    user_id: str | None = None
+    llm_provider: str | None = None
+    llm_model: str | None = None
+    sensitivity_score: float | None = strawberry.field(default=None, description="bias confidence at least this (0-1)")
+    bias_detected: bool | None = None
+    human_reviewed: bool | None = None
+    bias_type: str | None = None
+    decision_id: str | None = None
+    log_timestamp_start: datetime | None = None
+    log_timestamp_end: datetime | None = None
+
+
+@strawberry.input
+class PaginationInput:
+    limit: int = 50
+    offset: int = 0
+
+
+@strawberry.input
+class CouncilSessionFilterInput:
+    tenant_id: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+@strawberry.enum(description="what to do about a flagged answer (the worker's own actions)")
+class MitigationAction(Enum):
+    NONE = "none"
+    REWRITE = "rewrite"
+    HUMAN_REVIEW = "human_review"
+    BLOCK = "block"
+
+
+@strawberry.input
+class UpdateLlmInteractionAuditBiasInput:
+    bias_detected: bool | None = None
+    bias_type: list[str] | None = None
+    bias_score: JSON | None = strawberry.field(default=None, description="bias type -> a number (or null)")
+    bias_confidence_score: float | None = None
+    mitigation_action: MitigationAction | None = None
+
+
+@strawberry.input
+class RecordBiasReviewInput:
+    human_reviewed: bool = True
+    human_bias_tag: JSON | None = strawberry.field(default=None, description="a list of bias_taxonomy keys")
+    review_notes: str | None = None
+    verdicts: JSON | None = strawberry.field(default=None, description="bias type -> confirmed | dismissed")
+
+
+
+
+@strawberry.type
+class DetectorPrecisionReport:
+    detectors: list[DetectorPrecisionEntry]
+    most_dismissed: list[DismissedEvidenceEntry]
+
+
+
+
+@strawberry.type
+class SandboxComparison:
+    bias_type: str
+    baseline_rate: float
+    candidate_rate: float
+    difference: float
+    ci_lower: float
+    ci_upper: float
+    p_value: float
+    paired: bool
+    verdict: str
+
+
+@strawberry.type
+class SandboxRun:
+    id: int
+    tenant_id: str
+    created_at: datetime
+    worse: bool
+    baseline: JSON  # model, since, until
+    baseline_n: int
+    candidate_n: int
+    correction: str
+    bias_types: list[SandboxComparison]
+
+
