@@ -127,8 +127,10 @@ async function openItem(i) {
   renderQueue();
   renderItem();
   if (!item.humanReviewed) {
-    const lease = (await gql(`mutation($id: ID!) { openReviewItem(id: $id) { taken holder } }`, { id: item.id })).openReviewItem;
-    if (!lease.taken) say(`${item.auditId} is open with ${lease.holder}; skip it (j)`);
+    try {
+      const lease = (await gql(`mutation($id: ID!) { openReviewItem(id: $id) { taken holder } }`, { id: item.id })).openReviewItem;
+      if (!lease.taken) say(`${item.auditId} is open with ${lease.holder}; skip it (j)`);
+    } catch (error) { say(error.message); }  // e.g. held too long: said, and the page goes on
   }
 }
 

@@ -28,12 +28,11 @@ class InvalidInput(ValueError):
 
 
 class LeaseRefused(Exception):
-    """A lease not given or a review not taken: another reviewer holds the item, or the
-    reviewer holds too many; the message says which."""
+    """A lease not given or a review not taken: another reviewer holds the item, or this one has
+    held it too long; the message says which."""
 
 
 LEASE_SECONDS = 120  # an opened item is held this long (renewed by opening it again)
-MAX_LEASES_PER_REVIEWER = 3  # one person reviews one item at a time: a few is plenty, and no one can take them all
 MAX_HOLD_SECONDS = 30 * 60  # renewals end here: an item left open (or reopened by a script) goes back to the queue
 _COLUMNS = ("id, audit_id, tenant_id, user_id, trace_id, query_context, llm_provider, llm_model, llm_response, "
             "prompt_tokens, response_tokens, total_tokens, status, error_message, log_timestamp, bias_detected, "
@@ -204,15 +203,9 @@ class AuditStore:
 
     async def lease(self, tenant_id: str, audit_id: str, holder: str) -> tuple[bool, str]:
         """Take (or renew) the item's lease; (taken, holder): another holder's live lease wins. A
-        reviewer holding MAX_LEASES_PER_REVIEWER other items takes no more, and renews one for at
-        most MAX_HOLD_SECONDS from when it took it (LeaseRefused says which)."""
+        reviewer holds one item at a time (opening one lets go of the one before, so no one can
+        hold the queue), and renews it for at most MAX_HOLD_SECONDS from when it took it."""
         async with self._connection() as connection:
-            held = await (await connection.execute(
-                "SELECT count(*) AS n FROM review_lease WHERE holder = %s AND expires_at > now() "
-                "AND (tenant_id, audit_id) <> (%s, %s)", (holder, tenant_id, audit_id))).fetchone()
-            if held["n"] >= MAX_LEASES_PER_REVIEWER:
-                raise LeaseRefused(f"you hold {held['n']} items already (at most {MAX_LEASES_PER_REVIEWER}); "
-                                    "review one or let its lease end first")
             mine = await (await connection.execute(
                 "SELECT extract(epoch FROM now() - taken_at) AS held_s FROM review_lease WHERE tenant_id = %s "
                 "AND audit_id = %s AND holder = %s AND expires_at > now()", (tenant_id, audit_id, holder))).fetchone()
@@ -228,6 +221,8 @@ class AuditStore:
                 "ELSE now() END WHERE review_lease.holder = EXCLUDED.holder OR review_lease.expires_at <= now() "
                 "RETURNING holder", (tenant_id, audit_id, holder, LEASE_SECONDS))
             if await cursor.fetchone():
+                await connection.execute("DELETE FROM review_lease WHERE holder = %s AND (tenant_id, audit_id) <> "
+                                         "(%s, %s)", (holder, tenant_id, audit_id))
                 return True, holder
             current = await connection.execute(
                 "SELECT holder FROM review_lease WHERE tenant_id = %s AND audit_id = %s", (tenant_id, audit_id))
