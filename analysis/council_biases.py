@@ -76,7 +76,7 @@ class PairFit:
     @property
     def residual(self) -> np.ndarray:
         """Each fitted cell's residual (zeros when nothing could be fitted)."""
-        if self.fit is None or self.fit.residual is None:
+        if self.fit is None:
             return np.zeros(len(self.cells))
         return self.fit.residual
 
@@ -91,8 +91,7 @@ def pair_fit(cells: WindowCells) -> PairFit:
     pairs = [(int(k) // len(cells.models), int(k) % len(cells.models)) for k in keys]
     fit = None
     if len(used) and len(pairs) <= MAX_PAIRS:
-        fit = absorbed_least_squares([Indicators(pair, len(pairs))], cells.score[used], cells.group[used],
-                                     keep_design=True)
+        fit = absorbed_least_squares([Indicators(pair, len(pairs))], cells.score[used], cells.group[used])
     return PairFit(used, pair, pairs, fit)
 
 
@@ -156,7 +155,7 @@ def affinity(cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds 
                 continue
             contrast = -weights
             contrast[index] += 1.0
-            estimates.append(fit.robust_contrast(contrast) if fit.design is not None else fit.contrast(contrast))
+            estimates.append(fit.robust_contrast(contrast))
         known = {i: est for i, est in enumerate(estimates) if est is not None}
         adjusted = dict(zip(known, benjamini_hochberg([est[4] for est in known.values()])))
         flagged = {i for i, est in known.items() if adjusted[i] < thresholds.alpha and abs(est[0]) >= thresholds.affinity}

@@ -27,13 +27,13 @@ class FitResult:
     sigma2: float
     df: int
     n: int
-    residual: np.ndarray | None = None  # y less its fit, in the cells' order
-    design: AbsorbedDesign | None = None  # the design with the groups absorbed, for robust SEs
+    residual: np.ndarray  # y less its fit, in the cells' order
+    design: AbsorbedDesign  # the design with the groups absorbed, for robust SEs (indices and per-group shares)
 
     def robust_contrast(self, contrast: np.ndarray) -> tuple[float, float, float, float, float] | None:
         """contrast() with a heteroscedasticity-robust SE (White's sandwich, HC1: a noisier
         reviewer's cells do not borrow the others' precision)."""
-        if self.df < 1 or self.residual is None or self.design is None or not self.estimable(contrast):
+        if self.df < 1 or not self.estimable(contrast):
             return None
         estimate = float(contrast @ self.beta)
         leverage = self.design.times(self.xtx_pinv @ contrast)
@@ -137,24 +137,24 @@ class AbsorbedDesign:
     def gram(self) -> np.ndarray:
         """X'X of the demeaned design."""
         xtx = np.zeros((self.width, self.width))
+
+        def put(offset_a: int, offset_b: int, block: np.ndarray) -> None:  # the block and its mirror
+            rows, cols = block.shape
+            xtx[offset_a:offset_a + rows, offset_b:offset_b + cols] = block
+            xtx[offset_b:offset_b + cols, offset_a:offset_a + rows] = block.T
+
         for at, (index_a, on_a, width_a, offset_a, means_a) in enumerate(self.indicators):
             weighted = means_a * self.count[:, None]
             for index_b, on_b, width_b, offset_b, means_b in self.indicators[at:]:
                 both = on_a & on_b
                 raw = np.bincount(index_a[both] * width_b + index_b[both], minlength=width_a * width_b)
-                block = raw.reshape(width_a, width_b) - weighted.T @ means_b
-                xtx[offset_a:offset_a + width_a, offset_b:offset_b + width_b] = block
-                xtx[offset_b:offset_b + width_b, offset_a:offset_a + width_a] = block.T
+                put(offset_a, offset_b, raw.reshape(width_a, width_b) - weighted.T @ means_b)
             for offset_d, values in self.dense:
-                block = np.column_stack([np.bincount(index_a[on_a], weights=column[on_a], minlength=width_a)
-                                         for column in values.T])
-                xtx[offset_a:offset_a + width_a, offset_d:offset_d + values.shape[1]] = block
-                xtx[offset_d:offset_d + values.shape[1], offset_a:offset_a + width_a] = block.T
+                put(offset_a, offset_d, np.column_stack([np.bincount(index_a[on_a], weights=column[on_a],
+                                                                     minlength=width_a) for column in values.T]))
         for at, (offset_a, values_a) in enumerate(self.dense):
             for offset_b, values_b in self.dense[at:]:
-                block = values_a.T @ values_b
-                xtx[offset_a:offset_a + values_a.shape[1], offset_b:offset_b + values_b.shape[1]] = block
-                xtx[offset_b:offset_b + values_b.shape[1], offset_a:offset_a + values_a.shape[1]] = block.T
+                put(offset_a, offset_b, values_a.T @ values_b)
         return xtx
 
     def transpose_times(self, demeaned: np.ndarray) -> np.ndarray:
@@ -177,8 +177,8 @@ class AbsorbedDesign:
         return out
 
 
-def absorbed_least_squares(design: np.ndarray | Sequence[Block], y: np.ndarray, groups: np.ndarray,
-                           keep_design: bool = False) -> FitResult | None:
+def absorbed_least_squares(design: np.ndarray | Sequence[Block], y: np.ndarray,
+                           groups: np.ndarray) -> FitResult | None:
     """y ~ design + group fixed effects (groups: non-negative ints, need not be dense). The design
     is a list of blocks (Indicators or dense columns), or one dense matrix. None when there are
     no residual degrees of freedom."""
@@ -197,4 +197,4 @@ def absorbed_least_squares(design: np.ndarray | Sequence[Block], y: np.ndarray, 
         return None
     residual = yd - x.times(beta)
     return FitResult(beta=beta, xtx=xtx, xtx_pinv=pinv, sigma2=float(residual @ residual) / df, df=df, n=n,
-                     residual=residual, design=x if keep_design else None)
+                     residual=residual, design=x)

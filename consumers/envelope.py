@@ -16,6 +16,7 @@ import orjson
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
+from bias_audit.schemas.json_tree import nodes
 from bias_audit.schemas.limits import EventLimits
 from bias_audit.schemas.results import DeadLetter
 
@@ -108,33 +109,19 @@ def classify(document: Any) -> str:
     return "unknown"
 
 
-def _non_finite_at(document: Any, path: tuple = ()) -> tuple | None:
+def _non_finite_at(document: Any) -> tuple | None:
     """Where the first NaN or infinity sits in a document pydantic's lenient reader parsed."""
-    if isinstance(document, float) and not math.isfinite(document):
-        return path
-    children = document.items() if isinstance(document, dict) else enumerate(document) if isinstance(document, list) else ()
-    for key, value in children:
-        found = _non_finite_at(value, (*path, key))
-        if found is not None:
-            return found
-    return None
+    return next((path for path, value in nodes(document) if isinstance(value, float) and not math.isfinite(value)),
+                None)
 
 
 def _nul_at(document: Any) -> tuple | None:
     """Where the first NUL character sits in a string (or a key) of a parsed document."""
-    stack: list[tuple[Any, tuple]] = [(document, ())]
-    while stack:
-        value, path = stack.pop()
-        if isinstance(value, str):
-            if "\x00" in value:
-                return path
-        elif isinstance(value, dict):
-            for key, child in value.items():
-                if "\x00" in key:
-                    return (*path, key.replace("\x00", "\\u0000"))
-                stack.append((child, (*path, key)))
-        elif isinstance(value, list):
-            stack.extend((child, (*path, index)) for index, child in enumerate(value))
+    for path, value in nodes(document):
+        if path and isinstance(path[-1], str) and "\x00" in path[-1]:
+            return (*path[:-1], path[-1].replace("\x00", "\\u0000"))
+        if isinstance(value, str) and "\x00" in value:
+            return path
     return None
 
 

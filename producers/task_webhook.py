@@ -2,7 +2,7 @@
 
 `X-Bias-Audit-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>." + body>` with
 BIAS_AUDIT_TASK_WEBHOOK_SECRET (at least 32 bytes): the time is signed, so a receiver that refuses
-signatures older than a few minutes cannot be fed a captured request again (docs/operations.md).
+signatures older than a few minutes cannot be fed a captured request again (docs/review-loop.md).
 Sent from a background task off a bounded queue: `submit` never waits; a full queue drops the
 oldest suggestion with a log line (it is on `bias.audit.tasks` either way). A failed POST (network
 error, 429 or 5xx) is retried with exponential backoff up to `max_attempts`; other 4xx are not.

@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from .json_depth import bounded_depth
+from .json_tree import bounded_depth
 from .scale import parse_score_scale
 from .limits import limits_from
 

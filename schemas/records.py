@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
-from .json_depth import bounded_depth
+from .json_tree import bounded_depth
 
 RECORD_SCHEMA_VERSION = "1.2.0"
 

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError
 from strawberry.dataloader import DataLoader
 from strawberry.types import Info
 
@@ -229,14 +228,13 @@ async def _tenant_report(info: Info, tenant_id: str, sessions: int, days: float 
         raise fail("NOT_FOUND", f"no sessions for tenant {tenant_id!r}")
     if days is not None and not 0 < days <= MAX_REPORT_DAYS:
         raise fail("BAD_USER_INPUT", f"days must be more than 0 and at most {MAX_REPORT_DAYS:,}")
+    sessions = _limit(sessions, "sessions")
     report: Callable[..., Any] = info.context["report"]
     slots: ReportSlots = info.context["report_slots"]
     if not slots.take(principal.subject):
         raise fail("RATE_LIMITED", "a report for this caller is already being built; ask again when it is done")
     try:
-        document = await asyncio.to_thread(report, tenant_id, _limit(sessions, "sessions"), days)
-    except GraphQLError:
-        raise
+        document = await asyncio.to_thread(report, tenant_id, sessions, days)
     except Exception as error:  # noqa: BLE001 - the report's own failure, named
         raise fail("BIAS_ANALYSIS_FAILED", f"the report could not be built: {error}") from None
     finally:
@@ -288,6 +286,8 @@ class Mutation:
         verdicts: Any = input.verdicts if input.verdicts is not None else {}
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise fail("BAD_USER_INPUT", "humanBiasTag is a list of bias_taxonomy keys")
+        if len(tags) > MAX_SCORE_ENTRIES:
+            raise fail("BAD_USER_INPUT", f"humanBiasTag holds at most {MAX_SCORE_ENTRIES} tags")
         known = {entry["bias_key"] for entry in await _store(info).taxonomy()}
         unknown = sorted(set(tags) - known)
         if unknown:
@@ -296,8 +296,6 @@ class Mutation:
             raise fail("BAD_USER_INPUT", "verdicts maps a bias type to confirmed or dismissed")
         if input.review_notes is not None and len(input.review_notes) > 10_000:
             raise fail("BAD_USER_INPUT", "reviewNotes is at most 10,000 characters")
-        if len(tags) > MAX_SCORE_ENTRIES:
-            raise fail("BAD_USER_INPUT", f"humanBiasTag holds at most {MAX_SCORE_ENTRIES} tags")
         # an empty review would mark the item reviewed while saying nothing about it
         if not verdicts and not tags and not (input.review_notes or "").strip():
             raise fail("BAD_USER_INPUT", "a review says something: give a verdict, a tag or a note")

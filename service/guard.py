@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from .problems import problem
+from starlette.requests import ClientDisconnect, Request
+
+from .auth import TOKEN_COOKIE
+from .problems import bounded_body, problem
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-TOKEN_COOKIE = "bias_audit_token"
 
 
 def host_name(value: str | None) -> str | None:
@@ -75,20 +77,15 @@ class RequestGuard:
         if limit is None:
             await self.app(scope, receive, send)
             return
-        declared = headers.get("content-length", "")
-        body, size, more = [], 0, not (declared.isdigit() and int(declared) > limit)
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body.append(message.get("body", b""))
-            size += len(body[-1])
-            more = message.get("more_body", False) and size <= limit
-        if size > limit or (declared.isdigit() and int(declared) > limit):
+        try:
+            whole = await bounded_body(Request(scope, receive), limit)
+        except ClientDisconnect:
+            return
+        if whole is None:
             await self._refuse(scope, receive, send, 413, "the body is over the size limit",
                                f"body is over the limit of {limit} bytes", "too_large")
             return
-        whole, replayed = b"".join(body), False
+        replayed = False
 
         async def replay():
             nonlocal replayed

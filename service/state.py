@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from bias_audit.consumers.envelope import MAX_TRACE_ID_CHARS, trace_id_from_traceparent
 from bias_audit.consumers.responses import EventRouter
 
-from .auth import ANONYMOUS, Principal, TokenVerifier, Unauthenticated
+from .auth import ANONYMOUS, TOKEN_COOKIE, Principal, TokenVerifier, Unauthenticated
 
 
 class ApiMetrics:
@@ -32,23 +32,20 @@ class ApiMetrics:
 
 
 class ReportSlots:
-    """Reports being built, per caller (the token's subject): one at a time each, so one caller's
-    burst cannot make everyone else's report wait."""
+    """The callers (tokens' subjects) whose report is being built: one at a time each, so one
+    caller's burst cannot make everyone else's report wait."""
 
-    def __init__(self, per_caller: int = 1) -> None:
-        self.per_caller = per_caller
-        self.busy: dict[str, int] = {}
+    def __init__(self) -> None:
+        self.busy: set[str] = set()
 
     def take(self, caller: str) -> bool:
-        if self.busy.get(caller, 0) >= self.per_caller:
+        if caller in self.busy:
             return False
-        self.busy[caller] = self.busy.get(caller, 0) + 1
+        self.busy.add(caller)
         return True
 
     def release(self, caller: str) -> None:
-        left = self.busy.pop(caller, 1) - 1
-        if left > 0:
-            self.busy[caller] = left
+        self.busy.discard(caller)
 
 
 @dataclass
@@ -78,8 +75,8 @@ def principal(request: HTTPConnection) -> Principal:
     if verifier is None:
         return ANONYMOUS
     header = request.headers.get("authorization")
-    if header is None and request.cookies.get("bias_audit_token"):  # set by the operator's proxy
-        header = "Bearer " + request.cookies["bias_audit_token"]
+    if header is None and request.cookies.get(TOKEN_COOKIE):
+        header = "Bearer " + request.cookies[TOKEN_COOKIE]
     try:
         return verifier.verify(header)
     except Unauthenticated as error:

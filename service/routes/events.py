@@ -123,7 +123,7 @@ async def _audit(request: Request, caller: Principal, state: ApiState, topic: st
     elif body is None:
         response = problem(413, PROBLEMS[413], f"body is over the limit of {state.max_body_bytes} bytes",
                            "urn:bias-audit:problem:too_large")
-    elif (tenant := _claimed_tenant(body)) is not None and not caller.sees(tenant):
+    elif (tenant := _event_key(body, id_field)[0]) is not None and not caller.sees(tenant):
         response = problem(403, "forbidden", f"the token may not send events for tenant {tenant!r}",
                            "urn:bias-audit:problem:forbidden")
     else:
@@ -151,8 +151,8 @@ async def _answer(state: ApiState, body: bytes, topic: str, kind: str, id_field:
         cache.put((outcome.result.tenant_id, kind, outcome.result.audit_id), answer, _sha256(body))
         return Response(answer, media_type="application/json")
     # a repeat of an id this tenant already had audited in this process: the first answer again
-    tenant_id, event_id = _event_key(body, id_field)
-    key = (tenant_id, kind, event_id or "")
+    tenant_id, event_id = _event_key(body, id_field)  # a body audited once already: an object
+    key = (tenant_id or "default", kind, event_id or "")
     cached = cache.get(key) if event_id else None
     first_digest = cache.digest(key) if event_id else None
     if cached is not None and first_digest and first_digest != _sha256(body):
@@ -223,24 +223,15 @@ def _sha256(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
-def _claimed_tenant(body: bytes) -> str | None:
-    """The tenant a body claims; None when it is not a JSON object with a string tenant (the
-    audit then answers 400 or 422 for the body itself, not 403 for a tenant it never named)."""
+def _event_key(body: bytes, field: str) -> tuple[str | None, str | None]:
+    """(tenant_id, id) a body claims; the tenant None when the body is not a JSON object with a
+    string tenant (the audit then answers 400 or 422 for the body itself, never 403 for a tenant
+    it did not name)."""
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return None
+        return None, None
     if not isinstance(document, dict):
-        return None
-    tenant = document.get("tenant_id", "default")
-    return tenant if isinstance(tenant, str) else None
-
-
-def _event_key(body: bytes, field: str) -> tuple[str, str | None]:
-    """(tenant_id, id) of a body that parsed once already (it was audited before)."""
-    try:
-        document = orjson.loads(body)
-        tenant, value = document.get("tenant_id", "default"), document.get(field)
-    except (orjson.JSONDecodeError, AttributeError):
-        return "default", None
-    return (tenant if isinstance(tenant, str) else "default"), (value if isinstance(value, str) else None)
+        return None, None
+    tenant, value = document.get("tenant_id", "default"), document.get(field)
+    return (tenant if isinstance(tenant, str) else None), (value if isinstance(value, str) else None)

@@ -3,7 +3,7 @@
 (`bias_audit_retention`). Neither owns a table, so neither can drop one, alter one, or read past
 what it was granted; the two owner's jobs they need (a new month's partition, dropping an empty
 one) are SECURITY DEFINER functions (migration 0009). The roles cannot log in: an operator makes
-login roles members of them (docs/operations.md). `setup` grants anew each run, so a table a new
+login roles members of them (docs/store.md). `setup` grants anew each run, so a table a new
 migration adds is granted too."""
 
 from __future__ import annotations

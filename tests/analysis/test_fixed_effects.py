@@ -44,7 +44,7 @@ def test_indicator_blocks_fit_as_their_dense_matrix_with_a_dummy_per_group():
     term = rng.normal(size=n)
     y = rng.normal(size=n) + 0.4 * model - 0.3 * reviewer + 1.2 * (own >= 0) + 0.5 * term + 0.1 * group_of
     blocks = [Indicators(model, 4), Indicators(reviewer, 5), Indicators(own, 5), term]
-    fit = absorbed_least_squares(blocks, y, groups, keep_design=True)
+    fit = absorbed_least_squares(blocks, y, groups)
 
     x = dense(blocks, n)
     explicit = np.hstack([x, one_hot(group_of, kinds)])
