@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from scipy.stats import binomtest, fisher_exact
 
+from .multiple_tests import holm
 from .proportions import Z95, newcombe_difference
 
 ALPHA = 0.05
@@ -46,16 +47,6 @@ def agresti_min_paired(b: int, c: int, n: int, z: float = Z95) -> tuple[float, f
 
 def mcnemar_exact_p(b: int, c: int) -> float:
     return 1.0 if b + c == 0 else float(binomtest(min(b, c), b + c, 0.5).pvalue)
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    adjusted = [0.0] * len(p_values)
-    running = 0.0
-    for rank, index in enumerate(order):
-        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
-        adjusted[index] = running
-    return adjusted
 
 
 def compare(baseline: Sequence[frozenset[str]], candidate: Sequence[frozenset[str]],

@@ -23,12 +23,15 @@ GRANTS: dict[str, list[tuple[str, str]]] = {
         ("SELECT", "bias_taxonomy"),
         ("SELECT", "bias_daily_aggregate"),  # the report's rolled-up history
         ("SELECT", "schema_migrations"),  # a worker checks the store is migrated before it starts
+        ("SELECT, INSERT", "judge_verdicts"),
+        ("SELECT, INSERT", "judge_human_verdict"),
     ],
     RETENTION: [
         ("SELECT, UPDATE, DELETE", "llm_interaction_audit"),
         ("SELECT, UPDATE, DELETE", "council_session_audit"),  # UPDATE: the batches lock their rows (FOR UPDATE)
         ("SELECT, INSERT, UPDATE", "bias_daily_aggregate"),
         ("SELECT", "schema_migrations"),
+        ("SELECT, DELETE", "judge_verdicts"),
     ],
 }
 FUNCTIONS = {WRITER: "bias_audit_month_partition(text, timestamptz)", RETENTION: "bias_audit_drop_month(text)"}

@@ -9,7 +9,8 @@ import pytest
 from scipy.stats import binomtest
 
 from bias_audit.analysis.proportions import newcombe_difference, wilson_interval
-from bias_audit.analysis.sandbox import agresti_min_paired, compare, holm, mcnemar_exact_p
+from bias_audit.analysis.multiple_tests import holm
+from bias_audit.analysis.sandbox import agresti_min_paired, compare, mcnemar_exact_p
 
 
 @pytest.mark.parametrize(("k", "n"), [(0, 10), (1, 10), (81, 263), (15, 148), (29, 29), (5, 5000)])

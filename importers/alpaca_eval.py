@@ -1,0 +1,99 @@
+"""AlpacaEval's `results/<model>/<annotator>/annotations.json` (tatsu-lab/alpaca_eval): a JSON
+array, one entry per instruction with `generator_1` (the baseline, output_1), `generator_2`,
+`annotator` and `preference` in [1, 2] (2: generator_2 preferred; 0 or 1.5: a draw; sometimes
+text; missing or NaN: not annotated).
+
+The display order: AlpacaEval's pairwise annotators swap output_1 and output_2 when
+random.Random("is_switched_outputs" + instruction + "0").choices([False, True])[0] is True (its
+processors.RandomSwitchTwoColumnsProcessor, seeded with the annotator's default seed 0, order
+randomized unless a config turns it off). For the annotators its package defines that way the
+order is reconstructed; for any other it is unknown, and no position metric is reported.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .common import SourceError, candidate, need, now_iso, safe_id, text_digest
+
+# AlpacaEval's evaluator configs (its package's evaluators_configs/) that keep the default random
+# output order: all but aviary_gpt4 and lmsys_gpt4, which set is_randomize_output_order: false
+RANDOMIZED_ORDER = frozenset({
+    "Self-taught-llama3.1-70B-dpo", "alpaca_eval_clf_cot_gpt4_turbo", "alpaca_eval_clf_gpt4_turbo",
+    "alpaca_eval_cot_gpt4_turbo_fn", "alpaca_eval_gpt4", "alpaca_eval_gpt4_0314", "alpaca_eval_gpt4_0613",
+    "alpaca_eval_gpt4_fn", "alpaca_eval_gpt4_turbo_fn", "alpaca_eval_llama3_70b_fn",
+    "alpaca_eval_vllm_llama3_70b_fn", "alpaca_farm", "alpaca_farm_greedy_gpt4", "bedrock_claude",
+    "bedrock_claude_2", "chatgpt", "chatgpt_fn", "claude", "claude_2", "claude_3_opus_ranking",
+    "claude_ranking", "cohere", "gpt-3.5-turbo-1106_ranking", "gpt35_turbo_instruct", "gpt4", "gpt4_turbo",
+    "gpt4_turbo_clf", "gpt4_turbo_cot_clf", "gpt4_turbo_cot_logprob", "gpt4_turbo_logprob", "guanaco_33b",
+    "improved_aviary_gpt4", "improved_lmsys_gpt4", "mistral-large-2402_ranking", "oasst_pythia_12b",
+    "text_davinci_003", "weighted_alpaca_eval_cot_gpt4_turbo", "weighted_alpaca_eval_gpt-4o-mini-2024-07-18",
+    "weighted_alpaca_eval_gpt4.1", "weighted_alpaca_eval_gpt4_turbo", "weighted_alpaca_eval_gpt4_turbo_new",
+    "weighted_alpaca_eval_vllm_llama3_70b",
+})
+
+
+def looks_like(row: dict[str, Any]) -> bool:
+    return "generator_1" in row and "generator_2" in row and "preference" in row
+
+
+def shown_swapped(instruction: str) -> bool:
+    """Whether AlpacaEval showed output_2 first for this instruction."""
+    return random.Random("is_switched_outputs" + instruction + "0").choices([False, True], k=1)[0]
+
+
+def preference_value(value: Any) -> float | None:
+    """The preference as AlpacaEval reads it: a number or its text, 0 a draw (1.5); None when
+    not a preference (missing, NaN, outside [1, 2])."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+        return None
+    value = 1.5 if value == 0 else float(value)
+    return value if 1.0 <= value <= 2.0 else None
+
+
+def read(path: Path, *, tenant: str = "default", timestamp: str | None = None) -> Iterator[dict[str, Any]]:
+    stamp = timestamp or now_iso()
+    try:
+        rows = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise SourceError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(rows, list):
+        raise SourceError(f"{path}: expected AlpacaEval's JSON array of annotations, got {type(rows).__name__}")
+    for index, row in enumerate(rows):
+        where = f"{path}: entry {index}"
+        if not isinstance(row, dict):
+            raise SourceError(f"{where}: expected an object")
+        instruction = need(row, "instruction", where)
+        baseline, model = need(row, "generator_1", where), need(row, "generator_2", where)
+        annotator = need(row, "annotator", where)
+        if "preference" not in row:
+            raise SourceError(f"{where}: missing field 'preference'")
+        dataset = row.get("dataset") if isinstance(row.get("dataset"), str) else None
+        item = safe_id(dataset, text_digest(instruction))
+        known = annotator in RANDOMIZED_ORDER
+        swapped = known and shown_swapped(instruction)
+        base = candidate(baseline, row.get("output_1"), baseline=True)
+        other = candidate(model, row.get("output_2"))
+        preference = preference_value(row["preference"])
+        if preference is None:
+            verdict: dict[str, Any] = {"kind": "failed", "reason": "no preference"}
+        else:
+            p_model = preference - 1.0
+            verdict = {"kind": "probability", "p_first": p_model if swapped else 1.0 - p_model}
+        yield {
+            "schema_version": "1.0", "verdict_id": safe_id("alpaca_eval", annotator, model, item),
+            "tenant_id": tenant, "timestamp": stamp, "judge": {"model": annotator}, "item_id": item,
+            "order_known": known, "task": dataset,
+            "candidates": [other, base] if swapped else [base, other], "verdict": verdict,
+        }

@@ -1,0 +1,104 @@
+"""Judge verdicts in PostgreSQL: written a batch per transaction (COPY into a staging table, one
+INSERT ... ON CONFLICT DO NOTHING: a verdict stored already is skipped), read back as events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg.types.json import Jsonb
+
+COLUMNS = "tenant_id, verdict_id, verdict_ts, judge_model, judge_prompt, item_id, trace_id, consent_level, event"
+
+
+def verdict_row(event: dict[str, Any], consent: int) -> tuple:
+    """A validated verdict event (texts already dropped) as its row."""
+    judge = event["judge"]
+    stamp = event["timestamp"]
+    return (event["tenant_id"], event["verdict_id"],
+            datetime.fromisoformat(stamp.replace("Z", "+00:00")) if isinstance(stamp, str) else stamp,
+            judge["model"], judge.get("prompt"), event["item_id"], event.get("trace_id"), consent,
+            Jsonb(event, dumps=lambda value: orjson.dumps(value).decode()))
+
+
+class PostgresVerdictStore:
+    """The verdict consumer's sink and `import`'s writer."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._connection: psycopg.Connection | None = None
+
+    def _connected(self) -> psycopg.Connection:
+        if self._connection is None or self._connection.closed:
+            self._connection = psycopg.connect(self.url, connect_timeout=5)
+        return self._connection
+
+    def append(self, events: list[dict[str, Any]]) -> int:
+        """Store the verdicts not stored yet; how many were new."""
+        if not events:
+            return 0
+        rows = [verdict_row(event, event.get("consent_level") if event.get("consent_level") is not None else 1)
+                for event in events]
+        connection = self._connected()
+        try:
+            with connection.transaction(), connection.cursor() as cursor:
+                cursor.execute("CREATE TEMP TABLE IF NOT EXISTS judge_verdicts_staging "
+                               "(LIKE judge_verdicts INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+                with cursor.copy(f"COPY judge_verdicts_staging ({COLUMNS}) FROM STDIN".encode()) as copy:
+                    for row in rows:
+                        copy.write_row(row)
+                cursor.execute(f"INSERT INTO judge_verdicts ({COLUMNS}) SELECT {COLUMNS} FROM judge_verdicts_staging "
+                               "ON CONFLICT (tenant_id, verdict_id) DO NOTHING".encode())
+                return cursor.rowcount
+        except psycopg.OperationalError:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+def import_verdicts(url: str, events: Iterable[dict[str, Any]], batch: int = 2_000) -> tuple[int, int]:
+    """Verdict events into the store in batches; (read, new). Importing twice adds nothing."""
+    store = PostgresVerdictStore(url)
+    read = new = 0
+    pending: list[dict[str, Any]] = []
+    try:
+        for event in events:
+            read += 1
+            pending.append(event)
+            if len(pending) >= batch:
+                new += store.append(pending)
+                pending = []
+        new += store.append(pending)
+    finally:
+        store.close()
+    return read, new
+
+
+def read_verdicts(connection: psycopg.Connection, *, tenant: str | None = None, judge: str | None = None,
+                  since: datetime | None = None, batch: int = 5_000) -> Iterator[dict[str, Any]]:
+    """Stored verdict events in time order (a server-side cursor: memory stays flat), with the
+    people's blind verdicts of the review page added to their `human`."""
+    conditions, parameters = [], []
+    for column, value in (("v.tenant_id = %s", tenant), ("v.judge_model = %s", judge), ("v.verdict_ts >= %s", since)):
+        if value is not None:
+            conditions.append(column)
+            parameters.append(value)
+    where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+    query = ("SELECT v.event, (SELECT coalesce(jsonb_agg(jsonb_build_object('annotator', h.reviewer, 'preference', "
+             "h.preference) ORDER BY h.id), '[]'::jsonb) FROM judge_human_verdict h WHERE h.tenant_id = v.tenant_id "
+             f"AND h.verdict_id = v.verdict_id) FROM judge_verdicts v {where} ORDER BY v.tenant_id, v.verdict_ts, "
+             "v.verdict_id")
+    with connection.cursor(name="bias_audit_verdicts") as cursor:
+        cursor.itersize = batch
+        cursor.execute(query.encode(), parameters)
+        for event, people in cursor:
+            if people:
+                event = {**event, "human": [*(event.get("human") or []), *people]}
+            yield event

@@ -1,0 +1,99 @@
+"""`bias-audit judges`: the judge report over the field's judge files or the store."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from bias_audit.schemas.errors import CommandError
+
+from .common import DataDirOpt, StoreOpt, command, say
+
+
+class JudgeSource(str, Enum):
+    auto = "auto"
+    events = "events"
+    judgebench = "judgebench"
+    alpaca_eval = "alpaca_eval"
+    mt_bench = "mt_bench"
+    lmc = "lmc"
+
+
+class JudgeFormat(str, Enum):
+    text = "text"
+    json = "json"
+    csv = "csv"
+    html = "html"
+
+
+SourceOpt = Annotated[JudgeSource, typer.Option(
+    "--source", "-s", help="the files' format: auto (by their fields), events (judge.verdicts JSONL), JudgeBench "
+    "outputs/*.jsonl, AlpacaEval annotations.json, FastChat MT-Bench model_judgment/*.jsonl, or the Language Model "
+    "Council's judging JSONL")]
+AnswersOpt = Annotated[Optional[Path], typer.Option(
+    "--answers", metavar="DIR", help="MT-Bench: FastChat's model_answer/ folder, for the answers' lengths")]
+
+
+@command
+def judges(
+    paths: Annotated[Optional[list[str]], typer.Argument(metavar="PATH", help="judge files or folders (default: the "
+                                                         "store's verdicts)", show_default=False)] = None,
+    source: SourceOpt = JudgeSource.auto,
+    store: StoreOpt = None,
+    tenant: Annotated[Optional[str], typer.Option(metavar="TENANT", help="only this tenant's verdicts")] = None,
+    format: Annotated[JudgeFormat, typer.Option("--format", "-f", help="text, json, csv or html")] = JudgeFormat.text,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")] = None,
+    answers: AnswersOpt = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Audit LLM judges: position, length, accuracy, self-preference, agreement.
+
+    Per judge (model and prompt), each with its 95% CI and N: position consistency, first-position
+    rate, preference fairness, length preference, accuracy against labels (JudgeBench's rule),
+    tie and failed rates, self-preference, agreement with humans (Cohen's kappa); per (judge,
+    model) AlpacaEval's win rate against the baseline; Krippendorff's alpha between judges. Reads
+    the public judge files as their projects write them, or the verdicts in the store."""
+    from bias_audit.analysis.judge_games import game_from_event
+    from bias_audit.analysis.judges import judge_report
+    from bias_audit.reports.judges import judge_document, render_judges
+
+    if paths:
+        if store is not None:
+            raise CommandError("give judge files or --store, not both")
+        from bias_audit.importers.sources import read_verdicts
+
+        events = read_verdicts(paths, source.value, answers=str(answers) if answers else None)
+        games = [game_from_event(e) for e in events if tenant is None or e.get("tenant_id") == tenant]
+        sources = list(paths)
+    else:
+        if answers is not None or source is not JudgeSource.auto:
+            raise CommandError("--source and --answers describe judge files; name the files")
+        games, sources = _stored_games(store, data_dir, tenant)
+    document = judge_document(judge_report(games), sources=sources)
+    text = render_judges(document, format.value)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        say(f"wrote {output}")
+
+
+def _stored_games(store: str | None, data_dir: Path | None, tenant: str | None):
+    import psycopg
+
+    from bias_audit.analysis.judge_games import game_from_event
+    from bias_audit.schemas.safe_text import reason_of, redact
+    from bias_audit.storage.postgres.verdicts import read_verdicts
+
+    from .common import store_for
+
+    with store_for(store, data_dir, "the judge report reads") as url:
+        try:
+            with psycopg.connect(url, connect_timeout=5) as connection:
+                games = [game_from_event(e) for e in read_verdicts(connection, tenant=tenant)]
+        except psycopg.Error as error:
+            raise CommandError(f"reading verdicts from {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
+        return games, [redact(url)]
