@@ -208,6 +208,7 @@ class WindowUpdate:
     # a resumed session's ("resume", "resume_recorded") counting order, while it is among the
     # last K sessions counted (else 0): its live alerts are evaluated when it is resumed
     counted_as: int = 0
+    sums: dict[str, int] = field(default_factory=dict)  # the whole window's, when the policy keeps them
 
 
 DAY_MS = 86_400_000

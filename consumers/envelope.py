@@ -100,8 +100,10 @@ def describe_validation_error(error: ValidationError, shown: int = 5) -> str:
 
 
 def classify(document: Any) -> str:
-    """Tell council sessions and LLM responses apart by their fields."""
+    """Tell council sessions, LLM responses and judge verdicts apart by their fields."""
     if isinstance(document, dict):
+        if "verdict_id" in document or ("verdict" in document and "judge" in document):
+            return "judge.verdict"
         if "session_id" in document or "reviews" in document:
             return "council.session"
         if "audit_id" in document or "llm_response" in document:

@@ -12,6 +12,7 @@ order is reconstructed; for any other it is unknown, and no position metric is r
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Iterator
@@ -64,10 +65,14 @@ def preference_value(value: Any) -> float | None:
 
 def read(path: Path, *, tenant: str = "default", timestamp: str | None = None) -> Iterator[dict[str, Any]]:
     stamp = timestamp or now_iso()
+    data = path.read_bytes()
     try:
-        rows = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as error:
-        raise SourceError(f"{path}: not valid JSON ({error})") from None
+        rows = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:  # Python's json module writes a missing preference as NaN, which strict JSON lacks
+            rows = json.loads(data)
+        except ValueError as error:
+            raise SourceError(f"{path}: not valid JSON ({error})") from None
     if not isinstance(rows, list):
         raise SourceError(f"{path}: expected AlpacaEval's JSON array of annotations, got {type(rows).__name__}")
     for index, row in enumerate(rows):

@@ -85,7 +85,7 @@ class AuditResult(BaseModel):
     schema_version: str = "1.0"
     event_type: Literal["bias.audit.completed"] = "bias.audit.completed"
     audit_id: str
-    source: Literal["council.session", "llm.response"]
+    source: Literal["council.session", "llm.response", "judge.verdict"]
     tenant_id: str
     trace_id: str
     timestamp: str

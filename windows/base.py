@@ -15,6 +15,7 @@ class WindowPolicy:
     max_sessions: int = 100
     max_days: float = 30.0
     recent_sessions: int = 20  # the last K sessions counted: live alerts are judged on them
+    keep_sums: bool = False  # each update carries the window's sums (a judge's window: few fields)
 
     @property
     def window_ms(self) -> int:

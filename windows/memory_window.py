@@ -89,7 +89,8 @@ class MemoryWindow:
             while len(tenant.order) > self.policy.max_sessions:
                 self._evict_oldest(tenant)
         return WindowUpdate(status=status, summary=self.summary(item.tenant_id), sequence=sequence,
-                            recent=dict(tenant.recent_sums), counted_as=counted_as)
+                            recent=dict(tenant.recent_sums), counted_as=counted_as,
+                            sums=dict(tenant.sums) if self.policy.keep_sums else {})
 
     def _tenant(self, tenant_id: str) -> _TenantWindow:
         tenant = self._tenants.get(tenant_id)

@@ -141,7 +141,8 @@ class RedisWindow:
                 window_end=iso_from_ms(float(last)) if last else None,
             )
             updates.append(WindowUpdate(status=_decode(status), summary=summary, sequence=int(sequence),
-                                        recent=dict(recent), counted_as=int(counted_as)))
+                                        recent=dict(recent), counted_as=int(counted_as),
+                                        sums=dict(sums) if self.policy.keep_sums else {}))
         return updates
 
     async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:

@@ -31,12 +31,13 @@ def audit_lines(lines: Iterable[tuple[int, bytes]], settings: Settings, source: 
     duplicate. Returns the number of bad lines."""
     from bias_audit.consumers.envelope import Delivery
 
-    from .composition import in_process_processor, interaction_store, record_store
+    from .composition import in_process_processor, interaction_store, record_store, verdict_store
 
-    # writes only when asked to: council records and interaction records to the store given
+    # writes only when asked to: council records, interaction records and verdicts to the store given
     store = record_store(settings) if settings.store_url else None
     interactions = interaction_store(settings) if settings.store_url else None
-    consumer = in_process_processor(settings, store, interactions)
+    verdicts = verdict_store(settings) if settings.store_url else None
+    consumer = in_process_processor(settings, store, interactions, verdicts=verdicts)
     bad = 0
 
     async def run() -> None:
@@ -60,7 +61,7 @@ def audit_lines(lines: Iterable[tuple[int, bytes]], settings: Settings, source: 
     try:
         asyncio.run(run())
     finally:
-        for sink in (store, interactions):
+        for sink in (store, interactions, verdicts):
             if sink is not None:
                 sink.close()
     out.flush()

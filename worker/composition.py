@@ -141,11 +141,42 @@ def _one_line(error: Exception) -> str:
 
 
 def event_processor(settings: Settings, window: WindowStore, alert_state=None, *, council_store,
-                   response_store, tasks=None) -> EventRouter:
-    """Both kinds of event behind one processor: council sessions and LLM responses."""
+                   response_store, tasks=None, verdicts=None) -> EventRouter:
+    """The three kinds of event behind one processor: council sessions, LLM responses and (given
+    their processor) judge verdicts."""
     return EventRouter(council_processor(settings, window, council_store, alert_state),
-                       response_processor(settings, window, response_store, tasks),
-                       llm_topic=settings.llm_topic, council_topic=settings.council_topic)
+                       response_processor(settings, window, response_store, tasks), verdicts,
+                       llm_topic=settings.llm_topic, council_topic=settings.council_topic,
+                       verdicts_topic=settings.verdicts_topic)
+
+
+def verdict_processor(settings: Settings, window: WindowStore, store, alert_state=None):
+    """Judge verdicts: `window` keeps a window per judge with the judge policy (its sums kept)."""
+    from bias_audit.consumers.verdicts import VerdictProcessor
+
+    return VerdictProcessor(window=window, store=store, default_consent=settings.consent_level,
+                            hash_secret=settings.secret_bytes, limits=settings.limits,
+                            alert_state=alert_state if settings.alerts_enabled else None)
+
+
+def verdict_store(settings: Settings) -> RecordSink:
+    """judge_verdicts when the store is PostgreSQL; else JSONL in DATA_DIR/verdicts."""
+    if settings.store_is_postgres:
+        from bias_audit.storage.postgres.verdicts import PostgresVerdictStore
+
+        from .store_setup import require_store_schema
+
+        require_store_schema(settings.store_url or "")
+        return PostgresVerdictStore(settings.store_url or "")
+    stem = "verdicts-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name)
+    return JsonlRecordStore(settings.verdicts_dir, stem)
+
+
+def _redis_verdicts(settings: Settings, window_client: Redis, alerts, metrics):
+    if settings.verdicts_topic not in settings.consumed_topics:
+        return None
+    window = TimedWindow(RedisWindow(window_client, settings.judge_window_policy, prefix=settings.key_prefix), metrics)
+    return verdict_processor(settings, window, verdict_store(settings), alerts)
 
 
 def task_state(settings: Settings, window_client: Redis):
@@ -174,13 +205,17 @@ def output_topics(settings: Settings) -> OutputTopics:
                         tasks=settings.tasks_topic)
 
 
-def in_process_processor(settings: Settings, store=None, interactions=None, *, long_running: bool = False) -> EventRouter:
+def in_process_processor(settings: Settings, store=None, interactions=None, *, long_running: bool = False,
+                         verdicts=None) -> EventRouter:
     """`bias-audit audit` (a finite file: the window remembers every session) and `serve`
     (long_running: the window is bounded); same pipeline, window in memory, no broker."""
-    window = MemoryWindow(settings.window_policy) if long_running else \
-        MemoryWindow(settings.window_policy, max_tenants=None, max_seen=None)
-    return event_processor(settings, window, MemoryAlertState(settings.alert_limits),
-                           council_store=store, response_store=interactions)
+    def window(policy):
+        return MemoryWindow(policy) if long_running else MemoryWindow(policy, max_tenants=None, max_seen=None)
+
+    alerts = MemoryAlertState(settings.alert_limits)
+    return event_processor(settings, window(settings.window_policy), alerts, council_store=store,
+                           response_store=interactions,
+                           verdicts=verdict_processor(settings, window(settings.judge_window_policy), verdicts, alerts))
 
 
 def _worker_limits(settings: Settings) -> dict[str, Any]:
@@ -201,7 +236,8 @@ def redis_worker(settings: Settings):
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
     processor = event_processor(settings, window, alerts, council_store=record_store(settings),
-                              response_store=interaction_store(settings), tasks=task_state(settings, window_client))
+                              response_store=interaction_store(settings), tasks=task_state(settings, window_client),
+                              verdicts=_redis_verdicts(settings, window_client, alerts, metrics))
     outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
     workers = [RedisStreamsWorker(
         client=client, processor=processor, outbox=outbox, broker_url=broker_url, stream=topic,
@@ -225,7 +261,8 @@ def pubsub_worker(settings: Settings):
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
     processor = event_processor(settings, window, alerts, council_store=record_store(settings),
-                              response_store=interaction_store(settings), tasks=task_state(settings, window_client))
+                              response_store=interaction_store(settings), tasks=task_state(settings, window_client),
+                              verdicts=_redis_verdicts(settings, window_client, alerts, metrics))
     workers = []
     for topic in settings.consumed_topics:
         # each input drains and closes its own clients
@@ -251,7 +288,8 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
     from bias_audit.service.app import create_app
     from bias_audit.service.tracing import tracer_for  # OpenTelemetry itself only when an endpoint is set
 
-    processor = in_process_processor(settings, record_store(settings), interaction_store(settings), long_running=True)
+    processor = in_process_processor(settings, record_store(settings), interaction_store(settings), long_running=True,
+                                     verdicts=verdict_store(settings))
     audit_store = report = None
     if settings.store_is_postgres:  # the audit log's API reads the PostgreSQL store
         from bias_audit.storage.audit_api import AuditStore

@@ -18,7 +18,7 @@ def output_topic_names(settings: Settings) -> list[str]:
 
 
 def input_topic_names(settings: Settings) -> list[str]:
-    return [settings.council_topic, settings.llm_topic]
+    return [settings.council_topic, settings.llm_topic, settings.verdicts_topic]
 
 
 def poison_attempts(settings: Settings) -> int:

@@ -142,7 +142,7 @@ def set_up_broker(settings: Settings, url: str) -> Iterator[str]:
         client = Redis.from_url(url)
         try:
             lines = []
-            for stream in (settings.council_topic, settings.llm_topic):
+            for stream in (settings.council_topic, settings.llm_topic, settings.verdicts_topic):
                 created = await ensure_group(client, stream, settings.group)
                 lines.append(f"{stream}: group {settings.group} {'created' if created else 'already exists'}")
             return lines

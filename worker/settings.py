@@ -54,11 +54,17 @@ class Settings(BaseSettings):
 
     window_sessions: int = Field(100, ge=1, le=1_000_000)
     window_days: float = Field(30.0, gt=0)
+    judge_window_verdicts: int = Field(2_000, ge=10, le=1_000_000, description="a judge's window: its last N "
+                                       "verdicts (within window_days)")
+    judge_recent_verdicts: int = Field(200, ge=10, description="a judge's recent verdicts, compared with the rest of "
+                                       "its window for drift alerts")
 
     council_topic: str = "council.sessions"  # env BIAS_AUDIT_COUNCIL_TOPIC
     llm_topic: str = "llm.responses"
-    consume: Literal["all", "council", "responses"] = Field("all", description="the inputs this worker consumes: all, council (council_topic) or responses "
-                                     "(llm_topic); one per deployment lets each scale on its own backlog")
+    verdicts_topic: str = "judge.verdicts"
+    consume: Literal["all", "council", "responses", "judges"] = Field(
+        "all", description="the inputs this worker consumes: all, council (council_topic), responses (llm_topic) or "
+        "judges (verdicts_topic); one per deployment lets each scale on its own backlog")
     result_topic: str = "bias.audit.stream"
     alerts_topic: str = "bias.audit.alerts"
     tasks_topic: str = "bias.audit.tasks"
@@ -228,6 +234,11 @@ class Settings(BaseSettings):
                             recent_sessions=self.alert_recent_sessions)
 
     @property
+    def judge_window_policy(self) -> WindowPolicy:
+        return WindowPolicy(max_sessions=self.judge_window_verdicts, max_days=self.window_days,
+                            recent_sessions=min(self.judge_recent_verdicts, self.judge_window_verdicts), keep_sums=True)
+
+    @property
     def transport(self) -> str:
         return "pubsub" if (self.broker_url or "").startswith("pubsub://") else "redis"
 
@@ -237,8 +248,8 @@ class Settings(BaseSettings):
 
     @property
     def consumed_topics(self) -> list[str]:
-        return {"council": [self.council_topic], "responses": [self.llm_topic]}.get(self.consume,
-                                                                              [self.council_topic, self.llm_topic])
+        return {"council": [self.council_topic], "responses": [self.llm_topic], "judges": [self.verdicts_topic]}.get(
+            self.consume, [self.council_topic, self.llm_topic, self.verdicts_topic])
 
     @property
     def consumed_topic(self) -> str:
@@ -262,6 +273,11 @@ class Settings(BaseSettings):
     @property
     def store_is_postgres(self) -> bool:
         return (self.store_url or "").startswith(("postgresql://", "postgres://"))
+
+    @property
+    def verdicts_dir(self) -> Path:
+        """judge.verdicts rows as JSONL, when the store is not PostgreSQL."""
+        return self._jsonl_root / "verdicts"
 
     @property
     def interactions_dir(self) -> Path:

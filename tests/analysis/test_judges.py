@@ -36,6 +36,7 @@ def swapped(item: str, g1: int | None, g2: int | None, label: int | None = None)
 SWAPS = [
     (1, -1, True, False, False),  # A then (swapped) B: the same answer both times
     (2, -1, True, False, False),  # strength ignored
+    (-2, 1, True, False, False),
     (1, 1, False, True, False),  # the first shown both times
     (-1, -2, False, False, True),  # the second shown both times
     (0, 0, True, False, False),  # a tie survives the swap
@@ -52,10 +53,10 @@ def test_position_consistency_and_preference_fairness_by_hand():
     consistent = sum(row[2] for row in SWAPS)
     primacy, recency = sum(row[3] for row in SWAPS), sum(row[4] for row in SWAPS)
     pc = position_consistency(pairs)
-    assert pc.estimate == pytest.approx(consistent / 8) and pc.n == 8
-    assert (pc.ci_lower, pc.ci_upper) == pytest.approx(wilson_interval(consistent, 8))
+    assert pc.estimate == pytest.approx(consistent / 9) and pc.n == 9
+    assert (pc.ci_lower, pc.ci_upper) == pytest.approx(wilson_interval(consistent, 9))
     pf = preference_fairness(pairs)
-    assert pf.estimate == pytest.approx((recency - primacy) / 8)
+    assert pf.estimate == pytest.approx((recency - primacy) / 9)
     assert pf.p_value == pytest.approx(binomtest(recency, primacy + recency, 0.5).pvalue)
 
 

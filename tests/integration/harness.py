@@ -29,6 +29,8 @@ from bias_audit.worker.settings import Settings
 from tests.services import ROOT, spawn_worker
 
 RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"
+VERDICTS = "judge.verdicts"
+EVENT_TYPES = {INPUT: "council.session", VERDICTS: "judge.verdict"}
 TENANT = "demo"
 
 
@@ -74,16 +76,21 @@ class MemoryHarness:
         window = None
         for index in range(1, workers + 1):
             config = Settings(data_dir=self.data_dir, consumer_name=f"w{index}", **settings)
-            window = window or MemoryWindow(config.window_policy)
-            store = composition.record_store(config)
+            if config.consume == "judges":
+                window = window or MemoryWindow(config.judge_window_policy)
+                store = composition.verdict_store(config)
+                processor = composition.verdict_processor(config, window, store)
+            else:
+                window = window or MemoryWindow(config.window_policy)
+                store = composition.record_store(config)
+                processor = composition.council_processor(config, window, store)
             self.stores.append(store)
-            processor = composition.council_processor(config, window, store)
             self.workers.append(MemoryWorker(self.broker, processor, batch_size=config.batch_size,
-                                             max_deliveries=config.max_deliveries))
+                                             max_deliveries=config.max_deliveries, topic=config.consumed_topics[0]))
 
-    def publish(self, bodies: list[bytes]) -> None:
+    def publish(self, bodies: list[bytes], topic: str = INPUT) -> None:
         for body in bodies:
-            self.broker.send(INPUT, wire_fields(body, event_type="council.session", tenant_id=TENANT, trace_id=None))
+            self.broker.send(topic, wire_fields(body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, trace_id=None))
 
     def _drain(self) -> None:
         async def run() -> None:
@@ -152,10 +159,10 @@ class RedisHarness(_WorkerProcesses):
         wait_for(lambda: sum(1 for c in self.client.client_list() if c.get("cmd") == "xreadgroup") >= workers,
                  what=f"{workers} workers reading")
 
-    def publish(self, bodies: list[bytes]) -> None:
+    def publish(self, bodies: list[bytes], topic: str = INPUT) -> None:
         pipe = self.client.pipeline(transaction=False)
         for body in bodies:
-            pipe.xadd(INPUT, wire_fields(body, event_type="council.session", tenant_id=TENANT, trace_id=None))
+            pipe.xadd(topic, wire_fields(body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, trace_id=None))
         pipe.execute()
 
     def _documents(self, stream: str, count: int) -> list[dict]:
@@ -195,11 +202,11 @@ class PubSubHarness(_WorkerProcesses):
             self.processes.append(spawn_worker(env, self.data_dir / f"{name}.log"))
         time.sleep(4.0)  # subscribed (no readiness signal to wait on: ops ports are random here)
 
-    def publish(self, bodies: list[bytes]) -> None:
+    def publish(self, bodies: list[bytes], topic: str = INPUT) -> None:
         publisher = pubsub_v1.PublisherClient()
-        topic = publisher.topic_path(self.project, INPUT)
+        path = publisher.topic_path(self.project, topic)
         try:
-            futures = [publisher.publish(topic, body, event_type="council.session", tenant_id=TENANT)
+            futures = [publisher.publish(path, body, event_type=EVENT_TYPES[topic], tenant_id=TENANT)
                        for body in bodies]
             for future in futures:
                 future.result(timeout=60)

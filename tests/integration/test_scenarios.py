@@ -116,3 +116,45 @@ def test_the_raw_query_reaches_no_log_line_and_no_dead_letter_at_debug(transport
     assert CANARY not in logs and CANARY not in json.dumps(letters) and CANARY not in json.dumps(result)
     assert sorted(letter["payload_encoding"] for letter in letters) == ["json", "omitted", "omitted", "omitted",
                                                                         "omitted"]
+
+
+def verdict_bodies(count: int, *, first_rate: float = 0.5, seed: int = 0) -> list[bytes]:
+    """Judge verdicts, games 1 and 2 of count / 2 items, each with the raw query as a canary."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for n in range(count):
+        preference = "A>B" if rng.random() < first_rate else "B>A"
+        out.append(json.dumps({
+            "verdict_id": f"v-{n}", "tenant_id": "demo", "timestamp": "2026-11-20T10:30:00Z",
+            "judge": {"model": "judge-model", "prompt": "pairwise-v1"}, "item_id": f"item-{n // 2}",
+            "game": n % 2 + 1, "query": CANARY,
+            "candidates": [{"model": "a", "response": "word " * (10 + n % 7)}, {"model": "b", "length_words": 12}],
+            "verdict": {"kind": "pairwise", "preference": preference}}).encode())
+    return out
+
+
+def test_judge_verdicts_are_audited_once_stored_without_text_and_bad_ones_dead_lettered(transport, tmp_path):
+    from bias_audit.storage.jsonl_store import read_records as read_rows
+    from tests.integration.harness import VERDICTS
+
+    verdicts = verdict_bodies(60, seed=75)
+    bad = [b'{"verdict_id": "v-bad", "judge": {"model": "j"}}', b"not json"]
+    transport.start(batch_size=10, consume="judges")
+    transport.publish(verdicts + verdicts[:20] + bad, topic=VERDICTS)
+    letters = transport.dead_letters(2)
+    got = transport.results(60)
+    assert transport.alive()
+    assert sorted(r["audit_id"] for r in got) == sorted(f"v-{n}" for n in range(60))  # once each
+    assert {r["source"] for r in got} == {"judge.verdict"}
+    assert max(r["judge"]["window"]["verdicts"] for r in got) == 60  # counted once in the judge's window
+    assert all(letter["error"] and "\n" not in letter["error"] and letter["source_topic"] == VERDICTS
+               for letter in letters)
+    transport.stop()
+    rows = list(read_rows([tmp_path / "verdicts"]))
+    assert sorted(row["verdict_id"] for row in rows) == sorted(f"v-{n}" for n in range(60))  # stored once each
+    stored = json.dumps(rows)
+    assert CANARY not in stored and "word word" not in stored  # neither the query nor an answer's text
+    assert rows[0]["candidates"][0]["length_words"] >= 10
+    assert CANARY not in json.dumps(got) and CANARY not in transport.logs()

@@ -25,9 +25,10 @@ def worker(
     window_days: WindowDaysOpt = None,
     ops_port: Annotated[Optional[int], typer.Option(metavar="PORT", help="/healthz /readyz /metrics port (default 9464; 0 any, -1 off)")] = None,
     consume: Annotated[Optional[str], typer.Option(
-        metavar="all|council|responses",
-        help="all (default): council sessions and LLM responses; council: council.sessions only; responses: "
-             "llm.responses only (one per deployment scales each on its own backlog). Env BIAS_AUDIT_CONSUME")] = None,
+        metavar="all|council|responses|judges",
+        help="all (default): council sessions, LLM responses and judge verdicts; council: council.sessions only; "
+             "responses: llm.responses only; judges: judge.verdicts only (one per deployment scales each on its own "
+             "backlog). Env BIAS_AUDIT_CONSUME")] = None,
     store: StoreOpt = None,
 ) -> None:
     """Run the stream worker on Redis Streams or Pub/Sub.
@@ -99,8 +100,8 @@ def publish(
     from ..run import resolve_broker
 
     settings = settings_with(broker_url=broker, data_dir=data_dir)
-    entries = entries_for(event_lines(file), lambda kind: topic or (
-        settings.llm_topic if kind == "llm.response" else settings.council_topic))
+    by_kind = {"llm.response": settings.llm_topic, "judge.verdict": settings.verdicts_topic}
+    entries = entries_for(event_lines(file), lambda kind: topic or by_kind.get(kind, settings.council_topic))
     url = resolve_broker(settings)
     with progress_bar("publishing", len(entries)) as advance:
         send(url, entries, advance)

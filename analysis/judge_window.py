@@ -1,0 +1,117 @@
+"""A judge's rolling window: integer sums per verdict (exact to add and evict, like the council
+window's), what they estimate, and when the recent verdicts drift from the judge's own baseline.
+
+The window of a (tenant, judge model, judge prompt) holds its last N verdicts within D days; the
+recent window its last K. The baseline is the window without the recent part. A drift fires when
+the baseline's rate lies outside the recent rate's 95% CI and the two differ by the practical
+size, for the first-position rate or the length preference; it resolves when that no longer holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .judge_games import JudgedGame
+from .judges import ALPHA, PRACTICAL_RATE, Metric, longer_preferred
+from .multiple_tests import binomial_two_sided_half, holm
+from .proportions import wilson_interval
+
+N, FAILED, TIES, FIRST_DECIDED, FIRST_WON, LENGTH_DECIDED, LONGER_WON = (
+    "j:n", "j:failed", "j:ties", "j:fd", "j:fw", "j:ld", "j:lw")
+MIN_DRIFT = 50  # decided verdicts each side needs before a drift is judged
+MIN_FLAG = 30  # decided verdicts before the window flags a rate
+
+# metric -> (decided field, counted field, bias type)
+RATES = {"first_position_rate": (FIRST_DECIDED, FIRST_WON, "judge_position_bias"),
+         "length_preference": (LENGTH_DECIDED, LONGER_WON, "judge_length_bias")}
+
+
+def verdict_contribution(game: JudgedGame) -> dict[str, int]:
+    """What one verdict adds to its judge's sums (zero fields left out)."""
+    out = {N: 1}
+    if game.level is None:
+        out[FAILED] = 1
+        return out
+    if game.level == 0:
+        out[TIES] = 1
+    if game.order_known and game.direction:
+        out[FIRST_DECIDED] = 1
+        if game.direction > 0:
+            out[FIRST_WON] = 1
+    longer = longer_preferred(game)
+    if longer is not None:
+        out[LENGTH_DECIDED] = 1
+        if longer:
+            out[LONGER_WON] = 1
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeWindow:
+    verdicts: int
+    metrics: dict[str, Metric]  # first_position_rate, length_preference (tested); tie_rate, failed_rate
+
+    @property
+    def flagged(self) -> list[str]:
+        return [RATES[name][2] for name in RATES if self.metrics[name].flagged]
+
+
+def window_estimates(sums: Mapping[str, int]) -> JudgeWindow:
+    """The window's rates with Wilson CIs; the two tested ones flagged at the practical size and
+    p < 0.05 after Holm (with at least MIN_FLAG decided verdicts)."""
+    n = sums.get(N, 0)
+    metrics: dict[str, Metric] = {}
+    tested = []
+    for name, (decided_field, won_field, _) in RATES.items():
+        decided, won = sums.get(decided_field, 0), sums.get(won_field, 0)
+        if decided == 0:
+            metrics[name] = Metric(None, None, None, 0, None, False)
+            continue
+        low, high = wilson_interval(won, decided)
+        metrics[name] = Metric(won / decided, low, high, decided, binomial_two_sided_half(won, decided), False)
+        if decided >= MIN_FLAG:
+            tested.append(name)
+    for name, adjusted in zip(tested, holm([metrics[name].p_value or 1.0 for name in tested])):
+        m = metrics[name]
+        assert m.estimate is not None
+        flagged = abs(m.estimate - 0.5) >= PRACTICAL_RATE and adjusted < ALPHA
+        metrics[name] = Metric(m.estimate, m.ci_lower, m.ci_upper, m.n, m.p_value, flagged)
+    decided_all = n - sums.get(FAILED, 0)
+    for name, field, total in (("tie_rate", TIES, decided_all), ("failed_rate", FAILED, n)):
+        k = sums.get(field, 0)
+        low, high = wilson_interval(k, total) if total else (None, None)
+        metrics[name] = Metric(k / total if total else None, low, high, total)
+    return JudgeWindow(n, metrics)
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    metric: str
+    state: str  # "firing" | "ok"
+    recent: float | None
+    baseline: float | None
+    message: str
+
+
+def drift(sums: Mapping[str, int], recent: Mapping[str, int]) -> list[Drift]:
+    """Per tested rate, whether the recent verdicts moved beyond their CI from the baseline (the
+    window without them); "ok" when they did not, or there are too few to say (the alert state
+    keeps a firing one until an evaluation says ok)."""
+    out = []
+    for name, (decided_field, won_field, _) in RATES.items():
+        r_n, r_k = recent.get(decided_field, 0), recent.get(won_field, 0)
+        b_n, b_k = sums.get(decided_field, 0) - r_n, sums.get(won_field, 0) - r_k
+        if r_n < MIN_DRIFT or b_n < MIN_DRIFT:
+            out.append(Drift(name, "ok", r_k / r_n if r_n else None, b_k / b_n if b_n else None,
+                             f"{name}: too few verdicts to compare ({r_n} recent, {b_n} before)"))
+            continue
+        now, before = r_k / r_n, b_k / b_n
+        low, high = wilson_interval(r_k, r_n)
+        moved = not low <= before <= high and abs(now - before) >= PRACTICAL_RATE
+        out.append(Drift(name, "firing" if moved else "ok", now, before,
+                         f"the judge's {name.replace('_', ' ')} moved from {before:.2f} to {now:.2f} "
+                         f"(95% CI {low:.2f}-{high:.2f}) over its last {r_n} decided verdicts" if moved else
+                         f"the judge's {name.replace('_', ' ')} is {now:.2f}, within its CI of the baseline "
+                         f"{before:.2f}"))
+    return out

@@ -1,0 +1,163 @@
+"""Judge-verdict consumer: decode -> validate -> the judge's window -> verdict row -> result and
+drift alerts.
+
+The same contract with the transports as the other consumers (Deliveries in, Outcomes out) and
+the same exactly-once rule: each verdict is an item of its judge's window (tenant, judge model,
+judge prompt), counted once however often it arrives; a redelivery resumes after the last step
+done. The query and the answers' texts are never stored: a verdict row keeps the candidates'
+models and lengths in words.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from bias_audit.analysis.judge_games import JudgedGame, game_from_event
+from bias_audit.analysis.judges import longer_preferred
+from bias_audit.analysis.judge_window import RATES, JudgeWindow, drift, verdict_contribution, window_estimates
+from bias_audit.analysis.records import effective_consent
+from bias_audit.schemas.events import CouncilSessionEvent
+from bias_audit.schemas.judges import JudgeVerdictEvent
+from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
+from bias_audit.schemas.results import Alert, AlertWindow, AuditResult
+from bias_audit.windows.alert_state import AlertStateStore, Transition
+from bias_audit.windows.base import RESUMED, WindowItem, WindowStore
+
+from .council import Outcome
+from .envelope import Delivery, Misrouted, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
+from .exactly_once import RecordOnce, RecordSink
+
+JUDGE_SUFFIX = "#judge:"  # '#' cannot occur in a tenant id: a judge's window never meets a tenant's
+
+
+def judge_window_id(tenant: str, model: str, prompt: str | None) -> str:
+    """The window key of a judge: its model and prompt by digest (model ids may hold any character)."""
+    digest = hashlib.sha256(f"{model}\x1f{prompt or ''}".encode()).hexdigest()[:16]
+    return f"{tenant}{JUDGE_SUFFIX}{digest}"
+
+
+@dataclass(slots=True)
+class _Judged:
+    delivery: Delivery
+    event: JudgeVerdictEvent
+    stored: dict[str, Any]  # the event as stored: no query, no texts
+    game: JudgedGame
+    trace_id: str
+    consent: int
+    item: WindowItem
+
+
+def _risk(window: JudgeWindow) -> str:
+    flagged = len(window.flagged)
+    return "high" if flagged >= 2 else "medium" if flagged else "low"
+
+
+class VerdictProcessor:
+    misrouted = Misrouted("council.session", CouncilSessionEvent,
+                          "this is a council session event; send it to the council.sessions topic")
+
+    def __init__(self, *, window: WindowStore, store: RecordSink | None, default_consent: int = 1,
+                 hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS,
+                 alert_state: AlertStateStore | None = None, remember: int = 10_000) -> None:
+        self.window = window  # with a judge policy: keeps its sums (windows.base.WindowPolicy.keep_sums)
+        self.default_consent = default_consent
+        self.hash_secret = hash_secret
+        self.limits = limits
+        self.alert_state = alert_state
+        self.once: RecordOnce[dict[str, Any]] = RecordOnce(window, store.append if store else None, remember)
+
+    def parse(self, delivery: Delivery) -> JudgeVerdictEvent:
+        return parse_event(JudgeVerdictEvent, delivery.body, self.limits, self.misrouted)
+
+    def _judged(self, delivery: Delivery, event: JudgeVerdictEvent) -> _Judged:
+        consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
+        trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.verdict_id)
+        stored = event.model_dump(mode="json")  # the query and the answers' texts are excluded fields
+        stored["trace_id"] = trace_id
+        stored["consent_level"] = consent
+        game = game_from_event(stored)
+        item = WindowItem(
+            tenant_id=judge_window_id(event.tenant_id, event.judge.model, event.judge.prompt),
+            session_id=event.verdict_id, timestamp=event.timestamp, owner=delivery.delivery_id,
+            contribution=verdict_contribution(game) if consent > 0 else {},
+            recent_contribution=verdict_contribution(game) if consent > 0 else {}, counted=consent > 0)
+        return _Judged(delivery, event, stored, game, trace_id, consent, item)
+
+    def _result(self, j: _Judged, window: JudgeWindow) -> AuditResult:
+        event, game = j.event, j.game
+        metrics = window.metrics
+        flagged = window.flagged
+        p_values = [metrics[name].p_value for name in RATES if metrics[name].flagged]
+        return AuditResult(
+            audit_id=event.verdict_id, source="judge.verdict", tenant_id=event.tenant_id, trace_id=j.trace_id,
+            timestamp=utc_now_iso(), event_timestamp=event.timestamp.isoformat().replace("+00:00", "Z"),
+            bias_detected=bool(flagged), bias_type=flagged,
+            bias_score={name: metrics[name].estimate for name in RATES},
+            bias_confidence_score=round(1.0 - min(p for p in p_values if p is not None), 4) if p_values else 0.0,
+            overall_bias_risk=_risk(window), consent_level=j.consent,
+            judge={"model": event.judge.model, "prompt": event.judge.prompt, "item_id": event.item_id,
+                   "verdict": {"direction": game.direction, "preferred_first": None if not game.direction
+                               else game.direction > 0,
+                               "preferred_longer": longer_preferred(game)},
+                   "window": {"verdicts": window.verdicts,
+                              **{name: m.document() for name, m in metrics.items()}}},
+        )
+
+    async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
+        outcomes = [Outcome(d) for d in deliveries]
+        parsed = parse_or_dead_letter(deliveries, outcomes, self.parse)
+        judged = [(index, self._judged(deliveries[index], event)) for index, event in parsed]
+        updates = await self.window.add_many([j.item for _, j in judged])
+        to_append: list[tuple[str, WindowItem, list[dict[str, Any]]]] = []
+        signals: list[tuple[int, _Judged, Any]] = []
+        for (index, j), update in zip(judged, updates):
+            if update.status in ("duplicate", "done"):
+                outcomes[index].duplicate = True
+                continue
+            outcomes[index].result = self._result(j, window_estimates(update.sums))
+            outcomes[index].window_item = j.item
+            if self.once.needed(j.delivery.delivery_id, update.status):
+                to_append.append((j.delivery.delivery_id, j.item, [j.stored] if j.consent > 0 else []))
+            if j.item.counted and (update.status == "new" or update.status in RESUMED):
+                signals.append((index, j, update))
+        await self.once.append(to_append)
+        if self.alert_state is not None and signals:
+            await self._alerts(self.alert_state, signals, outcomes)
+        return outcomes
+
+    async def _alerts(self, alert_state: AlertStateStore, signals: list[tuple[int, _Judged, Any]],
+                      outcomes: list[Outcome]) -> None:
+        """Drift of each judge's recent verdicts from its baseline: a transition per counted
+        verdict in counting order; the alert state sends one firing per onset, one resolved."""
+        transitions: list[Transition] = []
+        pending: list[tuple[int, _Judged, Any, Any]] = []
+        for index, j, update in sorted(signals, key=lambda s: s[2].sequence or s[2].counted_as):
+            sequence = update.sequence or update.counted_as
+            if not sequence:
+                continue
+            for moved in drift(update.sums, update.recent):
+                key = f"judge-drift:{j.item.tenant_id.rsplit(':', 1)[-1]}:{moved.metric}"
+                onset = uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{j.item.tenant_id}:{key}:{sequence}").hex \
+                    if moved.state == "firing" else ""
+                transitions.append(Transition(j.item.tenant_id, key, moved.state, sequence, onset))
+                pending.append((index, j, update, moved))
+        for (index, j, update, moved), change in zip(pending, await alert_state.apply(transitions)):
+            if change is None:
+                continue
+            status, alert_id = change
+            summary = update.summary
+            alert = Alert(
+                alert_id=alert_id, alert_type="judge_drift", status="firing" if status == "fired" else "resolved",
+                severity="warning", tenant_id=j.event.tenant_id, trace_id=j.trace_id, metric=moved.metric,
+                value=moved.recent, threshold=moved.baseline,
+                window=AlertWindow(start=summary.window_start, end=summary.window_end, sessions=summary.sessions),
+                detected_at=utc_now_iso(), message=f"{j.event.judge.model}"
+                f"{' [' + j.event.judge.prompt + ']' if j.event.judge.prompt else ''}: {moved.message}",
+                session_id=j.event.verdict_id)
+            outcomes[index].alerts = [*(outcomes[index].alerts or []), alert]
+
+    async def published(self, outcomes: list[Outcome]) -> None:
+        await self.once.published([o.window_item for o in outcomes if o.window_item is not None])
