@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from .events import CouncilSessionEvent, LLMResponseEvent
+from .judges import JudgeVerdictEvent
 from .results import Alert, AuditResult, DeadLetter
 from .tasks import TaskSuggestion
 
@@ -27,6 +28,8 @@ CHANNELS: list[tuple[str, str, str, type[BaseModel], str, str]] = [
      "Council session events, one per session; session_id is the idempotency key."),
     ("llmResponses", "llm.responses", "LLMResponseEvent", LLMResponseEvent, "receive",
      "Single LLM interaction events."),
+    ("judgeVerdicts", "judge.verdicts", "JudgeVerdictEvent", JudgeVerdictEvent, "receive",
+     "One LLM judge's verdict on one item (pairwise, probability or scores); verdict_id is the idempotency key."),
     ("auditStream", "bias.audit.stream", "AuditResult", AuditResult, "send",
      "One audit result per input event, tagged with its trace_id."),
     ("alerts", "bias.audit.alerts", "Alert", Alert, "send",

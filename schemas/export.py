@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from .asyncapi import ASYNCAPI_PATH, render_asyncapi
 from .events import CouncilSessionEvent, LLMResponseEvent
+from .judges import JudgeVerdictEvent
 from .records import BiasMetricRecord
 from .report import BiasReport
 from .results import Alert, AuditResult, DeadLetter
@@ -19,6 +20,7 @@ SCHEMA_DIR = Path(__file__).parent / "json"
 MODELS: dict[str, type[BaseModel]] = {
     "council-session-event": CouncilSessionEvent,
     "llm-response-event": LLMResponseEvent,
+    "judge-verdict-event": JudgeVerdictEvent,
     "bias-metric-record": BiasMetricRecord,
     "audit-result": AuditResult,
     "alert": Alert,

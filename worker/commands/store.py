@@ -51,33 +51,86 @@ def export(
     say(f"exported {count} records" + (f" to {output}" if output else ""))
 
 
+class ImportSource(str, Enum):
+    auto = "auto"
+    records = "records"
+    events = "events"
+    judgebench = "judgebench"
+    alpaca_eval = "alpaca_eval"
+    mt_bench = "mt_bench"
+    lmc = "lmc"
+
+
 @command(name="import")
 def import_(
-    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="JSONL record files or directories")],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="JSONL record files, judge files, or directories")],
     store: StoreOpt = None,
+    source: Annotated[ImportSource, typer.Option(
+        "--source", "-s", help="auto (by each file's fields), records (bias metric records), or judge verdicts: "
+        "events (judge.verdicts JSONL), judgebench, alpaca_eval, mt_bench, lmc")] = ImportSource.auto,
+    tenant: Annotated[str, typer.Option(metavar="TENANT", help="the tenant judge files are imported into "
+                                        "(events name their own)")] = "default",
+    answers: Annotated[Optional[Path], typer.Option(
+        "--answers", metavar="DIR", help="MT-Bench: FastChat's model_answer/ folder, for the answers' lengths")] = None,
     data_dir: DataDirOpt = None,
 ) -> None:
-    """Load bias metric records into a PostgreSQL store: ours (as workers and `export` write
-    them) or llm-council-core's bias_metrics.jsonl.
+    """Load records or judge verdicts into a PostgreSQL store.
 
-    Idempotent: a session stored already is skipped. With no --store, the data directory's
-    embedded store (started, and created when there is none)."""
+    Bias metric records: ours (as workers and `export` write them) or llm-council-core's
+    bias_metrics.jsonl. Judge verdicts: our events or the field's judge files (JudgeBench,
+    AlpacaEval, MT-Bench, the Language Model Council), without their texts. Idempotent: a session
+    or verdict stored already is skipped. With no --store, the data directory's embedded store
+    (started, and created when there is none)."""
     import psycopg
-
-    from bias_audit.storage.jsonl_store import read_records
-    from bias_audit.storage.postgres import import_records
 
     missing = [str(path) for path in files if not path.exists()]
     if missing:
         raise CommandError(f"no such file or directory: {', '.join(missing)}")
-    skipped: list[str] = []
+    judged, records = _split_sources(files, source.value)
     with store_for(store, data_dir, "import writes to", create=True) as url:
         try:
-            sessions, new = import_records(url, read_records(files, skipped=skipped))
+            if judged:
+                from bias_audit.importers.sources import read_verdicts
+                from bias_audit.storage.postgres.verdicts import import_verdicts
+
+                kind = "auto" if source is ImportSource.auto else source.value
+                read, new = import_verdicts(url, read_verdicts([str(p) for p in judged], kind, tenant=tenant,
+                                                               answers=str(answers) if answers else None))
+                say(f"imported {new} new judge verdicts of {read} read")
+            if records:
+                _import_records(url, records)
         except ValueError as error:
             raise CommandError(str(error)) from None
         except psycopg.Error as error:
             raise CommandError(f"writing to the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
+
+
+def _split_sources(files: list[Path], source: str) -> tuple[list[Path], list[Path]]:
+    """(judge files, record files): by --source, or with auto by each file's first entry."""
+    if source == "records":
+        return [], files
+    if source != "auto":
+        return files, []
+    from bias_audit.importers.common import SourceError
+    from bias_audit.importers.sources import detect, expand
+
+    judged, records = [], []
+    for path in expand([str(f) for f in files]):
+        try:
+            kind = detect(path)
+        except SourceError:
+            kind = "records"
+        if kind != "empty":
+            (records if kind == "records" else judged).append(path)
+    return judged, records
+
+
+def _import_records(url: str, files: list[Path]) -> None:
+    from bias_audit.storage.jsonl_store import read_records
+    from bias_audit.storage.postgres import import_records
+
+    skipped: list[str] = []
+    sessions, new = import_records(url, read_records(files, skipped=skipped))
     say(f"imported {new} new sessions of {sessions} read" + (f"; skipped {len(skipped)} unreadable lines "
                                                              f"(first: {skipped[0]})" if skipped else ""))
 
