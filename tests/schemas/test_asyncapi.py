@@ -28,7 +28,8 @@ def test_a_changed_model_changes_the_document(monkeypatch):
 def test_every_topic_of_both_transports_is_documented_with_its_payload():
     document = json.loads(ASYNCAPI_PATH.read_text())
     settings = Settings()
-    topics = {settings.council_topic, settings.llm_topic, settings.result_topic, settings.alerts_topic,
+    topics = {settings.council_topic, settings.llm_topic, settings.verdicts_topic, settings.result_topic,
+              settings.alerts_topic,
               settings.tasks_topic, settings.deadletter_topic}
     assert {c["address"] for c in document["channels"].values()} == topics
     assert document["asyncapi"].startswith("3.") and {s["protocol"] for s in document["servers"].values()} == {
