@@ -206,3 +206,19 @@ def render_judges(document: dict[str, Any], format: str) -> str:
     if format == "html":
         return render_judges_html(document)
     return render_judges_text(document)
+
+
+def judge_report_over_store(url: str, tenant: str) -> dict[str, Any] | None:
+    """The judge report's document over a tenant's stored verdicts; None when it has none."""
+    import psycopg
+
+    from bias_audit.analysis.judge_games import game_from_event
+    from bias_audit.analysis.judges import judge_report
+    from bias_audit.schemas.safe_text import redact
+    from bias_audit.storage.postgres.verdicts import read_verdicts
+
+    with psycopg.connect(url, connect_timeout=5) as connection:
+        games = [game_from_event(e) for e in read_verdicts(connection, tenant=tenant)]
+    if not games:
+        return None
+    return judge_document(judge_report(games), sources=[redact(url)])

@@ -30,7 +30,8 @@ from .state import ApiState, trace_id_of
 
 def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, council_topic: str,
                default_swaps: dict[str, str], verifier: TokenVerifier | None = None, audit_store: Any = None,
-               report: Any = None, tracer: Any = None, loopback_only: bool = False) -> FastAPI:
+               report: Any = None, tracer: Any = None, loopback_only: bool = False,
+               verdicts_topic: str = "judge.verdicts", judge_report: Any = None) -> FastAPI:
     """verifier None: no auth (loopback, or --insecure-no-auth). audit_store (storage.audit_api's
     AuditStore, a PostgreSQL store): the GraphQL API, GET /audits/{id} and the review page.
     loopback_only: answer only requests addressed to a loopback name (auth off on loopback)."""
@@ -50,7 +51,8 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
                               "(GraphQL at /graphql) and its review page (/review).")
     state = ApiState(consumer=consumer, max_body_bytes=max_body_bytes, llm_topic=llm_topic,
                      council_topic=council_topic, default_swaps=default_swaps, verifier=verifier,
-                     audit_store=audit_store, report=report, cache=ResultCache())
+                     audit_store=audit_store, report=report, cache=ResultCache(), verdicts_topic=verdicts_topic,
+                     judge_report=judge_report)
     app.state.api = state
     routers = [events.router]
     ops.mount_docs(app)

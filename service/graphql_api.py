@@ -30,6 +30,7 @@ from .graphql_types import (BiasTaxonomyEntry, CouncilSessionAudit, CouncilSessi
                             UpdateLlmInteractionAuditBiasInput, audit_of, authorized, fail)
 from .report_types import (DetectorPrecisionEntry, DismissedEvidenceEntry, ReviewerProfile, RolledUpHistory,
                            TenantReport, rolled_up_of, tenant_report_of)
+from .judge_types import JudgeReport, judge_report_of
 from .state import ReportSlots
 
 MAX_PAGE = 500
@@ -214,6 +215,27 @@ class HistoryQuery:
                            candidate_n=r["document"]["candidate"]["n"], correction=r["document"]["correction"],
                            bias_types=[SandboxComparison(**entry) for entry in r["document"]["bias_types"]])
                 for r in rows]
+
+    @strawberry.field(description="the judge report of one tenant's stored verdicts (the fields of `bias-audit "
+                      "judges --format json`): per judge position, length, accuracy, self-preference and "
+                      "agreement with humans, each with its CI; win rates; agreement between judges")
+    async def judge_report(self, info: Info, tenant_id: str) -> JudgeReport:
+        principal = authorized(info, READ, "reports")
+        if not principal.sees(tenant_id):
+            raise fail("NOT_FOUND", f"no judge verdicts for tenant {tenant_id!r}")
+        build: Callable[..., Any] = info.context["judge_report"]
+        slots: ReportSlots = info.context["report_slots"]
+        if not slots.take(principal.subject):
+            raise fail("RATE_LIMITED", "a report for this caller is already being built; ask again when it is done")
+        try:
+            document = await asyncio.to_thread(build, tenant_id)
+        except Exception as error:  # noqa: BLE001 - the report's own failure, named
+            raise fail("BIAS_ANALYSIS_FAILED", f"the judge report could not be built: {error}") from None
+        finally:
+            slots.release(principal.subject)
+        if document is None:
+            raise fail("NOT_FOUND", f"no judge verdicts for tenant {tenant_id!r}")
+        return judge_report_of(document)
 
     @strawberry.field(description="per tenant, what retention kept of the days it rolled up and deleted: "
                       "counts and means (the report's rolled_up)")

@@ -59,6 +59,8 @@ class ApiState:
     audit_store: Any  # storage.audit_api's AuditStore, or None without a PostgreSQL store
     report: Any
     cache: Any
+    verdicts_topic: str = "judge.verdicts"
+    judge_report: Any = None  # (tenant) -> the judge report's document over the store, or None
     metrics: ApiMetrics = field(default_factory=ApiMetrics)
     report_slots: ReportSlots = field(default_factory=ReportSlots)
     serial: Iterator[int] = field(default_factory=lambda: count(1))

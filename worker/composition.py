@@ -290,19 +290,21 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
 
     processor = in_process_processor(settings, record_store(settings), interaction_store(settings), long_running=True,
                                      verdicts=verdict_store(settings))
-    audit_store = report = None
+    audit_store = report = judges = None
     if settings.store_is_postgres:  # the audit log's API reads the PostgreSQL store
         from bias_audit.storage.audit_api import AuditStore
 
         url = settings.store_url or ""
         audit_store = AuditStore(url)
         report = lambda tenant, sessions, days: tenant_report_json(url, tenant, sessions, days)  # noqa: E731
+        judges = lambda tenant: judge_report_json(url, tenant)  # noqa: E731
     verifier = token_verifier(settings)
     return create_app(processor, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
                       council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps,
                       verifier=verifier, audit_store=audit_store, report=report,
                       tracer=tracer_for(settings.otlp_endpoint),
-                      loopback_only=verifier is None if loopback_only is None else loopback_only)
+                      loopback_only=verifier is None if loopback_only is None else loopback_only,
+                      verdicts_topic=settings.verdicts_topic, judge_report=judges)
 
 
 def token_verifier(settings: Settings):
@@ -324,3 +326,10 @@ def tenant_report_json(url: str, tenant: str, sessions: int, days: float | None)
     windows, stats = store_windows(url, tenant, sessions, days)
     document = build_report(windows, stats, sources=[], sessions=sessions, days=days)
     return document.tenants[0].model_dump(mode="json") if document.tenants else None
+
+
+def judge_report_json(url: str, tenant: str) -> dict | None:
+    """One tenant's judge report over the stored verdicts (None: the tenant has none)."""
+    from bias_audit.reports.judges import judge_report_over_store
+
+    return judge_report_over_store(url, tenant)

@@ -23,6 +23,7 @@ from bias_audit.analysis.orders import OrdersError, orders_document
 from bias_audit.analysis.responses.counterfactual import swapped_prompts
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
+from bias_audit.schemas.judges import JudgeVerdictEvent
 from bias_audit.schemas.results import AuditResult
 
 from ..auth import SEND, Principal
@@ -183,6 +184,14 @@ async def audit_session(request: Request, caller: Caller, state: State) -> Respo
     """The contract's council session event in; its audit result out, with this process's
     window of the tenant's sessions."""
     return await _audit(request, caller, state, state.council_topic, "council.session", "session_id")
+
+
+@router.post("/audit-verdict", response_model=AuditResult, responses=ERROR_RESPONSES,
+             openapi_extra=body_schema(JudgeVerdictEvent), summary="Audit one LLM judge's verdict")
+async def audit_verdict(request: Request, caller: Caller, state: State) -> Response:
+    """The contract's judge verdict event in; its audit result out, with this process's window of
+    the judge's verdicts (first-position rate and length preference with their CIs)."""
+    return await _audit(request, caller, state, state.verdicts_topic, "judge.verdict", "verdict_id")
 
 
 @router.post("/counterfactual-prompts", response_model=list[SwappedPrompt], responses=ERROR_RESPONSES,
