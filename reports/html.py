@@ -238,6 +238,11 @@ def render_html(report: BiasReport) -> str:
         f" within {report.window_days:g} days" if report.window_days else "")
     body = "".join(_tenant(t) for t in report.tenants) or "<p>No sessions in the window.</p>"
     body += _precision(report)
+    if report.judges:
+        from .judges import judges_html_body
+
+        body += "".join(f"<h2>Judges of tenant {escape(section.tenant_id)}</h2>{judges_html_body(section.report)}"
+                        for section in report.judges)
     return (
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width, initial-scale=1'>"

@@ -163,7 +163,8 @@ def _plot(document: dict[str, Any], name: str, title: str, unit: str) -> str:
     return f'<div class=chart>{forest_plot(rows, title=title, unit=unit, reference=0.5, band=0.05)}</div>' if rows else ""
 
 
-def render_judges_html(document: dict[str, Any]) -> str:
+def judges_html_body(document: dict[str, Any]) -> str:
+    """The page's content without the page: the report's judges section embeds it."""
     head = "".join(f"<th>{escape(header)}</th>" for header in ("judge", "verdicts", *(h for _, h in TABLE_COLUMNS)))
     rows = []
     for entry in document["judges"]:
@@ -187,13 +188,17 @@ def render_judges_html(document: dict[str, Any]) -> str:
         agreement = (f"<h2>Agreement between judges</h2><p>Krippendorff's alpha {a['krippendorff_alpha']:.3f} over "
                      f"{a['units']} shared items{departs}.</p>")
     table = (f"<table><tr>{head}</tr>{''.join(rows)}</table>" if rows else "<p>No judge verdicts in the input.</p>")
+    return f"{table}<div class=charts>{charts}</div>{wins}{agreement}"
+
+
+def render_judges_html(document: dict[str, Any]) -> str:
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
             "<meta name=viewport content='width=device-width, initial-scale=1'>"
             f"<title>Judge report</title><style>{STYLE}</style></head><body><h1>LLM judge report</h1>"
             f"<p class=meta>Generated {escape(document['generated_at'])} from {escape(', '.join(document['sources']))}. "
             "Every estimate with its 95% CI; a flag needs a practical size (0.05 from neutral, kappa under 0.4) and "
             "p &lt; 0.05 after Holm's correction. Flagged judges first.</p>"
-            f"{table}<div class=charts>{charts}</div>{wins}{agreement}</body></html>")
+            f"{judges_html_body(document)}</body></html>")
 
 
 def render_judges(document: dict[str, Any], format: str) -> str:

@@ -165,3 +165,22 @@ def write_report(document, format: str, output: Path | None, verbose: bool) -> N
         output.write_text(text, encoding="utf-8")
     except OSError as error:
         raise CommandError(f"cannot write {output}: {error.strerror}", exit_code=1) from None
+
+
+def stored_judges(url: str, tenant: str | None) -> list[Any]:
+    """The judge report of each tenant with stored verdicts (the report's `judges` section)."""
+    import psycopg
+
+    from bias_audit.schemas.report import TenantJudges
+    from bias_audit.storage.postgres.verdicts import verdict_tenants
+
+    from .judges import judge_report_over_store
+
+    with psycopg.connect(url, connect_timeout=5) as connection:
+        tenants = verdict_tenants(connection, tenant)
+    out = []
+    for name in tenants:
+        document = judge_report_over_store(url, name)
+        if document is not None:
+            out.append(TenantJudges(tenant_id=name, report=document))
+    return out

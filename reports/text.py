@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import RenderableType, Console, Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -270,6 +271,11 @@ def render_text(report: BiasReport, console: Console, *, verbose: bool = False) 
         console.print(_rolled_up(history))
     if report.detector_precision:
         console.print(_precision(report))
+    for section in report.judges:
+        from .judges import render_judges_text
+
+        console.print(f"[bold]Judges of tenant {escape(section.tenant_id)}[/bold]", highlight=False)
+        console.print(Text(render_judges_text(section.report)))
 
 
 def _precision(report: BiasReport) -> Table:

@@ -7,7 +7,7 @@ of 10 sessions it says "collecting data" and carries no number.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -294,6 +294,13 @@ class ReportInputs(_Out):
     skipped_examples: list[str] = Field(default_factory=list)
 
 
+class TenantJudges(_Out):
+    """A tenant's judge report (`bias-audit judges --format json`'s document), for tenants with verdicts."""
+
+    tenant_id: str
+    report: dict[str, Any]
+
+
 class BiasReport(_Out):
     schema_version: str = REPORT_SCHEMA_VERSION
     report_type: Literal["bias.audit.report"] = "bias.audit.report"
@@ -305,3 +312,4 @@ class BiasReport(_Out):
     rolled_up: list[RolledUpHistory] = Field(default_factory=list)  # from a store's daily aggregates
     detector_precision: list[DetectorPrecision] = Field(default_factory=list)  # from a store's reviews
     most_dismissed: list[DismissedEvidence] = Field(default_factory=list)
+    judges: list[TenantJudges] = Field(default_factory=list)  # from a store's judge verdicts

@@ -102,3 +102,14 @@ def read_verdicts(connection: psycopg.Connection, *, tenant: str | None = None, 
             if people:
                 event = {**event, "human": [*(event.get("human") or []), *people]}
             yield event
+
+
+def verdict_tenants(connection: psycopg.Connection, tenant: str | None = None) -> list[str]:
+    """The tenants with stored verdicts (just `tenant`, when it has some)."""
+    if tenant is not None:
+        found = connection.execute("SELECT 1 FROM judge_verdicts WHERE tenant_id = %s LIMIT 1", (tenant,)).fetchone()
+        return [tenant] if found else []
+    return [row[0] for row in connection.execute(
+        "WITH RECURSIVE t AS (SELECT min(tenant_id) AS id FROM judge_verdicts UNION ALL "
+        "SELECT (SELECT min(tenant_id) FROM judge_verdicts WHERE tenant_id > t.id) FROM t WHERE t.id IS NOT NULL) "
+        "SELECT id FROM t WHERE id IS NOT NULL")]

@@ -34,6 +34,13 @@ def test_import_is_idempotent_and_the_store_reports_as_the_files_do(postgres_url
     from_store = _report("--store", postgres_url, "--tenant", "evals")
     assert from_store["judges"] == from_files["judges"] and from_store["judges"][0]["n_verdicts"] == 6
     assert _report("--store", postgres_url, "--tenant", "other")["judges"] == []
+    # the cross-session report has a judges section for each tenant with verdicts
+    report = run_cli("report", "--store", postgres_url, "--format", "json")
+    assert report.returncode == 0, report.stderr
+    [section] = json.loads(report.stdout)["judges"]
+    assert section["tenant_id"] == "evals" and section["report"]["judges"] == from_files["judges"]
+    text = run_cli("report", "--store", postgres_url, "--format", "text")
+    assert "Judges of tenant evals" in text.stdout and "o1-mini-2024-09-12" in text.stdout
 
 
 def test_audited_verdicts_are_stored_once_without_query_or_answers(postgres_url, tmp_path):
