@@ -305,8 +305,34 @@ def randomization_balance(cells: WindowCells, thresholds: WindowThresholds) -> R
         status="ok", chi_square=rounded(chi2), degrees_of_freedom=int(dof), p_value=rounded(p, 8),
         broken=bool(p < thresholds.randomization_alpha),
         shared=bool(shared_fraction is not None and shared_fraction >= thresholds.shared_order_fraction),
-        **base,
+        **base, **_per_reviewer_balance(cells, thresholds.randomization_alpha),
     )
+
+
+def _per_reviewer_balance(cells: WindowCells, alpha: float) -> dict[str, object]:
+    """Each reviewer's models x positions table (every review counts) tested on its own: the
+    chi-squares of independent tables add up, and a reviewer whose own table departs at
+    alpha / reviewers (Bonferroni) is named."""
+    placed = cells.position >= 0
+    width = int(cells.position[placed].max()) + 1
+    n_models, n_reviewers = len(cells.models), len(cells.reviewers)
+    key = (cells.reviewer[placed] * n_models + cells.model[placed]) * width + cells.position[placed]
+    tables = np.bincount(key, minlength=n_reviewers * n_models * width).reshape(n_reviewers, n_models, width)
+    total, dof_total, even, named, tested = 0.0, 0, True, [], []
+    for reviewer, table in enumerate(tables):
+        table = table[table.sum(1) > 0][:, table.sum(0) > 0]
+        if table.shape[0] < 2 or table.shape[1] < 2:
+            continue
+        even = even and table.shape[0] == table.shape[1] and _even(table)
+        chi2, dof, p = chi_square_independence(table)
+        total += chi2
+        dof_total += dof
+        tested.append((cells.reviewers[reviewer], p))
+    if not tested:
+        return {}
+    named = [name for name, p in tested if p < alpha / len(tested)]
+    return dict(reviewers_balanced=bool(even), reviewer_chi_square=rounded(total), reviewer_degrees_of_freedom=dof_total,
+                reviewer_p_value=rounded(float(chdtrc(dof_total, total)), 8), confounded_reviewers=named)
 
 
 BALANCE_TOLERANCE = 0.02  # of the mean count: a designed order's counts differ by at most one per cycle

@@ -2,9 +2,12 @@
 
 A Williams design is a Latin square (every model at every position once per cycle of rows) whose
 rows also let every model follow every other model equally often (first-order carryover balance):
-for n models, n rows when n is even, 2n (each row and its reverse) when n is odd. Reviewers take
-consecutive rows, session after session, so a whole number of cycles is exactly balanced and any
-prefix is within one placement of it. The seed shuffles which model plays which symbol and where
+for n models, n rows when n is even, 2n (each row and its reverse) when n is odd. Reviewer r in
+session s takes row (r + s) mod rows: the reviewers of a session take consecutive rows, and each
+reviewer moves on one row a session, so within every reviewer each model takes each position
+equally often over a cycle of sessions and its own answer is not pinned to one position (moving
+on by the number of reviewers instead repeats the same rows whenever that number is a multiple
+of the cycle: position confounded with reviewer-model affinity and with self-preference). The seed shuffles which model plays which symbol and where
 the cycle starts: deterministic for a seed, unpredictable without it. "random" gives each reviewer
 an independent seeded permutation (balanced only on average).
 """
@@ -93,13 +96,13 @@ def presentation_orders(models: Sequence[str], reviewers: Sequence[str], seed: i
     start = rng.randrange(len(rows))
     for session in range(sessions):
         for index, reviewer in enumerate(reviewers):
-            row = rows[(start + session * len(reviewers) + index) % len(rows)]
+            row = rows[(start + session + index) % len(rows)]
             out.append(ReviewerOrder(session, reviewer, tuple(symbols[s] for s in row)))
     return out
 
 
 def cycle_length(models: int, design: str) -> int | None:
-    """Reviews per exactly balanced cycle (None for random orders)."""
+    """Sessions per exactly balanced cycle of each reviewer (None for random orders)."""
     return len(williams_rows(models)) if design == "williams" else None
 
 

@@ -63,6 +63,13 @@ def _metric_rows(t: TenantReport) -> str:
     row("Randomization balance (chi-square)", None,
         (f"chi2 {r.chi_square:.1f}, df {r.degrees_of_freedom}" if r.status == "ok" else r.status) + shared,
         r.p_value, r.broken or r.shared, estimated=r.status == "ok")
+    if r.reviewer_p_value is not None:
+        within = "balanced within each reviewer" if r.reviewers_balanced else \
+            f"chi2 {r.reviewer_chi_square:.1f}, df {r.reviewer_degrees_of_freedom}"
+        if r.confounded_reviewers:
+            within += "; position confounded with the reviewer for " + ", ".join(r.confounded_reviewers)
+        row("Balance within reviewers (chi-square per reviewer)", None, within, r.reviewer_p_value,
+            bool(r.confounded_reviewers), estimated=True)
     alpha = t.agreement.krippendorff_alpha
     row("Agreement (Krippendorff's alpha, interval)", alpha, None, None, False)
     return "".join(rows)

@@ -109,6 +109,13 @@ def _metrics(t: TenantReport) -> Table:
         balance_text += "\nbalanced design" + (" (Williams: carryover too)" if balance.carryover_balanced else " (Latin square)")
     table.add_row("randomization balance", balance_text, "", fmt_p(balance.p_value),
                   _flag(balance.broken or balance.shared, balance.status == "ok"))
+    if balance.reviewer_p_value is not None:
+        within = "balanced within each reviewer" if balance.reviewers_balanced else \
+            f"chi2 {balance.reviewer_chi_square:.1f}, df {balance.reviewer_degrees_of_freedom}"
+        if balance.confounded_reviewers:
+            within += "\nconfounded: " + ", ".join(balance.confounded_reviewers)
+        table.add_row("balance within reviewers", plain(within), "", fmt_p(balance.reviewer_p_value),
+                      _flag(bool(balance.confounded_reviewers)))
     alpha = t.agreement.krippendorff_alpha
     table.add_row("agreement (Krippendorff alpha)", fmt_estimate(alpha, signed=False), counts(alpha), "-", Text("-"))
     return table

@@ -99,6 +99,14 @@ class Randomization(_Out):
     # `bias-audit orders`), and whether each model also followed each other one equally (Williams)
     balanced: bool = False
     carryover_balanced: bool = False
+    # within each reviewer: its own models x positions table (every review counts). Pooled, a
+    # design can balance while each reviewer sees the same row session after session: position
+    # is then confounded with that reviewer's affinity for a model and with self-preference
+    reviewers_balanced: bool = False  # every reviewer's table within one count of even
+    reviewer_chi_square: float | None = None  # the reviewers' chi-squares summed (independent tables)
+    reviewer_degrees_of_freedom: int | None = None
+    reviewer_p_value: float | None = None
+    confounded_reviewers: list[str] = Field(default_factory=list)  # whose own table departs (p < alpha / reviewers)
 
 
 class ReviewerProfile(_Out):

@@ -35,13 +35,16 @@ def test_a_williams_design_puts_each_symbol_at_each_position_and_after_each_othe
 
 def test_orders_are_deterministic_for_a_seed_and_balanced_over_a_cycle():
     models, reviewers = ["a", "b", "c", "d", "e"], ["x", "y"]
-    planned = presentation_orders(models, reviewers, seed=42, sessions=5)  # 10 reviews = one cycle of 2 x 5 rows
-    assert planned == presentation_orders(models, reviewers, seed=42, sessions=5)
-    assert planned != presentation_orders(models, reviewers, seed=43, sessions=5)
-    assert [(o.session, o.reviewer) for o in planned] == [(s, r) for s in range(5) for r in reviewers]
-    for position in range(5):
-        assert Counter(o.order[position] for o in planned) == {m: 2 for m in models}
-    assert Counter(p for o in planned for p in pairwise(o.order)) == {(a, b): 2 for a in models for b in models if a != b}
+    planned = presentation_orders(models, reviewers, seed=42, sessions=10)  # each reviewer: one cycle of 2 x 5 rows
+    assert planned == presentation_orders(models, reviewers, seed=42, sessions=10)
+    assert planned != presentation_orders(models, reviewers, seed=43, sessions=10)
+    assert [(o.session, o.reviewer) for o in planned] == [(s, r) for s in range(10) for r in reviewers]
+    for reviewer in reviewers:
+        mine = [o for o in planned if o.reviewer == reviewer]
+        for position in range(5):
+            assert Counter(o.order[position] for o in mine) == {m: 2 for m in models}
+        assert Counter(p for o in mine for p in pairwise(o.order)) == {(a, b): 2 for a in models for b in models
+                                                                       if a != b}
     assert planned[0].label_to_model()["Response A"] == {"model": planned[0].order[0], "display_index": 0}
 
 
@@ -129,3 +132,44 @@ def test_the_report_says_the_design_is_balanced():
                                             duplicate_sessions=0, skipped_lines=0),
                         tenants=[tenant])
     assert "balanced design (Williams: carryover too)" in render_html(report)
+
+
+@pytest.mark.parametrize("reviewers", [4, 5, 8])
+def test_within_each_reviewer_every_model_takes_every_position_equally_over_a_cycle(reviewers):
+    models = ["a", "b", "c", "d"]
+    names = models + [f"x{i}" for i in range(reviewers - 4)]  # the first four review their own models too
+    planned = presentation_orders(models, names[:reviewers], seed=7, sessions=8)  # two cycles of 4 rows
+    for reviewer in names[:reviewers]:
+        mine = [o.order for o in planned if o.reviewer == reviewer]
+        for position in range(4):
+            assert Counter(order[position] for order in mine) == {m: 2 for m in models}
+        if reviewer in models:  # its own answer moves: never pinned to one position
+            assert len({order.index(reviewer) for order in mine}) == 4
+
+
+def test_four_members_reviewing_four_answers_no_longer_repeat_the_same_rows():
+    planned = presentation_orders(["a", "b", "c", "d"], ["a", "b", "c", "d"], seed=7, sessions=4)
+    rows_of_a = [o.order for o in planned if o.reviewer == "a"]
+    assert len(set(rows_of_a)) == 4  # each session another row of the design
+
+
+def _old_rotation(models, reviewers, sessions):
+    """The former rule, rows moving on by the number of reviewers: with four reviewers of four
+    models each reviewer sees one row every session."""
+    from bias_audit.analysis.orders import ReviewerOrder
+
+    rows = williams_rows(len(models))
+    return [ReviewerOrder(s, r, tuple(models[i] for i in rows[(s * len(reviewers) + k) % len(rows)]))
+            for s in range(sessions) for k, r in enumerate(reviewers)]
+
+
+def test_the_randomization_check_sees_position_confounded_within_reviewers():
+    models, reviewers = ["a", "b", "c", "d"], ["r1", "r2", "r3", "r4"]
+    pinned = randomization_balance(window_cells(_sessions_from(_old_rotation(models, reviewers, 12), models)),
+                                   WindowThresholds())
+    assert pinned.balanced  # pooled over reviewers it looks perfect ...
+    assert not pinned.reviewers_balanced and pinned.confounded_reviewers == reviewers  # ... within each it is not
+    assert pinned.reviewer_degrees_of_freedom == 4 * 9 and pinned.reviewer_p_value < 1e-10
+    rotated = randomization_balance(window_cells(_sessions_from(
+        presentation_orders(models, reviewers, seed=5, sessions=12), models)), WindowThresholds())
+    assert rotated.reviewers_balanced and rotated.confounded_reviewers == [] and rotated.reviewer_chi_square == 0.0
