@@ -16,6 +16,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -290,6 +291,7 @@ def human_agreement(games: list[JudgedGame], seed: int = 0) -> tuple[Metric, tup
     return metric, disagreements
 
 
+@lru_cache(maxsize=4096)
 def _normalized_model(name: str) -> str:
     return name.rsplit("/", 1)[-1].strip().lower()
 

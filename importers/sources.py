@@ -66,8 +66,9 @@ def detect(path: Path) -> str:
                       "Council or verdict events); name it with --source")
 
 
-def read_events(path: Path, *, tenant: str | None = None) -> Iterator[dict[str, Any]]:
-    """Our own verdict events, validated like the worker validates them; texts dropped."""
+def read_events(path: Path, *, tenant: str | None = None, stored: bool = True) -> Iterator[dict[str, Any]]:
+    """Our own verdict events, validated like the worker validates them. stored: as they are
+    stored (texts dropped); else each line as read, once valid (a report reads it and keeps nothing)."""
     from bias_audit.consumers.envelope import describe_validation_error
 
     for number, row in jsonl_rows(path):
@@ -77,12 +78,13 @@ def read_events(path: Path, *, tenant: str | None = None) -> Iterator[dict[str, 
             event = JudgeVerdictEvent.model_validate(row)
         except ValidationError as error:
             raise SourceError(f"{path}:{number}: {describe_validation_error(error)}") from None
-        yield event.model_dump(mode="json")
+        yield event.model_dump(mode="json") if stored else row
 
 
 def read_verdicts(paths: list[str], source: str = "auto", *, tenant: str = "default",
-                  answers: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every verdict event of the files, in file order. One import time for sources without times."""
+                  answers: str | None = None, stored: bool = True) -> Iterator[dict[str, Any]]:
+    """Every verdict event of the files, in file order. One import time for sources without times.
+    stored: events as a store keeps them; False for a report (our events' lines as read)."""
     if source not in SOURCES:
         raise SourceError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
     files = expand(paths)
@@ -99,7 +101,7 @@ def read_verdicts(paths: list[str], source: str = "auto", *, tenant: str = "defa
         elif kind == "lmc":
             yield from lmc.read(path, tenant=tenant, timestamp=stamp)
         elif kind == "events":
-            yield from read_events(path, tenant=tenant)
+            yield from read_events(path, tenant=tenant, stored=stored)
     if fastchat:  # one pass over all of them: human judgments join the pairs across files
         yield from mt_bench.read(fastchat, tenant=tenant, timestamp=stamp,
                                  answers=Path(answers) if answers is not None else None)

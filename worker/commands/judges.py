@@ -65,7 +65,7 @@ def judges(
             raise CommandError("give judge files or --store, not both")
         from bias_audit.importers.sources import read_verdicts
 
-        events = read_verdicts(paths, source.value, answers=str(answers) if answers else None)
+        events = read_verdicts(paths, source.value, answers=str(answers) if answers else None, stored=False)
         games = [game_from_event(e) for e in events if tenant is None or e.get("tenant_id") == tenant]
         sources = list(paths)
     else:
