@@ -61,13 +61,16 @@ class VerdictProcessor:
 
     def __init__(self, *, window: WindowStore, store: RecordSink | None, default_consent: int = 1,
                  hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS,
-                 alert_state: AlertStateStore | None = None, remember: int = 10_000) -> None:
+                 alert_state: AlertStateStore | None = None, remember: int = 10_000, review: Any = None,
+                 review_sample: float = 0.0) -> None:
         self.window = window  # with a judge policy: keeps its sums (windows.base.WindowPolicy.keep_sums)
         self.default_consent = default_consent
         self.hash_secret = hash_secret
         self.limits = limits
         self.alert_state = alert_state
         self.once: RecordOnce[dict[str, Any]] = RecordOnce(window, store.append if store else None, remember)
+        # the answers of a share of verdicts, kept for people to judge blind (storage.postgres.verdicts)
+        self.review, self.review_sample = review, review_sample
 
     def parse(self, delivery: Delivery) -> JudgeVerdictEvent:
         return parse_event(JudgeVerdictEvent, delivery.body, self.limits, self.misrouted)
@@ -124,9 +127,26 @@ class VerdictProcessor:
             if j.item.counted and (update.status == "new" or update.status in RESUMED):
                 signals.append((index, j, update))
         await self.once.append(to_append)
+        if self.review is not None and self.review_sample > 0:
+            kept = {delivery_id for delivery_id, _, rows in to_append if rows}
+            self.review.keep([row for _, j in judged if j.delivery.delivery_id in kept
+                              and (row := self._review_row(j)) is not None])
         if self.alert_state is not None and signals:
             await self._alerts(self.alert_state, signals, outcomes)
         return outcomes
+
+    def _review_row(self, j: _Judged) -> tuple | None:
+        """The verdict's answers for blind review, when it is sampled (by its id: every worker and
+        every redelivery decide alike) and both answers came with their text."""
+        event = j.event
+        answers = [c.response for c in event.candidates]
+        if len(answers) != 2 or any(a is None for a in answers):
+            return None
+        draw = int(hashlib.sha256(f"{event.tenant_id}\x1f{event.verdict_id}".encode()).hexdigest()[:8], 16) / 2**32
+        if draw >= self.review_sample:
+            return None
+        return (event.tenant_id, event.verdict_id, event.item_id, [c.model for c in event.candidates], answers,
+                event.timestamp)
 
     async def _alerts(self, alert_state: AlertStateStore, signals: list[tuple[int, _Judged, Any]],
                       outcomes: list[Outcome]) -> None:

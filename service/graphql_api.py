@@ -30,7 +30,7 @@ from .graphql_types import (BiasTaxonomyEntry, CouncilSessionAudit, CouncilSessi
                             UpdateLlmInteractionAuditBiasInput, audit_of, authorized, fail)
 from .report_types import (DetectorPrecisionEntry, DismissedEvidenceEntry, ReviewerProfile, RolledUpHistory,
                            TenantReport, rolled_up_of, tenant_report_of)
-from .judge_types import JudgeReport, judge_report_of
+from .judge_types import HumanJudgeVerdict, JudgeReport, JudgeReviewItem, judge_report_of
 from .state import ReportSlots
 
 MAX_PAGE = 500
@@ -38,6 +38,7 @@ VERDICTS = ("confirmed", "dismissed")
 MAX_REPORT_DAYS = 36_500
 MAX_SCORE_ENTRIES = 64  # biasScore: one number per bias type, and the taxonomy is far smaller
 MAX_KEY_CHARS = 64
+FLIP_PREFERENCE = {"A>>B": "B>>A", "A>B": "B>A", "A=B": "A=B", "B>A": "A>B", "B>>A": "A>>B"}
 
 
 def _store(info: Info) -> AuditStore:
@@ -216,6 +217,21 @@ class HistoryQuery:
                            bias_types=[SandboxComparison(**entry) for entry in r["document"]["bias_types"]])
                 for r in rows]
 
+    @strawberry.field(description="an item sampled from the judges' verdicts that the caller has not judged yet: its "
+                      "two answers in a random order, without the judge's verdict (null when none is left)")
+    async def judge_review_item(self, info: Info, tenant_id: str | None = None) -> JudgeReviewItem | None:
+        import secrets
+
+        principal = authorized(info, REVIEW, "judging items")
+        row = await _store(info).judge_review_item(principal.scope(tenant_id), principal.subject)
+        if row is None:
+            return None
+        swapped = secrets.randbelow(2) == 1
+        answers = list(row["answers"])
+        return JudgeReviewItem(tenant_id=row["tenant_id"], verdict_id=row["verdict_id"],
+                               answers=answers[::-1] if swapped else answers, shown_swapped=swapped,
+                               sampled=int(row["sampled"]))
+
     @strawberry.field(description="the judge report of one tenant's stored verdicts (the fields of `bias-audit "
                       "judges --format json`): per judge position, length, accuracy, self-preference and "
                       "agreement with humans, each with its CI; win rates; agreement between judges")
@@ -286,6 +302,22 @@ class Mutation:
                        f"{MAX_KEY_CHARS} characters")
         row = await _visible(info, principal, str(id))
         return audit_of(await _store(info).update_bias(row["tenant_id"], row["audit_id"], changes))
+
+    @strawberry.mutation(description="a person's own verdict on an item sampled from a judge's verdicts, given blind "
+                         "(A>>B, A>B, A=B, B>A, B>>A over the answers as shown); it counts toward the judge's "
+                         "agreement with humans")
+    async def record_judge_verdict(self, info: Info, tenant_id: str, verdict_id: str, preference: str,
+                                   shown_swapped: bool) -> HumanJudgeVerdict:
+        principal = authorized(info, REVIEW, "judging items")
+        if preference not in FLIP_PREFERENCE:
+            raise fail("BAD_USER_INPUT", f"preference is one of {', '.join(FLIP_PREFERENCE)}")
+        if not principal.sees(tenant_id):
+            raise fail("NOT_FOUND", f"no item {verdict_id!r} sampled for review")
+        stored = FLIP_PREFERENCE[preference] if shown_swapped else preference  # back to the judge's positions
+        if not await _store(info).record_judge_verdict(tenant_id, verdict_id, reviewer=principal.subject,
+                                                       preference=stored, shown_swapped=shown_swapped):
+            raise fail("NOT_FOUND", f"no item {verdict_id!r} sampled for review")
+        return HumanJudgeVerdict(tenant_id=tenant_id, verdict_id=verdict_id, preference=stored)
 
     @strawberry.mutation(description="take (or renew) the short lease on an item before reviewing it")
     async def open_review_item(self, info: Info, id: strawberry.ID) -> ReviewLease:

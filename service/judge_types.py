@@ -89,3 +89,20 @@ def judge_report_of(document: dict[str, Any]) -> JudgeReport:
         krippendorff_alpha=a["krippendorff_alpha"], units=a["units"], judges=a["judges"],
         departs_judge=(a["departs"] or {}).get("judge"), departs_prompt=(a["departs"] or {}).get("judge_prompt"))
     return JudgeReport(judges=judges, models=models, agreement=agreement)
+
+
+@strawberry.type(description="a judged item to judge blind: its two answers in a random order, never the judge's "
+                 "verdict or the models")
+class JudgeReviewItem:
+    tenant_id: str
+    verdict_id: str
+    answers: list[str]
+    shown_swapped: bool = strawberry.field(description="send it back with the verdict: the answers' order here")
+    sampled: int = strawberry.field(description="items of this tenant sampled for review")
+
+
+@strawberry.type
+class HumanJudgeVerdict:
+    tenant_id: str
+    verdict_id: str
+    preference: str = strawberry.field(description="in the judge's display positions")

@@ -203,10 +203,56 @@ async function saveAndNext() {
 
 function openSignIn(message) { $("signin-error").textContent = message || ""; $("signin").classList.add("open"); $("token").focus(); }
 
+// Judge mode (/review?mode=judges): items sampled from LLM judges' verdicts, judged blind. The
+// answers come in a random order, without the models or the judge's verdict; a person's
+// verdict goes back with that order, so the store keeps it in the judge's positions.
+const JUDGE_MODE = new URLSearchParams(location.search).get("mode") === "judges";
+const PREFERENCES = { "1": "A>>B", "2": "A>B", "3": "A=B", "4": "B>A", "5": "B>>A" };
+const PREFERENCE_WORDS = { "A>>B": "A much better", "A>B": "A better", "A=B": "a tie", "B>A": "B better", "B>>A": "B much better" };
+const judging = { item: null, done: 0 };
+
+async function nextJudgeItem() {
+  const data = await gql(`{ item: judgeReviewItem { tenantId verdictId answers shownSwapped sampled } }`);
+  judging.item = data.item;
+  const item = judging.item;
+  if (!item) {
+    $("item").innerHTML = '<p class="empty">No sampled item is left for you to judge. Come back when the judges have judged more.</p>';
+    return;
+  }
+  $("item").innerHTML = `
+    <h2>Which answer is better? <small>${escapeHtml(item.tenantId)} · ${judging.done} judged here · the judge's verdict and the models are hidden</small></h2>
+    <div class="pair">
+      <div><h3>Answer A</h3><div class="response" id="answer-a">${escapeHtml(item.answers[0])}</div></div>
+      <div><h3>Answer B</h3><div class="response" id="answer-b">${escapeHtml(item.answers[1])}</div></div>
+    </div>
+    <div class="actions" id="choices">${Object.entries(PREFERENCES).map(([key, preference]) =>
+      `<button data-preference="${preference}">${key} ${PREFERENCE_WORDS[preference]}</button>`).join("")}</div>`;
+  document.querySelectorAll("#choices button").forEach((b) => b.onclick = () => judgeItem(b.dataset.preference));
+}
+
+async function judgeItem(preference) {
+  const item = judging.item;
+  if (!item) return;
+  try {
+    await gql(`mutation($t: String!, $v: String!, $p: String!, $s: Boolean!) { recordJudgeVerdict(tenantId: $t, verdictId: $v, preference: $p, shownSwapped: $s) { verdictId } }`,
+              { t: item.tenantId, v: item.verdictId, p: preference, s: item.shownSwapped });
+  } catch (error) { say("not saved: " + error.message); return; }
+  judging.done += 1;
+  say(`saved: ${PREFERENCE_WORDS[preference]}`);
+  await nextJudgeItem();
+}
+
 document.addEventListener("keydown", async (event) => {
   const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName);
   if (event.key === "Escape") { $("help").classList.remove("open"); if (typing) document.activeElement.blur(); return; }
   if (typing || $("signin").classList.contains("open")) return;
+  if (JUDGE_MODE) {
+    if (event.key === "?") $("help").classList.toggle("open");
+    else if (PREFERENCES[event.key]) await judgeItem(PREFERENCES[event.key]);
+    else return;
+    event.preventDefault();
+    return;
+  }
   // Enter and Space on a focused button press it (a tag, say), as anywhere else
   if (document.activeElement.tagName === "BUTTON" && (event.key === "Enter" || event.key === " ")) return;
   const groups = state.item ? findingsByType(state.item) : [];
@@ -237,10 +283,11 @@ $("signin-button").onclick = async () => {
 
 async function start() {
   try {
+    try { const claims = JSON.parse(atob(state.token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))); $("who").textContent = claims.sub || ""; } catch (e) { /* the proxy's cookie, or no auth */ }
+    if (JUDGE_MODE) { await nextJudgeItem(); return; }
     const data = await gql(`{ biasTaxonomy { biasKey description severityLevel } }`);
     state.taxonomy = data.biasTaxonomy;
     $("f-type").innerHTML = '<option value="">any</option>' + state.taxonomy.map((t) => `<option>${escapeHtml(t.biasKey)}</option>`).join("");
-    try { const claims = JSON.parse(atob(state.token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))); $("who").textContent = claims.sub || ""; } catch (e) { /* the proxy's cookie, or no auth */ }
     await loadQueue();
   } catch (error) {
     if (error.message === "unauthenticated") { $("item").innerHTML = '<p class="empty">Sign in to see the review queue.</p>'; return; }
@@ -252,4 +299,10 @@ async function start() {
   }
 }
 $("filters").addEventListener("submit", (event) => event.preventDefault());
+if (JUDGE_MODE) {
+  document.querySelector("main").classList.add("judging");
+  document.querySelector("header h1").textContent = "bias-audit: judge items blind";
+  $("mode-link").textContent = "flagged items";
+  $("mode-link").href = "/review";
+}
 start();

@@ -258,6 +258,37 @@ class AuditStore:
                                      (tenant_id, audit_id, reviewer))
         return as_audit(row)
 
+    async def judge_review_item(self, tenants: list[str] | None, reviewer: str) -> dict[str, Any] | None:
+        """A verdict sampled for blind review that this reviewer has not judged yet, drawn at random."""
+        clauses, values = _tenants(tenants)
+        clauses = [f"r.{clause}" for clause in clauses]
+        clauses.append("NOT EXISTS (SELECT 1 FROM judge_human_verdict h WHERE h.tenant_id = r.tenant_id "
+                       "AND h.verdict_id = r.verdict_id AND h.reviewer = %s)")
+        values.append(reviewer)
+        async with self._connection() as connection:
+            cursor = await connection.execute(
+                "SELECT r.tenant_id, r.verdict_id, r.item_id, r.answers, (SELECT count(*) FROM judge_review_item q "
+                "WHERE q.tenant_id = r.tenant_id) AS sampled FROM judge_review_item r "
+                f"{_where_clause(clauses)} ORDER BY random() LIMIT 1".encode(), values)
+            return await cursor.fetchone()
+
+    async def record_judge_verdict(self, tenant_id: str, verdict_id: str, *, reviewer: str, preference: str,
+                                   shown_swapped: bool) -> bool:
+        """A person's verdict on a sampled item, in the judge's display positions; the person's
+        latest verdict counts. False when no such item was sampled for review."""
+        async with self._connection() as connection, connection.transaction():
+            found = await (await connection.execute(
+                "SELECT 1 FROM judge_review_item WHERE tenant_id = %s AND verdict_id = %s",
+                (tenant_id, verdict_id))).fetchone()
+            if found is None:
+                return False
+            await connection.execute(
+                "INSERT INTO judge_human_verdict (tenant_id, verdict_id, reviewer, preference, shown_swapped, "
+                "reviewed_at) VALUES (%s, %s, %s, %s, %s, clock_timestamp()) ON CONFLICT (tenant_id, verdict_id, "
+                "reviewer) DO UPDATE SET preference = EXCLUDED.preference, shown_swapped = EXCLUDED.shown_swapped, "
+                "reviewed_at = EXCLUDED.reviewed_at", (tenant_id, verdict_id, reviewer, preference, shown_swapped))
+        return True
+
     async def update_bias(self, tenant_id: str, audit_id: str, changes: dict[str, Any]) -> dict[str, Any]:
         columns = {"bias_detected": None, "bias_type": Jsonb, "bias_score": Jsonb, "mitigation_action": Jsonb,
                    "bias_confidence_score": lambda v: round(v * 100, 2)}

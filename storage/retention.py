@@ -33,6 +33,7 @@ _UPSERT = ("INSERT INTO bias_daily_aggregate (tenant_id, day, source, model, rev
 @dataclass
 class RetentionReport:
     anonymized: int = 0  # interaction audits
+    review_answers: int = 0  # judge verdicts' answers kept for blind review
     aggregated_interactions: int = 0
     aggregated_sessions: int = 0
     dropped_partitions: list[str] = field(default_factory=list)
@@ -41,6 +42,7 @@ class RetentionReport:
         verb = "would" if dry_run else "did"
         dropped = ", ".join(self.dropped_partitions) or "none"
         return [f"anonymize interaction audits: {self.anonymized} ({verb})",
+                f"remove judge verdicts' answers kept for review: {self.review_answers} ({verb})",
                 f"roll up and delete interaction audits: {self.aggregated_interactions} ({verb})",
                 f"roll up and delete council sessions: {self.aggregated_sessions} ({verb})",
                 f"drop monthly partitions: {dropped} ({verb})"]
@@ -56,6 +58,7 @@ def apply_retention(url: str, *, anonymize_after_days: float = 180, aggregate_af
         if dry_run:
             report.anonymized = _count(connection, "llm_interaction_audit",
                                        f"log_timestamp < %s AND NOT ({_ANONYMIZED})", anonymize_before)
+            report.review_answers = _count(connection, "judge_review_item", "verdict_ts < %s", anonymize_before)
             report.aggregated_interactions = _count(connection, "llm_interaction_audit", "log_timestamp < %s",
                                                     aggregate_before)
             report.aggregated_sessions = _count(connection, "council_session_audit", "session_ts < %s",
@@ -64,6 +67,8 @@ def apply_retention(url: str, *, anonymize_after_days: float = 180, aggregate_af
             return report
         while changed := _anonymize_batch(connection, anonymize_before, batch):
             report.anonymized += changed
+        while removed := _remove_review_answers(connection, anonymize_before, batch):
+            report.review_answers += removed
         while rolled := _roll_up_interactions(connection, aggregate_before, batch):
             report.aggregated_interactions += rolled
         while rolled := _roll_up_sessions(connection, aggregate_before, batch):
@@ -103,6 +108,14 @@ def _anonymize_batch(connection: psycopg.Connection, before: datetime, batch: in
             "UPDATE llm_interaction_audit SET user_id = NULL, trace_id = NULL, query_hash = NULL, query_context = NULL, "
             "llm_response = NULL WHERE id IN (SELECT id FROM llm_interaction_audit WHERE log_timestamp < %s AND NOT "
             f"({_ANONYMIZED}) ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)".encode(), (before, batch))
+        return cursor.rowcount
+
+
+def _remove_review_answers(connection: psycopg.Connection, before: datetime, batch: int) -> int:
+    with connection.transaction():
+        cursor = connection.execute(
+            "DELETE FROM judge_review_item WHERE (tenant_id, verdict_id) IN (SELECT tenant_id, verdict_id FROM "
+            "judge_review_item WHERE verdict_ts < %s LIMIT %s FOR UPDATE SKIP LOCKED)", (before, batch))
         return cursor.rowcount
 
 

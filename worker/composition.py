@@ -151,12 +151,19 @@ def event_processor(settings: Settings, window: WindowStore, alert_state=None, *
 
 
 def verdict_processor(settings: Settings, window: WindowStore, store, alert_state=None):
-    """Judge verdicts: `window` keeps a window per judge with the judge policy (its sums kept)."""
+    """Judge verdicts: `window` keeps a window per judge with the judge policy (its sums kept); a
+    PostgreSQL store also keeps a sample's answers for blind review."""
     from bias_audit.consumers.verdicts import VerdictProcessor
 
+    review = None
+    if settings.store_is_postgres and store is not None and settings.judge_review_sample > 0:
+        from bias_audit.storage.postgres.verdicts import PostgresReviewSample
+
+        review = PostgresReviewSample(settings.store_url or "")
     return VerdictProcessor(window=window, store=store, default_consent=settings.consent_level,
                             hash_secret=settings.secret_bytes, limits=settings.limits,
-                            alert_state=alert_state if settings.alerts_enabled else None)
+                            alert_state=alert_state if settings.alerts_enabled else None,
+                            review=review, review_sample=settings.judge_review_sample)
 
 
 def verdict_store(settings: Settings) -> RecordSink:

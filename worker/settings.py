@@ -58,6 +58,9 @@ class Settings(BaseSettings):
                                        "verdicts (within window_days)")
     judge_recent_verdicts: int = Field(200, ge=10, description="a judge's recent verdicts, compared with the rest of "
                                        "its window for drift alerts")
+    judge_review_sample: float = Field(0.05, ge=0.0, le=1.0, description="share of judge verdicts whose answers "
+                                       "(when sent) are kept for people to judge blind on the review page; "
+                                       "retention removes them; 0 = none")
 
     council_topic: str = "council.sessions"  # env BIAS_AUDIT_COUNCIL_TOPIC
     llm_topic: str = "llm.responses"

@@ -31,3 +31,17 @@ CREATE TABLE judge_human_verdict (
     reviewed_at timestamptz NOT NULL DEFAULT now(),
     UNIQUE (tenant_id, verdict_id, reviewer)
 );
+
+-- The answers of a sample of verdicts, kept so a person can judge the item blind (the review
+-- page's judge mode); the verdict rows never hold them. Retention removes them with the other
+-- texts (`anonymize_after_days`).
+CREATE TABLE judge_review_item (
+    tenant_id   text        NOT NULL,
+    verdict_id  text        NOT NULL,
+    item_id     text        NOT NULL,
+    models      text[]      NOT NULL,                 -- in the verdict's display order
+    answers     text[]      NOT NULL,
+    verdict_ts  timestamptz NOT NULL,
+    PRIMARY KEY (tenant_id, verdict_id)
+);
+CREATE INDEX judge_review_item_time ON judge_review_item (verdict_ts);

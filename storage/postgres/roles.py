@@ -25,6 +25,7 @@ GRANTS: dict[str, list[tuple[str, str]]] = {
         ("SELECT", "schema_migrations"),  # a worker checks the store is migrated before it starts
         ("SELECT, INSERT", "judge_verdicts"),
         ("SELECT, INSERT", "judge_human_verdict"),
+        ("SELECT, INSERT", "judge_review_item"),
     ],
     RETENTION: [
         ("SELECT, UPDATE, DELETE", "llm_interaction_audit"),
@@ -32,6 +33,7 @@ GRANTS: dict[str, list[tuple[str, str]]] = {
         ("SELECT, INSERT, UPDATE", "bias_daily_aggregate"),
         ("SELECT", "schema_migrations"),
         ("SELECT, DELETE", "judge_verdicts"),
+        ("SELECT, UPDATE, DELETE", "judge_review_item"),  # UPDATE: its batches lock their rows (FOR UPDATE)
     ],
 }
 FUNCTIONS = {WRITER: "bias_audit_month_partition(text, timestamptz)", RETENTION: "bias_audit_drop_month(text)"}

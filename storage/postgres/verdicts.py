@@ -63,6 +63,33 @@ class PostgresVerdictStore:
             self._connection = None
 
 
+class PostgresReviewSample:
+    """The answers of the verdicts sampled for blind review (judge_review_item)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._connection: psycopg.Connection | None = None
+
+    def keep(self, rows: list[tuple[str, str, str, list[str], list[str], datetime]]) -> None:
+        """(tenant, verdict id, item id, models, answers, time) each; a row kept already is skipped."""
+        if not rows:
+            return
+        if self._connection is None or self._connection.closed:
+            self._connection = psycopg.connect(self.url, connect_timeout=5)
+        try:
+            with self._connection.transaction(), self._connection.cursor() as cursor:
+                cursor.executemany("INSERT INTO judge_review_item (tenant_id, verdict_id, item_id, models, answers, "
+                                   "verdict_ts) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", rows)
+        except psycopg.OperationalError:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
 def import_verdicts(url: str, events: Iterable[dict[str, Any]], batch: int = 2_000) -> tuple[int, int]:
     """Verdict events into the store in batches; (read, new). Importing twice adds nothing."""
     store = PostgresVerdictStore(url)

@@ -106,3 +106,71 @@ def test_a_person_reviews_20_items_by_keyboard(served, tmp_path):
     assert {reviewer for reviewer, _, _ in reviews} == {"rita"}
     assert all("confirmed" in verdicts.values() for _, verdicts, _ in reviews)
     assert all(tags == list(verdicts) for _, verdicts, tags in reviews)  # the confirmed type, tagged too
+
+
+@pytest.fixture
+def served_judges(postgres_url, tmp_path):
+    if not Path(CHROMIUM).exists():
+        if IN_CI:
+            pytest.fail("CI=true but chromium is not installed (make test installs it)")
+        pytest.skip("chromium is not installed")
+    apply_migrations(postgres_url)
+    env = {"BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_DATA_DIR": str(tmp_path),
+           "BIAS_AUDIT_JUDGE_REVIEW_SAMPLE": "1.0"}
+    server, url = spawn_serve("--store", postgres_url, env=env, log_path=tmp_path / "serve.log")
+    service = {"Authorization": "Bearer " + bearer("app", ["service"])}
+    for n in range(8):
+        event = {"verdict_id": f"v{n}", "tenant_id": "acme", "timestamp": "2026-11-20T10:30:00Z",
+                 "judge": {"model": "judge-model-x", "prompt": "pairwise"}, "item_id": f"q{n}", "game": 1,
+                 "candidates": [{"model": "model-alpha", "response": f"First answer number {n}."},
+                                {"model": "model-beta", "response": f"Second answer number {n}, longer."}],
+                 "verdict": {"kind": "pairwise", "preference": "A>B"}}
+        reply = httpx.post(url + "/audit-verdict", json=event, headers=service, timeout=30)
+        assert reply.status_code == 200, reply.text
+    yield url, postgres_url
+    server.terminate()
+    assert server.wait(timeout=30) == 0
+
+
+def test_a_person_judges_sampled_items_blind_by_keyboard(served_judges):
+    import json
+    import subprocess
+    import sys
+
+    from playwright.sync_api import sync_playwright
+
+    url, database = served_judges
+    pressed = ["1", "2", "3", "4", "5", "2"]
+    shown = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-background-networking", "--disable-component-update"])
+        page = browser.new_page(viewport={"width": 1280, "height": 860})
+        page.goto(url + "/review?mode=judges")
+        page.wait_for_selector("#signin.open")
+        page.fill("#token", bearer("rita", ["reviewer"]))
+        page.click("#signin-button")
+        for key in pressed:
+            page.wait_for_selector("#answer-a")
+            first = page.text_content("#answer-a")
+            text = page.text_content("#item")
+            assert "model-alpha" not in text and "model-beta" not in text and "judge-model-x" not in text  # blind
+            shown.append(first)
+            page.keyboard.press(key)
+            page.wait_for_function("(before) => !document.querySelector('#answer-a') || "
+                                   "document.querySelector('#answer-a').textContent !== before", arg=first)
+            assert "not saved" not in page.text_content("#status"), page.text_content("#status")
+        browser.close()
+    with psycopg.connect(database) as connection:
+        rows = connection.execute("SELECT verdict_id, reviewer, preference, shown_swapped FROM judge_human_verdict "
+                                  "ORDER BY id").fetchall()
+    assert len(rows) == 6 and {reviewer for _, reviewer, _, _ in rows} == {"rita"}
+    flip = {"A>>B": "B>>A", "A>B": "B>A", "A=B": "A=B", "B>A": "A>B", "B>>A": "A>>B"}
+    keys = {"1": "A>>B", "2": "A>B", "3": "A=B", "4": "B>A", "5": "B>>A"}
+    for (verdict_id, _, stored, swapped), key, first in zip(rows, pressed, shown):
+        assert first.startswith("Second" if swapped else "First")  # what the page showed first
+        assert stored == (flip[keys[key]] if swapped else keys[key])  # kept in the judge's positions
+    report = subprocess.run([sys.executable, "-m", "bias_audit", "judges", "--store", database, "--tenant", "acme",
+                             "--format", "json"], capture_output=True, text=True, timeout=120)
+    [judge] = json.loads(report.stdout)["judges"]
+    assert judge["human_agreement"]["n"] == 6

@@ -82,9 +82,14 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
     month = (NOW - timedelta(days=400)).strftime("%Ym%m")  # the old rows' month, wholly past a year
     old_months = f"council_session_audit_{month}, llm_interaction_audit_{month}"
     assert partitions(postgres_url) >= {f"council_session_audit_{month}", f"llm_interaction_audit_{month}"}
+    with psycopg.connect(postgres_url) as connection:  # answers kept for blind review: two old, one recent
+        for verdict, days in (("old-1", 200), ("old-2", 400), ("new", 10)):
+            connection.execute("INSERT INTO judge_review_item VALUES ('demo', %s, 'i', ARRAY['a','b'], "
+                               "ARRAY['first answer','second answer'], %s)", (verdict, NOW - timedelta(days=days)))
     dry = retention(postgres_url, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout.splitlines() == ["anonymize interaction audits: 13 (would)",
+                                       "remove judge verdicts' answers kept for review: 2 (would)",
                                        "roll up and delete interaction audits: 7 (would)",
                                        "roll up and delete council sessions: 4 (would)",
                                        f"drop monthly partitions: {old_months} (would)"]
@@ -92,6 +97,7 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
 
     done = retention(postgres_url)
     assert done.stdout.splitlines() == ["anonymize interaction audits: 13 (did)",
+                                        "remove judge verdicts' answers kept for review: 2 (did)",
                                         "roll up and delete interaction audits: 7 (did)",
                                         "roll up and delete council sessions: 4 (did)",
                                         f"drop monthly partitions: {old_months} (did)"]
@@ -138,7 +144,10 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
     assert sum(int(row[9]) for row in rolled) == 4 * 25 and {row[0] for row in rolled} == {"demo"}
 
     again = retention(postgres_url)
+    with psycopg.connect(postgres_url) as connection:
+        assert connection.execute("SELECT verdict_id FROM judge_review_item").fetchall() == [("new",)]
     assert again.stdout.splitlines() == ["anonymize interaction audits: 0 (did)",
+                                         "remove judge verdicts' answers kept for review: 0 (did)",
                                          "roll up and delete interaction audits: 0 (did)",
                                          "roll up and delete council sessions: 0 (did)",
                                          "drop monthly partitions: none (did)"]
