@@ -210,3 +210,34 @@ def test_a_non_utf8_entry_is_dead_lettered_at_once_and_its_batch_is_not_held(red
     assert [letter["error"].split(";")[0] for letter in letters] == [
         "message body is not UTF-8 (byte 0)", "message body is not valid JSON: trailing comma is not allowed at byte 20"]
     assert all(letter["payload"] is None and letter["delivery_attempts"] == 1 for letter in letters)
+
+
+def test_a_judges_worker_killed_mid_stream_loses_no_verdict_and_counts_none_twice(redis_url, tmp_path):
+    client = redis.Redis.from_url(redis_url)
+    total = 3000
+    pipe = client.pipeline(transaction=False)
+    for n in range(total):
+        body = json.dumps({"verdict_id": f"v{n}", "tenant_id": "demo", "timestamp": "2026-11-20T10:30:00Z",
+                           "judge": {"model": "judge"}, "item_id": f"i{n // 2}", "game": n % 2 + 1,
+                           "candidates": [{"model": "a", "length_words": 10}, {"model": "b", "length_words": 30}],
+                           "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"}}).encode()
+        pipe.xadd("judge.verdicts", wire_fields(body, event_type="judge.verdict", tenant_id="demo", trace_id=None))
+    pipe.execute()
+    options = dict(batch_size=20, consume="judges", judge_window_verdicts=100_000)
+    victim = start_worker(redis_url, tmp_path, "victim", **options)
+    survivor = start_worker(redis_url, tmp_path, "survivor", **options)
+    try:
+        wait_for(lambda: client.xlen(RESULTS) >= 400, what="work under way")
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=10)
+        wait_for(lambda: len({r["audit_id"] for r in results(client)}) >= total, timeout=120,
+                 what="the survivor finishing")
+        wait_for(lambda: client.xpending("judge.verdicts", "bias-audit")["pending"] == 0, what="all acked")
+        time.sleep(1.0)
+    finally:
+        stop(survivor)
+    got = results(client)
+    assert len({r["audit_id"] for r in got}) == total
+    assert max(r["judge"]["window"]["verdicts"] for r in got) == total  # each counted once in the judge's window
+    rows = list(read_records([tmp_path / "verdicts"]))
+    assert len({r["verdict_id"] for r in rows}) == total

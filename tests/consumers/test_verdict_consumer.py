@@ -1,0 +1,86 @@
+"""The judge.verdicts consumer: one result per verdict, counted once however often it arrives,
+stored without texts and not at all at consent 0, and a drift alert that fires once when a
+judge's recent verdicts move from its own baseline and resolves once when they come back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.verdicts import VerdictProcessor
+from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
+from bias_audit.windows.alert_state import MemoryAlertState
+from bias_audit.windows.base import WindowPolicy
+from bias_audit.windows.memory_window import MemoryWindow
+
+POLICY = WindowPolicy(max_sessions=2_000, max_days=30, recent_sessions=200, keep_sums=True)
+
+
+def verdict(n: int, first: bool, **changes) -> dict:
+    return {"verdict_id": f"v{n}", "tenant_id": "acme", "timestamp": "2026-11-20T10:30:00Z",
+            "judge": {"model": "judge", "prompt": "p"}, "item_id": f"i{n}", "query": "RAW-QUERY",
+            "candidates": [{"model": "a", "response": "alpha " * 10}, {"model": "b", "response": "beta " * 10}],
+            "verdict": {"kind": "pairwise", "preference": "A>B" if first else "B>A"}, **changes}
+
+
+def deliveries(events: list[dict], prefix: str = "d") -> list[Delivery]:
+    return [Delivery(delivery_id=f"{prefix}{e['verdict_id']}", body=json.dumps(e).encode(),
+                     source_topic="judge.verdicts") for e in events]
+
+
+def run(processor: VerdictProcessor, batch: list[Delivery]):
+    async def go():
+        outcomes = await processor.process(batch)
+        await processor.published(outcomes)
+        return outcomes
+
+    return asyncio.run(go())
+
+
+def test_each_verdict_once_stored_without_texts_and_not_at_consent_zero(tmp_path):
+    store = JsonlRecordStore(tmp_path, "verdicts")
+    processor = VerdictProcessor(window=MemoryWindow(POLICY), store=store)
+    events = [verdict(n, n % 2 == 0) for n in range(6)] + [verdict(6, True, consent_level=0)]
+    first = run(processor, deliveries(events))
+    assert [o.result.audit_id for o in first] == [f"v{n}" for n in range(7)]
+    assert first[5].result.judge["window"]["verdicts"] == 6  # the consent-0 verdict is not counted
+    again = run(processor, deliveries(events[:3], prefix="other-"))  # other copies: duplicates
+    assert all(o.duplicate and o.result is None for o in again)
+    store.close()
+    rows = list(read_records([tmp_path]))
+    assert sorted(r["verdict_id"] for r in rows) == [f"v{n}" for n in range(6)]
+    assert "RAW-QUERY" not in json.dumps(rows) and "alpha alpha" not in json.dumps(rows)
+    assert rows[0]["candidates"][0]["length_words"] == 10
+
+
+def test_a_redelivery_of_an_unpublished_batch_resumes_without_counting_again(tmp_path):
+    store = JsonlRecordStore(tmp_path, "verdicts")
+    window = MemoryWindow(POLICY)
+    processor = VerdictProcessor(window=window, store=store)
+    batch = deliveries([verdict(n, True) for n in range(4)])
+    asyncio.run(processor.process(batch))  # processed, never published: the transport redelivers
+    resumed = run(processor, batch)
+    assert [o.result.judge["window"]["verdicts"] for o in resumed] == [4, 4, 4, 4]
+    assert all(o.result is not None and not o.duplicate for o in resumed)
+    store.close()
+    assert len(list(read_records([tmp_path]))) == 4  # appended once
+
+
+def test_drift_fires_once_and_resolves_once():
+    rng = random.Random(3)
+    processor = VerdictProcessor(window=MemoryWindow(POLICY), store=None, alert_state=MemoryAlertState())
+    phases = [(600, 0.5), (200, 0.85), (400, 0.5)]  # baseline, a drift of the first-position rate, back
+    alerts, n = [], 0
+    for count, rate in phases:
+        events = [verdict(n + k, rng.random() < rate) for k in range(count)]
+        n += count
+        for start in range(0, count, 50):
+            for outcome in run(processor, deliveries(events[start:start + 50])):
+                alerts += outcome.alerts or []
+    fired = [a for a in alerts if a.metric == "first_position_rate"]
+    assert [a.status for a in fired] == ["firing", "resolved"]
+    assert fired[0].alert_type == "judge_drift" and fired[0].value > fired[0].threshold + 0.05
+    assert fired[1].alert_id == fired[0].alert_id and "judge [p]" in fired[0].message
+    assert not [a for a in alerts if a.metric == "length_preference"]  # equal lengths: nothing to say
