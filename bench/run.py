@@ -12,6 +12,7 @@ throughput one worker process, one local Redis, 5x5 sessions with ~1 KB answers
 pipeline   the council pipeline's own CPU per session, in-process (in-memory window and alert state,
            no broker, records to a JSONL file): the worker's own cost, without Redis, PostgreSQL or
            the round trips, for comparing two commits' pipelines
+verdicts   one `--consume judges` worker over a backlog of judge verdicts, per second
 latency    publish-to-result latency at a fixed 200 sessions/s (Redis server clock: entry ids)
 storage    stored bytes per 5x5 session, raw and gzip-compressed (--postgres: on disk in PostgreSQL,
            tables, indexes and TOAST, at 10,000 sessions)
@@ -189,6 +190,44 @@ def bench_throughput(count: int = 10_000) -> dict:
     table.add_row(f"{rate:,.0f}", ">= 1,000", f"{worker_cpu / done * 1e6:,.0f}", f"{redis_cpu / done * 1e6:,.0f}")
     console.print(table)
     return {"record_bytes": record_bytes, "sessions": count}
+
+
+def bench_verdicts(count: int = 40_000) -> None:
+    """One `--consume judges` worker over a backlog of judge verdicts (two answers with ~100-word
+    texts each, read for their lengths and dropped)."""
+    answer = " ".join(["word"] * 100)
+    bodies = [json.dumps({"verdict_id": f"v{n}", "tenant_id": "bench", "timestamp": "2026-11-20T10:30:00Z",
+                          "judge": {"model": f"judge-{n % 4}", "prompt": "pairwise"}, "item_id": f"i{n // 2}",
+                          "game": n % 2 + 1, "candidates": [{"model": "a", "response": answer},
+                                                            {"model": "b", "response": answer + " more"}],
+                          "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"}}).encode()
+              for n in range(count)]
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server, \
+            _store(tmp) as store:
+        client = redis.Redis.from_url(server.url)
+        pipe = client.pipeline(transaction=False)
+        for body in bodies:
+            pipe.xadd("judge.verdicts", wire_fields(body, event_type="judge.verdict", tenant_id="bench", trace_id=None))
+        pipe.execute()
+        worker = _start_worker(server.url, Path(tmp), "bench", batch_size=WORKER_BATCH, consume="judges", **store)
+        while client.xlen("bias.audit.stream") == 0:
+            time.sleep(0.005)
+        started = time.perf_counter()
+        first = client.xlen("bias.audit.stream")
+        cpu_before = _process_cpu(worker.pid)
+        while client.xlen("bias.audit.stream") < count:
+            time.sleep(0.01)
+        elapsed = time.perf_counter() - started
+        worker_cpu = _process_cpu(worker.pid) - cpu_before
+        worker.terminate()
+        worker.wait(timeout=30)
+    done = count - first
+    where = "PostgreSQL store" if POSTGRES["on"] else "JSONL rows"
+    table = Table(title=f"Judge verdicts: 1 `--consume judges` process, local Redis, {where}, {count:,} verdicts")
+    for column in ("verdicts/s", "target", "worker CPU us/verdict"):
+        table.add_column(column, justify="right")
+    table.add_row(f"{done / elapsed:,.0f}", ">= 2,000", f"{worker_cpu / done * 1e6:,.0f}")
+    console.print(table)
 
 
 def bench_latency(rate: int = 200, seconds: int = 15) -> None:
@@ -377,7 +416,8 @@ def bench_pipeline(count: int = 6_000, rounds: int = 3) -> None:
     console.print(table)
 
 
-SECTIONS = {"pipeline": bench_pipeline, "audit": bench_audit, "cli": bench_cli, "throughput": bench_throughput, "latency": bench_latency, "storage": bench_storage}
+SECTIONS = {"pipeline": bench_pipeline, "audit": bench_audit, "cli": bench_cli, "throughput": bench_throughput,
+            "verdicts": bench_verdicts, "latency": bench_latency, "storage": bench_storage}
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
