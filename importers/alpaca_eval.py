@@ -63,8 +63,7 @@ def preference_value(value: Any) -> float | None:
     return value if 1.0 <= value <= 2.0 else None
 
 
-def read(path: Path, *, tenant: str = "default", timestamp: str | None = None) -> Iterator[dict[str, Any]]:
-    stamp = timestamp or now_iso()
+def _rows(path: Path) -> list[Any]:
     data = path.read_bytes()
     try:
         rows = orjson.loads(data)
@@ -75,6 +74,45 @@ def read(path: Path, *, tenant: str = "default", timestamp: str | None = None) -
             raise SourceError(f"{path}: not valid JSON ({error})") from None
     if not isinstance(rows, list):
         raise SourceError(f"{path}: expected AlpacaEval's JSON array of annotations, got {type(rows).__name__}")
+    return rows
+
+
+def is_human(row: Any) -> bool:
+    """A row of people's cross-annotations (alpaca_farm's human_crossannotations): the pair's
+    outputs and one person's preference, no generators named."""
+    return isinstance(row, dict) and "output_1" in row and "preference" in row and "generator_1" not in row
+
+
+def _pair_key(row: dict[str, Any]) -> str:
+    """AlpacaEval joins annotations by instruction, output_1 and output_2 (analyze.Analyzer's keys)."""
+    return text_digest("\x1f".join(str(row.get(k, "")) for k in ("instruction", "output_1", "output_2")))
+
+
+def read_all(paths: list[Path], *, tenant: str = "default", timestamp: str | None = None) -> Iterator[dict[str, Any]]:
+    """Every file's annotations; people's cross-annotations among them count as the human
+    verdicts of the judged pairs with the same instruction and outputs."""
+    humans: dict[str, list[dict[str, Any]]] = {}
+    judged = []
+    for path in paths:
+        rows = _rows(path)
+        if rows and is_human(rows[0]):
+            for index, row in enumerate(rows):
+                if not is_human(row):
+                    raise SourceError(f"{path}: entry {index}: a cross-annotation needs output_1, output_2 and "
+                                      "preference")
+                preference = preference_value(row["preference"])
+                if preference is not None:
+                    humans.setdefault(_pair_key(row), []).append({"annotator": str(row.get("annotator_index", index)),
+                                                                  "p": preference})
+        else:
+            judged.append((path, rows))
+    for path, rows in judged:
+        yield from read(path, rows, tenant=tenant, timestamp=timestamp, humans=humans)
+
+
+def read(path: Path, rows: list[Any], *, tenant: str = "default", timestamp: str | None = None,
+         humans: dict[str, list[dict[str, Any]]] | None = None) -> Iterator[dict[str, Any]]:
+    stamp = timestamp or now_iso()
     for index, row in enumerate(rows):
         where = f"{path}: entry {index}"
         if not isinstance(row, dict):
@@ -96,9 +134,17 @@ def read(path: Path, *, tenant: str = "default", timestamp: str | None = None) -
         else:
             p_model = preference - 1.0
             verdict = {"kind": "probability", "p_first": p_model if swapped else 1.0 - p_model}
-        yield {
+        people = []
+        for human in (humans or {}).get(_pair_key(row), ()):
+            p = human["p"]  # 1: output_1 (the baseline) preferred, 2: output_2, 1.5: a tie
+            people.append({"annotator": human["annotator"], "tie": True} if p == 1.5 else
+                          {"annotator": human["annotator"], "preferred_model": baseline if p < 1.5 else model})
+        event = {
             "schema_version": "1.0", "verdict_id": safe_id("alpaca_eval", annotator, model, item),
             "tenant_id": tenant, "timestamp": stamp, "judge": {"model": annotator}, "item_id": item,
             "order_known": known, "task": dataset,
             "candidates": [other, base] if swapped else [base, other], "verdict": verdict,
         }
+        if people:
+            event["human"] = people
+        yield event

@@ -42,7 +42,9 @@ def _first_entry(path: Path) -> dict[str, Any] | None:
             head = handle.read(1)
         rest = handle.read(65536)
     if head == b"[":  # a JSON array: AlpacaEval's annotations (read once, by its reader)
-        return {"generator_1": None, "generator_2": None, "preference": None} if b'"generator_1"' in rest else None
+        if b'"generator_1"' in rest or b'"output_1"' in rest:  # annotations, or people's cross-annotations
+            return {"generator_1": None, "generator_2": None, "preference": None}
+        return None
     for _, row in jsonl_rows(path):
         return row
     return None
@@ -91,17 +93,18 @@ def read_verdicts(paths: list[str], source: str = "auto", *, tenant: str = "defa
     stamp = now_iso()
     kinds = [(path, detect(path) if source == "auto" else source) for path in files]
     fastchat = [path for path, kind in kinds if kind == "mt_bench"]
+    alpaca = [path for path, kind in kinds if kind == "alpaca_eval"]
     if answers is not None and not fastchat:
         raise SourceError("--answers is for MT-Bench judgment files; none was given")
     for path, kind in kinds:
         if kind == "judgebench":
             yield from judgebench.read(path, tenant=tenant, timestamp=stamp)
-        elif kind == "alpaca_eval":
-            yield from alpaca_eval.read(path, tenant=tenant, timestamp=stamp)
         elif kind == "lmc":
             yield from lmc.read(path, tenant=tenant, timestamp=stamp)
         elif kind == "events":
             yield from read_events(path, tenant=tenant, stored=stored)
+    if alpaca:  # one pass over all of them: people's cross-annotations join the judged pairs across files
+        yield from alpaca_eval.read_all(alpaca, tenant=tenant, timestamp=stamp)
     if fastchat:  # one pass over all of them: human judgments join the pairs across files
         yield from mt_bench.read(fastchat, tenant=tenant, timestamp=stamp,
                                  answers=Path(answers) if answers is not None else None)

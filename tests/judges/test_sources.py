@@ -185,3 +185,33 @@ def test_auto_refuses_an_unknown_format(tmp_path):
     path = write_jsonl(tmp_path / "x.jsonl", [{"something": 1}])
     with pytest.raises(SourceError, match="not a format bias-audit reads"):
         list(read_verdicts([str(path)]))
+
+
+def test_alpaca_eval_cross_annotations_are_the_human_verdicts_of_the_same_pairs(tmp_path):
+    from sklearn.metrics import cohen_kappa_score
+
+    judged = [alpaca_row(f"instruction {i}", p) for i, p in enumerate([1.0, 2.0, 2.0, 1.0])]
+    people = [{"instruction": row["instruction"], "output_1": row["output_1"], "output_2": row["output_2"],
+               "preference": p, "annotator_index": k, "datasplit": "eval"}
+              for row, prefs in zip(judged, [(1, 1), (2, 1), (1, 1), (1.5, 1.5)]) for k, p in enumerate(prefs)]
+    (tmp_path / "annotations.json").write_text(json.dumps(judged))
+    (tmp_path / "alpaca_farm_human_crossannotations.json").write_text(json.dumps(people))
+    events = list(read_verdicts([str(tmp_path / "annotations.json"), str(tmp_path / "alpaca_farm_human_crossannotations.json")]))
+    assert len(events) == 4  # the people's rows are verdicts of the judged pairs, not judges of their own
+    assert events[0]["human"] == [{"annotator": "0", "preferred_model": "gpt4_1106_preview"},
+                                  {"annotator": "1", "preferred_model": "gpt4_1106_preview"}]
+    assert events[3]["human"] == [{"annotator": "0", "tie": True}, {"annotator": "1", "tie": True}]
+    [judge] = judge_report([game_from_event(e) for e in events]).judges
+    # per pair the side preferred, by display position (A, tie, B): the judge's against the people's
+    # majority (pair 1: one each way, a tie of modes: their median, a tie)
+    judge_side = ["base", "model", "model", "base"]
+    people_side = ["base", "tie", "base", "tie"]
+
+    def shown(event, side):
+        return "tie" if side == "tie" else "A" if (event["candidates"][0]["model"] == "model-x") == (side == "model") \
+            else "B"
+
+    assert judge.metrics["human_agreement"].n == 4
+    expected = cohen_kappa_score([shown(e, s) for e, s in zip(events, judge_side)],
+                                 [shown(e, s) for e, s in zip(events, people_side)])
+    assert judge.metrics["human_agreement"].estimate == pytest.approx(expected)
