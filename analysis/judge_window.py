@@ -80,8 +80,11 @@ def window_estimates(sums: Mapping[str, int]) -> JudgeWindow:
     decided_all = n - sums.get(FAILED, 0)
     for name, field, total in (("tie_rate", TIES, decided_all), ("failed_rate", FAILED, n)):
         k = sums.get(field, 0)
-        low, high = wilson_interval(k, total) if total else (None, None)
-        metrics[name] = Metric(k / total if total else None, low, high, total)
+        if total:
+            low, high = wilson_interval(k, total)
+            metrics[name] = Metric(k / total, low, high, total)
+        else:
+            metrics[name] = Metric(None, None, None, 0)
     return JudgeWindow(n, metrics)
 
 

@@ -259,7 +259,7 @@ def human_agreement(games: list[JudgedGame], seed: int = 0) -> tuple[Metric, tup
     rated = [(g, _human_majority(g.humans)) for g in games if g.humans and g.level is not None]
     if not rated:
         return Metric(None, None, None, 0, None, False), ()
-    five = any(abs(g.level) == 2 for g, _ in rated) and any(abs(h) == 2 for g, _ in rated for h in g.humans)
+    five = any(abs(g.level or 0) == 2 for g, _ in rated) and any(abs(h) == 2 for g, _ in rated for h in g.humans)
     if five:
         j = np.array([g.level for g, _ in rated]) + 2
         h = np.array([m for _, m in rated]) + 2

@@ -41,7 +41,7 @@ def answer_lengths(directory: Path) -> dict[tuple[str, str, int], int]:
     for path in files:
         for number, row in jsonl_rows(path):
             where = f"{path}:{number}"
-            model = row.get("model_id") if isinstance(row.get("model_id"), str) else path.stem
+            model: str = row["model_id"] if isinstance(row.get("model_id"), str) else path.stem
             question = need(row, "question_id", where, (int, str))
             choices = need(row, "choices", where, list)
             turns = choices[0].get("turns") if choices and isinstance(choices[0], dict) else None
@@ -102,7 +102,7 @@ def read(paths: list[Path], *, tenant: str = "default", timestamp: str | None = 
     # a model in every pair of a judge's file is that file's baseline (MT-Bench's pairwise-baseline mode)
     in_every: dict[Path, set[str]] = {}
     for path, _, row in pair_rows:
-        models = {row.get("model_1"), row.get("model_2")}
+        models = {str(row.get("model_1")), str(row.get("model_2"))}
         in_every[path] = in_every[path] & models if path in in_every else set(models)
     for path, number, row in judged:
         where = f"{path}:{number}"

@@ -40,8 +40,8 @@ class PostgresVerdictStore:
         """Store the verdicts not stored yet; how many were new."""
         if not events:
             return 0
-        rows = [verdict_row(event, event.get("consent_level") if event.get("consent_level") is not None else 1)
-                for event in events]
+        rows = [verdict_row(event, int(event.get("consent_level") or 0) if event.get("consent_level") is not None
+                            else 1) for event in events]
         connection = self._connected()
         try:
             with connection.transaction(), connection.cursor() as cursor:

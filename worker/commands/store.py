@@ -114,7 +114,8 @@ def _split_sources(files: list[Path], source: str) -> tuple[list[Path], list[Pat
     from bias_audit.importers.common import SourceError
     from bias_audit.importers.sources import detect, expand
 
-    judged, records = [], []
+    judged: list[Path] = []
+    records: list[Path] = []
     for path in expand([str(f) for f in files]):
         try:
             kind = detect(path)
