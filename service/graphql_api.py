@@ -237,21 +237,10 @@ class HistoryQuery:
                       "agreement with humans, each with its CI; win rates; agreement between judges")
     async def judge_report(self, info: Info, tenant_id: str) -> JudgeReport:
         principal = authorized(info, READ, "reports")
+        missing = f"no judge verdicts for tenant {tenant_id!r}"
         if not principal.sees(tenant_id):
-            raise fail("NOT_FOUND", f"no judge verdicts for tenant {tenant_id!r}")
-        build: Callable[..., Any] = info.context["judge_report"]
-        slots: ReportSlots = info.context["report_slots"]
-        if not slots.take(principal.subject):
-            raise fail("RATE_LIMITED", "a report for this caller is already being built; ask again when it is done")
-        try:
-            document = await asyncio.to_thread(build, tenant_id)
-        except Exception as error:  # noqa: BLE001 - the report's own failure, named
-            raise fail("BIAS_ANALYSIS_FAILED", f"the judge report could not be built: {error}") from None
-        finally:
-            slots.release(principal.subject)
-        if document is None:
-            raise fail("NOT_FOUND", f"no judge verdicts for tenant {tenant_id!r}")
-        return judge_report_of(document)
+            raise fail("NOT_FOUND", missing)
+        return judge_report_of(await _built(info, principal, missing, info.context["judge_report"], tenant_id))
 
     @strawberry.field(description="per tenant, what retention kept of the days it rolled up and deleted: "
                       "counts and means (the report's rolled_up)")
@@ -267,18 +256,24 @@ async def _tenant_report(info: Info, tenant_id: str, sessions: int, days: float 
     if days is not None and not 0 < days <= MAX_REPORT_DAYS:
         raise fail("BAD_USER_INPUT", f"days must be more than 0 and at most {MAX_REPORT_DAYS:,}")
     sessions = _limit(sessions, "sessions")
-    report: Callable[..., Any] = info.context["report"]
+    return await _built(info, principal, f"no sessions for tenant {tenant_id!r}", info.context["report"], tenant_id,
+                        sessions, days)
+
+
+async def _built(info: Info, principal: Principal, missing: str, build: Callable[..., Any], *args: Any) -> dict[str, Any]:
+    """A report built off the event loop, one at a time per caller; NOT_FOUND (`missing`) when
+    there is nothing to report."""
     slots: ReportSlots = info.context["report_slots"]
     if not slots.take(principal.subject):
         raise fail("RATE_LIMITED", "a report for this caller is already being built; ask again when it is done")
     try:
-        document = await asyncio.to_thread(report, tenant_id, sessions, days)
+        document = await asyncio.to_thread(build, *args)
     except Exception as error:  # noqa: BLE001 - the report's own failure, named
         raise fail("BIAS_ANALYSIS_FAILED", f"the report could not be built: {error}") from None
     finally:
         slots.release(principal.subject)
     if document is None:
-        raise fail("NOT_FOUND", f"no sessions for tenant {tenant_id!r}")
+        raise fail("NOT_FOUND", missing)
     return document
 
 

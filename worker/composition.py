@@ -32,15 +32,9 @@ def _required(value: str | None, what: str) -> str:
 def record_store(settings: Settings) -> RecordSink:
     """PostgreSQL when the store is a postgresql:// URL; else JSONL, one file per worker process
     (scaled-out workers never interleave lines)."""
-    if settings.store_is_postgres:
-        from bias_audit.storage.postgres import PostgresRecordStore
+    from bias_audit.storage.postgres import PostgresRecordStore
 
-        from .store_setup import require_store_schema
-
-        require_store_schema(settings.store_url or "")
-        return PostgresRecordStore(settings.store_url or "")
-    stem = "records-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name)
-    return JsonlRecordStore(settings.records_dir, stem)
+    return _sink(settings, PostgresRecordStore, settings.records_dir, "records")
 
 
 def council_processor(settings: Settings, window: WindowStore, store, alert_state=None) -> CouncilSessionProcessor:
@@ -168,15 +162,19 @@ def verdict_processor(settings: Settings, window: WindowStore, store, alert_stat
 
 def verdict_store(settings: Settings) -> RecordSink:
     """judge_verdicts when the store is PostgreSQL; else JSONL in DATA_DIR/verdicts."""
-    if settings.store_is_postgres:
-        from bias_audit.storage.postgres.verdicts import PostgresVerdictStore
+    from bias_audit.storage.postgres.verdicts import PostgresVerdictStore
 
+    return _sink(settings, PostgresVerdictStore, settings.verdicts_dir, "verdicts")
+
+
+def _sink(settings: Settings, postgres: Any, folder: Path, kind: str) -> RecordSink:
+    """The PostgreSQL writer (its migrations checked), else JSONL, one file per worker process."""
+    if settings.store_is_postgres:
         from .store_setup import require_store_schema
 
         require_store_schema(settings.store_url or "")
-        return PostgresVerdictStore(settings.store_url or "")
-    stem = "verdicts-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name)
-    return JsonlRecordStore(settings.verdicts_dir, stem)
+        return postgres(settings.store_url or "")
+    return JsonlRecordStore(folder, f"{kind}-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name))
 
 
 def _redis_verdicts(settings: Settings, window_client: Redis, alerts, metrics):
@@ -195,15 +193,9 @@ def task_state(settings: Settings, window_client: Redis):
 
 def interaction_store(settings: Settings) -> RecordSink:
     """llm_interaction_audit when the store is PostgreSQL; else JSONL in DATA_DIR/interactions."""
-    if settings.store_is_postgres:
-        from bias_audit.storage.postgres import PostgresInteractionStore
+    from bias_audit.storage.postgres import PostgresInteractionStore
 
-        from .store_setup import require_store_schema
-
-        require_store_schema(settings.store_url or "")
-        return PostgresInteractionStore(settings.store_url or "")
-    stem = "interactions-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name)
-    return JsonlRecordStore(settings.interactions_dir, stem)
+    return _sink(settings, PostgresInteractionStore, settings.interactions_dir, "interactions")
 
 
 def output_topics(settings: Settings) -> OutputTopics:

@@ -24,8 +24,9 @@ def verdict_row(event: dict[str, Any], consent: int) -> tuple:
             Jsonb(event, dumps=lambda value: orjson.dumps(value).decode()))
 
 
-class PostgresVerdictStore:
-    """The verdict consumer's sink and `import`'s writer."""
+class _OneConnection:
+    """A writer's one connection: made when first needed, dropped when it fails (the batch is
+    retried on a new one)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -35,6 +36,15 @@ class PostgresVerdictStore:
         if self._connection is None or self._connection.closed:
             self._connection = psycopg.connect(self.url, connect_timeout=5)
         return self._connection
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+class PostgresVerdictStore(_OneConnection):
+    """The verdict consumer's sink and `import`'s writer."""
 
     def append(self, events: list[dict[str, Any]]) -> int:
         """Store the verdicts not stored yet; how many were new."""
@@ -57,37 +67,22 @@ class PostgresVerdictStore:
             self.close()
             raise
 
-    def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
 
-
-class PostgresReviewSample:
+class PostgresReviewSample(_OneConnection):
     """The answers of the verdicts sampled for blind review (judge_review_item)."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self._connection: psycopg.Connection | None = None
 
     def keep(self, rows: list[tuple[str, str, str, list[str], list[str], datetime]]) -> None:
         """(tenant, verdict id, item id, models, answers, time) each; a row kept already is skipped."""
         if not rows:
             return
-        if self._connection is None or self._connection.closed:
-            self._connection = psycopg.connect(self.url, connect_timeout=5)
+        connection = self._connected()
         try:
-            with self._connection.transaction(), self._connection.cursor() as cursor:
+            with connection.transaction(), connection.cursor() as cursor:
                 cursor.executemany("INSERT INTO judge_review_item (tenant_id, verdict_id, item_id, models, answers, "
                                    "verdict_ts) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", rows)
         except psycopg.OperationalError:
             self.close()
             raise
-
-    def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
 
 
 def import_verdicts(url: str, events: Iterable[dict[str, Any]], batch: int = 2_000) -> tuple[int, int]:
