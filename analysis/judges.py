@@ -93,6 +93,10 @@ class WinRate:
     ci_lower: float
     ci_upper: float
     n: int
+    # a length-controlled win rate (percent): AlpacaEval's minimal GLM, P(model preferred) ~
+    # tanh(standardized length difference) + intercept, predicted at no difference; None
+    # without both answers' lengths in every game
+    length_controlled: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,6 +423,7 @@ def win_rates(by_judge: dict[JudgeKey, list[JudgedGame]]) -> list[WinRate]:
     out = []
     for key, games in by_judge.items():
         values: dict[str, list[float]] = defaultdict(list)
+        gaps: dict[str, list[float | None]] = defaultdict(list)  # baseline's words minus the model's
         for g in games:
             if g.baseline is None or len(g.models) != 2:
                 continue
@@ -426,14 +431,48 @@ def win_rates(by_judge: dict[JudgeKey, list[JudgedGame]]) -> list[WinRate]:
             p = _model_preference(g, position)
             if p is not None:
                 values[g.models[position]].append(p)
+                lengths = g.lengths if len(g.lengths) == 2 else (None, None)
+                ours, theirs = lengths[position], lengths[g.baseline]
+                gaps[g.models[position]].append(None if ours is None or theirs is None else float(theirs - ours))
         for model, ps in sorted(values.items()):
             array = np.asarray(ps)
             mean = float(array.mean())
             sem = float(array.std(ddof=1) / math.sqrt(len(array))) if len(array) > 1 else 0.0
+            known = gaps[model]
+            controlled = None if any(gap is None for gap in known) else \
+                length_controlled_win_rate(array, np.asarray(known, dtype=np.float64))
             out.append(WinRate(key[0], key[1], model, 100 * mean, max(0.0, 100 * (mean - Z95 * sem)),
-                               min(100.0, 100 * (mean + Z95 * sem)),
-                               len(array)))
+                               min(100.0, 100 * (mean + Z95 * sem)), len(array), controlled))
     return out
+
+
+def length_controlled_win_rate(preferences: np.ndarray, gaps: np.ndarray, iterations: int = 50) -> float | None:
+    """Percent: the logistic fit of P(model preferred) (continuous targets, cross-entropy) on
+    tanh(gap / sd(gap)) and an intercept, predicted at no length difference: logistic(intercept).
+    AlpacaEval's length_controlled_minimal formula, fitted by Newton's method without a penalty.
+    None below 10 games or with no spread in the gaps."""
+    if len(preferences) < 10:
+        return None
+    spread = gaps.std(ddof=1)
+    if not spread > 0:
+        return None
+    x = np.column_stack([np.tanh(gaps / spread), np.ones(len(gaps))])
+    y = np.clip(preferences, 0.0, 1.0)
+    beta = np.zeros(2)
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-(x @ beta)))
+        gradient = x.T @ (y - p)
+        hessian = (x * (p * (1 - p))[:, None]).T @ x
+        try:
+            step = np.linalg.solve(hessian, gradient)
+        except np.linalg.LinAlgError:
+            return None
+        beta += step
+        if np.abs(step).max() < 1e-10:
+            break
+    if not np.all(np.isfinite(beta)):
+        return None
+    return float(100.0 / (1.0 + math.exp(-beta[1])))
 
 
 def _oriented(game: JudgedGame) -> tuple[tuple[str, ...], int] | None:

@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -87,16 +88,24 @@ def alpaca_eval(root: Path) -> None:
     boards = {p.name.removesuffix("_leaderboard.csv"): p for p in
               (root / "src" / "alpaca_eval" / "leaderboards").glob("*/*_leaderboard.csv")}
     table = Table(title=f"AlpacaEval: our win rate beside the leaderboard ({len(files)} annotation files)")
-    for column in ("annotator", "models", "compared with the leaderboard", "largest difference (points)"):
+    for column in ("annotator", "models", "compared with the leaderboard", "largest difference (points)",
+                   "LC: ours vs the leaderboard's, Pearson r", "LC: mean |difference| (points)"):
         table.add_column(column, justify="right")
     by_judge: dict[str, list] = {}
     for rate in report.models:
         by_judge.setdefault(rate.judge, []).append(rate)
     for annotator, rates in sorted(by_judge.items()):
         board = boards.get(annotator)
-        published = {row[""]: float(row["win_rate"]) for row in csv.DictReader(board.open())} if board else {}
-        diffs = [abs(r.win_rate - published[r.model]) for r in rates if r.model in published]
-        table.add_row(annotator, str(len(rates)), str(len(diffs)), f"{max(diffs):.2e}" if diffs else "-")
+        rows = {row[""]: row for row in csv.DictReader(board.open())} if board else {}
+        diffs = [abs(r.win_rate - float(rows[r.model]["win_rate"])) for r in rates if r.model in rows]
+        # the leaderboard's LC is its full GLM (an instruction-difficulty term from a dataset this
+        # machine cannot reach; characters); ours is the minimal one in words: side by side
+        pairs = [(r.length_controlled, float(rows[r.model]["length_controlled_winrate"])) for r in rates
+                 if r.model in rows and r.length_controlled is not None and rows[r.model].get("length_controlled_winrate")]
+        ours_lc, theirs_lc = (np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])) if pairs else ((), ())
+        r_lc = f"{np.corrcoef(ours_lc, theirs_lc)[0, 1]:.3f} ({len(pairs)} models)" if len(pairs) > 2 else "-"
+        mad = f"{np.mean(np.abs(np.asarray(ours_lc) - np.asarray(theirs_lc))):.2f}" if pairs else "-"
+        table.add_row(annotator, str(len(rates)), str(len(diffs)), f"{max(diffs):.2e}" if diffs else "-", r_lc, mad)
     console.print(table)
     judges = Table(title="AlpacaEval annotators: position and length (95% CI)")
     for column in ("annotator", "verdicts", "first-position rate", "length preference", "tie rate", "notes"):

@@ -41,7 +41,8 @@ def judge_document(report: JudgeReport, *, sources: list[str]) -> dict[str, Any]
         if w.prompt is not None:
             row["judge_prompt"] = w.prompt
         row.update(model=w.model, win_rate=round(w.win_rate, 4), ci_lower=round(w.ci_lower, 4),
-                   ci_upper=round(w.ci_upper, 4), n=w.n)
+                   ci_upper=round(w.ci_upper, 4), n=w.n,
+                   length_controlled_win_rate=None if w.length_controlled is None else round(w.length_controlled, 4))
         models.append(row)
     agreement = None
     if report.agreement is not None:
@@ -100,12 +101,14 @@ def render_judges_text(document: dict[str, Any]) -> str:
             console.print(Text(f"{_name(entry)}: item {d['item_id']}: judge {d['judge_verdict']}, "
                                f"humans {d['human_verdict']}"))
     if document["models"]:
-        wins = Table(title="Win rate against the baseline (percent, ties 0.5)")
-        for header in ("judge", "model", "win rate", "95% CI", "n"):
+        wins = Table(title="Win rate against the baseline (percent, ties 0.5; length-controlled: at equal lengths)")
+        for header in ("judge", "model", "win rate", "95% CI", "length-controlled", "n"):
             wins.add_column(header)
         for row in document["models"]:
+            controlled = row["length_controlled_win_rate"]
             wins.add_row(Text(_name(row)), Text(row["model"]), f"{row['win_rate']:.2f}",
-                         f"[{row['ci_lower']:.2f}, {row['ci_upper']:.2f}]", str(row["n"]))
+                         f"[{row['ci_lower']:.2f}, {row['ci_upper']:.2f}]",
+                         "-" if controlled is None else f"{controlled:.2f}", str(row["n"]))
         console.print(wins)
     agreement = document.get("agreement")
     if agreement and agreement["krippendorff_alpha"] is not None:
@@ -134,6 +137,10 @@ def render_judges_csv(document: dict[str, Any]) -> str:
         writer.writerow([neutralized(c) for c in (row["judge"], row.get("judge_prompt"), "win_rate", row["model"],
                                                     row["win_rate"], row["ci_lower"], row["ci_upper"], row["n"],
                                                     None, None)])
+        if row["length_controlled_win_rate"] is not None:
+            writer.writerow([neutralized(c) for c in (row["judge"], row.get("judge_prompt"), "length_controlled_win_rate",
+                                                        row["model"], row["length_controlled_win_rate"], None, None,
+                                                        row["n"], None, None)])
     return out.getvalue()
 
 
@@ -177,10 +184,11 @@ def judges_html_body(document: dict[str, Any]) -> str:
     wins = ""
     if document["models"]:
         body = "".join(f"<tr><td>{escape(_name(r))}</td><td>{escape(r['model'])}</td><td class=num>{r['win_rate']:.2f}"
-                       f"</td><td class=num>[{r['ci_lower']:.2f}, {r['ci_upper']:.2f}]</td><td class=num>{r['n']}</td></tr>"
-                       for r in document["models"])
+                       f"</td><td class=num>[{r['ci_lower']:.2f}, {r['ci_upper']:.2f}]</td><td class=num>"
+                       f"{'-' if r['length_controlled_win_rate'] is None else format(r['length_controlled_win_rate'], '.2f')}"
+                       f"</td><td class=num>{r['n']}</td></tr>" for r in document["models"])
         wins = ("<h2>Win rates against the baseline</h2><table><tr><th>judge</th><th>model</th><th>win rate %</th>"
-                f"<th>95% CI</th><th>n</th></tr>{body}</table>")
+                f"<th>95% CI</th><th>length-controlled %</th><th>n</th></tr>{body}</table>")
     agreement = ""
     a = document.get("agreement")
     if a and a["krippendorff_alpha"] is not None:

@@ -55,6 +55,8 @@ class JudgeWinRate:
     ci_lower: float
     ci_upper: float
     n: int
+    length_controlled_win_rate: float | None = strawberry.field(
+        default=None, description="at equal lengths: AlpacaEval's minimal length-controlled GLM, in words")
 
 
 @strawberry.type

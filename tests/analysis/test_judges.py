@@ -182,3 +182,22 @@ def test_an_event_becomes_a_game():
     failed = game_from_event({**event, "verdict": {"kind": "failed"}})
     assert failed.level is None and failed.direction is None
     assert math.isclose(game_from_event({**event, "verdict": {"kind": "pairwise", "preference": "A=B"}}).p_first, 0.5)
+
+
+def test_the_length_controlled_win_rate_is_the_logistic_fit_at_no_length_difference():
+    from sklearn.linear_model import LogisticRegression
+
+    from bias_audit.analysis.judges import length_controlled_win_rate
+
+    rng = np.random.default_rng(11)
+    gaps = rng.normal(0, 50, 400)  # the baseline's words minus the model's: longer models win more below
+    preferences = 1 / (1 + np.exp(-(0.3 - 1.5 * np.tanh(gaps / gaps.std(ddof=1))))) * rng.uniform(0.8, 1.0, 400)
+    ours = length_controlled_win_rate(preferences, gaps)
+    # the oracle: scikit-learn's unpenalized logistic regression on continuous targets, each game
+    # twice (label 1 weighted p, label 0 weighted 1 - p), as AlpacaEval fits its GLM
+    x = np.tanh(gaps / gaps.std(ddof=1))[:, None]
+    fit = LogisticRegression(C=np.inf, fit_intercept=True, tol=1e-10, max_iter=1000).fit(
+        np.vstack([x, x]), np.r_[np.ones(400), np.zeros(400)], sample_weight=np.r_[preferences, 1 - preferences])
+    assert ours == pytest.approx(100 / (1 + math.exp(-fit.intercept_[0])), abs=1e-4)
+    assert ours != pytest.approx(100 * preferences.mean(), abs=1.0)  # it moved away from the raw win rate
+    assert length_controlled_win_rate(preferences[:5], gaps[:5]) is None
