@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+
+import orjson
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,7 +153,15 @@ class VerdictProcessor:
     async def _alerts(self, alert_state: AlertStateStore, signals: list[tuple[int, _Judged, Any]],
                       outcomes: list[Outcome]) -> None:
         """Drift of each judge's recent verdicts from its baseline: a transition per counted
-        verdict in counting order; the alert state sends one firing per onset, one resolved."""
+        verdict in counting order; the alert state sends one firing per onset, one resolved. The
+        alerts a verdict decided are kept before anything is published: a retry of its batch finds
+        the state moved already and gets them back (published again with the same ids)."""
+        resumed = [(index, j) for index, j, update in signals if update.status in RESUMED]
+        if resumed:
+            found = await alert_state.recall([(j.item.tenant_id, j.event.verdict_id) for _, j in resumed])
+            for (index, _), payload in zip(resumed, found):
+                if payload is not None:
+                    outcomes[index].alerts = [Alert.model_validate(a) for a in orjson.loads(payload)]
         transitions: list[Transition] = []
         pending: list[tuple[int, _Judged, Any, Any]] = []
         for index, j, update in sorted(signals, key=lambda s: s[2].sequence or s[2].counted_as):
@@ -164,6 +174,7 @@ class VerdictProcessor:
                     if moved.state == "firing" else ""
                 transitions.append(Transition(j.item.tenant_id, key, moved.state, sequence, onset))
                 pending.append((index, j, update, moved))
+        decided: dict[int, _Judged] = {}
         for (index, j, update, moved), change in zip(pending, await alert_state.apply(transitions)):
             if change is None:
                 continue
@@ -178,6 +189,11 @@ class VerdictProcessor:
                 f"{' [' + j.event.judge.prompt + ']' if j.event.judge.prompt else ''}: {moved.message}",
                 session_id=j.event.verdict_id)
             outcomes[index].alerts = [*(outcomes[index].alerts or []), alert]
+            decided[index] = j
+        await alert_state.remember([
+            (j.item.tenant_id, j.event.verdict_id,
+             orjson.dumps([alert.model_dump(mode="json") for alert in outcomes[index].alerts or ()]))
+            for index, j in decided.items()])
 
     async def published(self, outcomes: list[Outcome]) -> None:
         await self.once.published([o.window_item for o in outcomes if o.window_item is not None])

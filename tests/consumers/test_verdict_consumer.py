@@ -84,3 +84,22 @@ def test_drift_fires_once_and_resolves_once():
     assert fired[0].alert_type == "judge_drift" and fired[0].value > fired[0].threshold + 0.05
     assert fired[1].alert_id == fired[0].alert_id and "judge [p]" in fired[0].message
     assert not [a for a in alerts if a.metric == "length_preference"]  # equal lengths: nothing to say
+
+
+def test_a_retried_batch_gets_back_the_alerts_its_first_attempt_decided():
+    rng = random.Random(5)
+    processor = VerdictProcessor(window=MemoryWindow(POLICY), store=None, alert_state=MemoryAlertState())
+    events = [verdict(n, rng.random() < 0.5) for n in range(600)] + \
+        [verdict(600 + n, rng.random() < 0.9) for n in range(200)]
+    tipping = None
+    for start in range(0, 800, 50):
+        batch = deliveries(events[start:start + 50])
+        outcomes = asyncio.run(processor.process(batch))  # processed; the publish "fails"
+        if any(o.alerts for o in outcomes):
+            tipping = batch
+            first = [a.alert_id for o in outcomes for a in o.alerts or ()]
+            break
+        run(processor, batch)  # processed again, then published
+    assert tipping is not None
+    retried = run(processor, tipping)  # the transport redelivers the batch
+    assert [a.alert_id for o in retried for a in o.alerts or ()] == first  # not lost, same ids
