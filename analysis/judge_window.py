@@ -3,12 +3,13 @@ window's), what they estimate, and when the recent verdicts drift from the judge
 
 The window of a (tenant, judge model, judge prompt) holds its last N verdicts within D days; the
 recent window its last K. The baseline is the window without the recent part. A drift fires when
-the baseline's rate lies outside the recent rate's 95% CI and the two differ by the practical
-size, for the first-position rate or the length preference; it resolves when that no longer holds.
+the recent rate differs from the baseline's by the practical size and a two-proportion z of 4, for the first-position rate, the length preference or the position consistency (a swapped
+pair counts with the second of its games to be counted); it resolves when that no longer holds.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -17,19 +18,44 @@ from .judges import ALPHA, PRACTICAL_RATE, Metric, longer_preferred
 from .multiple_tests import binomial_two_sided_half, holm
 from .proportions import wilson_interval
 
-N, FAILED, TIES, FIRST_DECIDED, FIRST_WON, LENGTH_DECIDED, LONGER_WON = (
-    "j:n", "j:failed", "j:ties", "j:fd", "j:fw", "j:ld", "j:lw")
+N, FAILED, TIES, FIRST_DECIDED, FIRST_WON, LENGTH_DECIDED, LONGER_WON, PAIRS, CONSISTENT = (
+    "j:n", "j:failed", "j:ties", "j:fd", "j:fw", "j:ld", "j:lw", "j:pn", "j:pc")
 MIN_DRIFT = 50  # decided verdicts each side needs before a drift is judged
+# Checked at every verdict, so at a strict level: a drift fires when the two-proportion z of the
+# recent rate against the baseline's reaches 4 (a 95% CI fires on a steady judge again and
+# again) and resolves when it falls under 2; in between it holds
+Z_FIRING, Z_BACK = 4.0, 2.0
 MIN_FLAG = 30  # decided verdicts before the window flags a rate
 
 # metric -> (decided field, counted field, bias type)
 RATES = {"first_position_rate": (FIRST_DECIDED, FIRST_WON, "judge_position_bias"),
          "length_preference": (LENGTH_DECIDED, LONGER_WON, "judge_length_bias")}
+# the rates whose drift alerts: the tested ones, and position consistency (no neutral value)
+DRIFTING = {name: (decided, won) for name, (decided, won, _) in RATES.items()} | {
+    "position_consistency": (PAIRS, CONSISTENT)}
 
 
-def verdict_contribution(game: JudgedGame) -> dict[str, int]:
-    """What one verdict adds to its judge's sums (zero fields left out)."""
+def direction_code(game: JudgedGame) -> str:
+    """A game's verdict as the partner of a swapped pair reads it: its side, or F (failed)."""
+    return "F" if game.direction is None else str(game.direction)
+
+
+def consistent_with(game: JudgedGame, partner: str) -> bool:
+    """JudgeBench's rule: the second game's verdict flipped equals the first's (two failed
+    games agree); `partner` is the other game's direction_code."""
+    mine = direction_code(game)
+    flipped = {"1": "-1", "-1": "1"}.get(mine, mine)
+    return flipped == partner
+
+
+def verdict_contribution(game: JudgedGame, partner: str | None = None) -> dict[str, int]:
+    """What one verdict adds to its judge's sums (zero fields left out); `partner`: the swapped
+    game's direction_code when that game was judged already (the pair counts with this one)."""
     out = {N: 1}
+    if partner is not None:
+        out[PAIRS] = 1
+        if consistent_with(game, partner):
+            out[CONSISTENT] = 1
     if game.level is None:
         out[FAILED] = 1
         return out
@@ -78,7 +104,8 @@ def window_estimates(sums: Mapping[str, int]) -> JudgeWindow:
         flagged = abs(m.estimate - 0.5) >= PRACTICAL_RATE and adjusted < ALPHA
         metrics[name] = Metric(m.estimate, m.ci_lower, m.ci_upper, m.n, m.p_value, flagged)
     decided_all = n - sums.get(FAILED, 0)
-    for name, field, total in (("tie_rate", TIES, decided_all), ("failed_rate", FAILED, n)):
+    for name, field, total in (("tie_rate", TIES, decided_all), ("failed_rate", FAILED, n),
+                               ("position_consistency", CONSISTENT, sums.get(PAIRS, 0))):
         k = sums.get(field, 0)
         if total:
             low, high = wilson_interval(k, total)
@@ -91,7 +118,7 @@ def window_estimates(sums: Mapping[str, int]) -> JudgeWindow:
 @dataclass(frozen=True, slots=True)
 class Drift:
     metric: str
-    state: str  # "firing" | "ok"
+    state: str  # "firing" | "ok" | "hold" (no change)
     recent: float | None
     baseline: float | None
     message: str
@@ -102,7 +129,7 @@ def drift(sums: Mapping[str, int], recent: Mapping[str, int]) -> list[Drift]:
     window without them); "ok" when they did not, or there are too few to say (the alert state
     keeps a firing one until an evaluation says ok)."""
     out = []
-    for name, (decided_field, won_field, _) in RATES.items():
+    for name, (decided_field, won_field) in DRIFTING.items():
         r_n, r_k = recent.get(decided_field, 0), recent.get(won_field, 0)
         b_n, b_k = sums.get(decided_field, 0) - r_n, sums.get(won_field, 0) - r_k
         if r_n < MIN_DRIFT or b_n < MIN_DRIFT:
@@ -110,11 +137,15 @@ def drift(sums: Mapping[str, int], recent: Mapping[str, int]) -> list[Drift]:
                              f"{name}: too few verdicts to compare ({r_n} recent, {b_n} before)"))
             continue
         now, before = r_k / r_n, b_k / b_n
-        low, high = wilson_interval(r_k, r_n)
-        moved = not low <= before <= high and abs(now - before) >= PRACTICAL_RATE
-        out.append(Drift(name, "firing" if moved else "ok", now, before,
-                         f"the judge's {name.replace('_', ' ')} moved from {before:.2f} to {now:.2f} "
-                         f"(95% CI {low:.2f}-{high:.2f}) over its last {r_n} decided verdicts" if moved else
-                         f"the judge's {name.replace('_', ' ')} is {now:.2f}, within its CI of the baseline "
-                         f"{before:.2f}"))
+        pooled = (r_k + b_k) / (r_n + b_n)
+        spread = math.sqrt(pooled * (1 - pooled) * (1 / r_n + 1 / b_n))
+        z = abs(now - before) / spread if spread > 0 else (math.inf if now != before else 0.0)
+        what = name.replace("_", " ")
+        if z >= Z_FIRING and abs(now - before) >= PRACTICAL_RATE:
+            out.append(Drift(name, "firing", now, before, f"the judge's {what} moved from {before:.2f} to {now:.2f} "
+                             f"over its last {r_n} counted (z = {z:.1f})"))
+        else:  # between firing and back: hold (no flapping on the edge)
+            back = z < Z_BACK or abs(now - before) < PRACTICAL_RATE
+            out.append(Drift(name, "ok" if back else "hold", now, before,
+                             f"the judge's {what} is {now:.2f}, near its baseline {before:.2f}"))
     return out

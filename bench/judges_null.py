@@ -64,6 +64,46 @@ def flag_rates(runs: int, verdicts: int, seed: int, **bias: float) -> dict[str, 
     return {name: counts[name] / runs for name in TESTS}
 
 
+def drift_alerts(judges: int, verdicts: int, seed: int, *, shift_at: int | None = None) -> tuple[int, list[int]]:
+    """Drift alerts on simulated judges through the verdict consumer (in-memory window): the
+    firings of steady judges, or with shift_at each judge's verdicts until its first-position rate,
+    moved from 0.5 to 0.7 at that verdict, fired."""
+    import asyncio
+    import json
+    import random
+
+    from bias_audit.consumers.envelope import Delivery
+    from bias_audit.consumers.verdicts import VerdictProcessor
+    from bias_audit.windows.alert_state import MemoryAlertState
+    from bias_audit.windows.base import WindowPolicy
+    from bias_audit.windows.memory_window import MemoryWindow
+
+    policy = WindowPolicy(max_sessions=2_000, max_days=30, recent_sessions=200, keep_sums=True)
+    firings, delays = 0, []
+    for j in range(judges):
+        rng = random.Random(seed * 1000 + j)
+        processor = VerdictProcessor(window=MemoryWindow(policy), store=None, alert_state=MemoryAlertState())
+        found = None
+        for start in range(0, verdicts, 100):
+            batch = []
+            for n in range(start, start + 100):
+                rate = 0.7 if shift_at is not None and n >= shift_at else 0.5
+                first = rng.random() < rate
+                event = {"verdict_id": f"v{n}", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": f"j{j}"},
+                         "item_id": f"i{n // 2}", "game": n % 2 + 1,
+                         "candidates": [{"model": "a", "length_words": 10}, {"model": "b", "length_words": 10}],
+                         "verdict": {"kind": "pairwise", "preference": "A>B" if first else "B>A"}}
+                batch.append(Delivery(delivery_id=str(n), body=json.dumps(event).encode(), source_topic="judge.verdicts"))
+            for n, outcome in zip(range(start, start + 100), asyncio.run(processor.process(batch))):
+                fired = [a for a in outcome.alerts or () if a.status == "firing"]
+                firings += len(fired)
+                if fired and found is None and shift_at is not None and n >= shift_at:
+                    found = n - shift_at
+        if shift_at is not None:
+            delays.append(found if found is not None else -1)
+    return firings, delays
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1000)
@@ -80,6 +120,17 @@ def main() -> None:
         rates = flag_rates(args.runs, args.verdicts, seed, **bias)
         table.add_row(label, *(f"{rates[name]:.1%}" for name in TESTS))
     Console(width=140).print(table)
+    judges, verdicts = 20, 5_000
+    steady, _ = drift_alerts(judges, verdicts, seed=1)
+    _, delays = drift_alerts(judges, 4_000, seed=2, shift_at=2_000)
+    caught = sorted(d for d in delays if d >= 0)
+    drift = Table(title="Drift alerts (window 2,000 verdicts, recent 200), through the verdict consumer")
+    for column in ("case", "result"):
+        drift.add_column(column)
+    drift.add_row(f"steady judges: firings over {judges} x {verdicts:,} verdicts", str(steady))
+    drift.add_row(f"first-position rate 0.5 -> 0.7: caught (of {judges}), verdicts until the alert (median, max)",
+                  f"{len(caught)}; {caught[len(caught) // 2] if caught else '-'}, {caught[-1] if caught else '-'}")
+    Console(width=140).print(drift)
 
 
 if __name__ == "__main__":

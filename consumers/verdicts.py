@@ -19,7 +19,8 @@ from typing import Any
 
 from bias_audit.analysis.judge_games import JudgedGame, game_from_event
 from bias_audit.analysis.judges import longer_preferred
-from bias_audit.analysis.judge_window import RATES, JudgeWindow, drift, verdict_contribution, window_estimates
+from bias_audit.analysis.judge_window import (RATES, JudgeWindow, direction_code, drift, verdict_contribution,
+                                              window_estimates)
 from bias_audit.analysis.records import effective_consent
 from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.schemas.judges import JudgeVerdictEvent
@@ -27,6 +28,7 @@ from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 from bias_audit.schemas.results import Alert, AlertWindow, AuditResult
 from bias_audit.windows.alert_state import AlertStateStore, Transition
 from bias_audit.windows.base import RESUMED, WindowItem, WindowStore
+from bias_audit.windows.game_memory import Game, GameMemory, MemoryGameMemory
 
 from .council import Outcome
 from .envelope import Delivery, Misrouted, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
@@ -64,8 +66,9 @@ class VerdictProcessor:
     def __init__(self, *, window: WindowStore, store: RecordSink | None, default_consent: int = 1,
                  hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS,
                  alert_state: AlertStateStore | None = None, remember: int = 10_000, review: Any = None,
-                 review_sample: float = 0.0) -> None:
+                 review_sample: float = 0.0, games: GameMemory | None = None) -> None:
         self.window = window  # with a judge policy: keeps its sums (windows.base.WindowPolicy.keep_sums)
+        self.games = games or MemoryGameMemory()  # swapped partners' verdicts: position consistency
         self.default_consent = default_consent
         self.hash_secret = hash_secret
         self.limits = limits
@@ -77,19 +80,33 @@ class VerdictProcessor:
     def parse(self, delivery: Delivery) -> JudgeVerdictEvent:
         return parse_event(JudgeVerdictEvent, delivery.body, self.limits, self.misrouted)
 
-    def _judged(self, delivery: Delivery, event: JudgeVerdictEvent) -> _Judged:
+    def _judged(self, delivery: Delivery, event: JudgeVerdictEvent) -> tuple[_Judged, Game | None]:
+        """The verdict as stored and as a game; and the game to remember for its swapped partner
+        (a counted game of a known order), whose direction comes back from the game memory."""
         consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
         trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.verdict_id)
         stored = event.model_dump(mode="json")  # the query and the answers' texts are excluded fields
         stored["trace_id"] = trace_id
         stored["consent_level"] = consent
         game = game_from_event(stored)
-        item = WindowItem(
-            tenant_id=judge_window_id(event.tenant_id, event.judge.model, event.judge.prompt),
-            session_id=event.verdict_id, timestamp=event.timestamp, owner=delivery.delivery_id,
-            contribution=verdict_contribution(game) if consent > 0 else {},
-            recent_contribution=verdict_contribution(game) if consent > 0 else {}, counted=consent > 0)
-        return _Judged(delivery, event, stored, game, trace_id, consent, item)
+        window_id = judge_window_id(event.tenant_id, event.judge.model, event.judge.prompt)
+        item = WindowItem(tenant_id=window_id, session_id=event.verdict_id, timestamp=event.timestamp,
+                          owner=delivery.delivery_id, counted=consent > 0)
+        remembered = None
+        if consent > 0 and game.game is not None and game.order_known:
+            pair = f"{game.item}\x1f{chr(31).join(sorted(game.models))}\x1f{game.repetition}"
+            partner = game.game + 1 if game.game % 2 else game.game - 1
+            remembered = Game(window_id, f"{pair}\x1f{game.game}", f"{pair}\x1f{partner}", direction_code(game))
+        return _Judged(delivery, event, stored, game, trace_id, consent, item), remembered
+
+    def _counted(self, j: _Judged, partner: str | None) -> _Judged:
+        """The verdict's window item with what it adds to its judge's sums (none at consent 0)."""
+        if j.consent <= 0:
+            return j
+        sums = verdict_contribution(j.game, partner)
+        item = WindowItem(tenant_id=j.item.tenant_id, session_id=j.item.session_id, timestamp=j.item.timestamp,
+                          owner=j.item.owner, contribution=sums, recent_contribution=sums)
+        return _Judged(j.delivery, j.event, j.stored, j.game, j.trace_id, j.consent, item)
 
     def _result(self, j: _Judged, window: JudgeWindow) -> AuditResult:
         event, game = j.event, j.game
@@ -114,7 +131,11 @@ class VerdictProcessor:
     async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
         outcomes = [Outcome(d) for d in deliveries]
         parsed = parse_or_dead_letter(deliveries, outcomes, self.parse)
-        judged = [(index, self._judged(deliveries[index], event)) for index, event in parsed]
+        prepared = [(index, *self._judged(deliveries[index], event)) for index, event in parsed]
+        games = [game for _, _, game in prepared if game is not None]
+        partners = iter(await self.games.exchange(games))
+        judged = [(index, self._counted(j, next(partners) if game is not None else None))
+                  for index, j, game in prepared]
         updates = await self.window.add_many([j.item for _, j in judged])
         to_append: list[tuple[str, WindowItem, list[dict[str, Any]]]] = []
         signals: list[tuple[int, _Judged, Any]] = []
@@ -169,6 +190,8 @@ class VerdictProcessor:
             if not sequence:
                 continue
             for moved in drift(update.sums, update.recent):
+                if moved.state == "hold":
+                    continue
                 key = f"judge-drift:{j.item.tenant_id.rsplit(':', 1)[-1]}:{moved.metric}"
                 onset = uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{j.item.tenant_id}:{key}:{sequence}").hex \
                     if moved.state == "firing" else ""

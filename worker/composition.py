@@ -144,7 +144,7 @@ def event_processor(settings: Settings, window: WindowStore, alert_state=None, *
                        verdicts_topic=settings.verdicts_topic)
 
 
-def verdict_processor(settings: Settings, window: WindowStore, store, alert_state=None):
+def verdict_processor(settings: Settings, window: WindowStore, store, alert_state=None, games=None):
     """Judge verdicts: `window` keeps a window per judge with the judge policy (its sums kept); a
     PostgreSQL store also keeps a sample's answers for blind review."""
     from bias_audit.consumers.verdicts import VerdictProcessor
@@ -157,7 +157,7 @@ def verdict_processor(settings: Settings, window: WindowStore, store, alert_stat
     return VerdictProcessor(window=window, store=store, default_consent=settings.consent_level,
                             hash_secret=settings.secret_bytes, limits=settings.limits,
                             alert_state=alert_state if settings.alerts_enabled else None,
-                            review=review, review_sample=settings.judge_review_sample)
+                            review=review, review_sample=settings.judge_review_sample, games=games)
 
 
 def verdict_store(settings: Settings) -> RecordSink:
@@ -180,8 +180,12 @@ def _sink(settings: Settings, postgres: Any, folder: Path, kind: str) -> RecordS
 def _redis_verdicts(settings: Settings, window_client: Redis, alerts, metrics):
     if settings.verdicts_topic not in settings.consumed_topics:
         return None
-    window = TimedWindow(RedisWindow(window_client, settings.judge_window_policy, prefix=settings.key_prefix), metrics)
-    return verdict_processor(settings, window, verdict_store(settings), alerts)
+    from bias_audit.windows.game_memory import RedisGameMemory
+
+    policy = settings.judge_window_policy
+    window = TimedWindow(RedisWindow(window_client, policy, prefix=settings.key_prefix), metrics)
+    games = RedisGameMemory(window_client, policy.seen_ttl_seconds, prefix=settings.key_prefix)
+    return verdict_processor(settings, window, verdict_store(settings), alerts, games)
 
 
 def task_state(settings: Settings, window_client: Redis):

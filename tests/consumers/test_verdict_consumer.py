@@ -103,3 +103,47 @@ def test_a_retried_batch_gets_back_the_alerts_its_first_attempt_decided():
     assert tipping is not None
     retried = run(processor, tipping)  # the transport redelivers the batch
     assert [a.alert_id for o in retried for a in o.alerts or ()] == first  # not lost, same ids
+
+
+def pair(n: int, game: int, preference: str | None) -> dict:
+    verdict_ = {"kind": "failed"} if preference is None else {"kind": "pairwise", "preference": preference}
+    return {**verdict(0, True), "verdict_id": f"p{n}-{game}", "item_id": f"pair-{n}", "game": game,
+            "verdict": verdict_}
+
+
+def test_the_window_counts_a_swapped_pair_once_with_its_second_game():
+    # (game 1, game 2): consistent when game 2's verdict flipped equals game 1's; two failed agree
+    pairs = [("A>B", "B>A"), ("A>B", "A>B"), ("B>>A", "A>B"), (None, None), ("A=B", "A=B"), ("A>B", None)]
+    processor = VerdictProcessor(window=MemoryWindow(POLICY), store=None)
+    firsts = [pair(n, 1, g1) for n, (g1, _) in enumerate(pairs)]
+    seconds = [pair(n, 2, g2) for n, (_, g2) in enumerate(pairs)]
+    run(processor, deliveries(firsts[:3]))
+    # the other pairs' games arrive second-game first, some in one batch with their partner
+    run(processor, deliveries(seconds[3:]))
+    outcomes = run(processor, deliveries(seconds[:3] + firsts[3:]))
+    run(processor, deliveries(seconds[:2], prefix="again-"))  # other copies: duplicates, nothing counted
+    last = run(processor, deliveries([verdict(99, True)]))[0].result.judge["window"]
+    assert last["verdicts"] == 13
+    consistency = last["position_consistency"]
+    assert consistency["n"] == 6 and consistency["estimate"] == round(4 / 6, 4)  # pairs 0, 2, 3 and 4
+    assert all(o.result is not None for o in outcomes)
+
+
+def test_drift_of_position_consistency_fires():
+    rng = random.Random(8)
+    processor = VerdictProcessor(window=MemoryWindow(POLICY), store=None, alert_state=MemoryAlertState())
+    alerts, n = [], 0
+    for pairs, flips in ((400, 0.1), (150, 0.6)):  # a consistent judge, then one that flips often
+        events = []
+        for _ in range(pairs):
+            first = rng.random() < 0.5
+            consistent = rng.random() >= flips
+            g1 = "A>B" if first else "B>A"
+            g2 = ("B>A" if first else "A>B") if consistent else g1
+            events += [pair(n, 1, g1), pair(n, 2, g2)]
+            n += 1
+        for start in range(0, len(events), 50):
+            for outcome in run(processor, deliveries(events[start:start + 50])):
+                alerts += outcome.alerts or []
+    [fired] = [a for a in alerts if a.metric == "position_consistency"]
+    assert fired.status == "firing" and fired.value < fired.threshold - 0.05
