@@ -30,9 +30,9 @@ class JudgeFormat(str, Enum):
 
 
 SourceOpt = Annotated[JudgeSource, typer.Option(
-    "--source", "-s", help="the files' format: auto (by their fields), events (judge.verdicts JSONL), JudgeBench "
-    "outputs/*.jsonl, AlpacaEval annotations.json, FastChat MT-Bench model_judgment/*.jsonl, or the Language Model "
-    "Council's judging JSONL")]
+    "--source", "-s", help="the files' format: auto (by their fields), events (judge.verdicts JSONL), judgebench "
+    "(its outputs JSONL), alpaca_eval (annotations.json), mt_bench (FastChat's model_judgment JSONL) or lmc (the "
+    "Language Model Council's judging JSONL)")]
 AnswersOpt = Annotated[Optional[Path], typer.Option(
     "--answers", metavar="DIR", help="MT-Bench: FastChat's model_answer/ folder, for the answers' lengths")]
 
