@@ -250,10 +250,12 @@ class TenantReport(_Out):
 class RolledUpTotal(_Out):
     """Daily aggregates retention kept of deleted rows, summed over the rolled-up days."""
 
-    source: Literal["council", "interaction"]
-    model: str  # "" where it does not apply
-    reviewer: str  # council cells: the reviewer; "" for interactions
-    bias_type: str  # interactions: a detected bias type, "" for none; "" for council cells
+    source: Literal["council", "interaction", "judge"]
+    model: str  # "" where it does not apply; judges: the judge's model
+    reviewer: str  # council cells: the reviewer; "" for interactions; judges: the judge's prompt
+    # interactions: a detected bias type, "" for none; "" for council cells; judges: "" (verdicts,
+    # flagged = failed), first_position (decisive, flagged = the first shown won), longer_answer
+    bias_type: str
     items: int  # scored cells, or interactions
     flagged: int  # self-reviews among the cells; interactions with this bias type detected
     mean: float | None  # cells: the mean raw score; interactions: the mean confidence (0-1)

@@ -5,7 +5,9 @@ idempotent, each batch one transaction:
   response text are removed from interaction audits (what stays is what the statistics need);
 - after `aggregate_after_days`: interaction audits and council sessions are rolled up into
   `bias_daily_aggregate` (per tenant, day, model, reviewer, bias type) and deleted, in the same
-  transaction, so a day is never counted twice or lost; then the monthly partitions wholly
+  transaction, so a day is never counted twice or lost (judge verdicts too: per judge and day,
+  verdicts and failed ones, decisive ones for the first shown, length-eligible ones for the
+  longer answer); then the monthly partitions wholly
   older than that age, empty by now, are dropped (their files and index pages go with them).
 """
 
@@ -17,6 +19,10 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import psycopg
+
+from bias_audit.analysis.judge_games import game_from_event
+from bias_audit.analysis.judge_window import (FAILED, FIRST_DECIDED, FIRST_WON, LENGTH_DECIDED, LONGER_WON, N,
+                                              verdict_contribution)
 
 from .postgres import SESSION_COLUMNS, records_of
 
@@ -34,8 +40,10 @@ _UPSERT = ("INSERT INTO bias_daily_aggregate (tenant_id, day, source, model, rev
 class RetentionReport:
     anonymized: int = 0  # interaction audits
     review_answers: int = 0  # judge verdicts' answers kept for blind review
+    anonymized_verdicts: int = 0
     aggregated_interactions: int = 0
     aggregated_sessions: int = 0
+    aggregated_verdicts: int = 0
     dropped_partitions: list[str] = field(default_factory=list)
 
     def lines(self, dry_run: bool) -> list[str]:
@@ -43,8 +51,10 @@ class RetentionReport:
         dropped = ", ".join(self.dropped_partitions) or "none"
         return [f"anonymize interaction audits: {self.anonymized} ({verb})",
                 f"remove judge verdicts' answers kept for review: {self.review_answers} ({verb})",
+                f"anonymize judge verdicts: {self.anonymized_verdicts} ({verb})",
                 f"roll up and delete interaction audits: {self.aggregated_interactions} ({verb})",
                 f"roll up and delete council sessions: {self.aggregated_sessions} ({verb})",
+                f"roll up and delete judge verdicts: {self.aggregated_verdicts} ({verb})",
                 f"drop monthly partitions: {dropped} ({verb})"]
 
 
@@ -59,6 +69,9 @@ def apply_retention(url: str, *, anonymize_after_days: float = 180, aggregate_af
             report.anonymized = _count(connection, "llm_interaction_audit",
                                        f"log_timestamp < %s AND NOT ({_ANONYMIZED})", anonymize_before)
             report.review_answers = _count(connection, "judge_review_item", "verdict_ts < %s", anonymize_before)
+            report.anonymized_verdicts = _count(connection, "judge_verdicts", "verdict_ts < %s AND trace_id IS NOT NULL",
+                                                anonymize_before)
+            report.aggregated_verdicts = _count(connection, "judge_verdicts", "verdict_ts < %s", aggregate_before)
             report.aggregated_interactions = _count(connection, "llm_interaction_audit", "log_timestamp < %s",
                                                     aggregate_before)
             report.aggregated_sessions = _count(connection, "council_session_audit", "session_ts < %s",
@@ -69,10 +82,14 @@ def apply_retention(url: str, *, anonymize_after_days: float = 180, aggregate_af
             report.anonymized += changed
         while removed := _remove_review_answers(connection, anonymize_before, batch):
             report.review_answers += removed
+        while changed := _anonymize_verdicts(connection, anonymize_before, batch):
+            report.anonymized_verdicts += changed
         while rolled := _roll_up_interactions(connection, aggregate_before, batch):
             report.aggregated_interactions += rolled
         while rolled := _roll_up_sessions(connection, aggregate_before, batch):
             report.aggregated_sessions += rolled
+        while rolled := _roll_up_verdicts(connection, aggregate_before, batch):
+            report.aggregated_verdicts += rolled
         for partition in _partitions_before(connection, aggregate_before):
             # as the tables' owner (a SECURITY DEFINER function): a month a late writer put rows
             # in after the roll-up is kept
@@ -117,6 +134,48 @@ def _remove_review_answers(connection: psycopg.Connection, before: datetime, bat
             "DELETE FROM judge_review_item WHERE (tenant_id, verdict_id) IN (SELECT tenant_id, verdict_id FROM "
             "judge_review_item WHERE verdict_ts < %s LIMIT %s FOR UPDATE SKIP LOCKED)", (before, batch))
         return cursor.rowcount
+
+
+def _anonymize_verdicts(connection: psycopg.Connection, before: datetime, batch: int) -> int:
+    with connection.transaction():
+        cursor = connection.execute(
+            "UPDATE judge_verdicts SET trace_id = NULL, event = event - 'trace_id' WHERE (tenant_id, verdict_id) IN "
+            "(SELECT tenant_id, verdict_id FROM judge_verdicts WHERE verdict_ts < %s AND trace_id IS NOT NULL "
+            "LIMIT %s FOR UPDATE SKIP LOCKED)", (before, batch))
+        return cursor.rowcount
+
+
+# a judge's daily counts: bias_type -> (what is counted, what of it is flagged), from its verdicts' sums
+_JUDGE_TOTALS = {"": (N, FAILED), "first_position": (FIRST_DECIDED, FIRST_WON),
+                 "longer_answer": (LENGTH_DECIDED, LONGER_WON)}
+
+
+def _roll_up_verdicts(connection: psycopg.Connection, before: datetime, batch: int) -> int:
+    """Judge verdicts into daily counts per judge (model, and prompt as the reviewer column):
+    verdicts and failed ones, decisive ones and those for the first shown, length-eligible ones
+    and those for the longer answer (score_sum = the flagged count: the mean is the rate); then
+    deleted, with people's verdicts on them."""
+    with connection.transaction():
+        rows = connection.execute(
+            "DELETE FROM judge_verdicts WHERE (tenant_id, verdict_id) IN (SELECT tenant_id, verdict_id FROM "
+            "judge_verdicts WHERE verdict_ts < %s LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING tenant_id, verdict_id, "
+            "verdict_ts, judge_model, judge_prompt, event", (before, batch)).fetchall()
+        totals: dict[tuple, list[Any]] = defaultdict(lambda: [0, 0, 0.0])
+        for tenant, _, moment, model, prompt, event in rows:
+            day = moment.astimezone(timezone.utc).date()
+            sums = verdict_contribution(game_from_event(event))
+            for bias_type, (counted, flagged) in _JUDGE_TOTALS.items():
+                if sums.get(counted):
+                    entry = totals[(tenant, day, "judge", model, prompt or "", bias_type)]
+                    entry[0] += sums[counted]
+                    entry[1] += sums.get(flagged, 0)
+                    entry[2] += sums.get(flagged, 0)
+        _upsert(connection, totals)
+        if rows:
+            with connection.cursor() as cursor:
+                cursor.executemany("DELETE FROM judge_human_verdict WHERE tenant_id = %s AND verdict_id = %s",
+                                   [(tenant, verdict) for tenant, verdict, *_ in rows])
+        return len(rows)
 
 
 def _roll_up_interactions(connection: psycopg.Connection, before: datetime, batch: int) -> int:

@@ -32,7 +32,8 @@ GRANTS: dict[str, list[tuple[str, str]]] = {
         ("SELECT, UPDATE, DELETE", "council_session_audit"),  # UPDATE: the batches lock their rows (FOR UPDATE)
         ("SELECT, INSERT, UPDATE", "bias_daily_aggregate"),
         ("SELECT", "schema_migrations"),
-        ("SELECT, DELETE", "judge_verdicts"),
+        ("SELECT, UPDATE, DELETE", "judge_verdicts"),  # UPDATE: anonymizing; its batches lock their rows
+        ("SELECT, DELETE", "judge_human_verdict"),
         ("SELECT, UPDATE, DELETE", "judge_review_item"),  # UPDATE: its batches lock their rows (FOR UPDATE)
     ],
 }

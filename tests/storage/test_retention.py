@@ -90,16 +90,20 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout.splitlines() == ["anonymize interaction audits: 13 (would)",
                                        "remove judge verdicts' answers kept for review: 2 (would)",
+                                       "anonymize judge verdicts: 0 (would)",
                                        "roll up and delete interaction audits: 7 (would)",
                                        "roll up and delete council sessions: 4 (would)",
+                                       "roll up and delete judge verdicts: 0 (would)",
                                        f"drop monthly partitions: {old_months} (would)"]
     assert len(list(read_all(read_interactions, postgres_url))) == 18  # the dry run changed nothing
 
     done = retention(postgres_url)
     assert done.stdout.splitlines() == ["anonymize interaction audits: 13 (did)",
                                         "remove judge verdicts' answers kept for review: 2 (did)",
+                                        "anonymize judge verdicts: 0 (did)",
                                         "roll up and delete interaction audits: 7 (did)",
                                         "roll up and delete council sessions: 4 (did)",
+                                        "roll up and delete judge verdicts: 0 (did)",
                                         f"drop monthly partitions: {old_months} (did)"]
     assert not any(month in name for name in partitions(postgres_url))
     recent_month, middle_month = ((NOW - timedelta(days=days)).strftime("%Ym%m") for days in (10, 200))
@@ -148,8 +152,10 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
         assert connection.execute("SELECT verdict_id FROM judge_review_item").fetchall() == [("new",)]
     assert again.stdout.splitlines() == ["anonymize interaction audits: 0 (did)",
                                          "remove judge verdicts' answers kept for review: 0 (did)",
+                                         "anonymize judge verdicts: 0 (did)",
                                          "roll up and delete interaction audits: 0 (did)",
                                          "roll up and delete council sessions: 0 (did)",
+                                         "roll up and delete judge verdicts: 0 (did)",
                                          "drop monthly partitions: none (did)"]
     with psycopg.connect(postgres_url) as connection:
         assert connection.execute("SELECT sum(items) FROM bias_daily_aggregate WHERE source = 'council'"
@@ -160,3 +166,45 @@ def test_retention_refuses_ages_in_the_wrong_order(postgres_url):
     apply_migrations(postgres_url)
     refused = retention(postgres_url, "--anonymize-after-days", "400", "--aggregate-after-days", "365")
     assert refused.returncode == 2 and refused.stderr.startswith("error: --anonymize-after-days must be positive")
+
+
+def test_judge_verdicts_are_anonymized_then_rolled_up_per_judge_and_day(postgres_url):
+    from bias_audit.storage.postgres.verdicts import import_verdicts
+    from bias_audit.storage.retention import apply_retention
+
+    apply_migrations(postgres_url)
+
+    def verdict(n: int, days: int, preference: str | None, lengths=(10, 30)) -> dict:
+        when = (NOW - timedelta(days=days)).isoformat().replace("+00:00", "Z")
+        return {"verdict_id": f"v{days}-{n}", "tenant_id": "evals", "timestamp": when, "trace_id": f"trace-{n}",
+                "judge": {"model": "judge-x", "prompt": "p1"}, "item_id": f"i{n}", "game": 1,
+                "candidates": [{"model": "a", "length_words": lengths[0]}, {"model": "b", "length_words": lengths[1]}],
+                "verdict": {"kind": "failed"} if preference is None else {"kind": "pairwise", "preference": preference}}
+
+    old = [verdict(0, 400, "A>B"), verdict(1, 400, "B>A"), verdict(2, 400, "A>B", (20, 20)), verdict(3, 400, None)]
+    middle = [verdict(4, 200, "A>B")]
+    recent = [verdict(5, 10, "A>B")]
+    assert import_verdicts(postgres_url, old + middle + recent) == (6, 6)
+    with psycopg.connect(postgres_url) as connection:
+        connection.execute("INSERT INTO judge_human_verdict (tenant_id, verdict_id, reviewer, preference, shown_swapped) "
+                           "VALUES ('evals', 'v400-0', 'rita', 'A>B', false), ('evals', 'v10-5', 'rita', 'B>A', true)")
+    report = apply_retention(postgres_url, anonymize_after_days=180, aggregate_after_days=365)
+    assert (report.anonymized_verdicts, report.aggregated_verdicts) == (5, 4)
+    with psycopg.connect(postgres_url) as connection:
+        left = dict(connection.execute("SELECT verdict_id, trace_id FROM judge_verdicts").fetchall())
+        events = [row[0] for row in connection.execute("SELECT event FROM judge_verdicts ORDER BY verdict_id")]
+        totals = {row[0]: row[1:] for row in connection.execute(
+            "SELECT bias_type, items, flagged, score_sum, model, reviewer FROM bias_daily_aggregate WHERE source = 'judge'")}
+        people = connection.execute("SELECT verdict_id FROM judge_human_verdict").fetchall()
+    assert left == {"v200-4": None, "v10-5": "trace-5"}  # anonymized after 180 days, deleted after 365
+    assert "trace_id" not in events[1] and events[0]["trace_id"] == "trace-5"
+    # the 4 old verdicts: 1 failed; 3 decisive, 2 for the first shown; 2 length-eligible (10 vs 30), 1 for the longer
+    assert totals == {"": (4, 1, 1.0, "judge-x", "p1"), "first_position": (3, 2, 2.0, "judge-x", "p1"),
+                      "longer_answer": (2, 1, 1.0, "judge-x", "p1")}
+    assert people == [("v10-5",)]  # people's verdicts on deleted verdicts go with them
+    shown = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", postgres_url, "--format", "json"],
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    [history] = json.loads(shown.stdout)["rolled_up"]
+    assert sorted((t["source"], t["bias_type"], t["items"], t["mean"]) for t in history["totals"]) == [
+        ("judge", "", 4, 0.25), ("judge", "first_position", 3, pytest.approx(2 / 3)), ("judge", "longer_answer", 2, 0.5)]
