@@ -1,5 +1,5 @@
 """`bias-audit demo`: embedded Redis and PostgreSQL, a real worker, the shipped biased sessions,
-a verdict table."""
+answers and judges, a table of what was found for each."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from bias_audit.producers.publish import entries_for, publish
 from bias_audit.storage import postgres
 from bias_audit.storage.embedded_postgres import EmbeddedPostgres
 
-from . import response_samples, samples
+from bias_audit.storage.postgres.verdicts import read_verdicts
+
+from . import judge_samples, response_samples, samples
 from .composition import redis_worker
 from .embedded_redis import EmbeddedRedis
 from .logging_setup import configure_logging
@@ -72,26 +74,31 @@ def run_demo(sessions_file: Path | None = None) -> int:
         settings = Settings(broker_url=server.url, data_dir=Path(tmp), consumer_name="demo", claim_idle_ms=60_000,
                             store_url=store.url)
         responses = response_samples.generate_responses(RESPONSES, seed=21)
-        numbered = enumerate([*lines, *(orjson.dumps(event) for event in responses)], 1)
-        publish(server.url, entries_for(numbered, lambda kind: settings.llm_topic if kind == "llm.response"
-                                        else settings.council_topic))
-        console.print(f"published {len(lines)} council sessions to [bold]{settings.council_topic}[/bold] and "
-                      f"{len(responses)} LLM responses to [bold]{settings.llm_topic}[/bold] on {server.url}")
+        verdicts = judge_samples.generate_verdicts()
+        numbered = enumerate([*lines, *(orjson.dumps(event) for event in [*responses, *verdicts])], 1)
+        topics = {"llm.response": settings.llm_topic, "judge.verdict": settings.verdicts_topic}
+        publish(server.url, entries_for(numbered, lambda kind: topics.get(kind, settings.council_topic)))
+        console.print(f"published {len(lines)} council sessions to [bold]{settings.council_topic}[/bold], "
+                      f"{len(responses)} LLM responses to [bold]{settings.llm_topic}[/bold] and {len(verdicts)} "
+                      f"judge verdicts to [bold]{settings.verdicts_topic}[/bold] on {server.url}")
         started = time.perf_counter()
-        everything = asyncio.run(_run_worker(settings, len(lines) + len(responses), console))
+        everything = asyncio.run(_run_worker(settings, len(lines) + len(responses) + len(verdicts), console))
         elapsed = time.perf_counter() - started
         with postgres.connect(store.url) as connection:
             records = list(postgres.read_records(connection))
             interactions = list(postgres.read_interactions(connection))
+            stored_verdicts = list(read_verdicts(connection))
             stored = "\n".join(postgres.every_row_as_text(connection))  # every table: the raw queries are in none
 
     results = [r for r in everything if r["source"] == "council.session"]
     queries = {e["original_query"] for e in responses} | {orjson.loads(line).get("query") for line in lines}
     query_leaked = any(query in stored for query in queries if query)
     console.print(f"{len(everything)} results on [bold]{settings.result_topic}[/bold] in {elapsed:.1f} s; "
-                  f"{len(records)} council records and {len(interactions)} interaction records stored in PostgreSQL "
+                  f"{len(records)} council records, {len(interactions)} interaction records and "
+                  f"{len(stored_verdicts)} judge verdicts stored in PostgreSQL "
                   f"(raw queries: {'[red]found[/red]' if query_leaked else 'none'})")
     responses_ok = _response_table(console, responses, [r for r in everything if r["source"] == "llm.response"])
+    judges_ok = _judge_table(console, stored_verdicts)
     profiles = {p.reviewer: p for p in reviewer_evidence(records)}
     # (reviewer, measure, profile field, its p field, large enough, per-session audit list or None)
     checks = [
@@ -136,12 +143,43 @@ def run_demo(sessions_file: Path | None = None) -> int:
         console.print(offsets)
     if false_alarms:
         console.print(f"[yellow]unbiased reviewers flagged: {', '.join(false_alarms)}[/yellow]")
-    if all_found and not false_alarms and responses_ok and not query_leaked:
-        console.print("[bold green]every injected bias was found, and no unbiased reviewer or answer was "
+    if all_found and not false_alarms and responses_ok and judges_ok and not query_leaked:
+        console.print("[bold green]every injected bias was found, and no unbiased reviewer, answer or judge was "
                       "flagged[/bold green]")
         return 0
-    console.print("[bold red]the audit missed an injected bias or flagged an unbiased reviewer or answer[/bold red]")
+    console.print("[bold red]the audit missed an injected bias or flagged an unbiased reviewer, answer or judge"
+                  "[/bold red]")
     return 1
+
+
+def _judge_table(console: Console, verdicts: list[dict]) -> bool:
+    """The judge report over the stored verdicts: the two biased judges flagged for their bias,
+    the fair one for nothing."""
+    from bias_audit.analysis.judge_games import game_from_event
+    from bias_audit.analysis.judges import judge_report
+
+    report = judge_report([game_from_event(v) for v in verdicts])
+    expected = {judge_samples.FAIR: [], judge_samples.FIRST: ["first_position_rate", "preference_fairness"],
+                judge_samples.VERBOSE: ["length_preference"]}
+    table = Table(title=f"LLM judges ({len(verdicts)} verdicts, each item in both orders): injected bias, and "
+                        "what the judge report found")
+    table.add_column("judge", no_wrap=True)
+    for column in ("injected", "first-position rate", "longer preferred", "consistency", "flagged", "ok"):
+        table.add_column(column)
+    ok = len(report.judges) == len(expected)
+
+    def shown(metric) -> str:
+        return "-" if metric.estimate is None else f"{metric.estimate:.2f} ({metric.ci_lower:.2f}-{metric.ci_upper:.2f})"
+
+    for judge in sorted(report.judges, key=lambda j: j.judge):
+        right = sorted(judge.flagged) == sorted(expected.get(judge.judge, ["?"]))
+        ok &= right
+        table.add_row(judge.judge, judge_samples.INJECTED.get(judge.judge, "none"),
+                      shown(judge.metrics["first_position_rate"]), shown(judge.metrics["length_preference"]),
+                      shown(judge.metrics["position_consistency"]), ", ".join(judge.flagged) or "none",
+                      "[green]yes[/green]" if right else "[red]no[/red]")
+    console.print(table)
+    return ok
 
 
 def _response_table(console: Console, events: list[dict], results: list[dict]) -> bool:

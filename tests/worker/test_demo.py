@@ -1,4 +1,4 @@
-"""`bias-audit demo` end to end: a real embedded redis-server and worker, both inputs."""
+"""`bias-audit demo` end to end: a real embedded redis-server and worker, all three inputs."""
 
 import subprocess
 import sys
@@ -22,6 +22,7 @@ def demo(folder: Path, columns: int) -> subprocess.CompletedProcess:
 def test_the_demo_finds_every_injected_bias_on_both_inputs(tmp_path):
     done = demo(tmp_path, 160)
     assert "120 council sessions" in done.stdout and "40 LLM responses" in done.stdout
+    assert "900 judge verdicts" in done.stdout and "LLM judges (900 verdicts" in done.stdout
     assert "Single LLM responses (40 of 40 audited)" in done.stdout
     assert "raw queries: none" in done.stdout
     assert "every injected bias was found" in done.stdout
