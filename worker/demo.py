@@ -152,6 +152,9 @@ def run_demo(sessions_file: Path | None = None) -> int:
     return 1
 
 
+SHORT = {"first_position_rate": "position", "preference_fairness": "PF", "length_preference": "length"}
+
+
 def _judge_table(console: Console, verdicts: list[dict]) -> bool:
     """The judge report over the stored verdicts: the two biased judges flagged for their bias,
     the fair one for nothing."""
@@ -162,22 +165,23 @@ def _judge_table(console: Console, verdicts: list[dict]) -> bool:
     expected = {judge_samples.FAIR: [], judge_samples.FIRST: ["first_position_rate", "preference_fairness"],
                 judge_samples.VERBOSE: ["length_preference"]}
     table = Table(title=f"LLM judges ({len(verdicts)} verdicts, each item in both orders): injected bias, and "
-                        "what the judge report found")
+                        "what the judge report found (rates with their 95% CI)")
     table.add_column("judge", no_wrap=True)
-    for column in ("injected", "first-position rate", "longer preferred", "consistency", "flagged", "ok"):
-        table.add_column(column)
+    for column in ("injected", "1st shown", "longer", "consistent", "flagged: as injected?"):
+        table.add_column(column, overflow="fold")  # a narrow terminal folds, never cuts with an ellipsis
     ok = len(report.judges) == len(expected)
 
     def shown(metric) -> str:
-        return "-" if metric.estimate is None else f"{metric.estimate:.2f} ({metric.ci_lower:.2f}-{metric.ci_upper:.2f})"
+        return "-" if metric.estimate is None else f"{metric.estimate:.2f}\n{metric.ci_lower:.2f}-{metric.ci_upper:.2f}"
 
     for judge in sorted(report.judges, key=lambda j: j.judge):
         right = sorted(judge.flagged) == sorted(expected.get(judge.judge, ["?"]))
         ok &= right
         table.add_row(judge.judge, judge_samples.INJECTED.get(judge.judge, "none"),
                       shown(judge.metrics["first_position_rate"]), shown(judge.metrics["length_preference"]),
-                      shown(judge.metrics["position_consistency"]), ", ".join(judge.flagged) or "none",
-                      "[green]yes[/green]" if right else "[red]no[/red]")
+                      shown(judge.metrics["position_consistency"]),
+                      (", ".join(SHORT.get(name, name) for name in judge.flagged) or "none") +
+                      (": [green]yes[/green]" if right else ": [red]no[/red]"))
     console.print(table)
     return ok
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from .samples import sample_start
 
-FAIR, FIRST, VERBOSE = "judge/fair", "judge/first-shown", "judge/verbose"
-INJECTED = {FIRST: "picks the answer shown first, 1 in 3", VERBOSE: "picks the longer answer, 1 in 3"}
+FAIR, FIRST, VERBOSE = "judge-fair", "judge-first", "judge-long"
+INJECTED = {FIRST: "first shown, 1 in 3", VERBOSE: "longer, 1 in 3"}
 
 
 def generate_verdicts(items: int = 150, seed: int = 31, tenant: str = "demo") -> list[dict[str, Any]]:
