@@ -74,7 +74,7 @@ def run_demo(sessions_file: Path | None = None) -> int:
         settings = Settings(broker_url=server.url, data_dir=Path(tmp), consumer_name="demo", claim_idle_ms=60_000,
                             store_url=store.url)
         responses = response_samples.generate_responses(RESPONSES, seed=21)
-        verdicts = judge_samples.generate_verdicts()
+        verdicts = [orjson.loads(line) for line in judge_samples.SAMPLE_FILE.read_bytes().splitlines() if line.strip()]
         numbered = enumerate([*lines, *(orjson.dumps(event) for event in [*responses, *verdicts])], 1)
         topics = {"llm.response": settings.llm_topic, "judge.verdict": settings.verdicts_topic}
         publish(server.url, entries_for(numbered, lambda kind: topics.get(kind, settings.council_topic)))

@@ -8,17 +8,19 @@ from __future__ import annotations
 import math
 import random
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
-from .samples import sample_start
+from .samples import SAMPLE_START, write_jsonl
 
 FAIR, FIRST, VERBOSE = "judge-fair", "judge-first", "judge-long"
+SAMPLE_FILE = Path(__file__).parent / "samples" / "judge_verdicts.jsonl"  # `python -m bias_audit.worker.judge_samples`
 INJECTED = {FIRST: "first shown, 1 in 3", VERBOSE: "longer, 1 in 3"}
 
 
 def generate_verdicts(items: int = 150, seed: int = 31, tenant: str = "demo") -> list[dict[str, Any]]:
     rng = random.Random(seed)
-    start = sample_start(timedelta(days=1))
+    start = SAMPLE_START
     out: list[dict[str, Any]] = []
     for item in range(items):
         gap = rng.gauss(0.0, 1.0)  # answer a's quality minus b's
@@ -40,3 +42,8 @@ def generate_verdicts(items: int = 150, seed: int = 31, tenant: str = "demo") ->
                     "candidates": [{"model": m, "length_words": lengths[m]} for m in order],
                     "verdict": {"kind": "pairwise", "preference": "A>B" if first else "B>A"}})
     return out
+
+
+if __name__ == "__main__":
+    write_jsonl(generate_verdicts(), SAMPLE_FILE)
+    print(f"wrote {SAMPLE_FILE}")

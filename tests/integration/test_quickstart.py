@@ -18,6 +18,7 @@ from tests.services import spawn_worker
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "worker" / "samples" / "example_events.jsonl"
 SESSIONS = EXAMPLE.parent / "council_sessions.jsonl"
+VERDICTS = EXAMPLE.parent / "judge_verdicts.jsonl"
 
 
 def cli(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
@@ -76,6 +77,15 @@ def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypa
                 break
             time.sleep(0.5)
         assert len(counted.stdout.splitlines()) >= 125
+        judged = cli("publish", str(VERDICTS), cwd=elsewhere, env=env_elsewhere)  # the judges' verdicts
+        assert judged.returncode == 0 and "published 900 events" in judged.stderr, judged.stderr
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            counted = cli("results", "--count", "2000", cwd=elsewhere, env=env_elsewhere)
+            if len(counted.stdout.splitlines()) >= 1025:
+                break
+            time.sleep(0.5)
+        assert len(counted.stdout.splitlines()) >= 1025
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)
@@ -90,6 +100,11 @@ def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypa
     findings = cli("report", "--tenant", "demo", cwd=home, env={"BIAS_AUDIT_DATA_DIR": str(data), "COLUMNS": "200"})
     assert findings.returncode == 0, findings.stderr
     assert "HARSH:mistral/large" in findings.stdout and "SELF_PREFERENCE:openai/gpt-4o" in findings.stdout
+    judges = cli("judges", "--tenant", "demo", "--format", "json", cwd=home, env={"BIAS_AUDIT_DATA_DIR": str(data)})
+    assert judges.returncode == 0, judges.stderr
+    flagged = {j["judge"]: j["flagged"] for j in json.loads(judges.stdout)["judges"]}
+    assert flagged == {"judge-fair": [], "judge-first": ["first_position_rate", "preference_fairness"],
+                       "judge-long": ["length_preference"]}
     exported = cli("export", "--kind", "interactions", cwd=elsewhere, env={"BIAS_AUDIT_DATA_DIR": str(data)})
     assert exported.returncode == 0, exported.stderr
     assert sorted(json.loads(line)["audit_id"] for line in exported.stdout.splitlines()) == [
