@@ -40,11 +40,11 @@ def start_worker(project: str, redis_url: str, data_dir: Path, name: str, **env)
     return spawn_worker(environment, data_dir / f"{name}.log")
 
 
-def publish(project: str, bodies: list[bytes]) -> None:
+def publish(project: str, bodies: list[bytes], input_topic: str = INPUT, event_type: str = "council.session") -> None:
     publisher = pubsub_v1.PublisherClient()
-    topic = publisher.topic_path(project, INPUT)
+    topic = publisher.topic_path(project, input_topic)
     try:
-        futures = [publisher.publish(topic, body, event_type="council.session", tenant_id="demo") for body in bodies]
+        futures = [publisher.publish(topic, body, event_type=event_type, tenant_id="demo") for body in bodies]
         for future in futures:
             future.result(timeout=60)
     finally:
@@ -83,7 +83,7 @@ def corpus(count=500, duplicated=50, seed=41) -> tuple[list[dict], list[bytes]]:
     return sessions, bodies + bodies[:duplicated]  # 10% delivered twice, as separate messages
 
 
-def replay_subscription(project: str, since_s: float) -> None:
+def replay_subscription(project: str, since_s: float, input_topic: str = INPUT) -> None:
     """Seek the input subscription back: every message is delivered again (an operator's replay)."""
     from google.protobuf import timestamp_pb2
 
@@ -91,17 +91,19 @@ def replay_subscription(project: str, since_s: float) -> None:
     try:
         when = timestamp_pb2.Timestamp()
         when.FromSeconds(int(since_s))
-        client.seek(request={"subscription": client.subscription_path(project, f"{INPUT}.bias-audit"), "time": when})
+        client.seek(request={"subscription": client.subscription_path(project, f"{input_topic}.bias-audit"),
+                             "time": when})
     finally:
         client.close()
 
 
-def replay_until_complete(project: str, since_s: float, results, sessions: list[dict]) -> list[dict]:
-    """Replay until every session has a result, at most five times: under load the emulator
+def replay_until_complete(project: str, since_s: float, results, sessions: list[dict], input_topic: str = INPUT,
+                          id_field: str = "session_id") -> list[dict]:
+    """Replay until every event has a result, at most five times: under load the emulator
     can lose a replay's messages too (see README)."""
-    wanted = {s["session_id"] for s in sessions}
+    wanted = {s[id_field] for s in sessions}
     for _ in range(5):
-        replay_subscription(project, since_s)
+        replay_subscription(project, since_s, input_topic)
         got = results.until(len(wanted), timeout=60, settle=5.0)
         if {r["audit_id"] for r in got} >= wanted:
             break
@@ -145,6 +147,37 @@ def test_a_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(pubsub_p
     count, sums = window_state(redis_url)
     assert count == 500 and sums == expected_window_sums(sessions)
 
+
+
+def test_a_judges_worker_killed_mid_run_loses_no_verdict_and_counts_none_twice(pubsub_project, redis_url, tmp_path):
+    """As above for judge.verdicts: SIGKILL one of two `--consume judges` workers, replay the
+    subscription; every verdict has a result and a row, and the judge's window counts each once."""
+    setup_project(pubsub_project, pubsub_ack_deadline_s=10)
+    verdicts = [{"verdict_id": f"v{n}", "tenant_id": "demo", "timestamp": "2026-11-20T10:30:00Z",
+                 "judge": {"model": "judge"}, "item_id": f"i{n // 2}", "game": n % 2 + 1,
+                 "candidates": [{"model": "a", "length_words": 10}, {"model": "b", "length_words": 30}],
+                 "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"}} for n in range(600)]
+    bodies = [json.dumps(v).encode() for v in verdicts]
+    published_at = time.time() - 5
+    publish(pubsub_project, bodies + bodies[:60], "judge.verdicts", "judge.verdict")
+    held = {"batch_size": 10, "pubsub_max_outstanding": 40, "pubsub_lease_extension_s": 10, "consume": "judges"}
+    doomed = start_worker(pubsub_project, redis_url, tmp_path, "doomed", **held)
+    survivor = start_worker(pubsub_project, redis_url, tmp_path, "survivor", **held)
+    results = Reader(pubsub_project, RESULTS)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "verdicts" / "verdicts-doomed.jsonl").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(timeout=10)
+        got = replay_until_complete(pubsub_project, published_at, results, verdicts, "judge.verdicts", "verdict_id")
+    finally:
+        codes = stop(survivor)
+        results.close()
+    assert codes == [0]
+    assert {r["audit_id"] for r in got} == {v["verdict_id"] for v in verdicts}
+    assert max(r["judge"]["window"]["verdicts"] for r in got) == 600  # each counted once
+    assert {row["verdict_id"] for row in read_records([tmp_path / "verdicts"])} == {v["verdict_id"] for v in verdicts}
 
 
 def test_the_subscription_dead_letter_policy_catches_what_never_reaches_our_code(pubsub_project):
