@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -307,31 +307,33 @@ def _model_preference(game: JudgedGame, position: int) -> float | None:
     return game.p_first if position == 0 else 1.0 - game.p_first
 
 
-def self_preference(key: JudgeKey, by_judge: dict[JudgeKey, list[JudgedGame]]) -> Metric | None:
-    """The judge's preference for its own model minus the other judges' on the same items
-    (paired by item). None when the judge's model is not a candidate's."""
-    own = _normalized_model(key[0])
-    mine: dict[str, list[float]] = defaultdict(list)
-    for g in by_judge[key]:
+def _own_model_preferences(games: list[JudgedGame], own: str, items: Container[str] | None = None
+                           ) -> dict[str, list[float]]:
+    """Per item, P(the `own` model preferred) in each game it met another model (of `items` only)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for g in games:
+        if items is not None and g.item not in items:
+            continue
         for position, model in enumerate(g.models):
             if _normalized_model(model) == own and len(set(map(_normalized_model, g.models))) == 2:
                 p = _model_preference(g, position)
                 if p is not None:
-                    mine[g.item].append(p)
+                    out[g.item].append(p)
+    return out
+
+
+def self_preference(key: JudgeKey, by_judge: dict[JudgeKey, list[JudgedGame]]) -> Metric | None:
+    """The judge's preference for its own model minus the other judges' on the same items
+    (paired by item). None when the judge's model is not a candidate's."""
+    own = _normalized_model(key[0])
+    mine = _own_model_preferences(by_judge[key], own)
     if not mine:
         return None
-    theirs: dict[str, dict[JudgeKey, list[float]]] = defaultdict(lambda: defaultdict(list))
+    theirs: dict[str, dict[JudgeKey, list[float]]] = defaultdict(dict)
     for other, games in by_judge.items():
-        if other == key:
-            continue
-        for g in games:
-            if g.item not in mine:
-                continue
-            for position, model in enumerate(g.models):
-                if _normalized_model(model) == own and len(set(map(_normalized_model, g.models))) == 2:
-                    p = _model_preference(g, position)
-                    if p is not None:
-                        theirs[g.item][other].append(p)
+        if other != key:
+            for item, values in _own_model_preferences(games, own, mine).items():
+                theirs[item][other] = values
     diffs = []
     for item, values in mine.items():
         judges = theirs.get(item)
@@ -409,9 +411,7 @@ def summarize_judge(key: JudgeKey, by_judge: dict[JudgeKey, list[JudgedGame]], s
                      "quality unless the source randomized the order")
     if not pairs and any(g.order_known for g in games):
         notes.append("no item judged in both orders: no position consistency or preference fairness")
-    if self_pref is None:
-        pass
-    elif self_pref.n == 0:
+    if self_pref is not None and self_pref.n == 0:
         notes.append("the judge is a candidate's model, but no other judge rated the same items: no self-preference")
     return JudgeSummary(key[0], key[1], _flags(metrics), len(games), len({g.item for g in games}), share,
                         tuple(notes), disagreements)

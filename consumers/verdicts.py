@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-
-import orjson
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from bias_audit.analysis.judge_games import JudgedGame, game_from_event
 from bias_audit.analysis.judges import longer_preferred
