@@ -8,7 +8,7 @@ positions (0 = shown first = "A"); a level is the verdict on the 5-step scale A>
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +62,15 @@ def sign(value: float) -> int:
 def word_count(text: str) -> int:
     """Words as whitespace-separated runs, as the council audit counts them."""
     return count_words(text)
+
+
+def stored_verdict(document: dict[str, Any], responses: Sequence[str | None]) -> dict[str, Any]:
+    """A validated verdict event as it is stored: the document without texts (the schema
+    excludes them), each candidate's length in words taken from its answer when it gave none."""
+    for candidate, response in zip(document["candidates"], responses):
+        if candidate.get("length_words") is None and response is not None:
+            candidate["length_words"] = word_count(response)
+    return document
 
 
 def game_from_event(event: Mapping[str, Any]) -> JudgedGame:

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from bias_audit.analysis.judge_games import JudgedGame, game_from_event
+from bias_audit.analysis.judge_games import JudgedGame, game_from_event, stored_verdict
 from bias_audit.analysis.judges import longer_preferred
 from bias_audit.analysis.judge_window import (RATES, JudgeWindow, direction_code, drift, verdict_contribution,
                                               window_estimates)
@@ -85,7 +85,7 @@ class VerdictProcessor:
         (a counted game of a known order), whose direction comes back from the game memory."""
         consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
         trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.verdict_id)
-        stored = event.model_dump(mode="json")  # the query and the answers' texts are excluded fields
+        stored = stored_verdict(event.model_dump(mode="json"), [c.response for c in event.candidates])
         stored["trace_id"] = trace_id
         stored["consent_level"] = consent
         game = game_from_event(stored)

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from bias_audit.analysis.judge_games import stored_verdict
 from bias_audit.schemas.judges import JudgeVerdictEvent
 
 from . import alpaca_eval, judgebench, lmc, mt_bench
@@ -80,7 +81,7 @@ def read_events(path: Path, *, tenant: str | None = None, stored: bool = True) -
             event = JudgeVerdictEvent.model_validate(row)
         except ValidationError as error:
             raise SourceError(f"{path}:{number}: {describe_validation_error(error)}") from None
-        yield event.model_dump(mode="json") if stored else row
+        yield stored_verdict(event.model_dump(mode="json"), [c.response for c in event.candidates]) if stored else row
 
 
 def read_verdicts(paths: list[str], source: str = "auto", *, tenant: str = "default",

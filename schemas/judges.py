@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Literal, Union
 
 from pydantic import BeforeValidator, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
-from bias_audit.analysis.judge_games import word_count
-
 from .events import Consent, Count, Identifier, ModelName, ResponseText, TenantId, Timestamp, _json_integer, _Strictish
 
-PREFERENCES = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
 Preference = Literal["A>>B", "A>B", "A=B", "B>A", "B>>A"]
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 GameNumber = Annotated[int, Field(ge=1, le=1000), BeforeValidator(_json_integer)]
@@ -32,14 +29,6 @@ class Candidate(_Strictish):
     length_words: Count | None = None
     correct: bool | None = None
     baseline: bool = False
-
-    @model_validator(mode="before")
-    @classmethod
-    def _length_from_text(cls, value: Any) -> Any:
-        """The answer's words are what is kept of it (stored verdicts keep length_words only)."""
-        if isinstance(value, dict) and value.get("length_words") is None and isinstance(value.get("response"), str):
-            return {**value, "length_words": word_count(value["response"])}
-        return value
 
 
 class PairwiseVerdict(_Strictish):
