@@ -30,12 +30,9 @@ class JudgedGame:
     repetition: int = 0
     order_known: bool = True  # False: the source does not record which candidate was shown first
     lengths: tuple[int | None, ...] = ()  # words per candidate, in display order
-    correct: tuple[bool | None, ...] = ()  # per candidate, from a benchmark with known answers
     baseline: int | None = None  # position of the source's reference answer
     label: int | None = None  # the reference verdict's direction (-1, 0, 1) in this game's positions
     humans: tuple[int, ...] = ()  # human verdicts' levels in this game's positions
-    task: str | None = None
-    tenant: str = "default"
 
     @property
     def key(self) -> tuple[str, str | None]:
@@ -112,7 +109,5 @@ def game_from_event(event: Mapping[str, Any]) -> JudgedGame:
     return JudgedGame(
         judge=judge["model"], prompt=judge.get("prompt"), item=event["item_id"], models=models, level=level,
         p_first=p_first, game=event.get("game"), repetition=event.get("repetition") or 0,
-        order_known=event.get("order_known", True), lengths=lengths,
-        correct=tuple(c.get("correct") for c in candidates), baseline=baseline,
-        label=None if label is None else sign(level_of(label)), humans=tuple(humans),
-        task=event.get("task"), tenant=event.get("tenant_id") or "default")
+        order_known=event.get("order_known", True), lengths=lengths, baseline=baseline,
+        label=None if label is None else sign(level_of(label)), humans=tuple(humans))

@@ -519,11 +519,11 @@ def judge_agreement(by_judge: dict[JudgeKey, list[JudgedGame]]) -> JudgeAgreemen
     shared = int(np.sum(np.bincount(unit_ids) >= 2)) if len(unit_ids) else 0
     without = {key: alpha(judge_ids != index[key])[0] for key in keys} if len(keys) >= 3 else {}
     departs = None
-    if everyone is not None and without:
-        best = max((a, key) for key, a in without.items() if a is not None) if any(
-            a is not None for a in without.values()) else None
-        if best is not None and best[0] > everyone:
-            departs = best[1]
+    known = [(a, key) for key, a in without.items() if a is not None]
+    if everyone is not None and known:
+        best, key = max(known, key=lambda entry: entry[0])  # by alpha alone: a prompt may be None
+        if best > everyone:
+            departs = key
     return JudgeAgreement(everyone, shared, len(keys), without, departs)
 
 

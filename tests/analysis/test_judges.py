@@ -201,3 +201,16 @@ def test_the_length_controlled_win_rate_is_the_logistic_fit_at_no_length_differe
     assert ours == pytest.approx(100 / (1 + math.exp(-fit.intercept_[0])), abs=1e-4)
     assert ours != pytest.approx(100 * preferences.mean(), abs=1.0)  # it moved away from the raw win rate
     assert length_controlled_win_rate(preferences[:5], gaps[:5]) is None
+
+
+def test_the_departing_judge_is_found_when_prompts_are_missing_for_some_judges():
+    # equal alphas without two judges whose keys differ only by a prompt and no prompt: no comparison of None with text
+    games = {("j", None): [], ("j", "p"): [], ("k", "p"): []}
+    for i in range(30):
+        for key in games:
+            d = 1 if (i % 3 or key == ("k", "p")) else -1
+            games[key].append(JudgedGame(judge=key[0], prompt=key[1], item=str(i), models=("a", "b"), level=d,
+                                         p_first=float(d > 0)))
+    result = judge_agreement(games)
+    assert result.departs == ("k", "p")
+    assert result.alpha_without[("j", None)] == result.alpha_without[("j", "p")]
