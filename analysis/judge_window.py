@@ -3,8 +3,9 @@ window's), what they estimate, and when the recent verdicts drift from the judge
 
 The window of a (tenant, judge model, judge prompt) holds its last N verdicts within D days; the
 recent window its last K. The baseline is the window without the recent part. A drift fires when
-the recent rate differs from the baseline's by the practical size and a two-proportion z of 4, for the first-position rate, the length preference or the position consistency (a swapped
-pair counts with the second of its games to be counted); it resolves when that no longer holds.
+the recent rate differs from the baseline's by the practical size and a two-proportion z of 4,
+for the first-position rate, the length preference or the position consistency (a swapped pair
+counts with the second of its games to be counted); it resolves when z falls under 2.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .judge_games import JudgedGame
-from .judges import ALPHA, PRACTICAL_RATE, Metric, longer_preferred
-from .multiple_tests import binomial_two_sided_half, holm
-from .proportions import wilson_interval
+from .judges import PRACTICAL_RATE, Metric, flagged_metrics, half_rate_metric, longer_preferred, rate_metric
 
 N, FAILED, TIES, FIRST_DECIDED, FIRST_WON, LENGTH_DECIDED, LONGER_WON, PAIRS, CONSISTENT = (
     "j:n", "j:failed", "j:ties", "j:fd", "j:fw", "j:ld", "j:lw", "j:pn", "j:pc")
@@ -84,34 +83,15 @@ class JudgeWindow:
 
 
 def window_estimates(sums: Mapping[str, int]) -> JudgeWindow:
-    """The window's rates with Wilson CIs; the two tested ones flagged at the practical size and
-    p < 0.05 after Holm (with at least MIN_FLAG decided verdicts)."""
+    """The window's rates with Wilson CIs, as the judge report computes them; the two tested ones
+    flagged as it flags them (with at least MIN_FLAG decided verdicts)."""
     n = sums.get(N, 0)
-    metrics: dict[str, Metric] = {}
-    tested = []
-    for name, (decided_field, won_field, _) in RATES.items():
-        decided, won = sums.get(decided_field, 0), sums.get(won_field, 0)
-        if decided == 0:
-            metrics[name] = Metric(None, None, None, 0, None, False)
-            continue
-        low, high = wilson_interval(won, decided)
-        metrics[name] = Metric(won / decided, low, high, decided, binomial_two_sided_half(won, decided), False)
-        if decided >= MIN_FLAG:
-            tested.append(name)
-    for name, adjusted in zip(tested, holm([metrics[name].p_value or 1.0 for name in tested])):
-        m = metrics[name]
-        assert m.estimate is not None
-        flagged = abs(m.estimate - 0.5) >= PRACTICAL_RATE and adjusted < ALPHA
-        metrics[name] = Metric(m.estimate, m.ci_lower, m.ci_upper, m.n, m.p_value, flagged)
-    decided_all = n - sums.get(FAILED, 0)
-    for name, field, total in (("tie_rate", TIES, decided_all), ("failed_rate", FAILED, n),
-                               ("position_consistency", CONSISTENT, sums.get(PAIRS, 0))):
-        k = sums.get(field, 0)
-        if total:
-            low, high = wilson_interval(k, total)
-            metrics[name] = Metric(k / total, low, high, total)
-        else:
-            metrics[name] = Metric(None, None, None, 0)
+    metrics = {name: half_rate_metric(sums.get(won, 0), sums.get(decided, 0))
+               for name, (decided, won, _) in RATES.items()}
+    metrics = flagged_metrics(metrics, [name for name in RATES if metrics[name].n >= MIN_FLAG])
+    metrics["tie_rate"] = rate_metric(sums.get(TIES, 0), n - sums.get(FAILED, 0))
+    metrics["failed_rate"] = rate_metric(sums.get(FAILED, 0), n)
+    metrics["position_consistency"] = rate_metric(sums.get(CONSISTENT, 0), sums.get(PAIRS, 0))
     return JudgeWindow(n, metrics)
 
 
@@ -125,9 +105,9 @@ class Drift:
 
 
 def drift(sums: Mapping[str, int], recent: Mapping[str, int]) -> list[Drift]:
-    """Per tested rate, whether the recent verdicts moved beyond their CI from the baseline (the
-    window without them); "ok" when they did not, or there are too few to say (the alert state
-    keeps a firing one until an evaluation says ok)."""
+    """Per drifting rate, whether the recent verdicts moved from the baseline (the window without
+    them); "ok" when they did not, or there are too few to say; "hold" in between (the alert
+    state keeps a firing one until an evaluation says ok)."""
     out = []
     for name, (decided_field, won_field) in DRIFTING.items():
         r_n, r_k = recent.get(decided_field, 0), recent.get(won_field, 0)

@@ -120,14 +120,14 @@ METRIC_NAMES = ("position_consistency", "first_position_rate", "preference_fairn
 TESTED = ("first_position_rate", "preference_fairness", "length_preference", "self_preference", "human_agreement")
 
 
-def _rate(k: int, n: int, scale: float = 1.0) -> Metric:
+def rate_metric(k: int, n: int, scale: float = 1.0) -> Metric:
     if n == 0:
         return EMPTY
     low, high = wilson_interval(k, n)
     return Metric(scale * k / n, scale * low, scale * high, n)
 
 
-def _half_test(k: int, n: int) -> Metric:
+def half_rate_metric(k: int, n: int) -> Metric:
     """A rate whose neutral value is 1/2: Wilson CI, exact binomial p."""
     if n == 0:
         return Metric(None, None, None, 0, None, False)
@@ -153,7 +153,7 @@ def position_consistency(pairs: list[tuple[JudgedGame, JudgedGame]]) -> Metric:
     """JudgeBench's rule: game 2's verdict flipped equals game 1's (direction only; a failed
     game is a verdict of its own, so two failed games agree)."""
     same = sum(1 for g1, g2 in pairs if g1.direction == (None if g2.direction is None else -g2.direction))
-    return _rate(same, len(pairs))
+    return rate_metric(same, len(pairs))
 
 
 def preference_fairness(pairs: list[tuple[JudgedGame, JudgedGame]]) -> Metric:
@@ -173,7 +173,7 @@ def preference_fairness(pairs: list[tuple[JudgedGame, JudgedGame]]) -> Metric:
 
 def first_position_rate(games: list[JudgedGame]) -> Metric:
     decided = [g.direction for g in games if g.order_known and g.direction]
-    return _half_test(sum(1 for d in decided if d > 0), len(decided))
+    return half_rate_metric(sum(1 for d in decided if d > 0), len(decided))
 
 
 def longer_preferred(game: JudgedGame) -> bool | None:
@@ -189,7 +189,7 @@ def longer_preferred(game: JudgedGame) -> bool | None:
 
 def length_preference(games: list[JudgedGame]) -> Metric:
     preferred = [p for p in map(longer_preferred, games) if p is not None]
-    return _half_test(sum(preferred), len(preferred))
+    return half_rate_metric(sum(preferred), len(preferred))
 
 
 def accuracy(games: list[JudgedGame]) -> Metric:
@@ -222,7 +222,7 @@ def accuracy(games: list[JudgedGame]) -> Metric:
     for g in singles:
         correct += g.direction == g.label
         total += 1
-    return _rate(correct, total, 100.0)
+    return rate_metric(correct, total, 100.0)
 
 
 def _human_majority(levels: tuple[int, ...]) -> int:
@@ -352,9 +352,9 @@ def self_preference(key: JudgeKey, by_judge: dict[JudgeKey, list[JudgedGame]]) -
     return Metric(estimate, estimate - half, estimate + half, n, p, False)
 
 
-def _flags(metrics: dict[str, Metric]) -> dict[str, Metric]:
+def flagged_metrics(metrics: dict[str, Metric], tests: Sequence[str] = TESTED) -> dict[str, Metric]:
     """Holm across the judge's tests; a flag needs the practical size too."""
-    tested = [name for name in TESTED if metrics[name].p_value is not None and metrics[name].estimate is not None]
+    tested = [name for name in tests if metrics[name].p_value is not None and metrics[name].estimate is not None]
     adjusted = dict(zip(tested, holm([metrics[name].p_value for name in tested])))  # type: ignore[misc]
     out = dict(metrics)
     for name in tested:
@@ -398,8 +398,8 @@ def summarize_judge(key: JudgeKey, by_judge: dict[JudgeKey, list[JudgedGame]], s
         "preference_fairness": preference_fairness(pairs),
         "length_preference": length_preference(games),
         "accuracy": accuracy(games),
-        "tie_rate": _rate(sum(1 for g in decided if g.level == 0), len(decided)),
-        "failed_rate": _rate(failed, len(games)),
+        "tie_rate": rate_metric(sum(1 for g in decided if g.level == 0), len(decided)),
+        "failed_rate": rate_metric(failed, len(games)),
         "self_preference": self_pref if self_pref is not None else Metric(None, None, None, 0, None, False),
         "human_agreement": human,
     }
@@ -413,7 +413,7 @@ def summarize_judge(key: JudgeKey, by_judge: dict[JudgeKey, list[JudgedGame]], s
         notes.append("no item judged in both orders: no position consistency or preference fairness")
     if self_pref is not None and self_pref.n == 0:
         notes.append("the judge is a candidate's model, but no other judge rated the same items: no self-preference")
-    return JudgeSummary(key[0], key[1], _flags(metrics), len(games), len({g.item for g in games}), share,
+    return JudgeSummary(key[0], key[1], flagged_metrics(metrics), len(games), len({g.item for g in games}), share,
                         tuple(notes), disagreements)
 
 
