@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .judge_games import JudgedGame
-from .judges import PRACTICAL_RATE, Metric, flagged_metrics, half_rate_metric, longer_preferred, rate_metric
+from .judges import (PRACTICAL_RATE, Metric, flagged_metrics, half_rate_metric, longer_preferred, pair_key,
+                     rate_metric)
 
 N, FAILED, TIES, FIRST_DECIDED, FIRST_WON, LENGTH_DECIDED, LONGER_WON, PAIRS, CONSISTENT = (
     "j:n", "j:failed", "j:ties", "j:fd", "j:fw", "j:ld", "j:lw", "j:pn", "j:pc")
@@ -37,6 +38,16 @@ DRIFTING = {name: (decided, won) for name, (decided, won, _) in RATES.items()} |
 def direction_code(game: JudgedGame) -> str:
     """A game's verdict as the partner of a swapped pair reads it: its side, or F (failed)."""
     return "F" if game.direction is None else str(game.direction)
+
+
+def swap_keys(game: JudgedGame) -> tuple[str, str] | None:
+    """The game's key and its swapped partner's (game 1 and 2, 3 and 4, ...) among the judge's
+    games; None for a game without a number or of an unknown order."""
+    if game.game is None or not game.order_known:
+        return None
+    pair = "\x1f".join(map(str, (game.item, *pair_key(game)[1], game.repetition)))
+    partner = game.game + 1 if game.game % 2 else game.game - 1
+    return f"{pair}\x1f{game.game}", f"{pair}\x1f{partner}"
 
 
 def consistent_with(game: JudgedGame, partner: str) -> bool:

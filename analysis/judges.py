@@ -135,7 +135,7 @@ def half_rate_metric(k: int, n: int) -> Metric:
     return Metric(k / n, low, high, n, binomial_two_sided_half(k, n), False)
 
 
-def _pair_key(game: JudgedGame) -> tuple[object, ...]:
+def pair_key(game: JudgedGame) -> tuple[object, ...]:
     """Games of one item, one pair of candidates and one repetition: a game and its swap."""
     return (game.item, tuple(sorted(game.models)), game.repetition)
 
@@ -145,7 +145,7 @@ def _swapped_pairs(games: list[JudgedGame]) -> list[tuple[JudgedGame, JudgedGame
     by_item: dict[tuple[object, ...], dict[int, JudgedGame]] = defaultdict(dict)
     for g in games:
         if g.game is not None and g.order_known:
-            by_item[_pair_key(g)].setdefault(g.game, g)
+            by_item[pair_key(g)].setdefault(g.game, g)
     return [(pair[1], pair[2]) for pair in by_item.values() if 1 in pair and 2 in pair]
 
 
@@ -202,7 +202,7 @@ def accuracy(games: list[JudgedGame]) -> Metric:
         if g.label is None:
             continue
         if g.game in (1, 2):
-            by_item[_pair_key(g)].setdefault(g.game, g)
+            by_item[pair_key(g)].setdefault(g.game, g)
         else:
             singles.append(g)
     correct = total = 0
@@ -376,9 +376,9 @@ def _both_orders_share(games: list[JudgedGame]) -> float | None:
         if not g.order_known:
             continue
         if g.game is not None:
-            orders[_pair_key(g)].add(g.game % 2)
+            orders[pair_key(g)].add(g.game % 2)
         elif len(g.models) == 2 and g.models[0] != g.models[1]:
-            orders[_pair_key(g)].add(g.models)
+            orders[pair_key(g)].add(g.models)
     if not orders:
         return None
     return sum(1 for seen in orders.values() if len(seen) >= 2) / len(orders)

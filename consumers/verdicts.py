@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 
 from bias_audit.analysis.judge_games import JudgedGame, game_from_event, stored_verdict
 from bias_audit.analysis.judges import longer_preferred
-from bias_audit.analysis.judge_window import (RATES, JudgeWindow, direction_code, drift, verdict_contribution,
-                                              window_estimates)
+from bias_audit.analysis.judge_window import (RATES, JudgeWindow, direction_code, drift, swap_keys,
+                                              verdict_contribution, window_estimates)
 from bias_audit.analysis.records import effective_consent
 from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.schemas.judges import JudgeVerdictEvent
@@ -81,8 +81,9 @@ class VerdictProcessor:
         return parse_event(JudgeVerdictEvent, delivery.body, self.limits, self.misrouted)
 
     def _judged(self, delivery: Delivery, event: JudgeVerdictEvent) -> tuple[_Judged, Game | None]:
-        """The verdict as stored and as a game; and the game to remember for its swapped partner
-        (a counted game of a known order), whose direction comes back from the game memory."""
+        """The verdict as stored and as a game, its window item still without what it adds to the
+        sums; and the game to remember for its swapped partner (a counted game of a known order),
+        whose direction comes back from the game memory."""
         consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
         trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.verdict_id)
         stored = stored_verdict(event.model_dump(mode="json"), [c.response for c in event.candidates])
@@ -92,21 +93,9 @@ class VerdictProcessor:
         window_id = judge_window_id(event.tenant_id, event.judge.model, event.judge.prompt)
         item = WindowItem(tenant_id=window_id, session_id=event.verdict_id, timestamp=event.timestamp,
                           owner=delivery.delivery_id, counted=consent > 0)
-        remembered = None
-        if consent > 0 and game.game is not None and game.order_known:
-            pair = f"{game.item}\x1f{chr(31).join(sorted(game.models))}\x1f{game.repetition}"
-            partner = game.game + 1 if game.game % 2 else game.game - 1
-            remembered = Game(window_id, f"{pair}\x1f{game.game}", f"{pair}\x1f{partner}", direction_code(game))
+        keys = swap_keys(game) if consent > 0 else None
+        remembered = None if keys is None else Game(window_id, *keys, direction_code(game))
         return _Judged(delivery, event, stored, game, trace_id, consent, item), remembered
-
-    def _counted(self, j: _Judged, partner: str | None) -> _Judged:
-        """The verdict's window item with what it adds to its judge's sums (none at consent 0)."""
-        if j.consent <= 0:
-            return j
-        sums = verdict_contribution(j.game, partner)
-        item = WindowItem(tenant_id=j.item.tenant_id, session_id=j.item.session_id, timestamp=j.item.timestamp,
-                          owner=j.item.owner, contribution=sums, recent_contribution=sums)
-        return _Judged(j.delivery, j.event, j.stored, j.game, j.trace_id, j.consent, item)
 
     def _result(self, j: _Judged, window: JudgeWindow) -> AuditResult:
         event, game = j.event, j.game
@@ -132,10 +121,14 @@ class VerdictProcessor:
         outcomes = [Outcome(d) for d in deliveries]
         parsed = parse_or_dead_letter(deliveries, outcomes, self.parse)
         prepared = [(index, *self._judged(deliveries[index], event)) for index, event in parsed]
-        games = [game for _, _, game in prepared if game is not None]
-        partners = iter(await self.games.exchange(games))
-        judged = [(index, self._counted(j, next(partners) if game is not None else None))
-                  for index, j, game in prepared]
+        partners = iter(await self.games.exchange([game for _, _, game in prepared if game is not None]))
+        judged = []
+        for index, j, game in prepared:
+            partner = next(partners) if game is not None else None
+            if j.item.counted:  # what it adds to its judge's sums (nothing at consent 0)
+                sums = verdict_contribution(j.game, partner)
+                j.item = replace(j.item, contribution=sums, recent_contribution=sums)
+            judged.append((index, j))
         updates = await self.window.add_many([j.item for _, j in judged])
         to_append: list[tuple[str, WindowItem, list[dict[str, Any]]]] = []
         signals: list[tuple[int, _Judged, Any]] = []
