@@ -45,7 +45,8 @@ def swap_keys(game: JudgedGame) -> tuple[str, str] | None:
     games; None for a game without a number or of an unknown order."""
     if game.game is None or not game.order_known:
         return None
-    pair = "\x1f".join(map(str, (game.item, *pair_key(game)[1], game.repetition)))
+    item, models, repetition = pair_key(game)
+    pair = "\x1f".join(map(str, (item, *models, repetition)))
     partner = game.game + 1 if game.game % 2 else game.game - 1
     return f"{pair}\x1f{game.game}", f"{pair}\x1f{partner}"
 

@@ -135,7 +135,7 @@ def half_rate_metric(k: int, n: int) -> Metric:
     return Metric(k / n, low, high, n, binomial_two_sided_half(k, n), False)
 
 
-def pair_key(game: JudgedGame) -> tuple[object, ...]:
+def pair_key(game: JudgedGame) -> tuple[str, tuple[str, ...], int]:
     """Games of one item, one pair of candidates and one repetition: a game and its swap."""
     return (game.item, tuple(sorted(game.models)), game.repetition)
 
