@@ -221,8 +221,9 @@ def render_judges(document: dict[str, Any], format: str) -> str:
     return render_judges_text(document)
 
 
-def judge_report_over_store(url: str, tenant: str) -> dict[str, Any] | None:
-    """The judge report's document over a tenant's stored verdicts; None when it has none."""
+def judge_report_over_store(url: str, tenant: str | None) -> dict[str, Any]:
+    """The judge report's document over the stored verdicts (one tenant's, or all); its `judges`
+    are empty when there are none."""
     import psycopg
 
     from bias_audit.analysis.judge_games import game_from_event
@@ -232,6 +233,4 @@ def judge_report_over_store(url: str, tenant: str) -> dict[str, Any] | None:
 
     with psycopg.connect(url, connect_timeout=5) as connection:
         games = [game_from_event(e) for e in read_verdicts(connection, tenant=tenant)]
-    if not games:
-        return None
     return judge_document(judge_report(games), sources=[redact(url)])

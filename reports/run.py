@@ -181,6 +181,6 @@ def stored_judges(url: str, tenant: str | None) -> list[Any]:
     out = []
     for name in tenants:
         document = judge_report_over_store(url, name)
-        if document is not None:
+        if document["judges"]:
             out.append(TenantJudges(tenant_id=name, report=document))
     return out

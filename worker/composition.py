@@ -335,4 +335,5 @@ def judge_report_json(url: str, tenant: str) -> dict | None:
     """One tenant's judge report over the stored verdicts (None: the tenant has none)."""
     from bias_audit.reports.judges import judge_report_over_store
 
-    return judge_report_over_store(url, tenant)
+    document = judge_report_over_store(url, tenant)
+    return document if document["judges"] else None

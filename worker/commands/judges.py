@@ -67,12 +67,11 @@ def judges(
 
         events = read_verdicts(paths, source.value, answers=str(answers) if answers else None, stored=False)
         games = [game_from_event(e) for e in events if tenant is None or e.get("tenant_id") == tenant]
-        sources = list(paths)
+        document = judge_document(judge_report(games), sources=list(paths))
     else:
         if answers is not None or source is not JudgeSource.auto:
             raise CommandError("--source and --answers describe judge files; name the files")
-        games, sources = _stored_games(store, data_dir, tenant)
-    document = judge_document(judge_report(games), sources=sources)
+        document = _stored_report(store, data_dir, tenant)
     text = render_judges(document, format.value)
     if output is None:
         typer.echo(text, nl=False)
@@ -81,19 +80,16 @@ def judges(
         say(f"wrote {output}")
 
 
-def _stored_games(store: str | None, data_dir: Path | None, tenant: str | None):
+def _stored_report(store: str | None, data_dir: Path | None, tenant: str | None) -> dict:
     import psycopg
 
-    from bias_audit.analysis.judge_games import game_from_event
+    from bias_audit.reports.judges import judge_report_over_store
     from bias_audit.schemas.safe_text import reason_of, redact
-    from bias_audit.storage.postgres.verdicts import read_verdicts
 
     from .common import store_for
 
     with store_for(store, data_dir, "the judge report reads") as url:
         try:
-            with psycopg.connect(url, connect_timeout=5) as connection:
-                games = [game_from_event(e) for e in read_verdicts(connection, tenant=tenant)]
+            return judge_report_over_store(url, tenant)
         except psycopg.Error as error:
             raise CommandError(f"reading verdicts from {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
-        return games, [redact(url)]
