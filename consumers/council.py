@@ -60,6 +60,30 @@ class BatchProcessor(Protocol):
     async def published(self, outcomes: list[Outcome]) -> None: ...
 
 
+async def recall_alerts(alert_state: AlertStateStore, keyed: list[tuple[int, str, str]],
+                        outcomes: list[Outcome]) -> None:
+    """(outcome index, alert-state tenant, event id) of resumed deliveries: the alerts an earlier
+    attempt at them decided. The alert state moved then, so this attempt's transitions change
+    nothing, and if that attempt's messages were never published (its batch failed after
+    deciding) they would be lost. Published again with the same ids: a consumer of
+    bias.audit.alerts may see an alert twice, never lose one."""
+    found = await alert_state.recall([(tenant, event_id) for _, tenant, event_id in keyed])
+    for (index, _, event_id), payload in zip(keyed, found):
+        if payload is not None:
+            outcome = outcomes[index]
+            outcome.alerts = [Alert.model_validate(alert) for alert in orjson.loads(payload)]
+            log.warning("alerts recalled", extra={"trace_id": outcome.result.trace_id if outcome.result else None,
+                                                  "session_id": event_id, "alerts": len(outcome.alerts)})
+
+
+async def remember_alerts(alert_state: AlertStateStore, keyed: list[tuple[int, str, str]],
+                          outcomes: list[Outcome]) -> None:
+    """The alerts these outcomes decided, kept before anything is published (recall_alerts)."""
+    await alert_state.remember([
+        (tenant, event_id, orjson.dumps([alert.model_dump(mode="json") for alert in outcomes[index].alerts or ()]))
+        for index, tenant, event_id in keyed])
+
+
 def _counting_order(entry: tuple[int, Any, WindowUpdate]) -> int:
     """A counted or resumed session's place in its tenant's counting order: the alert state
     takes each key's transitions in that order (an older one after a newer one is ignored)."""
@@ -235,11 +259,12 @@ class CouncilSessionProcessor:
         # window counted it) is evaluated now: its anomaly scores, and its alerts under the
         # sequence it was counted with while it is in the recent window. If that attempt got as
         # far as applying its transitions, the alert state ignores them, and the alerts that
-        # attempt decided come back from the alert store instead (_recall_alerts)
+        # attempt decided come back from the alert store instead (recall_alerts)
         resumed = [(index, p, update) for (index, p), update in zip(prepared, updates)
                    if update.status in RESUMED and p.item.counted]
         if self.alert_state is not None and resumed:  # before this attempt decides any
-            await self._recall_alerts(self.alert_state, resumed, outcomes)
+            await recall_alerts(self.alert_state, [(index, p.event.tenant_id, p.event.session_id)
+                                                   for index, p, _ in resumed], outcomes)
         if self.alert_state is not None and (counted_now or resumed):
             await self._signal(self.alert_state, sorted(counted_now + resumed, key=_counting_order),
                                outcomes, before)
@@ -253,19 +278,6 @@ class CouncilSessionProcessor:
                            "tenant_id": outcome.result.tenant_id, "risk": outcome.result.overall_bias_risk},
                 )
         return outcomes
-
-    async def _recall_alerts(self, alert_state: AlertStateStore, resumed: list[tuple[int, _Prepared, WindowUpdate]],
-                             outcomes: list[Outcome]) -> None:
-        """The alerts an earlier attempt at these deliveries decided: the alert state moved then,
-        so this attempt's transitions change nothing, and if that attempt's messages were never
-        published (its batch failed after _signal) they would be lost. Published again with the
-        same ids: a consumer of bias.audit.alerts may see an alert twice, never lose one."""
-        found = await alert_state.recall([(p.event.tenant_id, p.event.session_id) for _, p, _ in resumed])
-        for (index, p, _), payload in zip(resumed, found):
-            if payload is not None:
-                outcomes[index].alerts = [Alert.model_validate(alert) for alert in orjson.loads(payload)]
-                log.warning("alerts recalled", extra={"trace_id": p.trace_id, "session_id": p.event.session_id,
-                                                      "alerts": len(outcomes[index].alerts or ())})
 
     async def _signal(self, alert_state: AlertStateStore, counted: list[tuple[int, _Prepared, WindowUpdate]],
                       outcomes: list[Outcome], before: dict[str, list[SessionDigest]]) -> None:
@@ -327,11 +339,9 @@ class CouncilSessionProcessor:
             decided[index] = p
             log.warning("alert %s", alert.status, extra={"trace_id": p.trace_id, "alert_type": alert.alert_type,
                                                           "alert_key": condition.key, "value": condition.value})
-        # kept before anything is published: a retry of this batch recalls them (_recall_alerts)
-        await alert_state.remember([
-            (p.event.tenant_id, p.event.session_id,
-             orjson.dumps([alert.model_dump(mode="json") for alert in outcomes[index].alerts or ()]))
-            for index, p in decided.items()])
+        # kept before anything is published: a retry of this batch recalls them
+        await remember_alerts(alert_state, [(index, p.event.tenant_id, p.event.session_id)
+                                            for index, p in decided.items()], outcomes)
 
     async def published(self, outcomes: list[Outcome]) -> None:
         await self.once.published([o.window_item for o in outcomes if o.window_item is not None])

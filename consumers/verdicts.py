@@ -15,8 +15,6 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-import orjson
-
 from bias_audit.analysis.judge_games import JudgedGame, game_from_event, stored_verdict
 from bias_audit.analysis.judges import longer_preferred
 from bias_audit.analysis.judge_window import (RATES, JudgeWindow, direction_code, drift, swap_keys,
@@ -30,7 +28,7 @@ from bias_audit.windows.alert_state import AlertStateStore, Transition
 from bias_audit.windows.base import RESUMED, WindowItem, WindowStore
 from bias_audit.windows.game_memory import Game, GameMemory, MemoryGameMemory
 
-from .council import Outcome
+from .council import Outcome, recall_alerts, remember_alerts
 from .envelope import Delivery, Misrouted, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
 from .exactly_once import RecordOnce, RecordSink
 
@@ -170,12 +168,10 @@ class VerdictProcessor:
         verdict in counting order; the alert state sends one firing per onset, one resolved. The
         alerts a verdict decided are kept before anything is published: a retry of its batch finds
         the state moved already and gets them back (published again with the same ids)."""
-        resumed = [(index, j) for index, j, update in signals if update.status in RESUMED]
+        resumed = [(index, j.item.tenant_id, j.event.verdict_id) for index, j, update in signals
+                   if update.status in RESUMED]
         if resumed:
-            found = await alert_state.recall([(j.item.tenant_id, j.event.verdict_id) for _, j in resumed])
-            for (index, _), payload in zip(resumed, found):
-                if payload is not None:
-                    outcomes[index].alerts = [Alert.model_validate(a) for a in orjson.loads(payload)]
+            await recall_alerts(alert_state, resumed, outcomes)
         transitions: list[Transition] = []
         pending: list[tuple[int, _Judged, Any, Any]] = []
         for index, j, update in sorted(signals, key=lambda s: s[2].sequence or s[2].counted_as):
@@ -206,10 +202,8 @@ class VerdictProcessor:
                 session_id=j.event.verdict_id)
             outcomes[index].alerts = [*(outcomes[index].alerts or []), alert]
             decided[index] = j
-        await alert_state.remember([
-            (j.item.tenant_id, j.event.verdict_id,
-             orjson.dumps([alert.model_dump(mode="json") for alert in outcomes[index].alerts or ()]))
-            for index, j in decided.items()])
+        await remember_alerts(alert_state, [(index, j.item.tenant_id, j.event.verdict_id)
+                                            for index, j in decided.items()], outcomes)
 
     async def published(self, outcomes: list[Outcome]) -> None:
         await self.once.published([o.window_item for o in outcomes if o.window_item is not None])
