@@ -26,6 +26,16 @@ def cli(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
+def shown_results(count: int, *, cwd: Path, env: dict, timeout: float = 60) -> subprocess.CompletedProcess:
+    """`bias-audit results` until it shows `count` results (or the time is up: the last answer)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = cli("results", "--count", str(count + 100), cwd=cwd, env=env)
+        if len(shown.stdout.splitlines()) >= count or time.monotonic() > deadline:
+            return shown
+        time.sleep(0.5)
+
+
 def test_the_shipped_example_events_are_valid_and_each_gets_a_result(tmp_path):
     done = cli("audit", str(EXAMPLE), cwd=tmp_path, env={})
     assert done.returncode == 0, done.stderr
@@ -56,12 +66,7 @@ def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypa
         published = cli("publish", str(EXAMPLE), cwd=elsewhere, env=env_elsewhere)
         assert published.returncode == 0, published.stderr
         assert "published 5 events" in published.stderr
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            shown = cli("results", "--count", "10", cwd=elsewhere, env=env_elsewhere)
-            if len(shown.stdout.splitlines()) == 5:
-                break
-            time.sleep(0.5)
+        shown = shown_results(5, cwd=elsewhere, env=env_elsewhere)
         assert shown.returncode == 0, shown.stderr
         assert sorted(json.loads(line)["audit_id"] for line in shown.stdout.splitlines()) == sorted(
             [*(f"example-session-{i}" for i in (1, 2, 3)), "example-response-1", "example-response-2"])
@@ -70,22 +75,10 @@ def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypa
         # the shipped sessions with injected biases: enough for a report with findings
         biased = cli("publish", str(SESSIONS), cwd=elsewhere, env=env_elsewhere)
         assert biased.returncode == 0 and "published 120 events" in biased.stderr, biased.stderr
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            counted = cli("results", "--count", "200", cwd=elsewhere, env=env_elsewhere)
-            if len(counted.stdout.splitlines()) >= 125:
-                break
-            time.sleep(0.5)
-        assert len(counted.stdout.splitlines()) >= 125
+        assert len(shown_results(125, cwd=elsewhere, env=env_elsewhere).stdout.splitlines()) >= 125
         judged = cli("publish", str(VERDICTS), cwd=elsewhere, env=env_elsewhere)  # the judges' verdicts
         assert judged.returncode == 0 and "published 900 events" in judged.stderr, judged.stderr
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            counted = cli("results", "--count", "2000", cwd=elsewhere, env=env_elsewhere)
-            if len(counted.stdout.splitlines()) >= 1025:
-                break
-            time.sleep(0.5)
-        assert len(counted.stdout.splitlines()) >= 1025
+        assert len(shown_results(1025, cwd=elsewhere, env=env_elsewhere).stdout.splitlines()) >= 1025
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)
