@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import redis
 from google.api_core.exceptions import DeadlineExceeded
 from google.cloud import pubsub_v1
@@ -26,6 +27,7 @@ from bias_audit.worker import composition
 from bias_audit.worker.logging_setup import configure_logging
 from bias_audit.worker.memory_worker import MemoryBroker, MemoryWorker
 from bias_audit.worker.settings import Settings
+from bias_audit.worker.embedded_redis import free_port
 from tests.services import ROOT, spawn_worker
 
 RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"
@@ -194,13 +196,19 @@ class PubSubHarness(_WorkerProcesses):
         self.readers: dict[str, Reader] = {}
 
     def start(self, workers: int = 1, **settings: Any) -> None:
+        ports = []
         for index in range(1, workers + 1):
             name = f"w{index}"
+            ports.append(free_port())
             # at most 20 held each: a worker up first cannot take the whole backlog (the load is shared)
             env = {"BIAS_AUDIT_BROKER_URL": f"pubsub://{self.project}", "BIAS_AUDIT_REDIS_URL": self.redis_url,
-                   "BIAS_AUDIT_PUBSUB_MAX_OUTSTANDING": "20", **worker_env(self.data_dir, name, **settings)}
+                   "BIAS_AUDIT_PUBSUB_MAX_OUTSTANDING": "20", **worker_env(self.data_dir, name, **settings),
+                   "BIAS_AUDIT_OPS_PORT": str(ports[-1])}
             self.processes.append(spawn_worker(env, self.data_dir / f"{name}.log"))
-        time.sleep(4.0)  # subscribed (no readiness signal to wait on: ops ports are random here)
+        # each worker's ops server answers /readyz once its subscription is reachable, just before it
+        # subscribes: a slow machine's late worker would otherwise find the backlog taken
+        wait_for(lambda: all(_ready(port) for port in ports), timeout=120, what=f"{workers} workers ready")
+        time.sleep(1.0)  # their streaming pulls open
 
     def publish(self, bodies: list[bytes], topic: str = INPUT) -> None:
         publisher = pubsub_v1.PublisherClient()
@@ -233,6 +241,13 @@ class PubSubHarness(_WorkerProcesses):
             reader.close()
         self.readers = {}
         return codes
+
+
+def _ready(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
