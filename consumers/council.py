@@ -34,7 +34,8 @@ from bias_audit.windows.base import RESUMED, WindowItem, WindowPolicy, WindowSto
 
 from .exactly_once import RecordOnce, SessionSink
 from .window_memo import WindowMemo
-from .envelope import Delivery, InvalidEvent, Misrouted, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
+from .envelope import (Delivery, InvalidEvent, Misrouted, cloudevent_id, parse_event, parse_or_dead_letter, resolve_trace_id,
+                       utc_now_iso)
 
 log = logging.getLogger("bias_audit.consumer")
 
@@ -201,6 +202,7 @@ class CouncilSessionProcessor:
         verdict = session_verdict(audit)
         event = prepared.event
         return AuditResult(
+            cloudevent_id=cloudevent_id(prepared.delivery.attributes),
             audit_id=event.session_id,
             source="council.session",
             tenant_id=event.tenant_id,

@@ -62,13 +62,24 @@ def trace_id_from_traceparent(traceparent: str | None) -> str | None:
     return match.group(1)
 
 
+def incoming_traceparent(attributes: dict[str, str]) -> str | None:
+    """The caller's W3C traceparent: plain, or as the CloudEvents tracing extension on either
+    transport (`ce-traceparent` on Pub/Sub, `ce_traceparent` on Redis)."""
+    return attributes.get("traceparent") or attributes.get("ce-traceparent") or attributes.get("ce_traceparent")
+
+
+def cloudevent_id(attributes: dict[str, str]) -> str | None:
+    """The input's CloudEvents id, kept beside the contract's idempotency key (never instead of it)."""
+    return attributes.get("ce-id") or attributes.get("ce_id")
+
+
 def resolve_trace_id(event_trace_id: str | None, attributes: dict[str, str], *key: str) -> str:
     """The event's trace_id, else the transport's, else its traceparent; else derived from the
     idempotency key, so a redelivery carries the same id as the first attempt."""
     for candidate in (event_trace_id, attributes.get("trace_id")):
         if candidate and len(candidate) <= MAX_TRACE_ID_CHARS:  # it is copied into every record
             return candidate
-    from_parent = trace_id_from_traceparent(attributes.get("traceparent"))
+    from_parent = trace_id_from_traceparent(incoming_traceparent(attributes))
     if from_parent:
         return from_parent
     return hashlib.sha256("\x1f".join(key).encode()).hexdigest()[:32]
@@ -288,7 +299,7 @@ def dead_letter(delivery: Delivery, error: str, error_type: str) -> DeadLetter:
         error_type=error_type,
         received_at=delivery.received_at,
         delivery_attempts=delivery.delivery_attempts,
-        trace_id=delivery.attributes.get("trace_id") or trace_id_from_traceparent(delivery.attributes.get("traceparent")),
+        trace_id=delivery.attributes.get("trace_id") or trace_id_from_traceparent(incoming_traceparent(delivery.attributes)),
         payload=document,
         payload_encoding="json" if document is not None else "omitted",
         payload_bytes=len(delivery.body),

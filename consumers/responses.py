@@ -32,7 +32,7 @@ from bias_audit.windows.base import WindowItem, WindowStore
 
 from .council import Outcome
 from .exactly_once import RecordOnce, RecordSink
-from .envelope import (Delivery, Misrouted, classify, parse_event, parse_or_dead_letter, refuse, resolve_trace_id,
+from .envelope import (Delivery, Misrouted, classify, cloudevent_id, parse_event, parse_or_dead_letter, refuse, resolve_trace_id,
                        utc_now_iso)
 
 # Markers live under their own tenant key ('#' cannot occur in a tenant id): never counted in,
@@ -150,6 +150,7 @@ class ResponseProcessor:
     def _result(self, a: _Analyzed) -> AuditResult:
         event, verdict = a.event, a.verdict
         return AuditResult(
+            cloudevent_id=cloudevent_id(a.delivery.attributes),
             audit_id=event.audit_id, source="llm.response", tenant_id=event.tenant_id, trace_id=a.trace_id,
             timestamp=utc_now_iso(), event_timestamp=event.timestamp.isoformat().replace("+00:00", "Z"),
             bias_detected=verdict.bias_detected, bias_type=verdict.bias_type, bias_score=verdict.bias_score,

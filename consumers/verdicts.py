@@ -29,7 +29,7 @@ from bias_audit.windows.base import RESUMED, WindowItem, WindowStore
 from bias_audit.windows.game_memory import Game, GameMemory, MemoryGameMemory
 
 from .council import Outcome, recall_alerts, remember_alerts
-from .envelope import Delivery, Misrouted, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
+from .envelope import Delivery, Misrouted, cloudevent_id, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
 from .exactly_once import RecordOnce, RecordSink
 
 JUDGE_SUFFIX = "#judge:"  # '#' cannot occur in a tenant id: a judge's window never meets a tenant's
@@ -101,6 +101,7 @@ class VerdictProcessor:
         flagged = window.flagged
         p_values = [metrics[name].p_value for name in RATES if metrics[name].flagged]
         return AuditResult(
+            cloudevent_id=cloudevent_id(j.delivery.attributes),
             audit_id=event.verdict_id, source="judge.verdict", tenant_id=event.tenant_id, trace_id=j.trace_id,
             timestamp=utc_now_iso(), event_timestamp=event.timestamp.isoformat().replace("+00:00", "Z"),
             bias_detected=bool(flagged), bias_type=flagged,

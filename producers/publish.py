@@ -1,4 +1,5 @@
-"""`bias-audit publish`: JSONL events onto the input streams or topics in the wire format."""
+"""`bias-audit publish`: JSONL events onto the input streams or topics in the wire format, each a
+CloudEvent in binary mode (an event without its idempotency key goes without, and is dead-lettered)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import orjson
 from bias_audit.consumers.envelope import classify
 from bias_audit.schemas.errors import CommandError
 
+from .cloudevents import cloudevent_fields
 from .wire import wire_fields
+
+PUBLISH_SOURCE = "/bias-audit/publish"
 
 CHUNK = 500  # entries per pipeline / per wait on publish futures
 
@@ -31,7 +35,13 @@ def entries_for(lines: Iterable[tuple[int, bytes]], topic_for: Callable[[str], s
             raise CommandError(f"line {number}: not valid JSON ({error}); nothing was published") from None
         kind = classify(document)
         known = document if isinstance(document, dict) else {}
-        fields = wire_fields(line, event_type=kind, tenant_id=known.get("tenant_id"), trace_id=known.get("trace_id"))
+        key = next((str(known[name]) for name in ("session_id", "audit_id", "verdict_id") if known.get(name)), None)
+        timestamp = known.get("timestamp")
+        event = cloudevent_fields(event_type=kind, key=f"{known.get('tenant_id')}\x1f{key}", subject=key,
+                                  time=timestamp if isinstance(timestamp, str) else None,
+                                  source=PUBLISH_SOURCE) if key else None
+        fields = wire_fields(line, event_type=kind, tenant_id=known.get("tenant_id"), trace_id=known.get("trace_id"),
+                             cloud_event=event)
         entries.append(Entry(topic_for(kind), fields))
     return entries
 

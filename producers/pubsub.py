@@ -1,6 +1,7 @@
 """Results and dead letters onto Google Cloud Pub/Sub in the contract's wire format.
 
-`data` = the JSON document; attributes event_type, tenant_id, trace_id, traceparent. The
+`data` = the JSON document; attributes event_type, tenant_id, trace_id, traceparent and the
+CloudEvents binding's ce-id, ce-source, ce-specversion, ce-type, ce-time, ce-subject. The
 client batches publishes (settings: pubsub_publish_batch / pubsub_publish_latency_s); we wait
 for every publish of a batch before its input messages are acknowledged.
 """
@@ -11,14 +12,16 @@ import asyncio
 
 from bias_audit.consumers.council import Outcome
 
+from .cloudevents import pubsub_attribute_name
 from .wire import OutputTopics, outcome_entries, wire_fields
 
 
 def message_parts(fields: dict) -> tuple[bytes, dict[str, str]]:
-    """(data, attributes) from our wire fields."""
+    """(data, attributes) from our wire fields; `ce_*` fields become the binding's `ce-*` attributes."""
     data = fields["data"]
     data = data.encode() if isinstance(data, str) else bytes(data)
-    attributes = {key: value if isinstance(value, str) else value.decode() for key, value in fields.items() if key != "data"}
+    attributes = {pubsub_attribute_name(key): value if isinstance(value, str) else value.decode()
+                  for key, value in fields.items() if key != "data"}
     return data, attributes
 
 

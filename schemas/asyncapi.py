@@ -40,14 +40,37 @@ CHANNELS: list[tuple[str, str, str, type[BaseModel], str, str]] = [
      "Events that could not be processed, with the reason."),
 ]
 
+_CE = ("CloudEvents 1.0, binary content mode: on Pub/Sub the `ce-` attribute of the Google Cloud Pub/Sub "
+       "protocol binding, on Redis Streams the same name with `ce_`")
 WIRE_HEADERS = {
     "type": "object",
-    "description": "Redis Streams: plain entry fields beside `data`; Pub/Sub: message attributes.",
+    "description": "Redis Streams: plain entry fields beside `data`; Pub/Sub: message attributes. Every output "
+                   "is a CloudEvent in binary content mode (the body stays the JSON document): Pub/Sub carries "
+                   "ce-specversion, ce-id, ce-source, ce-type, ce-time, ce-subject and content-type; Redis "
+                   "Streams the same as ce_specversion, ce_id, ..., ce_datacontenttype. Inputs may carry them "
+                   "too: the contract's ids (session_id, audit_id, verdict_id) stay the idempotency keys, the "
+                   "input's ce-id is kept beside them as the result's cloudevent_id, and a ce-traceparent "
+                   "(distributed tracing extension) counts as the traceparent.",
     "properties": {
         "event_type": {"type": "string"},
         "tenant_id": {"type": "string"},
         "trace_id": {"type": "string"},
         "traceparent": {"type": "string", "description": "W3C trace context carrying trace_id"},
+        "ce-specversion": {"type": "string", "const": "1.0", "description": _CE},
+        "ce-id": {"type": "string", "description": _CE + "; derived from what the message is about, so a message "
+                                                          "published again is the same event"},
+        "ce-source": {"type": "string", "description": _CE + "; /bias-audit/worker (outputs) or "
+                                                              "/bias-audit/publish (bias-audit publish)"},
+        "ce-type": {"type": "string", "description": _CE + "; dev.bias-audit.audit.result.v1, .audit.alert.v1, "
+                                                            ".audit.task.v1, .audit.deadletter.v1 (outputs); "
+                                                            ".council.session.v1, .llm.response.v1, "
+                                                            ".judge.verdict.v1 (inputs)"},
+        "ce-time": {"type": "string", "format": "date-time", "description": _CE},
+        "ce-subject": {"type": "string", "description": _CE + "; the session / audit / verdict id (results), "
+                                                               "the session that tipped an alert, the task id, "
+                                                               "the dead letter's input message id"},
+        "content-type": {"type": "string", "const": "application/json",
+                         "description": "CloudEvents datacontenttype (Redis Streams: ce_datacontenttype)"},
     },
 }
 

@@ -98,6 +98,7 @@ class AuditResult(BaseModel):
     bias_indicators: BiasIndicators | None = None
     audit: SessionAudit | None = None
     window: WindowSummary | None = None
+    cloudevent_id: str | None = None  # the input's CloudEvents `id`, when it came as one
     # robust z (median/MAD) of this session against its window: its mean score, and each
     # reviewer's offset against that reviewer's history
     # the caller's decision this answer fed (query_context.decision_id / reasoning_node_id)

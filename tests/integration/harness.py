@@ -36,6 +36,27 @@ EVENT_TYPES = {INPUT: "council.session", VERDICTS: "judge.verdict"}
 TENANT = "demo"
 
 
+def redis_cloudevent(cloud_event: dict[str, str] | None) -> dict[str, str]:
+    """CloudEvents attributes (spec names) as Redis entry fields: ce_<attribute>."""
+    return {f"ce_{name}": value for name, value in (cloud_event or {}).items()}
+
+
+def cloudevent_of(fields: dict[str, str], data: bytes) -> Any:
+    """The CloudEvents SDK's event from a message's transport fields (ce-* / content-type on
+    Pub/Sub, ce_* on Redis): the SDK has no binding for either, and validates the attributes."""
+    from datetime import datetime
+
+    from cloudevents.core.v1.event import CloudEvent
+
+    attributes: dict[str, Any] = {}
+    for name, value in fields.items():
+        if name == "content-type":
+            attributes["datacontenttype"] = value
+        elif name.startswith(("ce-", "ce_")):
+            attributes[name[3:]] = datetime.fromisoformat(value) if name[3:] == "time" else value
+    return CloudEvent(attributes, data)
+
+
 def wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -90,9 +111,10 @@ class MemoryHarness:
             self.workers.append(MemoryWorker(self.broker, processor, batch_size=config.batch_size,
                                              max_deliveries=config.max_deliveries, topic=config.consumed_topics[0]))
 
-    def publish(self, bodies: list[bytes], topic: str = INPUT) -> None:
+    def publish(self, bodies: list[bytes], topic: str = INPUT, cloud_event: dict[str, str] | None = None) -> None:
         for body in bodies:
-            self.broker.send(topic, wire_fields(body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, trace_id=None))
+            self.broker.send(topic, {**wire_fields(body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, trace_id=None),
+                                     **redis_cloudevent(cloud_event)})
 
     def _drain(self) -> None:
         async def run() -> None:
@@ -161,10 +183,11 @@ class RedisHarness(_WorkerProcesses):
         wait_for(lambda: sum(1 for c in self.client.client_list() if c.get("cmd") == "xreadgroup") >= workers,
                  what=f"{workers} workers reading")
 
-    def publish(self, bodies: list[bytes], topic: str = INPUT) -> None:
+    def publish(self, bodies: list[bytes], topic: str = INPUT, cloud_event: dict[str, str] | None = None) -> None:
         pipe = self.client.pipeline(transaction=False)
         for body in bodies:
-            pipe.xadd(topic, wire_fields(body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, trace_id=None))
+            pipe.xadd(topic, {**wire_fields(body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, trace_id=None),
+                              **redis_cloudevent(cloud_event)})
         pipe.execute()
 
     def _documents(self, stream: str, count: int) -> list[dict]:
@@ -210,11 +233,13 @@ class PubSubHarness(_WorkerProcesses):
         wait_for(lambda: all(_ready(port) for port in ports), timeout=120, what=f"{workers} workers ready")
         time.sleep(1.0)  # their streaming pulls open
 
-    def publish(self, bodies: list[bytes], topic: str = INPUT) -> None:
+    def publish(self, bodies: list[bytes], topic: str = INPUT, cloud_event: dict[str, str] | None = None) -> None:
         publisher = pubsub_v1.PublisherClient()
         path = publisher.topic_path(self.project, topic)
+        # the Pub/Sub binding's names: ce-<attribute>
+        attributes = {f"ce-{name}": value for name, value in (cloud_event or {}).items()}
         try:
-            futures = [publisher.publish(path, body, event_type=EVENT_TYPES[topic], tenant_id=TENANT)
+            futures = [publisher.publish(path, body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, **attributes)
                        for body in bodies]
             for future in futures:
                 future.result(timeout=60)

@@ -11,7 +11,7 @@ import pytest
 
 from bias_audit.storage.jsonl_store import read_records
 from bias_audit.worker.samples import generate_sessions
-from tests.integration.harness import MemoryHarness, PubSubHarness, RedisHarness
+from tests.integration.harness import MemoryHarness, PubSubHarness, RedisHarness, cloudevent_of
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis),
@@ -79,7 +79,7 @@ def test_results_are_plain_json_with_the_contract_fields(transport, tmp_path):
     transport.publish(bodies([session]))
     [result] = transport.results(1)
     [fields] = transport.result_fields()
-    assert set(fields) == {"event_type", "tenant_id", "trace_id", "traceparent"}
+    assert {"event_type", "tenant_id", "trace_id", "traceparent"} <= set(fields)
     assert fields["event_type"] == result["event_type"] == "bias.audit.completed"
     assert fields["trace_id"] == result["trace_id"] == session["trace_id"]
     assert fields["tenant_id"] == result["tenant_id"] == "demo"
@@ -87,6 +87,30 @@ def test_results_are_plain_json_with_the_contract_fields(transport, tmp_path):
     transport.stop()
     record = next(read_records([tmp_path / "records"]))
     assert record["trace_id"] == session["trace_id"]
+
+
+def test_outputs_are_cloudevents_in_binary_mode_and_cloudevent_inputs_are_accepted(transport):
+    plain, wrapped = generate_sessions(2, seed=75)
+    caller_trace = "0af7651916cd43dd8448eb211c80319c"
+    transport.start()
+    transport.publish(bodies([plain]))
+    transport.publish(bodies([{**wrapped, "trace_id": None}]), cloud_event={
+        "specversion": "1.0", "id": "order-42", "source": "//council/eu", "type": "dev.example.council.session",
+        "traceparent": f"00-{caller_trace}-b7ad6b7169203331-01"})
+    results = {r["audit_id"]: r for r in transport.results(2)}
+    fields = transport.result_fields()
+    transport.stop()
+    events = [cloudevent_of(f, b"{}") for f in fields]  # raises unless each is a valid CloudEvent 1.0
+    by_subject = {event.get_subject(): event for event in events}
+    assert set(by_subject) == {plain["session_id"], wrapped["session_id"]}
+    for event in events:
+        assert event.get_type() == "dev.bias-audit.audit.result.v1" and event.get_specversion() == "1.0"
+        assert event.get_source() == "/bias-audit/worker" and event.get_datacontenttype() == "application/json"
+    assert len({event.get_id() for event in events}) == 2
+    # the contract's id stays the key; the input's ce-id rides beside it, its traceparent is the trace
+    assert results[wrapped["session_id"]]["cloudevent_id"] == "order-42"
+    assert results[wrapped["session_id"]]["trace_id"] == caller_trace
+    assert results[plain["session_id"]]["cloudevent_id"] is None
 
 
 CANARY = "CANARY-3b7d-raw-user-query"

@@ -43,4 +43,8 @@ def test_every_topic_of_both_transports_is_documented_with_its_payload():
     actions = {op["action"] for op in document["operations"].values()}
     assert actions == {"send", "receive"}
     headers = document["components"]["schemas"]["WireHeaders"]["properties"]
-    assert set(headers) == {"event_type", "tenant_id", "trace_id", "traceparent"}
+    # every attribute a Pub/Sub output carries is documented, by the name Pub/Sub carries it under
+    from bias_audit.producers.cloudevents import cloudevent_fields, pubsub_attribute_name
+    emitted = cloudevent_fields(event_type="bias.audit.completed", key="k", time="2026-11-26T00:00:00Z", subject="s")
+    assert set(headers) == {"event_type", "tenant_id", "trace_id", "traceparent"} | {
+        pubsub_attribute_name(name) for name in emitted}
