@@ -15,7 +15,7 @@ EMBEDDINGS_STAMP := $(VENV)/.installed-embeddings
 LOWEST := .venv-lowest
 # what the unit and Redis suites import beyond the package (the other test tools need newer versions
 # of our dependencies than our lower bounds, and test what those suites do not)
-LOWEST_TEST_TOOLS := pytest krippendorff scikit-learn "httpx<0.28"
+LOWEST_TEST_TOOLS := pytest krippendorff scikit-learn "httpx<0.28" cloudevents
 
 .PHONY: install install-test install-embeddings demo test test-lowest typecheck bench bench-responses lock schemas screenshot system-deps clean
 
@@ -53,6 +53,7 @@ demo: install
 system-deps:
 	$(call apt_when_missing,cc,gcc libc6-dev,analysis/_text.c needs a C compiler)
 	$(call apt_when_missing,chromium chromium-browser,chromium,the review page and HTML report tests drive it)
+	$(call apt_when_missing,promtool,--no-install-recommends prometheus,the alert rules' tests run promtool)
 
 # mypy cannot follow setuptools' editable import finder: it reads the package through a tree of
 # links that mirrors pyproject.toml's package-dir (scripts/typecheck.py builds it).
@@ -71,7 +72,8 @@ test-lowest: install-test
 	PYTHONWARNINGS="ignore:Editable installation" $(LOWEST)/bin/python -m pip install --quiet \
 	  --disable-pip-version-check -e . $(LOWEST_TEST_TOOLS) -c $(LOWEST).txt
 	$(LOWEST)/bin/python -m pytest -q -m "not pubsub and not postgres and not slow" \
-	  -p no:cacheprovider tests/analysis tests/consumers tests/windows tests/schemas tests/worker tests/integration/test_redis_worker.py
+	  -p no:cacheprovider tests/analysis tests/consumers tests/windows tests/schemas tests/worker tests/producers \
+	  tests/integration/test_redis_worker.py tests/integration/test_evaluation_telemetry.py
 
 bench: install-test
 	$(PY) bench/run.py

@@ -63,11 +63,13 @@ def _count(declared: int | None, from_context: Any) -> int | None:
 MAX_LINK_CHARS = 200
 
 
-def decision_links(context: dict[str, Any]) -> dict[str, str | None]:
-    """The caller's decision_id and reasoning_node_id from query_context, when they are short
-    printable strings (ids, not text: query_context itself is never stored)."""
+def decision_links(context: dict[str, Any], names: tuple[str, ...] = ("decision_id", "reasoning_node_id")
+                   ) -> dict[str, str | None]:
+    """The caller's decision_id and reasoning_node_id (or, given `names`, other ids) from
+    query_context, when they are short printable strings (ids, not text: query_context itself
+    is never stored)."""
     links: dict[str, str | None] = {}
-    for name in ("decision_id", "reasoning_node_id"):
+    for name in names:
         value = context.get(name)
         links[name] = value if isinstance(value, str) and 0 < len(value) <= MAX_LINK_CHARS and value.isprintable() \
             else None
@@ -157,7 +159,7 @@ class ResponseProcessor:
             bias_confidence_score=verdict.bias_confidence_score, overall_bias_risk=verdict.overall_bias_risk,
             mitigation_action=verdict.mitigation_action, bias_report_summary=verdict.bias_report_summary,
             consent_level=a.consent, llm_provider=event.llm_provider, llm_model=event.llm_model,
-            **decision_links(event.query_context),
+            **decision_links(event.query_context, ("decision_id", "reasoning_node_id", "response_id")),
             calibration_version=(verdict.bias_report_summary.get("learned") or
                                  verdict.bias_report_summary.get("calibration") or {}).get("version"),
         )

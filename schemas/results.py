@@ -104,6 +104,7 @@ class AuditResult(BaseModel):
     # the caller's decision this answer fed (query_context.decision_id / reasoning_node_id)
     decision_id: str | None = None
     reasoning_node_id: str | None = None
+    response_id: str | None = None  # query_context.response_id: the completion audited (gen_ai.response.id)
     # set when bias_confidence_score is a calibrated probability that a reviewer confirms
     calibration_version: str | None = None
     anomaly: dict[str, Any] | None = None

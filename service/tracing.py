@@ -8,9 +8,10 @@ from typing import Any
 
 
 def tracer_for(endpoint: str | None, service_name: str = "bias-audit") -> Any:
-    """A tracer exporting to `endpoint` (e.g. http://collector:4318/v1/traces), or None."""
+    """A tracer exporting to `endpoint`'s /v1/traces (e.g. http://collector:4318), or None."""
     if not endpoint:
         return None
+    from bias_audit.producers.otlp import otlp_urls
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -18,7 +19,7 @@ def tracer_for(endpoint: str | None, service_name: str = "bias-audit") -> Any:
 
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     # batched in a background thread: a slow collector never holds a request
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint), schedule_delay_millis=500))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_urls(endpoint).traces), schedule_delay_millis=500))
     return provider.get_tracer("bias_audit.api")
 
 

@@ -48,10 +48,17 @@ class Transport(Protocol):
         """Give the messages back for a later attempt (here or in another worker)."""
 
 
+class EvaluationSink(Protocol):
+    def emit(self, outcomes: list[Outcome]) -> None:
+        """Queue the batch's evaluation events for export; never blocks on the network."""
+
+
 class BatchPipeline:
     def __init__(self, *, processor: BatchProcessor, transport: Transport, metrics: WorkerMetrics,
-                 max_deliveries: int, retry_max_backoff_s: float, stopping: asyncio.Event) -> None:
+                 max_deliveries: int, retry_max_backoff_s: float, stopping: asyncio.Event,
+                 evaluations: EvaluationSink | None = None) -> None:
         self.processor = processor
+        self.evaluations = evaluations
         self.transport = transport
         self.metrics = metrics
         self.max_deliveries = max_deliveries
@@ -85,6 +92,7 @@ class BatchPipeline:
                 await self._complete(outcomes)
                 self.completed += len(deliveries)
                 self.metrics.completed(self.transport.topic, outcomes, started)
+                self._evaluated(outcomes)
                 return
             except self.transient as error:
                 self.metrics.failure(self.transport.topic, "transient", len(deliveries))
@@ -104,6 +112,15 @@ class BatchPipeline:
                 for delivery in deliveries:
                     await self._handle([delivery], started)
                 return
+
+    def _evaluated(self, outcomes: list[Outcome]) -> None:
+        """After the acknowledgement: telemetry that fails is lost, the audits are not."""
+        if self.evaluations is None:
+            return
+        try:
+            self.evaluations.emit(outcomes)
+        except Exception as error:
+            log.warning("evaluation events not exported", extra={"error": repr(error)})
 
     async def _release(self, deliveries: list[Delivery]) -> None:
         with suppress(*self.transient):

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 # From a millisecond (a window update) to half a minute: the tail matters during outages.
+JUDGE_RATES = ("first_position_rate", "length_preference", "position_consistency")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
@@ -33,6 +34,17 @@ class WorkerMetrics:
         self.lag = Gauge("bias_audit_consumer_lag", "Entries not yet delivered to the group (Redis: XINFO "
                          "lag) or messages held unacknowledged by this worker (Pub/Sub)", labels,
                          registry=self.registry)
+        self.last_completed = Gauge("bias_audit_last_batch_completed_timestamp_seconds", "When this worker last "
+                                    "acknowledged a batch (unix time): a stalled worker stops moving it",
+                                    labels, registry=self.registry)
+        # what the audits found, for alerting and dashboards (deploy/prometheus, deploy/grafana)
+        self.flags = Counter("bias_audit_bias_flags", "Audit results flagged, by tenant, input and bias type",
+                             ("tenant", "source", "bias_type"), registry=self.registry)
+        self.alerts = Counter("bias_audit_alerts", "Alerts published on bias.audit.alerts",
+                              ("tenant", "alert_type", "status", "severity"), registry=self.registry)
+        self.judge_rate = Gauge("bias_audit_judge_rate", "A judge's rate over its window, as its last verdict's "
+                                "result reported it (first_position_rate, length_preference, position_consistency)",
+                                ("tenant", "judge", "rate"), registry=self.registry)
         self.pending = Gauge("bias_audit_consumer_pending", "Delivered but not acknowledged "
                              "(Redis: the group's PEL; Pub/Sub: this worker's outstanding)", labels,
                              registry=self.registry)
@@ -46,6 +58,7 @@ class WorkerMetrics:
         for outcome in outcomes:
             if outcome.result is not None:
                 kind = "result"
+                self._findings(outcome)
             elif outcome.dead_letter is not None:
                 kind = "dead_letter"
                 self.dead_lettered.labels(self.transport, topic, outcome.dead_letter.error_type).inc()
@@ -57,6 +70,20 @@ class WorkerMetrics:
         histogram = self.processing_seconds.labels(self.transport, topic)
         for _ in range(sum(counts.values())):  # one observation per message: the batch's time
             histogram.observe(elapsed)
+        self.last_completed.labels(self.transport, topic).set_to_current_time()
+
+    def _findings(self, outcome) -> None:
+        result = outcome.result
+        for bias_type in result.bias_type:
+            self.flags.labels(result.tenant_id, result.source, bias_type).inc()
+        for alert in outcome.alerts or ():
+            self.alerts.labels(alert.tenant_id, alert.alert_type, alert.status, alert.severity).inc()
+        judge = getattr(result, "judge", None) or {}  # judge verdicts' results only
+        window = judge.get("window") or {}
+        for rate in JUDGE_RATES:
+            estimate = (window.get(rate) or {}).get("estimate")
+            if estimate is not None:
+                self.judge_rate.labels(result.tenant_id, judge["model"], rate).set(estimate)
 
     def failure(self, topic: str, kind: str, count: int) -> None:
         self.failed.labels(self.transport, topic, kind).inc(count)

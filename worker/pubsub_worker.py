@@ -108,7 +108,8 @@ class PubSubWorker:
                  max_outstanding_bytes: int = 100 * 1024 * 1024, lease_extension_s: int = 20,
                  max_lease_s: float = 3600.0, max_deliveries: int = 5, retry_max_backoff_s: float = 10.0,
                  shutdown_grace_s: float = 20.0, liveness_stall_s: float = 300.0, ops_host: str = "0.0.0.0",
-                 ops_port: int = 9464, metrics: WorkerMetrics | None = None, window_client: Any = None) -> None:
+                 ops_port: int = 9464, metrics: WorkerMetrics | None = None,
+                 evaluations: Any = None, window_client: Any = None) -> None:
         self.subscriber = subscriber
         self.outbox = outbox
         self.window_client = window_client
@@ -123,7 +124,7 @@ class PubSubWorker:
         self.transport = PubSubTransport(outbox, self.topic)
         self.pipeline = BatchPipeline(processor=processor, transport=self.transport, metrics=self.metrics,
                                       max_deliveries=max_deliveries, retry_max_backoff_s=retry_max_backoff_s,
-                                      stopping=self.stopping)
+                                      stopping=self.stopping, evaluations=evaluations)
         self.queue: asyncio.Queue[Any] = asyncio.Queue()  # messages from the client's threads
         self.stream: Any = None  # the StreamingPullFuture, once subscribed
         self.stream_error: BaseException | None = None

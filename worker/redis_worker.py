@@ -128,7 +128,7 @@ class RedisStreamsWorker:
                  claim_idle_ms: int = 30_000, reclaim_interval_s: float = 5.0, max_deliveries: int = 5,
                  retry_max_backoff_s: float = 10.0, shutdown_grace_s: float = 20.0, liveness_stall_s: float = 300.0,
                  ops_host: str = "0.0.0.0", ops_port: int = 9464, metrics: WorkerMetrics | None = None,
-                 window_client: Redis | None = None) -> None:
+                 evaluations: Any = None, window_client: Redis | None = None) -> None:
         self.client = client
         self.window_client = window_client or client
         self.stream = stream
@@ -142,7 +142,7 @@ class RedisStreamsWorker:
                                                consumer_name=consumer_name)
         self.pipeline = BatchPipeline(processor=processor, transport=self.transport, metrics=self.metrics,
                                       max_deliveries=max_deliveries, retry_max_backoff_s=retry_max_backoff_s,
-                                      stopping=self.stopping)
+                                      stopping=self.stopping, evaluations=evaluations)
         # Entries this process is handling (or retrying): the reclaimer must not start a second
         # handling of them, or a session would get two results.
         self.in_flight: set[str] = set()

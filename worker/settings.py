@@ -47,8 +47,9 @@ class Settings(BaseSettings):
                                           "confidence as the probability a reviewer confirms")
     learned_detector_file: Path | None = Field(None, description="a model `bias-audit learn` wrote: adopted types' "
                                                "confidence as its confirm probability")
-    otlp_endpoint: str | None = Field(None, description="OTLP/HTTP traces URL (e.g. http://collector:4318/v1/traces): "
-                                      "the API's spans go there; unset = no tracing")
+    otlp_endpoint: str | None = Field(None, description="OTLP/HTTP base URL (e.g. http://collector:4318): the API's "
+                                      "spans go to /v1/traces, the workers' gen_ai.evaluation.result events to "
+                                      "/v1/logs (a URL ending in /v1/traces is read as its base); unset = off")
     consent_level: int = Field(1, ge=0, le=4)
     hash_secret: SecretStr | None = None
 

@@ -3,49 +3,25 @@
 
 from __future__ import annotations
 
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
+import pytest
 from fastapi.testclient import TestClient
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from bias_audit.worker.composition import api_app
 from bias_audit.worker.settings import Settings
+from tests.otlp_receiver import OtlpReceiver
 
 
-class Collector(BaseHTTPRequestHandler):
-    received: list[ExportTraceServiceRequest] = []
-
-    def do_POST(self) -> None:  # noqa: N802 - the handler's name
-        body = self.rfile.read(int(self.headers["content-length"]))
-        request = ExportTraceServiceRequest()
-        request.ParseFromString(body)
-        Collector.received.append(request)
-        self.send_response(200)
-        self.send_header("content-type", "application/x-protobuf")
-        self.end_headers()
-
-    def log_message(self, *args) -> None:
-        pass
-
-
-def test_requests_become_spans_of_the_callers_trace(tmp_path):
-    server = HTTPServer(("127.0.0.1", 0), Collector)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    endpoint = f"http://127.0.0.1:{server.server_port}/v1/traces"
-    app = api_app(Settings(data_dir=tmp_path, consumer_name="trace", otlp_endpoint=endpoint))
+@pytest.mark.parametrize("suffix", ["", "/", "/v1/traces"])  # a base URL, or the traces URL as before
+def test_requests_become_spans_of_the_callers_trace(tmp_path, suffix):
+    receiver = OtlpReceiver()
+    app = api_app(Settings(data_dir=tmp_path, consumer_name="trace", otlp_endpoint=receiver.url + suffix))
     trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
     with TestClient(app, base_url="http://localhost") as client:
         assert client.get("/healthz", headers={"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"}).status_code == 200
         assert client.get("/nowhere").status_code == 404
-    deadline = time.monotonic() + 10
-    spans = []
-    while time.monotonic() < deadline and len(spans) < 2:
-        spans = [span for request in Collector.received for resource in request.resource_spans
-                 for scope in resource.scope_spans for span in scope.spans]
-        time.sleep(0.1)
-    server.shutdown()
+    spans = receiver.wait(receiver.spans, 2, timeout=10)
+    receiver.close()
+    assert receiver.unknown_paths == []
     by_name = {span.name: span for span in spans}
     assert set(by_name) == {"GET /healthz", "GET unmatched"}
     assert by_name["GET /healthz"].trace_id.hex() == trace_id  # the caller's trace, continued
