@@ -15,7 +15,7 @@ EMBEDDINGS_STAMP := $(VENV)/.installed-embeddings
 LOWEST := .venv-lowest
 # what the unit and Redis suites import beyond the package (the other test tools need newer versions
 # of our dependencies than our lower bounds, and test what those suites do not)
-LOWEST_TEST_TOOLS := pytest krippendorff scikit-learn "httpx<0.28" cloudevents
+LOWEST_TEST_TOOLS := pytest krippendorff scikit-learn "httpx<0.28" cloudevents duckdb
 
 .PHONY: install install-test install-embeddings demo test test-lowest typecheck bench bench-responses lock schemas screenshot system-deps clean
 
@@ -73,7 +73,7 @@ test-lowest: install-test
 	  --disable-pip-version-check -e . $(LOWEST_TEST_TOOLS) -c $(LOWEST).txt
 	$(LOWEST)/bin/python -m pytest -q -m "not pubsub and not postgres and not slow" \
 	  -p no:cacheprovider tests/analysis tests/consumers tests/windows tests/schemas tests/worker tests/producers \
-	  tests/integration/test_redis_worker.py tests/integration/test_evaluation_telemetry.py
+	  tests/storage/test_parquet_export.py tests/integration/test_redis_worker.py tests/integration/test_evaluation_telemetry.py
 
 bench: install-test
 	$(PY) bench/run.py

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -26,13 +27,21 @@ def parse_since(since: str | None, flag: str = "--since") -> datetime | None:
     return start
 
 
+def _rows(connection, kind: str, tenant: str | None, start: datetime | None):
+    from bias_audit.storage.postgres import read_interactions, read_records
+    from bias_audit.storage.postgres.verdicts import read_verdicts
+
+    readers = {"records": read_records, "interactions": read_interactions, "verdicts": read_verdicts}
+    return readers[kind](connection, tenant=tenant, since=start)
+
+
 def export_records(url: str, *, tenant: str | None, start: datetime | None, output: Path | None,
-                   interactions: bool = False) -> int:
-    """Write every matching record (or interaction record), one JSON line each; returns how many."""
+                   kind: str = "records", advance: Callable[[int], object] = lambda n: None) -> int:
+    """Write every matching record (interaction record, verdict), one JSON line each; returns how many."""
     import psycopg
 
     from bias_audit.schemas.safe_text import reason_of, redact
-    from bias_audit.storage.postgres import connect, read_interactions, read_records
+    from bias_audit.storage.postgres import connect
 
     # mode 0600, as the worker's own files: the records name tenants, models and trace ids
     handle = open(output, "wb", opener=lambda path, flags: os.open(path, flags, 0o600)) if output else sys.stdout.buffer
@@ -41,9 +50,11 @@ def export_records(url: str, *, tenant: str | None, start: datetime | None, outp
     count = 0
     try:
         with connect(url) as connection:
-            for record in (read_interactions if interactions else read_records)(connection, tenant=tenant, since=start):
+            for record in _rows(connection, kind, tenant, start):
                 handle.write(orjson.dumps(record) + b"\n")
                 count += 1
+                if count % 10_000 == 0:
+                    advance(10_000)
     except psycopg.Error as error:
         raise CommandError(f"cannot read the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None
     finally:
@@ -52,3 +63,29 @@ def export_records(url: str, *, tenant: str | None, start: datetime | None, outp
         else:
             handle.flush()
     return count
+
+
+def parquet_folder(output: Path | None) -> Path:
+    """The folder a Parquet export goes to: given, and new or empty (parts never mix with old ones)."""
+    if output is None:
+        raise CommandError("--format parquet writes a folder of files: give it with --output DIR")
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise CommandError(f"--output {output} must be a new or empty folder")
+    return output
+
+
+def export_parquet(url: str, *, tenant: str | None, start: datetime | None, output: Path, kind: str = "records",
+                   advance: Callable[[int], object] = lambda n: None):
+    """Every matching row as Parquet under `output`, one folder per UTC day (storage.parquet_export)."""
+    import psycopg
+
+    from bias_audit.schemas.safe_text import reason_of, redact
+    from bias_audit.storage.parquet_export import write_parquet
+    from bias_audit.storage.postgres import connect
+
+    output.mkdir(parents=True, exist_ok=True, mode=0o700)  # the rows name tenants, models and trace ids
+    try:
+        with connect(url) as connection:
+            return write_parquet(_rows(connection, kind, tenant, start), kind, output, advance=advance)
+    except psycopg.Error as error:
+        raise CommandError(f"cannot read the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None

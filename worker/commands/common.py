@@ -124,7 +124,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def progress_bar(label: str, total: int, in_bytes: bool = False):
+def progress_bar(label: str, total: int | None, in_bytes: bool = False):
     """A transient progress bar on stderr; yields the advance callback."""
     from contextlib import contextmanager
 
@@ -133,9 +133,13 @@ def progress_bar(label: str, total: int, in_bytes: bool = False):
 
     @contextmanager
     def bar() -> Iterator[Any]:
+        console = Console(stderr=True)
+        if not console.is_terminal:  # a log or a pipe gets the summary line only
+            yield lambda n: None
+            return
         done = DownloadColumn() if in_bytes else MofNCompleteColumn()
         with Progress(label, BarColumn(), done, TimeRemainingColumn(),
-                      console=Console(stderr=True), transient=True) as progress:
+                      console=console, transient=True) as progress:
             task = progress.add_task(label, total=total)
             yield lambda n: progress.advance(task, n)
 

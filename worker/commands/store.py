@@ -11,16 +11,18 @@ import typer
 from bias_audit.schemas.errors import CommandError
 from bias_audit.schemas.safe_text import reason_of, redact
 
-from .common import FLAG, DataDirOpt, StoreOpt, command, say, store_for
+from .common import FLAG, DataDirOpt, StoreOpt, command, progress_bar, say, store_for
 
 
 class ExportKind(str, Enum):
     records = "records"
     interactions = "interactions"
+    verdicts = "verdicts"
 
 
 class ExportFormat(str, Enum):
     jsonl = "jsonl"
+    parquet = "parquet"
 
 
 @command
@@ -30,25 +32,35 @@ def export(
     since: Annotated[Optional[str], typer.Option(metavar="ISO", help="only sessions at or after this time, "
                                                  "e.g. 2026-11-01T00:00:00Z")] = None,
     kind: Annotated[ExportKind, typer.Option(help="records: the bias metric records of council sessions; "
-                                             "interactions: the LLM interaction audits")] = ExportKind.records,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of "
-                                                   "stdout (created with mode 0600)")] = None,
+                                             "interactions: the LLM interaction audits; verdicts: the judge "
+                                             "verdicts (without queries or answers)")] = ExportKind.records,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="PATH", help="jsonl: write this file "
+                                                   "instead of stdout (mode 0600); parquet: the new or empty "
+                                                   "folder to write")] = None,
     format: Annotated[ExportFormat, typer.Option("--format", "-f", help="jsonl: one record per line, the "
-                                                 "interchange format")] = ExportFormat.jsonl,
+                                                 "interchange format; parquet: typed columns, a folder per UTC day, "
+                                                 "for BigQuery, ClickHouse or DuckDB (docs/parquet.md)")] = ExportFormat.jsonl,
     data_dir: DataDirOpt = None,
 ) -> None:
-    """Write the stored records as JSONL (the bias metric record contract).
+    """Write the stored records as JSONL (the bias metric record contract) or as Parquet.
 
-    llm-council-core and `bias-audit report --input` read the output. Session by session in time
-    order; memory stays flat however many there are. With no --store, the data directory's
-    embedded store (the one `worker` starts)."""
-    from ..export import export_records, parse_since
+    llm-council-core and `bias-audit report --input` read the JSONL. Parquet goes to a folder,
+    `day=YYYY-MM-DD/part-00000.parquet`, that warehouses load as it is. Session by session in
+    time order; memory stays flat however many there are. With no --store, the data
+    directory's embedded store (the one `worker` starts)."""
+    from ..export import export_parquet, export_records, parquet_folder, parse_since
 
     start = parse_since(since)
-    with store_for(store, data_dir, "export reads (JSONL stores are already in the export format)") as url:
-        count = export_records(url, tenant=tenant, start=start, output=output,
-                               interactions=kind is ExportKind.interactions)
-    say(f"exported {count} records" + (f" to {output}" if output else ""))
+    folder = parquet_folder(output) if format is ExportFormat.parquet else None
+    with store_for(store, data_dir, "export reads (JSONL stores are already in the export format)") as url, \
+            progress_bar(f"exporting {kind.value}", None) as advance:
+        if folder is not None:
+            written = export_parquet(url, tenant=tenant, start=start, output=folder, kind=kind.value, advance=advance)
+            say(f"exported {written.rows} {kind.value} to {len(written.files)} Parquet files "
+                f"({written.bytes / 1e6:.1f} MB) under {folder}")
+            return
+        count = export_records(url, tenant=tenant, start=start, output=output, kind=kind.value, advance=advance)
+    say(f"exported {count} {kind.value}" + (f" to {output}" if output else ""))
 
 
 class ImportSource(str, Enum):
