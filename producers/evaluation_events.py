@@ -34,22 +34,19 @@ def parent_of(traceparent: str | None, trace_id: str | None) -> tuple[int, int]:
     return 0, 0
 
 
-def _ours(result: AuditResult) -> dict[str, str | float | int | bool]:
-    attributes: dict[str, str | float | int | bool] = {
-        "bias_audit.audit_id": result.audit_id, "bias_audit.source": result.source,
-        "bias_audit.tenant_id": result.tenant_id, "bias_audit.trace_id": result.trace_id,
-        "bias_audit.overall_bias_risk": result.overall_bias_risk,
-    }
-    if result.cloudevent_id:
-        attributes["bias_audit.cloudevent_id"] = result.cloudevent_id
+def _keys(result: AuditResult) -> dict[str, str | float | int | bool]:
+    """What ties an event to our result, on every event: few, since each attribute costs the
+    worker time in the SDK for every event."""
+    keys: dict[str, str | float | int | bool] = {"bias_audit.audit_id": result.audit_id,
+                                                  "bias_audit.tenant_id": result.tenant_id}
     if result.response_id:
-        attributes["gen_ai.response.id"] = result.response_id
-    return attributes
+        keys["gen_ai.response.id"] = result.response_id
+    return keys
 
 
 def evaluation_events(result: AuditResult, traceparent: str | None = None) -> list[EvaluationEvent]:
     trace_id, span_id = parent_of(traceparent, result.trace_id)
-    ours = _ours(result)
+    keys = _keys(result)
     flagged = ", ".join(result.bias_type)
     summary = {
         "gen_ai.evaluation.name": SUMMARY_NAME,
@@ -57,10 +54,14 @@ def evaluation_events(result: AuditResult, traceparent: str | None = None) -> li
         "gen_ai.evaluation.score.label": "biased" if result.bias_detected else "unbiased",
         "gen_ai.evaluation.explanation": (f"{flagged} flagged" if result.bias_type else "no bias flagged")
                                          + f"; overall risk {result.overall_bias_risk}",
-        "bias_audit.bias_detected": result.bias_detected,
-        "bias_audit.flags": len(result.bias_type),
-        **ours,
+        "bias_audit.source": result.source,
+        "bias_audit.overall_bias_risk": result.overall_bias_risk,
+        **keys,
     }
+    if not trace_id:  # the trace id is not a W3C one, so the record cannot carry it: an attribute does
+        summary["bias_audit.trace_id"] = result.trace_id
+    if result.cloudevent_id:
+        summary["bias_audit.cloudevent_id"] = result.cloudevent_id
     events = [EvaluationEvent(summary, result.bias_detected, trace_id, span_id)]
     for bias_type in result.bias_type:
         score = result.bias_score.get(bias_type)
@@ -69,7 +70,7 @@ def evaluation_events(result: AuditResult, traceparent: str | None = None) -> li
             "gen_ai.evaluation.score.label": "flagged",
             "gen_ai.evaluation.explanation": f"{bias_type} flagged in {result.source} {result.audit_id}"
                                              + (f" (score {score:.4g})" if score is not None else ""),
-            **ours,
+            **keys,
         }
         if score is not None:
             attributes["gen_ai.evaluation.score.value"] = float(score)

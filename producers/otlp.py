@@ -59,9 +59,10 @@ class EvaluationEventExporter:
         for outcome in outcomes:
             if outcome.result is None:
                 continue
-            for event in evaluation_events(outcome.result, incoming_traceparent(outcome.delivery.attributes)):
-                context = set_span_in_context(NonRecordingSpan(SpanContext(
-                    event.trace_id, event.span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))))
+            events = evaluation_events(outcome.result, incoming_traceparent(outcome.delivery.attributes))
+            context = set_span_in_context(NonRecordingSpan(SpanContext(  # one parent for the item's events
+                events[0].trace_id, events[0].span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))))
+            for event in events:
                 self.logger.emit(LogRecord(
                     context=context, event_name=EVENT_NAME, attributes=event.attributes,
                     severity_number=SeverityNumber.WARN if event.flagged else SeverityNumber.INFO,
