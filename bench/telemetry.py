@@ -53,7 +53,7 @@ def one_run(bodies: list[bytes], endpoint: str | None) -> tuple[float, float, in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     options = parser.parse_args()
     bodies = [json.dumps(s).encode() for s in kb_sessions(options.sessions)]
     receiver = OtlpReceiver()
@@ -68,12 +68,14 @@ def main() -> None:
     receiver.close()
     table = Table(title=f"Telemetry cost: 1 Redis worker, {options.sessions:,} 5x5 sessions, "
                         f"median of {options.rounds} alternating rounds")
-    for column in ("OTLP", "sessions/s", "vs off", "worker CPU us/session", "results", "log records received"):
+    for column in ("OTLP", "sessions/s", "vs off", "worker CPU us/session", "CPU vs off", "results",
+                   "log records received"):
         table.add_column(column, justify="right")
     base = statistics.median(rate for rate, _, _ in runs["off"])
+    base_cpu = statistics.median(cpu for _, cpu, _ in runs["off"])
     for name, values in runs.items():
-        rate = statistics.median(r for r, _, _ in values)
-        table.add_row(name, f"{rate:,.0f}", f"{rate / base:.3f}", f"{statistics.median(c for _, c, _ in values):,.0f}",
+        rate, cpu = statistics.median(r for r, _, _ in values), statistics.median(c for _, c, _ in values)
+        table.add_row(name, f"{rate:,.0f}", f"{rate / base:.3f}", f"{cpu:,.0f}", f"{cpu / base_cpu:.3f}",
                       f"{min(n for _, _, n in values):,} of {options.sessions:,}",
                       f"{records:,}" if name == "collector up" else "-")
     console.print(table)

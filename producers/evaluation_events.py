@@ -68,8 +68,8 @@ def evaluation_events(result: AuditResult, traceparent: str | None = None) -> li
         attributes: dict[str, str | float | int | bool] = {
             "gen_ai.evaluation.name": bias_type,
             "gen_ai.evaluation.score.label": "flagged",
-            "gen_ai.evaluation.explanation": f"{bias_type} flagged in {result.source} {result.audit_id}"
-                                             + (f" (score {score:.4g})" if score is not None else ""),
+            "gen_ai.evaluation.explanation": f"{bias_type} flagged in this {result.source}"
+                                             + (f" (score {score:.2f})" if score is not None else ""),
             **keys,
         }
         if score is not None:

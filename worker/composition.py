@@ -223,15 +223,12 @@ def in_process_processor(settings: Settings, store=None, interactions=None, *, l
 
 def _worker_limits(settings: Settings) -> dict[str, Any]:
     """What every worker takes from the settings beside its transport's own."""
-    from bias_audit.producers.otlp import evaluation_exporter  # OpenTelemetry only when an endpoint is set
-
     return dict(max_deliveries=settings.max_deliveries, retry_max_backoff_s=settings.retry_max_backoff_s,
                 shutdown_grace_s=settings.shutdown_grace_s, liveness_stall_s=settings.liveness_stall_s,
-                ops_host=settings.ops_host, ops_port=settings.ops_port,
-                evaluations=evaluation_exporter(settings.otlp_endpoint))
+                ops_host=settings.ops_host, ops_port=settings.ops_port)
 
 
-def redis_worker(settings: Settings):
+def redis_worker(settings: Settings, evaluations=None):
     from .multi_input import MultiInputWorker
     from .redis_worker import RedisStreamsWorker
 
@@ -245,18 +242,18 @@ def redis_worker(settings: Settings):
                               response_store=interaction_store(settings), tasks=task_state(settings, window_client),
                               verdicts=_redis_verdicts(settings, window_client, alerts, metrics))
     outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
-    limits = _worker_limits(settings)  # one evaluation exporter for every input of the process
+    limits = _worker_limits(settings)
     workers = [RedisStreamsWorker(
         client=client, processor=processor, outbox=outbox, broker_url=broker_url, stream=topic,
         group=settings.group, consumer_name=settings.consumer_name, batch_size=settings.batch_size,
         poll_ms=settings.poll_ms, claim_idle_ms=settings.claim_idle_ms, reclaim_interval_s=settings.reclaim_interval_s,
-        **limits, metrics=metrics,
+        **limits, metrics=metrics, evaluations=evaluations,
         window_client=window_client) for topic in settings.consumed_topics]
     return workers[0] if len(workers) == 1 else MultiInputWorker(workers, metrics, ops_host=settings.ops_host,
                                                                  ops_port=settings.ops_port)
 
 
-def pubsub_worker(settings: Settings):
+def pubsub_worker(settings: Settings, evaluations=None):
     """Pub/Sub carries the messages; the windows (and exactly-once markers) live in Redis."""
     from bias_audit.producers.pubsub import PubSubOutbox
 
@@ -271,7 +268,7 @@ def pubsub_worker(settings: Settings):
                               response_store=interaction_store(settings), tasks=task_state(settings, window_client),
                               verdicts=_redis_verdicts(settings, window_client, alerts, metrics))
     workers = []
-    limits = _worker_limits(settings)  # one evaluation exporter for every input of the process
+    limits = _worker_limits(settings)
     for topic in settings.consumed_topics:
         # each input drains and closes its own clients
         subscriber, publisher = pubsub_clients(publish_batch=settings.pubsub_publish_batch,
@@ -283,7 +280,7 @@ def pubsub_worker(settings: Settings):
             consumer_name=settings.consumer_name, batch_size=settings.batch_size,
             max_outstanding=settings.pubsub_max_outstanding, max_outstanding_bytes=settings.pubsub_max_outstanding_bytes,
             lease_extension_s=settings.pubsub_lease_extension_s, max_lease_s=settings.pubsub_max_lease_s,
-            **limits, metrics=metrics,
+            **limits, metrics=metrics, evaluations=evaluations,
             window_client=window_client))
     return workers[0] if len(workers) == 1 else MultiInputWorker(workers, metrics, ops_host=settings.ops_host,
                                                                  ops_port=settings.ops_port)

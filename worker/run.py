@@ -69,10 +69,17 @@ def run_worker(settings: Settings, say: Callable[[str], None]) -> None:
         from .gc_tuning import tune_gc
 
         async def serve() -> None:
+            from bias_audit.producers.otlp import evaluation_exporter
+
             build = composition.pubsub_worker if settings.transport == "pubsub" else composition.redis_worker
-            service = build(settings)
+            evaluations = evaluation_exporter(settings.otlp_endpoint)  # one for every input of the process
+            service = build(settings, evaluations)
             tune_gc()  # after imports and wiring: the startup heap leaves every collection
-            await service.run()
+            try:
+                await service.run()
+            finally:
+                if evaluations is not None:  # what is queued goes out, bounded by its timeout
+                    await asyncio.to_thread(evaluations.shutdown)
 
         try:
             asyncio.run(serve())

@@ -43,7 +43,7 @@ def test_a_flagged_result_gives_a_summary_and_one_event_per_type():
     assert length.attributes == {
         "gen_ai.evaluation.name": "length_bias", "gen_ai.evaluation.score.value": 0.62,
         "gen_ai.evaluation.score.label": "flagged",
-        "gen_ai.evaluation.explanation": "length_bias flagged in council.session s-1 (score 0.62)",
+        "gen_ai.evaluation.explanation": "length_bias flagged in this council.session (score 0.62)",
         "gen_ai.response.id": "chatcmpl-9", "bias_audit.audit_id": "s-1", "bias_audit.tenant_id": "acme"}
     assert "gen_ai.evaluation.score.value" not in position.attributes  # no score: none invented
     assert {e.span_id for e in (summary, length, position)} == {int(SPAN, 16)}
