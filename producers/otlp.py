@@ -68,7 +68,7 @@ def _value(value: str | float | int | bool) -> Any:
 def collector_headers(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The collector's headers (e.g. authorization) as the SDK's exporters read them."""
     text = environ.get("OTEL_EXPORTER_OTLP_LOGS_HEADERS") or environ.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
-    return parse_env_headers(text, liberal=True)
+    return dict(parse_env_headers(text, liberal=True))
 
 
 class EvaluationEventExporter:
