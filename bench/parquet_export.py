@@ -3,7 +3,7 @@
     .venv/bin/python bench/parquet_export.py [--records 1000000]
 
 Records are real ones (40 sample sessions audited in process, 25 records each) repeated under new
-session ids and times over 30 days, written as JSONL, then streamed from that file through the
+session ids, times over 30 days and random trace ids, written as JSONL, then streamed from that file through the
 production writer (storage.parquet_export.write_parquet) in a child process per size, so each
 peak RSS is that export's alone. Flat memory: the peak does not grow with the count."""
 
@@ -19,6 +19,7 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from random import Random
 
 from rich.table import Table
 
@@ -41,14 +42,19 @@ def sample_records() -> list[dict]:
 
 
 def write_jsonl(path: Path, count: int, records: list[dict]) -> None:
+    """`count` records: the samples' members, scores and lengths, under new sessions, each with
+    its own time and random trace id (ids are what compresses worst)."""
+    random = Random(7)
     start = datetime(2026, 10, 27, tzinfo=timezone.utc)
     step = timedelta(days=30) / count
     with path.open("w") as handle:
         for n in range(count):
             base = records[n % len(records)]
-            moment = start + step * (n - n % 25)  # a session's 25 records share its time
-            handle.write(json.dumps({**base, "session_id": f"s{n // 25:08d}",
-                                     "timestamp": moment.isoformat().replace("+00:00", "Z")}) + "\n")
+            if n % 25 == 0:  # a session's 25 records share its time and trace
+                moment = (start + step * n).isoformat().replace("+00:00", "Z")
+                trace = f"{random.getrandbits(128):032x}"
+            handle.write(json.dumps({**base, "session_id": f"s{n // 25:08d}", "timestamp": moment,
+                                     "trace_id": trace}) + "\n")
 
 
 def export_child(jsonl: str, folder: str) -> None:
