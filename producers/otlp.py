@@ -87,7 +87,7 @@ class EvaluationEventExporter:
         self.batch, self.delay_s, self.timeout_s = batch, delay_s, timeout_s
         self._attributes: dict[tuple[str, Any], Any] = {}
         self.queue: deque[Any] = deque(maxlen=max_queue)  # full: the oldest go, never the worker's time
-        self.exported = self.failed = 0
+        self.exported = self.failed = self.dropped = 0  # sent; lost to the collector; pushed out of a full queue
         self._wake = threading.Event()
         self._stopping = False
         self._last_warning = 0.0
@@ -101,6 +101,8 @@ class EvaluationEventExporter:
                 continue
             item: dict[tuple[str, Any], Any] = {}  # the item's own ids, shared by its events
             for event in evaluation_events(outcome.result, incoming_traceparent(outcome.delivery.attributes)):
+                if len(self.queue) == self.queue.maxlen:
+                    self.dropped += 1
                 self.queue.append(LogRecord(
                     time_unix_nano=now, observed_time_unix_nano=now, event_name=EVENT_NAME,
                     severity_number=SEVERITY_WARN if event.flagged else SEVERITY_INFO,  # type: ignore[arg-type]

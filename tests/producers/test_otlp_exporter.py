@@ -59,7 +59,7 @@ def test_a_full_queue_drops_the_oldest_and_an_absent_collector_only_counts():
     exporter = EvaluationEventExporter(f"http://127.0.0.1:{free_port()}", max_queue=10, batch=1_000, delay_s=30,
                                        timeout_s=1)
     exporter.emit(outcomes(30))  # 30 summaries into a queue of 10: no waiting, no error
-    assert len(exporter.queue) == 10
+    assert len(exporter.queue) == 10 and exporter.dropped == 20
     assert [dict((kv.key, kv.value.string_value) for kv in r.attributes)["bias_audit.audit_id"]
             for r in exporter.queue][:1] == ["a20"]  # the newest ten kept
     started = time.monotonic()
