@@ -95,6 +95,14 @@ class EvaluationEventExporter:
         self._thread.start()
 
     def emit(self, outcomes: Iterable[Outcome]) -> None:
+        """Queue the outcomes' events; never blocks on the network, never raises (telemetry that
+        fails is lost, the audits are not)."""
+        try:
+            self._emit(outcomes)
+        except Exception as error:
+            log.warning("evaluation events not built", extra={"error": repr(error)})
+
+    def _emit(self, outcomes: Iterable[Outcome]) -> None:
         now = time.time_ns()
         for outcome in outcomes:
             if outcome.result is None:

@@ -5,6 +5,8 @@ share lives on `app.state.api` (service/state.py); the caller is a dependency.
 
 from __future__ import annotations
 
+import asyncio
+
 import logging
 import time
 from contextlib import asynccontextmanager
@@ -31,7 +33,7 @@ from .state import ApiState, trace_id_of
 def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, council_topic: str,
                default_swaps: dict[str, str], verifier: TokenVerifier | None = None, audit_store: Any = None,
                report: Any = None, tracer: Any = None, loopback_only: bool = False,
-               verdicts_topic: str = "judge.verdicts", judge_report: Any = None) -> FastAPI:
+               verdicts_topic: str = "judge.verdicts", judge_report: Any = None, evaluations: Any = None) -> FastAPI:
     """verifier None: no auth (loopback, or --insecure-no-auth). audit_store (storage.audit_api's
     AuditStore, a PostgreSQL store): the GraphQL API, GET /audits/{id} and the review page.
     loopback_only: answer only requests addressed to a loopback name (auth off on loopback)."""
@@ -45,6 +47,8 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
         finally:
             if audit_store is not None:
                 await audit_store.close()
+            if evaluations is not None:  # what is queued goes out, bounded by its timeout
+                await asyncio.to_thread(evaluations.shutdown)
 
     app = FastAPI(title="bias-audit", version="1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Bias audits of single LLM responses and of LLM council sessions; the audit log "
@@ -52,7 +56,7 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
     state = ApiState(consumer=consumer, max_body_bytes=max_body_bytes, llm_topic=llm_topic,
                      council_topic=council_topic, default_swaps=default_swaps, verifier=verifier,
                      audit_store=audit_store, report=report, cache=ResultCache(), verdicts_topic=verdicts_topic,
-                     judge_report=judge_report)
+                     judge_report=judge_report, evaluations=evaluations)
     app.state.api = state
     routers = [events.router]
     ops.mount_docs(app)

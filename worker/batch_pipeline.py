@@ -50,7 +50,7 @@ class Transport(Protocol):
 
 class EvaluationSink(Protocol):
     def emit(self, outcomes: list[Outcome]) -> None:
-        """Queue the batch's evaluation events for export; never blocks on the network."""
+        """Queue the batch's evaluation events for export; never blocks on the network, never raises."""
 
 
 class BatchPipeline:
@@ -114,13 +114,9 @@ class BatchPipeline:
                 return
 
     def _evaluated(self, outcomes: list[Outcome]) -> None:
-        """After the acknowledgement: telemetry that fails is lost, the audits are not."""
-        if self.evaluations is None:
-            return
-        try:
+        """After the acknowledgement: the events of what was acknowledged, once."""
+        if self.evaluations is not None:
             self.evaluations.emit(outcomes)
-        except Exception as error:
-            log.warning("evaluation events not exported", extra={"error": repr(error)})
 
     async def _release(self, deliveries: list[Delivery]) -> None:
         with suppress(*self.transient):

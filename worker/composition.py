@@ -291,6 +291,7 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
     appending records and interaction records like a worker does."""
     from bias_audit.lexicons.load import shipped_lexicons
     from bias_audit.service.app import create_app
+    from bias_audit.producers.otlp import evaluation_exporter
     from bias_audit.service.tracing import tracer_for  # OpenTelemetry itself only when an endpoint is set
 
     processor = in_process_processor(settings, record_store(settings), interaction_store(settings), long_running=True,
@@ -309,7 +310,8 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
                       verifier=verifier, audit_store=audit_store, report=report,
                       tracer=tracer_for(settings.otlp_endpoint),
                       loopback_only=verifier is None if loopback_only is None else loopback_only,
-                      verdicts_topic=settings.verdicts_topic, judge_report=judges)
+                      verdicts_topic=settings.verdicts_topic, judge_report=judges,
+                      evaluations=evaluation_exporter(settings.otlp_endpoint))
 
 
 def token_verifier(settings: Settings):

@@ -129,8 +129,9 @@ async def _audit(request: Request, caller: Principal, state: ApiState, topic: st
                            "urn:bias-audit:problem:forbidden")
     else:
         # the request's trace id reaches the result and the stored row, as a transport's would
-        trace_id = trace_id_of(request.headers)
-        response = await _answer(state, body, topic, kind, id_field, {"trace_id": trace_id} if trace_id else {})
+        trace_id, traceparent = trace_id_of(request.headers), request.headers.get("traceparent")
+        attributes = {name: value for name, value in (("trace_id", trace_id), ("traceparent", traceparent)) if value}
+        response = await _answer(state, body, topic, kind, id_field, attributes)
     state.metrics.requests.labels(kind, str(response.status_code)).inc()
     state.metrics.latency.labels(kind).observe(time.perf_counter() - started)
     return response
@@ -148,6 +149,8 @@ async def _answer(state: ApiState, body: bytes, topic: str, kind: str, id_field:
     cache = state.cache
     if outcome.result is not None:
         await state.consumer.published([outcome])
+        if state.evaluations is not None:
+            state.evaluations.emit([outcome])
         answer = outcome.result.model_dump_json().encode()
         cache.put((outcome.result.tenant_id, kind, outcome.result.audit_id), answer, _sha256(body))
         return Response(answer, media_type="application/json")

@@ -33,3 +33,24 @@ def test_no_endpoint_no_tracer(tmp_path):
     from bias_audit.service.tracing import tracer_for
 
     assert tracer_for(None) is None and tracer_for("") is None
+
+
+def test_audits_through_the_api_become_evaluation_events_of_the_callers_span(tmp_path):
+    from bias_audit.worker.samples import generate_sessions
+    from tests.otlp_receiver import attributes_of
+
+    receiver = OtlpReceiver()
+    app = api_app(Settings(data_dir=tmp_path, consumer_name="trace", otlp_endpoint=receiver.url))
+    caller_trace, caller_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    session = {**generate_sessions(1, seed=93)[0], "trace_id": None}
+    with TestClient(app, base_url="http://localhost") as client:
+        answer = client.post("/audit-session", json=session,
+                             headers={"traceparent": f"00-{caller_trace}-{caller_span}-01"})
+        assert answer.status_code == 200, answer.text
+    result = answer.json()
+    records = receiver.wait(receiver.log_records, 1 + len(result["bias_type"]), timeout=10)  # sent at shutdown
+    receiver.close()
+    names = sorted(attributes_of(r)["gen_ai.evaluation.name"] for r in records)
+    assert names == sorted(["bias", *result["bias_type"]])
+    assert {(r.trace_id.hex(), r.span_id.hex()) for r in records} == {(caller_trace, caller_span)}
+    assert result["trace_id"] == caller_trace
