@@ -49,6 +49,7 @@ def test_audits_through_the_api_become_evaluation_events_of_the_callers_span(tmp
         assert answer.status_code == 200, answer.text
     result = answer.json()
     records = receiver.wait(receiver.log_records, 1 + len(result["bias_type"]), timeout=10)  # sent at shutdown
+    receiver.wait(receiver.spans, 1, timeout=10)  # the request's span too, before the receiver goes
     receiver.close()
     names = sorted(attributes_of(r)["gen_ai.evaluation.name"] for r in records)
     assert names == sorted(["bias", *result["bias_type"]])
