@@ -102,6 +102,13 @@ def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypa
     assert exported.returncode == 0, exported.stderr
     assert sorted(json.loads(line)["audit_id"] for line in exported.stdout.splitlines()) == [
         "example-response-1", "example-response-2"]
+    parquet = cli("export", "--format", "parquet", "-o", "audit-parquet", cwd=elsewhere,
+                  env={"BIAS_AUDIT_DATA_DIR": str(data)})
+    assert parquet.returncode == 0, parquet.stderr
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(sorted((elsewhere / "audit-parquet").glob("day=*/*.parquet")))
+    assert table.num_rows > 0 and parquet.stderr.startswith(f"exported {table.num_rows} records to ")
 
 
 def test_report_with_no_records_yet_says_where_it_looked(tmp_path):
