@@ -7,8 +7,9 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-# From a millisecond (a window update) to half a minute: the tail matters during outages.
+# the judge window's rates a gauge follows (the dashboard's position consistency among them)
 JUDGE_RATES = ("first_position_rate", "length_preference", "position_consistency")
+# From a millisecond (a window update) to half a minute: the tail matters during outages.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
