@@ -24,7 +24,7 @@ M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("bias_audit.consumer")
 
 RAW_TEXT_FIELDS = ("query", "original_query")  # never stored, logged or forwarded
-_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
 
 
 def utc_now_iso() -> str:
@@ -55,11 +55,18 @@ class InvalidEvent(Exception):
 MAX_TRACE_ID_CHARS = 128
 
 
-def trace_id_from_traceparent(traceparent: str | None) -> str | None:
+def traceparent_ids(traceparent: str | None) -> tuple[str, str | None] | None:
+    """(trace id, parent span id) of a W3C traceparent; None when it is not one, or its trace id is
+    all zeros; the span None when it is all zeros."""
     match = _TRACEPARENT.match(traceparent.strip().lower()) if traceparent else None
     if not match or match.group(1) == "0" * 32:
         return None
-    return match.group(1)
+    return match.group(1), None if match.group(2) == "0" * 16 else match.group(2)
+
+
+def trace_id_from_traceparent(traceparent: str | None) -> str | None:
+    ids = traceparent_ids(traceparent)
+    return ids[0] if ids else None
 
 
 def incoming_traceparent(attributes: dict[str, str]) -> str | None:

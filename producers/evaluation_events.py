@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bias_audit.consumers.envelope import traceparent_ids
 from bias_audit.schemas.results import AuditResult
 
 EVENT_NAME = "gen_ai.evaluation.result"
 SUMMARY_NAME = "bias"  # gen_ai.evaluation.name of the summary event; a flag's is its bias type
-_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}")
 _HEX_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -26,9 +26,9 @@ class EvaluationEvent:
 def parent_of(traceparent: str | None, trace_id: str | None) -> tuple[int, int]:
     """(trace id, span id) to parent the events to: the caller's traceparent when it sent one,
     else its 32-hex trace_id alone; (0, 0) when neither is a W3C id."""
-    match = _TRACEPARENT.match(traceparent.strip().lower()) if traceparent else None
-    if match and int(match.group(1), 16) and int(match.group(2), 16):
-        return int(match.group(1), 16), int(match.group(2), 16)
+    ids = traceparent_ids(traceparent)
+    if ids and ids[1]:
+        return int(ids[0], 16), int(ids[1], 16)
     if trace_id and _HEX_TRACE_ID.match(trace_id) and int(trace_id, 16):
         return int(trace_id, 16), 0
     return 0, 0
@@ -36,7 +36,7 @@ def parent_of(traceparent: str | None, trace_id: str | None) -> tuple[int, int]:
 
 def _keys(result: AuditResult) -> dict[str, str | float | int | bool]:
     """What ties an event to our result, on every event: few, since each attribute costs the
-    worker time in the SDK for every event."""
+    worker time in the exporter for every event."""
     keys: dict[str, str | float | int | bool] = {"bias_audit.audit_id": result.audit_id,
                                                   "bias_audit.tenant_id": result.tenant_id}
     if result.response_id:
