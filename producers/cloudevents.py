@@ -1,6 +1,6 @@
 """CloudEvents 1.0 attributes for our messages, in binary content mode: the body stays the JSON
 document and the attributes ride beside it, as `ce_*` fields on Redis Streams and, through
-`pubsub_attributes`, as the Pub/Sub binding's `ce-*` attributes (datacontenttype as content-type).
+`pubsub_attribute_name`, as the Pub/Sub binding's `ce-*` attributes (datacontenttype as content-type).
 Ids are derived from what the message is about, so a message published again is the same event."""
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 as OTLP log records. Off unless BIAS_AUDIT_OTLP_ENDPOINT is set.
 
 The records are built straight as the official opentelemetry-proto messages and posted in
-batches by one background thread: the SDK's logs pipeline (LogRecord, attribute cleaning,
-BatchLogRecordProcessor, its pure-Python encoder) cost the worker 12% of its throughput, this
-path a few per cent (bench/telemetry.py). A full queue drops the oldest records and a down or
+batches by one background thread, without the SDK's per-record logs pipeline (docs/dependencies.md
+says why; bench/telemetry.py measures it). A full queue drops the oldest records and a down or
 slow collector loses telemetry, never audits: nothing here waits on the network in the worker's
 loop. Collector headers come from OTEL_EXPORTER_OTLP_LOGS_HEADERS / OTEL_EXPORTER_OTLP_HEADERS, as
 the SDK's exporters read them."""

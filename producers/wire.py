@@ -35,39 +35,34 @@ def wire_fields(data: bytes | str, *, event_type: str, tenant_id: str | None, tr
     return fields
 
 
+def _entry(topic: str, document, *, tenant_id: str | None, key: str, time: str | None,
+           subject: str | None) -> tuple[str, dict]:
+    """One output message: the document, its plain fields and its CloudEvents attributes."""
+    return topic, wire_fields(document.model_dump_json(), event_type=document.event_type, tenant_id=tenant_id,
+                              trace_id=document.trace_id,
+                              cloud_event=cloudevent_fields(event_type=document.event_type, key=key, time=time,
+                                                            subject=subject))
+
+
 def outcome_entries(outcomes: Iterable[Outcome], topics: OutputTopics) -> list[tuple[str, dict]]:
     entries = []
     for outcome in outcomes:
         if outcome.result is not None:
             result = outcome.result
-            entries.append((topics.results, wire_fields(
-                result.model_dump_json(), event_type=result.event_type,
-                tenant_id=result.tenant_id, trace_id=result.trace_id,
-                cloud_event=cloudevent_fields(event_type=result.event_type, key=f"{result.tenant_id}\x1f{result.audit_id}",
-                                              time=result.timestamp, subject=result.audit_id))))
-            for alert in outcome.alerts or ():
-                entries.append((topics.alerts, wire_fields(
-                    alert.model_dump_json(), event_type=alert.event_type,
-                    tenant_id=alert.tenant_id, trace_id=alert.trace_id,
-                    cloud_event=cloudevent_fields(event_type=alert.event_type, key=alert.alert_id,
-                                                  time=alert.detected_at, subject=alert.session_id or alert.alert_id))))
-            for task in outcome.tasks or ():
-                entries.append((topics.tasks, wire_fields(
-                    task.model_dump_json(), event_type=task.event_type, tenant_id=task.tenant_id,
-                    trace_id=task.trace_id,
-                    cloud_event=cloudevent_fields(event_type=task.event_type, key=task.task_id,
-                                                  time=task.detected_at, subject=task.task_id))))
+            entries.append(_entry(topics.results, result, tenant_id=result.tenant_id,
+                                  key=f"{result.tenant_id}\x1f{result.audit_id}", time=result.timestamp,
+                                  subject=result.audit_id))
+            entries += [_entry(topics.alerts, alert, tenant_id=alert.tenant_id, key=alert.alert_id,
+                               time=alert.detected_at, subject=alert.session_id or alert.alert_id)
+                        for alert in outcome.alerts or ()]
+            entries += [_entry(topics.tasks, task, tenant_id=task.tenant_id, key=task.task_id, time=task.detected_at,
+                               subject=task.task_id) for task in outcome.tasks or ()]
         elif outcome.dead_letter is not None:
-            letter = outcome.dead_letter
-            delivery = outcome.delivery
-            letter_event = cloudevent_fields(event_type=letter.event_type, key=f"{delivery.source_topic}\x1f{delivery.delivery_id}",
-                                             time=letter.received_at, subject=delivery.delivery_id)
-            entries.append((topics.deadletter, wire_fields(
-                letter.model_dump_json(), event_type=letter.event_type,
-                tenant_id=None, trace_id=letter.trace_id, cloud_event=letter_event)))
-            if topics.raw_deadletter and letter.payload_encoding == "omitted":
-                raw = raw_dead_letter(delivery, letter)
-                entries.append((topics.raw_deadletter, wire_fields(
-                    raw.model_dump_json(), event_type=raw.event_type, tenant_id=None, trace_id=raw.trace_id,
-                    cloud_event=letter_event)))
+            letter, delivery = outcome.dead_letter, outcome.delivery
+            key = f"{delivery.source_topic}\x1f{delivery.delivery_id}"
+            entries.append(_entry(topics.deadletter, letter, tenant_id=None, key=key, time=letter.received_at,
+                                  subject=delivery.delivery_id))
+            if topics.raw_deadletter and letter.payload_encoding == "omitted":  # the same event, as received
+                entries.append(_entry(topics.raw_deadletter, raw_dead_letter(delivery, letter), tenant_id=None,
+                                      key=key, time=letter.received_at, subject=delivery.delivery_id))
     return entries

@@ -92,7 +92,8 @@ class BatchPipeline:
                 await self._complete(outcomes)
                 self.completed += len(deliveries)
                 self.metrics.completed(self.transport.topic, outcomes, started)
-                self._evaluated(outcomes)
+                if self.evaluations is not None:  # after the acknowledgement: what was acknowledged, once
+                    self.evaluations.emit(outcomes)
                 return
             except self.transient as error:
                 self.metrics.failure(self.transport.topic, "transient", len(deliveries))
@@ -112,11 +113,6 @@ class BatchPipeline:
                 for delivery in deliveries:
                     await self._handle([delivery], started)
                 return
-
-    def _evaluated(self, outcomes: list[Outcome]) -> None:
-        """After the acknowledgement: the events of what was acknowledged, once."""
-        if self.evaluations is not None:
-            self.evaluations.emit(outcomes)
 
     async def _release(self, deliveries: list[Delivery]) -> None:
         with suppress(*self.transient):

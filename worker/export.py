@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -27,36 +28,39 @@ def parse_since(since: str | None, flag: str = "--since") -> datetime | None:
     return start
 
 
-def _rows(connection, kind: str, tenant: str | None, start: datetime | None):
-    from bias_audit.storage.postgres import read_interactions, read_records
+@contextmanager
+def stored_rows(url: str, kind: str, tenant: str | None, start: datetime | None) -> Iterator[Iterator[dict]]:
+    """The store's records, interaction records or verdicts in time order (a server-side cursor);
+    a store that cannot be read is a one-line CommandError."""
+    import psycopg
+
+    from bias_audit.schemas.safe_text import reason_of, redact
+    from bias_audit.storage.postgres import connect, read_interactions, read_records
     from bias_audit.storage.postgres.verdicts import read_verdicts
 
     readers = {"records": read_records, "interactions": read_interactions, "verdicts": read_verdicts}
-    return readers[kind](connection, tenant=tenant, since=start)
+    try:
+        with connect(url) as connection:
+            yield readers[kind](connection, tenant=tenant, since=start)
+    except psycopg.Error as error:
+        raise CommandError(f"cannot read the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None
 
 
 def export_records(url: str, *, tenant: str | None, start: datetime | None, output: Path | None,
                    kind: str = "records", advance: Callable[[int], object] = lambda n: None) -> int:
     """Write every matching record (interaction record, verdict), one JSON line each; returns how many."""
-    import psycopg
-
-    from bias_audit.schemas.safe_text import reason_of, redact
-    from bias_audit.storage.postgres import connect
-
     # mode 0600, as the worker's own files: the records name tenants, models and trace ids
     handle = open(output, "wb", opener=lambda path, flags: os.open(path, flags, 0o600)) if output else sys.stdout.buffer
     if output:
         os.fchmod(handle.fileno(), 0o600)  # a file that was there keeps its old mode otherwise
     count = 0
     try:
-        with connect(url) as connection:
-            for record in _rows(connection, kind, tenant, start):
+        with stored_rows(url, kind, tenant, start) as rows:
+            for record in rows:
                 handle.write(orjson.dumps(record) + b"\n")
                 count += 1
                 if count % 10_000 == 0:
                     advance(10_000)
-    except psycopg.Error as error:
-        raise CommandError(f"cannot read the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None
     finally:
         if output:
             handle.close()
@@ -77,15 +81,8 @@ def parquet_folder(output: Path | None) -> Path:
 def export_parquet(url: str, *, tenant: str | None, start: datetime | None, output: Path, kind: str = "records",
                    advance: Callable[[int], object] = lambda n: None):
     """Every matching row as Parquet under `output`, one folder per UTC day (storage.parquet_export)."""
-    import psycopg
-
-    from bias_audit.schemas.safe_text import reason_of, redact
     from bias_audit.storage.parquet_export import write_parquet
-    from bias_audit.storage.postgres import connect
 
     output.mkdir(parents=True, exist_ok=True, mode=0o700)  # the rows name tenants, models and trace ids
-    try:
-        with connect(url) as connection:
-            return write_parquet(_rows(connection, kind, tenant, start), kind, output, advance=advance)
-    except psycopg.Error as error:
-        raise CommandError(f"cannot read the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None
+    with stored_rows(url, kind, tenant, start) as rows:
+        return write_parquet(rows, kind, output, advance=advance)
