@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bias_audit.schemas.scale import parse_score_scale
+
 from ._text import count_words
 
 PREFERENCE_LEVELS = {"A>>B": 2, "A>B": 1, "A=B": 0, "B>A": -1, "B>>A": -2}
@@ -29,14 +31,22 @@ class JudgedGame:
     game: int | None = None  # 1, 2, ...: game 2 shows game 1's candidates in the other order
     repetition: int = 0
     order_known: bool = True  # False: the source does not record which candidate was shown first
+    order_randomized: bool = False  # the source drew each item's display order at random
     lengths: tuple[int | None, ...] = ()  # words per candidate, in display order
     baseline: int | None = None  # position of the source's reference answer
     label: int | None = None  # the reference verdict's direction (-1, 0, 1) in this game's positions
     humans: tuple[int, ...] = ()  # human verdicts' levels in this game's positions
+    score: float | None = None  # single-answer grading: the one candidate's score
+    scale: tuple[float, float] | None = None  # the score's scale as the source names it (e.g. 1-10)
 
     @property
     def key(self) -> tuple[str, str | None]:
         return (self.judge, self.prompt)
+
+    @property
+    def failed(self) -> bool:
+        """The judge gave no verdict: no side preferred and no score."""
+        return self.level is None and self.score is None
 
     @property
     def direction(self) -> int | None:
@@ -78,6 +88,8 @@ def game_from_event(event: Mapping[str, Any]) -> JudgedGame:
     kind = verdict["kind"]
     level: int | None
     p_first: float | None
+    score: float | None = None
+    scale: tuple[float, float] | None = None
     if kind == "pairwise":
         level = level_of(verdict["preference"])
         p_first = (sign(level) + 1) / 2
@@ -89,8 +101,10 @@ def game_from_event(event: Mapping[str, Any]) -> JudgedGame:
         if len(scores) == 2:
             level = sign(scores[0] - scores[1])
             p_first = (level + 1) / 2
-        else:  # one answer scored alone (pointwise grading): no side to prefer
+        else:  # one answer scored alone (single-answer grading): a score, no side to prefer
             level, p_first = None, None
+            if len(scores) == 1:
+                score, scale = float(scores[0]), scale_of(verdict.get("scale"))
     else:
         level, p_first = None, None
     lengths = tuple(c.get("length_words") if c.get("length_words") is not None else
@@ -109,5 +123,16 @@ def game_from_event(event: Mapping[str, Any]) -> JudgedGame:
     return JudgedGame(
         judge=judge["model"], prompt=judge.get("prompt"), item=event["item_id"], models=models, level=level,
         p_first=p_first, game=event.get("game"), repetition=event.get("repetition") or 0,
-        order_known=event.get("order_known", True), lengths=lengths, baseline=baseline,
-        label=None if label is None else sign(level_of(label)), humans=tuple(humans))
+        order_known=event.get("order_known", True), order_randomized=bool(event.get("order_randomized")),
+        lengths=lengths, baseline=baseline, label=None if label is None else sign(level_of(label)),
+        humans=tuple(humans), score=score, scale=scale)
+
+
+def scale_of(name: object) -> tuple[float, float] | None:
+    """A score scale named "min-max" (MT-Bench's "1-10"); None for "unbounded" or no name."""
+    if not isinstance(name, str):
+        return None
+    try:
+        return parse_score_scale(name)
+    except ValueError:
+        return None

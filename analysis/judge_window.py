@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .judge_games import JudgedGame
-from .judges import (PRACTICAL_RATE, Metric, flagged_metrics, half_rate_metric, longer_preferred, pair_key,
-                     rate_metric)
+from .judge_metric import Metric, half_rate_metric, rate_metric
+from .judges import PRACTICAL_RATE, flagged_metrics, longer_preferred, pair_key
 
-N, FAILED, TIES, FIRST_DECIDED, FIRST_WON, LENGTH_DECIDED, LONGER_WON, PAIRS, CONSISTENT = (
-    "j:n", "j:failed", "j:ties", "j:fd", "j:fw", "j:ld", "j:lw", "j:pn", "j:pc")
+N, FAILED, GRADED, TIES, FIRST_DECIDED, FIRST_WON, LENGTH_DECIDED, LONGER_WON, PAIRS, CONSISTENT = (
+    "j:n", "j:failed", "j:graded", "j:ties", "j:fd", "j:fw", "j:ld", "j:lw", "j:pn", "j:pc")
 MIN_DRIFT = 50  # decided verdicts each side needs before a drift is judged
 # Checked at every verdict, so at a strict level: a drift fires when the two-proportion z of the
 # recent rate against the baseline's reaches 4 (a 95% CI fires on a steady judge again and
@@ -67,8 +67,11 @@ def verdict_contribution(game: JudgedGame, partner: str | None = None) -> dict[s
         out[PAIRS] = 1
         if consistent_with(game, partner):
             out[CONSISTENT] = 1
-    if game.level is None:
+    if game.failed:
         out[FAILED] = 1
+        return out
+    if game.level is None:  # an answer graded alone: a score, no side to prefer
+        out[GRADED] = 1
         return out
     if game.level == 0:
         out[TIES] = 1
@@ -101,7 +104,7 @@ def window_estimates(sums: Mapping[str, int]) -> JudgeWindow:
     metrics = {name: half_rate_metric(sums.get(won, 0), sums.get(decided, 0))
                for name, (decided, won, _) in RATES.items()}
     metrics = flagged_metrics(metrics, [name for name in RATES if metrics[name].n >= MIN_FLAG])
-    metrics["tie_rate"] = rate_metric(sums.get(TIES, 0), n - sums.get(FAILED, 0))
+    metrics["tie_rate"] = rate_metric(sums.get(TIES, 0), n - sums.get(FAILED, 0) - sums.get(GRADED, 0))
     metrics["failed_rate"] = rate_metric(sums.get(FAILED, 0), n)
     metrics["position_consistency"] = rate_metric(sums.get(CONSISTENT, 0), sums.get(PAIRS, 0))
     return JudgeWindow(n, metrics)

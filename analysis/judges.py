@@ -2,12 +2,14 @@
 
 Per judge (model, prompt): position consistency and preference fairness over items judged in
 both orders, first-position rate, length preference, accuracy against labels (JudgeBench's
-rule), tie and failed rates, self-preference against the other judges on the same items, and
-agreement with humans (Cohen's kappa). Per (judge, model): AlpacaEval's win rate against the
-source's baseline. Across judges: Krippendorff's alpha and which judge departs from the others.
+rule), tie and failed rates, self-preference against the other judges on the same items,
+agreement with humans (Cohen's kappa), repeat consistency, and for single-answer grading the
+scores' distribution and their correlation with length (analysis.judge_scores). Per (judge,
+model): AlpacaEval's win rate against the source's baseline, and the mean score. Across judges:
+Krippendorff's alpha and which judge departs from the others.
 
-A flag needs a practical size (0.05 from the neutral value; kappa under 0.4) and p < 0.05 after
-Holm's correction across the judge's tests.
+A flag needs a practical size (0.05 from the neutral value; kappa under 0.4; a score-length rho
+of 0.3, the council's length threshold) and p < 0.05 after Holm's correction across the judge's tests.
 """
 
 from __future__ import annotations
@@ -22,13 +24,17 @@ import numpy as np
 
 from .agreement import krippendorff_alpha_interval
 from .judge_games import LEVEL_NAMES, JudgedGame, sign
+from .judge_metric import Metric, half_rate_metric, rate_metric
+from .judge_scores import (MeanScore, ScoreDistribution, mean_scores, repeat_consistency, score_distribution,
+                           score_length_correlation)
 from .multiple_tests import binomial_two_sided_half, holm
-from .proportions import Z95, wilson_interval
+from .proportions import Z95
 from .special import stdtrit
 from .stats import one_sample_t, sample_std, t_p_values
 
 PRACTICAL_RATE = 0.05  # a rate this far from its neutral value matters
 KAPPA_FLOOR = 0.4  # agreement with humans below this is poor
+PRACTICAL_RHO = 0.3  # a score-length correlation this strong matters (the council's length threshold)
 ALPHA = 0.05
 BOOTSTRAP_ROUNDS = 1000
 MOST_DISAGREED = 5
@@ -36,28 +42,6 @@ MOST_DISAGREED = 5
 JudgeKey = tuple[str, str | None]
 
 
-@dataclass(frozen=True, slots=True)
-class Metric:
-    estimate: float | None
-    ci_lower: float | None
-    ci_upper: float | None
-    n: int
-    p_value: float | None = None  # where a test applies
-    flagged: bool | None = None  # None where no test applies
-
-    def document(self, digits: int = 4) -> dict[str, object]:
-        def r(x: float | None) -> float | None:
-            return None if x is None else round(x, digits)
-
-        out: dict[str, object] = {"estimate": r(self.estimate), "ci_lower": r(self.ci_lower),
-                                  "ci_upper": r(self.ci_upper), "n": self.n}
-        if self.flagged is not None:
-            out["p_value"] = None if self.p_value is None else float(f"{self.p_value:.4g}")
-            out["flagged"] = self.flagged
-        return out
-
-
-EMPTY = Metric(None, None, None, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +62,8 @@ class JudgeSummary:
     both_orders_share: float | None  # items the judge saw in both orders, of those with a known order
     notes: tuple[str, ...] = ()
     disagreements: tuple[Disagreement, ...] = ()
+    score_distribution: ScoreDistribution | None = None  # single-answer grading only
+    single_answer_verdicts: int = 0  # verdicts grading one answer alone (failed ones too)
 
     @property
     def flagged(self) -> list[str]:
@@ -113,26 +99,14 @@ class JudgeReport:
     judges: list[JudgeSummary]
     models: list[WinRate]
     agreement: JudgeAgreement | None
+    mean_scores: list[MeanScore] = field(default_factory=list)
 
 
 METRIC_NAMES = ("position_consistency", "first_position_rate", "preference_fairness", "length_preference",
-                "accuracy", "tie_rate", "failed_rate", "self_preference", "human_agreement")
-TESTED = ("first_position_rate", "preference_fairness", "length_preference", "self_preference", "human_agreement")
-
-
-def rate_metric(k: int, n: int, scale: float = 1.0) -> Metric:
-    if n == 0:
-        return EMPTY
-    low, high = wilson_interval(k, n)
-    return Metric(scale * k / n, scale * low, scale * high, n)
-
-
-def half_rate_metric(k: int, n: int) -> Metric:
-    """A rate whose neutral value is 1/2: Wilson CI, exact binomial p."""
-    if n == 0:
-        return Metric(None, None, None, 0, None, False)
-    low, high = wilson_interval(k, n)
-    return Metric(k / n, low, high, n, binomial_two_sided_half(k, n), False)
+                "accuracy", "tie_rate", "failed_rate", "self_preference", "human_agreement", "repeat_consistency",
+                "score_length_correlation")
+TESTED = ("first_position_rate", "preference_fairness", "length_preference", "self_preference", "human_agreement",
+          "score_length_correlation")
 
 
 def pair_key(game: JudgedGame) -> tuple[str, tuple[str, ...], int]:
@@ -362,6 +336,8 @@ def flagged_metrics(metrics: dict[str, Metric], tests: Sequence[str] = TESTED) -
         assert m.estimate is not None
         if name == "human_agreement":
             practical = m.estimate < KAPPA_FLOOR
+        elif name == "score_length_correlation":
+            practical = abs(m.estimate) >= PRACTICAL_RHO
         elif name in ("preference_fairness", "self_preference"):
             practical = abs(m.estimate) >= PRACTICAL_RATE
         else:
@@ -386,8 +362,6 @@ def _both_orders_share(games: list[JudgedGame]) -> float | None:
 
 def summarize_judge(key: JudgeKey, by_judge: dict[JudgeKey, list[JudgedGame]], seed: int = 0) -> JudgeSummary:
     games = by_judge[key]
-    notes: list[str] = []
-    failed = sum(1 for g in games if g.level is None)
     decided = [g for g in games if g.level is not None]
     pairs = _swapped_pairs(games)
     human, disagreements = human_agreement(games, seed)
@@ -399,22 +373,45 @@ def summarize_judge(key: JudgeKey, by_judge: dict[JudgeKey, list[JudgedGame]], s
         "length_preference": length_preference(games),
         "accuracy": accuracy(games),
         "tie_rate": rate_metric(sum(1 for g in decided if g.level == 0), len(decided)),
-        "failed_rate": rate_metric(failed, len(games)),
+        "failed_rate": rate_metric(sum(1 for g in games if g.failed), len(games)),
         "self_preference": self_pref if self_pref is not None else Metric(None, None, None, 0, None, False),
         "human_agreement": human,
+        "repeat_consistency": repeat_consistency(games),
+        "score_length_correlation": score_length_correlation(games),
     }
     share = _both_orders_share(games)
-    if not any(g.order_known for g in games):
+    notes = _notes(games, metrics, share, has_pairs=bool(pairs), self_pref=self_pref)
+    return JudgeSummary(key[0], key[1], flagged_metrics(metrics), len(games), len({g.item for g in games}), share,
+                        tuple(notes), disagreements, score_distribution(games),
+                        sum(1 for g in games if len(g.models) == 1))
+
+
+def _notes(games: list[JudgedGame], metrics: dict[str, Metric], share: float | None, *, has_pairs: bool,
+           self_pref: Metric | None) -> list[str]:
+    """What a reader must know to read the judge's figures: what could not be measured, and why."""
+    notes: list[str] = []
+    compared = [g for g in games if len(g.models) == 2]
+    known = [g for g in compared if g.order_known]
+    if compared and not known:
         notes.append("order unknown: the source does not record which answer was shown first, so no position metric")
+    elif known and all(g.order_randomized for g in known):
+        notes.append("the source drew each item's display order at random, so first_position_rate measures "
+                     "position, not which answer was better")
     elif share is not None and share < 1.0 and metrics["first_position_rate"].n:
-        notes.append(f"only {share:.0%} of pairs were seen in both orders: first_position_rate mixes position with "
-                     "quality unless the source randomized the order")
-    if not pairs and any(g.order_known for g in games):
+        seen = "no pair was" if share == 0 else "fewer than 1% of pairs were" if share < 0.01 else f"only {share:.0%} of pairs were"
+        notes.append(f"{seen} seen in both orders: first_position_rate mixes position with quality unless the source "
+                     "randomized the order")
+    if known and not has_pairs:
         notes.append("no item judged in both orders: no position consistency or preference fairness")
     if self_pref is not None and self_pref.n == 0:
         notes.append("the judge is a candidate's model, but no other judge rated the same items: no self-preference")
-    return JudgeSummary(key[0], key[1], flagged_metrics(metrics), len(games), len({g.item for g in games}), share,
-                        tuple(notes), disagreements)
+    graded = [g for g in games if g.score is not None]
+    if graded and metrics["score_length_correlation"].n == 0:
+        notes.append("no answer lengths: give the answers (MT-Bench: --answers model_answer/) for "
+                     "score_length_correlation")
+    elif graded:
+        notes.append("score_length_correlation mixes length with quality: longer answers may also be better ones")
+    return notes
 
 
 def win_rates(by_judge: dict[JudgeKey, list[JudgedGame]]) -> list[WinRate]:
@@ -495,7 +492,8 @@ def _oriented(game: JudgedGame) -> tuple[tuple[str, ...], int] | None:
 
 def judge_agreement(by_judge: dict[JudgeKey, list[JudgedGame]]) -> JudgeAgreement | None:
     """Krippendorff's alpha (interval metric on the direction) among judges over shared items;
-    each judge's value per item is the mean of its games. None with fewer than two judges."""
+    each judge's value per item is the mean of its games. Only judges that share an item with
+    another count (and may depart). None with fewer than two judges."""
     if len(by_judge) < 2:
         return None
     values: dict[tuple[JudgeKey, tuple[str, ...]], list[int]] = defaultdict(list)
@@ -516,7 +514,10 @@ def judge_agreement(by_judge: dict[JudgeKey, list[JudgedGame]]) -> JudgeAgreemen
         return krippendorff_alpha_interval(vals[mask], unit_ids[mask])
 
     everyone, _ = alpha(np.ones(len(vals), dtype=bool))
-    shared = int(np.sum(np.bincount(unit_ids) >= 2)) if len(unit_ids) else 0
+    raters = np.bincount(unit_ids, minlength=len(unit_index))
+    shared = int(np.sum(raters >= 2))
+    sharing = set(judge_ids[raters[unit_ids] >= 2].tolist())
+    keys = [key for key in keys if index[key] in sharing]
     without = {key: alpha(judge_ids != index[key])[0] for key in keys} if len(keys) >= 3 else {}
     departs = None
     known = [(a, key) for key, a in without.items() if a is not None]
@@ -538,4 +539,4 @@ def judge_report(games: Sequence[JudgedGame], seed: int = 0) -> JudgeReport:
     by_judge = group_by_judge(games)
     summaries = [summarize_judge(key, by_judge, seed) for key in sorted(by_judge, key=lambda k: (k[0], k[1] or ""))]
     summaries.sort(key=lambda s: (not s.flagged, s.judge, s.prompt or ""))
-    return JudgeReport(summaries, win_rates(by_judge), judge_agreement(by_judge))
+    return JudgeReport(summaries, win_rates(by_judge), judge_agreement(by_judge), mean_scores(by_judge))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .special import stdtr
+from .special import ndtr, stdtr
 
 Z_95 = 1.959963984540054
 
@@ -86,15 +86,31 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> Correlation:
     return Correlation(r, correlation_p_value(r, n), n)
 
 
-def fisher_ci(r: float, n: int) -> tuple[float, float] | None:
-    """95% CI of a correlation by Fisher's z (se = 1/sqrt(n-3)); None below n = 4."""
+def fisher_ci(r: float, n: int, *, rank: bool = False) -> tuple[float, float] | None:
+    """95% CI of a correlation by Fisher's z (se = 1/sqrt(n-3)); rank: of Spearman's rho, with
+    Bonett and Wright's se = sqrt((1 + rho^2/2) / (n-3)). None below n = 4."""
     if n < 4:
         return None
     if abs(r) >= 1.0:
         return (r, r)
     z = math.atanh(r)
-    half = Z_95 / math.sqrt(n - 3)
+    half = Z_95 * math.sqrt((1.0 + r * r / 2.0 if rank else 1.0) / (n - 3))
     return (math.tanh(z - half), math.tanh(z + half))
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> Correlation:
+    """Spearman's rho (Pearson's r of average ranks) with the two-sided p of Fisher's z under
+    Bonett and Wright's se, so that p < 0.05 exactly when fisher_ci(rank=True) excludes 0; both
+    None below n = 4 or with no variance."""
+    n = len(x)
+    r = pearson_r(average_ranks(np.asarray(x, dtype=np.float64)).tolist(),
+                  average_ranks(np.asarray(y, dtype=np.float64)).tolist()) if n >= 4 else None
+    if r is None:
+        return Correlation(None, None, n)
+    if abs(r) >= 1.0:
+        return Correlation(r, 0.0, n)
+    z = abs(math.atanh(r)) / math.sqrt((1.0 + r * r / 2.0) / (n - 3))
+    return Correlation(r, 2.0 * float(ndtr(-z)), n)
 
 
 INF = float("inf")

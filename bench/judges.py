@@ -5,6 +5,7 @@ projects and point at their checkouts.
     python bench/judges.py --judgebench DIR      # a JudgeBench checkout: outputs/*.jsonl, utils/metrics.py
     python bench/judges.py --alpaca-eval DIR     # an alpaca_eval checkout: results/*/<annotator>/annotations.json
     python bench/judges.py --lmc FILE            # the Language Model Council's lmc_ei.jsonl
+    python bench/judges.py --mt-bench FILE... --fastchat DIR   # MT-Bench *_single.jsonl runs; a FastChat checkout
     python bench/judges.py --speed [--verdicts 100000]
 
 JudgeBench: each judge's accuracy from JudgeBench's own `compute_final_metrics` (imported from the
@@ -12,6 +13,9 @@ checkout, run on the same rows) beside ours; position consistency beside a count
 JudgeBench's loop calls inconsistent; first-position rate beside a direct count.
 AlpacaEval: each model's win rate beside the leaderboard CSV the package ships for that annotator;
 the annotator's first-position and length preference with their CIs.
+MT-Bench single-answer grading: per model, FastChat's own show_result.py "Average" (imported from
+the checkout and run on each file; it needs pandas) beside the n-weighted mean of the judge model's
+`mean_score` entries (one per prompt: single-v1, single-math-v1 and their multi-turn forms).
 Speed: `bias-audit judges FILE --format json`, the whole process, over N verdicts.
 """
 
@@ -27,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -132,6 +137,55 @@ def lmc(path: Path) -> None:
                       f"departs most: {a.departs}")
 
 
+def _fastchat_averages(show_result: Any, path: Path) -> dict[str, float]:
+    """FastChat's show_result.py --mode single on one file: its "Average" table, per model."""
+    import contextlib
+    import io
+
+    import pandas
+
+    pandas.set_option("display.precision", 12)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        show_result.display_result_single(argparse.Namespace(
+            input_file=str(path), bench_name="mt_bench", judge_model="gpt-4", model_list=None))
+    average = printed.getvalue().split("########## Average ##########", 1)[1].strip().splitlines()[2:]
+    return {line.rsplit(None, 1)[0].strip(): float(line.rsplit(None, 1)[1]) for line in average if line.strip()}
+
+
+def mt_bench(files: list[Path], fastchat: Path) -> None:
+    spec = importlib.util.spec_from_file_location("fastchat_show_result",
+                                                  fastchat / "fastchat" / "llm_judge" / "show_result.py")
+    show_result = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(show_result)  # type: ignore[union-attr]
+    table = Table(title="MT-Bench single-answer grading: FastChat's show_result.py Average beside ours "
+                        "(n-weighted mean of the judge model's mean_score entries over its prompts)")
+    for column in ("file", "judge", "model", "scores", "failed (-1)", "repeated", "FastChat", "ours", "|difference|"):
+        table.add_column(column, justify="right")
+    worst = 0.0
+    for path in files:
+        theirs = _fastchat_averages(show_result, path)
+        report = judge_report([game_from_event(e) for e in read_verdicts([str(path)], "mt_bench")])
+        sums: dict[tuple[str, str], list[float]] = {}
+        for entry in report.mean_scores:
+            total = sums.setdefault((entry.judge, entry.model), [0.0, 0])
+            total[0] += entry.mean_score.estimate * entry.mean_score.n
+            total[1] += entry.mean_score.n
+        failed = {j.judge: 0 for j in report.judges}
+        repeated = {j.judge: 0 for j in report.judges}
+        for j in report.judges:
+            failed[j.judge] += round(j.metrics["failed_rate"].estimate * j.metrics["failed_rate"].n)
+            repeated[j.judge] += j.metrics["repeat_consistency"].n
+        for (judge, model), (total, n) in sorted(sums.items()):
+            ours = total / n
+            difference = abs(ours - theirs[model])
+            worst = max(worst, difference)
+            table.add_row(path.parent.name + "/" + path.name, judge, model, str(n), str(failed[judge]),
+                          str(repeated[judge]), f"{theirs[model]:.6f}", f"{ours:.6f}", f"{difference:.1e}")
+    console.print(table)
+    console.print(f"largest difference from FastChat's show_result.py: {worst:.2e} points")
+
+
 def speed(verdicts: int, rounds: int) -> None:
     """The whole `bias-audit judges` process over JudgeBench-shaped pairs and over verdict events."""
     folder = Path(tempfile.mkdtemp(prefix="bias-audit-judges-"))
@@ -176,18 +230,24 @@ def main() -> None:
     parser.add_argument("--judgebench", type=Path, metavar="DIR")
     parser.add_argument("--alpaca-eval", type=Path, metavar="DIR")
     parser.add_argument("--lmc", type=Path, metavar="FILE")
+    parser.add_argument("--mt-bench", type=Path, nargs="+", metavar="FILE", help="MT-Bench *_single.jsonl files")
+    parser.add_argument("--fastchat", type=Path, metavar="DIR", help="a FastChat checkout (for --mt-bench)")
     parser.add_argument("--speed", action="store_true")
     parser.add_argument("--verdicts", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    if not (args.judgebench or args.alpaca_eval or args.lmc or args.speed):
-        parser.error("name at least one of --judgebench, --alpaca-eval, --lmc or --speed")
+    if not (args.judgebench or args.alpaca_eval or args.lmc or args.mt_bench or args.speed):
+        parser.error("name at least one of --judgebench, --alpaca-eval, --lmc, --mt-bench or --speed")
+    if args.mt_bench and not args.fastchat:
+        parser.error("--mt-bench needs --fastchat DIR, a FastChat checkout (its show_result.py is the reference)")
     if args.judgebench:
         judgebench(args.judgebench)
     if args.alpaca_eval:
         alpaca_eval(args.alpaca_eval)
     if args.lmc:
         lmc(args.lmc)
+    if args.mt_bench:
+        mt_bench(args.mt_bench, args.fastchat)
     if args.speed:
         speed(args.verdicts, args.rounds)
 

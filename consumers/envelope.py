@@ -201,22 +201,31 @@ def parse_event(model: type[M], body: bytes, limits: EventLimits, other: Misrout
     if len(body) > limits.max_event_bytes:
         raise InvalidEvent(f"event is {len(body)} bytes, over the limit of {limits.max_event_bytes}", "too_large")
     document = read_json_object(body)
-    context = {"limits": limits}
     try:
-        event = model.model_validate(document, context=context)
+        return validate_event(model, document, limits)
+    except InvalidEvent:
+        if classify(document) != other.kind or not _valid_as(other.model, document, limits):
+            raise
+    raise InvalidEvent(other.reason, "wrong_topic")
+
+
+def _valid_as(model: type[BaseModel], document: Any, limits: EventLimits) -> bool:
+    try:
+        model.model_validate(document, context={"limits": limits})
+    except ValidationError:
+        return False
+    return True
+
+
+def validate_event(model: type[M], document: Any, limits: EventLimits) -> M:
+    """A parsed document as the contract's event, within the operator's limits and dated no
+    further ahead of this clock than the skew allows; else an InvalidEvent with one line."""
+    try:
+        event = model.model_validate(document, context={"limits": limits})
     except ValidationError as error:
-        reason = describe_validation_error(error)
-    else:
-        _check_clock(event, limits)
-        return event
-    if classify(document) == other.kind:
-        try:
-            other.model.model_validate(document, context=context)
-        except ValidationError:
-            pass
-        else:
-            raise InvalidEvent(other.reason, "wrong_topic")
-    raise InvalidEvent(reason, "invalid_event")
+        raise InvalidEvent(describe_validation_error(error), "invalid_event") from None
+    _check_clock(event, limits)
+    return event
 
 
 def _check_clock(event: BaseModel, limits: EventLimits) -> None:

@@ -15,13 +15,15 @@ from __future__ import annotations
 import json
 import math
 import random
+from functools import lru_cache
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .common import SourceError, candidate, need, now_iso, safe_id, text_digest
+from .common import (Progress, SourceError, candidate, file_bytes, json_type, need, now_iso, opened, optional,
+                     safe_id, text_digest, text_of)
 
 # AlpacaEval's evaluator configs (its package's evaluators_configs/) that keep the default random
 # output order: all but aviary_gpt4 and lmsys_gpt4, which set is_randomize_output_order: false
@@ -44,6 +46,7 @@ def looks_like(row: dict[str, Any]) -> bool:
     return "generator_1" in row and "generator_2" in row and "preference" in row
 
 
+@lru_cache(maxsize=8192)  # a benchmark's few hundred instructions recur in every model's file
 def shown_swapped(instruction: str) -> bool:
     """Whether AlpacaEval showed output_2 first for this instruction."""
     return random.Random("is_switched_outputs" + instruction + "0").choices([False, True], k=1)[0]
@@ -63,8 +66,8 @@ def preference_value(value: Any) -> float | None:
     return value if 1.0 <= value <= 2.0 else None
 
 
-def _rows(path: Path) -> list[Any]:
-    data = path.read_bytes()
+def _rows(path: Path, progress: Progress | None) -> list[Any]:
+    data = file_bytes(path, progress)
     try:
         rows = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -73,7 +76,7 @@ def _rows(path: Path) -> list[Any]:
         except ValueError as error:
             raise SourceError(f"{path}: not valid JSON ({error})") from None
     if not isinstance(rows, list):
-        raise SourceError(f"{path}: expected AlpacaEval's JSON array of annotations, got {type(rows).__name__}")
+        raise SourceError(f"{path}: expected AlpacaEval's JSON array of annotations, got {json_type(rows)}")
     return rows
 
 
@@ -83,51 +86,76 @@ def is_human(row: Any) -> bool:
     return isinstance(row, dict) and "output_1" in row and "preference" in row and "generator_1" not in row
 
 
+@lru_cache(maxsize=8192)
+def _item_id(dataset: str | None, instruction: str) -> str:
+    return safe_id(dataset, text_digest(instruction))
+
+
 def _pair_key(row: dict[str, Any]) -> str:
     """AlpacaEval joins annotations by instruction, output_1 and output_2 (analyze.Analyzer's keys)."""
     return text_digest("\x1f".join(str(row.get(k, "")) for k in ("instruction", "output_1", "output_2")))
 
 
-def read_all(paths: list[Path], *, tenant: str = "default", timestamp: str | None = None) -> Iterator[dict[str, Any]]:
+def _may_hold_people(path: Path) -> bool:
+    """Whether a file's start looks like people's cross-annotations (outputs, no generators)."""
+    with opened(path) as (handle, _):
+        head = handle.read(65536)
+    return b'"output_1"' in head and b'"generator_1"' not in head
+
+
+def read_all(paths: list[Path], *, tenant: str = "default", timestamp: str | None = None,
+             progress: Progress | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every file's annotations; people's cross-annotations among them count as the human
-    verdicts of the judged pairs with the same instruction and outputs."""
+    verdicts of the judged pairs with the same instruction and outputs. The people's files are
+    read first; then one judged file at a time."""
     humans: dict[str, list[dict[str, Any]]] = {}
     judged = []
     for path in paths:
-        rows = _rows(path)
-        if rows and is_human(rows[0]):
-            for index, row in enumerate(rows):
-                if not is_human(row):
-                    raise SourceError(f"{path}: entry {index}: a cross-annotation needs output_1, output_2 and "
-                                      "preference")
-                preference = preference_value(row["preference"])
-                if preference is not None:
-                    humans.setdefault(_pair_key(row), []).append({"annotator": str(row.get("annotator_index", index)),
-                                                                  "p": preference})
-        else:
-            judged.append((path, rows))
-    for path, rows in judged:
-        yield from read(path, rows, tenant=tenant, timestamp=timestamp, humans=humans)
+        if not _may_hold_people(path):
+            judged.append(path)
+            continue
+        rows = _rows(path, progress)
+        if not (rows and is_human(rows[0])):
+            judged.append(path)
+            continue
+        for index, row in enumerate(rows):
+            if not is_human(row):
+                raise SourceError(f"{path}: entry {index}: a cross-annotation needs output_1, output_2 and "
+                                  "preference")
+            for field in ("instruction", "output_1", "output_2"):
+                text_of(row, field, f"{path}: entry {index}")
+            preference = preference_value(row["preference"])
+            if preference is not None:
+                humans.setdefault(_pair_key(row), []).append({"annotator": str(row.get("annotator_index", index)),
+                                                              "p": preference})
+    for path in judged:
+        yield from read(path, _rows(path, progress), tenant=tenant, timestamp=timestamp, humans=humans)
 
 
 def read(path: Path, rows: list[Any], *, tenant: str = "default", timestamp: str | None = None,
-         humans: dict[str, list[dict[str, Any]]] | None = None) -> Iterator[dict[str, Any]]:
+         humans: dict[str, list[dict[str, Any]]] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, verdict event) per annotation."""
     stamp = timestamp or now_iso()
     for index, row in enumerate(rows):
         where = f"{path}: entry {index}"
         if not isinstance(row, dict):
-            raise SourceError(f"{where}: expected an object")
-        instruction = need(row, "instruction", where)
+            raise SourceError(f"{where}: expected an object, got {json_type(row)}")
+        instruction = text_of(row, "instruction", where)
+        if instruction is None:
+            raise SourceError(f"{where}: instruction: missing")
         baseline, model = need(row, "generator_1", where), need(row, "generator_2", where)
         annotator = need(row, "annotator", where)
         if "preference" not in row:
-            raise SourceError(f"{where}: missing field 'preference'")
-        dataset = row.get("dataset") if isinstance(row.get("dataset"), str) else None
-        item = safe_id(dataset, text_digest(instruction))
+            raise SourceError(f"{where}: preference: missing")
+        if isinstance(row["preference"], (list, dict, bool)):
+            raise SourceError(f"{where}: preference: must be a number or its text, got {json_type(row['preference'])}")
+        dataset = optional(row, "dataset", where, max_length=128)
+        outputs = [text_of(row, field, where) for field in ("output_1", "output_2")]
+        item = _item_id(dataset, instruction)
         known = annotator in RANDOMIZED_ORDER
         swapped = known and shown_swapped(instruction)
-        base = candidate(baseline, row.get("output_1"), baseline=True)
-        other = candidate(model, row.get("output_2"))
+        base = candidate(baseline, outputs[0], baseline=True)
+        other = candidate(model, outputs[1])
         preference = preference_value(row["preference"])
         if preference is None:
             verdict: dict[str, Any] = {"kind": "failed", "reason": "no preference"}
@@ -135,16 +163,16 @@ def read(path: Path, rows: list[Any], *, tenant: str = "default", timestamp: str
             p_model = preference - 1.0
             verdict = {"kind": "probability", "p_first": p_model if swapped else 1.0 - p_model}
         people = []
-        for human in (humans or {}).get(_pair_key(row), ()):
+        for human in humans.get(_pair_key(row), ()) if humans else ():
             p = human["p"]  # 1: output_1 (the baseline) preferred, 2: output_2, 1.5: a tie
             people.append({"annotator": human["annotator"], "tie": True} if p == 1.5 else
                           {"annotator": human["annotator"], "preferred_model": baseline if p < 1.5 else model})
         event = {
             "schema_version": "1.0", "verdict_id": safe_id("alpaca_eval", annotator, model, item),
             "tenant_id": tenant, "timestamp": stamp, "judge": {"model": annotator}, "item_id": item,
-            "order_known": known, "task": dataset,
+            "order_known": known, "order_randomized": known, "task": dataset,
             "candidates": [other, base] if swapped else [base, other], "verdict": verdict,
         }
         if people:
             event["human"] = people
-        yield event
+        yield where, event

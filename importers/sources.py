@@ -1,31 +1,39 @@
 """Which reader a file needs (`--source auto` looks at its first entry), and the verdict events
-of many files and folders in one stream."""
+of many files and folders as one set: every row checked against the event contract (the same
+limits and clock as the worker's), the same verdict read twice counted once."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
 
 from bias_audit.analysis.judge_games import stored_verdict
 from bias_audit.schemas.judges import JudgeVerdictEvent
+from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 
 from . import alpaca_eval, judgebench, lmc, mt_bench
-from .common import SourceError, jsonl_rows, now_iso
+from .common import Progress, SourceError, bounded_lines, jsonl_rows, now_iso, opened
 
 SOURCES = ("auto", "events", "judgebench", "alpaca_eval", "mt_bench", "lmc")
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
+ARRAY_NAMES = ("annotations.json", "annotations.json.gz")
+
+
+def _listed(path: Path) -> bool:
+    return path.name.endswith(JSONL_SUFFIXES) or path.name in ARRAY_NAMES
 
 
 def expand(paths: list[str]) -> list[Path]:
-    """Files as named; a folder gives its *.jsonl and annotations.json files, recursively."""
+    """Files as named; a folder gives its *.jsonl and annotations.json files (gzipped too), recursively."""
     out: list[Path] = []
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and (p.suffix == ".jsonl" or p.name == "annotations.json"))
+            found = sorted(p for p in path.rglob("*") if p.is_file() and _listed(p))
             if not found:
                 raise SourceError(f"{path}: no *.jsonl or annotations.json files in this folder")
             out.extend(found)
@@ -37,7 +45,7 @@ def expand(paths: list[str]) -> list[Path]:
 
 
 def _first_entry(path: Path) -> dict[str, Any] | None:
-    with path.open("rb") as handle:
+    with opened(path) as (handle, _):
         head = handle.read(1)
         while head and head.isspace():
             head = handle.read(1)
@@ -55,7 +63,7 @@ def detect(path: Path) -> str:
     """The source format of a file, by the fields of its first entry."""
     try:
         row = _first_entry(path)
-    except (orjson.JSONDecodeError, SourceError):
+    except (orjson.JSONDecodeError, SourceError, OSError, EOFError):
         raise SourceError(f"{path}: not JSON lines or a JSON array; name its --source") from None
     if row is None:
         return "empty"
@@ -69,43 +77,85 @@ def detect(path: Path) -> str:
                       "Council or verdict events); name it with --source")
 
 
-def read_events(path: Path, *, tenant: str | None = None, stored: bool = True) -> Iterator[dict[str, Any]]:
-    """Our own verdict events, validated like the worker validates them. stored: as they are
-    stored (texts dropped); else each line as read, once valid (a report reads it and keeps nothing)."""
-    from bias_audit.consumers.envelope import describe_validation_error
-
-    for number, row in jsonl_rows(path):
+def read_events(path: Path, *, tenant: str | None = None,
+                progress: Progress | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, event) per line of our own verdict events."""
+    for number, row in jsonl_rows(path, progress):
         if tenant is not None and "tenant_id" not in row:
             row["tenant_id"] = tenant
-        try:
-            event = JudgeVerdictEvent.model_validate(row)
-        except ValidationError as error:
-            raise SourceError(f"{path}:{number}: {describe_validation_error(error)}") from None
-        yield stored_verdict(event.model_dump(mode="json"), [c.response for c in event.candidates]) if stored else row
+        yield f"{path}:{number}", row
 
 
-def read_verdicts(paths: list[str], source: str = "auto", *, tenant: str = "default",
-                  answers: str | None = None, stored: bool = True) -> Iterator[dict[str, Any]]:
-    """Every verdict event of the files, in file order. One import time for sources without times.
-    stored: events as a store keeps them; False for a report (our events' lines as read)."""
-    if source not in SOURCES:
-        raise SourceError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
-    files = expand(paths)
-    stamp = now_iso()
-    kinds = [(path, detect(path) if source == "auto" else source) for path in files]
-    fastchat = [path for path, kind in kinds if kind == "mt_bench"]
-    alpaca = [path for path, kind in kinds if kind == "alpaca_eval"]
-    if answers is not None and not fastchat:
-        raise SourceError("--answers is for MT-Bench judgment files; none was given")
-    for path, kind in kinds:
-        if kind == "judgebench":
-            yield from judgebench.read(path, tenant=tenant, timestamp=stamp)
-        elif kind == "lmc":
-            yield from lmc.read(path, tenant=tenant, timestamp=stamp)
-        elif kind == "events":
-            yield from read_events(path, tenant=tenant, stored=stored)
-    if alpaca:  # one pass over all of them: people's cross-annotations join the judged pairs across files
-        yield from alpaca_eval.read_all(alpaca, tenant=tenant, timestamp=stamp)
-    if fastchat:  # one pass over all of them: human judgments join the pairs across files
-        yield from mt_bench.read(fastchat, tenant=tenant, timestamp=stamp,
-                                 answers=Path(answers) if answers is not None else None)
+def _is_empty(path: Path) -> bool:
+    return all(not line.strip() for _, line in bounded_lines(path))
+
+
+class VerdictFiles:
+    """The verdict events of files and folders, in file order, as a store keeps them (texts
+    dropped); iterate once. A row that breaks the event contract stops the reading with one line
+    `FILE:LINE: field: reason`. A verdict whose id and content were read already (the same file
+    given twice, or byte-identical copies) is counted once, in `duplicates`; the same id with
+    other content is a repetition and kept. Sources without times get one import time."""
+
+    def __init__(self, paths: list[str], source: str = "auto", *, tenant: str = "default",
+                 answers: str | None = None, limits: EventLimits = DEFAULT_LIMITS) -> None:
+        if source not in SOURCES:
+            raise SourceError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
+        self.files = expand(paths)
+        kinds = [(path, detect(path) if source == "auto" else source) for path in self.files]
+        if all(kind == "empty" or _is_empty(path) for path, kind in kinds):
+            raise SourceError(f"no judge verdicts in {', '.join(map(str, self.files))}: "
+                              f"{'the file is' if len(self.files) == 1 else 'the files are'} empty")
+        self.kinds = [(path, kind) for path, kind in kinds if kind != "empty"]
+        if answers is not None and not any(kind == "mt_bench" for _, kind in self.kinds):
+            raise SourceError("--answers is for MT-Bench judgment files; none was given")
+        self.tenant, self.answers, self.limits = tenant, answers, limits
+        self.total_bytes = sum(path.stat().st_size for path, _ in self.kinds)
+        self.verdicts = 0  # kept
+        self.duplicates = 0  # dropped: the same id and content read before
+
+    def documents(self, progress: Progress | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(where, document) of every verdict as the sources give it, before the contract's check."""
+        stamp = now_iso()
+        tenant = self.tenant
+        fastchat = [path for path, kind in self.kinds if kind == "mt_bench"]
+        alpaca = [path for path, kind in self.kinds if kind == "alpaca_eval"]
+        for path, kind in self.kinds:
+            if kind == "judgebench":
+                yield from judgebench.read(path, tenant=tenant, timestamp=stamp, progress=progress)
+            elif kind == "lmc":
+                yield from lmc.read(path, tenant=tenant, timestamp=stamp, progress=progress)
+            elif kind == "events":
+                yield from read_events(path, tenant=tenant, progress=progress)
+        if alpaca:  # one pass over all of them: people's cross-annotations join the judged pairs across files
+            yield from alpaca_eval.read_all(alpaca, tenant=tenant, timestamp=stamp, progress=progress)
+        if fastchat:  # one pass over all of them: human judgments join the pairs across files
+            yield from mt_bench.read(fastchat, tenant=tenant, timestamp=stamp, progress=progress,
+                                     answers=Path(self.answers) if self.answers is not None else None)
+
+    def read(self, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
+        from bias_audit.consumers.envelope import InvalidEvent, validate_event
+
+        seen: set[bytes] = set()
+        for where, document in self.documents(progress):
+            try:
+                event = validate_event(JudgeVerdictEvent, document, self.limits)
+            except InvalidEvent as error:
+                raise SourceError(f"{where}: {error}") from None
+            stored = stored_verdict(event.model_dump(mode="json"), [c.response for c in event.candidates])
+            digest = hashlib.blake2b(orjson.dumps(stored, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
+            if digest in seen:
+                self.duplicates += 1
+                continue
+            seen.add(digest)
+            self.verdicts += 1
+            yield stored
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self.read()
+
+
+def read_verdicts(paths: list[str], source: str = "auto", *, tenant: str = "default", answers: str | None = None,
+                  limits: EventLimits = DEFAULT_LIMITS) -> VerdictFiles:
+    """The verdict events of the files (iterate the answer once)."""
+    return VerdictFiles(paths, source, tenant=tenant, answers=answers, limits=limits)

@@ -1,33 +1,52 @@
 """The judge report's document (contracts.md "Judge report": names fixed) and its text, CSV and
-HTML renderings. The HTML page: one row per judge, the flagged ones first, and the two plots a
-person would rather look at (first-position rate and length preference, each with its CI)."""
+HTML renderings. Judges that compare answers get one table, judges that grade one answer alone
+another; the HTML page adds the two plots a person would rather look at (first-position rate
+and length preference, each with its CI). A metric may have an estimate and no interval (a
+sample of one): every rendering shows it so."""
 
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from datetime import datetime, timezone
 from html import escape
 from typing import Any
 
 from bias_audit.analysis.judges import METRIC_NAMES, JudgeReport
+from bias_audit.schemas.safe_text import plural
 
 from .csv_out import neutralized
 from .svg import forest_plot
 
 SCHEMA_VERSION = "1.0"
 PERCENT = ("accuracy",)  # contract: accuracy and win rates in percent, the other rates as shares
+# metrics of judges that compare answers (a judge that only grades one answer alone has none of them)
+COMPARING = ("position_consistency", "first_position_rate", "preference_fairness", "length_preference", "accuracy",
+             "tie_rate", "self_preference", "human_agreement")
+SCORE_DISTRIBUTION = ("mean", "sd", "min", "max", "ceiling_share", "floor_share")
+LEGEND = ("Estimate [95% CI], N in the JSON; FLAG: the practical size and p < 0.05 after Holm's correction across the "
+          "judge's tests. Pref. fairness (Shi et al. 2024): (recency - primacy) / pairs seen in both orders, 0 fair, "
+          "below 0 favours the answer shown first. Consistency: pairs whose verdict survives the swap.")
 
 
-def judge_document(report: JudgeReport, *, sources: list[str]) -> dict[str, Any]:
+def _prompted(entry: dict[str, Any], judge: str, prompt: str | None) -> dict[str, Any]:
+    """judge and, where the source names one, judge_prompt (contracts.md)."""
+    entry["judge"] = judge
+    if prompt is not None:
+        entry["judge_prompt"] = prompt
+    return entry
+
+
+def judge_document(report: JudgeReport, *, sources: list[str], duplicates: int = 0) -> dict[str, Any]:
     judges = []
     for s in report.judges:
-        entry: dict[str, Any] = {"judge": s.judge}
-        if s.prompt is not None:
-            entry["judge_prompt"] = s.prompt
+        entry = _prompted({}, s.judge, s.prompt)
         for name in METRIC_NAMES:
             entry[name] = s.metrics[name].document(2 if name in PERCENT else 4)
+        entry["score_distribution"] = None if s.score_distribution is None else s.score_distribution.document()
         entry["n_verdicts"] = s.n_verdicts
+        entry["single_answer_verdicts"] = s.single_answer_verdicts
         entry["n_items"] = s.n_items
         entry["flagged"] = s.flagged
         entry["both_orders_share"] = None if s.both_orders_share is None else round(s.both_orders_share, 4)
@@ -35,45 +54,96 @@ def judge_document(report: JudgeReport, *, sources: list[str]) -> dict[str, Any]
         entry["disagreements"] = [{"item_id": d.item, "judge_verdict": d.judge_verdict,
                                    "human_verdict": d.human_verdict, "distance": d.distance} for d in s.disagreements]
         judges.append(entry)
-    models = []
+    models: dict[tuple[str, str, str], dict[str, Any]] = {}
     for w in report.models:
-        row: dict[str, Any] = {"judge": w.judge}
-        if w.prompt is not None:
-            row["judge_prompt"] = w.prompt
-        row.update(model=w.model, win_rate=round(w.win_rate, 4), ci_lower=round(w.ci_lower, 4),
-                   ci_upper=round(w.ci_upper, 4), n=w.n,
-                   length_controlled_win_rate=None if w.length_controlled is None else round(w.length_controlled, 4))
-        models.append(row)
+        models[(w.judge, w.prompt or "", w.model)] = _prompted({}, w.judge, w.prompt) | dict(
+            model=w.model, win_rate=round(w.win_rate, 4), ci_lower=round(w.ci_lower, 4), ci_upper=round(w.ci_upper, 4),
+            n=w.n, length_controlled_win_rate=None if w.length_controlled is None else round(w.length_controlled, 4))
+    for m in report.mean_scores:
+        row = models.setdefault((m.judge, m.prompt or "", m.model), _prompted({}, m.judge, m.prompt) | {"model": m.model})
+        row["mean_score"] = m.mean_score.document(4)
     agreement = None
     if report.agreement is not None:
         a = report.agreement
         agreement = {
             "krippendorff_alpha": None if a.alpha is None else round(a.alpha, 4), "units": a.units, "judges": a.judges,
-            "alpha_without": [{"judge": key[0], "judge_prompt": key[1],
-                               "alpha": None if value is None else round(value, 4)}
+            "alpha_without": [_prompted({}, *key) | {"alpha": None if value is None else round(value, 4)}
                               for key, value in a.alpha_without.items()],
-            "departs": None if a.departs is None else {"judge": a.departs[0], "judge_prompt": a.departs[1]},
+            "departs": None if a.departs is None else _prompted({}, *a.departs),
         }
     return {"schema_version": SCHEMA_VERSION,
             "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "sources": sources, "judges": judges, "models": models, "agreement": agreement}
+            "sources": sources, "duplicates_dropped": duplicates, "judges": judges,
+            "models": [models[key] for key in sorted(models)], "agreement": agreement}
 
 
 def _name(entry: dict[str, Any]) -> str:
     return entry["judge"] + (f" [{entry['judge_prompt']}]" if entry.get("judge_prompt") else "")
 
 
-def _cell(metric: dict[str, Any], percent: bool = False) -> str:
-    if metric["estimate"] is None:
+def compares(entry: dict[str, Any]) -> bool:
+    """Whether the judge compared answers (else it only graded answers alone)."""
+    return entry["n_verdicts"] > entry.get("single_answer_verdicts", 0)
+
+
+def _number(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def cell(metric: dict[str, Any] | None, percent: bool = False) -> str:
+    """estimate [low, high] (+ FLAG); "no CI" where the sample gives an estimate and no interval."""
+    if metric is None or metric["estimate"] is None:
         return "-"
     digits = 1 if percent else 2
-    text = f"{metric['estimate']:.{digits}f} [{metric['ci_lower']:.{digits}f}, {metric['ci_upper']:.{digits}f}]"
+    if metric["ci_lower"] is None or metric["ci_upper"] is None:
+        text = f"{metric['estimate']:.{digits}f} [no CI, n={metric['n']}]"
+    else:
+        text = f"{metric['estimate']:.{digits}f} [{metric['ci_lower']:.{digits}f}, {metric['ci_upper']:.{digits}f}]"
     return text + (" FLAG" if metric.get("flagged") else "")
 
 
-TABLE_COLUMNS = (("first_position_rate", "first pos."), ("position_consistency", "consistency"),
-                 ("preference_fairness", "PF"), ("length_preference", "longer"), ("accuracy", "accuracy %"),
-                 ("self_preference", "self-pref."), ("human_agreement", "kappa"), ("tie_rate", "ties"))
+TABLE_COLUMNS = (("first_position_rate", "first shown"), ("position_consistency", "consistency"),
+                 ("preference_fairness", "pref. fairness"), ("length_preference", "longer"),
+                 ("accuracy", "accuracy %"), ("self_preference", "self-pref."), ("human_agreement", "kappa"),
+                 ("tie_rate", "ties"), ("failed_rate", "failed"), ("repeat_consistency", "repeats agree"))
+GRADING_HEADERS = ("judge", "verdicts", "failed", "mean score [sd]", "range", "at top", "at bottom",
+                   "score ~ words (rho)", "repeats agree")
+
+
+def _grading_row(entry: dict[str, Any]) -> list[str]:
+    d = entry["score_distribution"]
+    spread = "-" if d is None else f"{d['mean']:.2f} [{_number(d['sd'], 2)}]"
+    return [_name(entry), f"{entry['single_answer_verdicts']:,}", cell(entry["failed_rate"]), spread,
+            "-" if d is None else f"{d['min']:g} to {d['max']:g}", "-" if d is None else f"{d['ceiling_share']:.2f}",
+            "-" if d is None else f"{d['floor_share']:.2f}", cell(entry["score_length_correlation"]),
+            cell(entry["repeat_consistency"])]
+
+
+def _model_rows(document: dict[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
+    """(win rates, mean scores) as table rows."""
+    wins, means = [], []
+    for row in document["models"]:
+        if row.get("win_rate") is not None:
+            wins.append([_name(row), row["model"], f"{row['win_rate']:.2f}", f"[{row['ci_lower']:.2f}, {row['ci_upper']:.2f}]",
+                         _number(row["length_controlled_win_rate"], 2), f"{row['n']:,}"])
+        if row.get("mean_score") is not None:
+            means.append([_name(row), row["model"], cell(row["mean_score"]), f"{row['mean_score']['n']:,}"])
+    return wins, means
+
+
+def _footer(document: dict[str, Any]) -> list[str]:
+    lines = []
+    agreement = document.get("agreement")
+    if agreement and agreement["krippendorff_alpha"] is not None:
+        line = (f"Agreement between judges: Krippendorff's alpha {agreement['krippendorff_alpha']:.3f} over "
+                f"{plural(agreement['units'], 'shared item')} ({plural(agreement['judges'], 'judge')} sharing items)")
+        if agreement["departs"]:
+            line += f"; departs most: {_name(agreement['departs'])}"
+        lines.append(line)
+    if document.get("duplicates_dropped"):
+        lines.append(f"{plural(document['duplicates_dropped'], 'verdict')} read twice (the same id and content) "
+                     "counted once")
+    return lines
 
 
 def render_judges_text(document: dict[str, Any]) -> str:
@@ -82,40 +152,41 @@ def render_judges_text(document: dict[str, Any]) -> str:
     from rich.text import Text
 
     buffer = io.StringIO()
-    console = Console(file=buffer, width=200, color_system=None, soft_wrap=False)
+    console = Console(file=buffer, width=220, color_system=None, soft_wrap=False)
     if not document["judges"]:
         return "No judge verdicts in the input.\n"
-    table = Table(title="Judges (estimate [95% CI]; FLAG: practical size and p < 0.05 after Holm)")
-    table.add_column("judge")
-    table.add_column("verdicts", justify="right")
-    for _, header in TABLE_COLUMNS:
-        table.add_column(header, justify="right")
-    for entry in document["judges"]:
-        table.add_row(Text(_name(entry)), str(entry["n_verdicts"]),
-                      *(Text(_cell(entry[name], name in PERCENT)) for name, _ in TABLE_COLUMNS))
-    console.print(table)
+
+    def table(title: str, headers: tuple[str, ...] | list[str], rows: list[list[str]]) -> None:
+        out = Table(title=title, title_justify="left")
+        for i, header in enumerate(headers):
+            out.add_column(header, justify="left" if i < 2 else "right")
+        for row in rows:
+            out.add_row(*(Text(c) for c in row))
+        console.print(out)
+
+    comparing = [e for e in document["judges"] if compares(e)]
+    if comparing:
+        table("Judges comparing answers", ["judge", "verdicts", *(h for _, h in TABLE_COLUMNS)],
+              [[_name(e), f"{e['n_verdicts']:,}", *(cell(e[name], name in PERCENT) for name, _ in TABLE_COLUMNS)]
+               for e in comparing])
+        console.print(Text(LEGEND))
+    grading = [e for e in document["judges"] if e.get("single_answer_verdicts")]
+    if grading:
+        table("Judges grading one answer alone", GRADING_HEADERS, [_grading_row(e) for e in grading])
     for entry in document["judges"]:
         for note in entry["notes"]:
             console.print(Text(f"{_name(entry)}: {note}"))
         for d in entry["disagreements"]:
             console.print(Text(f"{_name(entry)}: item {d['item_id']}: judge {d['judge_verdict']}, "
                                f"humans {d['human_verdict']}"))
-    if document["models"]:
-        wins = Table(title="Win rate against the baseline (percent, ties 0.5; length-controlled: at equal lengths)")
-        for header in ("judge", "model", "win rate", "95% CI", "length-controlled", "n"):
-            wins.add_column(header)
-        for row in document["models"]:
-            controlled = row["length_controlled_win_rate"]
-            wins.add_row(Text(_name(row)), Text(row["model"]), f"{row['win_rate']:.2f}",
-                         f"[{row['ci_lower']:.2f}, {row['ci_upper']:.2f}]",
-                         "-" if controlled is None else f"{controlled:.2f}", str(row["n"]))
-        console.print(wins)
-    agreement = document.get("agreement")
-    if agreement and agreement["krippendorff_alpha"] is not None:
-        line = f"Agreement between judges: Krippendorff's alpha {agreement['krippendorff_alpha']:.3f} over " \
-               f"{agreement['units']} shared items"
-        if agreement["departs"]:
-            line += f"; departs most: {_name(agreement['departs'])}"
+    wins, means = _model_rows(document)
+    if wins:
+        table("Win rate against the baseline (percent, ties 0.5; length-controlled: at equal lengths)",
+              ("judge", "model", "win rate", "95% CI", "length-controlled", "n"), wins)
+    if means:
+        table("Mean score per model (scores the judge gave; failed gradings left out)",
+              ("judge", "model", "mean score [95% CI]", "n"), means)
+    for line in _footer(document):
         console.print(Text(line))
     return buffer.getvalue()
 
@@ -127,20 +198,29 @@ def render_judges_csv(document: dict[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
+
+    def write(row: dict[str, Any], metric: str, model: str | None, estimate: Any, low: Any = None, high: Any = None,
+              n: Any = None, p: Any = None, flagged: Any = None) -> None:
+        writer.writerow([neutralized(c) for c in (row["judge"], row.get("judge_prompt"), metric, model, estimate, low,
+                                                   high, n, p, flagged)])
+
     for entry in document["judges"]:
         for name in METRIC_NAMES:
             m = entry[name]
-            writer.writerow([neutralized(c) for c in (entry["judge"], entry.get("judge_prompt"), name, None,
-                                                        m["estimate"], m["ci_lower"], m["ci_upper"], m["n"],
-                                                        m.get("p_value"), m.get("flagged"))])
+            write(entry, name, None, m["estimate"], m["ci_lower"], m["ci_upper"], m["n"], m.get("p_value"),
+                  m.get("flagged"))
+        d = entry.get("score_distribution")
+        if d is not None:
+            for name in SCORE_DISTRIBUTION:
+                write(entry, f"score_{name}", None, d[name], n=d["n"])
     for row in document["models"]:
-        writer.writerow([neutralized(c) for c in (row["judge"], row.get("judge_prompt"), "win_rate", row["model"],
-                                                    row["win_rate"], row["ci_lower"], row["ci_upper"], row["n"],
-                                                    None, None)])
-        if row["length_controlled_win_rate"] is not None:
-            writer.writerow([neutralized(c) for c in (row["judge"], row.get("judge_prompt"), "length_controlled_win_rate",
-                                                        row["model"], row["length_controlled_win_rate"], None, None,
-                                                        row["n"], None, None)])
+        if row.get("win_rate") is not None:
+            write(row, "win_rate", row["model"], row["win_rate"], row["ci_lower"], row["ci_upper"], row["n"])
+            if row["length_controlled_win_rate"] is not None:
+                write(row, "length_controlled_win_rate", row["model"], row["length_controlled_win_rate"], n=row["n"])
+        if row.get("mean_score") is not None:
+            m = row["mean_score"]
+            write(row, "mean_score", row["model"], m["estimate"], m["ci_lower"], m["ci_upper"], m["n"])
     return out.getvalue()
 
 
@@ -151,52 +231,83 @@ h1{font-size:24px}h2{font-size:20px;border-bottom:2px solid #e2e8f0;padding-bott
 text-align:left}th{background:#f8fafc}.num{text-align:right;font-variant-numeric:tabular-nums}
 .flag{color:#b91c1c;font-weight:700}tr.flagged td:first-child{border-left:4px solid #dc2626}
 .charts{display:flex;flex-wrap:wrap;gap:18px}.chart{border:1px solid #e2e8f0;border-radius:6px;padding:10px}
-.note{color:#92400e}
+.note{color:#92400e}.legend{color:#475569;font-size:14px;max-width:900px}
 """
 
 
-def _html_cell(metric: dict[str, Any], percent: bool) -> str:
-    if metric["estimate"] is None:
+def _html_cell(metric: dict[str, Any] | None, percent: bool = False) -> str:
+    if metric is None or metric["estimate"] is None:
         return '<td class=num>-</td>'
     digits = 1 if percent else 2
     flag = ' <span class="flag">FLAG</span>' if metric.get("flagged") else ""
-    return (f'<td class=num>{metric["estimate"]:.{digits}f} <small>[{metric["ci_lower"]:.{digits}f}, '
-            f'{metric["ci_upper"]:.{digits}f}]</small>{flag}</td>')
+    if metric["ci_lower"] is None or metric["ci_upper"] is None:
+        interval = f"<small>[no CI, n={metric['n']}]</small>"
+    else:
+        interval = f"<small>[{metric['ci_lower']:.{digits}f}, {metric['ci_upper']:.{digits}f}]</small>"
+    return f'<td class=num>{metric["estimate"]:.{digits}f} {interval}{flag}</td>'
 
 
-def _plot(document: dict[str, Any], name: str, title: str, unit: str) -> str:
+def _plot(judges: list[dict[str, Any]], name: str, title: str, unit: str) -> str:
     rows = [(_name(e), e[name]["estimate"], e[name]["ci_lower"], e[name]["ci_upper"], bool(e[name].get("flagged")))
-            for e in document["judges"] if e[name]["estimate"] is not None]
-    return f'<div class=chart>{forest_plot(rows, title=title, unit=unit, reference=0.5, band=0.05)}</div>' if rows else ""
+            for e in judges if e[name]["estimate"] is not None]
+    chart = forest_plot(rows, title=title, unit=unit, reference=0.5, band=0.05, domain=(0.0, 1.0),
+                        band_label="within 0.05 of 0.50: too small to matter (never flagged)")
+    return f'<div class=chart>{chart}</div>' if rows else ""
+
+
+def _html_table(headers: tuple[str, ...] | list[str], rows: list[str]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _html_rows(rows: list[list[str]], numeric_from: int = 2) -> list[str]:
+    return ["<tr>" + "".join(f"<td class=num>{escape(c)}</td>" if i >= numeric_from else f"<td>{escape(c)}</td>"
+                             for i, c in enumerate(row)) + "</tr>" for row in rows]
+
+
+def _judge_rows(judges: list[dict[str, Any]], cells: Callable[[dict[str, Any]], str]) -> list[str]:
+    rows = []
+    for entry in judges:
+        cls = ' class="flagged"' if entry["flagged"] else ""
+        notes = "".join(f'<div class=note>{escape(n)}</div>' for n in entry["notes"])
+        rows.append(f"<tr{cls}><td>{escape(_name(entry))}{notes}</td>{cells(entry)}</tr>")
+    return rows
 
 
 def judges_html_body(document: dict[str, Any]) -> str:
     """The page's content without the page: the report's judges section embeds it."""
-    head = "".join(f"<th>{escape(header)}</th>" for header in ("judge", "verdicts", *(h for _, h in TABLE_COLUMNS)))
-    rows = []
-    for entry in document["judges"]:
-        cls = ' class="flagged"' if entry["flagged"] else ""
-        notes = "".join(f'<div class=note>{escape(n)}</div>' for n in entry["notes"])
-        rows.append(f"<tr{cls}><td>{escape(_name(entry))}{notes}</td><td class=num>{entry['n_verdicts']}</td>"
-                    + "".join(_html_cell(entry[name], name in PERCENT) for name, _ in TABLE_COLUMNS) + "</tr>")
-    charts = (_plot(document, "first_position_rate", "First-position rate per judge", "share preferring the answer shown first")
-              + _plot(document, "length_preference", "Length preference per judge", "share preferring the longer answer"))
-    wins = ""
-    if document["models"]:
-        body = "".join(f"<tr><td>{escape(_name(r))}</td><td>{escape(r['model'])}</td><td class=num>{r['win_rate']:.2f}"
-                       f"</td><td class=num>[{r['ci_lower']:.2f}, {r['ci_upper']:.2f}]</td><td class=num>"
-                       f"{'-' if r['length_controlled_win_rate'] is None else format(r['length_controlled_win_rate'], '.2f')}"
-                       f"</td><td class=num>{r['n']}</td></tr>" for r in document["models"])
-        wins = ("<h2>Win rates against the baseline</h2><table><tr><th>judge</th><th>model</th><th>win rate %</th>"
-                f"<th>95% CI</th><th>length-controlled %</th><th>n</th></tr>{body}</table>")
-    agreement = ""
-    a = document.get("agreement")
-    if a and a["krippendorff_alpha"] is not None:
-        departs = f"; departs most: {escape(_name(a['departs']))}" if a["departs"] else ""
-        agreement = (f"<h2>Agreement between judges</h2><p>Krippendorff's alpha {a['krippendorff_alpha']:.3f} over "
-                     f"{a['units']} shared items{departs}.</p>")
-    table = (f"<table><tr>{head}</tr>{''.join(rows)}</table>" if rows else "<p>No judge verdicts in the input.</p>")
-    return f"{table}<div class=charts>{charts}</div>{wins}{agreement}"
+    if not document["judges"]:
+        return "<p>No judge verdicts in the input.</p>"
+    parts = []
+    comparing = [e for e in document["judges"] if compares(e)]
+    if comparing:
+        rows = _judge_rows(comparing, lambda e: f"<td class=num>{e['n_verdicts']:,}</td>" + "".join(
+            _html_cell(e[name], name in PERCENT) for name, _ in TABLE_COLUMNS))
+        parts.append("<h2>Judges comparing answers</h2>"
+                     + _html_table(["judge", "verdicts", *(h for _, h in TABLE_COLUMNS)], rows)
+                     + f"<p class=legend>{escape(LEGEND)}</p><div class=charts>"
+                     + _plot(comparing, "first_position_rate", "First-position rate per judge",
+                             "share of decisive verdicts preferring the answer shown first")
+                     + _plot(comparing, "length_preference", "Length preference per judge",
+                             "share of decisive verdicts preferring the longer answer") + "</div>")
+    grading = [e for e in document["judges"] if e.get("single_answer_verdicts")]
+    if grading:
+        rows = _judge_rows(grading, lambda e: "".join(f"<td class=num>{escape(c)}</td>" for c in _grading_row(e)[1:]))
+        parts.append("<h2>Judges grading one answer alone</h2>" + _html_table(GRADING_HEADERS, rows)
+                     + "<p class=legend>At top / at bottom: the share of scores at the ends of the scale the source "
+                     "names. Score ~ words: Spearman's rho between a score and its answer's length (it mixes length "
+                     "with quality). Repeats agree: the same answer judged again scored within a point.</p>")
+    wins, means = _model_rows(document)
+    if wins:
+        parts.append("<h2>Win rates against the baseline</h2>" + _html_table(
+            ("judge", "model", "win rate %", "95% CI", "length-controlled %", "n"), _html_rows(wins)))
+    if means:
+        parts.append("<h2>Mean score per model</h2>" + _html_table(
+            ("judge", "model", "mean score [95% CI]", "n"), _html_rows(means)))
+    footer = _footer(document)
+    if footer:
+        parts.append("<h2>Agreement and input</h2>" + "".join(f"<p>{escape(line)}.</p>" for line in footer))
+    return "".join(parts)
 
 
 def render_judges_html(document: dict[str, Any]) -> str:
@@ -204,8 +315,8 @@ def render_judges_html(document: dict[str, Any]) -> str:
             "<meta name=viewport content='width=device-width, initial-scale=1'>"
             f"<title>Judge report</title><style>{STYLE}</style></head><body><h1>LLM judge report</h1>"
             f"<p class=meta>Generated {escape(document['generated_at'])} from {escape(', '.join(document['sources']))}. "
-            "Every estimate with its 95% CI; a flag needs a practical size (0.05 from neutral, kappa under 0.4) and "
-            "p &lt; 0.05 after Holm's correction. Flagged judges first.</p>"
+            "Every estimate with its 95% CI; a flag needs a practical size (0.05 from neutral, kappa under 0.4, a "
+            "score-length rho of 0.3) and p &lt; 0.05 after Holm's correction. Flagged judges first.</p>"
             f"{judges_html_body(document)}</body></html>")
 
 

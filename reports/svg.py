@@ -19,39 +19,68 @@ def _ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return [lo + i * step for i in range(count + 1)]
 
 
+CHAR_W = 7.0  # a 12 px sans-serif character is at most about this wide (labels are sized by it)
+MAX_LABEL_SHARE = 0.45  # of the chart's width, for the labels
+
+
+def _fitted(label: str, room: float) -> str:
+    """The label, shortened in the middle to fit `room` pixels (a model id's start and end tell it apart)."""
+    most = max(6, int(room / CHAR_W))
+    if len(label) <= most:
+        return label
+    head = (most - 1) // 2
+    return label[:head] + "\u2026" + label[len(label) - (most - 1 - head):]
+
+
 def forest_plot(rows: Sequence[tuple[str, float, float | None, float | None, bool]], *, title: str,
-                unit: str, reference: float = 0.0, band: float | None = None, width: int = 640) -> str:
-    """One row per (label, estimate, ci_lower, ci_upper, flagged): a dot with its CI."""
+                unit: str, reference: float = 0.0, band: float | None = None, band_label: str | None = None,
+                domain: tuple[float, float] | None = None, width: int = 640) -> str:
+    """One row per (label, estimate, ci_lower, ci_upper, flagged): a dot with its CI. `domain`
+    holds the axis within the values a metric can take (a rate: 0 to 1); `band_label` says what
+    the shaded band around the reference means."""
     if not rows:
         return ""
-    label_w, row_h, top = 210, 26, 34
+    label_w = min(max(CHAR_W * max(len(label) for label, *_ in rows) + 16, 80), width * MAX_LABEL_SHARE)
+    row_h = 26
+    top = 34 + (18 if band and band_label else 0)
     height = top + row_h * len(rows) + 34
     values = [v for _, e, lo, hi, _ in rows for v in (e, lo, hi) if v is not None] + [reference]
     if band:
         values += [reference - band, reference + band]
     lo_v, hi_v = min(values), max(values)
     pad = (hi_v - lo_v) * 0.08 or 0.5
-    x = _scale(lo_v - pad, hi_v + pad, label_w, width - 20)
+    lo_v, hi_v = lo_v - pad, hi_v + pad
+    if domain is not None:
+        lo_v, hi_v = max(lo_v, domain[0]), min(hi_v, domain[1])
+    x = _scale(lo_v, hi_v, label_w, width - 20)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
            f'aria-label="{escape(title)}" {FONT}>',
            f'<text x="0" y="16" font-weight="bold" font-size="14">{escape(title)}</text>']
     bottom = top + row_h * len(rows)
     if band:
         out.append(f'<rect x="{x(reference - band):.1f}" y="{top}" width="{x(reference + band) - x(reference - band):.1f}" '
-                   f'height="{bottom - top}" fill="#f1f5f9"/>')
+                   f'height="{bottom - top}" fill="#e2e8f0"/>')
+        if band_label:
+            out.append(f'<rect x="0" y="{top - 22}" width="12" height="12" fill="#e2e8f0" stroke="#94a3b8"/>'
+                       f'<text x="18" y="{top - 12}" fill="#475569">{escape(band_label)}</text>')
     out.append(f'<line x1="{x(reference):.1f}" y1="{top}" x2="{x(reference):.1f}" y2="{bottom}" stroke="#64748b" '
                f'stroke-dasharray="4 3"/>')
     for i, (label, est, lo, hi, flagged) in enumerate(rows):
         y = top + row_h * i + row_h / 2
         color = "#dc2626" if flagged else "#2563eb"
-        out.append(f'<text x="{label_w - 8}" y="{y + 4:.1f}" text-anchor="end">{escape(label[:30])}</text>')
+        out.append(f'<text x="{label_w - 8:.0f}" y="{y + 4:.1f}" text-anchor="end"><title>{escape(label)}</title>'
+                   f'{escape(_fitted(label, label_w - 16))}</text>')
         if lo is not None and hi is not None:
             out.append(f'<line x1="{x(lo):.1f}" y1="{y:.1f}" x2="{x(hi):.1f}" y2="{y:.1f}" stroke="{color}" '
                        f'stroke-width="2"/>')
         out.append(f'<circle cx="{x(est):.1f}" cy="{y:.1f}" r="5" fill="{color}"/>')
-    for tick in _ticks(lo_v - pad, hi_v + pad):
-        out.append(f'<text x="{x(tick):.1f}" y="{bottom + 16}" text-anchor="middle" fill="#475569">{tick:+.2f}</text>')
-    out.append(f'<text x="{(label_w + width) / 2:.0f}" y="{bottom + 30}" text-anchor="middle" fill="#475569">'
+    tick_format = "+.2f" if domain is None or domain[0] < 0 else ".2f"  # a rate has no sign to show
+    for tick in _ticks(lo_v, hi_v):
+        out.append(f'<text x="{x(tick):.1f}" y="{bottom + 16}" text-anchor="middle" fill="#475569">'
+                   f'{tick:{tick_format}}</text>')
+    half = CHAR_W * len(unit) / 2  # the caption stays within the chart however wide the labels are
+    centre = min(max((label_w + width - 20) / 2, half), width - half)
+    out.append(f'<text x="{centre:.0f}" y="{bottom + 30}" text-anchor="middle" fill="#475569">'
                f'{escape(unit)}</text></svg>')
     return "".join(out)
 

@@ -89,6 +89,7 @@ class JudgeVerdictEvent(_Strictish):
     game: GameNumber | None = None
     repetition: Repetition = 0
     order_known: bool = True
+    order_randomized: bool = False  # the source drew each item's display order at random (AlpacaEval's)
     query: str | None = Field(default=None, exclude=True, repr=False)  # never stored, logged or forwarded
     task: Annotated[str, StringConstraints(max_length=128)] | None = None
     candidates: list[Candidate]

@@ -1,5 +1,5 @@
-"""Text from events (ids, labels, messages quoting them) made safe for a terminal, and
-credentials taken out of anything we print."""
+"""Text from events (ids, labels, messages quoting them) made safe for a terminal, credentials
+taken out of anything we print, and counts and sizes written as a person reads them."""
 
 from __future__ import annotations
 
@@ -35,3 +35,16 @@ def reason_of(error: BaseException) -> str:
     """An exception's first line (a driver's message can run to several), else its type's name."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """"1 item", "2 items", "1,000 items"."""
+    return f"{n:,} {word if n == 1 else words or word + 's'}"
+
+
+def size_text(size: int) -> str:
+    """A byte count as a person reads it: 512 B, 3.4 KB, 12.0 MB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"

@@ -18,6 +18,17 @@ class JudgeMetric:
     flagged: bool | None = None
 
 
+@strawberry.type(description="single-answer grading: the scores a judge gave (failed gradings left out)")
+class JudgeScoreDistribution:
+    mean: float
+    sd: float | None
+    min: float
+    max: float
+    ceiling_share: float = strawberry.field(description="share at the top of the scale the source names")
+    floor_share: float = strawberry.field(description="share at its bottom")
+    n: int
+
+
 @strawberry.type
 class JudgeDisagreement:
     item_id: str
@@ -39,24 +50,30 @@ class JudgeSummary:
     failed_rate: JudgeMetric
     self_preference: JudgeMetric
     human_agreement: JudgeMetric
+    repeat_consistency: JudgeMetric
+    score_length_correlation: JudgeMetric
+    score_distribution: JudgeScoreDistribution | None
     n_verdicts: int
+    single_answer_verdicts: int
     n_items: int
     flagged: list[str]
     notes: list[str]
     disagreements: list[JudgeDisagreement]
 
 
-@strawberry.type
+@strawberry.type(description="one (judge, model): its win rate against the source's baseline, and its mean score "
+                 "where the judge graded its answers alone")
 class JudgeWinRate:
     judge: str
     judge_prompt: str | None
     model: str
-    win_rate: float
-    ci_lower: float
-    ci_upper: float
-    n: int
+    win_rate: float | None = None
+    ci_lower: float | None = None
+    ci_upper: float | None = None
+    n: int | None = None
     length_controlled_win_rate: float | None = strawberry.field(
         default=None, description="at equal lengths: AlpacaEval's minimal length-controlled GLM, in words")
+    mean_score: JudgeMetric | None = None
 
 
 @strawberry.type
@@ -76,15 +93,20 @@ class JudgeReport:
 
 
 METRICS = ("position_consistency", "first_position_rate", "preference_fairness", "length_preference", "accuracy",
-           "tie_rate", "failed_rate", "self_preference", "human_agreement")
+           "tie_rate", "failed_rate", "self_preference", "human_agreement", "repeat_consistency",
+           "score_length_correlation")
 
 
 def judge_report_of(document: dict[str, Any]) -> JudgeReport:
     judges = [JudgeSummary(
-        judge=e["judge"], judge_prompt=e.get("judge_prompt"), n_verdicts=e["n_verdicts"], n_items=e["n_items"],
-        flagged=e["flagged"], notes=e["notes"], disagreements=[JudgeDisagreement(**d) for d in e["disagreements"]],
+        judge=e["judge"], judge_prompt=e.get("judge_prompt"), n_verdicts=e["n_verdicts"],
+        single_answer_verdicts=e["single_answer_verdicts"], n_items=e["n_items"], flagged=e["flagged"],
+        notes=e["notes"], disagreements=[JudgeDisagreement(**d) for d in e["disagreements"]],
+        score_distribution=None if e["score_distribution"] is None else JudgeScoreDistribution(**e["score_distribution"]),
         **{name: JudgeMetric(**e[name]) for name in METRICS}) for e in document["judges"]]
-    models = [JudgeWinRate(judge_prompt=m.get("judge_prompt"), **{k: v for k, v in m.items() if k != "judge_prompt"})
+    models = [JudgeWinRate(judge_prompt=m.get("judge_prompt"), mean_score=None if m.get("mean_score") is None else
+                           JudgeMetric(**m["mean_score"]),
+                           **{k: v for k, v in m.items() if k not in ("judge_prompt", "mean_score")})
               for m in document["models"]]
     a = document.get("agreement")
     agreement = None if a is None else JudgeAgreement(

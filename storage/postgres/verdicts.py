@@ -1,5 +1,6 @@
-"""Judge verdicts in PostgreSQL: written a batch per transaction (COPY into a staging table, one
-INSERT ... ON CONFLICT DO NOTHING: a verdict stored already is skipped), read back as events."""
+"""Judge verdicts in PostgreSQL: written by COPY into a staging table and one INSERT ... ON
+CONFLICT DO NOTHING per batch (a verdict stored already is skipped), a batch per transaction for
+the worker and one transaction for a whole import; read back as events."""
 
 from __future__ import annotations
 
@@ -50,22 +51,31 @@ class PostgresVerdictStore(_OneConnection):
         """Store the verdicts not stored yet; how many were new."""
         if not events:
             return 0
-        rows = [verdict_row(event, int(event.get("consent_level") or 0) if event.get("consent_level") is not None
-                            else 1) for event in events]
         connection = self._connected()
         try:
             with connection.transaction(), connection.cursor() as cursor:
-                cursor.execute("CREATE TEMP TABLE IF NOT EXISTS judge_verdicts_staging "
-                               "(LIKE judge_verdicts INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
-                with cursor.copy(f"COPY judge_verdicts_staging ({COLUMNS}) FROM STDIN".encode()) as copy:
-                    for row in rows:
-                        copy.write_row(row)
-                cursor.execute(f"INSERT INTO judge_verdicts ({COLUMNS}) SELECT {COLUMNS} FROM judge_verdicts_staging "
-                               "ON CONFLICT (tenant_id, verdict_id) DO NOTHING".encode())
-                return cursor.rowcount
+                return _insert_new(cursor, events)
         except psycopg.OperationalError:
             self.close()
             raise
+
+
+def _consent(event: dict[str, Any]) -> int:
+    return int(event["consent_level"]) if event.get("consent_level") is not None else 1
+
+
+def _insert_new(cursor: psycopg.Cursor, events: list[dict[str, Any]]) -> int:
+    """One batch through the staging table; how many verdicts were new."""
+    cursor.execute("CREATE TEMP TABLE IF NOT EXISTS judge_verdicts_staging "
+                   "(LIKE judge_verdicts INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+    with cursor.copy(f"COPY judge_verdicts_staging ({COLUMNS}) FROM STDIN".encode()) as copy:
+        for event in events:
+            copy.write_row(verdict_row(event, _consent(event)))
+    cursor.execute(f"INSERT INTO judge_verdicts ({COLUMNS}) SELECT {COLUMNS} FROM judge_verdicts_staging "
+                   "ON CONFLICT (tenant_id, verdict_id) DO NOTHING".encode())
+    new = cursor.rowcount
+    cursor.execute("TRUNCATE judge_verdicts_staging")  # the next batch of the same transaction starts empty
+    return new
 
 
 class PostgresReviewSample(_OneConnection):
@@ -86,20 +96,20 @@ class PostgresReviewSample(_OneConnection):
 
 
 def import_verdicts(url: str, events: Iterable[dict[str, Any]], batch: int = 2_000) -> tuple[int, int]:
-    """Verdict events into the store in batches; (read, new). Importing twice adds nothing."""
-    store = PostgresVerdictStore(url)
+    """Verdict events into the store in batches of one transaction; (read, new). Importing twice
+    adds nothing; an error while reading the events (a bad row) stores none of them."""
     read = new = 0
     pending: list[dict[str, Any]] = []
-    try:
+    with psycopg.connect(url, connect_timeout=5) as connection, connection.transaction(), \
+            connection.cursor() as cursor:
         for event in events:
             read += 1
             pending.append(event)
             if len(pending) >= batch:
-                new += store.append(pending)
+                new += _insert_new(cursor, pending)
                 pending = []
-        new += store.append(pending)
-    finally:
-        store.close()
+        if pending:
+            new += _insert_new(cursor, pending)
     return read, new
 
 

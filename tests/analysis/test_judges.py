@@ -158,6 +158,40 @@ def test_agreement_between_judges_matches_the_krippendorff_package():
     assert result.alpha_without[("j2", None)] == pytest.approx(without)
 
 
+def test_a_judge_that_shares_no_item_is_not_one_of_the_agreeing_judges():
+    rng = np.random.default_rng(9)
+    truth = rng.choice([-1, 1], 30)
+    by_judge = {}
+    for j, noise in enumerate([0.1, 0.3]):
+        directions = np.where(rng.random(30) < noise, -truth, truth)
+        by_judge[(f"j{j}", None)] = [JudgedGame(judge=f"j{j}", prompt=None, item=str(i), models=("a", "b"),
+                                                level=int(d), p_first=float(d > 0)) for i, d in enumerate(directions)]
+    alone = [JudgedGame(judge="alone", prompt=None, item=f"own-{i}", models=("a", "b"), level=1, p_first=1.0)
+             for i in range(30)]
+    shared = judge_agreement(by_judge)
+    result = judge_agreement({**by_judge, ("alone", None): alone})
+    assert (result.judges, result.units) == (2, 30)
+    assert result.alpha == pytest.approx(shared.alpha)  # its items have no second rating: alpha is unmoved
+    assert ("alone", None) not in result.alpha_without and result.departs is None
+
+
+def _order_games(randomized: bool) -> list[JudgedGame]:
+    # each pair seen in one order only, by a judge that prefers the first shown 70 times in 100
+    return [JudgedGame(judge="j", prompt=None, item=str(i), models=("base", "m") if i % 2 else ("m", "base"),
+                       level=1 if i % 10 < 7 else -1, p_first=1.0 if i % 10 < 7 else 0.0, order_randomized=randomized)
+            for i in range(100)]
+
+
+def test_notes_say_what_is_true_of_the_display_order():
+    [fixed] = judge_report(_order_games(False)).judges
+    [random_order] = judge_report(_order_games(True)).judges
+    assert any(note.startswith("no pair was seen in both orders: first_position_rate mixes position with quality")
+               for note in fixed.notes)
+    assert not any("%" in note for note in fixed.notes + random_order.notes)
+    assert any("drew each item's display order at random" in note for note in random_order.notes)
+    assert not any("mixes position with quality" in note for note in random_order.notes)
+
+
 def test_flags_need_practical_size_and_holm():
     # 60 of 100 prefer the first shown: p = 0.057 before correction, not flagged
     near = [game(1, item=str(i)) for i in range(60)] + [game(-1, item=str(60 + i)) for i in range(40)]

@@ -147,3 +147,18 @@ def test_drift_of_position_consistency_fires():
                 alerts += outcome.alerts or []
     [fired] = [a for a in alerts if a.metric == "position_consistency"]
     assert fired.status == "firing" and fired.value < fired.threshold - 0.05
+
+
+def test_a_scored_answer_is_graded_not_failed_in_the_judges_window(tmp_path):
+    store = JsonlRecordStore(tmp_path, "verdicts")
+    processor = VerdictProcessor(window=MemoryWindow(POLICY), store=store)
+    graded = [verdict(n, True, candidates=[{"model": "a", "length_words": 30}],
+                      verdict={"kind": "scores", "scores": [7], "scale": "1-10"}) for n in range(3)]
+    failed = verdict(3, True, candidates=[{"model": "a"}], verdict={"kind": "failed", "reason": "score -1"})
+    pairs = [verdict(4, True), verdict(5, False, verdict={"kind": "pairwise", "preference": "A=B"})]
+    outcomes = run(processor, deliveries(graded + [failed] + pairs))
+    store.close()
+    window = outcomes[-1].result.judge["window"]
+    assert window["verdicts"] == 6
+    assert window["failed_rate"]["estimate"] == round(1 / 6, 4)  # the one failed grading, not the three scores
+    assert window["tie_rate"]["estimate"] == 1 / 2 and window["tie_rate"]["n"] == 2  # among the two compared

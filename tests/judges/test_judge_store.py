@@ -69,4 +69,4 @@ def test_a_file_that_is_not_the_named_format_is_one_line_and_nothing_is_written(
     assert run_cli("setup", "--store", postgres_url).returncode == 0
     done = run_cli("import", str(path), "--store", postgres_url, "--source", "judgebench")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
-    assert "no judgments[].judgment.judge_model names the judge" in done.stderr
+    assert "x.jsonl:1: judgments[].judgment.judge_model: missing" in done.stderr

@@ -162,13 +162,13 @@ def test_lmc_reference_model_and_repeats(tmp_path):
 
 
 @pytest.mark.parametrize("source,rows,reason", [
-    ("judgebench", [{"pair_id": "p", "judgments": []}], "judgments must hold 1 or 2 games"),
-    ("judgebench", [{"pair_id": "p", "judgments": [None], "response_model": "m"}], "no judgments[].judgment.judge_model"),
-    ("lmc", [{"llm_judge": "j", "first_completion_by": "a"}], "missing field 'second_completion_by'"),
+    ("judgebench", [{"pair_id": "p", "judgments": []}], "judgments: must hold 1 or 2 games"),
+    ("judgebench", [{"pair_id": "p", "judgments": [None], "response_model": "m"}], "judgments[].judgment.judge_model: missing"),
+    ("lmc", [{"llm_judge": "j", "first_completion_by": "a"}], "second_completion_by: missing"),
     ("lmc", [{"llm_judge": "j", "first_completion_by": "a", "second_completion_by": "b", "emobench_id": 1,
-              "pairwise_choice": "A>C"}], "pairwise_choice 'A>C'"),
+              "pairwise_choice": "A>C"}], "pairwise_choice: 'A>C' is not one of A>>B, A>B, A=B, B>A, B>>A"),
     ("mt_bench", [{"question_id": 1, "model_1": "a", "model_2": "b", "g1_winner": "model_3", "g2_winner": "tie",
-                   "judge": ["gpt-4", "pair-v2"], "turn": 1}], "g1_winner 'model_3'"),
+                   "judge": ["gpt-4", "pair-v2"], "turn": 1}], "g1_winner: 'model_3' is not one of"),
     ("events", [{"verdict_id": "v", "judge": {"model": "j"}, "item_id": "i", "timestamp": "2026-11-20T10:00:00Z",
                  "candidates": [{"model": "a"}], "verdict": {"kind": "pairwise", "preference": "A>B"}}],
      "a pairwise verdict needs exactly 2 candidates"),

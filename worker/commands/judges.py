@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -10,7 +13,7 @@ import typer
 
 from bias_audit.schemas.errors import CommandError
 
-from .common import DataDirOpt, StoreOpt, command, say
+from .common import DataDirOpt, StoreOpt, command, progress_bar, say, settings_with
 
 
 class JudgeSource(str, Enum):
@@ -53,9 +56,12 @@ def judges(
 
     Per judge (model and prompt), each with its 95% CI and N: position consistency, first-position
     rate, preference fairness, length preference, accuracy against labels (JudgeBench's rule),
-    tie and failed rates, self-preference, agreement with humans (Cohen's kappa); per (judge,
-    model) AlpacaEval's win rate against the baseline; Krippendorff's alpha between judges. Reads
-    the public judge files as their projects write them, or the verdicts in the store."""
+    tie and failed rates, self-preference, agreement with humans (Cohen's kappa), repeat
+    consistency; for single-answer grading (MT-Bench's single mode) the scores' distribution, their
+    correlation with length, and each model's mean score; per (judge, model) AlpacaEval's win rate
+    against the baseline; Krippendorff's alpha between judges. Reads the public judge files as
+    their projects write them (gzipped too), or the verdicts in the store. Files are read as one
+    set: a verdict read twice (the same file given twice) counts once."""
     from bias_audit.analysis.judge_games import game_from_event
     from bias_audit.analysis.judges import judge_report
     from bias_audit.reports.judges import judge_document, render_judges
@@ -65,9 +71,11 @@ def judges(
             raise CommandError("give judge files or --store, not both")
         from bias_audit.importers.sources import read_verdicts
 
-        events = read_verdicts(paths, source.value, answers=str(answers) if answers else None, stored=False)
-        games = [game_from_event(e) for e in events if tenant is None or e.get("tenant_id") == tenant]
-        document = judge_document(judge_report(games), sources=list(paths))
+        files = read_verdicts(paths, source.value, answers=str(answers) if answers else None,
+                              limits=settings_with(data_dir=data_dir).limits)
+        with _progress(files.total_bytes) as advance:
+            games = [game_from_event(e) for e in files.read(advance) if tenant is None or e["tenant_id"] == tenant]
+        document = judge_document(judge_report(games), sources=list(paths), duplicates=files.duplicates)
     else:
         if answers is not None or source is not JudgeSource.auto:
             raise CommandError("--source and --answers describe judge files; name the files")
@@ -78,6 +86,15 @@ def judges(
     else:
         output.write_text(text, encoding="utf-8")
         say(f"wrote {output}")
+
+
+def _progress(total_bytes: int) -> AbstractContextManager[Callable[[int], None] | None]:
+    """A bar on a terminal for inputs large enough to keep one waiting, as `report` shows."""
+    from bias_audit.reports.run import PROGRESS_FROM_BYTES
+
+    if sys.stderr.isatty() and total_bytes >= PROGRESS_FROM_BYTES:
+        return progress_bar("reading verdicts", total_bytes, in_bytes=True)
+    return nullcontext(None)
 
 
 def _stored_report(store: str | None, data_dir: Path | None, tenant: str | None) -> dict:

@@ -9,9 +9,9 @@ from typing import Annotated, Optional
 import typer
 
 from bias_audit.schemas.errors import CommandError
-from bias_audit.schemas.safe_text import reason_of, redact
+from bias_audit.schemas.safe_text import plural, reason_of, redact, size_text
 
-from .common import FLAG, DataDirOpt, StoreOpt, command, progress_bar, say, store_for
+from .common import FLAG, DataDirOpt, StoreOpt, command, progress_bar, say, settings_with, store_for
 
 
 class ExportKind(str, Enum):
@@ -56,8 +56,8 @@ def export(
             progress_bar(f"exporting {kind.value}", None) as advance:
         if folder is not None:
             written = export_parquet(url, tenant=tenant, start=start, output=folder, kind=kind.value, advance=advance)
-            say(f"exported {written.rows} {kind.value} to {len(written.files)} Parquet files "
-                f"({written.bytes / 1e6:.1f} MB) under {folder}")
+            say(f"exported {written.rows} {kind.value} to {plural(len(written.files), 'Parquet file')} "
+                f"({size_text(written.bytes)}) under {folder}")
             return
         count = export_records(url, tenant=tenant, start=start, output=output, kind=kind.value, advance=advance)
     say(f"exported {count} {kind.value}" + (f" to {output}" if output else ""))
@@ -106,9 +106,12 @@ def import_(
                 from bias_audit.storage.postgres.verdicts import import_verdicts
 
                 kind = "auto" if source is ImportSource.auto else source.value
-                read, new = import_verdicts(url, read_verdicts([str(p) for p in judged], kind, tenant=tenant,
-                                                               answers=str(answers) if answers else None))
-                say(f"imported {new} new judge verdicts of {read} read")
+                verdicts = read_verdicts([str(p) for p in judged], kind, tenant=tenant,
+                                         answers=str(answers) if answers else None,
+                                         limits=settings_with(data_dir=data_dir).limits)
+                read, new = import_verdicts(url, verdicts)
+                repeated = f" ({verdicts.duplicates} read twice, counted once)" if verdicts.duplicates else ""
+                say(f"imported {new} new judge verdicts of {read} read{repeated}")
             if records:
                 _import_records(url, records)
         except ValueError as error:
