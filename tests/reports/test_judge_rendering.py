@@ -59,8 +59,9 @@ def test_every_metric_without_an_interval_renders():
 
 
 def alpaca_like(randomized: bool) -> dict:
-    games = [verdict(i, "weighted_alpaca_eval_gpt4_turbo", "base" if i % 2 else "m", "m" if i % 2 else "base",
-                     "A>B" if i % 3 else "B>A") | {"order_randomized": randomized} for i in range(60)]
+    games = [verdict(i, judge, "base" if i % 2 else "m", "m" if i % 2 else "base",
+                     "A>B" if i % 3 or judge == "always-first" else "B>A") | {"order_randomized": randomized}
+             for judge in ("weighted_alpaca_eval_gpt4_turbo", "always-first") for i in range(60)]
     return judge_document(judge_report([game_from_event(e) for e in games]), sources=["annotations.json"])
 
 
