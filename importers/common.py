@@ -34,7 +34,7 @@ class SourceError(CommandError):
 def safe_id(*parts: object) -> str:
     """A verdict or item id from a source's fields: printable, no spaces or braces (ids end up in
     Redis keys), at most 256 characters (longer ones keep a prefix and a digest)."""
-    text = ":".join("" if p is None else _UNSAFE.sub("_", str(p)) for p in parts)
+    text = _UNSAFE.sub("_", ":".join("" if p is None else str(p) for p in parts))  # ":" is safe
     if len(text) <= MAX_ID:
         return text
     return text[:MAX_ID - 17] + "~" + hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -115,7 +115,8 @@ class VerdictFiles:
         self.duplicates = 0  # dropped: the same id and content read before
 
     def documents(self, progress: Progress | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(where, document) of every verdict as the sources give it, before the contract's check."""
+        """(where, document) of every verdict as the readers give it, before the contract's check:
+        the field's formats already in the stored shape (with answers' texts), our events as read."""
         stamp = now_iso()
         tenant = self.tenant
         fastchat = [path for path, kind in self.kinds if kind == "mt_bench"]
@@ -136,13 +137,19 @@ class VerdictFiles:
     def read(self, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
         from bias_audit.consumers.envelope import InvalidEvent, validate_event
 
+        ours = {str(path) for path, kind in self.kinds if kind == "events"}
         seen: set[bytes] = set()
         for where, document in self.documents(progress):
             try:
                 event = validate_event(JudgeVerdictEvent, document, self.limits)
             except InvalidEvent as error:
                 raise SourceError(f"{where}: {error}") from None
-            stored = stored_verdict(event.model_dump(mode="json"), [c.response for c in event.candidates])
+            if where.rsplit(":", 1)[0] in ours:  # as a producer wrote it: the contract's own form
+                stored = stored_verdict(event.model_dump(mode="json"), [c.response for c in event.candidates])
+            else:  # a reader built it in that form: checked, then its texts dropped
+                stored = stored_verdict({**document, "candidates": [{k: v for k, v in c.items() if k != "response"}
+                                                                    for c in document["candidates"]]},
+                                        [c.get("response") for c in document["candidates"]])
             digest = hashlib.blake2b(orjson.dumps(stored, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
             if digest in seen:
                 self.duplicates += 1

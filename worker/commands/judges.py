@@ -73,9 +73,11 @@ def judges(
 
         files = read_verdicts(paths, source.value, answers=str(answers) if answers else None,
                               limits=settings_with(data_dir=data_dir).limits)
-        with _progress(files.total_bytes) as advance:
+        from bias_audit.storage.report_reader import collector_paused
+
+        with _progress(files.total_bytes) as advance, collector_paused():  # games hold no cycles to collect
             games = [game_from_event(e) for e in files.read(advance) if tenant is None or e["tenant_id"] == tenant]
-        document = judge_document(judge_report(games), sources=list(paths), duplicates=files.duplicates)
+            document = judge_document(judge_report(games), sources=list(paths), duplicates=files.duplicates)
     else:
         if answers is not None or source is not JudgeSource.auto:
             raise CommandError("--source and --answers describe judge files; name the files")
