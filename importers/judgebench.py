@@ -74,12 +74,13 @@ def read(path: Path, *, tenant: str = "default", timestamp: str | None = None,
         texts = [text_of(row, field, where) for field in ("response_A", "response_B")]
         first = candidate(model, texts[0], correct=None if label is None else label == "A>B")
         second = candidate(model, texts[1], correct=None if label is None else label == "B>A")
+        item = safe_id(pair)
         for game, judgment in enumerate(judgments, 1):
             swapped = game == 2
             yield where, {
                 "schema_version": "1.0", "verdict_id": safe_id("judgebench", judge, prompt, pair, game),
                 "tenant_id": tenant, "timestamp": stamp, "judge": {"model": judge, "prompt": prompt},
-                "item_id": safe_id(pair), "game": game, "order_known": True, "task": task,
+                "item_id": item, "game": game, "order_known": True, "task": task,
                 "candidates": [second, first] if swapped else [first, second],
                 "verdict": _verdict(judgment, f"{where}: judgments[{game - 1}]"),
                 "label": None if label is None else FLIP[label] if swapped else label,
