@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import math
 import random
-from functools import lru_cache
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from bias_audit.analysis.judge_games import word_count
 
-from .common import Progress, SourceError, jsonl_rows, need, now_iso, one_of, optional, safe_id, typed, epoch_iso
+from .common import (MAX_NAME, Progress, SourceError, epoch_iso, jsonl_rows, need, now_iso, one_of, optional, safe_id,
+                     typed)
 
 WINNERS = ("model_1", "model_2", "tie", "error")
 HUMAN_WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
@@ -71,8 +72,8 @@ def _judge(row: dict[str, Any], where: str) -> tuple[str, str | None]:
         return need(row, "judge_model", where), optional(row, "judge_prompt", where)
     if not isinstance(judge, list) or not 1 <= len(judge) <= 2:
         raise SourceError(f"{where}: judge: must be [model, prompt name]")
-    model = typed(judge[0], "judge[0]", where, str, max_length=256)
-    prompt = typed(judge[1], "judge[1]", where, str, max_length=256) if len(judge) == 2 else None
+    model = typed(judge[0], "judge[0]", where, str, max_length=MAX_NAME)
+    prompt = typed(judge[1], "judge[1]", where, str, max_length=MAX_NAME) if len(judge) == 2 else None
     return model, prompt
 
 

@@ -86,6 +86,10 @@ def read_events(path: Path, *, tenant: str | None = None,
         yield f"{path}:{number}", row
 
 
+def _built(documents: Iterator[tuple[str, dict[str, Any]]]) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    return ((where, document, True) for where, document in documents)
+
+
 def _is_empty(path: Path) -> bool:
     return all(not line.strip() for _, line in bounded_lines(path))
 
@@ -114,42 +118,41 @@ class VerdictFiles:
         self.verdicts = 0  # kept
         self.duplicates = 0  # dropped: the same id and content read before
 
-    def documents(self, progress: Progress | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(where, document) of every verdict as the readers give it, before the contract's check:
-        the field's formats already in the stored shape (with answers' texts), our events as read."""
+    def documents(self, progress: Progress | None = None) -> Iterator[tuple[str, dict[str, Any], bool]]:
+        """(where, document, built) of every verdict before the contract's check: built, the field's
+        formats as our readers build them in the stored shape (with answers' texts); else our events as read."""
         stamp = now_iso()
         tenant = self.tenant
         fastchat = [path for path, kind in self.kinds if kind == "mt_bench"]
         alpaca = [path for path, kind in self.kinds if kind == "alpaca_eval"]
         for path, kind in self.kinds:
             if kind == "judgebench":
-                yield from judgebench.read(path, tenant=tenant, timestamp=stamp, progress=progress)
+                yield from _built(judgebench.read(path, tenant=tenant, timestamp=stamp, progress=progress))
             elif kind == "lmc":
-                yield from lmc.read(path, tenant=tenant, timestamp=stamp, progress=progress)
+                yield from _built(lmc.read(path, tenant=tenant, timestamp=stamp, progress=progress))
             elif kind == "events":
-                yield from read_events(path, tenant=tenant, progress=progress)
+                yield from ((where, row, False) for where, row in read_events(path, tenant=tenant, progress=progress))
         if alpaca:  # one pass over all of them: people's cross-annotations join the judged pairs across files
-            yield from alpaca_eval.read_all(alpaca, tenant=tenant, timestamp=stamp, progress=progress)
+            yield from _built(alpaca_eval.read_all(alpaca, tenant=tenant, timestamp=stamp, progress=progress))
         if fastchat:  # one pass over all of them: human judgments join the pairs across files
-            yield from mt_bench.read(fastchat, tenant=tenant, timestamp=stamp, progress=progress,
-                                     answers=Path(self.answers) if self.answers is not None else None)
+            yield from _built(mt_bench.read(fastchat, tenant=tenant, timestamp=stamp, progress=progress,
+                                            answers=Path(self.answers) if self.answers is not None else None))
 
     def read(self, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
         from bias_audit.consumers.envelope import InvalidEvent, validate_event
 
-        ours = {str(path) for path, kind in self.kinds if kind == "events"}
         seen: set[bytes] = set()
-        for where, document in self.documents(progress):
+        for where, document, built in self.documents(progress):
             try:
                 event = validate_event(JudgeVerdictEvent, document, self.limits)
             except InvalidEvent as error:
                 raise SourceError(f"{where}: {error}") from None
-            if where.rsplit(":", 1)[0] in ours:  # as a producer wrote it: the contract's own form
-                stored = stored_verdict(event.model_dump(mode="json"), [c.response for c in event.candidates])
-            else:  # a reader built it in that form: checked, then its texts dropped
+            if built:  # already in the stored shape: checked, then its texts dropped
                 stored = stored_verdict({**document, "candidates": [{k: v for k, v in c.items() if k != "response"}
                                                                     for c in document["candidates"]]},
                                         [c.get("response") for c in document["candidates"]])
+            else:  # as a producer wrote it: stored in the contract's own form
+                stored = stored_verdict(event.model_dump(mode="json"), [c.response for c in event.candidates])
             digest = hashlib.blake2b(orjson.dumps(stored, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
             if digest in seen:
                 self.duplicates += 1
