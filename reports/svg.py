@@ -20,7 +20,8 @@ def _ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 CHAR_W = 7.0  # a 12 px sans-serif character is at most about this wide (labels are sized by it)
-MAX_LABEL_SHARE = 0.45  # of the chart's width, for the labels
+MAX_LABEL_CHARS = 60  # a longer label is shortened in the middle, its whole text on hover
+MIN_PLOT_W = 340  # the chart widens for long labels rather than squeeze the plot
 
 
 def _fitted(label: str, room: float) -> str:
@@ -40,7 +41,8 @@ def forest_plot(rows: Sequence[tuple[str, float, float | None, float | None, boo
     the shaded band around the reference means."""
     if not rows:
         return ""
-    label_w = min(max(CHAR_W * max(len(label) for label, *_ in rows) + 16, 80), width * MAX_LABEL_SHARE)
+    label_w = CHAR_W * min(max(len(label) for label, *_ in rows), MAX_LABEL_CHARS) + 16
+    width = max(width, int(label_w) + MIN_PLOT_W)
     row_h = 26
     top = 34 + (18 if band and band_label else 0)
     height = top + row_h * len(rows) + 34

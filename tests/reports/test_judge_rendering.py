@@ -18,7 +18,9 @@ from tests.conftest import IN_CI
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LONG_NAMES = ("Ray2333/GRM-Gemma-2B-rewardmodel-ft", "Skywork/Skywork-Reward-Llama-3.1-8B-v0.2-long-name",
-              "openai/gpt-4o-2024-05-13")
+              "internlm/internlm2-20b-reward", "internlm/internlm2-7b-reward", "openai/gpt-4o-2024-05-13",
+              "an-organisation-with-a-long-name/a-model-whose-name-goes-on-and-on-and-on-20b", "an-organisation-with-a-long-"
+              "name/a-model-whose-name-goes-on-and-on-and-on-7b")
 
 
 def verdict(n: int, judge: str, first: str, second: str, preference: str, **extra) -> dict:
@@ -120,12 +122,16 @@ def test_every_chart_label_is_inside_its_chart(chromium, tmp_path):
         const width = svg.width.baseVal.value;
         return [...svg.querySelectorAll('text')].map(t => {
             const box = t.getBBox();
-            return {text: t.textContent, left: box.x, right: box.x + box.width, width};
+            const shown = [...t.childNodes].filter(n => n.nodeType === Node.TEXT_NODE).map(n => n.textContent).join("");
+            return {text: t.textContent, shown, left: box.x, right: box.x + box.width, width};
         });
     })""")
     labels = [b for b in boxes if any(name[:8] in b["text"] for name in LONG_NAMES)]
     assert len(labels) == 2 * len(LONG_NAMES)  # each judge in both charts
     for box in boxes:
         assert box["left"] >= 0 and box["right"] <= box["width"], box
+    shown = {b["shown"] for b in labels}
+    assert len(shown) == len(LONG_NAMES)  # shortened or not, two judges never read alike
+    assert any("\u2026" in b["shown"] for b in labels)  # the longest are shortened
     titles = page.evaluate("() => [...document.querySelectorAll('svg text title')].map(t => t.textContent)")
     assert all(f"{name} [reward_model]" in titles for name in LONG_NAMES)  # the whole name on hover
