@@ -405,12 +405,9 @@ def _notes(games: list[JudgedGame], metrics: dict[str, Metric], share: float | N
         notes.append("no item judged in both orders: no position consistency or preference fairness")
     if self_pref is not None and self_pref.n == 0:
         notes.append("the judge is a candidate's model, but no other judge rated the same items: no self-preference")
-    graded = [g for g in games if g.score is not None]
-    if graded and metrics["score_length_correlation"].n == 0:
+    if any(g.score is not None for g in games) and metrics["score_length_correlation"].n == 0:
         notes.append("no answer lengths: give the answers (MT-Bench: --answers model_answer/) for "
                      "score_length_correlation")
-    elif graded:
-        notes.append("score_length_correlation mixes length with quality: longer answers may also be better ones")
     return notes
 
 

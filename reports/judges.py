@@ -25,6 +25,9 @@ PERCENT = ("accuracy",)  # contract: accuracy and win rates in percent, the othe
 COMPARING = ("position_consistency", "first_position_rate", "preference_fairness", "length_preference", "accuracy",
              "tie_rate", "self_preference", "human_agreement")
 SCORE_DISTRIBUTION = ("mean", "sd", "min", "max", "ceiling_share", "floor_share")
+GRADING_LEGEND = ("At top / at bottom: the share of scores at the ends of the scale the source names. Score ~ words: "
+                  "Spearman's rho between a score and its answer's length; it mixes length with quality (longer answers "
+                  "may also be better ones). Repeats agree: the same answer judged again scored within a point.")
 LEGEND = ("Estimate [95% CI], N in the JSON; FLAG: the practical size and p < 0.05 after Holm's correction across the "
           "judge's tests. Pref. fairness (Shi et al. 2024): (recency - primacy) / pairs seen in both orders, 0 fair, "
           "below 0 favours the answer shown first. Consistency: pairs whose verdict survives the swap.")
@@ -173,6 +176,7 @@ def render_judges_text(document: dict[str, Any]) -> str:
     grading = [e for e in document["judges"] if e.get("single_answer_verdicts")]
     if grading:
         table("Judges grading one answer alone", GRADING_HEADERS, [_grading_row(e) for e in grading])
+        console.print(Text(GRADING_LEGEND))
     for entry in document["judges"]:
         for note in entry["notes"]:
             console.print(Text(f"{_name(entry)}: {note}"))
@@ -294,9 +298,7 @@ def judges_html_body(document: dict[str, Any]) -> str:
     if grading:
         rows = _judge_rows(grading, lambda e: "".join(f"<td class=num>{escape(c)}</td>" for c in _grading_row(e)[1:]))
         parts.append("<h2>Judges grading one answer alone</h2>" + _html_table(GRADING_HEADERS, rows)
-                     + "<p class=legend>At top / at bottom: the share of scores at the ends of the scale the source "
-                     "names. Score ~ words: Spearman's rho between a score and its answer's length (it mixes length "
-                     "with quality). Repeats agree: the same answer judged again scored within a point.</p>")
+                     + f"<p class=legend>{escape(GRADING_LEGEND)}</p>")
     wins, means = _model_rows(document)
     if wins:
         parts.append("<h2>Win rates against the baseline</h2>" + _html_table(

@@ -103,6 +103,7 @@ def test_single_answer_grading_renders_in_every_format(tmp_path):
     text = run_cli("judges", str(path)).stdout
     assert "Judges grading one answer alone" in text and "Mean score per model" in text
     assert "Judges comparing answers" not in text  # no pairwise column full of dashes
+    assert text.count("mixes length with quality") == 1  # said once, in the legend, not under every judge
 
 
 def test_gzipped_files_are_read_as_their_contents(tmp_path):
