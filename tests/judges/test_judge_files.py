@@ -213,9 +213,17 @@ def test_a_row_of_the_wrong_shape_is_read_or_refused_in_one_line(tmp_path, sourc
 ])
 def test_the_event_contract_holds_for_every_imported_row(tmp_path, source, row, reason):
     path = write_jsonl(tmp_path / "in.jsonl", [row])
-    done = run_cli("judges", str(path), "--source", source)
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.count("\n") == 1 and f"in.jsonl{reason}" in done.stderr, done.stderr
+    with pytest.raises(SourceError) as caught:
+        list(read_verdicts([str(path)], source))
+    assert f"in.jsonl{reason}" in caught.value.message and "\n" not in caught.value.message, caught.value.message
+
+
+def test_a_bad_row_is_one_line_on_stderr_and_exit_2(tmp_path):
+    path = write_jsonl(tmp_path / "in.jsonl", [{**VALID_ROWS["events"], "timestamp": "9999-12-31T00:00:00Z"}])
+    done = run_cli("judges", str(path))
+    assert done.returncode == 2 and done.stdout == ""
+    assert re.fullmatch(rf"error: {re.escape(str(path))}:1: timestamp: 9999-12-31T00:00:00\+00:00 is [^\n]+ ahead of "
+                        r"this worker's clock [^\n]+\n", done.stderr), done.stderr
 
 
 @pytest.mark.postgres
