@@ -126,6 +126,8 @@ def test_the_parquet_export_holds_what_the_jsonl_export_holds(postgres_url, tmp_
         parquet = run_cli("export", "--store", postgres_url, "--kind", kind, "--format", "parquet", "-o", str(folder))
         assert parquet.returncode == 0, parquet.stderr
         assert parquet.stderr.startswith(f"exported {expected} {kind} to ") and parquet.stderr.count("\n") == 1
+        files = len(list(folder.glob("day=*/*.parquet")))  # "1 Parquet file (3.1 KB)", never "1 Parquet files (0.0 MB)"
+        assert f" to {files} Parquet file{'' if files == 1 else 's'} (" in parquet.stderr and " 0.0 MB" not in parquet.stderr
         assert run_cli("export", "--store", postgres_url, "--kind", kind, "-o", str(jsonl)).returncode == 0
         from_parquet = read_back(folder)
         from_jsonl = [json.loads(line) for line in jsonl.read_text().splitlines()]
