@@ -398,7 +398,8 @@ def _notes(games: list[JudgedGame], metrics: dict[str, Metric], share: float | N
         notes.append("the source drew each item's display order at random, so first_position_rate measures "
                      "position, not which answer was better")
     elif share is not None and share < 1.0 and metrics["first_position_rate"].n:
-        seen = "no pair was" if share == 0 else "fewer than 1% of pairs were" if share < 0.01 else f"only {share:.0%} of pairs were"
+        seen = ("no pair was" if share == 0 else "fewer than 1% of pairs were" if share < 0.01
+                else f"only {share:.0%} of pairs were")
         notes.append(f"{seen} seen in both orders: first_position_rate mixes position with quality unless the source "
                      "randomized the order")
     if known and not has_pairs:

@@ -86,15 +86,20 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> Correlation:
     return Correlation(r, correlation_p_value(r, n), n)
 
 
+def fisher_se(r: float, n: int, *, rank: bool = False) -> float:
+    """The standard error of Fisher's z = atanh(r): 1/sqrt(n-3); of Spearman's rho (rank),
+    Bonett and Wright's sqrt((1 + rho^2/2) / (n-3))."""
+    return math.sqrt((1.0 + r * r / 2.0 if rank else 1.0) / (n - 3))
+
+
 def fisher_ci(r: float, n: int, *, rank: bool = False) -> tuple[float, float] | None:
-    """95% CI of a correlation by Fisher's z (se = 1/sqrt(n-3)); rank: of Spearman's rho, with
-    Bonett and Wright's se = sqrt((1 + rho^2/2) / (n-3)). None below n = 4."""
+    """95% CI of a correlation by Fisher's z (fisher_se); None below n = 4."""
     if n < 4:
         return None
     if abs(r) >= 1.0:
         return (r, r)
     z = math.atanh(r)
-    half = Z_95 * math.sqrt((1.0 + r * r / 2.0 if rank else 1.0) / (n - 3))
+    half = Z_95 * fisher_se(r, n, rank=rank)
     return (math.tanh(z - half), math.tanh(z + half))
 
 
@@ -109,8 +114,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> Correlation:
         return Correlation(None, None, n)
     if abs(r) >= 1.0:
         return Correlation(r, 0.0, n)
-    z = abs(math.atanh(r)) / math.sqrt((1.0 + r * r / 2.0) / (n - 3))
-    return Correlation(r, 2.0 * float(ndtr(-z)), n)
+    return Correlation(r, 2.0 * float(ndtr(-abs(math.atanh(r)) / fisher_se(r, n, rank=True))), n)
 
 
 INF = float("inf")
