@@ -85,7 +85,8 @@ def test_single_answer_grading_is_graded_not_failed_and_its_means_are_fastchats(
         sums[row["model"]][1] += row["mean_score"]["n"]
     ours = {model: total / n for model, (total, n) in sums.items()}
     assert ours == pytest.approx(fastchat_average(rows), abs=1e-4)
-    # the rerun of question 81 turn 1 (7, then 9): a repetition that disagrees by two points
+    # the rerun of question 81 turn 1 (7, then 9): a repetition that disagrees by two points; Wilson's
+    # upper bound for 0 of 1 is z^2 / (1 + z^2) = 3.8415 / 4.8415 = 0.7935
     assert judges["single-v1"]["repeat_consistency"] == {"estimate": 0.0, "ci_lower": 0.0, "ci_upper": pytest.approx(
         0.7935, abs=1e-4), "n": 1}
     distribution = judges["single-math-v1"]["score_distribution"]
