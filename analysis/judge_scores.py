@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -48,17 +48,11 @@ class MeanScore:
     mean_score: Metric
 
 
-def scored(games: Iterable[JudgedGame]) -> list[JudgedGame]:
-    """The single-answer games that got a score."""
-    return [g for g in games if g.score is not None]
-
-
 def score_distribution(games: Sequence[JudgedGame]) -> ScoreDistribution | None:
-    graded = scored(games)
-    if not graded:
+    numbers = [g.score for g in games if g.score is not None]
+    if not numbers:
         return None
-    numbers = [g.score for g in graded if g.score is not None]
-    scales = {g.scale for g in graded}
+    scales = {g.scale for g in games if g.score is not None}
     scale = next(iter(scales)) if len(scales) == 1 else None
     low, high = scale if scale is not None else (min(numbers), max(numbers))
     n = len(numbers)
@@ -68,8 +62,8 @@ def score_distribution(games: Sequence[JudgedGame]) -> ScoreDistribution | None:
 
 
 def score_length_correlation(games: Sequence[JudgedGame]) -> Metric:
-    """Spearman's rho between a graded answer's score and its length in words; CI by Fisher's z
-    (Bonett and Wright's se for rho), p by the t test."""
+    """Spearman's rho between a graded answer's score and its length in words; its CI and p from
+    Fisher's z with Bonett and Wright's se (stats.spearman), so p < 0.05 when the CI excludes 0."""
     points = [(float(g.lengths[0]), g.score) for g in games
               if g.score is not None and len(g.lengths) == 1 and g.lengths[0] is not None]
     n = len(points)
@@ -98,7 +92,7 @@ def mean_scores(by_judge: dict[tuple[str, str | None], list[JudgedGame]]) -> lis
     out: list[MeanScore] = []
     for (judge, prompt), games in by_judge.items():
         values: dict[str, list[float]] = defaultdict(list)
-        for g in scored(games):
+        for g in games:
             if g.score is not None:
                 values[g.models[0]].append(g.score)
         out.extend(MeanScore(judge, prompt, model, mean_interval(v)) for model, v in sorted(values.items()))
@@ -139,5 +133,5 @@ def repeat_consistency(games: Sequence[JudgedGame]) -> Metric:
         clustered = groups_n / (groups_n - 1) * sum((a - rate * m) ** 2 for a, m in agreed) / pairs ** 2
         simple = rate * (1.0 - rate) / pairs
         effective = pairs / max(1.0, clustered / simple)
-    low, high = wilson_interval(rate * effective, effective)  # type: ignore[arg-type]
+    low, high = wilson_interval(rate * effective, effective)
     return Metric(rate, low, high, pairs)

@@ -8,7 +8,8 @@ import math
 Z95 = 1.959963984540054
 
 
-def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+def wilson_interval(k: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson's score interval for k successes in n trials (an effective, fractional n too)."""
     if n == 0:
         return 0.0, 1.0
     p = k / n

@@ -62,39 +62,40 @@ def epoch_iso(seconds: object, fallback: str) -> str:
 @contextmanager
 def opened(path: Path) -> Iterator[tuple[io.BufferedIOBase, io.BufferedIOBase]]:
     """(contents, raw file): a gzip file (told by its first bytes, whatever its name) is read as
-    what it holds; the raw file's position is how far the reading got."""
+    what it holds, and one that cannot be is one line; the raw file's position is how far the
+    reading got."""
     with path.open("rb") as raw:
-        if raw.read(2) == GZIP_MAGIC:
-            raw.seek(0)
-            with gzip.GzipFile(fileobj=raw, mode="rb") as contents:
-                yield contents, raw
-        else:
+        if raw.read(2) != GZIP_MAGIC:
             raw.seek(0)
             yield raw, raw
+            return
+        raw.seek(0)
+        try:
+            with gzip.GzipFile(fileobj=raw, mode="rb") as contents:
+                yield contents, raw
+        except (gzip.BadGzipFile, EOFError) as error:
+            raise SourceError(f"{path}: not a readable gzip file ({error or 'it ends early'})") from None
 
 
 def bounded_lines(path: Path, progress: Progress | None = None) -> Iterator[tuple[int, bytes]]:
     """(line number, bytes) of every line, none over MAX_LINE_BYTES: a longer one is refused after
     reading only that much of it."""
-    try:
-        with opened(path) as (handle, raw):
-            done = 0
-            number = 0
-            while True:
-                line = handle.readline(MAX_LINE_BYTES + 1)
-                if not line:
-                    break
-                number += 1
-                if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-                    raise SourceError(f"{path}:{number}: the line is longer than {MAX_LINE_BYTES // (1024 * 1024)} "
-                                      "MiB, an event's limit")
-                if progress is not None and number % 512 == 0:
-                    done = _advance(progress, raw, done)
-                yield number, line
-            if progress is not None:
-                _advance(progress, raw, done)
-    except (gzip.BadGzipFile, EOFError) as error:
-        raise SourceError(f"{path}: not a readable gzip file ({error or 'it ends early'})") from None
+    with opened(path) as (handle, raw):
+        done = 0
+        number = 0
+        while True:
+            line = handle.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                break
+            number += 1
+            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                raise SourceError(f"{path}:{number}: the line is longer than {MAX_LINE_BYTES // (1024 * 1024)} "
+                                  "MiB, an event's limit")
+            if progress is not None and number % 512 == 0:
+                done = _advance(progress, raw, done)
+            yield number, line
+        if progress is not None:
+            _advance(progress, raw, done)
 
 
 def _advance(progress: Progress, raw: io.BufferedIOBase, done: int) -> int:
@@ -110,21 +111,18 @@ def file_bytes(path: Path, progress: Progress | None = None, block: int = 1 << 2
     assert block <= MAX_LINE_BYTES  # so a line within one block is never over the limit
     parts: list[bytes] = []
     run = 0  # the current line's bytes so far
-    try:
-        with opened(path) as (handle, raw):
-            done = 0
-            while chunk := handle.read(block):
-                first = chunk.find(b"\n")
-                if run + (len(chunk) if first < 0 else first) > MAX_LINE_BYTES:
-                    line = sum(part.count(b"\n") for part in parts) + 1
-                    raise SourceError(f"{path}:{line}: the line is longer than {MAX_LINE_BYTES // (1024 * 1024)} "
-                                      "MiB, an event's limit")
-                run = run + len(chunk) if first < 0 else len(chunk) - chunk.rfind(b"\n") - 1
-                parts.append(chunk)
-                if progress is not None:
-                    done = _advance(progress, raw, done)
-    except (gzip.BadGzipFile, EOFError) as error:
-        raise SourceError(f"{path}: not a readable gzip file ({error or 'it ends early'})") from None
+    with opened(path) as (handle, raw):
+        done = 0
+        while chunk := handle.read(block):
+            first = chunk.find(b"\n")
+            if run + (len(chunk) if first < 0 else first) > MAX_LINE_BYTES:
+                line = sum(part.count(b"\n") for part in parts) + 1
+                raise SourceError(f"{path}:{line}: the line is longer than {MAX_LINE_BYTES // (1024 * 1024)} "
+                                  "MiB, an event's limit")
+            run = run + len(chunk) if first < 0 else len(chunk) - chunk.rfind(b"\n") - 1
+            parts.append(chunk)
+            if progress is not None:
+                done = _advance(progress, raw, done)
     return b"".join(parts)
 
 

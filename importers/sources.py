@@ -16,7 +16,7 @@ from bias_audit.schemas.judges import JudgeVerdictEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 
 from . import alpaca_eval, judgebench, lmc, mt_bench
-from .common import Progress, SourceError, bounded_lines, jsonl_rows, now_iso, opened
+from .common import Progress, SourceError, jsonl_rows, now_iso, opened
 
 SOURCES = ("auto", "events", "judgebench", "alpaca_eval", "mt_bench", "lmc")
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -63,7 +63,7 @@ def detect(path: Path) -> str:
     """The source format of a file, by the fields of its first entry."""
     try:
         row = _first_entry(path)
-    except (orjson.JSONDecodeError, SourceError, OSError, EOFError):
+    except (orjson.JSONDecodeError, SourceError):
         raise SourceError(f"{path}: not JSON lines or a JSON array; name its --source") from None
     if row is None:
         return "empty"
@@ -90,14 +90,10 @@ def _built(documents: Iterator[tuple[str, dict[str, Any]]]) -> Iterator[tuple[st
     return ((where, document, True) for where, document in documents)
 
 
-def _is_empty(path: Path) -> bool:
-    return all(not line.strip() for _, line in bounded_lines(path))
-
-
 class VerdictFiles:
     """The verdict events of files and folders, in file order, as a store keeps them (texts
-    dropped); iterate once. A row that breaks the event contract stops the reading with one line
-    `FILE:LINE: field: reason`. A verdict whose id and content were read already (the same file
+    dropped); iterate once. A row that breaks the event contract, or files with no verdict at all,
+    stop the reading with one line (`FILE:LINE: field: reason`). A verdict whose id and content were read already (the same file
     given twice, or byte-identical copies) is counted once, in `duplicates`; the same id with
     other content is a repetition and kept. Sources without times get one import time."""
 
@@ -107,15 +103,11 @@ class VerdictFiles:
             raise SourceError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
         self.files = expand(paths)
         kinds = [(path, detect(path) if source == "auto" else source) for path in self.files]
-        if all(kind == "empty" or _is_empty(path) for path, kind in kinds):
-            raise SourceError(f"no judge verdicts in {', '.join(map(str, self.files))}: "
-                              f"{'the file is' if len(self.files) == 1 else 'the files are'} empty")
         self.kinds = [(path, kind) for path, kind in kinds if kind != "empty"]
         if answers is not None and not any(kind == "mt_bench" for _, kind in self.kinds):
             raise SourceError("--answers is for MT-Bench judgment files; none was given")
         self.tenant, self.answers, self.limits = tenant, answers, limits
         self.total_bytes = sum(path.stat().st_size for path, _ in self.kinds)
-        self.verdicts = 0  # kept
         self.duplicates = 0  # dropped: the same id and content read before
 
     def documents(self, progress: Progress | None = None) -> Iterator[tuple[str, dict[str, Any], bool]]:
@@ -158,8 +150,10 @@ class VerdictFiles:
                 self.duplicates += 1
                 continue
             seen.add(digest)
-            self.verdicts += 1
             yield stored
+        if not seen:
+            raise SourceError(f"no judge verdicts in {', '.join(map(str, self.files))}: "
+                              f"{'the file is' if len(self.files) == 1 else 'the files are'} empty")
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.read()

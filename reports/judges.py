@@ -21,9 +21,6 @@ from .svg import forest_plot
 
 SCHEMA_VERSION = "1.0"
 PERCENT = ("accuracy",)  # contract: accuracy and win rates in percent, the other rates as shares
-# metrics of judges that compare answers (a judge that only grades one answer alone has none of them)
-COMPARING = ("position_consistency", "first_position_rate", "preference_fairness", "length_preference", "accuracy",
-             "tie_rate", "self_preference", "human_agreement")
 SCORE_DISTRIBUTION = ("mean", "sd", "min", "max", "ceiling_share", "floor_share")
 GRADING_LEGEND = ("At top / at bottom: the share of scores at the ends of the scale the source names. Score ~ words: "
                   "Spearman's rho between a score and its answer's length; it mixes length with quality (longer answers "
@@ -86,23 +83,31 @@ def _name(entry: dict[str, Any]) -> str:
 
 def compares(entry: dict[str, Any]) -> bool:
     """Whether the judge compared answers (else it only graded answers alone)."""
-    return entry["n_verdicts"] > entry.get("single_answer_verdicts", 0)
+    return entry["n_verdicts"] > entry["single_answer_verdicts"]
 
 
 def _number(value: float | None, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def cell(metric: dict[str, Any] | None, percent: bool = False) -> str:
-    """estimate [low, high] (+ FLAG); "no CI" where the sample gives an estimate and no interval."""
+def _parts(metric: dict[str, Any] | None, percent: bool) -> tuple[str, str, bool] | None:
+    """(estimate, "[low, high]", flagged) as shown; "[no CI, n=1]" where the sample gives an
+    estimate and no interval; None without an estimate."""
     if metric is None or metric["estimate"] is None:
-        return "-"
+        return None
     digits = 1 if percent else 2
-    if metric["ci_lower"] is None or metric["ci_upper"] is None:
-        text = f"{metric['estimate']:.{digits}f} [no CI, n={metric['n']}]"
-    else:
-        text = f"{metric['estimate']:.{digits}f} [{metric['ci_lower']:.{digits}f}, {metric['ci_upper']:.{digits}f}]"
-    return text + (" FLAG" if metric.get("flagged") else "")
+    low, high = metric["ci_lower"], metric["ci_upper"]
+    interval = f"[no CI, n={metric['n']}]" if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
+    return f"{metric['estimate']:.{digits}f}", interval, bool(metric.get("flagged"))
+
+
+def cell(metric: dict[str, Any] | None, percent: bool = False) -> str:
+    """estimate [low, high] (+ FLAG), or "-"."""
+    parts = _parts(metric, percent)
+    if parts is None:
+        return "-"
+    estimate, interval, flagged = parts
+    return f"{estimate} {interval}" + (" FLAG" if flagged else "")
 
 
 TABLE_COLUMNS = (("first_position_rate", "first shown"), ("position_consistency", "consistency"),
@@ -113,13 +118,14 @@ GRADING_HEADERS = ("judge", "verdicts", "failed", "mean score [sd]", "range", "a
                    "score ~ words (rho)", "repeats agree")
 
 
-def _grading_row(entry: dict[str, Any]) -> list[str]:
+def _grading_row(entry: dict[str, Any]) -> list[str | dict[str, Any]]:
+    """The single-answer table's cells: text, or a metric (rendered by each format's own cell)."""
     d = entry["score_distribution"]
     spread = "-" if d is None else f"{d['mean']:.2f} [{_number(d['sd'], 2)}]"
-    return [_name(entry), f"{entry['single_answer_verdicts']:,}", cell(entry["failed_rate"]), spread,
+    return [_name(entry), f"{entry['single_answer_verdicts']:,}", entry["failed_rate"], spread,
             "-" if d is None else f"{d['min']:g} to {d['max']:g}", "-" if d is None else f"{d['ceiling_share']:.2f}",
-            "-" if d is None else f"{d['floor_share']:.2f}", cell(entry["score_length_correlation"]),
-            cell(entry["repeat_consistency"])]
+            "-" if d is None else f"{d['floor_share']:.2f}", entry["score_length_correlation"],
+            entry["repeat_consistency"]]
 
 
 def _model_rows(document: dict[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
@@ -173,9 +179,10 @@ def render_judges_text(document: dict[str, Any]) -> str:
               [[_name(e), f"{e['n_verdicts']:,}", *(cell(e[name], name in PERCENT) for name, _ in TABLE_COLUMNS)]
                for e in comparing])
         console.print(Text(LEGEND))
-    grading = [e for e in document["judges"] if e.get("single_answer_verdicts")]
+    grading = [e for e in document["judges"] if e["single_answer_verdicts"]]
     if grading:
-        table("Judges grading one answer alone", GRADING_HEADERS, [_grading_row(e) for e in grading])
+        table("Judges grading one answer alone", GRADING_HEADERS,
+              [[c if isinstance(c, str) else cell(c) for c in _grading_row(e)] for e in grading])
         console.print(Text(GRADING_LEGEND))
     for entry in document["judges"]:
         for note in entry["notes"]:
@@ -239,16 +246,15 @@ text-align:left}th{background:#f8fafc}.num{text-align:right;font-variant-numeric
 """
 
 
-def _html_cell(metric: dict[str, Any] | None, percent: bool = False) -> str:
-    if metric is None or metric["estimate"] is None:
+def _html_cell(metric: dict[str, Any] | str | None, percent: bool = False) -> str:
+    if isinstance(metric, str):
+        return f"<td class=num>{escape(metric)}</td>"
+    parts = _parts(metric, percent)
+    if parts is None:
         return '<td class=num>-</td>'
-    digits = 1 if percent else 2
-    flag = ' <span class="flag">FLAG</span>' if metric.get("flagged") else ""
-    if metric["ci_lower"] is None or metric["ci_upper"] is None:
-        interval = f"<small>[no CI, n={metric['n']}]</small>"
-    else:
-        interval = f"<small>[{metric['ci_lower']:.{digits}f}, {metric['ci_upper']:.{digits}f}]</small>"
-    return f'<td class=num>{metric["estimate"]:.{digits}f} {interval}{flag}</td>'
+    estimate, interval, flagged = parts
+    flag = ' <span class="flag">FLAG</span>' if flagged else ""
+    return f'<td class=num>{estimate} <small>{interval}</small>{flag}</td>'
 
 
 def _plot(judges: list[dict[str, Any]], name: str, title: str, unit: str) -> str:
@@ -264,8 +270,9 @@ def _html_table(headers: tuple[str, ...] | list[str], rows: list[str]) -> str:
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def _html_rows(rows: list[list[str]], numeric_from: int = 2) -> list[str]:
-    return ["<tr>" + "".join(f"<td class=num>{escape(c)}</td>" if i >= numeric_from else f"<td>{escape(c)}</td>"
+def _html_rows(rows: list[list[str]]) -> list[str]:
+    """A model table's rows: the judge and model as text, the figures as numbers."""
+    return ["<tr>" + "".join(f"<td class=num>{escape(c)}</td>" if i >= 2 else f"<td>{escape(c)}</td>"
                              for i, c in enumerate(row)) + "</tr>" for row in rows]
 
 
@@ -294,9 +301,9 @@ def judges_html_body(document: dict[str, Any]) -> str:
                              "share of decisive verdicts preferring the answer shown first")
                      + _plot(comparing, "length_preference", "Length preference per judge",
                              "share of decisive verdicts preferring the longer answer") + "</div>")
-    grading = [e for e in document["judges"] if e.get("single_answer_verdicts")]
+    grading = [e for e in document["judges"] if e["single_answer_verdicts"]]
     if grading:
-        rows = _judge_rows(grading, lambda e: "".join(f"<td class=num>{escape(c)}</td>" for c in _grading_row(e)[1:]))
+        rows = _judge_rows(grading, lambda e: "".join(_html_cell(c) for c in _grading_row(e)[1:]))
         parts.append("<h2>Judges grading one answer alone</h2>" + _html_table(GRADING_HEADERS, rows)
                      + f"<p class=legend>{escape(GRADING_LEGEND)}</p>")
     wins, means = _model_rows(document)

@@ -7,6 +7,8 @@ from typing import Any
 
 import strawberry
 
+from bias_audit.analysis.judges import METRIC_NAMES as METRICS
+
 
 @strawberry.type(description="an estimate with its 95% CI and N; p and flagged where a test applies")
 class JudgeMetric:
@@ -92,9 +94,6 @@ class JudgeReport:
     agreement: JudgeAgreement | None
 
 
-METRICS = ("position_consistency", "first_position_rate", "preference_fairness", "length_preference", "accuracy",
-           "tie_rate", "failed_rate", "self_preference", "human_agreement", "repeat_consistency",
-           "score_length_correlation")
 
 
 def judge_report_of(document: dict[str, Any]) -> JudgeReport:

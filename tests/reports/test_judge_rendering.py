@@ -135,3 +135,20 @@ def test_every_chart_label_is_inside_its_chart(chromium, tmp_path):
     assert any("\u2026" in b["shown"] for b in labels)  # the longest are shortened
     titles = page.evaluate("() => [...document.querySelectorAll('svg text title')].map(t => t.textContent)")
     assert all(f"{name} [reward_model]" in titles for name in LONG_NAMES)  # the whole name on hover
+
+
+def test_a_flag_shows_in_text_and_html_in_both_tables():
+    compared = [verdict(i, "first-lover", "a", "b", "A>B") for i in range(80)]  # always the first shown
+    graded = [{"verdict_id": f"g{i}", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": "grader"},
+               "item_id": f"q{i}", "candidates": [{"model": "m", "length_words": 10 * i}],
+               "verdict": {"kind": "scores", "scores": [1 + i % 10 if i < 40 else 10], "scale": "1-10"}}
+              for i in range(80)]  # the longer answers all get 10
+    document = judge_document(judge_report([game_from_event(e) for e in compared + graded]), sources=["x"])
+    flagged = {e["judge"]: e["flagged"] for e in document["judges"]}
+    assert "first_position_rate" in flagged["first-lover"] and flagged["grader"] == ["score_length_correlation"]
+    text = render_judges(document, "text")
+    compared_table, graded_table = text.split("Judges grading one answer alone")
+    assert "FLAG" in compared_table and "FLAG" in graded_table
+    compared_page, graded_page = render_judges(document, "html").split("Judges grading one answer alone")
+    assert '<span class="flag">FLAG</span>' in compared_page
+    assert graded_page.count('<span class="flag">FLAG</span>') == 1  # styled in the single-answer table too

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from enum import Enum
@@ -91,10 +90,10 @@ def judges(
 
 
 def _progress(total_bytes: int) -> AbstractContextManager[Callable[[int], None] | None]:
-    """A bar on a terminal for inputs large enough to keep one waiting, as `report` shows."""
+    """A bar (on a terminal) for inputs large enough to keep one waiting, as `report` shows."""
     from bias_audit.reports.run import PROGRESS_FROM_BYTES
 
-    if sys.stderr.isatty() and total_bytes >= PROGRESS_FROM_BYTES:
+    if total_bytes >= PROGRESS_FROM_BYTES:
         return progress_bar("reading verdicts", total_bytes, in_bytes=True)
     return nullcontext(None)
 
