@@ -97,11 +97,15 @@ def test_single_answer_grading_is_graded_not_failed_and_its_means_are_fastchats(
 
 
 def test_single_answer_grading_renders_in_every_format(tmp_path):
+    from bias_audit.reports.judges import render_judges
+
     path = write_jsonl(tmp_path / "gpt-4_single.jsonl", mt_bench_single_rows())
-    for format in ("text", "html", "csv", "json"):
-        done = run_cli("judges", str(path), "--format", format)
-        assert done.returncode == 0 and done.stderr == "", done.stderr
-    text = run_cli("judges", str(path)).stdout
+    document = judge_document(judge_report([game_from_event(e) for e in read_verdicts([str(path)])]), sources=["x"])
+    for format in ("html", "csv", "json"):
+        assert render_judges(document, format)
+    done = run_cli("judges", str(path))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    text = done.stdout
     assert "Judges grading one answer alone" in text and "Mean score per model" in text
     assert "Judges comparing answers" not in text  # no pairwise column full of dashes
     assert text.count("mixes length with quality") == 1  # said once, in the legend, not under every judge
