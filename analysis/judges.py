@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -533,8 +533,21 @@ def group_by_judge(games: Iterable[JudgedGame]) -> dict[JudgeKey, list[JudgedGam
     return dict(by_judge)
 
 
-def judge_report(games: Sequence[JudgedGame], seed: int = 0) -> JudgeReport:
+def _go_on() -> None:
+    pass
+
+
+def judge_report(games: Sequence[JudgedGame], seed: int = 0, checkpoint: Callable[[], None] = _go_on) -> JudgeReport:
+    """The report over every judge's games; `checkpoint()` runs between its steps (a caller's time
+    budget stops the work there by raising)."""
     by_judge = group_by_judge(games)
-    summaries = [summarize_judge(key, by_judge, seed) for key in sorted(by_judge, key=lambda k: (k[0], k[1] or ""))]
+    summaries = []
+    for key in sorted(by_judge, key=lambda k: (k[0], k[1] or "")):
+        checkpoint()
+        summaries.append(summarize_judge(key, by_judge, seed))
     summaries.sort(key=lambda s: (not s.flagged, s.judge, s.prompt or ""))
-    return JudgeReport(summaries, win_rates(by_judge), judge_agreement(by_judge), mean_scores(by_judge))
+    checkpoint()
+    rates = win_rates(by_judge)
+    checkpoint()
+    agreement = judge_agreement(by_judge)
+    return JudgeReport(summaries, rates, agreement, mean_scores(by_judge))

@@ -16,10 +16,12 @@ from typing import Any
 from bias_audit.analysis.judges import METRIC_NAMES, JudgeReport
 from bias_audit.schemas.safe_text import plural
 
+from .budget import UNLIMITED, Budget
 from .csv_out import neutralized
 from .svg import forest_plot
 
 SCHEMA_VERSION = "1.0"
+CHECK_EVERY = 5_000  # verdicts read between looks at the time budget
 PERCENT = ("accuracy",)  # contract: accuracy and win rates in percent, the other rates as shares
 SCORE_DISTRIBUTION = ("mean", "sd", "min", "max", "ceiling_share", "floor_share")
 GRADING_LEGEND = ("At top / at bottom: the share of scores at the ends of the scale the source names. Score ~ words: "
@@ -341,16 +343,24 @@ def render_judges(document: dict[str, Any], format: str) -> str:
     return render_judges_text(document)
 
 
-def judge_report_over_store(url: str, tenant: str | None) -> dict[str, Any]:
+def judge_report_over_store(url: str, tenant: str | None, budget: Budget = UNLIMITED) -> dict[str, Any]:
     """The judge report's document over the stored verdicts (one tenant's, or all); its `judges`
-    are empty when there are none."""
+    are empty when there are none. OutOfTime when `budget` is spent, read or analysis."""
     import psycopg
 
     from bias_audit.analysis.judge_games import game_from_event
     from bias_audit.analysis.judges import judge_report
     from bias_audit.schemas.safe_text import redact
+    from bias_audit.storage.postgres import connect
     from bias_audit.storage.postgres.verdicts import read_verdicts
 
-    with psycopg.connect(url, connect_timeout=5) as connection:
-        games = [game_from_event(e) for e in read_verdicts(connection, tenant=tenant)]
-    return judge_document(judge_report(games), sources=[redact(url)])
+    games = []
+    try:
+        with connect(url, budget.statement_timeout_ms()) as connection:
+            for event in read_verdicts(connection, tenant=tenant):
+                games.append(game_from_event(event))
+                if len(games) % CHECK_EVERY == 0:
+                    budget.check()
+    except psycopg.errors.QueryCanceled:
+        raise budget.spent() from None
+    return judge_document(judge_report(games, checkpoint=budget.check), sources=[redact(url)])

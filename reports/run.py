@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ContextManager
 
+from bias_audit.reports.budget import UNLIMITED, Budget
 from bias_audit.schemas.errors import CommandError
 
 FORMATS = ("text", "json", "csv", "html")
@@ -70,17 +71,19 @@ def _cut(digests_by_tenant: dict, sessions: int | None, days: float | None) -> l
 
 
 @contextmanager
-def _store_connection(url: str) -> Iterator[Any]:
+def _store_connection(url: str, budget: Budget = UNLIMITED) -> Iterator[Any]:
     """One connection to a PostgreSQL audit store; a driver error as the one-line reason naming
-    the store (password redacted)."""
+    the store (password redacted), a statement that outlived `budget` as OutOfTime."""
     import psycopg
 
     from bias_audit.schemas.safe_text import reason_of, redact
     from bias_audit.storage.postgres import connect
 
     try:
-        with connect(url) as connection:
+        with connect(url, budget.statement_timeout_ms()) as connection:
             yield connection
+    except psycopg.errors.QueryCanceled:
+        raise budget.spent() from None
     except psycopg.Error as error:
         raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
 
@@ -95,9 +98,11 @@ def _windows_of(connection: Any, tenant: str | None, sessions: int | None, days:
                                                    records=sum(len(x.cell_score) for d in stored.values() for x in d))
 
 
-def store_windows(url: str, tenant: str | None, sessions: int | None, days: float | None):
-    """(windows, read stats) from a PostgreSQL audit store."""
-    with _store_connection(url) as connection:
+def store_windows(url: str, tenant: str | None, sessions: int | None, days: float | None,
+                  budget: Budget = UNLIMITED):
+    """(windows, read stats) from a PostgreSQL audit store, its reads stopped by OutOfTime when
+    `budget` is spent."""
+    with _store_connection(url, budget) as connection:
         return _windows_of(connection, tenant, sessions, days)
 
 

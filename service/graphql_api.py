@@ -5,7 +5,7 @@ document may cost is in graphql_limits.py. Every resolver reads within the calle
 another tenant's item is NOT_FOUND, exactly as a missing one.
 
 Errors carry `extensions.code`: UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, BAD_USER_INPUT, CONFLICT,
-RATE_LIMITED, BIAS_ANALYSIS_FAILED.
+RATE_LIMITED, TIMEOUT (a report stopped at its time budget), BIAS_ANALYSIS_FAILED.
 """
 
 from __future__ import annotations
@@ -261,17 +261,20 @@ async def _tenant_report(info: Info, tenant_id: str, sessions: int, days: float 
 
 
 async def _built(info: Info, principal: Principal, missing: str, build: Callable[..., Any], *args: Any) -> dict[str, Any]:
-    """A report built off the event loop, one at a time per caller; NOT_FOUND (`missing`) when
-    there is nothing to report."""
+    """A report built off the event loop, one at a time per caller and within the report time
+    budget; NOT_FOUND (`missing`) when there is nothing to report."""
+    from bias_audit.reports.budget import Budget, OutOfTime
+
     slots: ReportSlots = info.context["report_slots"]
     if not slots.take(principal.subject):
-        raise fail("RATE_LIMITED", "a report for this caller is already being built; ask again when it is done")
+        raise fail("RATE_LIMITED", "a report for this caller is already being built, or the server is building "
+                   f"{slots.capacity} reports; ask again when it is done")
     try:
-        document = await asyncio.to_thread(build, *args)
+        document = await slots.run(principal.subject, build, *args, Budget(info.context["report_budget_seconds"]))
+    except OutOfTime as error:
+        raise fail("TIMEOUT", str(error)) from None
     except Exception as error:  # noqa: BLE001 - the report's own failure, named
         raise fail("BIAS_ANALYSIS_FAILED", f"the report could not be built: {error}") from None
-    finally:
-        slots.release(principal.subject)
     if document is None:
         raise fail("NOT_FOUND", missing)
     return document

@@ -15,8 +15,8 @@ from bias_audit.storage.audit_api import InvalidInput
 from .auth import Principal
 from .graphql_types import fail
 
-MAX_REPORTS_PER_DOCUMENT = 2  # a report reads and fits a whole window: seconds of work each
-REPORT_FIELDS = frozenset({"biasReport", "reviewerProfiles"})
+MAX_REPORTS_PER_DOCUMENT = 1  # a report reads and fits a whole window: seconds of work, one slot each
+REPORT_FIELDS = frozenset({"biasReport", "reviewerProfiles", "judgeReport"})
 
 
 class _UserErrors(SchemaExtension):
@@ -33,7 +33,8 @@ class _UserErrors(SchemaExtension):
 
 
 class _ReportFieldsLimit(ValidationRule):
-    """A document asks for at most MAX_REPORTS_PER_DOCUMENT reports (aliases included)."""
+    """A document asks for at most MAX_REPORTS_PER_DOCUMENT report (aliases included): refused
+    before anything runs, so no report's work starts for an answer that is already an error."""
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -44,8 +45,8 @@ class _ReportFieldsLimit(ValidationRule):
             self.reports += 1
             if self.reports == MAX_REPORTS_PER_DOCUMENT + 1:
                 self.report_error(GraphQLError(
-                    f"a document asks for at most {MAX_REPORTS_PER_DOCUMENT} reports (biasReport, reviewerProfiles); "
-                    "send the others in requests of their own", node, extensions={"code": "BAD_USER_INPUT"}))
+                    f"a document asks for at most {MAX_REPORTS_PER_DOCUMENT} report (biasReport, reviewerProfiles, "
+                    "judgeReport); send the others in requests of their own, one after the other", node, extensions={"code": "BAD_USER_INPUT"}))
 
 
 def _introspects(document: DocumentNode) -> bool:

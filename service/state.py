@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import HTTPConnection
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -15,6 +17,8 @@ from bias_audit.consumers.envelope import MAX_TRACE_ID_CHARS, trace_id_from_trac
 from bias_audit.consumers.responses import EventRouter
 
 from .auth import ANONYMOUS, TOKEN_COOKIE, Principal, TokenVerifier, Unauthenticated
+
+T = TypeVar("T")
 
 
 class ApiMetrics:
@@ -32,20 +36,41 @@ class ApiMetrics:
 
 
 class ReportSlots:
-    """The callers (tokens' subjects) whose report is being built: one at a time each, so one
-    caller's burst cannot make everyone else's report wait."""
+    """The reports being built: one at a time per caller (a token's subject), so one caller's burst
+    cannot make everyone else's report wait, and at most `capacity` in all. A slot is held until
+    the work it started has ended, even when the request that asked for it is gone: a thread
+    cannot be stopped, so its slot is given back from inside it."""
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int = 4) -> None:
+        self.capacity = capacity
         self.busy: set[str] = set()
+        self._lock = threading.Lock()
 
     def take(self, caller: str) -> bool:
-        if caller in self.busy:
-            return False
-        self.busy.add(caller)
-        return True
+        with self._lock:
+            if caller in self.busy or len(self.busy) >= self.capacity:
+                return False
+            self.busy.add(caller)
+            return True
 
     def release(self, caller: str) -> None:
-        self.busy.discard(caller)
+        with self._lock:
+            self.busy.discard(caller)
+
+    async def run(self, caller: str, build: Callable[..., T], *args: Any) -> T:
+        """build(*args) in a thread, in the caller's slot (taken already), given back when the
+        thread ends."""
+        def held() -> T:
+            try:
+                return build(*args)
+            finally:
+                self.release(caller)
+
+        # shielded: a cancelled request must not cancel the work before its thread starts (its slot
+        # would never come back); the work's own failure is read here, or dropped with the request
+        work = asyncio.ensure_future(asyncio.to_thread(held))
+        work.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return await asyncio.shield(work)
 
 
 @dataclass
@@ -64,6 +89,7 @@ class ApiState:
     evaluations: Any = None  # producers.otlp's exporter of gen_ai.evaluation.result events, when configured
     metrics: ApiMetrics = field(default_factory=ApiMetrics)
     report_slots: ReportSlots = field(default_factory=ReportSlots)
+    report_budget_seconds: float = 60.0  # then the report stops and the answer says so
     serial: Iterator[int] = field(default_factory=lambda: count(1))
 
 

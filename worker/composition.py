@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.exactly_once import RecordSink
 from bias_audit.consumers.responses import EventRouter, ResponseProcessor
 from bias_audit.producers.redis_streams import OutputTopics, RedisStreamsOutbox
+from bias_audit.reports.budget import UNLIMITED, Budget
 from bias_audit.storage.jsonl_store import JsonlRecordStore
 from bias_audit.windows.alert_state import MemoryAlertState, RedisAlertState
 from bias_audit.windows.base import WindowStore
@@ -302,8 +304,8 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
 
         url = settings.store_url or ""
         audit_store = AuditStore(url)
-        report = lambda tenant, sessions, days: tenant_report_json(url, tenant, sessions, days)  # noqa: E731
-        judges = lambda tenant: judge_report_json(url, tenant)  # noqa: E731
+        report = partial(tenant_report_json, url)
+        judges = partial(judge_report_json, url)
     verifier = token_verifier(settings)
     return create_app(processor, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
                       council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps,
@@ -311,7 +313,7 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
                       tracer=tracer_for(settings.otlp_endpoint),
                       loopback_only=verifier is None if loopback_only is None else loopback_only,
                       verdicts_topic=settings.verdicts_topic, judge_report=judges,
-                      evaluations=evaluation_exporter(settings.otlp_endpoint))
+                      evaluations=evaluation_exporter(settings.otlp_endpoint), report_budget_s=settings.report_budget_s)
 
 
 def token_verifier(settings: Settings):
@@ -325,19 +327,23 @@ def token_verifier(settings: Settings):
                          issuer=settings.jwt_issuer)
 
 
-def tenant_report_json(url: str, tenant: str, sessions: int, days: float | None) -> dict | None:
-    """One tenant's section of the cross-session report over the store (None: no sessions)."""
+def tenant_report_json(url: str, tenant: str, sessions: int, days: float | None, budget: Budget = UNLIMITED
+                       ) -> dict | None:
+    """One tenant's section of the cross-session report over the store (None: no sessions),
+    stopped by OutOfTime when `budget` is spent."""
     from bias_audit.reports.build import build_report
     from bias_audit.reports.run import store_windows
 
-    windows, stats = store_windows(url, tenant, sessions, days)
+    windows, stats = store_windows(url, tenant, sessions, days, budget)
+    budget.check()
     document = build_report(windows, stats, sources=[], sessions=sessions, days=days)
     return document.tenants[0].model_dump(mode="json") if document.tenants else None
 
 
-def judge_report_json(url: str, tenant: str) -> dict | None:
-    """One tenant's judge report over the stored verdicts (None: the tenant has none)."""
+def judge_report_json(url: str, tenant: str, budget: Budget = UNLIMITED) -> dict | None:
+    """One tenant's judge report over the stored verdicts (None: the tenant has none), stopped by
+    OutOfTime when `budget` is spent."""
     from bias_audit.reports.judges import judge_report_over_store
 
-    document = judge_report_over_store(url, tenant)
+    document = judge_report_over_store(url, tenant, budget)
     return document if document["judges"] else None

@@ -105,6 +105,8 @@ class Settings(BaseSettings):
     max_stored_ratio: float = Field(10.0, ge=1, description="an event whose records would take more than this "
                                     "many times its own size is refused")
     max_event_seconds: float = Field(10.0, gt=0, description="analysis time budget per event; over it, a dead letter")
+    report_budget_s: float = Field(60.0, gt=0, description="a report the API builds (biasReport, judgeReport) stops "
+                                   "after this long, and its answer says so")
 
     length_correlation_threshold: float = 0.3
     calibration_threshold: float = Field(1.5, description="points on a 1-10 scale, scaled to others")

@@ -65,7 +65,8 @@ def graphql_router() -> APIRouter:
         return {"principal": principal(request), "store": state.audit_store, "report": state.report,
                 "judge_report": state.judge_report,
                 "trace_id": trace_id_of(request.headers), "reviews_counter": state.metrics.reviews,
-                "report_slots": state.report_slots, **loaders(state.audit_store)}
+                "report_slots": state.report_slots, "report_budget_seconds": state.report_budget_seconds,
+                **loaders(state.audit_store)}
 
     # no subscriptions (over WebSocket) and no queries over GET: every operation is a bounded POST
     return GraphQLRouter(schema, path="/graphql", context_getter=graphql_context, graphql_ide=None,

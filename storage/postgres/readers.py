@@ -14,9 +14,11 @@ if TYPE_CHECKING:
 from .rows import INTERACTION_COLUMNS, SESSION_COLUMNS, digest_of_row, interaction_record, records_of
 
 
-def connect(url: str) -> psycopg.Connection:
+def connect(url: str, statement_timeout_ms: int = 0) -> psycopg.Connection:
     """A connection to the store for a reader (the readers take one, so a command that reads
-    several things opens one)."""
+    several things opens one); each statement stops after statement_timeout_ms (0 = never)."""
+    if statement_timeout_ms:
+        return psycopg.connect(url, connect_timeout=5, options=f"-c statement_timeout={statement_timeout_ms}")
     return psycopg.connect(url, connect_timeout=5)
 
 

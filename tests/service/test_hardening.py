@@ -88,20 +88,50 @@ def test_an_event_nested_too_deep_is_a_422_naming_the_field(api):
 def test_reports_per_document_and_per_caller_are_bounded(api):
     client, _, _ = api
     auditor = token("audrey", ["auditor"], "acme")
-    three = "{ " + " ".join(f'r{i}: biasReport(tenantId: "acme") {{ sessions }}' for i in range(3)) + " }"
-    [refused] = gql(client, three, auditor)["errors"]
-    assert refused["extensions"]["code"] == "BAD_USER_INPUT" and "at most 2 reports" in refused["message"]
-    slots = client.app.state.api.report_slots
+    state = client.app.state.api
+    started = []
+    report = state.report
+    state.report = lambda *args: started.append(args) or report(*args)
+    for two in ('{ a: biasReport(tenantId: "acme") { sessions } b: biasReport(tenantId: "acme") { sessions } }',
+                '{ biasReport(tenantId: "acme") { sessions } judgeReport(tenantId: "acme") { judges { judge } } }',
+                '{ judgeReport(tenantId: "acme") { judges { judge } } reviewerProfiles(tenantId: "acme") { reviewer } }'):
+        answer = gql(client, two, auditor)
+        [refused] = answer["errors"]
+        assert refused["extensions"]["code"] == "BAD_USER_INPUT" and "at most 1 report" in refused["message"], two
+        assert answer.get("data") is None
+    assert started == [] and state.report_slots.busy == set()  # refused before any report's work began
+    slots = state.report_slots
     assert slots.take("audrey")  # audrey's first report is still being built
     try:
-        busy = gql(client, '{ biasReport(tenantId: "acme") { sessions } }', auditor)
-        assert codes(busy) == ["RATE_LIMITED"] and "already being built" in busy["errors"][0]["message"]
+        for query in ('{ biasReport(tenantId: "acme") { sessions } }', '{ judgeReport(tenantId: "acme") { judges { judge } } }'):
+            busy = gql(client, query, auditor)
+            assert codes(busy) == ["RATE_LIMITED"] and "already being built" in busy["errors"][0]["message"]
         other = gql(client, '{ biasReport(tenantId: "acme") { sessions } }', token("ann", ["auditor"], "acme"))
         assert "RATE_LIMITED" not in codes(other)  # another caller is not held up by audrey's burst
     finally:
         slots.release("audrey")
     huge_days = gql(client, '{ biasReport(tenantId: "acme", days: 1e308) { sessions } }', auditor)
     assert codes(huge_days) == ["BAD_USER_INPUT"] and "Error" not in huge_days["errors"][0]["message"]
+
+
+def test_a_report_stops_at_its_time_budget_and_the_answer_says_so(api):
+    client, _, _ = api
+    service = token("app", ["service"], "acme")
+    verdict = {"tenant_id": "acme", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": "gpt-judge"},
+               "candidates": [{"model": "a", "length_words": 10}, {"model": "b", "length_words": 30}],
+               "verdict": {"kind": "pairwise", "preference": "A>B"}}
+    for n in range(4):
+        assert client.post("/audit-verdict", json={**verdict, "verdict_id": f"t{n}", "item_id": f"i{n}"},
+                           headers=service).status_code == 200
+    auditor = token("audrey", ["auditor"], "acme")
+    judges = '{ judgeReport(tenantId: "acme") { judges { judge } } }'
+    assert gql(client, judges, auditor)["data"]["judgeReport"]["judges"] == [{"judge": "gpt-judge"}]
+    client.app.state.api.report_budget_seconds = 1e-6
+    for query in (judges, '{ biasReport(tenantId: "acme") { sessions } }'):
+        answer = gql(client, query, auditor)
+        assert codes(answer) == ["TIMEOUT"], answer
+        assert "time budget of 1e-06 s" in answer["errors"][0]["message"]
+    assert client.app.state.api.report_slots.busy == set()
 
 
 @pytest.mark.parametrize("claims", [{"tenants": "acme"}, {"tenants": {"acme": 1}}, {"tenants": []},
