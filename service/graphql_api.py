@@ -218,19 +218,16 @@ class HistoryQuery:
                 for r in rows]
 
     @strawberry.field(description="an item sampled from the judges' verdicts that the caller has not judged yet: its "
-                      "two answers in a random order, without the judge's verdict (null when none is left)")
+                      "two answers in a random order, without the models or the judge's verdict, under a review id "
+                      "for this caller alone (null when none is left)")
     async def judge_review_item(self, info: Info, tenant_id: str | None = None) -> JudgeReviewItem | None:
         import secrets
 
         principal = authorized(info, REVIEW, "judging items")
-        row = await _store(info).judge_review_item(principal.scope(tenant_id), principal.subject)
-        if row is None:
-            return None
-        swapped = secrets.randbelow(2) == 1
-        answers = list(row["answers"])
-        return JudgeReviewItem(tenant_id=row["tenant_id"], verdict_id=row["verdict_id"],
-                               answers=answers[::-1] if swapped else answers, shown_swapped=swapped,
-                               sampled=int(row["sampled"]))
+        row = await _store(info).serve_judge_item(principal.scope(tenant_id), principal.subject,
+                                                  review_id=secrets.token_urlsafe(18),
+                                                  shown_swapped=secrets.randbelow(2) == 1)
+        return None if row is None else JudgeReviewItem(**row)
 
     @strawberry.field(description="the judge report of one tenant's stored verdicts (the fields of `bias-audit "
                       "judges --format json`): per judge position, length, accuracy, self-preference and "
@@ -240,13 +237,27 @@ class HistoryQuery:
         missing = f"no judge verdicts for tenant {tenant_id!r}"
         if not principal.sees(tenant_id):
             raise fail("NOT_FOUND", missing)
-        return judge_report_of(await _built(info, principal, missing, info.context["judge_report"], tenant_id))
+        document = await _built(info, principal, missing, info.context["judge_report"], tenant_id)
+        if principal.can(REVIEW):  # an item still open to this reviewer is judged blind
+            document = _without_disagreements_on(document, await _store(info).judge_items_open_to(
+                tenant_id, principal.subject))
+        return judge_report_of(document)
 
     @strawberry.field(description="per tenant, what retention kept of the days it rolled up and deleted: "
                       "counts and means (the report's rolled_up)")
     async def rolled_up(self, info: Info, tenant_id: str | None = None) -> list[RolledUpHistory]:
         principal = authorized(info, READ, "reading audits")
         return [rolled_up_of(entry) for entry in await _store(info).rolled_up(principal.scope(tenant_id))]
+
+
+def _without_disagreements_on(document: dict[str, Any], items: set[str]) -> dict[str, Any]:
+    """The judge report without the disagreements about `items` (they show the judge's verdict
+    and people's)."""
+    if not items:
+        return document
+    return {**document, "judges": [{**judge, "disagreements": [d for d in judge["disagreements"]
+                                                                 if d["item_id"] not in items]}
+                                   for judge in document["judges"]]}
 
 
 async def _tenant_report(info: Info, tenant_id: str, sessions: int, days: float | None) -> dict[str, Any]:
@@ -301,21 +312,18 @@ class Mutation:
         row = await _visible(info, principal, str(id))
         return audit_of(await _store(info).update_bias(row["tenant_id"], row["audit_id"], changes))
 
-    @strawberry.mutation(description="a person's own verdict on an item sampled from a judge's verdicts, given blind "
-                         "(A>>B, A>B, A=B, B>A, B>>A over the answers as shown); it counts toward the judge's "
-                         "agreement with humans")
-    async def record_judge_verdict(self, info: Info, tenant_id: str, verdict_id: str, preference: str,
-                                   shown_swapped: bool) -> HumanJudgeVerdict:
+    @strawberry.mutation(description="a person's own verdict on an item served to them by judgeReviewItem, given "
+                         "blind (A>>B, A>B, A=B, B>A, B>>A over the answers as shown); their first on an item counts "
+                         "toward the judge's agreement with humans, a change is kept as history")
+    async def record_judge_verdict(self, info: Info, review_id: str, preference: str) -> HumanJudgeVerdict:
         principal = authorized(info, REVIEW, "judging items")
         if preference not in FLIP_PREFERENCE:
             raise fail("BAD_USER_INPUT", f"preference is one of {', '.join(FLIP_PREFERENCE)}")
-        if not principal.sees(tenant_id):
-            raise fail("NOT_FOUND", f"no item {verdict_id!r} sampled for review")
-        stored = FLIP_PREFERENCE[preference] if shown_swapped else preference  # back to the judge's positions
-        if not await _store(info).record_judge_verdict(tenant_id, verdict_id, reviewer=principal.subject,
-                                                       preference=stored, shown_swapped=shown_swapped):
-            raise fail("NOT_FOUND", f"no item {verdict_id!r} sampled for review")
-        return HumanJudgeVerdict(tenant_id=tenant_id, verdict_id=verdict_id, preference=stored)
+        counted = await _store(info).record_judge_verdict(principal.scope(None), review_id, reviewer=principal.subject,
+                                                          flip=FLIP_PREFERENCE, preference=preference)
+        if counted is None:  # another reviewer's review id reads exactly as a made-up one
+            raise fail("NOT_FOUND", "no item was served to you under this review id; ask judgeReviewItem for one")
+        return HumanJudgeVerdict(review_id=review_id, preference=preference, counted=counted)
 
     @strawberry.mutation(description="take (or renew) the short lease on an item before reviewing it")
     async def open_review_item(self, info: Info, id: strawberry.ID) -> ReviewLease:

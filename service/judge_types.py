@@ -117,15 +117,15 @@ def judge_report_of(document: dict[str, Any]) -> JudgeReport:
 @strawberry.type(description="a judged item to judge blind: its two answers in a random order, never the judge's "
                  "verdict or the models")
 class JudgeReviewItem:
+    review_id: str = strawberry.field(description="opaque, for this reviewer only: send it back with the verdict")
     tenant_id: str
-    verdict_id: str
-    answers: list[str]
-    shown_swapped: bool = strawberry.field(description="send it back with the verdict: the answers' order here")
+    answers: list[str] = strawberry.field(description="in an order the server drew and remembers")
     sampled: int = strawberry.field(description="items of this tenant sampled for review")
 
 
 @strawberry.type
 class HumanJudgeVerdict:
-    tenant_id: str
-    verdict_id: str
-    preference: str = strawberry.field(description="in the judge's display positions")
+    review_id: str
+    preference: str = strawberry.field(description="as given, over the answers as shown")
+    counted: bool = strawberry.field(description="false for a change of mind: kept, but a person's first verdict "
+                                     "on an item is the one that counts")

@@ -204,15 +204,15 @@ async function saveAndNext() {
 function openSignIn(message) { $("signin-error").textContent = message || ""; $("signin").classList.add("open"); $("token").focus(); }
 
 // Judge mode (/review?mode=judges): items sampled from LLM judges' verdicts, judged blind. The
-// answers come in a random order, without the models or the judge's verdict; a person's
-// verdict goes back with that order, so the store keeps it in the judge's positions.
+// answers come in an order the server drew and remembers, without the models or the judge's
+// verdict, under a review id for this person; the verdict goes back with that id only.
 const JUDGE_MODE = new URLSearchParams(location.search).get("mode") === "judges";
 const PREFERENCES = { "1": "A>>B", "2": "A>B", "3": "A=B", "4": "B>A", "5": "B>>A" };
 const PREFERENCE_WORDS = { "A>>B": "A much better", "A>B": "A better", "A=B": "a tie", "B>A": "B better", "B>>A": "B much better" };
 const judging = { item: null, done: 0 };
 
 async function nextJudgeItem() {
-  const data = await gql(`{ item: judgeReviewItem { tenantId verdictId answers shownSwapped sampled } }`);
+  const data = await gql(`{ item: judgeReviewItem { reviewId tenantId answers sampled } }`);
   judging.item = data.item;
   const item = judging.item;
   if (!item) {
@@ -234,8 +234,8 @@ async function judgeItem(preference) {
   const item = judging.item;
   if (!item) return;
   try {
-    await gql(`mutation($t: String!, $v: String!, $p: String!, $s: Boolean!) { recordJudgeVerdict(tenantId: $t, verdictId: $v, preference: $p, shownSwapped: $s) { verdictId } }`,
-              { t: item.tenantId, v: item.verdictId, p: preference, s: item.shownSwapped });
+    await gql(`mutation($r: String!, $p: String!) { recordJudgeVerdict(reviewId: $r, preference: $p) { counted } }`,
+              { r: item.reviewId, p: preference });
   } catch (error) { say("not saved: " + error.message); return; }
   judging.done += 1;
   say(`saved: ${PREFERENCE_WORDS[preference]}`);

@@ -258,36 +258,62 @@ class AuditStore:
                                      (tenant_id, audit_id, reviewer))
         return as_audit(row)
 
-    async def judge_review_item(self, tenants: list[str] | None, reviewer: str) -> dict[str, Any] | None:
-        """A verdict sampled for blind review that this reviewer has not judged yet, drawn at random."""
+    async def serve_judge_item(self, tenants: list[str] | None, reviewer: str, review_id: str,
+                               shown_swapped: bool) -> dict[str, Any] | None:
+        """A verdict sampled for blind review that this reviewer has not judged yet, drawn at
+        random and recorded as served to them under `review_id`, its answers in the order given."""
         clauses, values = _tenants(tenants)
         clauses = [f"r.{clause}" for clause in clauses]
         clauses.append("NOT EXISTS (SELECT 1 FROM judge_human_verdict h WHERE h.tenant_id = r.tenant_id "
                        "AND h.verdict_id = r.verdict_id AND h.reviewer = %s)")
         values.append(reviewer)
-        async with self._connection() as connection:
-            cursor = await connection.execute(
-                "SELECT r.tenant_id, r.verdict_id, r.item_id, r.answers, (SELECT count(*) FROM judge_review_item q "
-                "WHERE q.tenant_id = r.tenant_id) AS sampled FROM judge_review_item r "
-                f"{_where_clause(clauses)} ORDER BY random() LIMIT 1".encode(), values)
-            return await cursor.fetchone()
-
-    async def record_judge_verdict(self, tenant_id: str, verdict_id: str, *, reviewer: str, preference: str,
-                                   shown_swapped: bool) -> bool:
-        """A person's verdict on a sampled item, in the judge's display positions; the person's
-        latest verdict counts. False when no such item was sampled for review."""
         async with self._connection() as connection, connection.transaction():
-            found = await (await connection.execute(
-                "SELECT 1 FROM judge_review_item WHERE tenant_id = %s AND verdict_id = %s",
-                (tenant_id, verdict_id))).fetchone()
-            if found is None:
-                return False
+            row = await (await connection.execute(
+                "SELECT r.tenant_id, r.verdict_id, r.answers, (SELECT count(*) FROM judge_review_item q "
+                "WHERE q.tenant_id = r.tenant_id) AS sampled FROM judge_review_item r "
+                f"{_where_clause(clauses)} ORDER BY random() LIMIT 1".encode(), values)).fetchone()
+            if row is None:
+                return None
+            await connection.execute(
+                "INSERT INTO judge_review_served (review_id, tenant_id, verdict_id, reviewer, shown_swapped, served_at) "
+                "VALUES (%s, %s, %s, %s, %s, clock_timestamp())",
+                (review_id, row["tenant_id"], row["verdict_id"], reviewer, shown_swapped))
+        answers = list(row["answers"])
+        return {"review_id": review_id, "tenant_id": row["tenant_id"], "sampled": int(row["sampled"]),
+                "answers": answers[::-1] if shown_swapped else answers}
+
+    async def record_judge_verdict(self, tenants: list[str] | None, review_id: str, *, reviewer: str,
+                                   flip: dict[str, str], preference: str) -> bool | None:
+        """A person's verdict on an item served to them (`preference` over the answers as shown,
+        stored in the judge's positions through `flip`): a new row each time, so a change keeps the
+        history. Whether it counts (their first on the item); None when `review_id` was not served
+        to this reviewer in these tenants."""
+        clauses, values = _tenants(tenants)
+        clauses = [f"s.{clause}" for clause in clauses] + ["s.review_id = %s", "s.reviewer = %s"]
+        async with self._connection() as connection, connection.transaction():
+            served = await (await connection.execute(
+                "SELECT s.tenant_id, s.verdict_id, s.shown_swapped, EXISTS (SELECT 1 FROM judge_human_verdict h "
+                "WHERE h.tenant_id = s.tenant_id AND h.verdict_id = s.verdict_id AND h.reviewer = s.reviewer) AS judged "
+                f"FROM judge_review_served s {_where_clause(clauses)}".encode(),
+                [*values, review_id, reviewer])).fetchone()
+            if served is None:
+                return None
             await connection.execute(
                 "INSERT INTO judge_human_verdict (tenant_id, verdict_id, reviewer, preference, shown_swapped, "
-                "reviewed_at) VALUES (%s, %s, %s, %s, %s, clock_timestamp()) ON CONFLICT (tenant_id, verdict_id, "
-                "reviewer) DO UPDATE SET preference = EXCLUDED.preference, shown_swapped = EXCLUDED.shown_swapped, "
-                "reviewed_at = EXCLUDED.reviewed_at", (tenant_id, verdict_id, reviewer, preference, shown_swapped))
-        return True
+                "review_id, reviewed_at) VALUES (%s, %s, %s, %s, %s, %s, clock_timestamp())",
+                (served["tenant_id"], served["verdict_id"], reviewer,
+                 flip[preference] if served["shown_swapped"] else preference, served["shown_swapped"], review_id))
+        return not served["judged"]
+
+    async def judge_items_open_to(self, tenant_id: str, reviewer: str) -> set[str]:
+        """The items sampled for blind review that this reviewer has not judged yet: while one is
+        open to them, the judge's verdict on it (and other people's) is not theirs to see."""
+        async with self._connection() as connection:
+            rows = await (await connection.execute(
+                "SELECT DISTINCT r.item_id FROM judge_review_item r WHERE r.tenant_id = %s AND NOT EXISTS (SELECT 1 "
+                "FROM judge_human_verdict h WHERE h.tenant_id = r.tenant_id AND h.verdict_id = r.verdict_id "
+                "AND h.reviewer = %s)", (tenant_id, reviewer))).fetchall()
+        return {row["item_id"] for row in rows}
 
     async def update_bias(self, tenant_id: str, audit_id: str, changes: dict[str, Any]) -> dict[str, Any]:
         columns = {"bias_detected": None, "bias_type": Jsonb, "bias_score": Jsonb, "mitigation_action": Jsonb,

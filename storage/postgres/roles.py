@@ -26,6 +26,7 @@ GRANTS: dict[str, list[tuple[str, str]]] = {
         ("SELECT, INSERT", "judge_verdicts"),
         ("SELECT, INSERT", "judge_human_verdict"),
         ("SELECT, INSERT", "judge_review_item"),
+        ("SELECT, INSERT", "judge_review_served"),
     ],
     RETENTION: [
         ("SELECT, UPDATE, DELETE", "llm_interaction_audit"),
@@ -35,6 +36,7 @@ GRANTS: dict[str, list[tuple[str, str]]] = {
         ("SELECT, UPDATE, DELETE", "judge_verdicts"),  # UPDATE: anonymizing; its batches lock their rows
         ("SELECT, DELETE", "judge_human_verdict"),
         ("SELECT, UPDATE, DELETE", "judge_review_item"),  # UPDATE: its batches lock their rows (FOR UPDATE)
+        ("SELECT, DELETE", "judge_review_served"),
     ],
 }
 FUNCTIONS = {WRITER: "bias_audit_month_partition(text, timestamptz)", RETENTION: "bias_audit_drop_month(text)"}

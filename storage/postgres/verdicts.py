@@ -116,16 +116,18 @@ def import_verdicts(url: str, events: Iterable[dict[str, Any]], batch: int = 2_0
 def read_verdicts(connection: psycopg.Connection, *, tenant: str | None = None, judge: str | None = None,
                   since: datetime | None = None, batch: int = 5_000) -> Iterator[dict[str, Any]]:
     """Stored verdict events in time order (a server-side cursor: memory stays flat), with the
-    people's blind verdicts of the review page added to their `human`."""
+    people's blind verdicts of the review page (each person's first) added to their `human`."""
     conditions, parameters = [], []
     for column, value in (("v.tenant_id = %s", tenant), ("v.judge_model = %s", judge), ("v.verdict_ts >= %s", since)):
         if value is not None:
             conditions.append(column)
             parameters.append(value)
     where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+    # a person's first verdict on an item counts: it was given blind, a later change may not have been
     query = ("SELECT v.event, (SELECT coalesce(jsonb_agg(jsonb_build_object('annotator', h.reviewer, 'preference', "
-             "h.preference) ORDER BY h.id), '[]'::jsonb) FROM judge_human_verdict h WHERE h.tenant_id = v.tenant_id "
-             f"AND h.verdict_id = v.verdict_id) FROM judge_verdicts v {where} ORDER BY v.tenant_id, v.verdict_ts, "
+             "h.preference) ORDER BY h.id), '[]'::jsonb) FROM (SELECT DISTINCT ON (reviewer) reviewer, preference, id "
+             "FROM judge_human_verdict WHERE tenant_id = v.tenant_id AND verdict_id = v.verdict_id "
+             f"ORDER BY reviewer, id) h) FROM judge_verdicts v {where} ORDER BY v.tenant_id, v.verdict_ts, "
              "v.verdict_id")
     with connection.cursor(name="bias_audit_verdicts") as cursor:
         cursor.itersize = batch
