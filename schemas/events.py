@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from .json_tree import bounded_depth
+from .json_tree import MAX_NUMBER, bounded_json
 from .scale import parse_score_scale
 from .limits import limits_from
 
@@ -60,6 +60,8 @@ ResponseText = Annotated[str, AfterValidator(_within_response_limit)]  # any mod
 Consent = Annotated[int, Field(ge=0, le=4), BeforeValidator(_json_integer)]
 Count = Annotated[int, Field(ge=0, le=2**53), BeforeValidator(_json_integer)]  # exact in every JSON reader
 DisplayIndex = Annotated[int, Field(ge=0, le=1000), BeforeValidator(_json_integer)]
+# a score or any other free number: finite, and small enough to come back from the store as it went in
+Score = Annotated[float, Field(ge=-MAX_NUMBER, le=MAX_NUMBER, allow_inf_nan=False)]
 
 _LETTER_LABEL = re.compile(r"^[Rr]esponse\s+([A-Za-z])$")
 
@@ -112,7 +114,7 @@ class CandidateResponse(_Strictish):
 class Review(_Strictish):
     reviewer: ModelName
     label_to_model: LabelMap | None = None
-    scores: dict[str, float] | None = None
+    scores: dict[str, Score] | None = None
     ranking: list[str] | None = None
     abstained: bool = False
 
@@ -130,7 +132,6 @@ class Synthesis(_Strictish):
 # Copied into every record of a session (one per reviewer x model): bounded so a small event
 # cannot write megabytes.
 MetadataText = Annotated[str, StringConstraints(max_length=64)]
-MetadataValue = MetadataText | float | bool | None  # flat: no objects or arrays
 MAX_METADATA_KEYS = 8
 
 
@@ -153,6 +154,7 @@ class QueryMetadata(BaseModel):
                     raise ValueError(f"{key}: must be text, a number, true/false or null, not an object or array")
                 if isinstance(item, str) and len(item) > 64:
                     raise ValueError(f"{key}: is {len(item)} characters, more than the limit of 64")
+            bounded_json(value)
         return value
 
 
@@ -244,7 +246,7 @@ class LLMResponseEvent(_Strictish):
     llm_model: str | None = None
     original_query: str | None = Field(default=None, exclude=True, repr=False)
     llm_response: ResponseText
-    query_context: Annotated[dict[str, Any], AfterValidator(bounded_depth)] = Field(default_factory=dict)
+    query_context: Annotated[dict[str, Any], AfterValidator(bounded_json)] = Field(default_factory=dict)
     counterfactuals: list[Counterfactual] = Field(default_factory=list)
     members: list[Member] = Field(default_factory=list)
     consent_level: Consent | None = None

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Literal, Union
 
-from pydantic import BeforeValidator, Field, StringConstraints, ValidationInfo, field_validator, model_validator
+from pydantic import BeforeValidator, Field, StringConstraints, ValidationInfo, model_validator
 
-from .events import Consent, Count, Identifier, ModelName, ResponseText, TenantId, Timestamp, _json_integer, _Strictish
+from .events import (Consent, Count, Identifier, ModelName, ResponseText, Score, TenantId, Timestamp, _json_integer,
+                     _Strictish)
 
 Preference = Literal["A>>B", "A>B", "A=B", "B>A", "B>>A"]
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=256)]
@@ -43,15 +43,8 @@ class ProbabilityVerdict(_Strictish):
 
 class ScoresVerdict(_Strictish):
     kind: Literal["scores"]
-    scores: list[float]
+    scores: list[Score]
     scale: ShortText | None = None
-
-    @field_validator("scores")
-    @classmethod
-    def _finite(cls, value: list[float]) -> list[float]:
-        if any(not math.isfinite(s) for s in value):
-            raise ValueError("scores must be finite numbers")
-        return value
 
 
 class FailedVerdict(_Strictish):

@@ -10,7 +10,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
-from .json_tree import bounded_depth
+from .events import Score
+from .json_tree import bounded_json
 
 RECORD_SCHEMA_VERSION = "1.2.0"
 
@@ -30,14 +31,14 @@ class BiasMetricRecord(BaseModel):
     response_length_chars: int = 0
     # Ours: the per-session and cross-session analyses both use words, so they agree.
     response_length_words: int | None = None
-    score_value: float
+    score_value: Score
     score_scale: str = "1-10"
     is_self_review: bool = False
     council_config_version: str | None = None
     query_hash: str | None = None
-    query_metadata: Annotated[dict[str, Any] | None, AfterValidator(bounded_depth)] = None
+    query_metadata: Annotated[dict[str, Any] | None, AfterValidator(bounded_json)] = None
     # Ours, for the council biases (never the text): similarity of the scored answer to the
     # reviewer's own answer, a keyed hash of the answer's normalized text, its known correctness.
-    style_similarity: float | None = None
+    style_similarity: Score | None = None
     response_fingerprint: str | None = None
     response_correct: bool | None = None

@@ -48,3 +48,13 @@ def size_text(size: int) -> str:
         if size >= scale:
             return f"{size / scale:.1f} {unit}"
     return f"{size} B"
+
+
+# what names a stored row in a message: its table's key
+ROW_KEYS = {"records": ("tenant_id", "session_id", "reviewer_id", "model_id"), "interactions": ("tenant_id", "audit_id"),
+            "verdicts": ("tenant_id", "verdict_id")}
+
+
+def row_name(table: str, row: dict) -> str:
+    """'the verdicts row (tenant_id 'acme', verdict_id 'v1')'."""
+    return f"the {table} row ({', '.join(f'{name} {row.get(name)!r}' for name in ROW_KEYS[table])})"

@@ -14,6 +14,8 @@ def parse_score_scale(scale: str) -> tuple[float, float]:
     if not match:
         raise ValueError(f"score_scale {scale!r} is not of the form 'min-max', e.g. '1-10'")
     low, high = float(match.group(1)), float(match.group(2))
+    if max(abs(low), abs(high)) > 1e15:  # json_tree.MAX_NUMBER, kept import-free for the analysis
+        raise ValueError(f"score_scale {scale!r} reaches past +-1e15")
     if not low < high:
         raise ValueError(f"score_scale {scale!r} has min >= max")
     return low, high

@@ -22,7 +22,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bias_audit.schemas.safe_text import row_name
+
 TIMESTAMP = pa.timestamp("us", tz="UTC")
+ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, orjson.JSONEncodeError)
+
+
+class UnfitRow(ValueError):
+    """A stored row with a value its Parquet column cannot hold: the message names the row, the
+    column and the value."""
 
 
 def _json(value: Any) -> str | None:
@@ -150,15 +158,36 @@ def _batches(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[st
         yield batch
 
 
-def _table(batch: list[dict[str, Any]], columns: list[Column], schema: pa.Schema) -> pa.Table:
+def _array(values: list[Any], kind: pa.DataType) -> pa.Array:
+    if kind == TIMESTAMP:  # ISO 8601 text, any offset: Arrow parses it to UTC
+        return pa.array(values, pa.string()).cast(TIMESTAMP)
+    return pa.array(values, kind)
+
+
+def _table(batch: list[dict[str, Any]], columns: list[Column], schema: pa.Schema, table: str) -> pa.Table:
     arrays = []
     for column in columns:
-        values = [column.value(row) for row in batch]
-        if column.type == TIMESTAMP:  # ISO 8601 text, any offset: Arrow parses it to UTC
-            arrays.append(pa.array(values, pa.string()).cast(TIMESTAMP))
-        else:
-            arrays.append(pa.array(values, column.type))
+        try:
+            arrays.append(_array([column.value(row) for row in batch], column.type))
+        except ARROW_ERRORS:
+            raise _unfit(batch, column, table) from None
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _unfit(batch: list[dict[str, Any]], column: Column, table: str) -> UnfitRow:
+    """The first row of `batch` whose value does not fit `column`, named."""
+    for row in batch:
+        try:
+            _array([column.value(row)], column.type)
+        except ARROW_ERRORS as error:
+            try:
+                shown = repr(column.value(row))
+            except ARROW_ERRORS:  # a JSON column: the value before it became text
+                shown = repr(row.get(column.name))
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            return UnfitRow(f"{row_name(table, row)} cannot be exported: its {column.name} {shown} does not fit "
+                            f"{column.type} ({str(error).splitlines()[0]}); fix or delete that row, then export again")
+    return UnfitRow(f"a {table} row's {column.name} does not fit {column.type}")
 
 
 def _by_day(table: pa.Table) -> Iterator[tuple[date | None, pa.Table]]:
@@ -175,7 +204,8 @@ def write_parquet(rows: Iterable[dict[str, Any]], kind: str, directory: Path, *,
                   open_files: int = 32, advance: Callable[[int], object] = lambda n: None) -> ParquetExport:
     """Write `rows` (as the store's readers yield them) under `directory`, one folder per UTC day;
     each batch is a row group. At most `open_files` days are open at once: a day met again after
-    its file was closed gets its next part."""
+    its file was closed gets its next part. UnfitRow names a row a column cannot hold (what was
+    written stays: the caller decides)."""
     columns, schema = TABLES[kind], schema_of(kind)
     writers: OrderedDict[date | None, pq.ParquetWriter] = OrderedDict()
     parts: dict[date | None, int] = {}
@@ -183,7 +213,7 @@ def write_parquet(rows: Iterable[dict[str, Any]], kind: str, directory: Path, *,
     count = 0
     try:
         for batch in _batches(rows, batch_rows):
-            for day, part in _by_day(_table(batch, columns, schema)):
+            for day, part in _by_day(_table(batch, columns, schema, kind)):
                 if day in writers:
                     writers.move_to_end(day)
                 else:

@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 
 from bias_audit.schemas.errors import CommandError
+from bias_audit.schemas.safe_text import row_name
 
 
 def parse_since(since: str | None, flag: str = "--since") -> datetime | None:
@@ -57,7 +58,12 @@ def export_records(url: str, *, tenant: str | None, start: datetime | None, outp
     try:
         with stored_rows(url, kind, tenant, start) as rows:
             for record in rows:
-                handle.write(orjson.dumps(record) + b"\n")
+                try:
+                    line = orjson.dumps(record)
+                except orjson.JSONEncodeError as error:  # a number past 64 bits, stored before intake bounded them
+                    raise CommandError(f"{row_name(kind, record)} cannot be exported: {error}; fix or delete that "
+                                       "row, then export again", exit_code=1) from None
+                handle.write(line + b"\n")
                 count += 1
                 if count % 10_000 == 0:
                     advance(10_000)
@@ -80,9 +86,25 @@ def parquet_folder(output: Path | None) -> Path:
 
 def export_parquet(url: str, *, tenant: str | None, start: datetime | None, output: Path, kind: str = "records",
                    advance: Callable[[int], object] = lambda n: None):
-    """Every matching row as Parquet under `output`, one folder per UTC day (storage.parquet_export)."""
-    from bias_audit.storage.parquet_export import write_parquet
+    """Every matching row as Parquet under `output`, one folder per UTC day (storage.parquet_export).
+    Written beside it and moved into place when whole: an export that stops (a row that cannot be
+    exported, a store that fails) leaves no folder half written."""
+    import shutil
+    import tempfile
 
-    output.mkdir(parents=True, exist_ok=True, mode=0o700)  # the rows name tenants, models and trace ids
-    with stored_rows(url, kind, tenant, start) as rows:
-        return write_parquet(rows, kind, output, advance=advance)
+    from bias_audit.storage.parquet_export import ParquetExport, UnfitRow, write_parquet
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    # mode 0700 (mkdtemp's): the rows name tenants, models and trace ids
+    partial = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".partial", dir=output.parent))
+    try:
+        with stored_rows(url, kind, tenant, start) as rows:
+            written = write_parquet(rows, kind, partial, advance=advance)
+        if output.exists():
+            output.rmdir()  # checked empty before the export began
+        partial.rename(output)
+    except UnfitRow as error:
+        raise CommandError(str(error), exit_code=1) from None
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return ParquetExport(written.rows, [output / file.relative_to(partial) for file in written.files])

@@ -162,3 +162,16 @@ def test_a_scored_answer_is_graded_not_failed_in_the_judges_window(tmp_path):
     assert window["verdicts"] == 6
     assert window["failed_rate"]["estimate"] == round(1 / 6, 4)  # the one failed grading, not the three scores
     assert window["tie_rate"]["estimate"] == 1 / 2 and window["tie_rate"]["n"] == 2  # among the two compared
+
+
+def test_a_score_past_1e15_is_a_dead_letter_naming_it_and_the_rest_of_the_batch_is_audited(tmp_path):
+    store = JsonlRecordStore(tmp_path, "verdicts")
+    processor = VerdictProcessor(window=MemoryWindow(POLICY), store=store)
+    huge = verdict(1, True, verdict={"kind": "scores", "scores": [1e19, 0]})
+    outcomes = run(processor, deliveries([verdict(0, True), huge, verdict(2, False)]))
+    assert [o.result is not None for o in outcomes] == [True, False, True]
+    letter = outcomes[1].dead_letter
+    assert letter.error_type == "invalid_event"
+    assert "verdict.scores.scores.0: Input should be less than or equal to 1000000000000000" in letter.error
+    store.close()
+    assert sorted(r["verdict_id"] for r in read_records([tmp_path])) == ["v0", "v2"]

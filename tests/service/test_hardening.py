@@ -85,6 +85,16 @@ def test_an_event_nested_too_deep_is_a_422_naming_the_field(api):
     assert "32 levels" in refused.json()["detail"]
 
 
+def test_a_score_past_1e15_is_a_422_naming_it(api):
+    client, _, _ = api
+    event = {"verdict_id": "huge", "tenant_id": "acme", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": "j"},
+             "item_id": "i", "candidates": [{"model": "a"}, {"model": "b"}],
+             "verdict": {"kind": "scores", "scores": [1e19, 0]}}
+    refused = client.post("/audit-verdict", json=event, headers=token("app", ["service"], "acme"))
+    assert refused.status_code == 422 and refused.headers["content-type"] == "application/problem+json"
+    assert "verdict.scores.scores.0" in refused.json()["detail"] and "1000000000000000" in refused.json()["detail"]
+
+
 def test_reports_per_document_and_per_caller_are_bounded(api):
     client, _, _ = api
     auditor = token("audrey", ["auditor"], "acme")

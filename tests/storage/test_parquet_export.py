@@ -154,3 +154,44 @@ def test_the_parquet_export_holds_what_the_jsonl_export_holds(postgres_url, tmp_
     assert refused.returncode == 2 and "must be a new or empty folder" in refused.stderr
     no_folder = run_cli("export", "--store", postgres_url, "--format", "parquet")
     assert no_folder.returncode == 2 and "--output DIR" in no_folder.stderr
+
+
+@pytest.mark.postgres
+def test_a_row_that_cannot_be_exported_is_named_and_leaves_no_folder(postgres_url, tmp_path):
+    """A verdict stored before intake bounded its numbers (1e19 comes back from jsonb as an
+    integer no int64 holds) stops the export with its name; nothing half written stays."""
+    import psycopg
+
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text("".join(json.dumps(v) + "\n" for v in generate_verdicts(3, seed=98)))
+    assert run_cli("setup", "--store", postgres_url).returncode == 0
+    assert run_cli("import", str(verdicts), "--store", postgres_url, "--source", "events").returncode == 0
+    with psycopg.connect(postgres_url) as connection:
+        tenant, verdict_id = connection.execute(
+            "UPDATE judge_verdicts SET event = jsonb_set(event, '{verdict}', '{\"kind\": \"scores\", \"scores\": "
+            "[1e19, 0]}') WHERE verdict_id = (SELECT max(verdict_id) FROM judge_verdicts) "
+            "RETURNING tenant_id, verdict_id").fetchone()
+    folder = tmp_path / "out" / "verdicts"
+    stopped = run_cli("export", "--store", postgres_url, "--kind", "verdicts", "--format", "parquet", "-o", str(folder))
+    assert stopped.returncode == 1 and "Traceback" not in stopped.stderr
+    [line] = stopped.stderr.splitlines()
+    assert f"verdicts row (tenant_id {tenant!r}, verdict_id {verdict_id!r}) cannot be exported: its scores" in line
+    assert "10000000000000000000" in line
+    assert not folder.exists() and list((tmp_path / "out").iterdir()) == []  # no folder, no partial one beside it
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run_cli("export", "--store", postgres_url, "--kind", "verdicts", "--format", "parquet",
+                   "-o", str(empty)).returncode == 1
+    assert empty.is_dir() and list(empty.iterdir()) == []
+    with psycopg.connect(postgres_url) as connection:  # past 64 bits: no JSON writer of ours takes it either
+        connection.execute("UPDATE judge_verdicts SET event = jsonb_set(event, '{verdict,scores,0}', '1e20') "
+                           "WHERE verdict_id = %s", (verdict_id,))
+    jsonl = run_cli("export", "--store", postgres_url, "--kind", "verdicts", "-o", str(tmp_path / "v.jsonl"))
+    assert jsonl.returncode == 1 and f"verdict_id {verdict_id!r}) cannot be exported" in jsonl.stderr
+    assert len(jsonl.stderr.splitlines()) == 1
+    with psycopg.connect(postgres_url) as connection:
+        connection.execute("DELETE FROM judge_verdicts WHERE verdict_id = %s", (verdict_id,))
+    done = run_cli("export", "--store", postgres_url, "--kind", "verdicts", "--format", "parquet", "-o", str(folder))
+    assert done.returncode == 0, done.stderr
+    assert len(read_back(folder)) == len(verdicts.read_text().splitlines()) - 1
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["verdicts"]
