@@ -7,14 +7,18 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from .top_labels import OTHER, TopLabels, remove_series
+
 # the judge window's rates a gauge follows (the dashboard's position consistency among them)
 JUDGE_RATES = ("first_position_rate", "length_preference", "position_consistency")
 # From a millisecond (a window update) to half a minute: the tail matters during outages.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+# series per metric whose labels come from input (tenants, judges, bias types); the rest are `other`
+MAX_INPUT_LABEL_SETS = 200
 
 
 class WorkerMetrics:
-    def __init__(self, transport: str) -> None:
+    def __init__(self, transport: str, max_label_sets: int = MAX_INPUT_LABEL_SETS) -> None:
         self.registry = CollectorRegistry()
         self.transport = transport
         labels = ("transport", "topic")
@@ -49,6 +53,13 @@ class WorkerMetrics:
         self.pending = Gauge("bias_audit_consumer_pending", "Delivered but not acknowledged "
                              "(Redis: the group's PEL; Pub/Sub: this worker's outstanding)", labels,
                              registry=self.registry)
+        # the label sets from input that get series of their own: (tenant, bias type), tenant, (tenant, judge)
+        self.top_flags = TopLabels(max_label_sets, lambda key: remove_series(
+            self.flags, lambda labels: (labels["tenant"], labels["bias_type"]) == key))
+        self.top_alert_tenants = TopLabels(max_label_sets, lambda key: remove_series(
+            self.alerts, lambda labels: (labels["tenant"],) == key))
+        self.top_judges = TopLabels(max_label_sets, lambda key: remove_series(
+            self.judge_rate, lambda labels: (labels["tenant"], labels["judge"]) == key))
 
     def consumed_batch(self, topic: str, count: int) -> None:
         self.consumed.labels(self.transport, topic).inc(count)
@@ -76,15 +87,19 @@ class WorkerMetrics:
     def _findings(self, outcome) -> None:
         result = outcome.result
         for bias_type in result.bias_type:
-            self.flags.labels(result.tenant_id, result.source, bias_type).inc()
+            tenant, kind = (result.tenant_id, bias_type) if self.top_flags((result.tenant_id, bias_type)) else (OTHER, OTHER)
+            self.flags.labels(tenant, result.source, kind).inc()
         for alert in outcome.alerts or ():
-            self.alerts.labels(alert.tenant_id, alert.alert_type, alert.status, alert.severity).inc()
+            tenant = alert.tenant_id if self.top_alert_tenants((alert.tenant_id,)) else OTHER
+            self.alerts.labels(tenant, alert.alert_type, alert.status, alert.severity).inc()
         judge = getattr(result, "judge", None) or {}  # judge verdicts' results only
         window = judge.get("window") or {}
-        for rate in JUDGE_RATES:
-            estimate = (window.get(rate) or {}).get("estimate")
-            if estimate is not None:
-                self.judge_rate.labels(result.tenant_id, judge["model"], rate).set(estimate)
+        # a gauge has no sensible `other`: a judge outside the top keeps no series
+        if judge and self.top_judges((result.tenant_id, judge["model"])):
+            for rate in JUDGE_RATES:
+                estimate = (window.get(rate) or {}).get("estimate")
+                if estimate is not None:
+                    self.judge_rate.labels(result.tenant_id, judge["model"], rate).set(estimate)
 
     def failure(self, topic: str, kind: str, count: int) -> None:
         self.failed.labels(self.transport, topic, kind).inc(count)

@@ -12,7 +12,7 @@ from .ops_server import OpsServer
 
 
 class MultiInputWorker:
-    def __init__(self, workers: list[Any], metrics: WorkerMetrics, *, ops_host: str = "0.0.0.0",
+    def __init__(self, workers: list[Any], metrics: WorkerMetrics, *, ops_host: str = "127.0.0.1",
                  ops_port: int = 9464) -> None:
         """workers: one per input, run with ops=False; ops_host, ops_port: the one ops server."""
         self.workers = workers

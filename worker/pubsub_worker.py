@@ -107,7 +107,7 @@ class PubSubWorker:
                  outbox: PubSubOutbox, consumer_name: str, batch_size: int = 100, max_outstanding: int = 1000,
                  max_outstanding_bytes: int = 100 * 1024 * 1024, lease_extension_s: int = 20,
                  max_lease_s: float = 3600.0, max_deliveries: int = 5, retry_max_backoff_s: float = 10.0,
-                 shutdown_grace_s: float = 20.0, liveness_stall_s: float = 300.0, ops_host: str = "0.0.0.0",
+                 shutdown_grace_s: float = 20.0, liveness_stall_s: float = 300.0, ops_host: str = "127.0.0.1",
                  ops_port: int = 9464, metrics: WorkerMetrics | None = None,
                  evaluations: Any = None, window_client: Any = None) -> None:
         self.subscriber = subscriber

@@ -127,7 +127,7 @@ class RedisStreamsWorker:
                  stream: str, group: str, consumer_name: str, batch_size: int = 100, poll_ms: int = 100,
                  claim_idle_ms: int = 30_000, reclaim_interval_s: float = 5.0, max_deliveries: int = 5,
                  retry_max_backoff_s: float = 10.0, shutdown_grace_s: float = 20.0, liveness_stall_s: float = 300.0,
-                 ops_host: str = "0.0.0.0", ops_port: int = 9464, metrics: WorkerMetrics | None = None,
+                 ops_host: str = "127.0.0.1", ops_port: int = 9464, metrics: WorkerMetrics | None = None,
                  evaluations: Any = None, window_client: Redis | None = None) -> None:
         self.client = client
         self.window_client = window_client or client

@@ -135,7 +135,8 @@ class Settings(BaseSettings):
                              "similarity (else lexical)")
 
     log_level: str = "INFO"
-    ops_host: str = Field("0.0.0.0", description="/healthz, /readyz, /metrics listen here")
+    ops_host: str = Field("127.0.0.1", description="/healthz, /readyz, /metrics listen here (no auth: loopback "
+                          "unless a deployment's probes and scrapes need 0.0.0.0, as deploy/ sets)")
     ops_port: int = Field(9464, ge=-1, le=65535, description="0 = any free port, -1 = no ops server")
     liveness_stall_s: float = Field(300.0, gt=0, description="a batch in hand longer than this = not alive")
 

@@ -89,6 +89,7 @@ def test_the_deployment_matches_what_the_worker_needs(overlay):
     assert container["livenessProbe"]["httpGet"]["path"] in paths
     assert container["readinessProbe"]["httpGet"]["path"] in paths
     assert container["ports"][0]["containerPort"] == settings.ops_port
+    assert settings.ops_host == "0.0.0.0" and Settings().ops_host == "127.0.0.1"  # probes reach it; elsewhere loopback
     env = {e["name"]: e for e in container["env"]}
     assert env["BIAS_AUDIT_CONSUMER_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     assert env["BIAS_AUDIT_HASH_SECRET"]["valueFrom"]["secretKeyRef"]["name"]
@@ -134,5 +135,6 @@ def test_cloud_run_worker_pool_example_is_a_pubsub_worker():
     assert pool["kind"] == "WorkerPool"
     env = {e["name"]: e for e in pool["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["BIAS_AUDIT_BROKER_URL"]["value"].startswith("pubsub://")
+    assert env["BIAS_AUDIT_OPS_HOST"]["value"] == "0.0.0.0"
     assert env["BIAS_AUDIT_REDIS_URL"]["value"].startswith("redis://")
     assert env["BIAS_AUDIT_STORE_URL"]["valueFrom"]["secretKeyRef"]["name"]  # not an embedded store per instance

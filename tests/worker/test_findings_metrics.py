@@ -65,3 +65,36 @@ def test_flags_alerts_and_judge_rates_are_counted():
     stamp = got[("bias_audit_last_batch_completed_timestamp_seconds", (("topic", "council.sessions"),
                                                                         ("transport", "redis")))]
     assert before <= stamp <= time.time()
+
+
+def test_judge_names_from_input_never_grow_the_series_past_the_bound():
+    metrics = WorkerMetrics("redis", max_label_sets=5)
+    delivery = Delivery(delivery_id="1", body=b"{}", source_topic="judge.verdicts")
+    window = {"first_position_rate": {"estimate": 0.5}}
+
+    def verdicts(judges: list[str]) -> list[Outcome]:
+        return [Outcome(delivery, result=result(f"v-{judge}-{n}", "acme", ["position_bias"], source="judge.verdict",
+                                                judge={"model": judge, "window": window}))
+                for n, judge in enumerate(judges)]
+
+    import random
+
+    # three busy judges (2,000 verdicts each) among 23,000 names sent once each: the busy ones are
+    # past Space-Saving's guarantee (more than 1 in 20 of all, with 4 x 5 candidates)
+    stream = [f"judge-{i}" for i in range(3)] * 2_000 + [f"junk-{i}" for i in range(23_000)]
+    random.Random(5).shuffle(stream)
+    metrics.completed("judge.verdicts", verdicts(stream), time.perf_counter())
+    got = samples(metrics)
+    judges = {dict(labels)["judge"] for (name, labels) in got if name == "bias_audit_judge_rate"}
+    assert len(judges) <= 5 and {"judge-0", "judge-1", "judge-2"} <= judges  # the busy ones keep their series
+    flags = {dict(labels)["tenant"]: value for (name, labels), value in got.items()
+             if name == "bias_audit_bias_flags_total"}
+    assert flags == {"acme": 6_000 + 23_000}  # one (tenant, bias type) pair: nothing went to other
+    many_tenants = [Outcome(delivery, result=result(f"s{i}", f"tenant-{i}", ["length_bias"])) for i in range(1_000)]
+    metrics.completed("council.sessions", many_tenants, time.perf_counter())
+    got = samples(metrics)
+    tenants = {dict(labels)["tenant"]: value for (name, labels), value in got.items()
+               if name == "bias_audit_bias_flags_total"}
+    # the busy tenant keeps its count; the rest share `other` (a set pushed out loses its series)
+    assert len(tenants) <= 6 and tenants["acme"] == 29_000 and tenants["other"] >= 700
+    assert len(metrics.top_judges.counts) <= 20  # bounded memory: 4x the bound as candidates
