@@ -53,6 +53,41 @@ class InvalidEvent(Exception):
 
 
 MAX_TRACE_ID_CHARS = 128
+# transport attributes (Redis fields beside `data`, Pub/Sub attributes, CloudEvents ce-*/ce_*) are
+# copied into results, logs and OTLP posts: bounded and printable, as the body's fields are
+MAX_ATTRIBUTES = 64
+MAX_ATTRIBUTE_CHARS = 1024
+MAX_ATTRIBUTE_NAME_CHARS = 256
+ATTRIBUTE_LIMITS = {"ce-id": 256, "ce_id": 256, "trace_id": MAX_TRACE_ID_CHARS}
+
+
+def attribute_problem(name: str, value: str) -> str | None:
+    """Why a transport attribute cannot be used (one line naming it), or None."""
+    shown = name[:64] if name.isprintable() else repr(name[:64])
+    if len(name) > MAX_ATTRIBUTE_NAME_CHARS:
+        return f"attribute {shown}...: its name is {len(name):,} characters, over the limit of {MAX_ATTRIBUTE_NAME_CHARS}"
+    limit = ATTRIBUTE_LIMITS.get(name, MAX_ATTRIBUTE_CHARS)
+    if len(value) > limit:
+        return f"attribute {shown}: {len(value):,} characters, over the limit of {limit}"
+    for text in (name, value):
+        if "\ufffd" in text:  # what the Redis transport's decoding leaves of bytes that are not UTF-8
+            return f"attribute {shown}: not valid UTF-8"
+        if not text.isprintable():
+            index, bad = next((i, c) for i, c in enumerate(text) if not c.isprintable())
+            what = "a NUL character, which no store can hold" if bad == "\x00" else f"an unprintable character ({bad!r})"
+            return f"attribute {shown}: {'its name ' if text is name else ''}contains {what} at {index}"
+    return None
+
+
+def check_attributes(attributes: dict[str, str]) -> None:
+    """InvalidEvent naming the first transport attribute that cannot be used."""
+    if len(attributes) > MAX_ATTRIBUTES:
+        raise InvalidEvent(f"the message has {len(attributes)} attributes, over the limit of {MAX_ATTRIBUTES}",
+                           "invalid_attributes")
+    for name, value in attributes.items():
+        problem = attribute_problem(name, value)
+        if problem is not None:
+            raise InvalidEvent(problem, "invalid_attributes")
 
 
 def traceparent_ids(traceparent: str | None) -> tuple[str, str | None] | None:
@@ -84,7 +119,7 @@ def resolve_trace_id(event_trace_id: str | None, attributes: dict[str, str], *ke
     """The event's trace_id, else the transport's, else its traceparent; else derived from the
     idempotency key, so a redelivery carries the same id as the first attempt."""
     for candidate in (event_trace_id, attributes.get("trace_id")):
-        if candidate and len(candidate) <= MAX_TRACE_ID_CHARS:  # it is copied into every record
+        if candidate and len(candidate) <= MAX_TRACE_ID_CHARS and candidate.isprintable():  # copied into every record
             return candidate
     from_parent = trace_id_from_traceparent(incoming_traceparent(attributes))
     if from_parent:
@@ -255,6 +290,7 @@ def parse_or_dead_letter(deliveries: list[Delivery], outcomes: list, parse: Call
     parsed = []
     for index, delivery in enumerate(deliveries):
         try:
+            check_attributes(delivery.attributes)
             parsed.append((index, parse(delivery)))
         except InvalidEvent as error:
             refuse(outcomes[index], str(error), error.error_type)
@@ -315,12 +351,20 @@ def dead_letter(delivery: Delivery, error: str, error_type: str) -> DeadLetter:
         error_type=error_type,
         received_at=delivery.received_at,
         delivery_attempts=delivery.delivery_attempts,
-        trace_id=delivery.attributes.get("trace_id") or trace_id_from_traceparent(incoming_traceparent(delivery.attributes)),
+        trace_id=_usable_trace_id(delivery.attributes),
         payload=document,
         payload_encoding="json" if document is not None else "omitted",
         payload_bytes=len(delivery.body),
         payload_sha256=hashlib.sha256(delivery.body).hexdigest(),
     )
+
+
+def _usable_trace_id(attributes: dict[str, str]) -> str | None:
+    """The transport's trace id when it is one a letter can carry, else its traceparent's."""
+    given = attributes.get("trace_id")
+    if given and attribute_problem("trace_id", given) is None:
+        return given
+    return trace_id_from_traceparent(incoming_traceparent(attributes))
 
 
 def raw_dead_letter(delivery: Delivery, letter: DeadLetter) -> DeadLetter:

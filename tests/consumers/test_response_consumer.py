@@ -135,16 +135,23 @@ def test_the_router_sends_each_kind_to_its_consumer_in_order():
     assert wrong.dead_letter.error_type == "wrong_topic"
 
 
-@pytest.mark.parametrize("usage, stored", [({"prompt_tokens": 7}, 7), ({"prompt_tokens": 10**30}, None),
+@pytest.mark.parametrize("usage, stored", [({"prompt_tokens": 7}, 7), ({"prompt_tokens": -3}, None),
+                                           ({"prompt_tokens": 2.5}, None),
                                            ({"prompt_tokens": "7"}, None), ({"prompt_tokens": True}, None),
                                            ("not a mapping", None)])
 def test_token_counts_from_query_context_are_taken_only_when_sane(tmp_path, usage, stored):
-    # found by fuzzing the API: a 100-bit integer there made the record unwritable
+    # found by fuzzing the API: a 100-bit integer there made the record unwritable (now refused at intake)
     store = JsonlRecordStore(tmp_path, "interactions")
     [outcome] = asyncio.run(consumer(store=store).process([deliver(response_event(query_context={"usage": usage}))]))
     assert outcome.result is not None
     [record] = list(read_records([store.path]))
     assert record["prompt_tokens"] == stored
+
+
+def test_a_100_bit_integer_in_query_context_is_a_dead_letter_naming_it():
+    huge = response_event(query_context={"usage": {"prompt_tokens": 10**30}})
+    [outcome] = asyncio.run(consumer().process([deliver(huge)]))
+    assert outcome.dead_letter.error == "query_context: usage.prompt_tokens: numbers are finite and within +-1e+15"
 
 
 def test_analysis_runs_off_the_event_loop():
