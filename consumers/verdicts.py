@@ -15,6 +15,8 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
+import orjson
+
 from bias_audit.analysis.judge_games import JudgedGame, game_from_event, stored_verdict
 from bias_audit.analysis.judges import longer_preferred
 from bias_audit.analysis.judge_window import (RATES, JudgeWindow, direction_code, drift, swap_keys,
@@ -29,10 +31,18 @@ from bias_audit.windows.base import RESUMED, WindowItem, WindowStore
 from bias_audit.windows.game_memory import Game, GameMemory, MemoryGameMemory
 
 from .council import Outcome, recall_alerts, remember_alerts
-from .envelope import Delivery, Misrouted, cloudevent_id, parse_event, parse_or_dead_letter, resolve_trace_id, utc_now_iso
+from .envelope import (Delivery, Misrouted, cloudevent_id, parse_event, parse_or_dead_letter, refuse, resolve_trace_id,
+                       utc_now_iso)
 from .exactly_once import RecordOnce, RecordSink
 
 JUDGE_SUFFIX = "#judge:"  # '#' cannot occur in a tenant id: a judge's window never meets a tenant's
+
+
+def content_fingerprint(event: JudgeVerdictEvent) -> str:
+    """What a verdict says, as a digest: its fields (texts and trace id aside, which a producer's
+    retry may change), keys sorted."""
+    document = event.model_dump(mode="json", exclude={"trace_id"})
+    return hashlib.sha256(orjson.dumps(document, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def judge_window_id(tenant: str, model: str, prompt: str | None) -> str:
@@ -118,7 +128,7 @@ class VerdictProcessor:
 
     async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
         outcomes = [Outcome(d) for d in deliveries]
-        parsed = parse_or_dead_letter(deliveries, outcomes, self.parse)
+        parsed = await self._one_content_per_id(parse_or_dead_letter(deliveries, outcomes, self.parse), outcomes)
         prepared = [(index, *self._judged(deliveries[index], event)) for index, event in parsed]
         partners = iter(await self.games.exchange([game for _, _, game in prepared if game is not None]))
         judged = []
@@ -149,6 +159,23 @@ class VerdictProcessor:
         if self.alert_state is not None and signals:
             await self._alerts(self.alert_state, signals, outcomes)
         return outcomes
+
+    async def _one_content_per_id(self, parsed: list[tuple[int, JudgeVerdictEvent]],
+                                  outcomes: list[Outcome]) -> list[tuple[int, JudgeVerdictEvent]]:
+        """The verdicts whose id names them alone: one sent again with other content (under another
+        judge, say) would count in a second window while the store keeps the first, so it is a dead
+        letter; a redelivery (the same content) goes on, to be told a duplicate."""
+        claims = await self.games.claim([(event.tenant_id, event.verdict_id, content_fingerprint(event))
+                                         for _, event in parsed])
+        kept = []
+        for (index, event), first in zip(parsed, claims):
+            if first is None:
+                kept.append((index, event))
+            else:
+                refuse(outcomes[index], f"verdict_id {event.verdict_id!r} was audited already with other content "
+                       f"(sha256 {first[:16]}...): an id names one verdict; send a new id for a new one",
+                       "id_conflict")
+        return kept
 
     def _review_row(self, j: _Judged) -> tuple | None:
         """The verdict's answers for blind review, when it is sampled (by its id: every worker and

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from bias_audit.consumers.envelope import describe_validation_error
 
 PROBLEM = "application/problem+json"
-STATUS_FOR = {"too_large": 413, "invalid_json": 400, "invalid_event": 422, "wrong_topic": 422}
+STATUS_FOR = {"too_large": 413, "invalid_json": 400, "invalid_event": 422, "wrong_topic": 422, "id_conflict": 409}
 
 
 class Problem(BaseModel):

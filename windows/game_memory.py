@@ -1,7 +1,10 @@
-"""Each judged game's verdict direction, remembered for its swapped partner: a judge's window
-counts position consistency when the second game of a pair is counted, from the first game's
-direction. Per judge window a Redis hash (its keys share the window's cluster slot), expiring
-with the window; in memory for one process (`audit`, `serve`, tests)."""
+"""What the judges' windows remember about verdicts beyond their sums. Each judged game's verdict
+direction, for its swapped partner: a judge's window counts position consistency when the second
+game of a pair is counted, from the first game's direction (per judge window a Redis hash, its
+keys sharing the window's cluster slot, expiring with the window). And each verdict id's content
+fingerprint per tenant: an id sent again with other content (under another judge, say) is told
+apart from a redelivery (a key per id, expiring with the window). In memory for one process
+(`audit`, `serve`, tests)."""
 
 from __future__ import annotations
 
@@ -24,6 +27,12 @@ class GameMemory(Protocol):
         order: of two games of a pair in one batch, the second finds the first."""
         ...
 
+    async def claim(self, ids: list[tuple[str, str, str]]) -> list[str | None]:
+        """For each (tenant, verdict id, content fingerprint), in order: None when the id is new
+        (now claimed) or was claimed with this fingerprint; else the fingerprint it was claimed
+        with first."""
+        ...
+
 
 class RedisGameMemory:
     def __init__(self, client: Redis, ttl_s: int, prefix: str = "bias-audit") -> None:
@@ -42,6 +51,18 @@ class RedisGameMemory:
         return [None if found is None else found.decode() if isinstance(found, bytes) else str(found)
                 for found in replies[1::3]]
 
+    async def claim(self, ids: list[tuple[str, str, str]]) -> list[str | None]:
+        if not ids:
+            return []
+        async with self.client.pipeline(transaction=False) as pipe:
+            for tenant, verdict_id, fingerprint in ids:
+                key = f"{self.prefix}:verdict-id:{{{tenant}}}:{verdict_id}"
+                pipe.set(key, fingerprint, nx=True, ex=self.ttl_s)
+                pipe.get(key)
+            replies = await pipe.execute()
+        first = [found.decode() if isinstance(found, bytes) else str(found) for found in replies[1::2]]
+        return [None if claimed == fingerprint else claimed for claimed, (_, _, fingerprint) in zip(first, ids)]
+
 
 class MemoryGameMemory:
     """Bounded: the oldest games are forgotten first, as Redis forgets an idle window's."""
@@ -49,6 +70,7 @@ class MemoryGameMemory:
     def __init__(self, max_games: int | None = 200_000) -> None:
         self.max_games = max_games
         self._games: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._ids: OrderedDict[tuple[str, str], str] = OrderedDict()
 
     async def exchange(self, games: list[Game]) -> list[str | None]:
         out = []
@@ -57,4 +79,13 @@ class MemoryGameMemory:
             out.append(self._games.get((game.window_id, game.partner)))
             while self.max_games is not None and len(self._games) > self.max_games:
                 self._games.popitem(last=False)
+        return out
+
+    async def claim(self, ids: list[tuple[str, str, str]]) -> list[str | None]:
+        out = []
+        for tenant, verdict_id, fingerprint in ids:
+            claimed = self._ids.setdefault((tenant, verdict_id), fingerprint)
+            out.append(None if claimed == fingerprint else claimed)
+            while self.max_games is not None and len(self._ids) > self.max_games:
+                self._ids.popitem(last=False)
         return out

@@ -175,3 +175,23 @@ def test_a_score_past_1e15_is_a_dead_letter_naming_it_and_the_rest_of_the_batch_
     assert "verdict.scores.scores.0: Input should be less than or equal to 1000000000000000" in letter.error
     store.close()
     assert sorted(r["verdict_id"] for r in read_records([tmp_path])) == ["v0", "v2"]
+
+
+def test_a_verdict_id_sent_again_with_other_content_is_a_dead_letter_not_a_second_count(tmp_path):
+    store = JsonlRecordStore(tmp_path, "verdicts")
+    window = MemoryWindow(POLICY)
+    processor = VerdictProcessor(window=window, store=store)
+    first = run(processor, deliveries([verdict(1, True)]))
+    assert first[0].result.judge["window"]["verdicts"] == 1
+    other_judge = verdict(1, True, judge={"model": "another-judge", "prompt": "p"})
+    other_verdict = verdict(1, False)
+    again = run(processor, deliveries([other_judge, other_verdict, verdict(2, True)], prefix="again-"))
+    for outcome in again[:2]:
+        assert outcome.dead_letter.error_type == "id_conflict" and outcome.result is None
+        assert "verdict_id 'v1' was audited already with other content" in outcome.dead_letter.error
+    assert again[2].result.judge["window"]["verdicts"] == 2  # the first judge's window: v1 and v2
+    redelivered = run(processor, deliveries([verdict(1, True)], prefix="redelivered-"))
+    assert redelivered[0].duplicate and redelivered[0].dead_letter is None  # the same content: a duplicate
+    store.close()
+    rows = list(read_records([tmp_path]))
+    assert sorted((r["verdict_id"], r["judge"]["model"]) for r in rows) == [("v1", "judge"), ("v2", "judge")]

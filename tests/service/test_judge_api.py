@@ -28,6 +28,9 @@ def test_a_verdict_is_audited_stored_and_reported(api):
     assert result["judge"]["window"]["verdicts"] == 24
     again = client.post("/audit-verdict", json=verdict(23), headers=service)
     assert again.status_code == 200 and again.headers.get("Idempotent-Replay") == "true"
+    other_judge = client.post("/audit-verdict", json=verdict(23, judge={"model": "other-judge"}), headers=service)
+    assert other_judge.status_code == 409 and other_judge.headers["content-type"] == "application/problem+json"
+    assert "verdict_id 'v23' was audited already with other content" in other_judge.json()["detail"]
     bad = client.post("/audit-verdict", json=verdict(99, candidates=[{"model": "a"}]), headers=service)
     assert bad.status_code == 422 and "exactly 2 candidates" in bad.json()["detail"]
     other = client.post("/audit-verdict", json=verdict(1, tenant="globex"), headers=service)

@@ -1,0 +1,50 @@
+"""What the judges' windows remember beyond their sums, in Redis and in memory alike: a swapped
+game's partner, and the content each verdict id was first claimed with."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from redis.asyncio import Redis
+
+from bias_audit.windows.game_memory import Game, MemoryGameMemory, RedisGameMemory
+
+# (tenant, verdict id, fingerprint) in order -> the fingerprint it conflicts with, or None
+CLAIMS = [
+    (("acme", "v1", "aaa"), None),  # new: claimed
+    (("acme", "v1", "aaa"), None),  # a redelivery: the same content
+    (("acme", "v1", "bbb"), "aaa"),  # other content under the same id
+    (("beta", "v1", "bbb"), None),  # another tenant's v1 is its own
+    (("acme", "v2", "bbb"), None),
+    (("acme", "v2", "ccc"), "bbb"),  # in the same batch as its first claim
+]
+GAMES = [Game("w", "i1:g1", "i1:g2", "1"), Game("w", "i1:g2", "i1:g1", "-1"), Game("w", "i2:g1", "i2:g2", "0")]
+
+
+async def follow(memory) -> tuple[list, list]:
+    return await memory.claim([ids for ids, _ in CLAIMS]), await memory.exchange(GAMES)
+
+
+def test_memory_claims_ids_and_exchanges_partners():
+    claims, partners = asyncio.run(follow(MemoryGameMemory()))
+    assert claims == [expected for _, expected in CLAIMS]
+    assert partners == [None, "1", None]
+
+
+@pytest.mark.redis
+def test_redis_claims_ids_and_exchanges_partners_as_memory_does(redis_url):
+    async def run():
+        client = Redis.from_url(redis_url)
+        try:
+            memory = RedisGameMemory(client, ttl_s=60, prefix="games-test")
+            found = await follow(memory)
+            ttl = await client.ttl("games-test:verdict-id:{acme}:v1")
+            return found, ttl
+        finally:
+            await client.aclose()
+
+    (claims, partners), ttl = asyncio.run(run())
+    assert claims == [expected for _, expected in CLAIMS]
+    assert partners == [None, "1", None]
+    assert 0 < ttl <= 60  # an id is remembered as long as the window, no longer
