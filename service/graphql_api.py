@@ -25,9 +25,10 @@ from .auth import READ, REVIEW, UPDATE_BIAS, Principal
 from .graphql_limits import EXTENSIONS
 from .graphql_types import (BiasTaxonomyEntry, CouncilSessionAudit, CouncilSessionFilterInput,
                             DetectorPrecisionReport, LlmInteractionAudit, LlmInteractionAuditConnection,
-                            LlmInteractionAuditEdge, LlmInteractionAuditFilterInput, PageInfo, PaginationInput,
+                            LlmInteractionAuditBias, LlmInteractionAuditEdge, LlmInteractionAuditFilterInput, PageInfo,
+                            PaginationInput,
                             RecordBiasReviewInput, ReviewAgreement, ReviewLease, SandboxComparison, SandboxRun,
-                            UpdateLlmInteractionAuditBiasInput, audit_of, authorized, fail)
+                            UpdateLlmInteractionAuditBiasInput, audit_of, authorized, bias_columns_of, fail)
 from .report_types import (DetectorPrecisionEntry, DismissedEvidenceEntry, ReviewerProfile, RolledUpHistory,
                            TenantReport, rolled_up_of, tenant_report_of)
 from .judge_types import HumanJudgeVerdict, JudgeReport, JudgeReviewItem, judge_report_of
@@ -295,7 +296,7 @@ async def _built(info: Info, principal: Principal, missing: str, build: Callable
 class Mutation:
     @strawberry.mutation
     async def update_llm_interaction_audit_bias(self, info: Info, id: strawberry.ID,
-                                                input: UpdateLlmInteractionAuditBiasInput) -> LlmInteractionAudit:
+                                                input: UpdateLlmInteractionAuditBiasInput) -> LlmInteractionAuditBias:
         principal = authorized(info, UPDATE_BIAS, "updating the bias columns")
         changes = {"bias_detected": input.bias_detected, "bias_type": input.bias_type,
                    "bias_score": _bias_score(input.bias_score), "bias_confidence_score": input.bias_confidence_score,
@@ -310,7 +311,7 @@ class Mutation:
             raise fail("BAD_USER_INPUT", f"biasType holds at most {MAX_SCORE_ENTRIES} names of at most "
                        f"{MAX_KEY_CHARS} characters")
         row = await _visible(info, principal, str(id))
-        return audit_of(await _store(info).update_bias(row["tenant_id"], row["audit_id"], changes))
+        return bias_columns_of(await _store(info).update_bias(row["tenant_id"], row["audit_id"], changes))
 
     @strawberry.mutation(description="a person's own verdict on an item served to them by judgeReviewItem, given "
                          "blind (A>>B, A>B, A=B, B>A, B>>A over the answers as shown); their first on an item counts "

@@ -103,6 +103,33 @@ class LlmInteractionAudit:
         return [entry for entry in found if entry is not None]
 
 
+@strawberry.type(description="what updateLlmInteractionAuditBias answers: the item's ids and its bias and status "
+                 "columns, never its texts or context (a service token may write these, not read the item); "
+                 "read the rest with llmInteractionAudit")
+class LlmInteractionAuditBias:
+    id: strawberry.ID
+    audit_id: str
+    tenant_id: str
+    trace_id: str | None
+    status: str
+    log_timestamp: datetime
+    bias_detected: bool
+    bias_type: list[str]
+    bias_score: JSON
+    bias_confidence_score: float
+    mitigation_action: JSON
+    human_reviewed: bool
+
+
+def bias_columns_of(row: dict[str, Any]) -> LlmInteractionAuditBias:
+    return LlmInteractionAuditBias(
+        id=strawberry.ID(row["audit_id"]), audit_id=row["audit_id"], tenant_id=row["tenant_id"],
+        trace_id=row["trace_id"], status=row["status"], log_timestamp=row["log_timestamp"],
+        bias_detected=row["bias_detected"], bias_type=list(row["bias_type"] or []), bias_score=row["bias_score"],
+        bias_confidence_score=row["bias_confidence_score"], mitigation_action=row["mitigation_action"],
+        human_reviewed=row["human_reviewed"])
+
+
 def audit_of(row: dict[str, Any]) -> LlmInteractionAudit:
     return LlmInteractionAudit(
         id=strawberry.ID(row["audit_id"]), audit_id=row["audit_id"], tenant_id=row["tenant_id"], user_id=row["user_id"],

@@ -36,14 +36,24 @@ def test_a_service_token_changes_nothing_with_an_empty_update_and_never_reads_wh
     empty = gql(client, UPDATE, service, id=item["id"], input={})
     assert codes(empty) == ["BAD_USER_INPUT"] and "at least one field" in empty["errors"][0]["message"]
     assert empty["data"] is None  # nothing of the row comes back
-    asked = gql(client, 'mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: true}) '
-                        '{ id llmResponse reviewNotes reviews { notes } } }', service, id=item["id"])
-    assert sorted(codes(asked)) == ["FORBIDDEN"] * 3
-    answer = json.dumps(asked["data"])
-    assert asked["data"]["updateLlmInteractionAuditBias"]["llmResponse"] is None
-    reviewer_reads = gql(client, f'{{ llmInteractionAudit(id: "{item["id"]}") {{ llmResponse }} }}',
-                         token("rita", ["reviewer"], "acme"))
-    assert reviewer_reads["data"]["llmInteractionAudit"]["llmResponse"] not in answer
+    for texts in ("llmResponse", "reviewNotes", "reviews { notes }", "biasReportSummary", "queryContext", "userId"):
+        asked = gql(client, 'mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: true}) '
+                            f'{{ id {texts} }} }}', service, id=item["id"])
+        assert asked.get("data") is None and "Cannot query field" in asked["errors"][0]["message"], texts
+    # a no-op update (biasDetected set to what it is) answers ids and the bias and status columns, nothing more
+    flagged = gql(client, "{ reviewQueue(limit: 20) { id llmResponse biasReportSummary } }",
+                  token("rita", ["reviewer"], "acme"))["data"]["reviewQueue"]
+    [reviewer_reads, *_] = [row for row in flagged if '"sentence"' in json.dumps(row["biasReportSummary"])]
+    item = reviewer_reads
+    every_field = ("id auditId tenantId traceId status logTimestamp biasDetected biasType biasScore "
+                   "biasConfidenceScore mitigationAction humanReviewed")
+    answer = gql(client, 'mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: true}) '
+                         f'{{ {every_field} }} }}', service, id=item["id"])
+    assert answer["data"]["updateLlmInteractionAuditBias"]["biasDetected"] is True
+    evidence = [e["sentence"] for f in reviewer_reads["biasReportSummary"].get("findings", [])
+                for e in f.get("evidence", []) if e.get("sentence")]
+    assert evidence and not any(sentence in json.dumps(answer) for sentence in evidence)
+    assert reviewer_reads["llmResponse"] not in json.dumps(answer)
 
 
 def test_bias_score_and_mitigation_action_take_typed_values_only(api):
