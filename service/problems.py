@@ -12,6 +12,12 @@ from pydantic import BaseModel, ValidationError
 from bias_audit.consumers.envelope import describe_validation_error
 
 PROBLEM = "application/problem+json"
+# the pages' headers: no inline script (an injected tag cannot run), no framing by other sites
+# (clickjacking); images from this origin or data: URIs (Swagger UI's icons)
+PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                           "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; "
+                                           "base-uri 'none'; form-action 'none'",
+                "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 STATUS_FOR = {"too_large": 413, "invalid_json": 400, "invalid_event": 422, "wrong_topic": 422, "id_conflict": 409}
 
 

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from ..problems import PAGE_HEADERS
 from ..state import ApiState, state_of
 
 router = APIRouter()
@@ -35,17 +36,21 @@ async def metrics(state: Annotated[ApiState, Depends(state_of)]) -> PlainTextRes
 
 
 def mount_docs(app: FastAPI) -> None:
-    """/docs with Swagger UI's files from the swagger-ui-bundle package, not a CDN: the page works
-    offline and behind a strict proxy."""
-    import swagger_ui_bundle
-    from fastapi.openapi.docs import get_swagger_ui_html
+    """/docs with Swagger UI's files from the fastapi-swagger package, not a CDN: the page works
+    offline and behind a strict proxy; the review page's headers (CSP, no framing)."""
+    from importlib import resources
+
     from fastapi.staticfiles import StaticFiles
 
-    app.mount("/docs-assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+    app.mount("/docs-assets", StaticFiles(packages=[("fastapi_swagger", "resources")]), name="docs-assets")
+    files = resources.files("bias_audit.service")
 
     @app.get("/docs", include_in_schema=False)
     async def docs() -> Response:
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="bias-audit API",
-                                   swagger_js_url="/docs-assets/swagger-ui-bundle.js",
-                                   swagger_css_url="/docs-assets/swagger-ui.css",
-                                   swagger_favicon_url="/docs-assets/favicon-32x32.png")
+        return Response(files.joinpath("docs.html").read_bytes(), media_type="text/html; charset=utf-8",
+                        headers=PAGE_HEADERS)
+
+    @app.get("/docs.js", include_in_schema=False)
+    async def docs_script() -> Response:
+        return Response(files.joinpath("docs.js").read_bytes(), media_type="text/javascript; charset=utf-8",
+                        headers=PAGE_HEADERS)

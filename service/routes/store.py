@@ -12,6 +12,7 @@ from fastapi.responses import Response
 
 from ..auth import READ, Principal
 from ..problems import problem
+from ..problems import PAGE_HEADERS
 from ..state import ApiState, principal, state_of, trace_id_of
 
 router = APIRouter()
@@ -34,12 +35,6 @@ async def get_audit(audit_id: str, caller: Annotated[Principal, Depends(principa
     if row is None:
         return problem(404, "not found", f"no interaction audit {audit_id!r}", "urn:bias-audit:problem:not_found")
     return Response(orjson.dumps(row, default=str), media_type="application/json")
-
-
-# no inline script (an injected tag cannot run), no framing by other sites (clickjacking)
-PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-                                           "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-                "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 
 @router.get("/review", summary="The review page", response_class=Response)

@@ -174,3 +174,25 @@ def test_a_person_judges_sampled_items_blind_by_keyboard(served_judges):
                              "--format", "json"], capture_output=True, text=True, timeout=120)
     [judge] = json.loads(report.stdout)["judges"]
     assert judge["human_agreement"]["n"] == 6
+
+
+def test_the_api_docs_render_under_the_pages_csp_and_refuse_framing(served_judges):
+    from playwright.sync_api import sync_playwright
+
+    url, _ = served_judges
+    page_headers = httpx.get(url + "/docs").headers
+    assert "script-src 'self'" in page_headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in page_headers["content-security-policy"]
+    assert page_headers["x-frame-options"] == "DENY"
+    refused = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-background-networking", "--disable-component-update"])
+        page = browser.new_page()
+        page.on("console", lambda message: refused.append(message.text) if message.type == "error" else None)
+        page.goto(url + "/docs")
+        page.wait_for_selector(".swagger-ui .info .title")
+        assert "bias-audit" in page.text_content(".swagger-ui .info .title")
+        page.wait_for_selector("text=/audit-verdict")  # the operations came from /openapi.json
+        browser.close()
+    assert not [text for text in refused if "Content Security Policy" in text], refused
