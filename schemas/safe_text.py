@@ -55,6 +55,6 @@ ROW_KEYS = {"records": ("tenant_id", "session_id", "reviewer_id", "model_id"), "
             "verdicts": ("tenant_id", "verdict_id")}
 
 
-def row_name(table: str, row: dict) -> str:
+def row_name(table: str, row: dict[str, object]) -> str:
     """'the verdicts row (tenant_id 'acme', verdict_id 'v1')'."""
     return f"the {table} row ({', '.join(f'{name} {row.get(name)!r}' for name in ROW_KEYS[table])})"

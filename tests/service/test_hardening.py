@@ -114,7 +114,9 @@ def test_reports_per_document_and_per_caller_are_bounded(api):
     state.report = lambda *args: started.append(args) or report(*args)
     for two in ('{ a: biasReport(tenantId: "acme") { sessions } b: biasReport(tenantId: "acme") { sessions } }',
                 '{ biasReport(tenantId: "acme") { sessions } judgeReport(tenantId: "acme") { judges { judge } } }',
-                '{ judgeReport(tenantId: "acme") { judges { judge } } reviewerProfiles(tenantId: "acme") { reviewer } }'):
+                '{ judgeReport(tenantId: "acme") { judges { judge } } reviewerProfiles(tenantId: "acme") { reviewer } }',
+                'query { ...R judgeReport(tenantId: "acme") { judges { judge } } } '
+                'fragment R on Query { biasReport(tenantId: "acme") { sessions } }'):
         answer = gql(client, two, auditor)
         [refused] = answer["errors"]
         assert refused["extensions"]["code"] == "BAD_USER_INPUT" and "at most 1 report" in refused["message"], two
