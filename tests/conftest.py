@@ -145,3 +145,16 @@ def postgres_url(postgres_server, request):
     with psycopg.connect(postgres_server, autocommit=True) as connection:
         connection.execute(f'CREATE DATABASE "{name}"')
     yield re.sub(r"(postgresql://[^/]*/)[^?]*", lambda m: m.group(1) + name, postgres_server, count=1)
+
+
+@pytest.fixture(autouse=True)
+def own_data_dir(tmp_path_factory):
+    """Every test (and every CLI it runs) gets a data folder of its own: never the user's
+    `.bias-audit`, which the README's quickstart leaves in the repository."""
+    before = os.environ.get("BIAS_AUDIT_DATA_DIR")
+    os.environ["BIAS_AUDIT_DATA_DIR"] = str(tmp_path_factory.mktemp("data-dir"))
+    yield
+    if before is None:
+        os.environ.pop("BIAS_AUDIT_DATA_DIR", None)
+    else:
+        os.environ["BIAS_AUDIT_DATA_DIR"] = before

@@ -19,7 +19,9 @@ from bias_audit.windows.memory_window import MemoryWindow
 from bias_audit.windows.redis_window import RedisWindow
 from tests.builders import council_event
 
-NOW = datetime.now(timezone.utc)
+def now() -> datetime:
+    """The clock when a test runs (never when the module was imported: a long suite outlives the skew)."""
+    return datetime.now(timezone.utc)
 
 
 def session(session_id: str, at: datetime) -> Delivery:
@@ -55,8 +57,8 @@ FUTURE = [
 def test_a_future_session_is_refused_and_later_real_sessions_still_count(window_of, ahead, reason):
     at = datetime(9999, 12, 31, tzinfo=timezone.utc) if ahead is None else datetime.now(timezone.utc) + ahead
     window = window_of()
-    earlier = [session(f"s{i}", NOW - timedelta(hours=5 - i)) for i in range(3)]
-    outcomes = asyncio.run(run(window, [*earlier, session("future", at), session("later", NOW)]))
+    earlier = [session(f"s{i}", now() - timedelta(hours=5 - i)) for i in range(3)]
+    outcomes = asyncio.run(run(window, [*earlier, session("future", at), session("later", now())]))
     [[future], [later]] = outcomes[3:]
     assert future.result is None and future.dead_letter.error_type == "invalid_event"
     assert future.dead_letter.error.startswith("timestamp: ") and reason in future.dead_letter.error
@@ -64,12 +66,12 @@ def test_a_future_session_is_refused_and_later_real_sessions_still_count(window_
 
 
 def test_a_session_within_the_skew_counts(window_of):
-    [[ahead]] = asyncio.run(run(window_of(), [session("soon", NOW + timedelta(minutes=5))]))
+    [[ahead]] = asyncio.run(run(window_of(), [session("soon", now() + timedelta(minutes=5))]))
     assert ahead.result is not None and ahead.result.window.sessions == 1
 
 
 def test_the_skew_is_the_operators(window_of):
-    [[ahead]] = asyncio.run(run(window_of(), [session("soon", NOW + timedelta(minutes=5))],
+    [[ahead]] = asyncio.run(run(window_of(), [session("soon", now() + timedelta(minutes=5))],
                                 EventLimits(max_clock_skew_s=60)))
     assert ahead.dead_letter is not None and "(at most 1 min allowed)" in ahead.dead_letter.error
 
@@ -77,7 +79,7 @@ def test_the_skew_is_the_operators(window_of):
 @pytest.mark.redis
 def test_an_idle_tenants_window_keys_expire_with_its_markers(redis_url):
     window = RedisWindow(Redis.from_url(redis_url), WindowPolicy(max_days=2), prefix="ttl")
-    asyncio.run(run(window, [session(f"s{i}", NOW - timedelta(minutes=i)) for i in range(3)]))
+    asyncio.run(run(window, [session(f"s{i}", now() - timedelta(minutes=i)) for i in range(3)]))
     with redis.Redis.from_url(redis_url) as client:
         keys = list(client.scan_iter(match="ttl:*"))
         ttls = {key.decode(): client.ttl(key) for key in keys}
@@ -90,7 +92,7 @@ def test_an_idle_tenants_window_keys_expire_with_its_markers(redis_url):
 def test_window_keys_are_renewed_together_once_their_ttl_runs_down(redis_url):
     # written by a version without TTLs, or renewed over a day ago: the next session renews them all
     window = RedisWindow(Redis.from_url(redis_url), WindowPolicy(max_days=2), prefix="renew")
-    asyncio.run(run(window, [session(f"s{i}", NOW - timedelta(minutes=i)) for i in range(3)]))
+    asyncio.run(run(window, [session(f"s{i}", now() - timedelta(minutes=i)) for i in range(3)]))
     expected = WindowPolicy(max_days=2).seen_ttl_seconds
     with redis.Redis.from_url(redis_url) as client:
         window_keys = [key for key in client.scan_iter(match="renew:*") if b":seen:" not in key]
@@ -98,7 +100,7 @@ def test_window_keys_are_renewed_together_once_their_ttl_runs_down(redis_url):
             client.persist(key)
         client.expire(window_keys[0], 60)
     window = RedisWindow(Redis.from_url(redis_url), WindowPolicy(max_days=2), prefix="renew")
-    asyncio.run(run(window, [session("s-next", NOW)]))
+    asyncio.run(run(window, [session("s-next", now())]))
     with redis.Redis.from_url(redis_url) as client:
         ttls = {key: client.ttl(key) for key in client.scan_iter(match="renew:*")}
     assert len(ttls) > len(window_keys) and all(expected - 5 <= ttl <= expected for ttl in ttls.values()), ttls

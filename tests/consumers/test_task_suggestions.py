@@ -27,13 +27,15 @@ WEBHOOK_SECRET = b"a-webhook-secret-of-at-least-32-bytes-0123"
 from bias_audit.windows.memory_window import MemoryWindow
 from bias_audit.windows.task_state import MemoryTaskState, RedisTaskState
 
-NOW = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
+def now() -> datetime:
+    """An hour before the clock when a test runs (never at import)."""
+    return datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
 GENDERED = "The chairman asked every engineer to sign off before he merges the change."
 NEUTRAL = "Start with the smallest data set that reproduces the error, then write a short note."
 
 
 def event(number: int, text: str, category: str = "medical", tenant: str = "acme") -> dict:
-    return {"audit_id": f"a-{category}-{number}", "tenant_id": tenant, "timestamp": (NOW - timedelta(
+    return {"audit_id": f"a-{category}-{number}", "tenant_id": tenant, "timestamp": (now() - timedelta(
         minutes=number)).isoformat().replace("+00:00", "Z"), "llm_model": "gpt-4o", "llm_response": text,
         "query_context": {"category": category}}
 

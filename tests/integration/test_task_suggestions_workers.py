@@ -22,7 +22,9 @@ from tests.integration.test_redis_worker import start_worker, stop, wait_for
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 LLM, RESULTS, TASKS = "llm.responses", "bias.audit.stream", "bias.audit.tasks"
 SECRET = "a-task-webhook-secret-of-32-bytes-or-more"
-NOW = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
+def now() -> datetime:
+    """An hour before the clock when a test runs (never at import)."""
+    return datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
 GENDERED = "The chairman asked every engineer to sign off before he merges the change."
 NEUTRAL = "Start with the smallest data set that reproduces the error, then write a short note."
 
@@ -43,7 +45,7 @@ class Receiver(BaseHTTPRequestHandler):
 def publish(client: redis.Redis, start: int, flagged: int, neutral: int) -> int:
     pipe = client.pipeline(transaction=False)
     documents = [{"audit_id": f"burst-{start + i}", "tenant_id": "acme", "llm_model": "gpt-4o",
-                  "timestamp": (NOW - timedelta(seconds=start + i)).isoformat().replace("+00:00", "Z"),
+                  "timestamp": (now() - timedelta(seconds=start + i)).isoformat().replace("+00:00", "Z"),
                   "llm_response": GENDERED if i < flagged else NEUTRAL, "query_context": {"category": "medical"}}
                  for i in range(flagged + neutral)]
     for document in documents:

@@ -18,8 +18,9 @@ from bias_audit.worker.settings import Settings
 
 pytestmark = pytest.mark.postgres
 SECRET = "a-fuzzing-secret-of-at-least-32-bytes-000000"
-ADMIN = {"Authorization": "Bearer " + jwt.encode({"sub": "fuzz", "tenant_id": "demo", "roles": ["admin"],
-                                                  "exp": int(time.time()) + 86400}, SECRET, algorithm="HS256")}
+def admin() -> dict[str, str]:
+    return {"Authorization": "Bearer " + jwt.encode({"sub": "fuzz", "tenant_id": "demo", "roles": ["admin"],
+                                                     "exp": int(time.time()) + 3600}, SECRET, algorithm="HS256")}
 
 
 @pytest.fixture
@@ -36,7 +37,8 @@ def graphql_app(postgres_url, tmp_path):
 
 
 def test_generated_queries_never_fail_on_the_server(graphql_app):
-    schema = schemathesis.graphql.from_asgi("/graphql", graphql_app, headers=ADMIN)
+    headers = admin()
+    schema = schemathesis.graphql.from_asgi("/graphql", graphql_app, headers=headers)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 10  # every query and mutation field
     seen: list[str | None] = []
@@ -47,7 +49,7 @@ def test_generated_queries_never_fail_on_the_server(graphql_app):
         @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), database=None,
                   derandomize=True)
         def fuzz(case):
-            response = case.call(headers=ADMIN)
+            response = case.call(headers=headers)
             assert response.status_code == 200, response.text
             for error in response.json().get("errors") or []:
                 # a resolver's error (it has a path) is a caller's mistake named with a code; an error

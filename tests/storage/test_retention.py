@@ -26,11 +26,13 @@ from bias_audit.worker.samples import generate_sessions
 from tests.builders import read_all
 
 pytestmark = pytest.mark.postgres
-NOW = datetime.now(timezone.utc).replace(hour=12, minute=0, second=0, microsecond=0)
+def now() -> datetime:
+    """Noon today, when a test runs (never at import)."""
+    return datetime.now(timezone.utc).replace(hour=12, minute=0, second=0, microsecond=0)
 
 
 def store_interactions(url: str, days_ago: int, count: int, seed: int) -> list[dict]:
-    events = generate_responses(count, seed=seed, start=NOW - timedelta(days=days_ago))
+    events = generate_responses(count, seed=seed, start=now() - timedelta(days=days_ago))
     for index, event in enumerate(events):
         event["audit_id"] = f"{days_ago}-{index}"
     processor = ResponseProcessor(window=MemoryWindow(), store=PostgresInteractionStore(url),
@@ -41,7 +43,7 @@ def store_interactions(url: str, days_ago: int, count: int, seed: int) -> list[d
 
 
 def store_sessions(url: str, days_ago: int, count: int, seed: int) -> list[dict]:
-    sessions = generate_sessions(count, seed=seed, start=NOW - timedelta(days=days_ago))
+    sessions = generate_sessions(count, seed=seed, start=now() - timedelta(days=days_ago))
     processor = CouncilSessionProcessor(window=MemoryWindow(), store=PostgresRecordStore(url))
     asyncio.run(processor.process([Delivery(f"{days_ago}-{i}", json.dumps(s).encode(), "council.sessions")
                                    for i, s in enumerate(sessions)]))
@@ -79,13 +81,13 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
             entry[1] += 1 if record["bias_detected"] and bias_type else 0
             entry[2] += record["bias_confidence_score"]
 
-    month = (NOW - timedelta(days=400)).strftime("%Ym%m")  # the old rows' month, wholly past a year
+    month = (now() - timedelta(days=400)).strftime("%Ym%m")  # the old rows' month, wholly past a year
     old_months = f"council_session_audit_{month}, llm_interaction_audit_{month}"
     assert partitions(postgres_url) >= {f"council_session_audit_{month}", f"llm_interaction_audit_{month}"}
     with psycopg.connect(postgres_url) as connection:  # answers kept for blind review: two old, one recent
         for verdict, days in (("old-1", 200), ("old-2", 400), ("new", 10)):
             connection.execute("INSERT INTO judge_review_item VALUES ('demo', %s, 'i', ARRAY['a','b'], "
-                               "ARRAY['first answer','second answer'], %s)", (verdict, NOW - timedelta(days=days)))
+                               "ARRAY['first answer','second answer'], %s)", (verdict, now() - timedelta(days=days)))
     dry = retention(postgres_url, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout.splitlines() == ["anonymize interaction audits: 13 (would)",
@@ -106,7 +108,7 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
                                         "roll up and delete judge verdicts: 0 (did)",
                                         f"drop monthly partitions: {old_months} (did)"]
     assert not any(month in name for name in partitions(postgres_url))
-    recent_month, middle_month = ((NOW - timedelta(days=days)).strftime("%Ym%m") for days in (10, 200))
+    recent_month, middle_month = ((now() - timedelta(days=days)).strftime("%Ym%m") for days in (10, 200))
     assert partitions(postgres_url) == {f"council_session_audit_{recent_month}", f"llm_interaction_audit_{recent_month}",
                                         f"llm_interaction_audit_{middle_month}"}
     left = {r["audit_id"]: r for r in read_all(read_interactions, postgres_url)}
@@ -131,7 +133,7 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
                             capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     [history] = json.loads(report.stdout)["rolled_up"]  # the deleted year's counts, beside the window
-    old_day = str((NOW - timedelta(days=400)).date())
+    old_day = str((now() - timedelta(days=400)).date())
     assert (history["tenant_id"], history["first_day"], history["last_day"]) == ("demo", old_day, old_day)
     cells = [t for t in history["totals"] if t["source"] == "council"]
     assert sum(t["items"] for t in cells) == 4 * 25
@@ -175,7 +177,7 @@ def test_judge_verdicts_are_anonymized_then_rolled_up_per_judge_and_day(postgres
     apply_migrations(postgres_url)
 
     def verdict(n: int, days: int, preference: str | None, lengths=(10, 30)) -> dict:
-        when = (NOW - timedelta(days=days)).isoformat().replace("+00:00", "Z")
+        when = (now() - timedelta(days=days)).isoformat().replace("+00:00", "Z")
         return {"verdict_id": f"v{days}-{n}", "tenant_id": "evals", "timestamp": when, "trace_id": f"trace-{n}",
                 "judge": {"model": "judge-x", "prompt": "p1"}, "item_id": f"i{n}", "game": 1,
                 "candidates": [{"model": "a", "length_words": lengths[0]}, {"model": "b", "length_words": lengths[1]}],
