@@ -37,6 +37,8 @@ from .metrics import WorkerMetrics
 from .ops_server import OpsServer
 
 log = logging.getLogger("bias_audit.worker")
+READ_SETTLE_S = 0.1  # beyond poll_ms: the loop to take back the read's answer
+
 
 def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
@@ -136,6 +138,7 @@ class RedisStreamsWorker:
         self.consumer_name, self.batch_size, self.claim_idle_ms = consumer_name, batch_size, claim_idle_ms
         self.reclaim_interval_s, self.shutdown_grace_s = reclaim_interval_s, shutdown_grace_s
         self.liveness_stall_s, self.ops_host, self.ops_port = liveness_stall_s, ops_host, ops_port
+        self.poll_s = poll_ms / 1000
         self.stopping = asyncio.Event()
         self.metrics = metrics or WorkerMetrics("redis")
         self.transport = RedisStreamsTransport(client, outbox, stream=self.stream, group=self.group,
@@ -294,7 +297,11 @@ class RedisStreamsWorker:
             await self.stopping.wait()
         finally:
             log.info("draining", extra={"grace_s": self.shutdown_grace_s})
-            await self.broker.stop()  # waits for the batch in hand, up to graceful_timeout
+            await self.subscriber.stop()  # waits for the batch in hand, up to graceful_timeout
+            # the stop does not cut a read in flight, which blocks up to poll_ms more: closing the
+            # connection under it would log "Message fetch error" with a traceback
+            await asyncio.sleep(self.poll_s + READ_SETTLE_S)
+            await self.broker.stop()
             with suppress(*BASE_TRANSIENT):
                 await asyncio.wait_for(self.finish_read_entries(), self.shutdown_grace_s)
             reclaimer.cancel()
