@@ -71,8 +71,8 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", "-V", metavar=FLAG, is_eager=True, callback=_version,
                                                 help="print the version and exit")] = False) -> None:
-    """Audit bias in LLM councils and LLM responses, live on Redis Streams or Google Pub/Sub, or over a
-    JSONL file.
+    """Audit bias in LLM councils, LLM responses and LLM judges' verdicts, live on Redis Streams or
+    Google Pub/Sub, or over JSONL files and the judges' public files.
 
     Start with `bias-audit demo`; README.md has a quickstart. Every command has `-h`."""
 
