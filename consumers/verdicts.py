@@ -178,8 +178,9 @@ class VerdictProcessor:
         return kept
 
     def _review_row(self, j: _Judged) -> tuple | None:
-        """The verdict's answers for blind review, when it is sampled (by its id: every worker and
-        every redelivery decide alike) and both answers came with their text."""
+        """The verdict's answers (and its question, when sent) for blind review, when it is sampled
+        (by its id: every worker and every redelivery decide alike) and both answers came with
+        their text."""
         event = j.event
         answers = [c.response for c in event.candidates]
         if len(answers) != 2 or any(a is None for a in answers):
@@ -188,7 +189,7 @@ class VerdictProcessor:
         if draw >= self.review_sample:
             return None
         return (event.tenant_id, event.verdict_id, event.item_id, [c.model for c in event.candidates], answers,
-                event.timestamp)
+                event.query, event.timestamp)
 
     async def _alerts(self, alert_state: AlertStateStore, signals: list[tuple[int, _Judged, Any]],
                       outcomes: list[Outcome]) -> None:

@@ -119,6 +119,7 @@ def judge_report_of(document: dict[str, Any]) -> JudgeReport:
 class JudgeReviewItem:
     review_id: str = strawberry.field(description="opaque, for this reviewer only: send it back with the verdict")
     tenant_id: str
+    question: str | None = strawberry.field(description="the question both answer, when the verdict sent it")
     answers: list[str] = strawberry.field(description="in an order the server drew and remembers")
     sampled: int = strawberry.field(description="items of this tenant sampled for review")
 

@@ -212,7 +212,7 @@ const PREFERENCE_WORDS = { "A>>B": "A much better", "A>B": "A better", "A=B": "a
 const judging = { item: null, done: 0 };
 
 async function nextJudgeItem() {
-  const data = await gql(`{ item: judgeReviewItem { reviewId tenantId answers sampled } }`);
+  const data = await gql(`{ item: judgeReviewItem { reviewId tenantId question answers sampled } }`);
   judging.item = data.item;
   const item = judging.item;
   if (!item) {
@@ -221,6 +221,7 @@ async function nextJudgeItem() {
   }
   $("item").innerHTML = `
     <h2>Which answer is better? <small>${escapeHtml(item.tenantId)} · ${judging.done} judged here · the judge's verdict and the models are hidden</small></h2>
+    ${item.question ? `<div class="question" id="question"><h3>Question</h3>${escapeHtml(item.question)}</div>` : ""}
     <div class="pair">
       <div><h3>Answer A</h3><div class="response" id="answer-a">${escapeHtml(item.answers[0])}</div></div>
       <div><h3>Answer B</h3><div class="response" id="answer-b">${escapeHtml(item.answers[1])}</div></div>

@@ -269,7 +269,7 @@ class AuditStore:
         values.append(reviewer)
         async with self._connection() as connection, connection.transaction():
             row = await (await connection.execute(
-                "SELECT r.tenant_id, r.verdict_id, r.answers, (SELECT count(*) FROM judge_review_item q "
+                "SELECT r.tenant_id, r.verdict_id, r.answers, r.question, (SELECT count(*) FROM judge_review_item q "
                 "WHERE q.tenant_id = r.tenant_id) AS sampled FROM judge_review_item r "
                 f"{_where_clause(clauses)} ORDER BY random() LIMIT 1".encode(), values)).fetchone()
             if row is None:
@@ -280,7 +280,7 @@ class AuditStore:
                 (review_id, row["tenant_id"], row["verdict_id"], reviewer, shown_swapped))
         answers = list(row["answers"])
         return {"review_id": review_id, "tenant_id": row["tenant_id"], "sampled": int(row["sampled"]),
-                "answers": answers[::-1] if shown_swapped else answers}
+                "question": row["question"], "answers": answers[::-1] if shown_swapped else answers}
 
     async def record_judge_verdict(self, tenants: list[str] | None, review_id: str, *, reviewer: str,
                                    flip: dict[str, str], preference: str) -> bool | None:

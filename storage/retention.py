@@ -50,7 +50,7 @@ class RetentionReport:
         verb = "would" if dry_run else "did"
         dropped = ", ".join(self.dropped_partitions) or "none"
         return [f"anonymize interaction audits: {self.anonymized} ({verb})",
-                f"remove judge verdicts' answers kept for review: {self.review_answers} ({verb})",
+                f"remove judge verdicts' answers and questions kept for review: {self.review_answers} ({verb})",
                 f"anonymize judge verdicts: {self.anonymized_verdicts} ({verb})",
                 f"roll up and delete interaction audits: {self.aggregated_interactions} ({verb})",
                 f"roll up and delete council sessions: {self.aggregated_sessions} ({verb})",

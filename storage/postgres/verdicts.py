@@ -81,15 +81,17 @@ def _insert_new(cursor: psycopg.Cursor, events: list[dict[str, Any]]) -> int:
 class PostgresReviewSample(_OneConnection):
     """The answers of the verdicts sampled for blind review (judge_review_item)."""
 
-    def keep(self, rows: list[tuple[str, str, str, list[str], list[str], datetime]]) -> None:
-        """(tenant, verdict id, item id, models, answers, time) each; a row kept already is skipped."""
+    def keep(self, rows: list[tuple[str, str, str, list[str], list[str], str | None, datetime]]) -> None:
+        """(tenant, verdict id, item id, models, answers, question, time) each; a row kept already is
+        skipped."""
         if not rows:
             return
         connection = self._connected()
         try:
             with connection.transaction(), connection.cursor() as cursor:
                 cursor.executemany("INSERT INTO judge_review_item (tenant_id, verdict_id, item_id, models, answers, "
-                                   "verdict_ts) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", rows)
+                                   "question, verdict_ts) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                                   rows)
         except psycopg.OperationalError:
             self.close()
             raise

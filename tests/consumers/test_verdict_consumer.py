@@ -195,3 +195,31 @@ def test_a_verdict_id_sent_again_with_other_content_is_a_dead_letter_not_a_secon
     store.close()
     rows = list(read_records([tmp_path]))
     assert sorted((r["verdict_id"], r["judge"]["model"]) for r in rows) == [("v1", "judge"), ("v2", "judge")]
+
+
+def test_the_shipped_verdicts_leave_items_with_their_question_for_people_to_judge(tmp_path):
+    """After the quickstart the review page's judge mode has work: the default sample of the
+    shipped verdicts keeps answers and questions for review, and the stored verdicts hold neither."""
+    from bias_audit.worker.judge_samples import SAMPLE_FILE
+    from bias_audit.worker.settings import Settings
+
+    class Kept:
+        rows: list[tuple] = []
+
+        def keep(self, rows: list[tuple]) -> None:
+            self.rows.extend(rows)
+
+    kept = Kept()
+    store = JsonlRecordStore(tmp_path, "verdicts")
+    processor = VerdictProcessor(window=MemoryWindow(POLICY), store=store, review=kept,
+                                 review_sample=Settings().judge_review_sample)
+    events = [json.loads(line) for line in SAMPLE_FILE.read_text().splitlines()]
+    for start in range(0, len(events), 100):
+        run(processor, deliveries(events[start:start + 100]))
+    store.close()
+    assert len(kept.rows) >= 5
+    questions = {event["item_id"]: event.get("query") for event in events}
+    for tenant, verdict_id, item, models, answers, question, _ in kept.rows:
+        assert question and question == questions[item] and len(answers) == 2 and all(answers)
+    stored = json.dumps(list(read_records([tmp_path])))
+    assert not any(question in stored for question in questions.values() if question)

@@ -15,7 +15,7 @@ from bias_audit.worker.settings import Settings
 from tests.service.audit_api_client import SECRET, codes, gql, token
 
 pytestmark = pytest.mark.postgres
-ITEM = "{ judgeReviewItem { reviewId tenantId answers sampled } }"
+ITEM = "{ judgeReviewItem { reviewId tenantId question answers sampled } }"
 RECORD = "mutation($r: String!, $p: String!) { recordJudgeVerdict(reviewId: $r, preference: $p) { reviewId preference counted } }"
 DISAGREEMENTS = '{ judgeReport(tenantId: "acme") { judges { disagreements { itemId judgeVerdict humanVerdict } } } }'
 FLIP = {"A>>B": "B>>A", "A>B": "B>A", "A=B": "A=B", "B>A": "A>B", "B>>A": "A>>B"}
@@ -32,6 +32,7 @@ def judged(postgres_url, tmp_path):
         for n in range(4):
             event = {"verdict_id": f"producer-{n}-judge-secret-model", "tenant_id": "acme",
                      "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": "secret-judge"}, "item_id": f"q{n}",
+                     "query": f"Which answer explains item {n} better?",
                      "candidates": [{"model": "alpha", "response": f"First answer {n}."},
                                     {"model": "beta", "response": f"Second answer {n}."}],
                      "verdict": {"kind": "pairwise", "preference": "A>B"}}
@@ -68,6 +69,7 @@ def test_a_verdict_is_taken_only_on_an_item_served_to_that_person_under_an_id_na
     [(verdict_id, reviewer, stored, swapped, review_id)] = people(url)
     assert (reviewer, review_id) == ("rita", item["reviewId"])
     assert item["answers"][0].startswith("Second" if swapped else "First")  # the order the server drew and kept
+    assert item["question"] == f"Which answer explains item {verdict_id.split('-')[1]} better?"  # shown with them
     assert stored == (FLIP["A>>B"] if swapped else "A>>B")
 
 

@@ -122,6 +122,7 @@ def served_judges(postgres_url, tmp_path):
     for n in range(8):
         event = {"verdict_id": f"v{n}", "tenant_id": "acme", "timestamp": "2026-11-20T10:30:00Z",
                  "judge": {"model": "judge-model-x", "prompt": "pairwise"}, "item_id": f"q{n}", "game": 1,
+                 "query": f"Which is the better answer to question number {n}?",
                  "candidates": [{"model": "model-alpha", "response": f"First answer number {n}."},
                                 {"model": "model-beta", "response": f"Second answer number {n}, longer."}],
                  "verdict": {"kind": "pairwise", "preference": "A>B"}}
@@ -155,6 +156,7 @@ def test_a_person_judges_sampled_items_blind_by_keyboard(served_judges):
             first = page.text_content("#answer-a")
             text = page.text_content("#item")
             assert "model-alpha" not in text and "model-beta" not in text and "judge-model-x" not in text  # blind
+            assert "better answer to question number" in page.text_content("#question")  # to judge correctness
             shown.append(first)
             page.keyboard.press(key)
             page.wait_for_function("(before) => !document.querySelector('#answer-a') || "
