@@ -91,7 +91,7 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
     dry = retention(postgres_url, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout.splitlines() == ["anonymize interaction audits: 13 (would)",
-                                       "remove judge verdicts' answers kept for review: 2 (would)",
+                                       "remove judge verdicts' answers and questions kept for review: 2 (would)",
                                        "anonymize judge verdicts: 0 (would)",
                                        "roll up and delete interaction audits: 7 (would)",
                                        "roll up and delete council sessions: 4 (would)",
@@ -101,7 +101,7 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
 
     done = retention(postgres_url)
     assert done.stdout.splitlines() == ["anonymize interaction audits: 13 (did)",
-                                        "remove judge verdicts' answers kept for review: 2 (did)",
+                                        "remove judge verdicts' answers and questions kept for review: 2 (did)",
                                         "anonymize judge verdicts: 0 (did)",
                                         "roll up and delete interaction audits: 7 (did)",
                                         "roll up and delete council sessions: 4 (did)",
@@ -153,7 +153,7 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
     with psycopg.connect(postgres_url) as connection:
         assert connection.execute("SELECT verdict_id FROM judge_review_item").fetchall() == [("new",)]
     assert again.stdout.splitlines() == ["anonymize interaction audits: 0 (did)",
-                                         "remove judge verdicts' answers kept for review: 0 (did)",
+                                         "remove judge verdicts' answers and questions kept for review: 0 (did)",
                                          "anonymize judge verdicts: 0 (did)",
                                          "roll up and delete interaction audits: 0 (did)",
                                          "roll up and delete council sessions: 0 (did)",
