@@ -94,6 +94,7 @@ def tenant_report(
         flags.append("RANDOMIZATION_BROKEN")
     if balance.shared:
         flags.append("ORDER_SHARED_ACROSS_REVIEWERS")
+    drivers = finding_drivers(cells, thresholds, flags)
     for profile in reviewers:
         flags.extend(f"{flag}:{profile.reviewer}" for flag in profile.flags)
     flags.extend(f"{'COLLUSION' if a.mutual else 'AFFINITY'}:{a.reviewer}->{a.model}" for a in affinities
@@ -128,6 +129,7 @@ def tenant_report(
         trends=trends,
         change_points=change_points(combined),
         flags=flags,
+        finding_drivers=drivers,
         warnings=warnings,
         length_points=_chart_points(x, y),
         length_fit=length_fit(cells),
@@ -139,6 +141,25 @@ def tenant_report(
         reviewer_posteriors=reviewer_posteriors(reviewers),
         calibrated_view=calibrated,
     )
+
+
+def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: list[str]) -> dict[str, str]:
+    """Each pooled flag (length, position) that comes from one reviewer: the one reviewer without
+    whose scores the same test no longer flags it, when exactly one does so."""
+    tests = {"LENGTH_BIAS": lambda c: length_correlation(c, thresholds).flagged,
+             "LENGTH_PREFERENCE_IN_SCORES": lambda c: length_control(c, thresholds).coefficient.flagged,
+             **{flag: lambda c: position_effects(c, thresholds).flagged for flag in flags
+                if flag.startswith("POSITION_BIAS_")}}
+    drivers = {}
+    active = set(cells.active_reviewers)
+    for flag, flagged in tests.items():
+        if flag not in flags or len(active) < 3:  # with two reviewers, either one alone is half the council
+            continue
+        gone = [name for index, name in enumerate(cells.reviewers)
+                if name in active and not flagged(cells.without_reviewer(index))]
+        if len(gone) == 1:
+            drivers[flag] = gone[0]
+    return drivers
 
 
 _WindowMetrics = tuple[LengthCorrelation, LengthControl, PositionAnalysis, list[PositionConsistency], Randomization,

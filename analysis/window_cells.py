@@ -55,6 +55,17 @@ class WindowCells:
             fingerprints=self.fingerprints,
         )
 
+    def without_reviewer(self, index: int) -> WindowCells:
+        """The window without the scores reviewer `index` gave (names keep their indices)."""
+        keep = self.reviewer != index
+        return WindowCells(
+            digests=self.digests, reviewers=self.reviewers, models=self.models,
+            session=self.session[keep], reviewer=self.reviewer[keep], model=self.model[keep],
+            position=self.position[keep], score=self.score[keep], own=self.own[keep], length=self.length[keep],
+            similarity=self.similarity[keep], fingerprint=self.fingerprint[keep], correct=self.correct[keep],
+            fingerprints=self.fingerprints,
+        )
+
     @cached_property
     def active_reviewers(self) -> list[str]:
         present = np.bincount(self.reviewer, minlength=len(self.reviewers)) > 0

@@ -36,7 +36,9 @@ def plain_findings(t: TenantReport) -> list[str]:
     for flag in t.flags:
         kind, _, subject = flag.partition(":")
         if kind in _WINDOW:
-            sentences.append(_WINDOW[kind])
+            driver = t.finding_drivers.get(flag)
+            sentences.append(_WINDOW[kind] + (f" It comes mostly from {driver}: without its scores the test no "
+                                              "longer finds it." if driver else ""))
         elif kind in _PER_MEMBER:
             sentences.append(_PER_MEMBER[kind].format(subject))
         elif kind in _PAIRS:

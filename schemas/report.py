@@ -232,6 +232,9 @@ class TenantReport(_Out):
     trends: list[TrendTest] = Field(default_factory=list)
     change_points: list[ChangePoint] = Field(default_factory=list)
     flags: list[str] = Field(default_factory=list)
+    # a pooled flag (LENGTH_BIAS, POSITION_BIAS_*) -> the one reviewer without whose scores the same
+    # test no longer flags it
+    finding_drivers: dict[str, str] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     # Points of the length-vs-score chart: (length, offset-adjusted mean peer score), at most a
     # few thousand, and the fitted line's intercept and slope (points per length unit).
