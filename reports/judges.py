@@ -157,34 +157,47 @@ def _footer(document: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_judges_text(document: dict[str, Any]) -> str:
+WIDE = 200  # the judges' tables have a column per metric: narrower terminals get a table per judge
+
+
+def render_judges_text(document: dict[str, Any], width: int | None = None) -> str:
+    """The report as text `width` columns wide (None: wide, for files): a column per metric when
+    there is room, else one table per judge with a row per metric."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     buffer = io.StringIO()
-    console = Console(file=buffer, width=220, color_system=None, soft_wrap=False)
+    console = Console(file=buffer, width=width or 220, color_system=None, soft_wrap=False)
     if not document["judges"]:
         return "No judge verdicts in the input.\n"
+    wide = width is None or width >= WIDE
 
     def table(title: str, headers: tuple[str, ...] | list[str], rows: list[list[str]]) -> None:
-        out = Table(title=title, title_justify="left")
+        out = Table(title=Text(title), title_justify="left")  # a judge name may hold [brackets]
         for i, header in enumerate(headers):
-            out.add_column(header, justify="left" if i < 2 else "right")
+            out.add_column(header, justify="left" if i < 2 else "right", no_wrap=i == 0)
         for row in rows:
             out.add_row(*(Text(c) for c in row))
         console.print(out)
 
+    def per_judge(title: str, headers: tuple[str, ...] | list[str], rows: list[list[str]]) -> None:
+        console.print(Text(title))
+        for row in rows:
+            table(row[0], ("metric", "estimate [95% CI]"), [[h, c] for h, c in zip(headers[1:], row[1:])])
+
     comparing = [e for e in document["judges"] if compares(e)]
     if comparing:
-        table("Judges comparing answers", ["judge", "verdicts", *(h for _, h in TABLE_COLUMNS)],
-              [[_name(e), f"{e['n_verdicts']:,}", *(cell(e[name], name in PERCENT) for name, _ in TABLE_COLUMNS)]
-               for e in comparing])
+        (table if wide else per_judge)(
+            "Judges comparing answers", ["judge", "verdicts", *(h for _, h in TABLE_COLUMNS)],
+            [[_name(e), f"{e['n_verdicts']:,}", *(cell(e[name], name in PERCENT) for name, _ in TABLE_COLUMNS)]
+             for e in comparing])
         console.print(Text(LEGEND))
     grading = [e for e in document["judges"] if e["single_answer_verdicts"]]
     if grading:
-        table("Judges grading one answer alone", GRADING_HEADERS,
-              [[c if isinstance(c, str) else cell(c) for c in _grading_row(e)] for e in grading])
+        (table if wide else per_judge)(
+            "Judges grading one answer alone", GRADING_HEADERS,
+            [[c if isinstance(c, str) else cell(c) for c in _grading_row(e)] for e in grading])
         console.print(Text(GRADING_LEGEND))
     for entry in document["judges"]:
         for note in entry["notes"]:
@@ -331,7 +344,7 @@ def render_judges_html(document: dict[str, Any]) -> str:
             f"{judges_html_body(document)}</body></html>")
 
 
-def render_judges(document: dict[str, Any], format: str) -> str:
+def render_judges(document: dict[str, Any], format: str, width: int | None = None) -> str:
     import orjson
 
     if format == "json":
@@ -340,7 +353,7 @@ def render_judges(document: dict[str, Any], format: str) -> str:
         return render_judges_csv(document)
     if format == "html":
         return render_judges_html(document)
-    return render_judges_text(document)
+    return render_judges_text(document, width)
 
 
 def judge_report_over_store(url: str, tenant: str | None, budget: Budget = UNLIMITED) -> dict[str, Any]:

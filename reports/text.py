@@ -121,15 +121,21 @@ def _metrics(t: TenantReport) -> Table:
     return table
 
 
+def _name_column(table: Table, title: str) -> None:
+    """A column of reviewer or model names: never split (the numbers' columns wrap instead)."""
+    table.add_column(title, no_wrap=True)
+
+
 def _reviewers(t: TenantReport) -> Table:
-    table = Table(title="Reviewers (offset vs the median reviewer; self-preference)", title_justify="left")
-    table.add_column("reviewer", overflow="fold", max_width=22)
-    table.add_column("sessions", justify="right")
+    table = Table(title="Reviewers (n sessions; offset vs the median reviewer; self-preference)", title_justify="left",
+                  pad_edge=False)
+    _name_column(table, "reviewer")
+    table.add_column("n", justify="right")  # sessions: the title says so
     table.add_column("mean", justify="right")
     table.add_column("offset [CI]")
-    table.add_column("self-pref [CI]")
+    table.add_column("self [CI]")  # self-preference: the title says so
     table.add_column("r peers", justify="right")
-    table.add_column("flags", overflow="fold")
+    table.add_column("flags", overflow="fold", max_width=16)
     for r in t.reviewers:
         table.add_row(plain(r.reviewer), str(r.sessions), "-" if r.mean_score is None else f"{r.mean_score:.2f}",
                       fmt_estimate(r.offset), fmt_estimate(r.self_preference),
@@ -142,7 +148,7 @@ def _models(t: TenantReport) -> RenderableType:
     if not t.length_control.models:
         return Text(f"Models: {no_models_reason(t)}", style="yellow")
     table = Table(title="Models: raw and length-controlled scores", title_justify="left")
-    table.add_column("model", overflow="fold", max_width=26)
+    _name_column(table, "model")
     table.add_column("raw", justify="right")
     table.add_column("rank", justify="right")
     table.add_column("LC", justify="right")
@@ -167,8 +173,8 @@ def _council(t: TenantReport, *, everything: bool) -> RenderableType | None:
         return None
     table = Table(title="Council biases" + ("" if everything else " (flagged; --verbose for all)"),
                   title_justify="left")
-    table.add_column("bias")
-    table.add_column("subject", overflow="fold", max_width=30)
+    table.add_column("bias", overflow="fold")
+    _name_column(table, "subject")
     table.add_column("effect [CI]")
     table.add_column("p", justify="right")
     table.add_column("n", justify="right")
@@ -177,7 +183,7 @@ def _council(t: TenantReport, *, everything: bool) -> RenderableType | None:
         value = "-" if e.effect is None else (
             f"{e.effect:+.2f} [{e.ci_lower:+.2f}, {e.ci_upper:+.2f}]" if e.ci_lower is not None and e.ci_upper is not None
             else f"{e.effect:+.2f}")
-        table.add_row(COUNCIL_LABELS[metric], plain(subject), value, fmt_p(e.p_value), str(e.n),
+        table.add_row(COUNCIL_LABELS[metric], plain(subject.replace(" -> ", " ->\n")), value, fmt_p(e.p_value), str(e.n),
                       _flag(e.flagged, e.effect is not None))
     return table
 
@@ -186,7 +192,7 @@ def _verbose(t: TenantReport) -> list:
     parts: list = []
     if t.reviewer_posteriors:
         table = Table(title="Reviewer profiles, partially pooled (empirical Bayes)", title_justify="left")
-        table.add_column("reviewer", overflow="fold", max_width=26)
+        _name_column(table, "reviewer")
         table.add_column("offset", justify="right")
         table.add_column("pooled [95% credible]")
         table.add_column("shrinkage", justify="right")
@@ -198,7 +204,7 @@ def _verbose(t: TenantReport) -> list:
         parts.append(table)
     if t.calibrated_view:
         table = Table(title="Calibrated view (scores z-normalized per reviewer; analytics only)", title_justify="left")
-        table.add_column("model", overflow="fold", max_width=26)
+        _name_column(table, "model")
         table.add_column("raw mean", justify="right")
         table.add_column("calibrated z", justify="right")
         for model in t.calibrated_view:
@@ -215,7 +221,7 @@ def _verbose(t: TenantReport) -> list:
         parts.append(table)
     if t.position_consistency:
         table = Table(title="Swapped pairs: position consistency (PC), preference fairness (PF)", title_justify="left")
-        table.add_column("reviewer", overflow="fold", max_width=26)
+        _name_column(table, "reviewer")
         table.add_column("pairs", justify="right")
         table.add_column("PC", justify="right")
         table.add_column("PF", justify="right")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from enum import Enum
@@ -81,7 +82,9 @@ def judges(
         if answers is not None or source is not JudgeSource.auto:
             raise CommandError("--source and --answers describe judge files; name the files")
         document = _stored_report(store, data_dir, tenant)
-    text = render_judges(document, format.value)
+    # a terminal's width (or COLUMNS); piped or written to a file, the wide tables
+    width = shutil.get_terminal_size((0, 0)).columns if output is None else 0
+    text = render_judges(document, format.value, width or None)
     if output is None:
         typer.echo(text, nl=False)
     else:
