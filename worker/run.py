@@ -191,13 +191,21 @@ def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None]
             application = api_app(settings, loopback_only=verifier is None and not insecure_no_auth)
         except (LexiconError, EmbeddingsUnavailable) as error:
             raise CommandError(str(error)) from None
-        say(f"bias-audit API on http://{host}:{port} (/docs, /graphql, /review)")
+        say(f"bias-audit API on http://{host}:{port} (/docs, /graphql, /review); " + (
+            "auth off: requests to loopback names only, every tenant open to them (set BIAS_AUDIT_JWT_SECRET "
+            "for bearer tokens)" if verifier is None else "auth: bearer tokens (`bias-audit token` makes one)"))
+        # a browser's open connection must not hold the stop: the requests in flight get this long
         server = uvicorn.Server(uvicorn.Config(application, host=host, port=port, log_level="warning",
-                                               access_log=False))  # ours is a JSON line per request
-        _serve_until_signalled(server)
+                                               access_log=False,  # ours is a JSON line per request
+                                               timeout_graceful_shutdown=API_STOP_GRACE_S))
+        _serve_until_signalled(server, say)
+    say("stopped")
 
 
-def _serve_until_signalled(server) -> None:
+API_STOP_GRACE_S = 5
+
+
+def _serve_until_signalled(server, say: Callable[[str], None]) -> None:
     """uvicorn's server until SIGTERM / SIGINT, which end it with exit code 0 after the requests in
     flight are answered, as the worker does. uvicorn handles signals itself only on the main
     thread (and then re-raises them: exit 143), so it runs on another, and the main thread's
@@ -214,6 +222,8 @@ def _serve_until_signalled(server) -> None:
             failed.append(error)
 
     def stop(signum, frame) -> None:
+        if not server.should_exit:
+            say(f"stopping: answering the requests in flight (at most {API_STOP_GRACE_S} s)")
         server.should_exit = True
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -20,6 +20,12 @@ async def index() -> dict[str, str]:
             "health": "/healthz", "metrics": "/metrics"}
 
 
+@router.get("/favicon.ico", include_in_schema=False, status_code=204)
+async def favicon() -> Response:
+    """Browsers ask for it on every page: no icon, and no 404 in the log."""
+    return Response(status_code=204)
+
+
 @router.get("/healthz", summary="Liveness")
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}

@@ -151,3 +151,24 @@ def test_a_worker_stopped_while_it_starts_stops_its_servers_and_exits_0(tmp_path
     assert worker.wait(timeout=60) == 0, (tmp_path / "worker.log").read_text()
     assert not pointer.exists() and not (tmp_path / "data" / "postgres" / "postgres.url").exists()
     assert "worker started" not in (tmp_path / "worker.log").read_text()  # it was stopped while starting
+
+
+def test_the_readme_quickstart_writes_only_what_git_ignores_and_runs_again_as_written():
+    """Its files (the worker's log, the Parquet folder) are ignored, so a re-run leaves the clone
+    clean; a folder an export refuses to reuse is removed first in the same line."""
+    root = EXAMPLE.parents[2]
+    readme = (root / "README.md").read_text()
+    block = readme.split("## Quickstart", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    commands = [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
+    targets = []
+    for command in commands:
+        for redirect in ("2>", " >", "-o "):
+            if redirect in command:
+                targets.append((command, command.split(redirect, 1)[1].split()[0]))
+    assert {target for _, target in targets} >= {"worker.log", "audit-parquet"}
+    for command, target in targets:
+        ignored = subprocess.run(["git", "check-ignore", "-q", target], cwd=root)
+        assert ignored.returncode == 0, f"{target} (from `{command}`) is not in .gitignore"
+        if "--format parquet" in command:
+            assert command.startswith(f"rm -rf {target} && "), command
+    assert "bias-audit worker 2>" in block  # its log lines go to a file, not between the commands' output
