@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -146,10 +146,18 @@ def tenant_report(
 def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: list[str]) -> dict[str, str]:
     """Each pooled flag (length, position) that comes from one reviewer: the one reviewer without
     whose scores the same test no longer flags it, when exactly one does so."""
-    tests = {"LENGTH_BIAS": lambda c: length_correlation(c, thresholds).flagged,
-             "LENGTH_PREFERENCE_IN_SCORES": lambda c: length_control(c, thresholds).coefficient.flagged,
-             **{flag: lambda c: position_effects(c, thresholds).flagged for flag in flags
-                if flag.startswith("POSITION_BIAS_")}}
+    def length_flagged(c: WindowCells) -> bool:
+        return bool(length_correlation(c, thresholds).flagged)
+
+    def control_flagged(c: WindowCells) -> bool:
+        return bool(length_control(c, thresholds).coefficient.flagged)
+
+    def position_flagged(c: WindowCells) -> bool:
+        return bool(position_effects(c, thresholds).flagged)
+
+    tests: dict[str, Callable[[WindowCells], bool]] = {
+        "LENGTH_BIAS": length_flagged, "LENGTH_PREFERENCE_IN_SCORES": control_flagged,
+        **{flag: position_flagged for flag in flags if flag.startswith("POSITION_BIAS_")}}
     drivers = {}
     active = set(cells.active_reviewers)
     for flag, flagged in tests.items():
