@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from .top_labels import OTHER, TopLabels, remove_series
+from .top_labels import OTHER, BoundedSeries
 
 # the judge window's rates a gauge follows (the dashboard's position consistency among them)
 JUDGE_RATES = ("first_position_rate", "length_preference", "position_consistency")
@@ -54,12 +54,9 @@ class WorkerMetrics:
                              "(Redis: the group's PEL; Pub/Sub: this worker's outstanding)", labels,
                              registry=self.registry)
         # the label sets from input that get series of their own: (tenant, bias type), tenant, (tenant, judge)
-        self.top_flags = TopLabels(max_label_sets, lambda key: remove_series(
-            self.flags, lambda labels: (labels["tenant"], labels["bias_type"]) == key))
-        self.top_alert_tenants = TopLabels(max_label_sets, lambda key: remove_series(
-            self.alerts, lambda labels: (labels["tenant"],) == key))
-        self.top_judges = TopLabels(max_label_sets, lambda key: remove_series(
-            self.judge_rate, lambda labels: (labels["tenant"], labels["judge"]) == key))
+        self.bounded_flags = BoundedSeries(self.flags, max_label_sets)
+        self.bounded_alerts = BoundedSeries(self.alerts, max_label_sets)
+        self.bounded_judges = BoundedSeries(self.judge_rate, max_label_sets)
 
     def consumed_batch(self, topic: str, count: int) -> None:
         self.consumed.labels(self.transport, topic).inc(count)
@@ -87,19 +84,20 @@ class WorkerMetrics:
     def _findings(self, outcome) -> None:
         result = outcome.result
         for bias_type in result.bias_type:
-            tenant, kind = (result.tenant_id, bias_type) if self.top_flags((result.tenant_id, bias_type)) else (OTHER, OTHER)
-            self.flags.labels(tenant, result.source, kind).inc()
+            self.bounded_flags.labels((result.tenant_id, bias_type), (result.tenant_id, result.source, bias_type),
+                                      (OTHER, result.source, OTHER)).inc()
         for alert in outcome.alerts or ():
-            tenant = alert.tenant_id if self.top_alert_tenants((alert.tenant_id,)) else OTHER
-            self.alerts.labels(tenant, alert.alert_type, alert.status, alert.severity).inc()
+            self.bounded_alerts.labels((alert.tenant_id,), (alert.tenant_id, alert.alert_type, alert.status,
+                                                            alert.severity),
+                                       (OTHER, alert.alert_type, alert.status, alert.severity)).inc()
         judge = getattr(result, "judge", None) or {}  # judge verdicts' results only
         window = judge.get("window") or {}
-        # a gauge has no sensible `other`: a judge outside the top keeps no series
-        if judge and self.top_judges((result.tenant_id, judge["model"])):
+        key = (result.tenant_id, judge.get("model"))
+        if judge and self.bounded_judges.top(key):  # a judge outside the top keeps no gauge
             for rate in JUDGE_RATES:
                 estimate = (window.get(rate) or {}).get("estimate")
                 if estimate is not None:
-                    self.judge_rate.labels(result.tenant_id, judge["model"], rate).set(estimate)
+                    self.bounded_judges.child(key, (result.tenant_id, judge["model"], rate)).set(estimate)
 
     def failure(self, topic: str, kind: str, count: int) -> None:
         self.failed.labels(self.transport, topic, kind).inc(count)

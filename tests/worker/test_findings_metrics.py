@@ -97,4 +97,4 @@ def test_judge_names_from_input_never_grow_the_series_past_the_bound():
                if name == "bias_audit_bias_flags_total"}
     # the busy tenant keeps its count; the rest share `other` (a set pushed out loses its series)
     assert len(tenants) <= 6 and tenants["acme"] == 29_000 and tenants["other"] >= 700
-    assert len(metrics.top_judges.counts) <= 20  # bounded memory: 4x the bound as candidates
+    assert len(metrics.bounded_judges.top.counts) <= 20  # bounded memory: 4x the bound as candidates
