@@ -48,13 +48,29 @@ class BiasReview:
     notes: str | None
 
 
-@strawberry.type
-class LlmInteractionAudit:
+@strawberry.type(description="what updateLlmInteractionAuditBias answers: the item's ids and its bias and status "
+                 "columns, never its texts or context (a service token may write these, not read the item); "
+                 "read the rest with llmInteractionAudit")
+class LlmInteractionAuditBias:
     id: strawberry.ID
     audit_id: str
     tenant_id: str
-    user_id: str | None
     trace_id: str | None
+    status: str
+    log_timestamp: datetime
+    bias_detected: bool
+    bias_type: list[str]
+    bias_score: JSON
+    bias_confidence_score: float
+    mitigation_action: JSON
+    human_reviewed: bool
+
+
+@strawberry.type
+class LlmInteractionAudit(LlmInteractionAuditBias):
+    """The audit log's item: the bias and status columns, and what a reader may see besides."""
+
+    user_id: str | None
     original_query: str | None  # never stored: always null
     query_context: JSON | None
     llm_provider: str | None
@@ -63,16 +79,8 @@ class LlmInteractionAudit:
     prompt_tokens: int | None
     response_tokens: int | None
     total_tokens: int | None
-    status: str
     error_message: str | None
-    log_timestamp: datetime
-    bias_detected: bool
-    bias_type: list[str]
-    bias_score: JSON
-    bias_confidence_score: float
-    mitigation_action: JSON
     bias_report_summary: JSON
-    human_reviewed: bool
     human_bias_tag: JSON | None
     notes: strawberry.Private[str | None]
     created_at: datetime
@@ -101,24 +109,6 @@ class LlmInteractionAudit:
     async def taxonomy(self, info: Info) -> list[BiasTaxonomyEntry]:
         found = await info.context["taxonomy_loader"].load_many(self.bias_type)
         return [entry for entry in found if entry is not None]
-
-
-@strawberry.type(description="what updateLlmInteractionAuditBias answers: the item's ids and its bias and status "
-                 "columns, never its texts or context (a service token may write these, not read the item); "
-                 "read the rest with llmInteractionAudit")
-class LlmInteractionAuditBias:
-    id: strawberry.ID
-    audit_id: str
-    tenant_id: str
-    trace_id: str | None
-    status: str
-    log_timestamp: datetime
-    bias_detected: bool
-    bias_type: list[str]
-    bias_score: JSON
-    bias_confidence_score: float
-    mitigation_action: JSON
-    human_reviewed: bool
 
 
 def bias_columns_of(row: dict[str, Any]) -> LlmInteractionAuditBias:

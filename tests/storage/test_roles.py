@@ -18,7 +18,7 @@ from bias_audit.worker.composition import api_app
 from bias_audit.worker.settings import Settings
 from tests.service.audit_api_client import SECRET, gql, token
 from tests.storage.test_postgres_store import cli
-from tests.storage.test_retention import NOW, partitions, store_interactions, store_sessions
+from tests.storage.test_retention import now, partitions, store_interactions, store_sessions
 
 pytestmark = pytest.mark.postgres
 
@@ -42,7 +42,7 @@ def test_each_role_does_its_work_and_no_more(postgres_url):
     store_interactions(writer, 400, 4, seed=31)
     store_sessions(writer, 400, 3, seed=32)
     store_sessions(writer, 3, 2, seed=33)
-    month = (NOW - timedelta(days=400)).strftime("%Ym%m")
+    month = (now() - timedelta(days=400)).strftime("%Ym%m")
     assert f"council_session_audit_{month}" in partitions(postgres_url)
     with psycopg.connect(writer, autocommit=True) as connection:
         for statement in ("DELETE FROM council_session_audit", "DROP TABLE bias_review",
