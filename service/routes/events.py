@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from bias_audit.analysis.orders import OrdersError, orders_document
 from bias_audit.analysis.responses.counterfactual import swapped_prompts
-from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.envelope import Delivery, traceparent_ids
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.judges import JudgeVerdictEvent
 from bias_audit.schemas.results import AuditResult
@@ -129,7 +129,9 @@ async def _audit(request: Request, caller: Principal, state: ApiState, topic: st
                            "urn:bias-audit:problem:forbidden")
     else:
         # the request's trace id reaches the result and the stored row, as a transport's would
+        # a traceparent that is not one is dropped here, as a transport's attribute would be refused
         trace_id, traceparent = trace_id_of(request.headers), request.headers.get("traceparent")
+        traceparent = traceparent if traceparent_ids(traceparent) else None
         attributes = {name: value for name, value in (("trace_id", trace_id), ("traceparent", traceparent)) if value}
         response = await _answer(state, body, topic, kind, id_field, attributes)
     state.metrics.requests.labels(kind, str(response.status_code)).inc()

@@ -74,7 +74,7 @@ def test_a_verdict_is_taken_only_on_an_item_served_to_that_person_under_an_id_na
 
 
 def test_the_judges_verdict_on_an_item_open_to_a_reviewer_is_not_theirs_to_read(judged):
-    client, _ = judged
+    client, url = judged
     rita = token("rita", ["reviewer"], "acme")
     judged_items = []
     for _ in range(4):  # rita judges every item against the judge, so each is a disagreement
@@ -90,9 +90,13 @@ def test_the_judges_verdict_on_an_item_open_to_a_reviewer_is_not_theirs_to_read(
     assert rex_view["disagreements"] == []  # every item is still open to rex
     rex = token("rex", ["reviewer"], "acme")
     item = served(client, "rex")
-    gql(client, RECORD, rex, r=item["reviewId"], p="A>B")
+    with psycopg.connect(url) as connection:  # the test's own knowledge of the order drawn: rex disagrees too
+        item_id, swapped = connection.execute(
+            "SELECT r.item_id, s.shown_swapped FROM judge_review_served s JOIN judge_review_item r "
+            "USING (tenant_id, verdict_id) WHERE s.review_id = %s", (item["reviewId"],)).fetchone()
+    gql(client, RECORD, rex, r=item["reviewId"], p="A>>B" if swapped else "B>>A")
     [rex_after] = gql(client, DISAGREEMENTS, rex)["data"]["judgeReport"]["judges"]
-    assert len(rex_after["disagreements"]) == 1  # the one he judged
+    assert [d["itemId"] for d in rex_after["disagreements"]] == [item_id]  # the one he judged, no other
 
 
 def test_a_change_of_mind_is_kept_as_history_and_the_first_verdict_counts(judged):

@@ -326,3 +326,12 @@ def test_a_confidence_reads_as_the_audit_said_it_not_as_a_float_artefact(api):
     read = {i["auditId"]: i["biasConfidenceScore"] for i in listed["data"]["llmInteractionAudits"]}
     assert {key: read[key] for key in said} == said
     assert all(repr(value) == repr(round(value, 4)) for value in read.values())  # 0.916, never 0.9159999999999999
+
+
+def test_a_traceparent_that_is_not_one_is_dropped_not_a_refusal(api):
+    client, events, _ = api
+    sender = token("app", ["service"], "acme")
+    event = {**events[0], "audit_id": "bogus-traceparent"}
+    answered = client.post("/analyze-bias", json=event, headers={**sender, "traceparent": "x" * 2000})
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["trace_id"] != "x" * 2000 and len(answered.json()["trace_id"]) <= 128
