@@ -155,13 +155,15 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
     def position_flagged(c: WindowCells) -> bool:
         return bool(position_effects(c, thresholds).flagged)
 
-    tests: dict[str, Callable[[WindowCells], bool]] = {
-        "LENGTH_BIAS": length_flagged, "LENGTH_PREFERENCE_IN_SCORES": control_flagged,
-        **{flag: position_flagged for flag in flags if flag.startswith("POSITION_BIAS_")}}
-    drivers = {}
+    tests: dict[str, Callable[[WindowCells], bool]] = {"LENGTH_BIAS": length_flagged,
+                                                       "LENGTH_PREFERENCE_IN_SCORES": control_flagged}
     active = set(cells.active_reviewers)
-    for flag, flagged in tests.items():
-        if flag not in flags or len(active) < 3:  # with two reviewers, either one alone is half the council
+    if len(active) < 3:  # with two reviewers, either one alone is half the council
+        return {}
+    drivers = {}
+    for flag in flags:
+        flagged = position_flagged if flag.startswith("POSITION_BIAS_") else tests.get(flag)
+        if flagged is None:
             continue
         gone = [name for index, name in enumerate(cells.reviewers)
                 if name in active and not flagged(cells.without_reviewer(index))]

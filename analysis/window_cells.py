@@ -46,21 +46,17 @@ class WindowCells:
 
     def slice(self, start: int, stop: int) -> WindowCells:
         """The sessions start..stop-1 (names keep their indices; some may have no cells)."""
-        keep = (self.session >= start) & (self.session < stop)
-        return WindowCells(
-            digests=self.digests[start:stop], reviewers=self.reviewers, models=self.models,
-            session=self.session[keep] - start, reviewer=self.reviewer[keep], model=self.model[keep],
-            position=self.position[keep], score=self.score[keep], own=self.own[keep], length=self.length[keep],
-            similarity=self.similarity[keep], fingerprint=self.fingerprint[keep], correct=self.correct[keep],
-            fingerprints=self.fingerprints,
-        )
+        return self._cells((self.session >= start) & (self.session < stop), self.digests[start:stop], start)
 
     def without_reviewer(self, index: int) -> WindowCells:
         """The window without the scores reviewer `index` gave (names keep their indices)."""
-        keep = self.reviewer != index
+        return self._cells(self.reviewer != index, self.digests, 0)
+
+    def _cells(self, keep: np.ndarray, digests: Sequence[SessionDigest], first_session: int) -> WindowCells:
+        """The cells `keep` selects, over `digests` (the sessions from `first_session` on)."""
         return WindowCells(
-            digests=self.digests, reviewers=self.reviewers, models=self.models,
-            session=self.session[keep], reviewer=self.reviewer[keep], model=self.model[keep],
+            digests=digests, reviewers=self.reviewers, models=self.models,
+            session=self.session[keep] - first_session, reviewer=self.reviewer[keep], model=self.model[keep],
             position=self.position[keep], score=self.score[keep], own=self.own[keep], length=self.length[keep],
             similarity=self.similarity[keep], fingerprint=self.fingerprint[keep], correct=self.correct[keep],
             fingerprints=self.fingerprints,

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class OutOfTime(Exception):
@@ -34,6 +37,20 @@ class Budget:
         if math.isinf(self.seconds):
             return 0
         return max(1, int(self.remaining() * 1000))
+
+    @contextmanager
+    def connection(self, url: str) -> Iterator[Any]:
+        """A connection to the store whose statements stop at what is left of the budget; one
+        that does raises OutOfTime."""
+        import psycopg
+
+        from bias_audit.storage.postgres import connect
+
+        try:
+            with connect(url, self.statement_timeout_ms()) as connection:
+                yield connection
+        except psycopg.errors.QueryCanceled:
+            raise self.spent() from None
 
 
 UNLIMITED = Budget()

@@ -359,21 +359,15 @@ def render_judges(document: dict[str, Any], format: str, width: int | None = Non
 def judge_report_over_store(url: str, tenant: str | None, budget: Budget = UNLIMITED) -> dict[str, Any]:
     """The judge report's document over the stored verdicts (one tenant's, or all); its `judges`
     are empty when there are none. OutOfTime when `budget` is spent, read or analysis."""
-    import psycopg
-
     from bias_audit.analysis.judge_games import game_from_event
     from bias_audit.analysis.judges import judge_report
     from bias_audit.schemas.safe_text import redact
-    from bias_audit.storage.postgres import connect
     from bias_audit.storage.postgres.verdicts import read_verdicts
 
     games = []
-    try:
-        with connect(url, budget.statement_timeout_ms()) as connection:
-            for event in read_verdicts(connection, tenant=tenant):
-                games.append(game_from_event(event))
-                if len(games) % CHECK_EVERY == 0:
-                    budget.check()
-    except psycopg.errors.QueryCanceled:
-        raise budget.spent() from None
+    with budget.connection(url) as connection:
+        for event in read_verdicts(connection, tenant=tenant):
+            games.append(game_from_event(event))
+            if len(games) % CHECK_EVERY == 0:
+                budget.check()
     return judge_document(judge_report(games, checkpoint=budget.check), sources=[redact(url)])

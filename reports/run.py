@@ -77,13 +77,10 @@ def _store_connection(url: str, budget: Budget = UNLIMITED) -> Iterator[Any]:
     import psycopg
 
     from bias_audit.schemas.safe_text import reason_of, redact
-    from bias_audit.storage.postgres import connect
 
     try:
-        with connect(url, budget.statement_timeout_ms()) as connection:
+        with budget.connection(url) as connection:
             yield connection
-    except psycopg.errors.QueryCanceled:
-        raise budget.spent() from None
     except psycopg.Error as error:
         raise CommandError(f"reading the store at {redact(url)} failed: {reason_of(error)}", exit_code=1) from None
 

@@ -27,7 +27,7 @@ from .guard import RequestGuard
 from .problems import PROBLEMS, Problem, problem
 from .routes import events, ops
 from .routes.events import ResultCache, SwapRequest
-from .state import ApiState, trace_id_of
+from .state import ApiState, ReportSlots, trace_id_of
 
 
 def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, council_topic: str,
@@ -57,7 +57,8 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
     state = ApiState(consumer=consumer, max_body_bytes=max_body_bytes, llm_topic=llm_topic,
                      council_topic=council_topic, default_swaps=default_swaps, verifier=verifier,
                      audit_store=audit_store, report=report, cache=ResultCache(), verdicts_topic=verdicts_topic,
-                     judge_report=judge_report, evaluations=evaluations, report_budget_seconds=report_budget_s)
+                     judge_report=judge_report, evaluations=evaluations,
+                     report_slots=ReportSlots(budget_s=report_budget_s))
     app.state.api = state
     routers = [events.router]
     ops.mount_docs(app)

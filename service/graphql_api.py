@@ -275,14 +275,14 @@ async def _tenant_report(info: Info, tenant_id: str, sessions: int, days: float 
 async def _built(info: Info, principal: Principal, missing: str, build: Callable[..., Any], *args: Any) -> dict[str, Any]:
     """A report built off the event loop, one at a time per caller and within the report time
     budget; NOT_FOUND (`missing`) when there is nothing to report."""
-    from bias_audit.reports.budget import Budget, OutOfTime
+    from bias_audit.reports.budget import OutOfTime
 
     slots: ReportSlots = info.context["report_slots"]
     if not slots.take(principal.subject):
         raise fail("RATE_LIMITED", "a report for this caller is already being built, or the server is building "
                    f"{slots.capacity} reports; ask again when it is done")
     try:
-        document = await slots.run(principal.subject, build, *args, Budget(info.context["report_budget_seconds"]))
+        document = await slots.run(principal.subject, build, *args)
     except OutOfTime as error:
         raise fail("TIMEOUT", str(error)) from None
     except Exception as error:  # noqa: BLE001 - the report's own failure, named

@@ -3,6 +3,7 @@ raw, bounded, and turned into a one-line reason when it is not what the route ta
 
 from __future__ import annotations
 
+from importlib import resources
 from typing import Any, TypeVar
 
 from fastapi import Request
@@ -18,6 +19,15 @@ PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; script-src 'self
                                            "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; "
                                            "base-uri 'none'; form-action 'none'",
                 "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+
+
+def packaged_page(name: str) -> Response:
+    """A file of the package (the review page, the API docs and their scripts) with the pages' headers."""
+    media = "text/javascript" if name.endswith(".js") else "text/html"
+    return Response(resources.files("bias_audit.service").joinpath(name).read_bytes(),
+                    media_type=f"{media}; charset=utf-8", headers=PAGE_HEADERS)
+
+
 STATUS_FOR = {"too_large": 413, "invalid_json": 400, "invalid_event": 422, "wrong_topic": 422, "id_conflict": 409}
 
 

@@ -41,8 +41,9 @@ class ReportSlots:
     the work it started has ended, even when the request that asked for it is gone: a thread
     cannot be stopped, so its slot is given back from inside it."""
 
-    def __init__(self, capacity: int = 4) -> None:
+    def __init__(self, capacity: int = 4, budget_s: float = 60.0) -> None:
         self.capacity = capacity
+        self.budget_s = budget_s  # each report's time budget: then it stops and the answer says so
         self.busy: set[str] = set()
         self._lock = threading.Lock()
 
@@ -58,11 +59,13 @@ class ReportSlots:
             self.busy.discard(caller)
 
     async def run(self, caller: str, build: Callable[..., T], *args: Any) -> T:
-        """build(*args) in a thread, in the caller's slot (taken already), given back when the
-        thread ends."""
+        """build(*args, a Budget of budget_s) in a thread, in the caller's slot (taken already),
+        given back when the thread ends."""
+        from bias_audit.reports.budget import Budget
+
         def held() -> T:
             try:
-                return build(*args)
+                return build(*args, Budget(self.budget_s))
             finally:
                 self.release(caller)
 
@@ -89,7 +92,6 @@ class ApiState:
     evaluations: Any = None  # producers.otlp's exporter of gen_ai.evaluation.result events, when configured
     metrics: ApiMetrics = field(default_factory=ApiMetrics)
     report_slots: ReportSlots = field(default_factory=ReportSlots)
-    report_budget_seconds: float = 60.0  # then the report stops and the answer says so
     serial: Iterator[int] = field(default_factory=lambda: count(1))
 
 

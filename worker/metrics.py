@@ -90,10 +90,12 @@ class WorkerMetrics:
             self.bounded_alerts.labels((alert.tenant_id,), (alert.tenant_id, alert.alert_type, alert.status,
                                                             alert.severity),
                                        (OTHER, alert.alert_type, alert.status, alert.severity)).inc()
-        judge = getattr(result, "judge", None) or {}  # judge verdicts' results only
+        judge = getattr(result, "judge", None)  # judge verdicts' results only
+        if not judge:
+            return
         window = judge.get("window") or {}
-        key = (result.tenant_id, judge.get("model"))
-        if judge and self.bounded_judges.top(key):  # a judge outside the top keeps no gauge
+        key = (result.tenant_id, judge["model"])
+        if self.bounded_judges.top(key):  # a judge outside the top keeps no gauge
             for rate in JUDGE_RATES:
                 estimate = (window.get(rate) or {}).get("estimate")
                 if estimate is not None:

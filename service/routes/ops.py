@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ..problems import PAGE_HEADERS
+from ..problems import packaged_page
 from ..state import ApiState, state_of
 
 router = APIRouter()
@@ -44,19 +44,14 @@ async def metrics(state: Annotated[ApiState, Depends(state_of)]) -> PlainTextRes
 def mount_docs(app: FastAPI) -> None:
     """/docs with Swagger UI's files from the fastapi-swagger package, not a CDN: the page works
     offline and behind a strict proxy; the review page's headers (CSP, no framing)."""
-    from importlib import resources
-
     from fastapi.staticfiles import StaticFiles
 
     app.mount("/docs-assets", StaticFiles(packages=[("fastapi_swagger", "resources")]), name="docs-assets")
-    files = resources.files("bias_audit.service")
 
     @app.get("/docs", include_in_schema=False)
     async def docs() -> Response:
-        return Response(files.joinpath("docs.html").read_bytes(), media_type="text/html; charset=utf-8",
-                        headers=PAGE_HEADERS)
+        return packaged_page("docs.html")
 
     @app.get("/docs.js", include_in_schema=False)
     async def docs_script() -> Response:
-        return Response(files.joinpath("docs.js").read_bytes(), media_type="text/javascript; charset=utf-8",
-                        headers=PAGE_HEADERS)
+        return packaged_page("docs.js")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Annotated, Any
 
 import orjson
@@ -11,8 +10,7 @@ from starlette.requests import HTTPConnection
 from fastapi.responses import Response
 
 from ..auth import READ, Principal
-from ..problems import problem
-from ..problems import PAGE_HEADERS
+from ..problems import packaged_page, problem
 from ..state import ApiState, principal, state_of, trace_id_of
 
 router = APIRouter()
@@ -39,14 +37,12 @@ async def get_audit(audit_id: str, caller: Annotated[Principal, Depends(principa
 
 @router.get("/review", summary="The review page", response_class=Response)
 async def review_page() -> Response:
-    page = resources.files("bias_audit.service").joinpath("review.html").read_bytes()
-    return Response(page, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+    return packaged_page("review.html")
 
 
 @router.get("/review.js", include_in_schema=False)
 async def review_script() -> Response:
-    script = resources.files("bias_audit.service").joinpath("review.js").read_bytes()
-    return Response(script, media_type="text/javascript; charset=utf-8", headers=PAGE_HEADERS)
+    return packaged_page("review.js")
 
 
 def graphql_router() -> APIRouter:
@@ -60,8 +56,7 @@ def graphql_router() -> APIRouter:
         return {"principal": principal(request), "store": state.audit_store, "report": state.report,
                 "judge_report": state.judge_report,
                 "trace_id": trace_id_of(request.headers), "reviews_counter": state.metrics.reviews,
-                "report_slots": state.report_slots, "report_budget_seconds": state.report_budget_seconds,
-                **loaders(state.audit_store)}
+                "report_slots": state.report_slots, **loaders(state.audit_store)}
 
     # no subscriptions (over WebSocket) and no queries over GET: every operation is a bounded POST
     return GraphQLRouter(schema, path="/graphql", context_getter=graphql_context, graphql_ide=None,

@@ -3,6 +3,8 @@ no line wider than the terminal. The judges' report gives a table per judge ther
 
 from __future__ import annotations
 
+import json
+
 from bias_audit.worker import judge_samples, samples
 from tests.services import run_cli
 
@@ -28,7 +30,11 @@ def test_the_judges_report_gives_a_table_per_judge_in_80_columns_and_a_column_pe
     assert max(len(line) for line in lines_of(narrow.stdout)) <= 80
     for judge in (judge_samples.FAIR, judge_samples.FIRST, judge_samples.VERBOSE):
         assert f"{judge} [pairwise-v1]" in narrow.stdout
-    assert "0.65 [0.59, 0.70] FLAG" in narrow.stdout  # judge-first's first-position rate, as wide shows it
+    document = json.loads(run_cli("judges", str(judge_samples.SAMPLE_FILE), "--format", "json").stdout)
+    [first] = [j for j in document["judges"] if j["judge"] == judge_samples.FIRST]
+    rate = first["first_position_rate"]  # its estimate and CI, as the JSON gives them, flagged
+    assert rate["flagged"]
+    assert f"{rate['estimate']:.2f} [{rate['ci_lower']:.2f}, {rate['ci_upper']:.2f}] FLAG" in narrow.stdout
     wide = run_cli("judges", str(judge_samples.SAMPLE_FILE), env={"COLUMNS": "220"})
     header = next(line for line in lines_of(wide.stdout) if "first shown" in line)
     assert "consistency" in header and "pref. fairness" in header  # one row of metric columns

@@ -148,7 +148,7 @@ def test_a_report_stops_at_its_time_budget_and_the_answer_says_so(api):
     auditor = token("audrey", ["auditor"], "acme")
     judges = '{ judgeReport(tenantId: "acme") { judges { judge } } }'
     assert gql(client, judges, auditor)["data"]["judgeReport"]["judges"] == [{"judge": "gpt-judge"}]
-    client.app.state.api.report_budget_seconds = 1e-6
+    client.app.state.api.report_slots.budget_s = 1e-6
     for query in (judges, '{ biasReport(tenantId: "acme") { sessions } }'):
         answer = gql(client, query, auditor)
         assert codes(answer) == ["TIMEOUT"], answer

@@ -23,7 +23,7 @@ def test_a_slot_is_held_until_the_work_ends_even_when_its_request_is_cancelled()
         release = threading.Event()
         ended = threading.Event()
 
-        def build() -> str:
+        def build(budget: Budget) -> str:
             release.wait(10)
             ended.set()
             return "report"
@@ -49,7 +49,7 @@ def test_a_failed_build_gives_its_slot_back_and_the_server_builds_at_most_its_ca
     async def scenario() -> None:
         slots = ReportSlots(capacity=2)
 
-        def broken() -> None:
+        def broken(budget: Budget) -> None:
             raise ValueError("no window")
 
         assert slots.take("a")
