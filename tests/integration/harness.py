@@ -116,6 +116,9 @@ class MemoryHarness:
             self.broker.send(topic, {**wire_fields(body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, trace_id=None),
                                      **redis_cloudevent(cloud_event)})
 
+    def publish_shared(self, bodies: list[bytes]) -> None:
+        self.publish(bodies)  # batches go to the workers in turn
+
     def _drain(self) -> None:
         async def run() -> None:
             while True:
@@ -190,6 +193,9 @@ class RedisHarness(_WorkerProcesses):
                               **redis_cloudevent(cloud_event)})
         pipe.execute()
 
+    def publish_shared(self, bodies: list[bytes]) -> None:
+        self.publish(bodies)  # every worker is blocked in XREADGROUP already
+
     def _documents(self, stream: str, count: int) -> list[dict]:
         wait_for(lambda: self.client.xlen(stream) >= count, what=f"{count} on {stream}")
         time.sleep(0.5)  # anything extra (a repeated result) arrives too
@@ -217,9 +223,10 @@ class PubSubHarness(_WorkerProcesses):
         setup_project(project)  # topics, subscriptions and the test's readers of the outputs
         self.processes: list[subprocess.Popen] = []
         self.readers: dict[str, Reader] = {}
+        self.ports: list[int] = []
 
     def start(self, workers: int = 1, **settings: Any) -> None:
-        ports = []
+        ports = self.ports = []
         for index in range(1, workers + 1):
             name = f"w{index}"
             ports.append(free_port())
@@ -232,6 +239,23 @@ class PubSubHarness(_WorkerProcesses):
         # subscribes: a slow machine's late worker would otherwise find the backlog taken
         wait_for(lambda: all(_ready(port) for port in ports), timeout=120, what=f"{workers} workers ready")
         time.sleep(1.0)  # their streaming pulls open
+
+    def consumed(self) -> list[int]:
+        """Messages each worker has taken, from its /metrics."""
+        return [_consumed(port) for port in self.ports]
+
+    def publish_shared(self, bodies: list[bytes], chunk: int = 10, patience_s: float = 60.0) -> None:
+        """A backlog for every worker: a streaming pull opens some time after /readyz, with no
+        signal of it, and a worker whose pull is open takes a backlog alone. So a chunk at a time,
+        each taken before the next, until every worker has taken one; then the rest at once."""
+        deadline = time.monotonic() + patience_s
+        sent = 0
+        while sent < len(bodies) and not all(self.consumed()) and time.monotonic() < deadline:
+            self.publish(bodies[sent:sent + chunk])
+            sent += len(bodies[sent:sent + chunk])
+            wait_for(lambda: sum(self.consumed()) >= sent, what=f"{sent} taken")
+            time.sleep(0.3)
+        self.publish(bodies[sent:])
 
     def publish(self, bodies: list[bytes], topic: str = INPUT, cloud_event: dict[str, str] | None = None) -> None:
         publisher = pubsub_v1.PublisherClient()
@@ -266,6 +290,12 @@ class PubSubHarness(_WorkerProcesses):
             reader.close()
         self.readers = {}
         return codes
+
+
+def _consumed(port: int) -> int:
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5.0).text
+    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("bias_audit_events_consumed_total{")))
 
 
 def _ready(port: int) -> bool:

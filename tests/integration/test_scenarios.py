@@ -35,7 +35,7 @@ def bodies(sessions: list[dict]) -> list[bytes]:
 def test_duplicates_are_counted_once_and_two_workers_share_the_load(transport, tmp_path):
     sessions = generate_sessions(120, seed=71)
     transport.start(workers=2, batch_size=10, window_sessions=1000)
-    transport.publish(bodies(sessions) + bodies(sessions[:30]))  # a quarter delivered twice
+    transport.publish_shared(bodies(sessions) + bodies(sessions[:30]))  # a quarter delivered twice
     got = transport.results(120)
     assert sorted(r["audit_id"] for r in got) == sorted(s["session_id"] for s in sessions)  # once each
     assert max(r["window"]["sessions"] for r in got) == 120  # each counted once in the shared window
