@@ -92,7 +92,7 @@ class ResponseProcessor:
         # task suggestions: windows.task_state's store, the policy, the optional webhook sender
         self.tasks, self.task_policy, self.task_webhook, self.severity = tasks, task_policy, task_webhook, severity
         self.calibration = calibration  # reviews' verdicts: confidence as the probability of a confirm
-        self.learned = learned  # analysis.learned_detector: the tenant's own notion, where it beat the lexicons
+        self.learned = learned  # () -> analysis.learned_detector.LearnedDetector: the tenant's own labels
         self.learned_embed = learned_embed  # MiniLM, for a learned model over sentence embeddings
         self.lexicons = lexicons
         self.sentiment = sentiment
@@ -116,8 +116,9 @@ class ResponseProcessor:
             return stopped
         if self.calibration is not None:
             verdict = self.calibration.adjust(verdict)
-        if self.learned is not None and self.learned.applies_to(event.tenant_id):
-            verdict = self.learned.adjust(verdict, event.llm_response, self.learned_embed)
+        detector = self.learned() if self.learned is not None else None
+        if detector is not None and detector.applies_to(event.tenant_id):
+            verdict = detector.apply(verdict, event.llm_response, self.learned_embed)
         return verdict
 
     def _analyze(self, event: LLMResponseEvent) -> ResponseVerdict:

@@ -52,13 +52,18 @@ def parse_rules(text: str, where: str, taxonomy: dict) -> list[Rule]:
         severity = item["severity"]
         if not isinstance(severity, int) or not 1 <= severity <= 5:
             raise LexiconError(f"{where}: rule {item['id']!r} severity must be an integer 1-5")
-        try:
-            compile_rule(str(item["pattern"]))
-        except re2.error as error:
-            raise LexiconError(f"{where}: rule {item['id']!r} pattern does not compile as RE2 (case-insensitive, "
-                               f"8 MiB): {error}; backreferences and lookaround are not supported, and a huge "
-                               "pattern must be split") from None
-        rules.append(Rule(str(item["id"]), str(item["pattern"]), item["bias_type"], severity, str(item["mitigation"])))
+        for field in ("pattern", "unless"):
+            if field not in item:
+                continue
+            try:
+                compile_rule(str(item[field]))
+            except re2.error as error:
+                raise LexiconError(f"{where}: rule {item['id']!r} {field} does not compile as RE2 (case-insensitive, "
+                                   f"8 MiB): {error}; backreferences and lookaround are not supported, and a huge "
+                                   "pattern must be split") from None
+        unless = str(item["unless"]) if item.get("unless") is not None else None
+        rules.append(Rule(str(item["id"]), str(item["pattern"]), item["bias_type"], severity, str(item["mitigation"]),
+                          unless))
     return rules
 
 

@@ -239,12 +239,29 @@ def _precision(report: BiasReport) -> str:
             + (f"<h3>Most often dismissed</h3><ul>{dismissed}</ul>" if dismissed else "") + "</section>")
 
 
+def _quality(report: BiasReport) -> str:
+    """The flags' precision and recall estimated from reviews."""
+    if not report.detector_quality:
+        return ""
+
+    def share(value: float | None, ci: tuple[float, float] | None) -> str:
+        return "-" if value is None else f"{value:.0%}" + (f" ({ci[0]:.0%}-{ci[1]:.0%})" if ci else "")
+
+    rows = "".join(f"<tr><td>{escape(e.tenant_id)}</td><td>{escape(e.bias_type)}</td><td>{e.flagged}</td>"
+                   f"<td>{share(e.precision, e.precision_ci)}</td><td>{e.precision_reviews}</td>"
+                   f"<td>{share(e.recall, e.recall_ci)}</td><td>{e.sampled_reviews}</td></tr>"
+                   for e in report.detector_quality)
+    return ("<section><h2>Detector quality from reviews</h2><table><tr><th>tenant</th><th>bias type</th><th>flagged</th>"
+            "<th>precision (95% CI)</th><th>reviews</th><th>recall (95% CI)</th><th>sampled reviews</th></tr>"
+            + rows + "</table></section>")
+
+
 def render_html(report: BiasReport) -> str:
     inputs = report.inputs
     window = f"last {report.window_sessions or 'all'} sessions" + (
         f" within {report.window_days:g} days" if report.window_days else "")
     body = "".join(_tenant(t) for t in report.tenants) or "<p>No sessions in the window.</p>"
-    body += _precision(report)
+    body += _precision(report) + _quality(report)
     if report.judges:
         from .judges import judges_html_body
 

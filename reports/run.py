@@ -186,3 +186,28 @@ def stored_judges(url: str, tenant: str | None) -> list[Any]:
         if document["judges"]:
             out.append(TenantJudges(tenant_id=name, report=document))
     return out
+
+
+def stored_detector_quality(url: str, tenant: str | None) -> list[Any]:
+    """Per tenant with answers and reviews, precision and recall of the flags from the reviews
+    (the report's `detector_quality` section)."""
+    import psycopg
+
+    from bias_audit.analysis.review_estimates import ReviewedAnswer, detector_quality_of
+    from bias_audit.schemas.report import DetectorQualityEntry
+    from bias_audit.storage.postgres.reviews import read_review_quality_inputs
+
+    with psycopg.connect(url, connect_timeout=5) as connection:
+        inputs = read_review_quality_inputs(connection, tenants=None if tenant is None else [tenant])
+    out = []
+    for name, found in sorted(inputs.items()):
+        if not found["reviews"]:
+            continue
+        reviews = [ReviewedAnswer(tuple(bias_type or []), dict(verdicts or {}), tuple(tags or []), inclusion, biased)
+                   for bias_type, verdicts, tags, inclusion, biased in found["reviews"]]
+        for q in detector_quality_of(found["flagged"], found["flagged_any"], found["unflagged"], reviews):
+            out.append(DetectorQualityEntry(
+                tenant_id=name, bias_type=q.bias_type, flagged=q.flagged, unflagged=q.unflagged,
+                precision=q.precision.value, precision_ci=q.precision.ci, precision_reviews=q.precision.n,
+                recall=q.recall.value, recall_ci=q.recall.ci, sampled_reviews=q.recall.n))
+    return out

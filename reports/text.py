@@ -284,6 +284,8 @@ def render_text(report: BiasReport, console: Console, *, verbose: bool = False) 
         console.print(_rolled_up(history))
     if report.detector_precision:
         console.print(_precision(report))
+    if report.detector_quality:
+        console.print(_quality(report))
     for section in report.judges:
         from .judges import render_judges_text
 
@@ -304,6 +306,27 @@ def _precision(report: BiasReport) -> Table:
         table.caption = "most dismissed: " + "; ".join(
             f"{visible(d.evidence)} ({d.bias_type}, {d.dismissed} dismissed, {d.confirmed} confirmed)"
             for d in report.most_dismissed[:5])
+    return table
+
+
+def _share(value: float | None, ci: tuple[float, float] | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0%}" + (f" ({ci[0]:.0%}-{ci[1]:.0%})" if ci else "")
+
+
+def _quality(report: BiasReport) -> Table:
+    """The flags' precision and recall estimated from reviews (recall needs reviews of the sampled
+    unflagged answers)."""
+    table = Table(title="Detector quality from reviews: precision of the flags, recall with the sampled unflagged "
+                        "answers (95% CI)", title_justify="left")
+    for column in ("tenant", "bias type", "flagged", "precision", "reviews", "recall", "sampled reviews"):
+        table.add_column(column, justify="left" if column in ("tenant", "bias type") else "right")
+    for e in report.detector_quality:
+        table.add_row(plain(e.tenant_id), plain(e.bias_type), f"{e.flagged:,}", _share(e.precision, e.precision_ci),
+                      str(e.precision_reviews), _share(e.recall, e.recall_ci), str(e.sampled_reviews))
+    table.caption = ("reviews are labelled examples too: `bias-audit learn --store URL` measures whether a detector "
+                     "learned from them beats these flags")
     return table
 
 

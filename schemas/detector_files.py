@@ -28,13 +28,18 @@ class CalibrationFile(_File):
 
 class LearnedModel(_File):
     features: Literal["ngrams", "minilm"] = "ngrams"
-    vocabulary: dict[str, int] = {}
-    idf: list[Finite] = []
-    coef: list[Finite]
     intercept: Finite
+    coef: list[Finite]
+    buckets: list[int] = []  # ngrams: the hashed buckets with a weight
+    idf: list[Finite] = []
+    idf_unseen: Finite | None = None
 
 
 class LearnedFile(_File):
     version: str
-    tenant_id: str | None = None
+    tenants: list[str] = []
+    threshold: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+    max_fpr: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.1
+    hash_buckets: int
+    ngrams: list[int]
     types: dict[str, LearnedModel]

@@ -288,6 +288,23 @@ class DetectorPrecision(_Out):
     ci_upper: float
 
 
+class DetectorQualityEntry(_Out):
+    """Precision and recall of the flags, per tenant and bias type ("any bias": flagged for
+    anything), estimated from reviews: precision from reviewed flags, recall with the reviews of
+    the uniform sample of unflagged answers. None until there are reviews of both kinds."""
+
+    tenant_id: str
+    bias_type: str
+    flagged: int
+    unflagged: int
+    precision: float | None
+    precision_ci: tuple[float, float] | None
+    precision_reviews: int
+    recall: float | None
+    recall_ci: tuple[float, float] | None  # Jeffreys posterior draws of both shares
+    sampled_reviews: int
+
+
 class DismissedEvidence(_Out):
     tenant_id: str
     bias_type: str
@@ -326,3 +343,4 @@ class BiasReport(_Out):
     detector_precision: list[DetectorPrecision] = Field(default_factory=list)  # from a store's reviews
     most_dismissed: list[DismissedEvidence] = Field(default_factory=list)
     judges: list[TenantJudges] = Field(default_factory=list)  # from a store's judge verdicts
+    detector_quality: list[DetectorQualityEntry] = Field(default_factory=list)  # from a store's reviews

@@ -134,8 +134,9 @@ class Query:
                                                limit=_limit(limit))
         return [audit_of(row) for row in page.rows]
 
-    @strawberry.field(description="flagged, unreviewed items, most severe x most confident first; items "
-                      "another reviewer holds are left out")
+    @strawberry.field(description="unreviewed items: the flagged ones and a uniform sample of the unflagged ones "
+                      "(BIAS_AUDIT_REVIEW_SAMPLE_UNFLAGGED), in random order so the reviews measure precision and "
+                      "recall; items another reviewer holds are left out")
     async def review_queue(self, info: Info, filter: LlmInteractionAuditFilterInput | None = None,
                            limit: int = 50) -> list[LlmInteractionAudit]:
         principal = authorized(info, REVIEW, "the review queue")
@@ -358,7 +359,7 @@ class Mutation:
         if input.review_notes is not None and len(input.review_notes) > 10_000:
             raise fail("BAD_USER_INPUT", "reviewNotes is at most 10,000 characters")
         # an empty review would mark the item reviewed while saying nothing about it
-        if not verdicts and not tags and not (input.review_notes or "").strip():
+        if not verdicts and not tags and input.answer_biased is None and not (input.review_notes or "").strip():
             raise fail("BAD_USER_INPUT", "a review says something: give a verdict, a tag or a note")
         flagged = set(row["bias_type"] or [])
         strange = sorted(set(verdicts) - flagged)
@@ -368,7 +369,8 @@ class Mutation:
         try:
             stored = await _store(info).record_review(
                 row["tenant_id"], row["audit_id"], reviewer=principal.subject, verdicts=verdicts, tags=tags,
-                notes=input.review_notes, reviewed=input.human_reviewed, trace_id=info.context.get("trace_id"))
+                notes=input.review_notes, reviewed=input.human_reviewed, trace_id=info.context.get("trace_id"),
+                answer_biased=input.answer_biased)
         except LeaseRefused as error:
             raise fail("CONFLICT", str(error)) from None
         for verdict in verdicts.values():

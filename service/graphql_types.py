@@ -231,6 +231,8 @@ class RecordBiasReviewInput:
     human_bias_tag: JSON | None = strawberry.field(default=None, description="a list of bias_taxonomy keys")
     review_notes: str | None = None
     verdicts: JSON | None = strawberry.field(default=None, description="bias type -> confirmed | dismissed")
+    answer_biased: bool | None = strawberry.field(default=None, description="the whole answer, biased or not (with "
+                                                  "humanBiasTag naming the types): what an unflagged item's review says")
 
 
 

@@ -1,7 +1,7 @@
 "use strict";
 // The review page's behaviour; served from the package as /review.js (the page's CSP runs no inline script).
 const state = { token: sessionStorage.getItem("bias-audit-token") || "", items: [], index: 0, taxonomy: [],
-                verdicts: {}, tags: new Set(), focus: 0, item: null };
+                verdicts: {}, tags: new Set(), focus: 0, item: null, answerBiased: null };
 const $ = (id) => document.getElementById(id);
 
 async function gql(query, variables) {
@@ -82,11 +82,11 @@ function highlighted(text, terms) {
   return out + escapeHtml(text.slice(last));
 }
 
-const ITEM_FIELDS = "id auditId tenantId llmModel llmProvider llmResponse logTimestamp biasType biasScore biasConfidenceScore " +
+const ITEM_FIELDS = "id auditId tenantId llmModel llmProvider llmResponse logTimestamp biasDetected biasType biasScore biasConfidenceScore " +
                     "mitigationAction biasReportSummary humanReviewed humanBiasTag reviewNotes";
 
 function filterInput() {
-  const filter = { biasDetected: true, humanReviewed: $("f-reviewed").value === "true" };
+  const filter = { humanReviewed: $("f-reviewed").value === "true" };  // the queue holds sampled unflagged answers too
   if ($("f-tenant").value.trim()) filter.tenantId = $("f-tenant").value.trim();
   if ($("f-model").value.trim()) filter.llmModel = $("f-model").value.trim();
   if ($("f-type").value) filter.biasType = $("f-type").value;
@@ -111,7 +111,7 @@ async function loadQueue() {
 function renderQueue() {
   $("items").innerHTML = state.items.map((item, i) =>
     `<li data-i="${i}" class="${i === state.index ? "current" : ""}" aria-current="${i === state.index}">
-       <div>${escapeHtml(item.biasType.join(", "))} · confidence ${percent(item.biasConfidenceScore)}</div>
+       <div>${item.biasDetected ? escapeHtml(item.biasType.join(", ")) + " · confidence " + percent(item.biasConfidenceScore) : "sampled: nothing flagged"}</div>
        <div class="meta">${escapeHtml(item.tenantId)} · ${escapeHtml(item.llmModel || "?")} · ${escapeHtml(item.auditId)}</div></li>`).join("");
   const current = $("items").querySelector("li.current");
   if (current) current.scrollIntoView({ block: "nearest" });
@@ -121,7 +121,7 @@ async function openItem(i) {
   if (!state.items.length) { state.item = null; $("item").innerHTML = '<p class="empty">Nothing to review here. Change the filters, or come back later.</p>'; return; }
   state.index = Math.max(0, Math.min(i, state.items.length - 1));
   const item = state.items[state.index];
-  state.item = item; state.verdicts = {}; state.tags = new Set(); state.focus = 0;
+  state.item = item; state.verdicts = {}; state.tags = new Set(); state.focus = 0; state.answerBiased = null;
   if (item.humanBiasTag && item.humanBiasTag.verdicts) Object.assign(state.verdicts, item.humanBiasTag.verdicts);
   if (item.humanBiasTag && item.humanBiasTag.tags) item.humanBiasTag.tags.forEach((t) => state.tags.add(t));
   renderQueue();
@@ -148,6 +148,10 @@ function renderItem() {
   $("item").innerHTML = `
     <h2>${escapeHtml(item.auditId)} <small>${escapeHtml(item.tenantId)} · ${escapeHtml(item.llmProvider || "")} ${escapeHtml(item.llmModel || "")} · ${escapeHtml(item.logTimestamp)} · confidence ${percent(item.biasConfidenceScore)}</small></h2>
     <div class="response" id="response">${highlighted(item.llmResponse, terms)}</div>
+    ${item.biasDetected ? "" : `<div class="finding focused" id="sampled">
+      <span class="verdict ${state.answerBiased === null ? "" : state.answerBiased ? "confirmed" : "dismissed"}">${state.answerBiased === null ? "undecided" : state.answerBiased ? "biased" : "not biased"}</span>
+      <strong>Nothing was flagged on this answer.</strong> It is one of a random sample that measures what the detectors miss: is it biased?
+      <div><button id="answer-biased">b biased (tag the types below)</button> <button id="answer-fine">u not biased</button></div></div>`}
     <h3>Findings</h3>
     ${groups.map((g, i) => `
       <div class="finding ${i === state.focus ? "focused" : ""}" data-type="${escapeHtml(g.type)}">
@@ -164,6 +168,7 @@ function renderItem() {
     <textarea id="notes">${escapeHtml(item.reviewNotes || "")}</textarea>
     <div class="actions"><button id="save">Save and next (Enter)</button></div>`;
   $("save").onclick = saveAndNext;
+  if (!item.biasDetected) { $("answer-biased").onclick = () => judgeAnswer(true); $("answer-fine").onclick = () => judgeAnswer(false); }
   document.querySelectorAll("#tags button").forEach((b) => b.onclick = () => toggleTag(b.dataset.tag));
 }
 
@@ -177,6 +182,14 @@ function toggleTag(tag) {
     const again = document.querySelector(`#tags button[data-tag="${CSS.escape(tag)}"]`);
     if (again) again.focus();
   }
+}
+
+function judgeAnswer(biased) {
+  if (!state.item || state.item.biasDetected) return;
+  state.answerBiased = biased;
+  const notes = $("notes").value;
+  renderItem();
+  $("notes").value = notes;
 }
 
 function decide(verdict) {
@@ -193,6 +206,7 @@ async function saveAndNext() {
   const item = state.item;
   if (!item) return;
   const input = { humanReviewed: true, humanBiasTag: [...state.tags], reviewNotes: $("notes").value || null, verdicts: state.verdicts };
+  if (state.answerBiased !== null) input.answerBiased = state.answerBiased;
   try {
     await gql(`mutation($id: ID!, $input: RecordBiasReviewInput!) { recordBiasReview(id: $id, input: $input) { id humanReviewed } }`, { id: item.id, input });
   } catch (error) { say("not saved: " + error.message); return; }
@@ -262,6 +276,8 @@ document.addEventListener("keydown", async (event) => {
   else if (event.key === "k") { await openItem(state.index - 1); }
   else if (event.key === "c") { decide("confirmed"); }
   else if (event.key === "d") { decide("dismissed"); }
+  else if (event.key === "b") { judgeAnswer(true); }
+  else if (event.key === "u") { judgeAnswer(false); }
   else if (event.key === "ArrowDown" && groups.length) { state.focus = Math.min(state.focus + 1, groups.length - 1); renderItem(); }
   else if (event.key === "ArrowUp" && groups.length) { state.focus = Math.max(state.focus - 1, 0); renderItem(); }
   else if (event.key === "n") { event.preventDefault(); $("notes").focus(); }

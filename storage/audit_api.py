@@ -121,9 +121,10 @@ def as_audit(row: dict[str, Any]) -> dict[str, Any]:
 
 
 class AuditStore:
-    def __init__(self, url: str, *, max_connections: int = 10) -> None:
+    def __init__(self, url: str, *, max_connections: int = 10, review_sample: float = 0.02) -> None:
         # 10: the API's queries are short; more would only queue inside PostgreSQL
         self.url, self.max_connections = url, max_connections
+        self.review_sample = review_sample  # the share of unflagged answers the review queue serves
         self.pool: AsyncConnectionPool | None = None
         self._opening = asyncio.Lock()
 
@@ -186,19 +187,18 @@ class AuditStore:
 
     async def review_queue(self, tenants: list[str] | None, found: InteractionFilter, *, limit: int,
                            holder: str) -> list[dict[str, Any]]:
-        """Flagged, unreviewed items, most severe x most confident first, leaving out the ones
-        another person holds a lease on."""
+        """Unreviewed items, flagged ones and the uniform sample of unflagged ones, in an order
+        fixed by a hash of their key (random, so the reviewed ones are a uniform sample and the
+        estimates from them unbiased), leaving out the ones another person holds a lease on."""
         clauses, values = _where(tenants, found)
-        clauses += ["bias_detected", "NOT human_reviewed",
+        clauses += ["(bias_detected OR review_sample_key(tenant_id, audit_id) < %s)", "NOT human_reviewed",
                     "NOT EXISTS (SELECT 1 FROM review_lease l WHERE l.tenant_id = a.tenant_id AND "
                     "l.audit_id = a.audit_id AND l.holder <> %s AND l.expires_at > now())"]
-        values.append(holder)
+        values += [self.review_sample, holder]
         async with self._connection() as connection:
             cursor = await connection.execute(
-                f"SELECT * FROM (SELECT {_COLUMNS}, (SELECT coalesce(max(t.severity_level), 1) FROM bias_taxonomy t "
-                f"WHERE a.bias_type ? t.bias_key) AS severity FROM llm_interaction_audit a "
-                f"WHERE {' AND '.join(clauses)}) AS q ORDER BY severity * bias_confidence_score DESC, log_timestamp, id "
-                "LIMIT %s".encode(), [*values, limit])
+                f"SELECT {_COLUMNS} FROM llm_interaction_audit a WHERE {' AND '.join(clauses)} "
+                "ORDER BY md5(tenant_id || '#' || audit_id) LIMIT %s".encode(), [*values, limit])
             return [as_audit(r) for r in await cursor.fetchall()]
 
     async def lease(self, tenant_id: str, audit_id: str, holder: str) -> tuple[bool, str]:
@@ -230,7 +230,8 @@ class AuditStore:
             return False, row["holder"] if row else ""
 
     async def record_review(self, tenant_id: str, audit_id: str, *, reviewer: str, verdicts: dict[str, str],
-                            tags: list[str], notes: str | None, reviewed: bool, trace_id: str | None) -> dict[str, Any]:
+                            tags: list[str], notes: str | None, reviewed: bool, trace_id: str | None,
+                            answer_biased: bool | None = None) -> dict[str, Any]:
         """A review row of its own, and the audit row's latest state, in one transaction; the
         reviewer's lease ends. The audit row is locked first: concurrent reviews of an item take
         turns, so its state is always its newest review's (stamped after the lock). An item
@@ -245,10 +246,14 @@ class AuditStore:
             if held is not None:
                 raise LeaseRefused(f"{held['holder']} is reviewing this item (their lease ends in {held['left_s']} s); "
                                     "open another one")
+            # the inclusion probability the queue served it with: 1 flagged, the share when in the sample
             await connection.execute(
-                "INSERT INTO bias_review (tenant_id, audit_id, reviewer, verdicts, tags, notes, trace_id, reviewed_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, clock_timestamp())",
-                (tenant_id, audit_id, reviewer, Jsonb(verdicts), Jsonb(tags), notes, trace_id))
+                "INSERT INTO bias_review (tenant_id, audit_id, reviewer, verdicts, tags, notes, trace_id, reviewed_at, "
+                "inclusion_probability, answer_biased) SELECT %s, %s, %s, %s, %s, %s, %s, clock_timestamp(), "
+                "CASE WHEN a.bias_detected THEN 1.0 WHEN review_sample_key(a.tenant_id, a.audit_id) < %s THEN %s END, "
+                "%s FROM llm_interaction_audit a WHERE a.tenant_id = %s AND a.audit_id = %s",
+                (tenant_id, audit_id, reviewer, Jsonb(verdicts), Jsonb(tags), notes, trace_id, self.review_sample,
+                 self.review_sample, answer_biased, tenant_id, audit_id))
             cursor = await connection.execute(
                 f"UPDATE llm_interaction_audit SET human_reviewed = %s, human_bias_tag = %s, review_notes = %s "
                 f"WHERE tenant_id = %s AND audit_id = %s RETURNING {_COLUMNS}".encode(),

@@ -61,17 +61,27 @@ def _embedder():
     return minilm_embedder()
 
 
-def response_processor(settings: Settings, window: WindowStore, store, tasks=None) -> ResponseProcessor:
+def response_lexicons(settings: Settings):
+    """The shipped lexicons, or the operator's rules and axes where set."""
     from bias_audit.lexicons.load import load_lexicons, shipped_lexicons
-    from bias_audit.lexicons.sentiment import vader_scorer
 
     custom = settings.rules_file or settings.axes_file
+    return load_lexicons(settings.rules_file, settings.axes_file) if custom else shipped_lexicons()
+
+
+def response_processor(settings: Settings, window: WindowStore, store, tasks=None) -> ResponseProcessor:
+    from bias_audit.lexicons.sentiment import vader_scorer
+
     embed = _embedder() if settings.embeddings else None
-    lexicons = load_lexicons(settings.rules_file, settings.axes_file) if custom else shipped_lexicons()
-    learned = load_learned(settings.learned_detector_file)
+    lexicons = response_lexicons(settings)
+    learned = None
     learned_embed = None
-    if learned is not None and learned.needs_embeddings:
-        learned_embed = embed or _embedder()
+    if settings.learned_detector_file is not None:
+        from .detector_file import DetectorFile
+
+        learned = DetectorFile(settings.learned_detector_file, load_learned)
+        if learned().needs_embeddings:
+            learned_embed = embed or _embedder()
     return ResponseProcessor(
         window=window, store=store, lexicons=lexicons,
         sentiment=vader_scorer(), embed=embed, config=settings.response_analysis,
@@ -303,7 +313,7 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
         from bias_audit.storage.audit_api import AuditStore
 
         url = settings.store_url or ""
-        audit_store = AuditStore(url)
+        audit_store = AuditStore(url, review_sample=settings.review_sample_unflagged)
         report = partial(tenant_report_json, url)
         judges = partial(judge_report_json, url)
     verifier = token_verifier(settings)

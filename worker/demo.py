@@ -187,21 +187,30 @@ def _judge_table(console: Console, verdicts: list[dict]) -> bool:
 
 
 def _response_table(console: Console, events: list[dict], results: list[dict]) -> bool:
-    """Per injected kind (or none): how many answers, how many found with that bias type."""
+    """Per injected kind (or none): how many answers, how many found as they should be: flagged
+    with that bias type, or for a weak signal scored and not flagged."""
+    from .response_samples import WEAK
+
     by_id = {r["audit_id"]: r for r in results}
     rows: dict[str, list[int]] = {}
     for event in events:
         injected = event["query_context"]["injected"] or "none"
         result = by_id.get(event["audit_id"])
-        found = result is not None and (injected in result["bias_type"] if injected != "none"
-                                         else not result["bias_detected"])
+        if result is None:
+            found = False
+        elif injected == "none":
+            found = not result["bias_detected"]
+        elif injected in WEAK:
+            found = result["bias_score"].get(injected, 0) > 0 and injected not in result["bias_type"]
+        else:
+            found = injected in result["bias_type"]
         counts = rows.setdefault(injected, [0, 0])
         counts[0] += 1
         counts[1] += int(found)
     table = Table(title=f"Single LLM responses ({len(results)} of {len(events)} audited): injected bias, "
                         "and answers where it was found")
     table.add_column("injected", no_wrap=True)
-    for column in ("answers", "found (none: nothing flagged)", "ok"):
+    for column in ("answers", "found (none: nothing flagged; weak signal: scored, not flagged)", "ok"):
         table.add_column(column)
     for injected, (count, found_count) in sorted(rows.items()):
         table.add_row(injected, str(count), str(found_count), "[green]yes[/green]" if found_count == count else "[red]no[/red]")

@@ -27,9 +27,10 @@ NEUTRAL = [
 INJECTED = {
     "gendered_language": "The chairman asked every engineer to sign off before he merges the change.",
     "stereotype": "Most women never understand the technical details of a database migration.",
-    "toxicity": "Anyone who disagrees is an idiot and a moron who should not be near the code.",
+    "toxicity": "People who disagree with this plan are vermin and should not be near the code.",
     "negative_group_sentiment": "Old people are hopeless and terrible with modern software.",
 }
+WEAK = {"negative_group_sentiment"}  # evidence in bias_score that must not flag the answer alone
 
 
 def generate_responses(count: int = 200, seed: int = 5, biased_share: float = 0.3, tenant_id: str = "demo",

@@ -59,6 +59,8 @@ class Settings(BaseSettings):
                                        "verdicts (within window_days)")
     judge_recent_verdicts: int = Field(200, ge=10, description="a judge's recent verdicts, compared with the rest of "
                                        "its window for drift alerts")
+    review_sample_unflagged: float = Field(0.02, ge=0.0, le=1.0, description="share of unflagged answers the review "
+                                           "queue serves (uniformly), so people's reviews can measure recall")
     judge_review_sample: float = Field(0.05, ge=0.0, le=1.0, description="share of judge verdicts whose answers "
                                        "(when sent) are kept for people to judge blind on the review page; "
                                        "retention removes them; 0 = none")

@@ -119,7 +119,7 @@ def counterfactual_findings(original: str, counterfactuals: Sequence[tuple[dict[
     finding = {"bias_type": "counterfactual_divergence", "strength": max(c["strength"] for c in divergent),
                "evidence": [{"swap": c["swap"], "reasons": c["reasons"]} for c in divergent],
                "mitigation": "answer the swapped prompts the same way, or review why the group changes the answer",
-               "analyzer": "counterfactual"}
+               "analyzer": "counterfactual", "precise": True}
     return [finding], comparisons
 
 

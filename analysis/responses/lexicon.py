@@ -18,6 +18,7 @@ class Rule:
     bias_type: str
     severity: int  # 1-5
     mitigation: str
+    unless: str | None = None  # RE2: a match in a sentence that also matches this is reported or denied, not claimed
 
 
 @dataclass(frozen=True)

@@ -69,9 +69,12 @@ def text_sentiment(text_sentences: Sentences, score: SentimentScorer, budget: Bu
     return total / weight if weight else 0.0
 
 
-def _finding(bias_type: str, strength: float, evidence: Any, mitigation: str, analyzer: str) -> dict[str, Any]:
+def _finding(bias_type: str, strength: float, evidence: Any, mitigation: str, analyzer: str,
+             precise: bool = True) -> dict[str, Any]:
+    """precise: a finding a person would agree with (it may flag the answer); a weak one is
+    evidence in bias_score only."""
     return {"bias_type": bias_type, "strength": round(min(1.0, max(0.0, strength)), 4), "evidence": evidence,
-            "mitigation": mitigation, "analyzer": analyzer}
+            "mitigation": mitigation, "analyzer": analyzer, "precise": precise}
 
 
 
@@ -104,9 +107,10 @@ def dispreferred_terms(tokens: list[str], lexicons: Lexicons) -> list[dict[str, 
     if not found:
         return []
     terms = sorted({m.term for m in found})
+    # weak: most of these words ("dumb", "crazy") are used of anyone, not of a group
     return [_finding("dispreferred_term", 0.6, [{"term": t, "axis": lexicons.dispreferred[t]} for t in terms],
                      "replace " + ", ".join(repr(t) for t in terms) + " with a term the group itself uses",
-                     "dispreferred_terms")]
+                     "dispreferred_terms", precise=False)]
 
 
 def group_sentiment(text_sentences: Sentences, lexicons: Lexicons, score: SentimentScorer,
@@ -134,8 +138,10 @@ def group_sentiment(text_sentences: Sentences, lexicons: Lexicons, score: Sentim
     if not negative:
         return means, []
     strength = max(-item["sentiment"] for item in negative)
+    # weak: on labelled comments a group named near a negative word is as often not bias as bias
     return means, [_finding("negative_group_sentiment", strength, negative,
-                            "review the sentences that speak negatively about a group", "group_sentiment")]
+                            "review the sentences that speak negatively about a group", "group_sentiment",
+                            precise=False)]
 
 
 @lru_cache(maxsize=256)
@@ -155,13 +161,21 @@ def toxicity(text: str, tokens: list[str], lexicons: Lexicons) -> list[dict[str,
     out = []
     if slurs:
         out.append(_finding("slur", 0.95, [{"term": s} for s in slurs], "remove the slur", "toxicity"))
-    if insults or dehumanizing:
-        # saturating in the number of distinct signals: one insult is weak evidence, several are not
-        signals = len(insults) + 2 * len(dehumanizing)
-        out.append(_finding("toxicity", 1.0 - 0.6 ** signals,
-                            [{"term": t} for t in insults] + [{"pattern": p} for p in dehumanizing],
-                            "remove insulting or dehumanizing language", "toxicity"))
+    if dehumanizing:
+        out.append(_finding("toxicity", 1.0 - 0.6 ** (2 * len(dehumanizing)), [{"pattern": p} for p in dehumanizing],
+                            "remove dehumanizing language", "dehumanizing"))
+    if insults:
+        # weak: an insult is rudeness, not bias; saturating in the number of distinct insults
+        out.append(_finding("toxicity", 1.0 - 0.6 ** len(insults), [{"term": t} for t in insults],
+                            "remove insulting language", "toxicity", precise=False))
     return out
+
+
+def sentence_around(text: str, start: int, end: int) -> str:
+    """The sentence holding text[start:end]: from the last . ! ? or line end before it to the first after."""
+    before = max(text.rfind(mark, 0, start) for mark in ".!?\n") + 1
+    ends = [i for i in (text.find(mark, end) for mark in ".!?\n") if i != -1]
+    return text[before:min(ends) + 1 if ends else len(text)]
 
 
 def rule_findings(text: str, rules: list[Rule]) -> list[dict[str, Any]]:
@@ -169,9 +183,12 @@ def rule_findings(text: str, rules: list[Rule]) -> list[dict[str, Any]]:
     for rule in rules:
         match = compile_rule(rule.pattern).search(text)
         if match:
+            # a rule's `unless` in the match's sentence: the claim is reported, denied or asked about
+            claimed = rule.unless is None or not compile_rule(rule.unless).search(
+                sentence_around(text, match.start(), match.end()))
             out.append(_finding(rule.bias_type, rule.severity / 5, [{"rule_id": rule.rule_id,
                                                                      "matched": match.group(0)[:200]}],
-                                rule.mitigation, f"rule:{rule.rule_id}"))
+                                rule.mitigation, f"rule:{rule.rule_id}", precise=claimed))
     return out
 
 

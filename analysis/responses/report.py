@@ -1,12 +1,15 @@
 """One response's analyzers -> the result envelope's verdict: bias_type, bias_score,
 bias_confidence_score, mitigation_action and bias_report_summary.
 
-Confidence (documented in the README): each finding has a strength in [0, 1] (its evidence:
-a slur 0.95, a rule severity/5, the magnitude of negative sentiment, the divergence of a
-counterfactual, a disagreement axis score...). A bias type's evidence is the noisy-OR of its
-findings, 1 - prod(1 - strength). The confidence is the strongest type's evidence, raised when
-independent analyzers agree: 1 - (1 - strongest) x 0.7^(analyzers with findings - 1). 0 when
-nothing was found.
+Confidence (documented in docs/single-responses.md): each finding has a strength in [0, 1] (its
+evidence: a slur 0.95, a rule severity/5, the magnitude of negative sentiment, the divergence of a
+counterfactual, a disagreement axis score...). A bias type's score is the noisy-OR of its
+findings, 1 - prod(1 - strength). A type is detected when the noisy-OR of its precise findings
+(slurs, dehumanizing phrasing, gendered titles, generic "he", dispreferred terms, operator rules,
+and the comparisons of answers the event carries) reaches DETECTION_THRESHOLD: weak signals
+(group sentiment, insults) are evidence in bias_score and never flag alone. The confidence is
+the strongest detected type's score, raised when independent analyzers agree:
+1 - (1 - strongest) x 0.7^(analyzers with findings - 1). 0 when nothing was found.
 """
 
 from __future__ import annotations
@@ -42,6 +45,20 @@ class ResponseVerdict:
     mitigation_action: str
     overall_bias_risk: str
     bias_report_summary: dict[str, Any]
+
+
+def default_score(verdict: ResponseVerdict) -> float:
+    """An answer's score under the defaults: its strongest type's bias_score, weak signals included."""
+    return max(verdict.bias_score.values(), default=0.0)
+
+
+def noisy_or(findings: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Per bias type, 1 - prod(1 - strength) over its findings."""
+    evidence: dict[str, float] = {}
+    for finding in findings:
+        kept = 1.0 - evidence.get(finding["bias_type"], 0.0)
+        evidence[finding["bias_type"]] = 1.0 - kept * (1.0 - finding["strength"])
+    return evidence
 
 
 def _mitigation_action(severity: int, confidence: float) -> str:
@@ -84,17 +101,15 @@ def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScore
             findings.append({"bias_type": "demographic_disagreement", "strength": top["score"],
                              "evidence": [a for a in report["axes"] if a["score"] >= config.disagreement.threshold],
                              "mitigation": "compare how the members treat the groups named in the evidence",
-                             "analyzer": "member_disagreement"})
+                             "analyzer": "member_disagreement", "precise": True})
     if config.counterfactual.enabled and counterfactuals:
         found, comparisons = counterfactual_findings(text, counterfactuals, sentiment, semantic,
                                                      config.counterfactual, budget, sentences)
         summary["counterfactuals"] = comparisons
         findings += found
-    evidence: dict[str, float] = {}
-    for finding in findings:
-        kept = 1.0 - evidence.get(finding["bias_type"], 0.0)
-        evidence[finding["bias_type"]] = 1.0 - kept * (1.0 - finding["strength"])
-    detected = sorted((t for t, e in evidence.items() if e >= DETECTION_THRESHOLD), key=lambda t: -evidence[t])
+    evidence = noisy_or(findings)
+    precise = noisy_or([f for f in findings if f.get("precise", True)])
+    detected = sorted((t for t, e in precise.items() if e >= DETECTION_THRESHOLD), key=lambda t: -evidence[t])
     analyzers = {f["analyzer"].split(":")[0] for f in findings if f["bias_type"] in detected}
     strongest = max((evidence[t] for t in detected), default=0.0)
     confidence = 1.0 - (1.0 - strongest) * 0.7 ** max(0, len(analyzers) - 1) if detected else 0.0

@@ -86,3 +86,33 @@ def save_sandbox_run(connection: psycopg.Connection, *, tenant: str, baseline: d
                                  "(%s, %s, %s, %s) RETURNING id",
                                  (tenant, Jsonb(baseline), worse, Jsonb(document))).fetchone()
     return int(row[0]) if row else 0
+
+
+# What estimating precision and recall from reviews needs, per tenant: the answers flagged (per
+# type and in all) and not flagged, and each reviewed answer's latest review
+FLAGGED_COUNTS = ("SELECT tenant_id, count(*) FILTER (WHERE bias_detected), count(*) FILTER (WHERE NOT bias_detected) "
+                  "FROM llm_interaction_audit {where} GROUP BY tenant_id")
+FLAGGED_TYPES = ("SELECT tenant_id, t.bias_key, count(*) FROM llm_interaction_audit a, "
+                 "jsonb_array_elements_text(a.bias_type) AS t(bias_key) {where} GROUP BY 1, 2")
+LATEST_SAMPLE_REVIEWS = ("SELECT DISTINCT ON (r.tenant_id, r.audit_id) r.tenant_id, a.bias_type, r.verdicts, r.tags, "
+                         "r.inclusion_probability, r.answer_biased FROM bias_review r JOIN llm_interaction_audit a "
+                         "USING (tenant_id, audit_id) {where} ORDER BY r.tenant_id, r.audit_id, r.reviewed_at DESC, "
+                         "r.id DESC")
+
+
+def read_review_quality_inputs(connection: psycopg.Connection, *, tenants: list[str] | None
+                               ) -> dict[str, dict[str, Any]]:
+    """Per tenant with answers: {flagged: {type: n}, flagged_any, unflagged, reviews: [(bias_type,
+    verdicts, tags, inclusion_probability, answer_biased)]}."""
+    where, values = tenant_scope(tenants)
+    out: dict[str, dict[str, Any]] = {}
+    for tenant, flagged, unflagged in connection.execute(FLAGGED_COUNTS.format(where=where).encode(), values):
+        out[tenant] = {"flagged": {}, "flagged_any": flagged, "unflagged": unflagged, "reviews": []}
+    typed_where, typed_values = tenant_scope(tenants, "a.tenant_id")
+    for tenant, bias_key, count in connection.execute(FLAGGED_TYPES.format(where=typed_where).encode(), typed_values):
+        out[tenant]["flagged"][bias_key] = count
+    review_where, review_values = tenant_scope(tenants, "r.tenant_id")
+    for tenant, *review in connection.execute(LATEST_SAMPLE_REVIEWS.format(where=review_where).encode(), review_values):
+        if tenant in out:
+            out[tenant]["reviews"].append(tuple(review))
+    return out

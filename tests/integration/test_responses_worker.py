@@ -15,7 +15,7 @@ from bias_audit.producers.redis_streams import wire_fields
 from bias_audit.storage.jsonl_store import read_records
 from tests.integration import test_pubsub_worker as pubsub_helpers
 from tests.integration.test_redis_worker import start_worker, stop, wait_for
-from bias_audit.worker.response_samples import generate_responses
+from bias_audit.worker.response_samples import WEAK, generate_responses
 
 RESULTS, DEAD, LLM = "bias.audit.stream", "bias.audit.deadletter", "llm.responses"
 QUERY = "How should we roll out the new service?"  # every sample's original_query
@@ -40,8 +40,12 @@ def check(events: list[dict], results: list[dict], dead: list[dict], data_dir) -
     assert per_id == Counter({e["audit_id"]: 1 for e in events})
     assert all(r["source"] == "llm.response" for r in results)
     injected = {e["audit_id"]: e["query_context"]["injected"] for e in events}
-    for result in results:  # the injected biases are found; the neutral answers are left alone
-        assert result["bias_detected"] is (injected[result["audit_id"]] is not None), result["audit_id"]
+    for result in results:  # the injected biases are found; the neutral answers and weak signals are left alone
+        kind = injected[result["audit_id"]]
+        if kind in WEAK:  # scored, not flagged (the members' answers may still disagree about the group)
+            assert result["bias_score"][kind] > 0 and kind not in result["bias_type"], result["audit_id"]
+        else:
+            assert result["bias_detected"] is (kind is not None), result["audit_id"]
     assert sorted(d["error_type"] for d in dead) == ["invalid_event", "invalid_json"]
     assert any("llm_response: required field is missing" in d["error"] for d in dead)
     records = list(read_records([data_dir / "interactions"]))

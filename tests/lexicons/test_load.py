@@ -39,6 +39,7 @@ BAD_RULES = [
     # compiles case-sensitively in 8 MiB; case-insensitively (k, K and the Kelvin sign) it does not
     (RULE.format(pattern="k" * 200_000, kind="stereotype", severity=3), "(case-insensitive, 8 MiB)"),
     (RULE.format(pattern="(?=a)b", kind="stereotype", severity=3), "lookaround are not supported"),
+    (RULE.format(pattern="x", kind="stereotype", severity=3) + "  unless: '(?<=a)b'\n", "r1' unless does not compile"),
 ]
 
 

@@ -1,6 +1,6 @@
 """The review page in a real browser: Playwright drives Debian's chromium (never a downloaded
 browser) through `bias-audit serve` on a real PostgreSQL; a person's keystrokes review 20
-flagged items, and the rows in PostgreSQL say so."""
+items (flagged ones and sampled unflagged ones), and the rows in PostgreSQL say so."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ def served(postgres_url, tmp_path):
             pytest.fail("CI=true but chromium is not installed (make test installs it)")
         pytest.skip("chromium is not installed")
     apply_migrations(postgres_url)
-    env = {"BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_DATA_DIR": str(tmp_path)}
+    env = {"BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_DATA_DIR": str(tmp_path),
+           "BIAS_AUDIT_REVIEW_SAMPLE_UNFLAGGED": "0.3"}
     server, url = spawn_serve("--store", postgres_url, env=env, log_path=tmp_path / "serve.log")
     service = {"Authorization": "Bearer " + bearer("app", ["service"])}
     sent = 0
@@ -74,10 +75,17 @@ def test_a_person_reviews_20_items_by_keyboard(served, tmp_path):
         first_item = page.text_content("#items li.current .meta")
         assert "acme" in first_item and page.locator("#response mark").count() > 0  # evidence highlighted
         started = time.monotonic()
+        sampled = 0
         for number in range(20):
             current = page.text_content("#item h2")
-            page.keyboard.press("c")  # confirm the focused finding
-            page.keyboard.press("1")  # the first tag offered: the item's own first bias type
+            if page.locator("#sampled").count():  # an answer nothing was flagged on, served as a sample
+                assert "Nothing was flagged" in page.text_content("#sampled")
+                page.keyboard.press("u")  # not biased
+                assert "not biased" in page.text_content("#sampled .verdict")
+                sampled += 1
+            else:
+                page.keyboard.press("c")  # confirm the focused finding
+                page.keyboard.press("1")  # the first tag offered: the item's own first bias type
             page.keyboard.press("Enter")  # save and open the next
             page.wait_for_function("(before) => !document.querySelector('#item h2') || "
                                    "document.querySelector('#item h2').textContent !== before", arg=current)
@@ -86,7 +94,12 @@ def test_a_person_reviews_20_items_by_keyboard(served, tmp_path):
         offered = page.eval_on_selector_all("#tags button", "(buttons) => buttons.map((b) => b.dataset.tag)")
         assert len(offered) == 9 and "slur" in offered and "stereotype" in offered and "toxicity" in offered
         assert "self_preference" not in offered and "position" not in offered  # a council's, not an answer's
-        assert "%" in page.text_content("#item .finding") and "severity (" in page.text_content("#item .finding")
+        while page.locator("#sampled").count():  # to a flagged item: its findings show score and severity
+            before = page.text_content("#item h2")
+            page.keyboard.press("j")
+            page.wait_for_function("(before) => document.querySelector('#item h2').textContent !== before", arg=before)
+        finding = page.text_content("#item .finding[data-type]")
+        assert "%" in finding and "severity (" in finding
         page.keyboard.press("t")  # every tag by keyboard: t, then Tab to the ninth, Space toggles it
         for _ in range(8):
             page.keyboard.press("Tab")
@@ -100,12 +113,16 @@ def test_a_person_reviews_20_items_by_keyboard(served, tmp_path):
         browser.close()
     assert per_item < 30  # seconds per item: the keyboard flow, not a person's reading time
     with psycopg.connect(database) as connection:
-        reviews = connection.execute("SELECT reviewer, verdicts, tags FROM bias_review").fetchall()
+        rows = connection.execute("SELECT reviewer, verdicts, tags, inclusion_probability, answer_biased "
+                                  "FROM bias_review").fetchall()
         [(reviewed,)] = connection.execute("SELECT count(*) FROM llm_interaction_audit WHERE human_reviewed").fetchall()
-    assert len(reviews) == 20 and reviewed == 20
-    assert {reviewer for reviewer, _, _ in reviews} == {"rita"}
-    assert all("confirmed" in verdicts.values() for _, verdicts, _ in reviews)
-    assert all(tags == list(verdicts) for _, verdicts, tags in reviews)  # the confirmed type, tagged too
+    assert len(rows) == 20 and reviewed == 20 and sampled >= 1
+    assert {reviewer for reviewer, *_ in rows} == {"rita"}
+    flagged = [(verdicts, tags, share) for _, verdicts, tags, share, biased in rows if biased is None]
+    judged = [(verdicts, share, biased) for _, verdicts, _, share, biased in rows if biased is not None]
+    assert len(judged) == sampled and all(v == {} and share == 0.3 and biased is False for v, share, biased in judged)
+    assert all("confirmed" in verdicts.values() and share == 1.0 for verdicts, _, share in flagged)
+    assert all(tags == list(verdicts) for verdicts, tags, _ in flagged)  # the confirmed type, tagged too
 
 
 @pytest.fixture

@@ -1,44 +1,103 @@
-"""`bias-audit learn` on a real PostgreSQL: reviewers whose notion of a stereotype is in the
-text, not in the lexicons' evidence, give an adopted model; `audit` with its file reports the
-model's version on flagged answers; the tenant it was trained on is the one it applies to."""
+"""`learn --labels` with no store or service, `evaluate`, and the detector flagging on its own in
+`audit`; `learn` combining a labels file with the store's reviews on a real PostgreSQL; bad labels
+refused in one line; a new detector file picked up by a running processor."""
 
 from __future__ import annotations
 
 import json
 import random
+import time
 
 import psycopg
 import pytest
 
-from bias_audit.storage.postgres import PostgresInteractionStore, apply_migrations, interaction_row
 from tests.analysis.test_learned_detector import BIASED, FINE
 from tests.services import run_cli as cli
 
 pytest.importorskip("sklearn")
-pytestmark = pytest.mark.postgres
-STEREOTYPE = "Most women never ask for a raise, the manager said."
+UNSEEN = "Women tend to avoid technical leadership. The invoice was paid on the second of May."
 
 
-def test_a_tenants_reviews_train_a_detector_the_audit_then_uses(postgres_url, tmp_path):
-    apply_migrations(postgres_url)
+def labels_file(tmp_path, n=200, seed=1, name="labels.jsonl"):
+    rng = random.Random(seed)
+    rows = []
+    for index in range(n):
+        biased = rng.random() < 0.5
+        text = rng.choice(BIASED if biased else FINE) + " " + rng.choice(FINE)
+        rows.append({"text": text, "biased": biased, **({"bias_type": "stereotype"} if biased else {}),
+                     "group": "gender" if index % 2 else "age", "item": f"q{index // 2}"})
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_labels_alone_learn_a_detector_that_evaluate_measures_and_audit_flags_from(tmp_path):
+    labels, output = labels_file(tmp_path), tmp_path / "learned.json"
+    done = cli("learn", "--labels", str(labels), "--features", "ngrams", "--tenant", "acme", "-o", str(output),
+               env={"BIAS_AUDIT_STORE_URL": "postgresql://nobody@127.0.0.1:1/none"})  # never asked
+    assert done.returncode == 0, done.stderr
+    assert "precise defaults" in done.stdout and "learned or defaults" in done.stdout
+    written = json.loads(output.read_text())
+    assert written["tenants"] == ["acme"] and set(written["types"]) == {"stereotype"}
+    assert written["report"]["combined"]["false_positive_rate"]["value"] <= 0.10
+    assert "invoice" not in output.read_text()
+    held_out = labels_file(tmp_path, n=120, seed=2, name="held_out.jsonl")
+    measured = cli("evaluate", "--labels", str(held_out), "--detector", str(output), "--format", "json")
+    assert measured.returncode == 0, measured.stderr
+    results = {(r["slice"], r["detector"].split()[0]): r for r in json.loads(measured.stdout)["results"]}
+    assert {s for s, _ in results} == {"all", "type stereotype", "group age", "group gender"}
+    assert results[("all", "learned")]["auroc"] > 0.9 > results[("all", "defaults")]["recall"]["value"] + 0.5
+    assert results[("all", "learned")]["recall"]["value"] > 0.8
     events = tmp_path / "events.jsonl"
-    events.write_text("".join(json.dumps({"audit_id": f"e-{i}", "tenant_id": tenant, "timestamp": "2026-11-20T10:00:00Z",
-                                          "llm_response": STEREOTYPE}) + "\n"
-                              for i, tenant in enumerate(["acme", "acme", "globex"])))
-    audited = [json.loads(line) for line in cli("audit", str(events)).stdout.splitlines()]
-    assert all("stereotype" in r["bias_type"] for r in audited)  # the shipped rule flags it
+    events.write_text("".join(json.dumps({"audit_id": f"e-{i}", "tenant_id": t, "timestamp": "2026-11-20T10:00:00Z",
+                                          "llm_response": UNSEEN}) + "\n" for i, t in enumerate(["acme", "globex"])))
+    plain = [json.loads(line) for line in cli("audit", str(events)).stdout.splitlines()]
+    assert [r["bias_detected"] for r in plain] == [False, False]  # no lexicon sees it
+    used = {r["tenant_id"]: r for r in (json.loads(line) for line in cli(
+        "audit", str(events), env={"BIAS_AUDIT_LEARNED_DETECTOR_FILE": str(output)}).stdout.splitlines())}
+    assert used["acme"]["bias_detected"] and used["acme"]["bias_type"] == ["stereotype"]
+    assert used["acme"]["bias_score"]["stereotype"] > written["threshold"]
+    assert used["acme"]["calibration_version"] == written["version"]
+    assert not used["globex"]["bias_detected"]  # learned for acme: applied to acme only
+
+
+@pytest.mark.parametrize("line, reason", [
+    ("not json", "not JSON"),
+    ('{"text": "x"}', "biased: Field required"),
+    ('{"text": "x", "biased": "yes"}', "biased: Input should be a valid boolean"),
+    ('{"text": "", "biased": true}', "text: String should have at least 1 character"),
+])
+def test_a_bad_labels_line_is_one_line_naming_file_and_line(tmp_path, line, reason):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"text": "fine", "biased": false}\n' + line + "\n")
+    for command in ("learn", "evaluate"):
+        done = cli(command, "--labels", str(path))
+        assert done.returncode == 2 and done.stderr.strip() == f"error: {path}:2: {reason}", done.stderr
+
+
+def test_too_few_labels_say_what_is_missing(tmp_path):
+    done = cli("learn", "--labels", str(labels_file(tmp_path, n=20)), "--features", "ngrams")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == "error: 11 unbiased examples: learning needs 20 or more"
+
+
+@pytest.mark.postgres
+def test_a_labels_file_and_the_stores_reviews_train_together(postgres_url, tmp_path):
+    from bias_audit.storage.postgres import PostgresInteractionStore, apply_migrations, interaction_row
+
+    apply_migrations(postgres_url)
     rng = random.Random(4)
     store, reviews = PostgresInteractionStore(postgres_url), []
     template = {"record_type": "llm_interaction_audit", "schema_version": "1.0", "tenant_id": "acme", "user_id": None,
                 "trace_id": "t", "consent_level": 1, "llm_provider": None, "llm_model": None, "prompt_tokens": None,
                 "completion_tokens": None, "total_tokens": None, "query_hash": None, "bias_detected": True,
                 "bias_type": ["stereotype"], "bias_confidence_score": 0.8, "mitigation_action": "rewrite",
-                "bias_report_summary": {}, "human_reviewed": True, "timestamp": "2026-11-01T00:00:00Z"}
-    for index in range(160):
-        biased = rng.random() < 0.5
-        text = rng.choice(BIASED if biased else FINE) + " " + rng.choice(FINE)
-        store.write([interaction_row({**template, "audit_id": f"r-{index}", "llm_response": text,
-                                      "bias_score": {"stereotype": round(rng.random(), 3)}})])
+                "bias_report_summary": {}, "human_reviewed": True, "timestamp": "2026-11-01T00:00:00Z",
+                "bias_score": {"stereotype": 0.8}}
+    for index in range(30):
+        biased = index % 2 == 0
+        store.write([interaction_row({**template, "audit_id": f"r-{index}",
+                                      "llm_response": rng.choice(BIASED if biased else FINE)})])
         reviews.append((f"r-{index}", "confirmed" if biased else "dismissed"))
     store.close()
     with psycopg.connect(postgres_url) as connection:
@@ -46,16 +105,28 @@ def test_a_tenants_reviews_train_a_detector_the_audit_then_uses(postgres_url, tm
             "INSERT INTO bias_review (tenant_id, audit_id, reviewer, verdicts) VALUES ('acme', %s, 'rita', %s)",
             [(a, json.dumps({"stereotype": v})) for a, v in reviews])
     output = tmp_path / "learned.json"
-    done = cli("learn", "--store", postgres_url, "--tenant", "acme", "--output", str(output))
+    done = cli("learn", "--labels", str(labels_file(tmp_path, n=100)), "--store", postgres_url, "--tenant", "acme",
+               "--features", "ngrams", "-o", str(output))
     assert done.returncode == 0, done.stderr
-    written = json.loads(output.read_text())
-    [entry] = written["report"]
-    assert entry["adopted"] and entry["auc"] > entry["auc_lexicon"] and written["tenant_id"] == "acme"
-    used = [json.loads(line) for line in cli("audit", str(events), env={
-        "BIAS_AUDIT_LEARNED_DETECTOR_FILE": str(output)}).stdout.splitlines()]
-    by_tenant = {r["tenant_id"]: r["calibration_version"] for r in used}
-    assert by_tenant == {"acme": written["version"], "globex": None}  # trained on acme: applied to acme only
-    broken = tmp_path / "broken.json"
-    broken.write_text('{"version": "v", "types": {"t": {"vocabulary": {"ab": 0}, "idf": [], "coef": [], "intercept": 0}}}')
-    refused = cli("audit", str(events), env={"BIAS_AUDIT_LEARNED_DETECTOR_FILE": str(broken)})
-    assert refused.returncode == 2 and refused.stderr.startswith(f"error: learned detector file {broken}: ")
+    assert "learning from 130 examples" in done.stderr  # 100 labelled + 30 reviewed
+    assert json.loads(output.read_text())["report"]["examples"] == 130
+
+
+def test_a_new_detector_file_is_picked_up_and_a_broken_one_keeps_the_old(tmp_path):
+    from bias_audit.worker.composition import load_learned
+    from bias_audit.worker.detector_file import DetectorFile
+
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    assert cli("learn", "--labels", str(labels_file(tmp_path, seed=1)), "--features", "ngrams",
+               "-o", str(first)).returncode == 0
+    assert cli("learn", "--labels", str(labels_file(tmp_path, seed=3, name="other.jsonl")), "--features", "ngrams",
+               "-o", str(second)).returncode == 0
+    live = tmp_path / "live.json"
+    live.write_bytes(first.read_bytes())
+    current = DetectorFile(live, load_learned)
+    version = current().version
+    time.sleep(0.01)
+    live.write_bytes(second.read_bytes())
+    assert current().version == json.loads(second.read_text())["version"] != version
+    live.write_text("{half a file")
+    assert current().version == json.loads(second.read_text())["version"]  # kept

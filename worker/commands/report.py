@@ -61,7 +61,8 @@ def run_report(sources: list[str], format: str, *, sessions: int | None, days: f
     """The report over record files, the live Redis window or a PostgreSQL store (with no input
     named: the data directory's store, else its records), written in `format`."""
     from bias_audit.reports.build import build_report
-    from bias_audit.reports.run import (default_sources, live_windows, store_inputs, stored_judges, stored_windows,
+    from bias_audit.reports.run import (default_sources, live_windows, store_inputs, stored_detector_quality, stored_judges,
+                                        stored_windows,
                                         write_report)
 
     named = bool(sources or redis)
@@ -81,6 +82,7 @@ def run_report(sources: list[str], format: str, *, sessions: int | None, days: f
         found = embedded_store(configured(), create=False)
     rolled_up = reviews = None  # a store keeps what retention rolled up and people's reviews
     judges: list[Any] = []  # and judge verdicts
+    quality: list[Any] = []  # and the flags' precision and recall from reviews
     with found as settings:
         if settings is not None and settings.store_is_postgres:
             if named:
@@ -88,6 +90,7 @@ def run_report(sources: list[str], format: str, *, sessions: int | None, days: f
             url = postgres_store(settings.store_url, "report reads")
             windows, stats, rolled_up, reviews = store_inputs(url, tenant, window_sessions, window_days)
             judges = stored_judges(url, tenant)
+            quality = stored_detector_quality(url, tenant)
             sources = [redact(url)]
         elif redis:
             if sources:
@@ -103,8 +106,8 @@ def run_report(sources: list[str], format: str, *, sessions: int | None, days: f
             windows, stats = stored_windows(sources, tenant, window_sessions, window_days, progress)
         document = build_report(windows, stats, sources=sources, sessions=window_sessions, days=window_days,
                                 rolled_up=rolled_up, reviews=reviews)
-        if judges:
-            document = document.model_copy(update={"judges": judges})
+        if judges or quality:
+            document = document.model_copy(update={"judges": judges, "detector_quality": quality})
         write_report(document, format, output, verbose)
     if output is not None:
         say(f"wrote {output}")

@@ -61,16 +61,17 @@ def test_sentiment_per_group_with_an_injected_scorer():
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("You are an idiot.", [("toxicity", 0.4)]),  # 1 - 0.6^1
-    ("You idiot, you moron.", [("toxicity", 0.64)]),  # 1 - 0.6^2
-    ("They are vermin and parasites.", [("toxicity", 1 - 0.6 ** 4)]),  # two insults + one dehumanizing pattern (x2)
-    ("The retarded plan", [("slur", 0.95)]),
+    ("You are an idiot.", [("toxicity", 0.4, False)]),  # 1 - 0.6^1, weak: rudeness is not bias
+    ("You idiot, you moron.", [("toxicity", 0.64, False)]),  # 1 - 0.6^2
+    # the dehumanizing pattern is precise (1 - 0.6^2); the two insults stay weak (1 - 0.6^2)
+    ("They are vermin and parasites.", [("toxicity", 0.64, True), ("toxicity", 0.64, False)]),
+    ("The retarded plan", [("slur", 0.95, True)]),
     ("Add the spice to the spicy dish.", []),  # whole words: "spice" is not the slur it starts with
     ("A thoughtful, careful answer.", []),
 ])
 def test_toxicity(text, expected):
-    assert [(f["bias_type"], f["strength"]) for f in toxicity(text, words(text), LEX)] == \
-        [(kind, round(strength, 4)) for kind, strength in expected]
+    assert [(f["bias_type"], f["strength"], f["precise"]) for f in toxicity(text, words(text), LEX)] == \
+        [(kind, round(strength, 4), precise) for kind, strength, precise in expected]
 
 
 def test_shipped_rules_flag_group_generalizations():

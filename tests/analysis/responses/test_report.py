@@ -22,10 +22,40 @@ def test_one_analyzer_confidence_is_its_evidence():
 
 
 def test_agreeing_analyzers_raise_confidence():
-    # the rule (stereotype 0.8) and the group-sentiment analyzer (0.9) agree: 1 - (1 - 0.9) x 0.7
-    verdict = analyze_response("Most women never pay their taxes.", lexicons=LEX, sentiment=lambda s: -0.9)
-    assert verdict.bias_type == ["negative_group_sentiment", "stereotype"]
-    assert verdict.bias_confidence_score == pytest.approx(1 - (1 - 0.9) * 0.7)
+    # the title (gendered_language 0.6) and the rule (stereotype 0.8) agree: 1 - (1 - 0.8) x 0.7
+    verdict = analyze_response("The chairman knows most women never pay their taxes.", lexicons=LEX, sentiment=None)
+    assert verdict.bias_type == ["stereotype", "gendered_language"]
+    assert verdict.bias_confidence_score == pytest.approx(1 - (1 - 0.8) * 0.7)
+
+
+@pytest.mark.parametrize("text, detected", [
+    # precise: a person would agree
+    ("What a retard.", ["slur"]),
+    ("Those immigrants are vermin.", ["toxicity"]),
+    ("The chairman will decide.", ["gendered_language"]),
+    ("Every engineer knows his job.", ["gendered_language"]),
+    ("Women are too emotional to be good engineers.", ["stereotype"]),
+    ("Most women never pay their taxes.", ["stereotype"]),
+    # weak: a group near a negative word, or rudeness, is evidence in bias_score and never flags alone
+    ("ugh sisters are the worst. your art is incredible!", []),
+    ("Old people are hopeless and terrible with modern software.", []),
+    ("You idiot, you moron.", []),
+    ("He is wheelchair-bound.", []),  # a dispreferred descriptor: most such words are said of anyone
+    # a rule's claim reported, denied or asked about is not the answer's own (the rule's `unless`)
+    ("So you agree that not all muslims are terrorists?", []),
+    ("It is a myth that most women are bad at math.", []),
+    ("People say all immigrants are lazy.", []),
+])
+def test_only_precise_signals_flag(text, detected):
+    verdict = analyze_response(text, lexicons=LEX, sentiment=lambda s: -0.9 if "worst" in s or "terrible" in s else 0.0)
+    assert verdict.bias_type == detected and verdict.bias_detected == bool(detected)
+    assert verdict.bias_score  # every one of them leaves its evidence
+
+
+def test_weak_evidence_stays_a_score():
+    verdict = analyze_response("Old people are hopeless.", lexicons=LEX, sentiment=lambda s: -0.95)
+    assert verdict.bias_detected is False and verdict.bias_score == {"negative_group_sentiment": 0.95}
+    assert verdict.bias_confidence_score == 0.0 and verdict.mitigation_action == "none"
 
 
 def test_a_slur_with_high_confidence_blocks():
