@@ -41,6 +41,7 @@ from bias_audit.analysis.learned_detector import LabelledExample, train_detector
 from bias_audit.analysis.responses.report import analyze_response, default_score  # noqa: E402
 from bias_audit.lexicons.load import shipped_lexicons  # noqa: E402
 from bias_audit.lexicons.sentiment import vader_scorer  # noqa: E402
+from bias_audit.worker.commands.learning import auroc_text, interval_text, quality_document  # noqa: E402
 
 console = Console(width=160)
 TARGET_FPR = {"RedditBias": 0.10, "BBQ": 0.05, "WinoBias": 0.05}
@@ -70,18 +71,6 @@ def _sample(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
         kept.add(item)
         count += sizes[item]
     return [r for r in rows if r["item"] in kept]
-
-
-def _pct(rate: Any) -> str:
-    if rate.value is None:
-        return "-"
-    return f"{rate.value:.1%} ({rate.ci[0]:.1%}-{rate.ci[1]:.1%})"
-
-
-def _auc(quality: Any) -> str:
-    if quality.auroc is None:
-        return "-"
-    return f"{quality.auroc:.3f}" + (f" ({quality.auroc_ci[0]:.3f}-{quality.auroc_ci[1]:.3f})" if quality.auroc_ci else "")
 
 
 def defaults(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -125,8 +114,8 @@ def main() -> None:
         labels = [r["biased"] for r in rows]
         quality = flag_quality(scored[name][0], scored[name][1], labels, [r["item"] for r in rows])
         figures[f"defaults/{name}"] = quality
-        table.add_row(name, str(quality.n), f"{np.mean(labels):.1%}", _auc(quality), _pct(quality.recall),
-                      _pct(quality.false_positive_rate), f"<= {TARGET_FPR.get(name, 0.1):.0%}", _pct(quality.precision))
+        table.add_row(name, str(quality.n), f"{np.mean(labels):.1%}", auroc_text(quality), interval_text(quality.recall),
+                      interval_text(quality.false_positive_rate), f"<= {TARGET_FPR.get(name, 0.1):.0%}", interval_text(quality.precision))
     console.print(table)
     table = Table(title="learned from labels (character n-grams), held-out 30% of items; threshold for 10% false "
                         "positives fixed on the training folds")
@@ -142,14 +131,11 @@ def main() -> None:
             d_test = (scored[target][0][test], scored[target][1][test])
             quality, _, _ = learned_on([rows[i] for i in train], [test_rows[i] for i in test], d_train, d_test)
             figures[f"learned/{name}->{target}"] = quality
-            table.add_row(name, target + ("" if target != name else " (held out)"), str(quality.n), _auc(quality),
-                          _pct(quality.recall), _pct(quality.false_positive_rate), _pct(quality.precision))
+            table.add_row(name, target + ("" if target != name else " (held out)"), str(quality.n), auroc_text(quality),
+                          interval_text(quality.recall), interval_text(quality.false_positive_rate), interval_text(quality.precision))
     console.print(table)
     if args.json:
-        args.json.write_text(json.dumps({k: {"n": q.n, "auroc": q.auroc, "auroc_ci": q.auroc_ci,
-                                             "recall": q.recall.value, "fpr": q.false_positive_rate.value,
-                                             "fpr_ci": q.false_positive_rate.ci, "precision": q.precision.value}
-                                         for k, q in figures.items()}, indent=1))
+        args.json.write_text(json.dumps({k: quality_document(q) for k, q in figures.items()}, indent=1))
 
 
 if __name__ == "__main__":

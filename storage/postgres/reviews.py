@@ -116,3 +116,19 @@ def read_review_quality_inputs(connection: psycopg.Connection, *, tenants: list[
         if tenant in out:
             out[tenant]["reviews"].append(tuple(review))
     return out
+
+
+# Each reviewed answer's latest review where the person judged the whole answer (a sampled one)
+LATEST_JUDGEMENTS = ("SELECT * FROM (SELECT DISTINCT ON (r.tenant_id, r.audit_id) r.tenant_id, r.audit_id, "
+                     "a.llm_response, r.answer_biased, r.tags FROM bias_review r JOIN llm_interaction_audit a "
+                     "USING (tenant_id, audit_id) {where} ORDER BY r.tenant_id, r.audit_id, r.reviewed_at DESC, "
+                     "r.id DESC) AS latest WHERE answer_biased IS NOT NULL AND llm_response IS NOT NULL")
+
+
+def read_answer_judgements(connection: psycopg.Connection, *, tenants: list[str] | None
+                           ) -> list[tuple[str, str, str, bool, list[str]]]:
+    """(tenant, audit_id, the answer's text, biased, the types tagged) of every answer whose latest
+    review judged it whole, while retention has not removed its text."""
+    where, values = tenant_scope(tenants, "r.tenant_id")
+    return [(t, a, text, bool(biased), list(tags or [])) for t, a, text, biased, tags in
+            connection.execute(LATEST_JUDGEMENTS.format(where=where).encode(), values)]

@@ -91,6 +91,11 @@ def test_reviews_keep_their_inclusion_probability_and_the_report_estimates_recal
     low, high = overall["recall_ci"]
     assert low < overall["recall"] < high
     assert quality["stereotype"]["sampled_reviews"] == 5
+    # every review is a labelled example for `learn`: a verdict per flagged type, a whole-answer judgement
+    verdicts = sum(len(results[i["auditId"]]["bias_type"]) for i in flagged[:4])
+    learned = cli("learn", "--store", url, "--features", "ngrams", "-o", str(tmp_path / "d.json"))
+    confirmed = sum(len(results[i["auditId"]]["bias_type"]) for i in flagged[:3]) + 1  # and the one marked biased
+    assert f"learning from {verdicts + 6} examples ({confirmed} biased)" in learned.stderr, learned.stderr
     text = cli("report", "--store", url, env={"COLUMNS": "200"})
     assert text.returncode == 0 and "Detector quality from reviews" in text.stdout
     assert f"{overall['recall']:.0%} ({low:.0%}-{high:.0%})" in text.stdout

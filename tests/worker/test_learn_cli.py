@@ -44,7 +44,9 @@ def test_labels_alone_learn_a_detector_that_evaluate_measures_and_audit_flags_fr
     held_out = labels_file(tmp_path, n=120, seed=2, name="held_out.jsonl")
     measured = cli("evaluate", "--labels", str(held_out), "--detector", str(output), "--format", "json")
     assert measured.returncode == 0, measured.stderr
-    results = {(r["slice"], r["detector"].split()[0]): r for r in json.loads(measured.stdout)["results"]}
+    answer = json.loads(measured.stdout)
+    assert answer["detector_version"] == written["version"]
+    results = {(r["slice"], r["detector"]): r for r in answer["results"]}
     assert {s for s, _ in results} == {"all", "type stereotype", "group age", "group gender"}
     assert results[("all", "learned")]["auroc"] > 0.9 > results[("all", "defaults")]["recall"]["value"] + 0.5
     assert results[("all", "learned")]["recall"]["value"] > 0.8

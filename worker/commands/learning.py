@@ -124,20 +124,22 @@ def _needs_sklearn(what: str) -> None:
                            "checkout `pip install -e '.[learn]'`") from None
 
 
-def _interval(rate: Any) -> str:
+def interval_text(rate: Any) -> str:
+    """A rate with its interval and counts: 42.6% (40.4%-44.8%, 1460/3428)."""
     if rate.value is None:
         return "-"
     return f"{rate.value:.1%} ({rate.ci[0]:.1%}-{rate.ci[1]:.1%}, {rate.k}/{rate.n})"
 
 
-def _area(quality: Any) -> str:
+def auroc_text(quality: Any) -> str:
+    """AUROC with its interval: 0.810 (0.797-0.824)."""
     if quality.auroc is None:
         return "-"
     ci = f" ({quality.auroc_ci[0]:.3f}-{quality.auroc_ci[1]:.3f})" if quality.auroc_ci else ""
     return f"{quality.auroc:.3f}{ci}"
 
 
-def _quality_document(quality: Any) -> dict[str, Any]:
+def quality_document(quality: Any) -> dict[str, Any]:
     def rate(r: Any) -> dict[str, Any]:
         return {"value": r.value, "ci": list(r.ci) if r.ci else None, "k": r.k, "n": r.n}
 
@@ -149,11 +151,16 @@ def _quality_document(quality: Any) -> dict[str, Any]:
 def _review_examples(store: str | None, data_dir: Path | None, tenants: list[str]) -> list[Any]:
     from bias_audit.analysis.learned_detector import LabelledExample
     from bias_audit.storage.postgres import connect, read_review_evidence
+    from bias_audit.storage.postgres.reviews import read_answer_judgements
 
     with store_for(store, data_dir, "learn reads reviews from") as url, connect(url) as connection:
         rows = read_review_evidence(connection, tenants=tenants or None)
+        judged = read_answer_judgements(connection, tenants=tenants or None)
+    # a flagged answer's verdicts, one example each; a sampled answer judged whole, one example
     return [LabelledExample(text, bool(confirmed), bias_type if confirmed else None, item=f"review:{tenant}/{audit}")
-            for tenant, audit, bias_type, _, confirmed, text, _ in rows if text]
+            for tenant, audit, bias_type, _, confirmed, text, _ in rows if text] + \
+        [LabelledExample(text, biased, tags[0] if biased and tags else None, item=f"review:{tenant}/{audit}")
+         for tenant, audit, text, biased, tags in judged]
 
 
 @command
@@ -211,7 +218,7 @@ def learn(
                 f"{'tenants ' + ', '.join(tenants) if tenants else 'every tenant'}), cross-validated by item: "
                 f"threshold {detector.threshold:.3f} for at most {max_fpr:.0%} false positives",
                 ("flag", "AUROC (95% CI)", "recall", "precision", "false-positive rate"),
-                [(name, _area(q), _interval(q.recall), _interval(q.precision), _interval(q.false_positive_rate))
+                [(name, auroc_text(q), interval_text(q.recall), interval_text(q.precision), interval_text(q.false_positive_rate))
                  for name, q in (("precise defaults", report.defaults), ("learned or defaults", report.combined))])
     for name, difference in report.difference.items():
         if difference.estimate is not None:
@@ -223,8 +230,8 @@ def learn(
         say(f"{name}: {reason}")
     document = {**detector.to_document(), "report": {
         "features": report.features, "strength": report.strength, "examples": report.examples, "biased": report.biased, "types": report.types,
-        "candidates": report.candidates, "defaults": _quality_document(report.defaults),
-        "combined": _quality_document(report.combined),
+        "candidates": report.candidates, "defaults": quality_document(report.defaults),
+        "combined": quality_document(report.combined),
         "difference": {k: {"estimate": v.estimate, "ci": list(v.ci) if v.ci else None, "p_value": v.p_value}
                        for k, v in report.difference.items()}}}
     output.write_bytes(orjson.dumps(document))
@@ -255,6 +262,7 @@ def evaluate(
     texts = [e.text for e in examples]
     scores, flags = _defaults(texts)
     candidates: list[tuple[str, Any, Any]] = [("defaults", scores, flags)]
+    version = None
     if detector is not None:
         _needs_sklearn("a learned detector")
         from bias_audit.worker.composition import load_learned
@@ -266,7 +274,8 @@ def evaluate(
 
             embed = minilm_embedder()
         probability = np.max(np.vstack(list(learned.probabilities(texts, embed).values())), axis=0)
-        candidates.append((f"learned {learned.version}", probability, flags | (probability > learned.threshold)))
+        candidates.append(("learned", probability, flags | (probability > learned.threshold)))
+        version = learned.version
     from bias_audit.analysis.detection_metrics import flag_quality
 
     y = np.array([e.biased for e in examples])
@@ -281,12 +290,14 @@ def evaluate(
         picked = np.flatnonzero(mask)
         for name, score, flag in candidates:
             quality = flag_quality(score[picked], flag[picked], y[picked], [items[i] for i in picked])
-            document.append({"slice": slice_name, "detector": name, **_quality_document(quality)})
-            rows.append((slice_name, name, f"{quality.n} ({quality.biased})", _area(quality), _interval(quality.recall),
-                         _interval(quality.precision), _interval(quality.false_positive_rate)))
+            document.append({"slice": slice_name, "detector": name, **quality_document(quality)})
+            rows.append((slice_name, name, f"{quality.n} ({quality.biased})", auroc_text(quality), interval_text(quality.recall),
+                         interval_text(quality.precision), interval_text(quality.false_positive_rate)))
     if format is EvaluateFormat.json:
-        sys.stdout.write(orjson.dumps({"examples": len(examples), "results": document}).decode() + "\n")
+        sys.stdout.write(orjson.dumps({"examples": len(examples), "detector_version": version,
+                                       "results": document}).decode() + "\n")
         return
-    print_table(f"{len(examples)} labelled examples ({int(y.sum())} biased)",
+    print_table(f"{len(examples)} labelled examples ({int(y.sum())} biased)"
+                + (f"; learned: {version} (its flag or a default's)" if version else ""),
                 ("slice", "detector", "N (biased)", "AUROC (95% CI)", "recall", "precision", "false-positive rate"),
                 rows)
