@@ -132,8 +132,9 @@ class LearnedDetector:
                 types[name] = {"features": "minilm", "intercept": model.intercept, "coef": model.coef.tolist()}
                 continue
             assert model.idf is not None
-            used = np.flatnonzero(model.coef)
-            unseen = float(np.max(model.idf))  # smoothed idf of a bucket no training text had
+            unseen = float(np.max(model.idf))  # smoothed idf of a bucket no training text had: the largest
+            # every bucket a training text had: its idf weighs a new text's norm even where its weight is 0
+            used = np.flatnonzero((model.coef != 0) | (model.idf != unseen))
             types[name] = {"features": "ngrams", "intercept": model.intercept, "idf_unseen": unseen,
                            "buckets": used.tolist(), "coef": model.coef[used].tolist(), "idf": model.idf[used].tolist()}
         return {"version": self.version, "tenants": list(self.tenants), "threshold": self.threshold,

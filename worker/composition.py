@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,12 @@ def _embedder():
     return minilm_embedder()
 
 
+def _embedder_when_used():
+    """An embedder that loads MiniLM on its first call."""
+    model = cache(_embedder)
+    return lambda texts: model()(texts)
+
+
 def response_lexicons(settings: Settings):
     """The shipped lexicons, or the operator's rules and axes where set."""
     from bias_audit.lexicons.load import load_lexicons, shipped_lexicons
@@ -80,8 +86,9 @@ def response_processor(settings: Settings, window: WindowStore, store, tasks=Non
         from .detector_file import DetectorFile
 
         learned = DetectorFile(settings.learned_detector_file, load_learned)
-        if learned().needs_embeddings:
-            learned_embed = embed or _embedder()
+        # now when the detector needs MiniLM (a missing extra stops the start), else at first need:
+        # a replacement file may be a MiniLM one
+        learned_embed = embed or (_embedder() if learned().needs_embeddings else _embedder_when_used())
     return ResponseProcessor(
         window=window, store=store, lexicons=lexicons,
         sentiment=vader_scorer(), embed=embed, config=settings.response_analysis,

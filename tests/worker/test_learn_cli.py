@@ -132,3 +132,37 @@ def test_a_new_detector_file_is_picked_up_and_a_broken_one_keeps_the_old(tmp_pat
     assert current().version == json.loads(second.read_text())["version"] != version
     live.write_text("{half a file")
     assert current().version == json.loads(second.read_text())["version"]  # kept
+
+
+def test_a_replacement_that_needs_minilm_is_scored_with_it(tmp_path):
+    import orjson
+
+    from bias_audit.analysis.learned_detector import LabelledExample, train_detector
+    from bias_audit.schemas.events import LLMResponseEvent
+    from bias_audit.windows.memory_window import MemoryWindow
+    from bias_audit.worker import composition
+    from bias_audit.worker.settings import Settings
+
+    minilm = pytest.importorskip("bias_audit.embeddings.minilm")
+    try:
+        embed = minilm.minilm_embedder()
+    except minilm.EmbeddingsUnavailable as error:  # pragma: no cover - make test installs the extra
+        pytest.skip(str(error))
+    rows = [json.loads(line) for line in labels_file(tmp_path).read_text().splitlines()]
+    examples = [LabelledExample(r["text"], r["biased"], r.get("bias_type"), item=r["item"]) for r in rows]
+    quiet = ([0.0] * len(examples), [False] * len(examples))
+    ngrams, _ = train_detector(examples, *quiet, features="ngrams", bootstrap=0)
+    sentences, _ = train_detector(examples, *quiet, features="minilm", embed=embed, bootstrap=0)
+    live = tmp_path / "live.json"
+    live.write_bytes(orjson.dumps(ngrams.to_document()))
+    processor = composition.response_processor(Settings(data_dir=tmp_path, learned_detector_file=live),
+                                               MemoryWindow(), None)
+    event = LLMResponseEvent.model_validate({"audit_id": "e-1", "tenant_id": "acme", "llm_response": UNSEEN,
+                                             "timestamp": "2026-11-20T10:00:00Z"})
+    assert processor.analyze(event).bias_report_summary["learned"]["version"] == ngrams.version
+    time.sleep(0.01)
+    live.write_bytes(orjson.dumps(sentences.to_document()))
+    scored = processor.analyze(event)  # the n-gram start loaded no MiniLM: it is loaded now
+    assert scored.bias_report_summary["learned"]["version"] == sentences.version
+    expected = float(sentences.probabilities([UNSEEN], embed)["stereotype"][0])
+    assert scored.bias_score["stereotype"] == pytest.approx(expected, abs=1e-4)
