@@ -16,7 +16,7 @@ import typer
 from .commands.common import app, say
 
 # each module registers its commands on `app`; --help lists them in this order
-from .commands import stream, store, report, judges, learning, tools  # noqa: E402,F401,I001
+from .commands import stream, store, report, judges, learning, replay, tools  # noqa: E402,F401,I001
 
 __all__ = ["app", "main"]
 

@@ -13,6 +13,7 @@ import typer
 from bias_audit.schemas.errors import CommandError
 
 from .common import FLAG, DataDirOpt, StoreOpt, command, listed, say, settings_with, store_for
+from .replay import AxesOpt
 
 
 class SandboxFormat(str, Enum):
@@ -23,7 +24,8 @@ class SandboxFormat(str, Enum):
 
 @command
 def sandbox(
-    candidate: Annotated[Path, typer.Option(metavar="FILE", help="the candidate's answers: llm.responses events (JSONL)")],
+    candidate: Annotated[Optional[Path], typer.Option(metavar="FILE", help="the candidate's answers: llm.responses "
+                                                      "events (JSONL); or replay both models with --endpoint")] = None,
     baseline: Annotated[Optional[Path], typer.Option(metavar="FILE", help="the baseline's answers: llm.responses "
                                                      "events (JSONL); or use --store")] = None,
     store: StoreOpt = None,
@@ -34,12 +36,34 @@ def sandbox(
     format: Annotated[SandboxFormat, typer.Option("--format", "-f", help="text, json or html")] = SandboxFormat.text,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")] = None,
     data_dir: DataDirOpt = None,
+    endpoint: Annotated[Optional[str], typer.Option(
+        metavar="URL", help="replay mode: an OpenAI-compatible base URL serving both models")] = None,
+    candidate_model: Annotated[Optional[str], typer.Option(metavar="NAME", help="replay mode: the candidate")] = None,
+    baseline_model: Annotated[Optional[str], typer.Option(metavar="NAME", help="replay mode: the baseline")] = None,
+    prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="replay mode: the prompts (as `replay`)")] = None,
+    axes: AxesOpt = None,
+    samples: Annotated[int, typer.Option(metavar="K", help="replay mode: requests per variant")] = 3,
+    concurrency: Annotated[int, typer.Option(metavar="C", help="replay mode: requests in flight")] = 8,
+    timeout: Annotated[float, typer.Option(metavar="SECONDS", help="replay mode: per request")] = 60.0,
+    max_retries: Annotated[int, typer.Option(metavar="N", help="replay mode: the client's retries")] = 2,
 ) -> None:
     """Compare a candidate model or prompt with a baseline before it ships.
 
-    Per bias type: the flagged rate on each side, the difference with its 95% CI, a test (paired
-    McNemar when the answers pair by audit_id or query_hash, else Fisher's exact) and a verdict
-    after Holm's correction. Exit 3 when a type is worse (a CI gate), 0 otherwise, 2 on bad input."""
+    From answers (--candidate FILE with --baseline FILE or the store): per bias type, the flagged
+    rate on each side, the difference with its 95% CI, a test (paired McNemar when the answers
+    pair by audit_id or query_hash, else Fisher's exact) and a verdict after Holm's correction.
+
+    By replay (--endpoint URL --candidate-model M --baseline-model B --prompts FILE): both models
+    answer the same group-swapped prompts (as `replay`); per axis, pair and metric, the
+    candidate's gap minus the baseline's, paired by prompt; worse when its CI lies beyond the
+    practical size (Holm). Exit 3 when anything is worse (a CI gate), 0 otherwise, 2 on bad input."""
+    if endpoint is not None or candidate_model is not None or baseline_model is not None or prompts is not None:
+        _replay_sandbox(endpoint, candidate_model, baseline_model, prompts, axes, samples, concurrency, timeout,
+                        max_retries, format, output, data_dir, candidate, baseline)
+        return
+    if candidate is None:
+        raise CommandError("give the candidate's answers (--candidate FILE), or replay both models "
+                           "(--endpoint URL --candidate-model M --baseline-model B --prompts FILE)")
     from bias_audit.storage.postgres import connect, save_sandbox_run
 
     from ..export import parse_since
@@ -72,6 +96,49 @@ def sandbox(
             write(document, format.value, handle)
         say(f"wrote {output}")
     if worse(document):
+        raise typer.Exit(3)
+
+
+def _replay_sandbox(endpoint: str | None, candidate_model: str | None, baseline_model: str | None,
+                    prompts: Path | None, axes: list[str] | None, samples: int, concurrency: int, timeout: float,
+                    max_retries: int, format: SandboxFormat, output: Path | None, data_dir: Path | None,
+                    candidate: Path | None, baseline: Path | None) -> None:
+    from ..replay import DEFAULT_AXES, answer_scorer, read_prompts, sandbox_document, scored_axes, worse_lines, \
+        write_sandbox
+    from .replay import check_replay_options, replay_model
+
+    if candidate is not None or baseline is not None:
+        raise CommandError("replay mode compares two models at --endpoint; --candidate/--baseline FILE is the "
+                           "other mode")
+    needed = {"--endpoint": endpoint, "--candidate-model": candidate_model, "--baseline-model": baseline_model,
+              "--prompts": prompts}
+    missing = [name for name, value in needed.items() if value is None]
+    if missing:
+        raise CommandError(f"replay mode needs {', '.join(missing)} too")
+    assert endpoint is not None and candidate_model is not None and baseline_model is not None and prompts is not None
+    if format == SandboxFormat.html:
+        raise CommandError("replay mode writes text or json")
+    check_replay_options(samples, concurrency, timeout, max_retries)
+    plans = read_prompts(prompts, listed(axes) or list(DEFAULT_AXES))
+    if not any(plan.axes for plan in plans):
+        raise CommandError(f"{prompts}: no prompt names a group of the axes; name one, or give the variants yourself")
+    score = answer_scorer()
+    sides = {}
+    for model in (baseline_model, candidate_model):
+        answers = replay_model(endpoint, model, prompts, plans, samples, concurrency, None, data_dir, timeout,
+                               max_retries)
+        sides[model] = scored_axes(plans, answers, samples, score)
+    document = sandbox_document(candidate_model, baseline_model, plans, sides[candidate_model],
+                                sides[baseline_model], samples)
+    if output is None:
+        write_sandbox(document, format.value, sys.stdout)
+    else:
+        with open(output, "w", encoding="utf-8") as handle:
+            write_sandbox(document, format.value, handle)
+        say(f"wrote {output}")
+    for line in worse_lines(document):
+        say(line)
+    if document["worse"]:
         raise typer.Exit(3)
 
 
