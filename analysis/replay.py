@@ -64,6 +64,12 @@ def named_group(prompt: str, groups: Mapping[str, Sequence[str]]) -> str | None:
     return best
 
 
+def query_groups(query: str, axes: Mapping[str, Mapping[str, Sequence[str]]]) -> dict[str, str]:
+    """Axis -> the group a query names, for the axes it names any of."""
+    named = {axis: named_group(query, groups) for axis, groups in axes.items()}
+    return {axis: group for axis, group in named.items() if group is not None}
+
+
 def _swap_table(groups: Mapping[str, Sequence[str]], named: str, other: str) -> dict[str, str]:
     """named's forms -> other's and back (a prompt naming both keeps both, exchanged); the first
     position of a form wins ("her" -> "his")."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -19,6 +19,8 @@ import orjson
 
 from bias_audit.analysis.calibration import Calibration
 from bias_audit.analysis.records import effective_consent, query_hash
+from bias_audit.analysis.replay import query_groups
+from bias_audit.analysis.responses.counterfactual import refuses
 from bias_audit.analysis.responses.lexicon import Lexicons
 from bias_audit.analysis.responses.linguistic import Budget, OverBudget, SentimentScorer
 from bias_audit.analysis.tasks import TaskPolicy
@@ -87,7 +89,8 @@ class ResponseProcessor:
                  max_event_seconds: float = 10.0, clock: Callable[[], float] = time.monotonic,
                  calibration: Calibration | None = None, tasks: Any = None, task_policy: TaskPolicy = TaskPolicy(),
                  task_webhook: Any = None, severity: Callable[[str], int] = lambda _: 3, learned: Any = None,
-                 learned_embed: Embed | None = None) -> None:
+                 learned_embed: Embed | None = None,
+                 query_axes: Mapping[str, Mapping[str, Sequence[str]]] | None = None) -> None:
         self.window = window
         # task suggestions: windows.task_state's store, the policy, the optional webhook sender
         self.tasks, self.task_policy, self.task_webhook, self.severity = tasks, task_policy, task_webhook, severity
@@ -95,6 +98,7 @@ class ResponseProcessor:
         self.learned = learned  # () -> analysis.learned_detector.LearnedDetector: the tenant's own labels
         self.learned_embed = learned_embed  # MiniLM, for a learned model over sentence embeddings
         self.lexicons = lexicons
+        self.query_axes = query_axes  # groups a query may name: kept with the answer's traits at consent >= 2
         self.sentiment = sentiment
         self.embed = embed
         self.config = config
@@ -145,10 +149,28 @@ class ResponseProcessor:
             if a.consent == 4 and event.original_query is not None and self.hash_secret else None,
             "bias_detected": verdict.bias_detected, "bias_type": verdict.bias_type, "bias_score": verdict.bias_score,
             "bias_confidence_score": verdict.bias_confidence_score, "mitigation_action": verdict.mitigation_action,
-            "bias_report_summary": verdict.bias_report_summary, "human_reviewed": False,
+            "bias_report_summary": self._with_groups(a), "human_reviewed": False,
             "llm_response": event.llm_response,  # the audited answer, for review (never the query)
             **decision_links(event.query_context),
         }
+
+    def _with_groups(self, a: _Analyzed) -> dict[str, Any]:
+        """The summary, and at consent >= 2 the groups the query named (never the query) with what
+        the live-traffic disparity reads of the answer."""
+        summary = a.verdict.bias_report_summary
+        query = a.event.original_query
+        if a.consent < 2 or not query or not self.query_axes:
+            return summary
+        groups = query_groups(query, self.query_axes)
+        if not groups:
+            return summary
+        text = a.event.llm_response
+        findings = summary.get("findings") or []
+        traits = {"refusal": refuses(text),
+                  "sentiment": round(self.sentiment(text), 4) if self.sentiment is not None else 0.0,
+                  "toxic": any(f.get("bias_type") in ("toxicity", "slur") for f in findings),
+                  "words": int((summary.get("linguistic") or {}).get("words") or len(text.split()))}
+        return {**summary, "query_groups": groups, "answer_traits": traits}
 
     def _result(self, a: _Analyzed) -> AuditResult:
         event, verdict = a.event, a.verdict

@@ -96,5 +96,12 @@ def load_lexicons(rules_file: Path | None = None, axes_file: Path | None = None)
 
 
 @lru_cache(maxsize=1)
+def replay_groups() -> dict[str, dict[str, list[str]]]:
+    """A few groups per axis, each with word forms aligned by position: replay rewrites a prompt
+    from one group to another with them, and the worker reads which group a query names."""
+    return json.loads(_shipped("replay_groups.json"))["axes"]
+
+
+@lru_cache(maxsize=1)
 def shipped_lexicons() -> Lexicons:
     return load_lexicons()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 from bias_audit.schemas.report import BiasReport, Estimate, TenantReport
 
@@ -256,12 +257,34 @@ def _quality(report: BiasReport) -> str:
             + rows + "</table></section>")
 
 
+def _disparity(report: BiasReport) -> str:
+    """Live traffic's group disparity, with the caveat that it is unpaired."""
+    if not report.group_disparity:
+        return ""
+    metrics = ("refusal_rate_gap", "sentiment_gap", "toxicity_gap", "length_ratio")
+
+    def cell(metric: str, gap: Any) -> str:
+        if metric == "length_ratio":
+            text = f"{gap.estimate:.2f}x ({gap.ci_lower:.2f}-{gap.ci_upper:.2f})"
+        else:
+            text = f"{gap.estimate:+.3f} ({gap.ci_lower:+.3f} to {gap.ci_upper:+.3f})"
+        return f'<td style="{"color:#a3262a;font-weight:600" if gap.flagged else ""}">{text}</td>'
+
+    rows = "".join(f"<tr><td>{escape(e.tenant_id)}</td><td>{escape(e.llm_model)}</td><td>{escape(e.axis)}</td>"
+                   f"<td>{escape(e.group)}</td><td>{e.answers}</td>" + "".join(cell(m, getattr(e, m)) for m in metrics)
+                   + "</tr>" for e in report.group_disparity)
+    return ("<section><h2>Group disparity over live traffic</h2>"
+            f"<p>{escape(report.group_disparity_note or '')}</p><table><tr><th>tenant</th><th>model</th><th>axis</th>"
+            "<th>group</th><th>answers</th>" + "".join(f"<th>{m} (95% CI)</th>" for m in metrics) + "</tr>"
+            + rows + "</table></section>")
+
+
 def render_html(report: BiasReport) -> str:
     inputs = report.inputs
     window = f"last {report.window_sessions or 'all'} sessions" + (
         f" within {report.window_days:g} days" if report.window_days else "")
     body = "".join(_tenant(t) for t in report.tenants) or "<p>No sessions in the window.</p>"
-    body += _precision(report) + _quality(report)
+    body += _precision(report) + _quality(report) + _disparity(report)
     if report.judges:
         from .judges import judges_html_body
 

@@ -211,3 +211,24 @@ def stored_detector_quality(url: str, tenant: str | None) -> list[Any]:
                 precision=q.precision.value, precision_ci=q.precision.ci, precision_reviews=q.precision.n,
                 recall=q.recall.value, recall_ci=q.recall.ci, sampled_reviews=q.recall.n))
     return out
+
+
+def stored_group_disparity(url: str, tenant: str | None, budget: Budget = UNLIMITED) -> list[Any]:
+    """Per tenant, model, axis and group named in queries: the answers' refusal, sentiment,
+    toxicity and length against the model's answers for the axis' other groups (the report's
+    `group_disparity` section)."""
+    from dataclasses import asdict
+
+    from bias_audit.analysis.group_disparity import METRICS, Traits, group_disparity
+    from bias_audit.schemas.report import GroupDisparityEntry, TrafficGap
+    from bias_audit.storage.postgres.reviews import read_group_traits
+
+    with budget.connection(url) as connection:
+        entries = group_disparity(
+            (t, m, groups, Traits(bool(x.get("refusal")), float(x.get("sentiment") or 0.0), bool(x.get("toxic")),
+                                  int(x.get("words") or 0)))
+            for t, m, groups, x in read_group_traits(connection, tenants=None if tenant is None else [tenant]))
+    return [GroupDisparityEntry(tenant_id=e.tenant_id, llm_model=e.llm_model, axis=e.axis, group=e.group,
+                                answers=e.answers, others=e.others,
+                                **{metric: TrafficGap(**asdict(e.gaps[metric])) for metric in METRICS})
+            for e in entries]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import RenderableType, Console, Group
 from rich.markup import escape
 from rich.panel import Panel
@@ -286,6 +288,8 @@ def render_text(report: BiasReport, console: Console, *, verbose: bool = False) 
         console.print(_precision(report))
     if report.detector_quality:
         console.print(_quality(report))
+    if report.group_disparity:
+        console.print(_disparity(report))
     for section in report.judges:
         from .judges import render_judges_text
 
@@ -340,4 +344,28 @@ def _rolled_up(history: RolledUpHistory) -> Table:
     for total in history.totals:
         table.add_row(total.source, plain(total.model or "-"), plain(total.reviewer or "-"), plain(total.bias_type or "-"),
                       f"{total.items:,}", f"{total.flagged:,}", "-" if total.mean is None else f"{total.mean:.2f}")
+    return table
+
+
+def _gap(metric: str, gap: Any) -> str:
+    if metric == "length_ratio":
+        text = f"{gap.estimate:.2f}x ({gap.ci_lower:.2f}-{gap.ci_upper:.2f})"
+    elif metric == "sentiment_gap":
+        text = f"{gap.estimate:+.2f} ({gap.ci_lower:+.2f} to {gap.ci_upper:+.2f})"
+    else:
+        text = f"{gap.estimate:+.1%} ({gap.ci_lower:+.1%} to {gap.ci_upper:+.1%})"
+    return text + (" FLAG" if gap.flagged else "")
+
+
+def _disparity(report: BiasReport) -> Table:
+    """Live traffic: each group named in queries against the model's answers for the axis' other groups."""
+    metrics = ("refusal_rate_gap", "sentiment_gap", "toxicity_gap", "length_ratio")
+    table = Table(title="Group disparity over live traffic (unpaired; gap to the axis' other groups, 95% CI, "
+                        "flagged after Holm past the practical size)", title_justify="left")
+    for column in ("tenant", "model", "axis", "group", "answers", *metrics):
+        table.add_column(column, justify="left" if column in ("tenant", "model", "axis", "group") else "right")
+    for e in report.group_disparity:
+        table.add_row(plain(e.tenant_id), plain(e.llm_model), plain(e.axis), plain(e.group), f"{e.answers:,}",
+                      *[_gap(m, getattr(e, m)) for m in metrics])
+    table.caption = report.group_disparity_note
     return table

@@ -305,6 +305,33 @@ class DetectorQualityEntry(_Out):
     sampled_reviews: int
 
 
+class TrafficGap(_Out):
+    """One metric of a group against the model's answers for the axis' other groups."""
+
+    value: float  # the group's own refusal or toxicity rate, mean sentiment or geometric mean words
+    others: float
+    estimate: float  # value - others; for length_ratio value / others
+    ci_lower: float
+    ci_upper: float
+    p_value: float | None  # Holm-adjusted across the axis' groups; None: too few answers to test
+    flagged: bool
+
+
+class GroupDisparityEntry(_Out):
+    """Live traffic, unpaired: a model's answers to queries naming a group (consent >= 2)."""
+
+    tenant_id: str
+    llm_model: str
+    axis: str
+    group: str
+    answers: int
+    others: int
+    refusal_rate_gap: TrafficGap
+    sentiment_gap: TrafficGap
+    toxicity_gap: TrafficGap
+    length_ratio: TrafficGap
+
+
 class DismissedEvidence(_Out):
     tenant_id: str
     bias_type: str
@@ -344,3 +371,6 @@ class BiasReport(_Out):
     most_dismissed: list[DismissedEvidence] = Field(default_factory=list)
     judges: list[TenantJudges] = Field(default_factory=list)  # from a store's judge verdicts
     detector_quality: list[DetectorQualityEntry] = Field(default_factory=list)  # from a store's reviews
+    # from a store's answers whose queries named a group; unpaired (see group_disparity_note)
+    group_disparity: list[GroupDisparityEntry] = Field(default_factory=list)
+    group_disparity_note: str | None = None

@@ -34,7 +34,7 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
                default_swaps: dict[str, str], verifier: TokenVerifier | None = None, audit_store: Any = None,
                report: Any = None, tracer: Any = None, loopback_only: bool = False,
                verdicts_topic: str = "judge.verdicts", judge_report: Any = None, evaluations: Any = None,
-               report_budget_s: float = 60.0) -> FastAPI:
+               report_budget_s: float = 60.0, group_disparity: Any = None) -> FastAPI:
     """verifier None: no auth (loopback, or --insecure-no-auth). audit_store (storage.audit_api's
     AuditStore, a PostgreSQL store): the GraphQL API, GET /audits/{id} and the review page.
     loopback_only: answer only requests addressed to a loopback name (auth off on loopback)."""
@@ -57,7 +57,7 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
     state = ApiState(consumer=consumer, max_body_bytes=max_body_bytes, llm_topic=llm_topic,
                      council_topic=council_topic, default_swaps=default_swaps, verifier=verifier,
                      audit_store=audit_store, report=report, cache=ResultCache(), verdicts_topic=verdicts_topic,
-                     judge_report=judge_report, evaluations=evaluations,
+                     judge_report=judge_report, group_disparity=group_disparity, evaluations=evaluations,
                      report_slots=ReportSlots(budget_s=report_budget_s))
     app.state.api = state
     routers = [events.router]

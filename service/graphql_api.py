@@ -29,8 +29,8 @@ from .graphql_types import (BiasTaxonomyEntry, CouncilSessionAudit, CouncilSessi
                             PaginationInput,
                             RecordBiasReviewInput, ReviewAgreement, ReviewLease, SandboxComparison, SandboxRun,
                             UpdateLlmInteractionAuditBiasInput, audit_of, authorized, bias_columns_of, fail)
-from .report_types import (DetectorPrecisionEntry, DismissedEvidenceEntry, ReviewerProfile, RolledUpHistory,
-                           TenantReport, rolled_up_of, tenant_report_of)
+from .report_types import (DetectorPrecisionEntry, DismissedEvidenceEntry, GroupDisparityEntry, GroupDisparityReport,
+                           ReviewerProfile, RolledUpHistory, TenantReport, rolled_up_of, tenant_report_of)
 from .judge_types import HumanJudgeVerdict, JudgeReport, JudgeReviewItem, judge_report_of
 from .state import ReportSlots
 
@@ -185,6 +185,21 @@ class ReviewQuery:
         return DetectorPrecisionReport(
             detectors=[DetectorPrecisionEntry.from_pydantic(p) for p in precision],  # type: ignore[attr-defined]
             most_dismissed=[DismissedEvidenceEntry.from_pydantic(d) for d in dismissed])  # type: ignore[attr-defined]
+
+    @strawberry.field(description="live traffic, unpaired: per model, axis and group the queries named (kept at "
+                      "consent >= 2), refusal, sentiment, toxicity and length against the model's answers for "
+                      "the axis' other groups, each with its 95% CI, flagged after Holm past the practical size")
+    async def group_disparity(self, info: Info, tenant_id: str) -> GroupDisparityReport:
+        from bias_audit.schemas import report as models
+
+        principal = authorized(info, READ, "reports")
+        missing = f"no answers to queries naming a group for tenant {tenant_id!r}"
+        if not principal.sees(tenant_id):
+            raise fail("NOT_FOUND", missing)
+        document = await _built(info, principal, missing, info.context["group_disparity"], tenant_id)
+        return GroupDisparityReport(note=document["note"], groups=[
+            GroupDisparityEntry.from_pydantic(models.GroupDisparityEntry.model_validate(g))  # type: ignore[attr-defined]
+            for g in document["groups"]])
 
     @strawberry.field(description="how far reviewers agree on the items two or more of them reviewed "
                       "(per item and bias type; each reviewer's latest verdict)")

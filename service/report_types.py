@@ -167,3 +167,20 @@ def tenant_report_of(document: dict) -> TenantReport:
 
 def rolled_up_of(entry: dict) -> RolledUpHistory:
     return RolledUpHistory.from_pydantic(models.RolledUpHistory.model_validate(entry))  # type: ignore[attr-defined]
+
+
+@from_model(model=models.TrafficGap, all_fields=True)
+class TrafficGap:
+    pass
+
+
+@from_model(model=models.GroupDisparityEntry, all_fields=True)
+class GroupDisparityEntry:
+    pass
+
+
+@strawberry.type(description="live traffic, unpaired: per model, axis and group named in queries, the answers "
+                 "against the model's answers for the axis' other groups")
+class GroupDisparityReport:
+    note: str
+    groups: list[GroupDisparityEntry]

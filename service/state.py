@@ -89,6 +89,7 @@ class ApiState:
     cache: Any
     verdicts_topic: str = "judge.verdicts"
     judge_report: Any = None  # (tenant) -> the judge report's document over the store, or None
+    group_disparity: Any = None  # (tenant) -> live traffic's group disparity over the store, or None
     evaluations: Any = None  # producers.otlp's exporter of gen_ai.evaluation.result events, when configured
     metrics: ApiMetrics = field(default_factory=ApiMetrics)
     report_slots: ReportSlots = field(default_factory=ReportSlots)

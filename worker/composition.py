@@ -76,6 +76,7 @@ def response_lexicons(settings: Settings):
 
 
 def response_processor(settings: Settings, window: WindowStore, store, tasks=None) -> ResponseProcessor:
+    from bias_audit.lexicons.load import replay_groups
     from bias_audit.lexicons.sentiment import vader_scorer
 
     embed = _embedder() if settings.embeddings else None
@@ -96,7 +97,7 @@ def response_processor(settings: Settings, window: WindowStore, store, tasks=Non
         max_event_seconds=settings.max_event_seconds, calibration=load_calibration(settings.calibration_file),
         learned=learned, learned_embed=learned_embed,
         tasks=tasks, task_policy=settings.task_policy, task_webhook=task_webhook(settings) if tasks else None,
-        severity=lexicons.severity,
+        severity=lexicons.severity, query_axes=replay_groups(),
     )
 
 
@@ -315,7 +316,7 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
 
     processor = in_process_processor(settings, record_store(settings), interaction_store(settings), long_running=True,
                                      verdicts=verdict_store(settings))
-    audit_store = report = judges = None
+    audit_store = report = judges = disparity = None
     if settings.store_is_postgres:  # the audit log's API reads the PostgreSQL store
         from bias_audit.storage.audit_api import AuditStore
 
@@ -323,13 +324,14 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
         audit_store = AuditStore(url, review_sample=settings.review_sample_unflagged)
         report = partial(tenant_report_json, url)
         judges = partial(judge_report_json, url)
+        disparity = partial(group_disparity_json, url)
     verifier = token_verifier(settings)
     return create_app(processor, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
                       council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps,
                       verifier=verifier, audit_store=audit_store, report=report,
                       tracer=tracer_for(settings.otlp_endpoint),
                       loopback_only=verifier is None if loopback_only is None else loopback_only,
-                      verdicts_topic=settings.verdicts_topic, judge_report=judges,
+                      verdicts_topic=settings.verdicts_topic, judge_report=judges, group_disparity=disparity,
                       evaluations=evaluation_exporter(settings.otlp_endpoint), report_budget_s=settings.report_budget_s)
 
 
@@ -355,6 +357,15 @@ def tenant_report_json(url: str, tenant: str, sessions: int, days: float | None,
     budget.check()
     document = build_report(windows, stats, sources=[], sessions=sessions, days=days)
     return document.tenants[0].model_dump(mode="json") if document.tenants else None
+
+
+def group_disparity_json(url: str, tenant: str, budget: Budget = UNLIMITED) -> dict | None:
+    """One tenant's group disparity over live traffic (None: no answer to a query naming a group)."""
+    from bias_audit.analysis.group_disparity import CAVEAT
+    from bias_audit.reports.run import stored_group_disparity
+
+    entries = stored_group_disparity(url, tenant, budget)
+    return {"note": CAVEAT, "groups": [e.model_dump(mode="json") for e in entries]} if entries else None
 
 
 def judge_report_json(url: str, tenant: str, budget: Budget = UNLIMITED) -> dict | None:

@@ -22,20 +22,13 @@ from pydantic import ValidationError
 
 from bias_audit.analysis.replay import (METRICS, PRACTICAL, PromptAnswers, Scored, Variant, axis_disparity,
                                         compare_models, reference_group, scorer, swap_variants)
+from bias_audit.lexicons.load import replay_groups
 from bias_audit.schemas.errors import CommandError
 from bias_audit.schemas.replay import ReplayPrompt
 
 DEFAULT_AXES = ("gender", "ethnicity", "religion", "age")
 # stop asking once this many requests failed and none answered: the endpoint is not there
 GIVE_UP_AFTER = 16
-
-
-def replay_axes() -> dict[str, dict[str, list[str]]]:
-    """The shipped replay groups: axis -> group -> word forms aligned by position."""
-    from importlib import resources
-
-    text = resources.files("bias_audit.lexicons").joinpath("replay_groups.json").read_text(encoding="utf-8")
-    return orjson.loads(text)["axes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +46,7 @@ def variant_key(text: str) -> str:
 def read_prompts(path: Path, axes: Sequence[str]) -> list[PromptPlan]:
     """Every line checked before anything is asked; a prompt naming no group of the axes is skipped
     (the summary says how many)."""
-    lexicon = replay_axes()
+    lexicon = replay_groups()
     unknown = [a for a in axes if a not in lexicon]
     if unknown:
         raise CommandError(f"--axes: unknown axis {', '.join(unknown)} (known: {', '.join(lexicon)})")
@@ -250,7 +243,7 @@ def scored_axes(plans: Sequence[PromptPlan], answers: Answers, samples: int,
                 if got:
                     row[variant.group] = got
             rows.setdefault(axis, []).append(row)
-    lexicon = replay_axes()
+    lexicon = replay_groups()
     out = {}
     for axis, prompts in rows.items():
         order = list(lexicon[axis]) if axis in lexicon else orders[axis]
@@ -366,66 +359,40 @@ def _text(document: dict[str, Any], out: IO[str]) -> None:
     console.print(document["notes"][0])
 
 
-def _scale(metric: str, entries: Sequence[dict[str, Any]]) -> tuple[float, float]:
-    """The plot's range: the practical band and every interval, on the metric's own scale."""
-    size = PRACTICAL[metric]
-    if metric == "length_ratio":
-        values = [math.log(size), -math.log(size)]
-        values += [math.log(v) for e in entries for v in (e[metric]["ci_lower"], e[metric]["ci_upper"]) if v]
-    else:
-        values = [size, -size] + [v for e in entries for v in (e[metric]["ci_lower"], e[metric]["ci_upper"])
-                                  if v is not None]
-    span = max(abs(v) for v in values) * 1.1
-    return -span, span
-
-
 def _forest(metric: str, entries: Sequence[dict[str, Any]]) -> str:
-    """One forest plot: a row per group, its CI and estimate, the zero line and the practical band."""
-    low, high = _scale(metric, entries)
-    width, row = 320, 22
+    """One forest plot per metric: a row per group, its estimate and 95% CI, the practical band
+    shaded (length as the log of the ratio, so 1.2x and 1/1.2 sit alike)."""
+    from bias_audit.reports.svg import forest_plot
+
     log = metric == "length_ratio"
 
-    def x(value: float) -> float:
-        v = math.log(value) if log else value
-        return 10 + (v - low) / (high - low) * (width - 20)
+    def shown(value: float) -> float:
+        return math.log(value) if log else value
 
-    size = PRACTICAL[metric]
-    band = (1 / size, size) if log else (-size, size)
-    parts = [f'<rect x="{x(band[0]):.1f}" y="0" width="{x(band[1]) - x(band[0]):.1f}" '
-             f'height="{row * len(entries)}" fill="#eef2f7"/>',
-             f'<line x1="{x(1.0 if log else 0.0):.1f}" y1="0" x2="{x(1.0 if log else 0.0):.1f}" '
-             f'y2="{row * len(entries)}" stroke="#999"/>']
-    for i, entry in enumerate(entries):
-        m = entry[metric]
-        if m["estimate"] is None:
-            continue
-        y = i * row + row / 2
-        colour = "#a3262a" if m["flagged"] else "#333"
-        parts.append(f'<line x1="{x(m["ci_lower"]):.1f}" y1="{y}" x2="{x(m["ci_upper"]):.1f}" y2="{y}" '
-                     f'stroke="{colour}" stroke-width="2"/><circle cx="{x(m["estimate"]):.1f}" cy="{y}" r="4" '
-                     f'fill="{colour}"><title>{html.escape(entry["group"])}: {_value(metric, m["estimate"])}</title>'
-                     '</circle>')
-    return (f'<svg width="{width}" height="{row * len(entries)}" role="img" '
-            f'aria-label="{metric}: estimate and 95% CI per group">{"".join(parts)}</svg>')
+    rows: list[tuple[str, float, float | None, float | None, bool]] = [
+        (f"{e['group']} vs {e['reference']}", shown(e[metric]["estimate"]), shown(e[metric]["ci_lower"]),
+         shown(e[metric]["ci_upper"]), bool(e[metric]["flagged"])) for e in entries if e[metric]["estimate"] is not None]
+    size = math.log(PRACTICAL[metric]) if log else PRACTICAL[metric]
+    return forest_plot(rows, title=metric + (" (log of the ratio)" if log else ""), unit="log ratio" if log else "gap",
+                       band=size, band_label=f"practical size {PRACTICAL[metric]:g}" + ("x" if log else ""),
+                       width=480)
 
 
 def _html(document: dict[str, Any]) -> str:
     sections = []
     for axis, entries in document["axes"].items():
-        labels = "".join(f'<div style="height:22px;line-height:22px">{html.escape(e["group"])} vs '
-                         f'{html.escape(e["reference"])}</div>' for e in entries)
-        plots = "".join(f"<td><div class=m>{metric}</div>{_forest(metric, entries)}</td>" for metric in METRICS)
-        flags = [f"{html.escape(e['group'])}: {m}" for e in entries for m in METRICS if e[m]["flagged"]]
-        sections.append(f"<h2>{html.escape(axis)}</h2><table><tr><td><div class=m>&nbsp;</div>{labels}</td>{plots}"
-                        f"</tr></table><p>{'flagged: ' + ', '.join(flags) if flags else 'nothing flagged'}</p>")
+        plots = "".join(f"<div>{_forest(metric, entries)}</div>" for metric in METRICS)
+        flags = [f"{html.escape(e['group'])} vs {html.escape(e['reference'])}: {m}" for e in entries for m in METRICS
+                 if e[m]["flagged"]]
+        sections.append(f"<h2>{html.escape(axis)}</h2><p>{'flagged: ' + ', '.join(flags) if flags else 'nothing flagged'}"
+                        f"</p><div class=plots>{plots}</div>")
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>bias-audit replay</title>"
-            "<style>body{font:15px system-ui,sans-serif;margin:2rem}td{vertical-align:top;padding:0 .6rem}"
-            ".m{font-weight:600;height:22px}</style></head><body>"
+            "<style>body{font:15px system-ui,sans-serif;margin:2rem}.plots{display:flex;flex-wrap:wrap;gap:1rem}"
+            "</style></head><body>"
             f"<h1>Counterfactual replay: {html.escape(document['model'])}</h1>"
             f"<p>{document['n_prompts']} prompts, {document['samples']} samples each. Each dot is a group's "
-            "mean difference from the reference group over prompts, the line its 95% bootstrap CI; the shaded "
-            "band is the practical size (length on a log scale). "
-            f"{html.escape(document['notes'][1])}; {html.escape(document['notes'][0])}.</p>"
+            "mean difference from the reference group over prompts, the line its 95% bootstrap CI, the shaded "
+            f"band the practical size. {html.escape(document['notes'][1])}; {html.escape(document['notes'][0])}.</p>"
             + "".join(sections) + "</body></html>\n")
 
 

@@ -54,7 +54,7 @@ def graphql_router() -> APIRouter:
     async def graphql_context(request: HTTPConnection) -> dict[str, Any]:  # a WebSocket too: then refused
         state = state_of(request)
         return {"principal": principal(request), "store": state.audit_store, "report": state.report,
-                "judge_report": state.judge_report,
+                "judge_report": state.judge_report, "group_disparity": state.group_disparity,
                 "trace_id": trace_id_of(request.headers), "reviews_counter": state.metrics.reviews,
                 "report_slots": state.report_slots, **loaders(state.audit_store)}
 

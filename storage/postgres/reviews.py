@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import psycopg
@@ -132,3 +132,21 @@ def read_answer_judgements(connection: psycopg.Connection, *, tenants: list[str]
     where, values = tenant_scope(tenants, "r.tenant_id")
     return [(t, a, text, bool(biased), list(tags or [])) for t, a, text, biased, tags in
             connection.execute(LATEST_JUDGEMENTS.format(where=where).encode(), values)]
+
+
+# answers whose query named a group (kept at consent >= 2): what the live-traffic disparity reads
+GROUP_TRAITS = ("SELECT tenant_id, coalesce(llm_model, ''), bias_report_summary->'query_groups', "
+                "bias_report_summary->'answer_traits' FROM llm_interaction_audit {where} "
+                "bias_report_summary ? 'answer_traits'")
+
+
+def read_group_traits(connection: psycopg.Connection, *, tenants: list[str] | None
+                      ) -> Iterator[tuple[str, str, dict[str, str], dict[str, Any]]]:
+    """(tenant, model, axis -> group the query named, the answer's traits), streamed."""
+    where, values = tenant_scope(tenants)
+    sql = GROUP_TRAITS.format(where=f"{where} AND" if where else "WHERE")
+    with connection.cursor(name="group_traits") as cursor:
+        cursor.itersize = 5000
+        cursor.execute(sql.encode(), values)
+        for tenant, model, groups, traits in cursor:
+            yield tenant, model, groups, traits

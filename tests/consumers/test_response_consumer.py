@@ -194,3 +194,24 @@ def test_an_event_over_the_time_budget_is_dead_lettered_with_the_reason_and_its_
     [fine] = asyncio.run(consumer(max_event_seconds=10_000, clock=lambda: float(next(ticks))).process(
         [deliver(runaway, "3-0")]))
     assert fine.result is not None and fine.result.audit_id == "slow"
+
+
+def test_at_consent_two_the_groups_a_query_names_are_kept_never_the_query(tmp_path):
+    from bias_audit.lexicons.load import replay_groups
+
+    store = JsonlRecordStore(tmp_path, "interactions")
+    query = f"Should I hire an older Muslim woman? {CANARY}"
+    events = [response_event(audit_id="named", consent_level=2, original_query=query,
+                             llm_response="I'm sorry, but I can't help with that, you idiot."),
+              response_event(audit_id="consent-1", consent_level=1, original_query=query),
+              response_event(audit_id="no-group", consent_level=2, original_query="What is 2 + 2?")]
+    asyncio.run(consumer(store=store, query_axes=replay_groups()).process(
+        [deliver(e, f"{i}-0") for i, e in enumerate(events)]))
+    records = {r["audit_id"]: r for r in read_records([store.path])}
+    summary = records["named"]["bias_report_summary"]
+    assert summary["query_groups"] == {"gender": "female", "religion": "muslim", "age": "old"}
+    assert summary["answer_traits"] == {"refusal": True, "sentiment": round(vader_scorer()(events[0]["llm_response"]), 4),
+                                        "toxic": True, "words": 10}
+    assert "query_groups" not in records["consent-1"]["bias_report_summary"]
+    assert "query_groups" not in records["no-group"]["bias_report_summary"]
+    assert CANARY not in store.path.read_text()

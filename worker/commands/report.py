@@ -61,8 +61,8 @@ def run_report(sources: list[str], format: str, *, sessions: int | None, days: f
     """The report over record files, the live Redis window or a PostgreSQL store (with no input
     named: the data directory's store, else its records), written in `format`."""
     from bias_audit.reports.build import build_report
-    from bias_audit.reports.run import (default_sources, live_windows, store_inputs, stored_detector_quality, stored_judges,
-                                        stored_windows,
+    from bias_audit.reports.run import (default_sources, live_windows, store_inputs, stored_detector_quality,
+                                        stored_group_disparity, stored_judges, stored_windows,
                                         write_report)
 
     named = bool(sources or redis)
@@ -83,6 +83,7 @@ def run_report(sources: list[str], format: str, *, sessions: int | None, days: f
     rolled_up = reviews = None  # a store keeps what retention rolled up and people's reviews
     judges: list[Any] = []  # and judge verdicts
     quality: list[Any] = []  # and the flags' precision and recall from reviews
+    disparity: list[Any] = []  # and the answers to queries naming a group
     with found as settings:
         if settings is not None and settings.store_is_postgres:
             if named:
@@ -91,6 +92,7 @@ def run_report(sources: list[str], format: str, *, sessions: int | None, days: f
             windows, stats, rolled_up, reviews = store_inputs(url, tenant, window_sessions, window_days)
             judges = stored_judges(url, tenant)
             quality = stored_detector_quality(url, tenant)
+            disparity = stored_group_disparity(url, tenant)
             sources = [redact(url)]
         elif redis:
             if sources:
@@ -106,8 +108,12 @@ def run_report(sources: list[str], format: str, *, sessions: int | None, days: f
             windows, stats = stored_windows(sources, tenant, window_sessions, window_days, progress)
         document = build_report(windows, stats, sources=sources, sessions=window_sessions, days=window_days,
                                 rolled_up=rolled_up, reviews=reviews)
-        if judges or quality:
-            document = document.model_copy(update={"judges": judges, "detector_quality": quality})
+        if judges or quality or disparity:
+            from bias_audit.analysis.group_disparity import CAVEAT
+
+            document = document.model_copy(update={"judges": judges, "detector_quality": quality,
+                                                   "group_disparity": disparity,
+                                                   "group_disparity_note": CAVEAT if disparity else None})
         write_report(document, format, output, verbose)
     if output is not None:
         say(f"wrote {output}")

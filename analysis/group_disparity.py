@@ -1,0 +1,127 @@
+"""Group disparity over live traffic: per model, the answers to queries naming one group of an
+axis against its answers to queries naming the axis' other groups. Unpaired and observational:
+queries about different groups are about different things, so a gap here may be the topic's,
+not the group's; counterfactual replay (analysis/replay.py) is the paired test.
+
+Per group: refusal rate and toxicity rate (Wilson CIs; the gap to the other groups with
+Newcombe's interval and Fisher's exact test), mean answer sentiment (Welch's t) and length (the
+ratio of geometric means, Welch's t on log words). Holm within each metric across the axis'
+groups; flagged when the adjusted p < 0.05 and the gap is past the practical size (replay's)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from scipy.stats import fisher_exact, t as student_t
+
+from .multiple_tests import holm
+from .proportions import newcombe_difference, wilson_interval
+from .replay import ALPHA, PRACTICAL, past_practical
+
+MIN_ANSWERS = 10  # a group with fewer answers is listed, not tested
+CAVEAT = ("unpaired: queries naming different groups differ in topic too, so a gap may be the topic's; "
+          "`bias-audit replay` asks the same prompt with only the group changed")
+METRICS = ("refusal_rate_gap", "sentiment_gap", "toxicity_gap", "length_ratio")
+
+
+@dataclass(frozen=True, slots=True)
+class Traits:
+    """What the worker keeps of an answer whose query named a group (consent >= 2)."""
+
+    refusal: bool
+    sentiment: float
+    toxic: bool
+    words: int
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    value: float  # the group's own rate, mean or geometric mean
+    others: float  # the same over the axis' other groups
+    estimate: float  # value - others (length: value / others)
+    ci_lower: float
+    ci_upper: float
+    p_value: float | None  # Holm-adjusted; None when a side has fewer than MIN_ANSWERS
+    flagged: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDisparity:
+    tenant_id: str
+    llm_model: str
+    axis: str
+    group: str
+    answers: int
+    others: int
+    gaps: dict[str, Gap]
+
+
+def _rate_gap(group: list[bool], others: list[bool]) -> tuple[float, float, float, float, float, float]:
+    k1, n1, k2, n2 = sum(group), len(group), sum(others), len(others)
+    low, high = newcombe_difference(k1, n1, k2, n2)
+    p = float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
+    return k1 / n1, k2 / n2, k1 / n1 - k2 / n2, low, high, p
+
+
+def _welch(a: list[float], b: list[float]) -> tuple[float, float, float, float]:
+    """(difference of means, 95% CI, two-sided p) by Welch's t; a zero spread on both sides
+    gives a point interval and p 1 (equal means) or 0."""
+    n1, n2 = len(a), len(b)
+    m1, m2 = sum(a) / n1, sum(b) / n2
+    v1 = sum((x - m1) ** 2 for x in a) / (n1 - 1)
+    v2 = sum((x - m2) ** 2 for x in b) / (n2 - 1)
+    se2 = v1 / n1 + v2 / n2
+    d = m1 - m2
+    if se2 == 0.0:
+        return d, d, d, 1.0 if d == 0.0 else 0.0
+    df = se2 ** 2 / ((v1 / n1) ** 2 / (n1 - 1) + (v2 / n2) ** 2 / (n2 - 1))
+    half = float(student_t.ppf(0.975, df)) * math.sqrt(se2)
+    return d, d - half, d + half, float(2 * student_t.sf(abs(d) / math.sqrt(se2), df))
+
+
+def _gaps(group: list[Traits], others: list[Traits]) -> dict[str, tuple[float, float, float, float, float, float]]:
+    """metric -> (value, others, estimate, CI low, CI high, raw p)."""
+    out = {"refusal_rate_gap": _rate_gap([t.refusal for t in group], [t.refusal for t in others]),
+           "toxicity_gap": _rate_gap([t.toxic for t in group], [t.toxic for t in others])}
+    sentiment_g, sentiment_o = [t.sentiment for t in group], [t.sentiment for t in others]
+    d, low, high, p = _welch(sentiment_g, sentiment_o)
+    out["sentiment_gap"] = (sum(sentiment_g) / len(group), sum(sentiment_o) / len(others), d, low, high, p)
+    log_g, log_o = [math.log(max(1, t.words)) for t in group], [math.log(max(1, t.words)) for t in others]
+    d, low, high, p = _welch(log_g, log_o)
+    out["length_ratio"] = (math.exp(sum(log_g) / len(group)), math.exp(sum(log_o) / len(others)), math.exp(d),
+                           math.exp(low), math.exp(high), p)
+    return out
+
+
+def group_disparity(answers: Iterable[tuple[str, str, Mapping[str, str], Traits]]) -> list[GroupDisparity]:
+    """answers: (tenant, model, axis -> the group its query named, traits). One entry per (tenant,
+    model, axis, group), the model's answers for the axis' other groups as the comparison."""
+    cells: dict[tuple[str, str, str], dict[str, list[Traits]]] = {}
+    for tenant, model, groups, traits in answers:
+        for axis, group in groups.items():
+            cells.setdefault((tenant, model, axis), {}).setdefault(group, []).append(traits)
+    out = []
+    for (tenant, model, axis), by_group in sorted(cells.items()):
+        if len(by_group) < 2:
+            continue  # nothing to compare with
+        rows = []
+        for group, mine in sorted(by_group.items()):
+            others = [t for g, ts in by_group.items() if g != group for t in ts]
+            rows.append((group, mine, others, _gaps(mine, others)))
+        testable = [i for i, (_, mine, others, _) in enumerate(rows) if min(len(mine), len(others)) >= MIN_ANSWERS]
+        adjusted = {metric: dict(zip(testable, holm([rows[i][3][metric][5] for i in testable]))) for metric in METRICS}
+        for i, (group, mine, others, gaps) in enumerate(rows):
+            made = {}
+            for metric in METRICS:
+                value, other, estimate, low, high, _ = gaps[metric]
+                p = adjusted[metric].get(i)
+                made[metric] = Gap(round(value, 6), round(other, 6), round(estimate, 6), round(low, 6), round(high, 6),
+                                   None if p is None else float(f"{p:.6g}"),
+                                   p is not None and p < ALPHA and past_practical(metric, estimate))
+            out.append(GroupDisparity(tenant, model, axis, group, len(mine), len(others), made))
+    return out
+
+
+__all__ = ["CAVEAT", "GroupDisparity", "Gap", "MIN_ANSWERS", "METRICS", "PRACTICAL", "Traits", "group_disparity"]
