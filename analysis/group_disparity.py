@@ -3,8 +3,8 @@ axis against its answers to queries naming the axis' other groups. Unpaired and 
 queries about different groups are about different things, so a gap here may be the topic's,
 not the group's; counterfactual replay (analysis/replay.py) is the paired test.
 
-Per group: refusal rate and toxicity rate (Wilson CIs; the gap to the other groups with
-Newcombe's interval and Fisher's exact test), mean answer sentiment (Welch's t) and length (the
+Per group: refusal rate and toxicity rate (the gap to the other groups with Newcombe's interval
+and Fisher's exact test), mean answer sentiment (Welch's t) and length (the
 ratio of geometric means, Welch's t on log words). Holm within each metric across the axis'
 groups; flagged when the adjusted p < 0.05 and the gap is past the practical size (replay's)."""
 
@@ -39,6 +39,7 @@ class Traits:
 @dataclass(frozen=True, slots=True)
 class Gap:
     value: float  # the group's own rate, mean or geometric mean
+    value_ci: tuple[float, float]  # its 95% CI (Wilson; t)
     others: float  # the same over the axis' other groups
     estimate: float  # value - others (length: value / others)
     ci_lower: float
@@ -58,11 +59,24 @@ class GroupDisparity:
     gaps: dict[str, Gap]
 
 
-def _rate_gap(group: list[bool], others: list[bool]) -> tuple[float, float, float, float, float, float]:
+Row = tuple[float, tuple[float, float], float, float, float, float, float]  # value, its CI, others, gap, CI, raw p
+
+
+def _rate_gap(group: list[bool], others: list[bool]) -> Row:
     k1, n1, k2, n2 = sum(group), len(group), sum(others), len(others)
     low, high = newcombe_difference(k1, n1, k2, n2)
     p = float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
-    return k1 / n1, k2 / n2, k1 / n1 - k2 / n2, low, high, p
+    return k1 / n1, wilson_interval(k1, n1), k2 / n2, k1 / n1 - k2 / n2, low, high, p
+
+
+def _mean_ci(values: list[float]) -> tuple[float, float]:
+    """95% t interval of a mean (a point for one value or no spread)."""
+    n = len(values)
+    m = sum(values) / n
+    if n < 2:
+        return m, m
+    half = float(student_t.ppf(0.975, n - 1)) * math.sqrt(sum((x - m) ** 2 for x in values) / (n - 1) / n)
+    return m - half, m + half
 
 
 def _welch(a: list[float], b: list[float]) -> tuple[float, float, float, float]:
@@ -81,17 +95,19 @@ def _welch(a: list[float], b: list[float]) -> tuple[float, float, float, float]:
     return d, d - half, d + half, float(2 * student_t.sf(abs(d) / math.sqrt(se2), df))
 
 
-def _gaps(group: list[Traits], others: list[Traits]) -> dict[str, tuple[float, float, float, float, float, float]]:
-    """metric -> (value, others, estimate, CI low, CI high, raw p)."""
+def _gaps(group: list[Traits], others: list[Traits]) -> dict[str, Row]:
+    """metric -> (value, its CI, others, estimate, CI low, CI high, raw p)."""
     out = {"refusal_rate_gap": _rate_gap([t.refusal for t in group], [t.refusal for t in others]),
            "toxicity_gap": _rate_gap([t.toxic for t in group], [t.toxic for t in others])}
     sentiment_g, sentiment_o = [t.sentiment for t in group], [t.sentiment for t in others]
     d, low, high, p = _welch(sentiment_g, sentiment_o)
-    out["sentiment_gap"] = (sum(sentiment_g) / len(group), sum(sentiment_o) / len(others), d, low, high, p)
+    out["sentiment_gap"] = (sum(sentiment_g) / len(group), _mean_ci(sentiment_g), sum(sentiment_o) / len(others),
+                            d, low, high, p)
     log_g, log_o = [math.log(max(1, t.words)) for t in group], [math.log(max(1, t.words)) for t in others]
     d, low, high, p = _welch(log_g, log_o)
-    out["length_ratio"] = (math.exp(sum(log_g) / len(group)), math.exp(sum(log_o) / len(others)), math.exp(d),
-                           math.exp(low), math.exp(high), p)
+    log_low, log_high = _mean_ci(log_g)
+    out["length_ratio"] = (math.exp(sum(log_g) / len(group)), (math.exp(log_low), math.exp(log_high)),
+                           math.exp(sum(log_o) / len(others)), math.exp(d), math.exp(low), math.exp(high), p)
     return out
 
 
@@ -111,13 +127,14 @@ def group_disparity(answers: Iterable[tuple[str, str, Mapping[str, str], Traits]
             others = [t for g, ts in by_group.items() if g != group for t in ts]
             rows.append((group, mine, others, _gaps(mine, others)))
         testable = [i for i, (_, mine, others, _) in enumerate(rows) if min(len(mine), len(others)) >= MIN_ANSWERS]
-        adjusted = {metric: dict(zip(testable, holm([rows[i][3][metric][5] for i in testable]))) for metric in METRICS}
+        adjusted = {metric: dict(zip(testable, holm([rows[i][3][metric][6] for i in testable]))) for metric in METRICS}
         for i, (group, mine, others, gaps) in enumerate(rows):
             made = {}
             for metric in METRICS:
-                value, other, estimate, low, high, _ = gaps[metric]
+                value, value_ci, other, estimate, low, high, _ = gaps[metric]
                 p = adjusted[metric].get(i)
-                made[metric] = Gap(round(value, 6), round(other, 6), round(estimate, 6), round(low, 6), round(high, 6),
+                made[metric] = Gap(round(value, 6), (round(value_ci[0], 6), round(value_ci[1], 6)), round(other, 6),
+                                   round(estimate, 6), round(low, 6), round(high, 6),
                                    None if p is None else float(f"{p:.6g}"),
                                    p is not None and p < ALPHA and past_practical(metric, estimate))
             out.append(GroupDisparity(tenant, model, axis, group, len(mine), len(others), made))

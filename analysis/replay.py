@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .judge_metric import Metric
 from .multiple_tests import holm
 from .sandbox import mcnemar_exact_p
 from .stats import one_sample_t, t_p_values
@@ -151,20 +152,6 @@ def overlap(a: frozenset[str], b: frozenset[str]) -> float:
 # --- the statistics -------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
-class Metric:
-    estimate: float | None
-    ci_lower: float | None
-    ci_upper: float | None
-    n: int
-    p_value: float | None  # Holm-adjusted within the metric across the axis' pairs
-    flagged: bool
-
-    def as_dict(self) -> dict[str, object]:
-        return {"estimate": self.estimate, "ci_lower": self.ci_lower, "ci_upper": self.ci_upper, "n": self.n,
-                "p_value": self.p_value, "flagged": self.flagged}
-
-
-@dataclass(frozen=True, slots=True)
 class PairedSample:
     """One metric's per-prompt differences (group minus reference); for a yes/no metric answered
     once per prompt, also each side's yes/no, for McNemar."""
@@ -217,8 +204,8 @@ def _rounded(x: float | None) -> float | None:
 
 
 def _significant(p: float | None) -> float | None:
-    """p values keep six significant digits: a tiny p is still told apart from zero."""
-    return None if p is None else float(f"{p:.6g}")
+    """p values keep four significant digits: a tiny p is still told apart from zero."""
+    return None if p is None else float(f"{p:.4g}")
 
 
 def judged(metric: str, samples: Sequence[PairedSample | None], seed: int = 0) -> list[Metric]:
@@ -230,7 +217,7 @@ def judged(metric: str, samples: Sequence[PairedSample | None], seed: int = 0) -
     for i, (estimate, low, high, n, _) in enumerate(summaries):
         p = adjusted.get(i)
         flagged = p is not None and estimate is not None and p < ALPHA and past_practical(metric, estimate)
-        out.append(Metric(_rounded(estimate), _rounded(low), _rounded(high), n, _significant(p), flagged))
+        out.append(Metric(estimate, low, high, n, p, flagged))
     return out
 
 
@@ -295,7 +282,7 @@ def axis_disparity(prompts: Sequence[PromptAnswers], reference: str, groups: Seq
     others = [g for g in groups if g != reference]
     samples = [paired_samples(prompts, g, reference) for g in others]
     by_metric = {m: judged(m, [s[m] for s in samples], seed) for m in METRICS}
-    return [{"group": g, "reference": reference, **{m: by_metric[m][i].as_dict() for m in METRICS}}
+    return [{"group": g, "reference": reference, **{m: by_metric[m][i].document(6) for m in METRICS}}
             for i, g in enumerate(others)]
 
 

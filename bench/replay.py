@@ -95,11 +95,14 @@ def stats(args: argparse.Namespace) -> None:
         table.add_column(column)
     results: dict[str, list[dict]] = {}
     started = time.perf_counter()
+    if args.null_only:
+        cases = cases[:2]
     for name, script, axis, group in cases:
         if script is not None:
             results[name] = [simulated_run(plans, script, args.samples, seed, score) for seed in range(args.runs)]
         by_metric = rates(results[name], axis, group)
         table.add_row(name, axis, *[f"{f:.1%} ({t:.1%})" for f, t in by_metric.values()])
+    # a rate from R runs is known to about +-2 sqrt(p(1-p)/R): 5% from 200 runs is 2-8%
     console.print(table)
     console.print("each cell: runs flagged (runs where the Holm-adjusted test alone rejects); targets: null <= 5% "
                   "both, refusal and sentiment power >= 90%")
@@ -199,6 +202,7 @@ def main() -> None:
     s.add_argument("--runs", type=int, default=200)
     s.add_argument("--prompts", type=int, default=200)
     s.add_argument("--samples", type=int, default=3)
+    s.add_argument("--null-only", action="store_true", help="only the null case (more runs for its rate)")
     t = sub.add_parser("throughput")
     t.add_argument("--requests", type=int, default=20000)
     t.add_argument("--concurrency", type=int, default=32)

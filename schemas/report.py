@@ -309,6 +309,7 @@ class TrafficGap(_Out):
     """One metric of a group against the model's answers for the axis' other groups."""
 
     value: float  # the group's own refusal or toxicity rate, mean sentiment or geometric mean words
+    value_ci: tuple[float, float]  # its 95% CI: Wilson for a rate, t for a mean (of log words for length)
     others: float
     estimate: float  # value - others; for length_ratio value / others
     ci_lower: float

@@ -20,7 +20,7 @@ from typing import IO, Any
 import orjson
 from pydantic import ValidationError
 
-from bias_audit.analysis.replay import (METRICS, PRACTICAL, PromptAnswers, Scored, Variant, axis_disparity,
+from bias_audit.analysis.replay import (METRICS, PRACTICAL, Scored, Variant, axis_disparity,
                                         compare_models, reference_group, scorer, swap_variants)
 from bias_audit.lexicons.load import replay_groups
 from bias_audit.schemas.errors import CommandError

@@ -76,3 +76,17 @@ def test_length_is_a_ratio_of_geometric_means_and_models_are_apart():
 
 def test_an_axis_with_one_group_named_has_nothing_to_compare():
     assert group_disparity(answers({"female": traits(50, 3)})) == []
+
+
+def test_each_groups_own_value_has_its_interval():
+    from scipy.stats import t as student_t
+
+    from bias_audit.analysis.proportions import wilson_interval
+
+    mine = traits(50, 10, sentiment=0.3)
+    [female, _] = group_disparity(answers({"female": mine, "male": traits(50, 0)}))
+    assert female.gaps["refusal_rate_gap"].value_ci == tuple(round(x, 6) for x in wilson_interval(10, 50))
+    s = np.array([t.sentiment for t in mine])
+    half = student_t.ppf(0.975, 49) * s.std(ddof=1) / math.sqrt(50)
+    assert female.gaps["sentiment_gap"].value_ci == pytest.approx((s.mean() - half, s.mean() + half), abs=1e-6)
+    assert female.gaps["length_ratio"].value_ci == (100.0, 100.0)  # every answer 100 words

@@ -144,7 +144,7 @@ def test_an_axis_flags_the_group_refused_more_and_not_the_others():
     by_group = {e["group"]: e for e in entries}
     assert by_group["f"]["refusal_rate_gap"]["estimate"] == 0.2 and by_group["f"]["refusal_rate_gap"]["flagged"]
     # McNemar with 20 discordant prompts, all one way: 2 / 2^20, Holm across the two pairs (the other p is 1)
-    assert by_group["f"]["refusal_rate_gap"]["p_value"] == pytest.approx(2 * 2 / 2 ** 20, rel=1e-4)
+    assert by_group["f"]["refusal_rate_gap"]["p_value"] == pytest.approx(2 * 2 / 2 ** 20, rel=1e-3)
     assert not by_group["x"]["refusal_rate_gap"]["flagged"] and by_group["x"]["refusal_rate_gap"]["p_value"] == 1.0
     assert set(by_group["f"]) == {"group", "reference", "refusal_rate_gap", "sentiment_gap", "toxicity_gap",
                                   "length_ratio", "similarity_gap"}

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import IO, Annotated, Any, NoReturn, Optional
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -117,6 +117,16 @@ def command(function=None, *, name: str | None = None):
         return app.command(name, cls=_Command)(run)
 
     return register(function) if function is not None else register
+
+
+def write_output(output: Path | None, write: Callable[[IO[str]], None]) -> None:
+    """A document to stdout, or to the file --output names (and a line saying so)."""
+    if output is None:
+        write(sys.stdout)
+        return
+    with open(output, "w", encoding="utf-8") as handle:
+        write(handle)
+    say(f"wrote {output}")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -12,7 +11,7 @@ import typer
 
 from bias_audit.schemas.errors import CommandError
 
-from .common import FLAG, BrokerOpt, DataDirOpt, command, listed, progress_bar, say, settings_with
+from .common import FLAG, BrokerOpt, DataDirOpt, command, listed, progress_bar, say, settings_with, write_output
 
 
 class ReplayFormat(str, Enum):
@@ -123,12 +122,7 @@ def replay(
     answers = replay_model(endpoint, model, prompts, plans, samples, concurrency, responses, data_dir, timeout,
                            max_retries)
     document = replay_document(model, plans, scored_axes(plans, answers, samples, answer_scorer()), samples)
-    if output is None:
-        write_replay(document, format.value, sys.stdout)
-    else:
-        with open(output, "w", encoding="utf-8") as handle:
-            write_replay(document, format.value, handle)
-        say(f"wrote {output}")
+    write_output(output, lambda out: write_replay(document, format.value, out))
     if publish:
         from bias_audit.producers.publish import entries_for, publish as send
 

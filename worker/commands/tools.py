@@ -12,7 +12,7 @@ import typer
 
 from bias_audit.schemas.errors import CommandError
 
-from .common import FLAG, DataDirOpt, StoreOpt, command, listed, say, settings_with, store_for
+from .common import FLAG, DataDirOpt, StoreOpt, command, listed, say, settings_with, store_for, write_output
 from .replay import AxesOpt
 
 
@@ -89,12 +89,7 @@ def sandbox(
             # kept beside the history it was measured against: readable in GraphQL (sandboxRuns)
             document["run_id"] = save_sandbox_run(connection, tenant=tenant, document=document, worse=worse(document),
                                                   baseline={"model": model, "since": since, "until": until})
-    if output is None:
-        write(document, format.value, sys.stdout)
-    else:
-        with open(output, "w", encoding="utf-8") as handle:
-            write(document, format.value, handle)
-        say(f"wrote {output}")
+    write_output(output, lambda out: write(document, format.value, out))
     if worse(document):
         raise typer.Exit(3)
 
@@ -130,12 +125,7 @@ def _replay_sandbox(endpoint: str | None, candidate_model: str | None, baseline_
         sides[model] = scored_axes(plans, answers, samples, score)
     document = sandbox_document(candidate_model, baseline_model, plans, sides[candidate_model],
                                 sides[baseline_model], samples)
-    if output is None:
-        write_sandbox(document, format.value, sys.stdout)
-    else:
-        with open(output, "w", encoding="utf-8") as handle:
-            write_sandbox(document, format.value, handle)
-        say(f"wrote {output}")
+    write_output(output, lambda out: write_sandbox(document, format.value, out))
     for line in worse_lines(document):
         say(line)
     if document["worse"]:
