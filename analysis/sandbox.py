@@ -14,9 +14,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import binomtest, fisher_exact
+from scipy.stats import fisher_exact
 
-from .multiple_tests import holm
+from .multiple_tests import binomial_two_sided_half, holm
 from .proportions import Z95, newcombe_difference
 
 ALPHA = 0.05
@@ -46,7 +46,8 @@ def agresti_min_paired(b: int, c: int, n: int, z: float = Z95) -> tuple[float, f
 
 
 def mcnemar_exact_p(b: int, c: int) -> float:
-    return 1.0 if b + c == 0 else float(binomtest(min(b, c), b + c, 0.5).pvalue)
+    """Exact McNemar: the two-sided binomial test of the discordant pairs against 1/2."""
+    return binomial_two_sided_half(min(b, c), b + c)
 
 
 def compare(baseline: Sequence[frozenset[str]], candidate: Sequence[frozenset[str]],
