@@ -322,12 +322,9 @@ def _value(metric: str, value: float | None) -> str:
 
 
 def write_replay(document: dict[str, Any], format: str, out: IO[str]) -> None:
-    if format == "json":
-        out.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif format == "html":
-        out.write(_html(document))
-    else:
-        _text(document, out)
+    from .sandbox import write_document
+
+    write_document(document, format, out, html=_html, text=_text)
 
 
 def _text(document: dict[str, Any], out: IO[str]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -102,12 +103,18 @@ def worse(document: dict[str, Any]) -> bool:
 
 
 def write(document: dict[str, Any], format: str, out: IO[str]) -> None:
+    write_document(document, format, out, html=_html, text=_text)
+
+
+def write_document(document: dict[str, Any], format: str, out: IO[str], *, html: Callable[[dict[str, Any]], str],
+                   text: Callable[[dict[str, Any], IO[str]], None]) -> None:
+    """A command's document as indented JSON, a self-contained HTML page or rich text."""
     if format == "json":
         out.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
     elif format == "html":
-        out.write(_html(document))
+        out.write(html(document))
     else:
-        _text(document, out)
+        text(document, out)
 
 
 def _text(document: dict[str, Any], out: IO[str]) -> None:
