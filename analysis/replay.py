@@ -188,7 +188,7 @@ def past_practical(metric: str, estimate: float) -> bool:
     return abs(estimate) >= size
 
 
-def _summary(metric: str, sample: PairedSample | None, seed: int) -> tuple[float | None, float | None, float | None, int, float | None]:
+def _summary(sample: PairedSample | None, seed: int) -> tuple[float | None, float | None, float | None, int, float | None]:
     if sample is None or len(sample.differences) == 0:
         return None, None, None, 0, None
     d = sample.differences
@@ -210,7 +210,7 @@ def _significant(p: float | None) -> float | None:
 
 def judged(metric: str, samples: Sequence[PairedSample | None], seed: int = 0) -> list[Metric]:
     """One metric over the axis' pairs: estimate, CI, Holm-adjusted p and the flag."""
-    summaries = [_summary(metric, s, seed) for s in samples]
+    summaries = [_summary(s, seed) for s in samples]
     tested = [i for i, s in enumerate(summaries) if s[4] is not None]
     adjusted = dict(zip(tested, holm([float(summaries[i][4]) for i in tested])))  # type: ignore[arg-type]
     out = []
@@ -310,18 +310,28 @@ def compare_models(candidate: Sequence[PromptAnswers], baseline: Sequence[Prompt
     across the pairs), and whether the candidate is worse."""
     others = [g for g in groups if g != reference]
     rows: list[dict[str, object]] = []
+    sides: dict[str, tuple[dict[str, PairedSample | None], dict[str, PairedSample | None]]] = {}
+    for group in others:
+        def both(i: int, least: int) -> bool:
+            return all(len(side[i].get(g) or ()) >= least for side in (candidate, baseline) for g in (group, reference))
+
+        # the same prompts on both sides, so the differences pair index by index; the similarity
+        # needs two answers a side, and is paired over the prompts that have them on both
+        kept = [i for i in range(min(len(candidate), len(baseline))) if both(i, 1)]
+        twice = [i for i in kept if both(i, 2)]
+        ours = paired_samples([candidate[i] for i in kept], group, reference)
+        theirs = paired_samples([baseline[i] for i in kept], group, reference)
+        ours["similarity_gap"] = paired_samples([candidate[i] for i in twice], group, reference)["similarity_gap"]
+        theirs["similarity_gap"] = paired_samples([baseline[i] for i in twice], group, reference)["similarity_gap"]
+        sides[group] = ours, theirs
     for metric in METRICS:
         entries: list[tuple[str, PairedSample | None, PairedSample | None, PairedSample | None]] = []
         for group in others:
-            kept = [i for i in range(min(len(candidate), len(baseline)))
-                    if candidate[i].get(group) and candidate[i].get(reference)
-                    and baseline[i].get(group) and baseline[i].get(reference)]
-            c = paired_samples([candidate[i] for i in kept], group, reference)[metric]
-            b = paired_samples([baseline[i] for i in kept], group, reference)[metric]
-            if c is None or b is None or len(c.differences) != len(b.differences):
+            c, b = sides[group][0][metric], sides[group][1][metric]
+            if c is None or b is None:
                 entries.append((group, None, None, None))
                 continue
-            entries.append((group, c, b, PairedSample(c.differences - b.differences, log_scale=False)))
+            entries.append((group, c, b, PairedSample(c.differences - b.differences)))
         tested = [i for i, e in enumerate(entries) if e[3] is not None and len(e[3].differences) > 0]
         raw = {i: paired_p(entries[i][3]) for i in tested}  # type: ignore[arg-type]
         keys = [i for i in tested if raw[i] is not None]
