@@ -26,10 +26,11 @@ from bias_audit.schemas.report import (
     SelfConsistency,
 )
 
-from .cross_session import MIN_SESSIONS, collecting, contrast_estimate, rounded
+from .cross_session import MIN_SESSIONS, collecting, contrast_estimate
 from .fixed_effects import Block, FitResult, Indicators, absorbed_least_squares
 from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
-from .stats import confidence_tier
+from .multiple_tests import benjamini_hochberg
+from .stats import confidence_tier, rounded
 from .window_cells import WindowCells
 
 Interval = tuple[float, float, float, float, float]  # estimate, se, ci_lower, ci_upper, p
@@ -48,20 +49,6 @@ class CouncilThresholds:
     style: float = 1.0  # points per unit of cosine similarity
     consistency_ratio: float = 1.5  # within-content SD over the council's
     min_points: int = 8  # a reviewer's slope needs this many sessions (or cells) to be tested
-
-
-def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
-    """BH-adjusted p-values (step-up, monotone), in the input order."""
-    p = np.asarray(p_values, dtype=np.float64)
-    n = len(p)
-    if n == 0:
-        return []
-    order = np.argsort(p)
-    scaled = p[order] * n / np.arange(1, n + 1)
-    adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
-    out = np.empty(n)
-    out[order] = np.minimum(adjusted, 1.0)
-    return [float(v) for v in out]
 
 
 @dataclass(frozen=True)

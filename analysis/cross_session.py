@@ -23,8 +23,8 @@ from bias_audit.schemas.report import (
 )
 
 from .fixed_effects import FitResult, Indicators, absorbed_least_squares
-from .special import chdtrc, ndtr
-from .stats import average_ranks, confidence_tier, fisher_ci
+from .special import chdtrc
+from .stats import average_ranks, confidence_tier, fisher_ci, fisher_p, pearson_arrays, pearson_from_sums, rounded
 from .window_cells import WindowCells
 
 MIN_SESSIONS = 10  # below this a metric says "collecting data"
@@ -53,17 +53,9 @@ def collecting(sample_size: int, sessions: int, status: str = "collecting data")
                     sessions=sessions, confidence=confidence_tier(sessions), status=status)
 
 
-def rounded(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None or not np.isfinite(value) else round(float(value), digits)
-
-
-def _pearson_from_sums(sums: np.ndarray) -> np.ndarray:
-    """r from (n, sx, sy, sxx, syy, sxy) rows; NaN where undefined."""
-    n, sx, sy, sxx, syy, sxy = sums.T
-    vx, vy = n * sxx - sx * sx, n * syy - sy * sy
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (n * sxy - sx * sy) / np.sqrt(vx * vy)
-    return np.where((vx > 0) & (vy > 0), np.clip(r, -1, 1), np.nan)
+def _defined(r: np.ndarray, defined: np.ndarray) -> float | None:
+    """A kernel's r rounded for the report, None where it is undefined."""
+    return rounded(float(r)) if defined else None
 
 
 def session_length_sums(cells: WindowCells) -> np.ndarray:
@@ -89,7 +81,7 @@ def cluster_bootstrap_ci(per_session: np.ndarray, replicates: int, seed: int) ->
         draws = rng.integers(0, sessions, (size, sessions), dtype=np.int32)  # int32 halves the memory traffic
         draws += (np.arange(size, dtype=np.int32) * sessions)[:, None]
         counts = np.bincount(draws.ravel(), minlength=size * sessions).reshape(size, sessions)
-        estimates.append(_pearson_from_sums(counts @ per_session))
+        estimates.append(pearson_from_sums(*(counts @ per_session).T))
         done += size
     r = np.concatenate(estimates)
     r = r[~np.isnan(r)]
@@ -128,7 +120,7 @@ def length_correlation(cells: WindowCells, thresholds: WindowThresholds) -> Leng
     base = dict(sample_size=n, sessions=sessions, confidence=confidence_tier(sessions))
     if sessions < MIN_SESSIONS or n < 4:
         return LengthCorrelation(point_estimate=None, ci_lower=None, ci_upper=None, status="collecting data", **base)
-    r = _pearson_from_sums(np.array([[n, x.sum(), y.sum(), x @ x, y @ y, x @ y]]))[0]
+    r = float(pearson_from_sums(n, x.sum(), y.sum(), x @ x, y @ y, x @ y))
     if np.isnan(r):
         return LengthCorrelation(point_estimate=None, ci_lower=None, ci_upper=None, status="not identifiable", **base)
     ci = fisher_ci(float(r), n)
@@ -137,12 +129,11 @@ def length_correlation(cells: WindowCells, thresholds: WindowThresholds) -> Leng
     boot = cluster_bootstrap_ci(session_length_sums(cells), thresholds.bootstrap_replicates, thresholds.bootstrap_seed)
     # The flag trusts the bootstrap interval: it does not pretend points in a session are independent.
     excludes_zero = boot is not None and (boot[0] > 0 or boot[1] < 0)
-    se = 1 / np.sqrt(n - 3)
-    p = float(2 * ndtr(-abs(np.arctanh(min(abs(r), 0.999999))) / se))
+    p = fisher_p(r, n)
     return LengthCorrelation(
         point_estimate=rounded(r), ci_lower=rounded(lo), ci_upper=rounded(hi), p_value=rounded(p, 6),
         bootstrap_ci_lower=rounded(boot[0]) if boot else None, bootstrap_ci_upper=rounded(boot[1]) if boot else None,
-        spearman=rounded(np.corrcoef(average_ranks(x), average_ranks(y))[0, 1]) if np.ptp(x) > 0 and np.ptp(y) > 0 else None,
+        spearman=_defined(*pearson_arrays(average_ranks(x), average_ranks(y))),
         flagged=bool(excludes_zero and abs(r) >= thresholds.length_correlation),
         **base,
     )
@@ -430,8 +421,7 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
         agreement = None
         if defined.sum() >= 3:
             others_mean = cells.score[defined] - loo[defined]  # = mean of the other peers' scores
-            if np.ptp(others_mean) > 0 and np.ptp(cells.score[defined]) > 0:
-                agreement = rounded(np.corrcoef(cells.score[defined], others_mean)[0, 1])
+            agreement = _defined(*pearson_arrays(cells.score[defined], others_mean))
         flags = []
         if offset.flagged:
             flags.append("HARSH" if (offset.point_estimate or 0) < 0 else "GENEROUS")

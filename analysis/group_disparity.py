@@ -19,6 +19,7 @@ from scipy.stats import fisher_exact, t as student_t
 from .multiple_tests import holm
 from .proportions import newcombe_difference, wilson_interval
 from .replay import ALPHA, PRACTICAL, past_practical
+from .stats import welch
 
 MIN_ANSWERS = 10  # a group with fewer answers is listed, not tested
 CAVEAT = ("unpaired: queries naming different groups differ in topic too, so a gap may be the topic's; "
@@ -79,20 +80,10 @@ def _mean_ci(values: list[float]) -> tuple[float, float]:
     return m - half, m + half
 
 
-def _welch(a: list[float], b: list[float]) -> tuple[float, float, float, float]:
-    """(difference of means, 95% CI, two-sided p) by Welch's t; a zero spread on both sides
-    gives a point interval and p 1 (equal means) or 0."""
-    n1, n2 = len(a), len(b)
-    m1, m2 = sum(a) / n1, sum(b) / n2
-    v1 = sum((x - m1) ** 2 for x in a) / (n1 - 1)
-    v2 = sum((x - m2) ** 2 for x in b) / (n2 - 1)
-    se2 = v1 / n1 + v2 / n2
-    d = m1 - m2
-    if se2 == 0.0:
-        return d, d, d, 1.0 if d == 0.0 else 0.0
-    df = se2 ** 2 / ((v1 / n1) ** 2 / (n1 - 1) + (v2 / n2) ** 2 / (n2 - 1))
-    half = float(student_t.ppf(0.975, df)) * math.sqrt(se2)
-    return d, d - half, d + half, float(2 * student_t.sf(abs(d) / math.sqrt(se2), df))
+def _mean_gap(a: list[float], b: list[float]) -> tuple[float, float, float, float]:
+    test = welch(a, b)
+    assert test is not None  # MIN_ANSWERS a side
+    return test.difference, test.low, test.high, test.p_value
 
 
 def _gaps(group: list[Traits], others: list[Traits]) -> dict[str, Row]:
@@ -100,11 +91,11 @@ def _gaps(group: list[Traits], others: list[Traits]) -> dict[str, Row]:
     out = {"refusal_rate_gap": _rate_gap([t.refusal for t in group], [t.refusal for t in others]),
            "toxicity_gap": _rate_gap([t.toxic for t in group], [t.toxic for t in others])}
     sentiment_g, sentiment_o = [t.sentiment for t in group], [t.sentiment for t in others]
-    d, low, high, p = _welch(sentiment_g, sentiment_o)
+    d, low, high, p = _mean_gap(sentiment_g, sentiment_o)
     out["sentiment_gap"] = (sum(sentiment_g) / len(group), _mean_ci(sentiment_g), sum(sentiment_o) / len(others),
                             d, low, high, p)
     log_g, log_o = [math.log(max(1, t.words)) for t in group], [math.log(max(1, t.words)) for t in others]
-    d, low, high, p = _welch(log_g, log_o)
+    d, low, high, p = _mean_gap(log_g, log_o)
     log_low, log_high = _mean_ci(log_g)
     out["length_ratio"] = (math.exp(sum(log_g) / len(group)), (math.exp(log_low), math.exp(log_high)),
                            math.exp(sum(log_o) / len(others)), math.exp(d), math.exp(low), math.exp(high), p)

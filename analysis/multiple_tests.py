@@ -1,10 +1,12 @@
-"""Tests many at once: Holm's step-down adjustment, and exact binomial tails without scipy.stats
-(half a second of a command's start-up)."""
+"""Tests many at once: Holm's step-down adjustment (family-wise error), Benjamini-Hochberg's
+step-up (false discovery rate), and exact binomial tails without scipy.stats (half a second of a
+command's start-up)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from scipy.special import bdtr, bdtrc
 
 
@@ -17,6 +19,20 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
         adjusted[index] = running
     return adjusted
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """BH-adjusted p-values (step-up, monotone), in the input order."""
+    p = np.asarray(p_values, dtype=np.float64)
+    n = len(p)
+    if n == 0:
+        return []
+    order = np.argsort(p)
+    scaled = p[order] * n / np.arange(1, n + 1)
+    adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
+    out = np.empty(n)
+    out[order] = np.minimum(adjusted, 1.0)
+    return [float(v) for v in out]
 
 
 def binomial_two_sided_half(k: int, n: int) -> float:

@@ -39,6 +39,7 @@ from .session_noise import (
     two_way_fit,
 )
 from .special import fdtrc, stdtr
+from .stats import average_ranks, correlation_t, pearson_arrays
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,30 +71,6 @@ class SessionAnalysis:
             if not own:
                 received.setdefault(models[int(m)], []).append((reviewers[int(r)], score))
         return received
-
-
-def _masked_pearson(x: np.ndarray, y: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pearson r along the last axis over masked cells; (r, defined): r is undefined below
-    2 points or without variance on either side."""
-    w = mask.astype(np.float64)
-    n = w.sum(-1)
-    safe_n = np.maximum(n, 1.0)
-    dx = (x - (x * w).sum(-1, keepdims=True) / safe_n[..., None]) * w
-    dy = (y - (y * w).sum(-1, keepdims=True) / safe_n[..., None]) * w
-    sxx, syy = (dx * dx).sum(-1), (dy * dy).sum(-1)
-    defined = (n >= 2) & (sxx > 1e-300) & (syy > 1e-300)
-    r = (dx * dy).sum(-1) / np.sqrt(np.where(defined, sxx * syy, 1.0))
-    return np.clip(r, -1.0, 1.0), defined
-
-
-def _average_ranks(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """1-based ranks among the masked cells of each row, ties sharing their average rank
-    (scipy.stats.rankdata 'average'): #smaller + (#equal + 1) / 2."""
-    w = mask[..., None, :]
-    smaller = ((x[..., None, :] < x[..., :, None]) & w).sum(-1)
-    equal = ((x[..., None, :] == x[..., :, None]) & w).sum(-1)
-    ranks: np.ndarray = smaller + (equal + 1) / 2.0
-    return ranks
 
 
 def _upper_tail_tests(t: np.ndarray, df: np.ndarray, tested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -200,7 +177,6 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: Sc
     many of length and position each session flags."""
     S, peer, P = a.score, a.peer, a.position
     pw = peer.astype(np.float64)
-    inf = np.inf
     with np.errstate(divide="ignore", invalid="ignore"):
         # Peer scores each model received.
         model_n = pw.sum(1)  # (B, M)
@@ -210,14 +186,13 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: Sc
 
         # Length: each candidate's words against its mean score from the other reviewers.
         length_n = scored.sum(1)
-        length_r, length_defined = _masked_pearson(a.words, model_mean, scored)
+        length_r, length_defined = pearson_arrays(a.words, model_mean, scored)
         length_defined &= length_n >= 3
-        ranks_x, ranks_y = _average_ranks(a.words, scored), _average_ranks(model_mean, scored)
-        spearman, spearman_defined = _masked_pearson(ranks_x, ranks_y, scored)
+        ranks_x, ranks_y = average_ranks(a.words, scored), average_ranks(model_mean, scored)
+        spearman, spearman_defined = pearson_arrays(ranks_x, ranks_y, scored)
         spearman_defined &= length_n >= 3
         length_df = length_n - 2.0
-        length_t = np.where(np.abs(length_r) >= 1.0, np.copysign(inf, length_r),
-                            length_r * np.sqrt(np.maximum(length_df, 0.0)) / np.sqrt(1.0 - length_r * length_r))
+        length_t = correlation_t(length_r, length_df)
 
         # Reviewers: mean and spread of the peer scores they gave.
         reviewer_n = pw.sum(2)  # (B, R)
@@ -235,7 +210,7 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: Sc
         offset = np.nan_to_num(offsets_from_effects(centred_effects(fit_reviewer, loo)))
         others = (model_total[:, None, :] - S) / np.maximum(model_n - 1.0, 1.0)[:, None, :]
         # Agreement: corr(score_i, rest-of-council mean) per reviewer with >= 3 candidates.
-        agree_r, agree_defined = _masked_pearson(S, others, loo)
+        agree_r, agree_defined = pearson_arrays(S, others, loo)
         agree_defined &= k >= 3
         agree_n = agree_defined.sum(1)
         agreement = np.where(agree_defined, agree_r, 0.0).sum(1) / np.maximum(agree_n, 1)

@@ -1,8 +1,10 @@
-"""Small-sample statistics done exactly, for one series at a time (reviewer profiles, windows).
+"""The statistics kernels every analysis calls: Pearson's r over arrays (with an optional mask,
+along the last axis, so a batch of sessions is one call) and from sums (windows, bootstrap
+replicates), the correlation's t, Fisher's z, average ranks, and exact t tails.
 
-Plain Python over short lists: at n <= 10 numpy's call overhead costs more than the arithmetic.
-Distribution tails come from scipy.special (exact t, not the normal approximation). The
-per-session audit vectorizes the same methods over a batch (analysis.session_audit).
+Distribution tails come from scipy.special (exact t, not the normal approximation). Means and
+spreads of one short series stay plain Python: at n <= 10 numpy's call overhead costs more than
+the arithmetic.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .special import ndtr, stdtr
+from .special import ndtr, stdtr, stdtrit
 
 Z_95 = 1.959963984540054
 
@@ -41,46 +44,56 @@ def sample_std(values: Sequence[float]) -> float:
     return math.sqrt(ss / (n - 1))
 
 
-def pearson_r(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Pearson r, or None when either side has no variance or n < 2."""
-    n = len(x)
-    if n < 2:
-        return None
-    mx, my = sum(x) / n, sum(y) / n
-    sxy = sxx = syy = 0.0
-    for xi, yi in zip(x, y):
-        dx = xi - mx
-        dy = yi - my
-        sxy += dx * dy
-        sxx += dx * dx
-        syy += dy * dy
-    if sxx <= 1e-300 or syy <= 1e-300:
-        return None
-    r = sxy / math.sqrt(sxx * syy)
-    return 1.0 if r > 1.0 else -1.0 if r < -1.0 else r
+def pearson_arrays(x: np.ndarray, y: np.ndarray, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pearson r along the last axis over the masked cells (every cell without a mask):
+    (r, defined); r is undefined below 2 points or without variance on either side."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    w = np.ones(x.shape) if mask is None else mask.astype(np.float64)
+    n = w.sum(-1)
+    safe_n = np.maximum(n, 1.0)[..., None]
+    dx = np.where(w > 0, x - (x * w).sum(-1, keepdims=True) / safe_n, 0.0)
+    dy = np.where(w > 0, y - (y * w).sum(-1, keepdims=True) / safe_n, 0.0)
+    sxx, syy = (dx * dx).sum(-1), (dy * dy).sum(-1)
+    defined = (n >= 2) & (sxx > 1e-300) & (syy > 1e-300)
+    r = (dx * dy).sum(-1) / np.sqrt(np.where(defined, sxx * syy, 1.0))
+    return np.clip(r, -1.0, 1.0), defined
 
 
-def correlation_t(r: float, n: int) -> tuple[int, float] | None:
-    """(df, t) of H0: rho = 0: t = r sqrt(n-2) / sqrt(1-r^2), df = n-2; |r| = 1 gives +-inf."""
-    df = n - 2
-    if df < 1:
-        return None
-    if abs(r) >= 1.0:
-        return (df, math.copysign(INF, r))
-    return (df, r * math.sqrt(df) / math.sqrt(1.0 - r * r))
+def pearson_from_sums(n: Any, sx: Any, sy: Any, sxx: Any, syy: Any, sxy: Any) -> np.ndarray:
+    """Pearson r from the sums n, sum x, sum y, sum x^2, sum y^2, sum xy (elementwise over arrays;
+    Python integers stay exact until the one division); NaN where either side has no variance."""
+    vx, vy = n * sxx - sx * sx, n * syy - sy * sy
+    defined = (np.asarray(vx) > 0) & (np.asarray(vy) > 0)
+    spread = np.asarray(vx, dtype=np.float64) * np.asarray(vy, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.asarray(n * sxy - sx * sy, dtype=np.float64) / np.sqrt(np.where(defined, spread, 1.0))
+    return np.where(defined, np.clip(r, -1.0, 1.0), np.nan)
+
+
+def correlation_t(r: Any, df: Any) -> np.ndarray:
+    """t of H0: rho = 0, elementwise: r sqrt(df) / sqrt(1 - r^2) with df = n - 2; |r| = 1 gives +-inf."""
+    r = np.asarray(r, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.abs(r) >= 1.0, np.copysign(INF, r),
+                        r * np.sqrt(np.maximum(df, 0.0)) / np.sqrt(1.0 - r * r))
 
 
 def correlation_p_value(r: float, n: int) -> float | None:
     """Exact two-sided p of H0: rho = 0 (t test, df = n-2)."""
-    return t_tails([correlation_t(r, n)], [])[0]
+    if n < 3:
+        return None
+    return t_tails([(n - 2, float(correlation_t(r, n - 2)))], [])[0]
+
+
+def _defined_r(x: Sequence[float], y: Sequence[float]) -> float | None:
+    r, defined = pearson_arrays(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+    return float(r) if defined else None
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> Correlation:
     """r with its exact p; both None below n = 3 ('insufficient') or with no variance."""
     n = len(x)
-    if n < 3:
-        return Correlation(None, None, n)
-    r = pearson_r(x, y)
+    r = _defined_r(x, y) if n >= 3 else None
     if r is None:
         return Correlation(None, None, n)
     return Correlation(r, correlation_p_value(r, n), n)
@@ -108,13 +121,18 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> Correlation:
     Bonett and Wright's se, so that p < 0.05 exactly when fisher_ci(rank=True) excludes 0; both
     None below n = 4 or with no variance."""
     n = len(x)
-    r = pearson_r(average_ranks(np.asarray(x, dtype=np.float64)).tolist(),
-                  average_ranks(np.asarray(y, dtype=np.float64)).tolist()) if n >= 4 else None
+    r = _defined_r(average_ranks(np.asarray(x, dtype=np.float64)),
+                   average_ranks(np.asarray(y, dtype=np.float64))) if n >= 4 else None
     if r is None:
         return Correlation(None, None, n)
+    return Correlation(r, fisher_p(r, n, rank=True), n)
+
+
+def fisher_p(r: float, n: int, *, rank: bool = False) -> float:
+    """Two-sided p of H0: rho = 0 by Fisher's z under fisher_se; 0 at |r| = 1."""
     if abs(r) >= 1.0:
-        return Correlation(r, 0.0, n)
-    return Correlation(r, 2.0 * float(ndtr(-abs(math.atanh(r)) / fisher_se(r, n, rank=True))), n)
+        return 0.0
+    return 2.0 * float(ndtr(-abs(math.atanh(r)) / fisher_se(r, n, rank=rank)))
 
 
 INF = float("inf")
@@ -164,17 +182,55 @@ def one_sample_t_p(values: Sequence[float]) -> float | None:
     return t_p_values([one_sample_t(values)], two_sided=True)[0]
 
 
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks, ties sharing their average rank (scipy.stats.rankdata's 'average'),
-    without importing scipy.stats (half a second of a report's start-up)."""
-    order = np.argsort(values, kind="mergesort")
-    ordered = values[order]
-    starts = np.r_[True, ordered[1:] != ordered[:-1]]
-    dense = np.cumsum(starts)
-    bounds = np.r_[np.flatnonzero(starts), len(values)]
-    ranks = np.empty(len(values))
-    ranks[order] = 0.5 * (bounds[dense - 1] + bounds[dense] + 1)
+@dataclass(frozen=True, slots=True)
+class MeanDifference:
+    difference: float  # mean a - mean b
+    low: float  # its 95% CI
+    high: float
+    p_value: float  # two-sided
+
+
+def welch(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> MeanDifference | None:
+    """Welch's t of mean a - mean b; None below 2 values a side. A zero spread on both sides gives
+    a point interval and p 1 (equal means) or 0."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = float(a.var(ddof=1)) / len(a), float(b.var(ddof=1)) / len(b)
+    d = float(a.mean() - b.mean())
+    se2 = va + vb
+    if se2 == 0.0:
+        return MeanDifference(d, d, d, 1.0 if d == 0.0 else 0.0)
+    df = se2**2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = float(stdtrit(df, 0.975)) * math.sqrt(se2)
+    return MeanDifference(d, d - half, d + half, float(2.0 * stdtr(df, -abs(d) / math.sqrt(se2))))
+
+
+def average_ranks(values: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """1-based ranks along the last axis among the masked cells (every cell without a mask), ties
+    sharing their average rank (scipy.stats.rankdata's 'average'), without importing scipy.stats
+    (half a second of a report's start-up). Cells outside the mask get finite ranks past the rest."""
+    values = np.asarray(values, dtype=np.float64)
+    if mask is not None:
+        values = np.where(mask, values, np.inf)
+    order = np.argsort(values, axis=-1, kind="mergesort")
+    ordered = np.take_along_axis(values, order, axis=-1)
+    k = values.shape[-1]
+    index = np.broadcast_to(np.arange(k), values.shape)
+    ties_before = np.zeros(values.shape, dtype=bool)
+    ties_before[..., 1:] = ordered[..., 1:] == ordered[..., :-1]
+    ties_after = np.zeros(values.shape, dtype=bool)
+    ties_after[..., :-1] = ties_before[..., 1:]
+    first = np.maximum.accumulate(np.where(ties_before, 0, index), axis=-1)
+    last = np.flip(np.minimum.accumulate(np.flip(np.where(ties_after, k, index), -1), axis=-1), -1)
+    ranks = np.empty(values.shape)
+    np.put_along_axis(ranks, order, 0.5 * (first + last) + 1.0, axis=-1)
     return ranks
+
+
+def rounded(value: float | None, digits: int = 4) -> float | None:
+    """value at `digits` decimals for a report; None for None, NaN or an infinity."""
+    return None if value is None or not np.isfinite(value) else round(float(value), digits)
 
 
 def confidence_tier(sessions: int) -> str:

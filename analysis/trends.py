@@ -8,25 +8,12 @@ import numpy as np
 from bias_audit.schemas.report import ChangePoint, TimeBucket, TrendTest
 
 from .digest import iso_ms
-from .special import ndtr, stdtr
+from .special import ndtr
+from .stats import pearson_arrays, rounded, welch
 from .window_cells import WindowCells
 
 MAD_TO_SD = 1.4826  # MAD of a normal sample x this = its standard deviation
 MIN_BUCKET = 10
-
-
-def welch_test(a: np.ndarray, b: np.ndarray) -> tuple[float, float] | None:
-    """(mean b - mean a, two-sided p) of Welch's t-test; None below 2 values a side."""
-    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
-    if len(a) < 2 or len(b) < 2:
-        return None
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    diff = float(b.mean() - a.mean())
-    if va + vb == 0:
-        return diff, (0.0 if diff else 1.0)
-    t = diff / np.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    return diff, float(2 * stdtr(df, -abs(t)))
 
 
 def _pooled_r(cells: WindowCells, sessions: np.ndarray | None = None) -> tuple[float | None, int]:
@@ -34,13 +21,8 @@ def _pooled_r(cells: WindowCells, sessions: np.ndarray | None = None) -> tuple[f
     if sessions is not None:
         keep = np.isin(session, sessions)
         x, y = x[keep], y[keep]
-    if len(x) < 4 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return None, len(x)
-    return float(np.corrcoef(x, y)[0, 1]), len(x)
-
-
-def _round(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None or not np.isfinite(value) else round(float(value), digits)
+    r, defined = pearson_arrays(x, y)
+    return (float(r) if defined and len(x) >= 4 else None), len(x)
 
 
 def timeline(cells: WindowCells, buckets: int = 10) -> list[TimeBucket]:
@@ -63,20 +45,20 @@ def timeline(cells: WindowCells, buckets: int = 10) -> list[TimeBucket]:
                 reviewer_offsets[name] = round(float(np.nanmean(column)), 4)
         out.append(TimeBucket(
             start=iso_ms(cells.digests[lo].ts_ms), end=iso_ms(cells.digests[hi - 1].ts_ms), sessions=int(hi - lo),
-            mean_score=_round(np.nanmean(means) + 1.0) if (~np.isnan(means)).any() else None,
-            length_correlation=_round(r), reviewer_offsets=reviewer_offsets,
+            mean_score=rounded(np.nanmean(means) + 1.0) if (~np.isnan(means)).any() else None,
+            length_correlation=rounded(r), reviewer_offsets=reviewer_offsets,
         ))
     return out
 
 
 def _trend(metric: str, subject: str, before: np.ndarray, after: np.ndarray, size: float, alpha: float) -> TrendTest:
-    test = welch_test(before, after)
     a, b = before[~np.isnan(before)], after[~np.isnan(after)]
-    diff, p = test if test else (None, None)
+    test = welch(b, a)
+    diff, p = (test.difference, test.p_value) if test else (None, None)
     return TrendTest(
         metric=metric, subject=subject,
-        previous=_round(a.mean()) if len(a) else None, current=_round(b.mean()) if len(b) else None,
-        difference=_round(diff), p_value=_round(p, 6), previous_sessions=len(a), current_sessions=len(b),
+        previous=rounded(a.mean()) if len(a) else None, current=rounded(b.mean()) if len(b) else None,
+        difference=rounded(diff), p_value=rounded(p, 6), previous_sessions=len(a), current_sessions=len(b),
         flagged=bool(p is not None and diff is not None and p < alpha and abs(diff) >= size),
     )
 
@@ -102,8 +84,8 @@ def compare_windows(
         z = (np.arctanh(min(max(r1, -0.999999), 0.999999)) - np.arctanh(min(max(r0, -0.999999), 0.999999)))
         z /= np.sqrt(1 / (n0 - 3) + 1 / (n1 - 3))
         p = float(2 * ndtr(-abs(z)))
-        tests.append(TrendTest(metric="length_correlation", subject="pooled", previous=_round(r0), current=_round(r1),
-                               difference=_round(r1 - r0), p_value=_round(p, 6), previous_sessions=previous.sessions,
+        tests.append(TrendTest(metric="length_correlation", subject="pooled", previous=rounded(r0), current=rounded(r1),
+                               difference=rounded(r1 - r0), p_value=rounded(p, 6), previous_sessions=previous.sessions,
                                current_sessions=current.sessions, flagged=bool(p < alpha and abs(r1 - r0) >= 0.2)))
     # Bonferroni over the family: a dozen tests at alpha each would flag noise in every other report
     family = len(tests)

@@ -21,7 +21,7 @@ from operator import add, mul, neg
 from typing import TYPE_CHECKING, NamedTuple
 
 from .session_noise import REFERENCE_SPAN
-from .stats import confidence_tier, fisher_ci
+from .stats import confidence_tier, fisher_ci, pearson_from_sums
 
 if TYPE_CHECKING:  # the report reads window bounds without the audit and result models
     from bias_audit.schemas.results import CorrelationEstimate, WindowSummary
@@ -116,18 +116,12 @@ def add_into(sums: dict[str, int], contribution: Mapping[str, int], sign: int) -
 
 
 def pooled_correlation(sums: Mapping[str, int]) -> tuple[float | None, int]:
-    """Pearson r from the integer sums: exact integer numerator and denominator terms."""
+    """Pearson r from the window's integer sums (exact until the one division), and its n."""
     n = sums.get(POINTS + "n", 0)
     if n < 3:
         return None, n
-    sx, sy = sums.get(POINTS + "x", 0), sums.get(POINTS + "y", 0)
-    vx = n * sums.get(POINTS + "xx", 0) - sx * sx
-    vy = n * sums.get(POINTS + "yy", 0) - sy * sy
-    if vx <= 0 or vy <= 0:
-        return None, n
-    cov = n * sums.get(POINTS + "xy", 0) - sx * sy
-    r = cov / math.sqrt(vx * vy)  # ints are exact; one rounding here
-    return max(-1.0, min(1.0, r)), n
+    r = float(pearson_from_sums(n, *(sums.get(POINTS + name, 0) for name in ("x", "y", "xx", "yy", "xy"))))
+    return (None if math.isnan(r) else r), n
 
 
 @lru_cache(maxsize=100_000)

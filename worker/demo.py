@@ -15,8 +15,10 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from bias_audit.analysis.reviewer_evidence import reviewer_evidence
+from bias_audit.analysis.tenant_report import tenant_report
 from bias_audit.producers.publish import entries_for, publish
+from bias_audit.reports.run import store_windows
+from bias_audit.schemas.report import Estimate, TenantReport
 from bias_audit.storage import postgres
 from bias_audit.storage.embedded_postgres import EmbeddedPostgres
 
@@ -28,7 +30,6 @@ from .embedded_redis import EmbeddedRedis
 from .logging_setup import configure_logging
 from .settings import Settings
 
-ALPHA = 0.01  # the demo claims a finding only on strong evidence
 RESPONSES = 40
 
 
@@ -61,6 +62,17 @@ async def _run_worker(settings: Settings, expected: int, console: Console) -> li
     return results
 
 
+def _value_p(estimate: Estimate | None) -> tuple[float | None, float | None]:
+    return (estimate.point_estimate, estimate.p_value) if estimate else (None, None)
+
+
+def _reviewer_report(store_url: str) -> TenantReport | None:
+    """What `bias-audit report --store` says of the demo's tenant: the checks read the report."""
+    windows, _ = store_windows(store_url, tenant=None, sessions=None, days=None)
+    window = next((w for w in windows if w.cells.sessions), None)
+    return tenant_report(window.cells, window.previous_sessions) if window else None
+
+
 def run_demo(sessions_file: Path | None = None) -> int:
     # the tables are the output: the worker's alerts (WARNING lines on stderr) would land between
     # them on a terminal; the demo shows what it found itself
@@ -89,6 +101,7 @@ def run_demo(sessions_file: Path | None = None) -> int:
             interactions = list(postgres.read_interactions(connection))
             stored_verdicts = list(read_verdicts(connection))
             stored = "\n".join(postgres.every_row_as_text(connection))  # every table: the raw queries are in none
+        report = _reviewer_report(store.url)
 
     results = [r for r in everything if r["source"] == "council.session"]
     queries = {e["original_query"] for e in responses} | {orjson.loads(line).get("query") for line in lines}
@@ -99,27 +112,34 @@ def run_demo(sessions_file: Path | None = None) -> int:
                   f"(raw queries: {'[red]found[/red]' if query_leaked else 'none'})")
     responses_ok = _response_table(console, responses, [r for r in everything if r["source"] == "llm.response"])
     judges_ok = _judge_table(console, stored_verdicts)
-    profiles = {p.reviewer: p for p in reviewer_evidence(records)}
-    # (reviewer, measure, profile field, its p field, large enough, per-session audit list or None)
-    checks = [
-        (samples.HARSH, "offset", "offset", "offset_p", lambda v: v < -1.0, "harsh_reviewers"),
-        (samples.LENGTH_LOVING, "length r", "length_correlation", "length_p", lambda v: v > 0.3, None),
-        (samples.PRIMACY, "1st place", "primacy", "primacy_p", lambda v: v > 0.5, None),
-        (samples.SELF_PREFERRING, "own-peers", "self_preference", "self_preference_p", lambda v: v > 1.0,
-         "self_preferring_reviewers"),
+    profiles = {p.reviewer: p for p in report.reviewers} if report else {}
+    drivers = report.finding_drivers if report else {}
+    def estimate(reviewer: str, field: str) -> Estimate | None:
+        return getattr(profiles[reviewer], field) if reviewer in profiles else None
+
+    def flagged_as(reviewer: str, flag: str) -> bool:
+        return reviewer in profiles and flag in profiles[reviewer].flags
+
+    position = report.position if report else None
+    # (reviewer, measure, value, p, found: what the report says of that reviewer, per-session audit list or None)
+    checks: list[tuple[str, str, float | None, float | None, bool, str | None]] = [
+        (samples.HARSH, "offset", *_value_p(estimate(samples.HARSH, "offset")), flagged_as(samples.HARSH, "HARSH"),
+         "harsh_reviewers"),
+        (samples.LENGTH_LOVING, "length r: driver", *_value_p(report.length_correlation if report else None),
+         samples.LENGTH_LOVING in (drivers.get("LENGTH_BIAS"), drivers.get("LENGTH_PREFERENCE_IN_SCORES")), None),
+        (samples.PRIMACY, "position: driver", None, position.p_value if position else None,
+         any(flag.startswith("POSITION_BIAS_") and name == samples.PRIMACY for flag, name in drivers.items()), None),
+        (samples.SELF_PREFERRING, "own-peers", *_value_p(estimate(samples.SELF_PREFERRING, "self_preference")),
+         flagged_as(samples.SELF_PREFERRING, "SELF_PREFERENCE"), "self_preferring_reviewers"),
     ]
-    table = Table(title="Injected biases, and what the audit found", show_lines=False)
+    table = Table(title="Injected biases, and what the report found", show_lines=False)
     table.add_column("reviewer", no_wrap=True)  # names whole: the other columns wrap instead
     table.add_column("injected")
     table.add_column("measure", no_wrap=True)
     for column in ("value", "p", "flagged", "found"):
         table.add_column(column)
     all_found = True
-    for reviewer, measure, field, p_field, large, audit_list in checks:
-        profile = profiles.get(reviewer)
-        value = getattr(profile, field) if profile else None
-        p_value = getattr(profile, p_field) if profile else None
-        found = value is not None and p_value is not None and large(value) and p_value < ALPHA
+    for reviewer, measure, value, p_value, found, audit_list in checks:
         all_found &= found
         flagged = "-" if audit_list is None else f"{sum(reviewer in r['audit'][audit_list] for r in results)}/{len(results)}"
         table.add_row(reviewer, samples.INJECTED[reviewer], measure, _fmt(value), _p(p_value), flagged,
@@ -127,7 +147,7 @@ def run_demo(sessions_file: Path | None = None) -> int:
     console.print(table)
 
     bystanders = [r for r in samples.MODELS if r not in samples.INJECTED]
-    false_alarms = [r for r in bystanders if profiles.get(r) and (profiles[r].offset_p or 1) < ALPHA and abs(profiles[r].offset or 0) > 1.0]
+    false_alarms = [r for r in bystanders if r in profiles and profiles[r].flags]
     window = results[-1]["window"] if results else None
     if window:
         lc = window["length_correlation"]

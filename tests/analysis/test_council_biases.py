@@ -16,7 +16,6 @@ from bias_audit.analysis.council_biases import (
     _slope,
     affinity,
     anchoring,
-    benjamini_hochberg,
     calibrated_view,
     length_given_correctness,
     pair_fit,
@@ -25,6 +24,7 @@ from bias_audit.analysis.council_biases import (
     style_similarity,
 )
 from bias_audit.analysis.digest import SessionDigest
+from bias_audit.analysis.multiple_tests import benjamini_hochberg
 from bias_audit.analysis._text import cosine_matrix, normalized_ascii
 from bias_audit.analysis.response_traits import DEFAULT_FINGERPRINT_KEY, response_fingerprint, similarity_rows
 from bias_audit.analysis.window_cells import window_cells

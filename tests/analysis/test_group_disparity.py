@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from scipy.stats import fisher_exact, ttest_ind
 
-from bias_audit.analysis.group_disparity import MIN_ANSWERS, Traits, _welch, group_disparity
+from bias_audit.analysis.group_disparity import MIN_ANSWERS, Traits, group_disparity
 from bias_audit.analysis.proportions import newcombe_difference
+from bias_audit.analysis.stats import welch
 
 
 def test_newcombes_interval_is_his_published_example():
@@ -20,11 +21,12 @@ def test_newcombes_interval_is_his_published_example():
     assert (round(low, 4), round(high, 4)) == (0.0524, 0.3339)
 
 
-def test_welch_equals_scipys():
+def test_welchs_difference_interval_and_p_equal_scipys():
     rng = np.random.default_rng(2)
     for n1, n2 in ((12, 40), (200, 150)):
         a, b = rng.normal(0.2, 1.0, n1).tolist(), rng.normal(0.0, 2.0, n2).tolist()
-        d, low, high, p = _welch(a, b)
+        test = welch(a, b)
+        d, low, high, p = test.difference, test.low, test.high, test.p_value
         expected = ttest_ind(a, b, equal_var=False)
         assert p == pytest.approx(expected.pvalue, rel=1e-9)
         interval = expected.confidence_interval(0.95)

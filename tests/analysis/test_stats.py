@@ -3,7 +3,18 @@ import math
 import pytest
 from scipy import stats as sps
 
-from bias_audit.analysis.stats import fisher_ci, one_sample_t_p, pearson
+import numpy as np
+
+from bias_audit.analysis.stats import (
+    average_ranks,
+    correlation_t,
+    fisher_ci,
+    fisher_p,
+    one_sample_t_p,
+    pearson,
+    pearson_arrays,
+    pearson_from_sums,
+)
 
 CORRELATION_TABLE = [
     ([100, 200, 300], [5.0, 6.1, 7.05]),  # n = 3: df = 1
@@ -54,3 +65,74 @@ def test_fisher_ci_needs_four_points():
 @pytest.mark.parametrize("values", [[1.0, 2.0, 4.0], [-2.5, -2.0, -3.1, -1.9], [0.3, -0.2]])
 def test_one_sample_t_matches_scipy(values):
     assert one_sample_t_p(values) == pytest.approx(sps.ttest_1samp(values, 0.0).pvalue, rel=1e-9)
+
+
+# The two correlation kernels against scipy on the same points: a batch of rows with a mask
+# (the per-session audit's shape) and sums (the windows' and the bootstrap's).
+MASKED_ROWS = [
+    ([3.0, 1.0, 4.0, 1.0, 5.0], [2.0, 7.0, 1.0, 8.0, 2.0], [True, True, True, True, True]),
+    ([3.0, 1.0, 4.0, 9.0, 5.0], [2.0, 7.0, 1.0, 8.0, 2.0], [True, True, False, True, True]),
+    ([10.0, 20.0, 30.0, 0.0, 0.0], [1.0, 3.0, 2.0, 0.0, 0.0], [True, True, True, False, False]),
+]
+
+
+def test_the_array_kernel_equals_scipy_on_each_masked_row():
+    x = np.array([row[0] for row in MASKED_ROWS])
+    y = np.array([row[1] for row in MASKED_ROWS])
+    mask = np.array([row[2] for row in MASKED_ROWS])
+    r, defined = pearson_arrays(x, y, mask)
+    for i, (xs, ys, keep) in enumerate(MASKED_ROWS):
+        chosen = [j for j, k in enumerate(keep) if k]
+        expected = sps.pearsonr([xs[j] for j in chosen], [ys[j] for j in chosen]).statistic
+        assert defined[i] and r[i] == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("x, y, mask", [
+    ([1.0, 2.0, 3.0], [4.0, 4.0, 4.0], None),  # no variance in y
+    ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [True, False, False]),  # one point
+    ([5.0, 5.0, 1.0], [1.0, 2.0, 9.0], [True, True, False]),  # no variance among the masked
+])
+def test_the_array_kernel_leaves_r_undefined_without_two_points_or_variance(x, y, mask):
+    _, defined = pearson_arrays(np.array(x), np.array(y), None if mask is None else np.array(mask))
+    assert not defined
+
+
+@pytest.mark.parametrize("x, y", CORRELATION_TABLE)
+def test_the_sums_kernel_equals_scipy_in_floats_and_exact_integers(x, y):
+    expected = sps.pearsonr(x, y).statistic
+    xs, ys = [int(v * 100) for v in x], [int(round(v * 100)) for v in y]
+    sums = (len(xs), sum(xs), sum(ys), sum(v * v for v in xs), sum(v * v for v in ys), sum(a * b for a, b in zip(xs, ys)))
+    assert float(pearson_from_sums(*sums)) == pytest.approx(sps.pearsonr(xs, ys).statistic, abs=1e-12)
+    xf, yf = np.array(x, dtype=float), np.array(y, dtype=float)
+    got = pearson_from_sums(len(xf), xf.sum(), yf.sum(), xf @ xf, yf @ yf, xf @ yf)
+    assert float(got) == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_sums_kernel_is_nan_without_variance():
+    assert np.isnan(pearson_from_sums(3, 6, 12, 14, 48, 24))  # y = 4, 4, 4
+
+
+@pytest.mark.parametrize("r, df, expected", [(0.5, 3, 0.5 * math.sqrt(3) / math.sqrt(0.75)), (-1.0, 4, -math.inf),
+                                            (1.0, 1, math.inf), (0.0, 10, 0.0)])
+def test_the_correlation_t_by_hand(r, df, expected):
+    assert float(correlation_t(r, df)) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("values, mask", [
+    ([[3.0, 1.0, 3.0, 2.0], [5.0, 5.0, 5.0, 1.0]], None),
+    ([[3.0, 1.0, 3.0, 2.0], [5.0, 9.0, 5.0, 1.0]], [[True, True, True, False], [True, False, True, True]]),
+])
+def test_average_ranks_equal_scipys_rankdata_among_the_masked_cells(values, mask):
+    array = np.array(values)
+    keep = np.ones(array.shape, dtype=bool) if mask is None else np.array(mask)
+    ranks = average_ranks(array, None if mask is None else keep)
+    for row, row_keep, row_ranks in zip(array, keep, ranks):
+        assert row_ranks[row_keep].tolist() == sps.rankdata(row[row_keep]).tolist()
+        assert np.isfinite(row_ranks).all()
+
+
+@pytest.mark.parametrize("r, n, rank", [(0.3, 50, False), (-0.6, 12, True), (0.99, 5, False)])
+def test_fishers_p_is_the_normal_tail_of_z_over_its_se(r, n, rank):
+    se = math.sqrt((1 + r * r / 2 if rank else 1) / (n - 3))
+    assert fisher_p(r, n, rank=rank) == pytest.approx(2 * sps.norm.sf(abs(math.atanh(r)) / se), rel=1e-12)
+    assert fisher_p(1.0, n) == 0.0
