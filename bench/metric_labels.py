@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bias_audit.consumers.council import Outcome  # noqa: E402
+from bias_audit.consumers.outcome import Outcome  # noqa: E402
 from bias_audit.consumers.envelope import Delivery  # noqa: E402
 from bias_audit.schemas.results import AuditResult  # noqa: E402
 from bias_audit.worker.metrics import WorkerMetrics  # noqa: E402

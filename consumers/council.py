@@ -8,13 +8,12 @@ a redelivery of the same delivery resumes (records + result), any other copy is 
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
+from functools import partial
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
-import orjson
 
 from bias_audit.analysis.alerts import (AlertPolicy, Condition, SessionSignals, audited_level,
                                         session_levels, session_signals, window_baseline)
@@ -28,11 +27,12 @@ from bias_audit.analysis.verdict import session_verdict
 from bias_audit.analysis.window import Contribution, WindowUpdate, session_contribution, window_bounds
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
-from bias_audit.schemas.results import Alert, AlertWindow, AuditResult, DeadLetter
-from bias_audit.windows.alert_state import AlertStateStore, Transition
+from bias_audit.schemas.results import Alert, AlertWindow, AuditResult
+from bias_audit.windows.alert_state import AlertStateStore
 from bias_audit.windows.base import RESUMED, WindowItem, WindowPolicy, WindowStore
 
 from .exactly_once import RecordOnce, SessionSink
+from .outcome import AlertMove, Outcome, decide_alerts, recall_alerts
 from .window_memo import WindowMemo
 from .envelope import (Delivery, InvalidEvent, Misrouted, cloudevent_id, parse_event, parse_or_dead_letter, resolve_trace_id,
                        utc_now_iso)
@@ -40,49 +40,14 @@ from .envelope import (Delivery, InvalidEvent, Misrouted, cloudevent_id, parse_e
 log = logging.getLogger("bias_audit.consumer")
 
 
-@dataclass(slots=True)
-class Outcome:
-    delivery: Delivery
-    result: AuditResult | None = None  # publish on bias.audit.stream
-    dead_letter: DeadLetter | None = None  # publish on bias.audit.deadletter
-    duplicate: bool = False  # nothing to publish, only acknowledge
-    window_item: WindowItem | None = None  # the session's window entry, to mark it published
-    alerts: list[Alert] | None = None  # publish on bias.audit.alerts
-    tasks: list[Any] | None = None  # TaskSuggestion: publish on bias.audit.tasks
-
-
-class BatchProcessor(Protocol):
-    """What a transport's pipeline drives: a batch of deliveries in, one outcome each out (in
-    order); told afterwards which outcomes were published, so a redelivery is only acknowledged.
-    CouncilSessionProcessor, ResponseProcessor and the EventRouter over both."""
-
-    async def process(self, deliveries: list[Delivery]) -> list[Outcome]: ...
-
-    async def published(self, outcomes: list[Outcome]) -> None: ...
-
-
-async def recall_alerts(alert_state: AlertStateStore, keyed: list[tuple[int, str, str]],
-                        outcomes: list[Outcome]) -> None:
-    """(outcome index, alert-state tenant, event id) of resumed deliveries: the alerts an earlier
-    attempt at them decided. The alert state moved then, so this attempt's transitions change
-    nothing, and if that attempt's messages were never published (its batch failed after
-    deciding) they would be lost. Published again with the same ids: a consumer of
-    bias.audit.alerts may see an alert twice, never lose one."""
-    found = await alert_state.recall([(tenant, event_id) for _, tenant, event_id in keyed])
-    for (index, _, event_id), payload in zip(keyed, found):
-        if payload is not None:
-            outcome = outcomes[index]
-            outcome.alerts = [Alert.model_validate(alert) for alert in orjson.loads(payload)]
-            log.warning("alerts recalled", extra={"trace_id": outcome.result.trace_id if outcome.result else None,
-                                                  "session_id": event_id, "alerts": len(outcome.alerts)})
-
-
-async def remember_alerts(alert_state: AlertStateStore, keyed: list[tuple[int, str, str]],
-                          outcomes: list[Outcome]) -> None:
-    """The alerts these outcomes decided, kept before anything is published (recall_alerts)."""
-    await alert_state.remember([
-        (tenant, event_id, orjson.dumps([alert.model_dump(mode="json") for alert in outcomes[index].alerts or ()]))
-        for index, tenant, event_id in keyed])
+def _council_alert(p: _Prepared, summary: Any, condition: Condition, status: str, alert_id: str) -> Alert:
+    return Alert(
+        alert_id=alert_id, alert_type=condition.alert_type, status=status, severity=condition.severity,
+        tenant_id=p.event.tenant_id, trace_id=p.trace_id, metric=condition.metric, value=condition.value,
+        threshold=condition.threshold,
+        window=AlertWindow(start=summary.window_start, end=summary.window_end, sessions=summary.sessions),
+        detected_at=utc_now_iso(), message=condition.message, session_id=p.event.session_id,
+    )
 
 
 def _counting_order(entry: tuple[int, Any, WindowUpdate]) -> int:
@@ -287,8 +252,7 @@ class CouncilSessionProcessor:
         Conditions come from the sums Redis returned when it counted the session (complete, in
         counting order); the anomaly baseline is the window the batch arrived to (read before
         it), and each session's own values come from the batch's digests."""
-        transitions: list[Transition] = []
-        pending: list[tuple[int, _Prepared, WindowUpdate, Condition]] = []
+        moves: list[AlertMove] = []
         policy = self.window_policy
         for tenant in sorted({p.event.tenant_id for _, p, _ in counted}):
             mine = [(index, p, update) for index, p, update in counted if p.event.tenant_id == tenant]
@@ -316,34 +280,10 @@ class CouncilSessionProcessor:
                 if not sequence:  # resumed, and out of the recent window since: its order is unknown
                     continue
                 for condition in signals.conditions:
-                    if condition.state == "hold":
-                        continue
-                    # an alert's id names its onset; a resolution reuses the firing's id (no uuid to make)
-                    onset = uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{tenant}:{condition.key}:{sequence}"
-                                       ).hex if condition.state == "firing" else ""
-                    transitions.append(Transition(tenant, condition.key, condition.state, sequence, onset))
-                    pending.append((index, p, update, condition))
-        decided: dict[int, _Prepared] = {}  # the sessions whose transitions changed the state
-        for (index, p, update, condition), change in zip(pending, await alert_state.apply(transitions)):
-            if change is None:
-                continue
-            status, alert_id = change
-            summary = update.summary
-            alert = Alert(
-                alert_id=alert_id, alert_type=condition.alert_type,
-                status="firing" if status == "fired" else "resolved",
-                severity=condition.severity, tenant_id=p.event.tenant_id, trace_id=p.trace_id,
-                metric=condition.metric, value=condition.value, threshold=condition.threshold,
-                window=AlertWindow(start=summary.window_start, end=summary.window_end, sessions=summary.sessions),
-                detected_at=utc_now_iso(), message=condition.message, session_id=p.event.session_id,
-            )
-            outcomes[index].alerts = [*(outcomes[index].alerts or []), alert]
-            decided[index] = p
-            log.warning("alert %s", alert.status, extra={"trace_id": p.trace_id, "alert_type": alert.alert_type,
-                                                          "alert_key": condition.key, "value": condition.value})
-        # kept before anything is published: a retry of this batch recalls them
-        await remember_alerts(alert_state, [(index, p.event.tenant_id, p.event.session_id)
-                                            for index, p in decided.items()], outcomes)
+                    if condition.state != "hold":
+                        moves.append(AlertMove(index, tenant, p.event.session_id, condition.key, condition.state,
+                                               sequence, partial(_council_alert, p, update.summary, condition)))
+        await decide_alerts(alert_state, moves, outcomes)
 
     async def published(self, outcomes: list[Outcome]) -> None:
         await self.once.published([o.window_item for o in outcomes if o.window_item is not None])

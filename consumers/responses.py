@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-import orjson
 
 from bias_audit.analysis.calibration import Calibration
 from bias_audit.analysis.records import effective_consent, query_hash
@@ -32,9 +31,9 @@ from bias_audit.schemas.results import AuditResult
 from bias_audit.schemas.tasks import TaskSuggestion
 from bias_audit.windows.base import WindowItem, WindowStore
 
-from .council import Outcome
+from .outcome import Outcome
 from .exactly_once import RecordOnce, RecordSink
-from .envelope import (Delivery, Misrouted, classify, cloudevent_id, parse_event, parse_or_dead_letter, refuse, resolve_trace_id,
+from .envelope import (Delivery, Misrouted, cloudevent_id, parse_event, parse_or_dead_letter, refuse, resolve_trace_id,
                        utc_now_iso)
 
 # Markers live under their own tenant key ('#' cannot occur in a tenant id): never counted in,
@@ -303,51 +302,3 @@ class ResponseProcessor:
         """A stopping worker gives the webhook's suggestions in hand a moment to go out."""
         if self.task_webhook is not None:
             await self.task_webhook.drain()
-
-
-class EventRouter:
-    """One consumer interface over the three kinds: by the topic a delivery came from, else (the
-    `audit` command's files) by its fields. Outcomes keep delivery order."""
-
-    def __init__(self, council, responses: ResponseProcessor, verdicts=None, *, llm_topic: str, council_topic: str,
-                 verdicts_topic: str = "judge.verdicts") -> None:
-        self.council = council
-        self.responses = responses
-        self.verdicts = verdicts  # consumers.verdicts.VerdictProcessor
-        self.topics = {llm_topic: "llm.response", council_topic: "council.session", verdicts_topic: "judge.verdict"}
-
-    def _kind(self, delivery: Delivery) -> str:
-        kind = self.topics.get(delivery.source_topic)
-        if kind is not None:
-            return kind
-        try:
-            kind = classify(orjson.loads(delivery.body))
-        except orjson.JSONDecodeError:
-            return "council.session"
-        return kind if kind in ("llm.response", "judge.verdict") else "council.session"
-
-    def _consumers(self) -> list[tuple[str, Any]]:
-        return [("council.session", self.council), ("llm.response", self.responses),
-                *((("judge.verdict", self.verdicts),) if self.verdicts is not None else ())]
-
-    async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
-        kinds = [self._kind(d) for d in deliveries]
-        if self.verdicts is None:  # no verdict consumer here: such events go where they did before
-            kinds = ["council.session" if k == "judge.verdict" else k for k in kinds]
-        outcomes: list[Outcome | None] = [None] * len(deliveries)
-        for kind, consumer in self._consumers():
-            picked = [i for i, k in enumerate(kinds) if k == kind]
-            if picked:
-                for i, outcome in zip(picked, await consumer.process([deliveries[i] for i in picked])):
-                    outcomes[i] = outcome
-        return outcomes  # type: ignore[return-value]
-
-    async def published(self, outcomes: list[Outcome]) -> None:
-        # the council's and responses' markers live in one window store: one call marks them;
-        # the verdicts' windows are a store of their own
-        await self.responses.published(outcomes)
-        if self.verdicts is not None:
-            await self.verdicts.published([o for o in outcomes if o.result is not None and o.result.source == "judge.verdict"])
-
-    async def drain(self) -> None:
-        await self.responses.drain()

@@ -11,8 +11,8 @@ models and lengths in words.
 from __future__ import annotations
 
 import hashlib
-import uuid
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import orjson
@@ -26,11 +26,11 @@ from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.schemas.judges import JudgeVerdictEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 from bias_audit.schemas.results import Alert, AlertWindow, AuditResult
-from bias_audit.windows.alert_state import AlertStateStore, Transition
+from bias_audit.windows.alert_state import AlertStateStore
 from bias_audit.windows.base import RESUMED, WindowItem, WindowStore
 from bias_audit.windows.game_memory import Game, GameMemory, MemoryGameMemory
 
-from .council import Outcome, recall_alerts, remember_alerts
+from .outcome import AlertMove, Outcome, decide_alerts, recall_alerts
 from .envelope import (Delivery, Misrouted, cloudevent_id, parse_event, parse_or_dead_letter, refuse, resolve_trace_id,
                        utc_now_iso)
 from .exactly_once import RecordOnce, RecordSink
@@ -65,6 +65,16 @@ class _Judged:
 def _risk(window: JudgeWindow) -> str:
     flagged = len(window.flagged)
     return "high" if flagged >= 2 else "medium" if flagged else "low"
+
+
+def _drift_alert(j: _Judged, summary: Any, moved: Any, status: str, alert_id: str) -> Alert:
+    judge = j.event.judge
+    return Alert(
+        alert_id=alert_id, alert_type="judge_drift", status=status, severity="warning", tenant_id=j.event.tenant_id,
+        trace_id=j.trace_id, metric=moved.metric, value=moved.recent, threshold=moved.baseline,
+        window=AlertWindow(start=summary.window_start, end=summary.window_end, sessions=summary.sessions),
+        detected_at=utc_now_iso(), message=f"{judge.model}{' [' + judge.prompt + ']' if judge.prompt else ''}: "
+        f"{moved.message}", session_id=j.event.verdict_id)
 
 
 class VerdictProcessor:
@@ -201,38 +211,17 @@ class VerdictProcessor:
                    if update.status in RESUMED]
         if resumed:
             await recall_alerts(alert_state, resumed, outcomes)
-        transitions: list[Transition] = []
-        pending: list[tuple[int, _Judged, Any, Any]] = []
+        moves: list[AlertMove] = []
         for index, j, update in sorted(signals, key=lambda s: s[2].sequence or s[2].counted_as):
             sequence = update.sequence or update.counted_as
             if not sequence:
                 continue
             for moved in drift(update.sums, update.recent):
-                if moved.state == "hold":
-                    continue
-                key = f"judge-drift:{j.item.tenant_id.rsplit(':', 1)[-1]}:{moved.metric}"
-                onset = uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{j.item.tenant_id}:{key}:{sequence}").hex \
-                    if moved.state == "firing" else ""
-                transitions.append(Transition(j.item.tenant_id, key, moved.state, sequence, onset))
-                pending.append((index, j, update, moved))
-        decided: dict[int, _Judged] = {}
-        for (index, j, update, moved), change in zip(pending, await alert_state.apply(transitions)):
-            if change is None:
-                continue
-            status, alert_id = change
-            summary = update.summary
-            alert = Alert(
-                alert_id=alert_id, alert_type="judge_drift", status="firing" if status == "fired" else "resolved",
-                severity="warning", tenant_id=j.event.tenant_id, trace_id=j.trace_id, metric=moved.metric,
-                value=moved.recent, threshold=moved.baseline,
-                window=AlertWindow(start=summary.window_start, end=summary.window_end, sessions=summary.sessions),
-                detected_at=utc_now_iso(), message=f"{j.event.judge.model}"
-                f"{' [' + j.event.judge.prompt + ']' if j.event.judge.prompt else ''}: {moved.message}",
-                session_id=j.event.verdict_id)
-            outcomes[index].alerts = [*(outcomes[index].alerts or []), alert]
-            decided[index] = j
-        await remember_alerts(alert_state, [(index, j.item.tenant_id, j.event.verdict_id)
-                                            for index, j in decided.items()], outcomes)
+                if moved.state != "hold":
+                    key = f"judge-drift:{j.item.tenant_id.rsplit(':', 1)[-1]}:{moved.metric}"
+                    moves.append(AlertMove(index, j.item.tenant_id, j.event.verdict_id, key, moved.state, sequence,
+                                           partial(_drift_alert, j, update.summary, moved)))
+        await decide_alerts(alert_state, moves, outcomes)
 
     async def published(self, outcomes: list[Outcome]) -> None:
         await self.once.published([o.window_item for o in outcomes if o.window_item is not None])

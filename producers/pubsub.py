@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bias_audit.consumers.council import Outcome
+from bias_audit.consumers.outcome import Outcome
 
 from .cloudevents import pubsub_attribute_name
 from .wire import OutputTopics, outcome_entries, wire_fields

@@ -15,7 +15,7 @@ from typing import Any
 from msgspec import msgpack
 from redis.asyncio import Redis
 
-from bias_audit.consumers.council import Outcome
+from bias_audit.consumers.outcome import Outcome
 
 from .wire import OutputTopics, outcome_entries, wire_fields
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bias_audit.consumers.council import Outcome
+from bias_audit.consumers.outcome import Outcome
 from bias_audit.consumers.envelope import raw_dead_letter, traceparent_for
 
 from .cloudevents import cloudevent_fields

@@ -19,7 +19,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from bias_audit.consumers.responses import EventRouter
+from bias_audit.consumers.router import EventRouter
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 
 from .auth import TokenVerifier

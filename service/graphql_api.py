@@ -10,7 +10,6 @@ RATE_LIMITED, TIMEOUT (a report stopped at its time budget), BIAS_ANALYSIS_FAILE
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Callable
 from typing import Any

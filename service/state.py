@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bias_audit.consumers.envelope import MAX_TRACE_ID_CHARS, trace_id_from_traceparent
-from bias_audit.consumers.responses import EventRouter
+from bias_audit.consumers.router import EventRouter
 
 from .auth import ANONYMOUS, TOKEN_COOKIE, Principal, TokenVerifier, Unauthenticated
 

@@ -15,7 +15,7 @@ from typing import Protocol
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bias_audit.consumers.council import BatchProcessor, Outcome
+from bias_audit.consumers.outcome import BatchProcessor, Outcome
 from bias_audit.consumers.envelope import Delivery, dead_letter
 from bias_audit.storage.postgres import TRANSIENT_ERRORS as POSTGRES_TRANSIENT
 

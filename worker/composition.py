@@ -12,7 +12,8 @@ from redis.asyncio import Redis
 
 from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.exactly_once import RecordSink
-from bias_audit.consumers.responses import EventRouter, ResponseProcessor
+from bias_audit.consumers.responses import ResponseProcessor
+from bias_audit.consumers.router import EventRouter
 from bias_audit.producers.redis_streams import OutputTopics, RedisStreamsOutbox
 from bias_audit.reports.budget import UNLIMITED, Budget
 from bias_audit.storage.jsonl_store import JsonlRecordStore

@@ -24,7 +24,7 @@ from contextlib import suppress
 
 from google.api_core import exceptions as gexc
 
-from bias_audit.consumers.council import BatchProcessor
+from bias_audit.consumers.outcome import BatchProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.producers.pubsub import PubSubOutbox
 

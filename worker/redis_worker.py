@@ -26,7 +26,7 @@ from faststream.redis.annotations import RedisBatchStreamMessage
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from bias_audit.consumers.council import BatchProcessor
+from bias_audit.consumers.outcome import BatchProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.producers.redis_streams import RedisStreamsOutbox
 

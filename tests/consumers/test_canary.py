@@ -13,7 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from bias_audit.consumers.council import CouncilSessionProcessor
-from bias_audit.consumers.responses import EventRouter, ResponseProcessor
+from bias_audit.consumers.responses import ResponseProcessor
+from bias_audit.consumers.router import EventRouter
 from bias_audit.lexicons.load import shipped_lexicons
 from bias_audit.lexicons.sentiment import vader_scorer
 from bias_audit.producers.wire import OutputTopics, wire_fields

@@ -8,7 +8,8 @@ import pytest
 
 from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.envelope import Delivery
-from bias_audit.consumers.responses import EventRouter, ResponseProcessor
+from bias_audit.consumers.responses import ResponseProcessor
+from bias_audit.consumers.router import EventRouter
 from bias_audit.lexicons.load import shipped_lexicons
 from bias_audit.lexicons.sentiment import vader_scorer
 from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records

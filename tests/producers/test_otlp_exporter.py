@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from bias_audit.consumers.council import Outcome
+from bias_audit.consumers.outcome import Outcome
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.producers.otlp import EvaluationEventExporter, collector_headers
 from bias_audit.schemas.results import AuditResult

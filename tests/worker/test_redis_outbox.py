@@ -10,7 +10,8 @@ import json
 import pytest
 from redis.asyncio import Redis
 
-from bias_audit.consumers.council import CouncilSessionProcessor, Outcome
+from bias_audit.consumers.council import CouncilSessionProcessor
+from bias_audit.consumers.outcome import Outcome
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.producers.redis_streams import RedisStreamsOutbox
 from bias_audit.windows.memory_window import MemoryWindow
