@@ -35,7 +35,7 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
                report: Any = None, tracer: Any = None, loopback_only: bool = False,
                verdicts_topic: str = "judge.verdicts", judge_report: Any = None, evaluations: Any = None,
                report_budget_s: float = 60.0, group_disparity: Any = None) -> FastAPI:
-    """verifier None: no auth (loopback, or --insecure-no-auth). audit_store (storage.audit_api's
+    """verifier None: no auth (loopback, or --insecure-no-auth). audit_store (storage.postgres.audit_api's
     AuditStore, a PostgreSQL store): the GraphQL API, GET /audits/{id} and the review page.
     loopback_only: answer only requests addressed to a loopback name (auth off on loopback)."""
 

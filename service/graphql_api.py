@@ -18,7 +18,7 @@ import strawberry
 from strawberry.dataloader import DataLoader
 from strawberry.types import Info
 
-from bias_audit.storage.audit_api import AuditStore, InteractionFilter, LeaseRefused
+from bias_audit.storage.postgres.audit_api import AuditStore, InteractionFilter, LeaseRefused
 
 from .auth import READ, REVIEW, UPDATE_BIAS, Principal
 from .graphql_limits import EXTENSIONS
@@ -105,7 +105,7 @@ class Query:
     async def llm_interaction_audit_connection(self, info: Info, filter: LlmInteractionAuditFilterInput | None = None,
                                                first: int = 50, after: str | None = None
                                                ) -> LlmInteractionAuditConnection:
-        from bias_audit.storage.audit_api import encode_cursor
+        from bias_audit.storage.postgres.audit_api import encode_cursor
 
         principal = authorized(info, READ, "reading audits")
         found = _filter(filter)
@@ -343,7 +343,7 @@ class Mutation:
 
     @strawberry.mutation(description="take (or renew) the short lease on an item before reviewing it")
     async def open_review_item(self, info: Info, id: strawberry.ID) -> ReviewLease:
-        from bias_audit.storage.audit_api import LEASE_SECONDS
+        from bias_audit.storage.postgres.audit_api import LEASE_SECONDS
 
         principal = authorized(info, REVIEW, "reviewing")
         row = await _visible(info, principal, str(id))

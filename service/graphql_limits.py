@@ -10,7 +10,7 @@ from graphql import (DocumentNode, ExecutableDefinitionNode, ExecutionResult, Fi
 from strawberry.extensions import (AddValidationRules, MaxAliasesLimiter, MaxTokensLimiter, ParserCache,
                                    QueryDepthLimiter, SchemaExtension, ValidationCache)
 
-from bias_audit.storage.audit_api import InvalidInput
+from bias_audit.storage.postgres.audit_api import InvalidInput
 
 from .auth import Principal
 from .graphql_types import fail

@@ -84,7 +84,7 @@ class ApiState:
     council_topic: str
     default_swaps: dict[str, str]
     verifier: TokenVerifier | None  # None: no auth (loopback, or --insecure-no-auth)
-    audit_store: Any  # storage.audit_api's AuditStore, or None without a PostgreSQL store
+    audit_store: Any  # storage.postgres.audit_api's AuditStore, or None without a PostgreSQL store
     report: Any
     cache: Any
     verdicts_topic: str = "judge.verdicts"

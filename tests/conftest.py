@@ -69,6 +69,21 @@ def redis_url(redis_server):
     return redis_server
 
 
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def state_redis_url(request) -> str | None:
+    """None for the in-process kind of the worker's state, else a clean Redis: the state suites
+    (windows, alert state, judge games, task suggestions) run over both."""
+    return None if request.param == "memory" else request.getfixturevalue("redis_url")
+
+
+@pytest.fixture
+def states(state_redis_url):
+    """tests.state_kinds.States of the parametrized kind (enter it inside the test's loop)."""
+    from tests.state_kinds import States
+
+    return States(state_redis_url)
+
+
 @pytest.fixture
 def samples_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "worker" / "samples"

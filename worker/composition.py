@@ -319,7 +319,7 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
                                      verdicts=verdict_store(settings))
     audit_store = report = judges = disparity = None
     if settings.store_is_postgres:  # the audit log's API reads the PostgreSQL store
-        from bias_audit.storage.audit_api import AuditStore
+        from bias_audit.storage.postgres.audit_api import AuditStore
 
         url = settings.store_url or ""
         audit_store = AuditStore(url, review_sample=settings.review_sample_unflagged)

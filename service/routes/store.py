@@ -24,7 +24,7 @@ async def get_audit(audit_id: str, caller: Annotated[Principal, Depends(principa
     if not caller.can(READ):
         return problem(403, "forbidden", "reading audits needs the role reviewer, auditor or admin",
                        "urn:bias-audit:problem:forbidden")
-    from bias_audit.storage.audit_api import InvalidInput
+    from bias_audit.storage.postgres.audit_api import InvalidInput
 
     try:
         row = await state.audit_store.interaction(caller.scope(None), audit_id)

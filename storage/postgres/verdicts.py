@@ -12,6 +12,8 @@ import orjson
 import psycopg
 from psycopg.types.json import Jsonb
 
+from .connection import OneConnection
+
 COLUMNS = "tenant_id, verdict_id, verdict_ts, judge_model, judge_prompt, item_id, trace_id, consent_level, event"
 
 
@@ -25,26 +27,7 @@ def verdict_row(event: dict[str, Any], consent: int) -> tuple:
             Jsonb(event, dumps=lambda value: orjson.dumps(value).decode()))
 
 
-class _OneConnection:
-    """A writer's one connection: made when first needed, dropped when it fails (the batch is
-    retried on a new one)."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self._connection: psycopg.Connection | None = None
-
-    def _connected(self) -> psycopg.Connection:
-        if self._connection is None or self._connection.closed:
-            self._connection = psycopg.connect(self.url, connect_timeout=5)
-        return self._connection
-
-    def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-
-
-class PostgresVerdictStore(_OneConnection):
+class PostgresVerdictStore(OneConnection):
     """The verdict consumer's sink and `import`'s writer."""
 
     def append(self, events: list[dict[str, Any]]) -> int:
@@ -78,7 +61,7 @@ def _insert_new(cursor: psycopg.Cursor, events: list[dict[str, Any]]) -> int:
     return new
 
 
-class PostgresReviewSample(_OneConnection):
+class PostgresReviewSample(OneConnection):
     """The answers of the verdicts sampled for blind review (judge_review_item)."""
 
     def keep(self, rows: list[tuple[str, str, str, list[str], list[str], str | None, datetime]]) -> None:

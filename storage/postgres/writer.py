@@ -14,13 +14,14 @@ if TYPE_CHECKING:
     from bias_audit.analysis.records import SessionRecords
 
 
+from .connection import OneConnection
 from .rows import INTERACTION_COLUMNS, SESSION_COLUMNS, _INTERACTION_WRITTEN, _SESSION_WRITTEN, as_our_record, interaction_row, session_row, session_rows
 
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (psycopg.OperationalError,)
 
 
-class _CopyWriter:
+class _CopyWriter(OneConnection):
     """One transaction per batch on one connection. A batch is COPYed straight in (binary); when
     a row of it is stored already (a redelivery, another worker's copy) that COPY fails whole and
     the batch goes through a per-connection staging table and one INSERT ... ON CONFLICT DO
@@ -34,14 +35,8 @@ class _CopyWriter:
     time_index: int  # the row's partition key (the event's time)
 
     def __init__(self, url: str) -> None:
-        self.url = url
-        self._connection: psycopg.Connection | None = None
+        super().__init__(url)
         self._months: set[tuple[int, int]] = set()  # partitions known to exist, (year, month)
-
-    def _connected(self) -> psycopg.Connection:
-        if self._connection is None or self._connection.closed:
-            self._connection = psycopg.connect(self.url, connect_timeout=5)
-        return self._connection
 
     def write(self, rows: list[tuple]) -> int:
         """The rows not stored yet; returns how many that was."""
@@ -88,11 +83,6 @@ class _CopyWriter:
             for row in rows:
                 copy.write_row(row)
 
-    def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-        self._months.clear()
 
 
 class PostgresRecordStore(_CopyWriter):

@@ -14,7 +14,6 @@ from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
-import redis.asyncio as aioredis
 
 from bias_audit.analysis.tasks import TaskPolicy, crossed, domain_of
 from bias_audit.consumers.envelope import Delivery
@@ -25,7 +24,7 @@ from bias_audit.producers.task_webhook import TaskWebhook
 
 WEBHOOK_SECRET = b"a-webhook-secret-of-at-least-32-bytes-0123"
 from bias_audit.windows.memory_window import MemoryWindow
-from bias_audit.windows.task_state import MemoryTaskState, RedisTaskState
+from bias_audit.windows.task_state import MemoryTaskState
 
 def now() -> datetime:
     """An hour before the clock when a test runs (never at import)."""
@@ -96,21 +95,20 @@ def test_a_retried_batch_publishes_its_own_suggestion_again():
     assert len(first) == 1 and [t.task_id for t in retried] == [first[0].task_id]
 
 
-def test_two_processors_on_one_redis_claim_a_suggestion_once(redis_url):
+def test_two_processors_on_one_state_claim_a_suggestion_once(states):
     burst = [event(i, GENDERED) for i in range(8)] + [event(20 + i, NEUTRAL) for i in range(20)]
 
     async def scenario() -> list:
-        client = aioredis.Redis.from_url(redis_url)
-        policy = TaskPolicy(min_count=5, min_rate=0.10)
-        first, second = processor(RedisTaskState(client, policy)), processor(RedisTaskState(client, policy))
-        found = []
-        for name, (half, consumer) in enumerate(((burst[::2], first), (burst[1::2], second),
-                                                 ([event(50 + i, GENDERED) for i in range(6)], first))):
-            outcomes = await consumer.process([Delivery(f"{name}-{i}", json.dumps(e).encode(), "llm.responses")
-                                               for i, e in enumerate(half)])
-            found += [t for o in outcomes for t in o.tasks or ()]
-        await client.aclose()
-        return found
+        async with states:
+            policy = TaskPolicy(min_count=5, min_rate=0.10)
+            first, second = processor(states.tasks(policy)), processor(states.tasks(policy))
+            found = []
+            for name, (half, consumer) in enumerate(((burst[::2], first), (burst[1::2], second),
+                                                     ([event(50 + i, GENDERED) for i in range(6)], first))):
+                outcomes = await consumer.process([Delivery(f"{name}-{i}", json.dumps(e).encode(), "llm.responses")
+                                                   for i, e in enumerate(half)])
+                found += [t for o in outcomes for t in o.tasks or ()]
+            return found
 
     found = asyncio.run(scenario())
     assert len(found) == 1 and found[0].bias_type == "gendered_language" and found[0].count >= 5

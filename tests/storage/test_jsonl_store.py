@@ -8,7 +8,7 @@ from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.records import query_hash, session_records
 from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.schemas.records import BiasMetricRecord
-from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records, unique_records
+from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
 from tests.builders import council_event
 
 
@@ -49,11 +49,6 @@ def test_store_is_private_append_only_and_reader_skips_a_torn_line(tmp_path):
     got = list(read_records([tmp_path / "records"], skipped=skipped))
     assert len(got) == 8 and {r["session_id"] for r in got} == {"s-1", "s-2"}
     assert skipped == [f"{store.path}:9"]
-
-
-def test_unique_records_drop_a_repeated_batch():
-    twice = records_for() + records_for()
-    assert len(list(unique_records(twice))) == 4
 
 
 def test_llm_council_core_reads_our_files(tmp_path):

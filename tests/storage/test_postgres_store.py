@@ -220,17 +220,6 @@ def test_export_writes_jsonl_files_only_their_owner_reads(postgres_url, tmp_path
     assert cli("export", "--store", postgres_url, "--format", "csv").returncode == 2
 
 
-def test_the_raw_query_is_in_no_table(postgres_url):
-    apply_migrations(postgres_url)
-    process(PostgresRecordStore(postgres_url), [deliveries(generate_sessions(5, seed=84))], default_consent=4,
-            hash_secret=b"0123456789abcdef-secret")
-    from bias_audit.storage.postgres import connect, every_row_as_text
-
-    with connect(postgres_url) as connection:
-        rows = list(every_row_as_text(connection))  # every table's every row
-    assert len(rows) >= 5 and not any(CANARY in row for row in rows)
-
-
 def test_an_unreachable_database_is_a_transient_error_and_the_next_batch_reconnects(postgres_url):
     apply_migrations(postgres_url)
     assert set(TRANSIENT_ERRORS) <= set(BASE_TRANSIENT)

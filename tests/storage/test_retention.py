@@ -172,7 +172,7 @@ def test_retention_refuses_ages_in_the_wrong_order(postgres_url):
 
 def test_judge_verdicts_are_anonymized_then_rolled_up_per_judge_and_day(postgres_url):
     from bias_audit.storage.postgres.verdicts import import_verdicts
-    from bias_audit.storage.retention import apply_retention
+    from bias_audit.storage.postgres.retention import apply_retention
 
     apply_migrations(postgres_url)
 

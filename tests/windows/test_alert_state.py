@@ -123,23 +123,16 @@ def test_a_batch_in_one_call_equals_its_transitions_one_call_each(redis_url):
     assert len(together[1]) == 6
 
 
-@pytest.mark.parametrize("store", ["memory", pytest.param("redis", marks=pytest.mark.redis)])
-def test_decided_alerts_are_recalled_by_session_and_expire_in_redis(store, request):
+def test_decided_alerts_are_recalled_by_session_and_expire_in_redis(states):
     decided = [("acme", "s1", b'[{"alert_id": "a1"}]'), ("beta", "s1", b"[]"), ("acme", "s2", b'[{"alert_id": "a2"}]')]
     asked = [("acme", "s2"), ("acme", "s3"), ("beta", "s1"), ("acme", "s1")]
 
     async def run():
-        if store == "memory":
-            state = MemoryAlertState()
+        async with states:
+            state = states.alerts(AlertLimits(decided_ttl_s=600), prefix="decided")
             await state.remember(decided)
-            return await state.recall(asked), None
-        client = Redis.from_url(request.getfixturevalue("redis_url"))
-        try:
-            state = RedisAlertState(client, AlertLimits(decided_ttl_s=600), prefix="decided")
-            await state.remember(decided)
-            return await state.recall(asked), await client.ttl("decided:{acme}:alerts-of:s1")
-        finally:
-            await client.aclose()
+            found = await state.recall(asked)
+            return found, await states.client.ttl("decided:{acme}:alerts-of:s1") if states.client else None
 
     found, ttl = asyncio.run(run())
     assert found == [b'[{"alert_id": "a2"}]', None, b"[]", b'[{"alert_id": "a1"}]']

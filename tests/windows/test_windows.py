@@ -108,13 +108,12 @@ class RedisStore:
             return {k.decode(): int(v) for k, v in client.hgetall(tenant_keys("t", tenant)["sums"]).items()}
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
-def store(request):
+@pytest.fixture
+def store(state_redis_url):
     """A window store of each kind, from a policy: one suite over both."""
-    if request.param == "memory":
+    if state_redis_url is None:
         return MemoryStore
-    url = request.getfixturevalue("redis_url")
-    return lambda policy: RedisStore(url, policy)
+    return lambda policy: RedisStore(state_redis_url, policy)
 
 
 def add(window, *items):

@@ -169,7 +169,7 @@ def retention(
     deployment's CronJob). Prints what it did."""
     import psycopg
 
-    from bias_audit.storage.retention import apply_retention
+    from bias_audit.storage.postgres.retention import apply_retention
 
     if anonymize_after_days <= 0 or aggregate_after_days < anonymize_after_days:
         raise CommandError("--anonymize-after-days must be positive and --aggregate-after-days at least as large")

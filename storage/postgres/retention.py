@@ -24,7 +24,7 @@ from bias_audit.analysis.judge_games import game_from_event
 from bias_audit.analysis.judge_window import (FAILED, FIRST_DECIDED, FIRST_WON, LENGTH_DECIDED, LONGER_WON, N,
                                               verdict_contribution)
 
-from .postgres import SESSION_COLUMNS, records_of
+from .rows import SESSION_COLUMNS, records_of
 
 _PARTITIONED = {"council_session_audit": "session_ts", "llm_interaction_audit": "log_timestamp"}
 

@@ -20,7 +20,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from .postgres import (LATEST_REVIEWS, ROLLED_UP_SPANS, ROLLED_UP_TOTALS, reviewed_items_of, rolled_up_of,
+from .reviews import (LATEST_REVIEWS, ROLLED_UP_SPANS, ROLLED_UP_TOTALS, reviewed_items_of, rolled_up_of,
                              tenant_scope)
 
 class InvalidInput(ValueError):
