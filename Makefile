@@ -72,7 +72,7 @@ test-lowest: install-test
 	PYTHONWARNINGS="ignore:Editable installation" $(LOWEST)/bin/python -m pip install --quiet \
 	  --disable-pip-version-check -e . $(LOWEST_TEST_TOOLS) -c $(LOWEST).txt
 	$(LOWEST)/bin/python -m pytest -q -m "not pubsub and not postgres and not slow" \
-	  -p no:cacheprovider tests/analysis tests/consumers tests/windows tests/schemas tests/worker tests/producers \
+	  -p no:cacheprovider tests/analysis tests/consumers tests/state tests/schemas tests/worker tests/producers \
 	  tests/storage/test_parquet_export.py tests/integration/test_redis_worker.py tests/integration/test_evaluation_telemetry.py
 
 bench: install-test

@@ -52,7 +52,7 @@ def fill(url: str, audits: int) -> None:
     from bias_audit.lexicons.sentiment import vader_scorer
     from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
     from bias_audit.storage.postgres import PostgresInteractionStore, interaction_row
-    from bias_audit.windows.memory_window import MemoryWindow
+    from bias_audit.state.memory_window import MemoryWindow
     from bias_audit.worker.response_samples import generate_responses
 
     with tempfile.TemporaryDirectory() as tmp:

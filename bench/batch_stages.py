@@ -28,8 +28,8 @@ from run import kb_sessions  # noqa: E402  (this folder is on the path: run as a
 import bias_audit.consumers.council as council  # noqa: E402
 from bias_audit.consumers.envelope import Delivery  # noqa: E402
 from bias_audit.storage.jsonl_store import JsonlRecordStore  # noqa: E402
-from bias_audit.windows.alert_state import RedisAlertState  # noqa: E402
-from bias_audit.windows.redis_window import RedisWindow  # noqa: E402
+from bias_audit.state.alert_state import RedisAlertState  # noqa: E402
+from bias_audit.state.redis_window import RedisWindow  # noqa: E402
 from bias_audit.worker.composition import council_processor  # noqa: E402
 from bias_audit.worker.embedded_redis import EmbeddedRedis  # noqa: E402
 from bias_audit.worker.gc_tuning import collector_paused_per_batch, tune_gc  # noqa: E402

@@ -36,8 +36,8 @@ def run_sessions(redis_url: str, store_url: str, extra: int) -> None:
     from bias_audit.consumers.envelope import Delivery
     from bias_audit.producers.redis_streams import RedisStreamsOutbox
     from bias_audit.storage.postgres import PostgresRecordStore
-    from bias_audit.windows.alert_state import RedisAlertState
-    from bias_audit.windows.redis_window import RedisWindow
+    from bias_audit.state.alert_state import RedisAlertState
+    from bias_audit.state.redis_window import RedisWindow
     from bias_audit.worker.composition import council_processor
     from bias_audit.worker.gc_tuning import collector_paused_per_batch, tune_gc
     from bias_audit.worker.logging_setup import configure_logging

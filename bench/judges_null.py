@@ -74,9 +74,9 @@ def drift_alerts(judges: int, verdicts: int, seed: int, *, shift_at: int | None 
 
     from bias_audit.consumers.envelope import Delivery
     from bias_audit.consumers.verdicts import VerdictProcessor
-    from bias_audit.windows.alert_state import MemoryAlertState
-    from bias_audit.windows.base import WindowPolicy
-    from bias_audit.windows.memory_window import MemoryWindow
+    from bias_audit.state.alert_state import MemoryAlertState
+    from bias_audit.state.base import WindowPolicy
+    from bias_audit.state.memory_window import MemoryWindow
 
     policy = WindowPolicy(max_sessions=2_000, max_days=30, recent_sessions=200, keep_sums=True)
     firings, delays = 0, []

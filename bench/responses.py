@@ -115,7 +115,7 @@ def serve_latency(count: int, detector: Path | None) -> None:
 def latency(use_embeddings: bool, count: int, detector: Path | None = None) -> None:
     from bias_audit.consumers.responses import ResponseProcessor
     from bias_audit.schemas.events import LLMResponseEvent
-    from bias_audit.windows.memory_window import MemoryWindow
+    from bias_audit.state.memory_window import MemoryWindow
     from bias_audit.worker.composition import load_learned
     from bias_audit.worker.detector_file import DetectorFile
     from bias_audit.worker.response_samples import generate_responses

@@ -381,8 +381,8 @@ def bench_pipeline(count: int = 6_000, rounds: int = 3) -> None:
 
     from bias_audit.consumers.envelope import Delivery
     from bias_audit.storage.jsonl_store import JsonlRecordStore
-    from bias_audit.windows.alert_state import MemoryAlertState
-    from bias_audit.windows.memory_window import MemoryWindow
+    from bias_audit.state.alert_state import MemoryAlertState
+    from bias_audit.state.memory_window import MemoryWindow
     from bias_audit.worker.composition import council_processor
     from bias_audit.worker.gc_tuning import collector_paused_per_batch
     from bias_audit.worker.logging_setup import configure_logging

@@ -28,8 +28,8 @@ from bias_audit.analysis.window import Contribution, WindowUpdate, session_contr
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 from bias_audit.schemas.results import Alert, AlertWindow, AuditResult
-from bias_audit.windows.alert_state import AlertStateStore
-from bias_audit.windows.base import RESUMED, WindowItem, WindowPolicy, WindowStore
+from bias_audit.state.alert_state import AlertStateStore
+from bias_audit.state.base import RESUMED, WindowItem, WindowPolicy, WindowStore
 
 from .exactly_once import RecordOnce, SessionSink
 from .outcome import AlertMove, Outcome, decide_alerts, recall_alerts

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 from bias_audit.analysis.records import SessionRecords
-from bias_audit.windows.base import PUBLISHED, RECORDED, WindowItem, WindowStore
+from bias_audit.state.base import PUBLISHED, RECORDED, WindowItem, WindowStore
 
 Row = TypeVar("Row")
 

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 import orjson
 
 from bias_audit.schemas.results import Alert, AuditResult, DeadLetter
-from bias_audit.windows.alert_state import AlertStateStore, Transition
-from bias_audit.windows.base import WindowItem
+from bias_audit.state.alert_state import AlertStateStore, Transition
+from bias_audit.state.base import WindowItem
 
 from .envelope import Delivery
 

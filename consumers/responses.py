@@ -29,7 +29,7 @@ from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 from bias_audit.schemas.results import AuditResult
 from bias_audit.schemas.tasks import TaskSuggestion
-from bias_audit.windows.base import WindowItem, WindowStore
+from bias_audit.state.base import WindowItem, WindowStore
 
 from .outcome import Outcome
 from .exactly_once import RecordOnce, RecordSink
@@ -225,7 +225,7 @@ class ResponseProcessor:
         attach the suggestion to the last answer that crossed it. A retry of that delivery finds
         its own claim and publishes it again."""
         from bias_audit.analysis.tasks import DAY_MS, crossed, domain_of
-        from bias_audit.windows.task_state import Sighting
+        from bias_audit.state.task_state import Sighting
 
         fresh, resumed = [], []
         for (index, a), update in zip(analyzed, updates):

@@ -26,9 +26,9 @@ from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.schemas.judges import JudgeVerdictEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 from bias_audit.schemas.results import Alert, AlertWindow, AuditResult
-from bias_audit.windows.alert_state import AlertStateStore
-from bias_audit.windows.base import RESUMED, WindowItem, WindowStore
-from bias_audit.windows.game_memory import Game, GameMemory, MemoryGameMemory
+from bias_audit.state.alert_state import AlertStateStore
+from bias_audit.state.base import RESUMED, WindowItem, WindowStore
+from bias_audit.state.game_memory import Game, GameMemory, MemoryGameMemory
 
 from .outcome import AlertMove, Outcome, decide_alerts, recall_alerts
 from .envelope import (Delivery, Misrouted, cloudevent_id, parse_event, parse_or_dead_letter, refuse, resolve_trace_id,

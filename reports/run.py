@@ -43,7 +43,7 @@ def live_windows(url: str, prefix: str, tenant: str | None, sessions: int | None
     from redis.exceptions import RedisError
 
     from bias_audit.storage.report_reader import ReadStats
-    from bias_audit.windows.redis_window import read_live_windows
+    from bias_audit.state.redis_window import read_live_windows
 
     try:
         with Redis.from_url(url, socket_connect_timeout=5) as client:

@@ -8,8 +8,8 @@ from typing import Any
 from redis.asyncio import Redis
 
 from bias_audit.analysis.tasks import TaskPolicy
-from bias_audit.windows.alert_state import AlertLimits, MemoryAlertState, RedisAlertState
-from bias_audit.windows.game_memory import MemoryGameMemory, RedisGameMemory
+from bias_audit.state.alert_state import AlertLimits, MemoryAlertState, RedisAlertState
+from bias_audit.state.game_memory import MemoryGameMemory, RedisGameMemory
 
 KINDS = ("memory", "redis")
 
@@ -43,7 +43,7 @@ class States:
         return RedisGameMemory(self.client, ttl_s=ttl_s, prefix=prefix)
 
     def tasks(self, policy: TaskPolicy, prefix: str = "tasks-test") -> Any:
-        from bias_audit.windows.task_state import MemoryTaskState, RedisTaskState
+        from bias_audit.state.task_state import MemoryTaskState, RedisTaskState
 
         if self.client is None:
             return self._shared.setdefault("tasks", MemoryTaskState(policy))

@@ -17,10 +17,10 @@ from bias_audit.consumers.router import EventRouter
 from bias_audit.producers.redis_streams import OutputTopics, RedisStreamsOutbox
 from bias_audit.reports.budget import UNLIMITED, Budget
 from bias_audit.storage.jsonl_store import JsonlRecordStore
-from bias_audit.windows.alert_state import MemoryAlertState, RedisAlertState
-from bias_audit.windows.base import WindowStore
-from bias_audit.windows.memory_window import MemoryWindow
-from bias_audit.windows.redis_window import RedisWindow
+from bias_audit.state.alert_state import MemoryAlertState, RedisAlertState
+from bias_audit.state.base import WindowStore
+from bias_audit.state.memory_window import MemoryWindow
+from bias_audit.state.redis_window import RedisWindow
 
 from .metrics import TimedWindow, WorkerMetrics
 from .settings import Settings
@@ -201,7 +201,7 @@ def _sink(settings: Settings, postgres: Any, folder: Path, kind: str) -> RecordS
 def _redis_verdicts(settings: Settings, window_client: Redis, alerts, metrics):
     if settings.verdicts_topic not in settings.consumed_topics:
         return None
-    from bias_audit.windows.game_memory import RedisGameMemory
+    from bias_audit.state.game_memory import RedisGameMemory
 
     policy = settings.judge_window_policy
     window = TimedWindow(RedisWindow(window_client, policy, prefix=settings.key_prefix), metrics)
@@ -211,7 +211,7 @@ def _redis_verdicts(settings: Settings, window_client: Redis, alerts, metrics):
 
 def task_state(settings: Settings, window_client: Redis):
     """The counts behind task suggestions, shared by the workers in the windows' Redis."""
-    from bias_audit.windows.task_state import RedisTaskState
+    from bias_audit.state.task_state import RedisTaskState
 
     return RedisTaskState(window_client, settings.task_policy, prefix=settings.key_prefix)
 

@@ -12,13 +12,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bias_audit.schemas.limits import EventLimits
 from bias_audit.schemas.secrets import check_secret
-from bias_audit.windows.base import WindowPolicy
+from bias_audit.state.base import WindowPolicy
 
 if TYPE_CHECKING:  # imported where used: `bias-audit report` starts without scipy/redis
     from bias_audit.analysis.alerts import AlertPolicy
     from bias_audit.analysis.responses.report import ResponseAnalysisConfig
     from bias_audit.analysis.session_audit import AuditConfig
-    from bias_audit.windows.alert_state import AlertLimits
+    from bias_audit.state.alert_state import AlertLimits
 
 MIN_SECRET_LENGTH = 16  # the query-hashing key: a guessable one would make the HMACs of queries guessable
 MIN_WEBHOOK_SECRET_BYTES = 32
@@ -226,7 +226,7 @@ class Settings(BaseSettings):
 
     @property
     def alert_limits(self) -> AlertLimits:
-        from bias_audit.windows.alert_state import AlertLimits
+        from bias_audit.state.alert_state import AlertLimits
 
         return AlertLimits(cooldown_s=self.alert_cooldown_s, max_per_minute=self.alert_max_per_minute)
 

@@ -18,7 +18,7 @@ from bias_audit.consumers.router import EventRouter
 from bias_audit.lexicons.load import shipped_lexicons
 from bias_audit.lexicons.sentiment import vader_scorer
 from bias_audit.producers.wire import OutputTopics, wire_fields
-from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.worker.composition import api_app
 from bias_audit.worker.logging_setup import configure_logging
 from bias_audit.worker.memory_worker import MemoryBroker, MemoryWorker

@@ -14,9 +14,9 @@ from redis.asyncio import Redis
 from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.schemas.limits import EventLimits
-from bias_audit.windows.base import WindowPolicy
-from bias_audit.windows.memory_window import MemoryWindow
-from bias_audit.windows.redis_window import RedisWindow
+from bias_audit.state.base import WindowPolicy
+from bias_audit.state.memory_window import MemoryWindow
+from bias_audit.state.redis_window import RedisWindow
 from tests.builders import council_event
 
 def now() -> datetime:

@@ -23,8 +23,8 @@ from bias_audit.lexicons.sentiment import vader_scorer
 from bias_audit.producers.task_webhook import TaskWebhook
 
 WEBHOOK_SECRET = b"a-webhook-secret-of-at-least-32-bytes-0123"
-from bias_audit.windows.memory_window import MemoryWindow
-from bias_audit.windows.task_state import MemoryTaskState
+from bias_audit.state.memory_window import MemoryWindow
+from bias_audit.state.task_state import MemoryTaskState
 
 def now() -> datetime:
     """An hour before the clock when a test runs (never at import)."""

@@ -15,7 +15,7 @@ from bias_audit.consumers.responses import ResponseProcessor
 from bias_audit.consumers.verdicts import VerdictProcessor
 from bias_audit.lexicons.load import shipped_lexicons
 from bias_audit.lexicons.sentiment import vader_scorer
-from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.worker.redis_worker import delivery_from_entry
 from tests.builders import council_event
 from tests.consumers.test_response_consumer import response_event

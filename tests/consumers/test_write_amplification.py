@@ -16,7 +16,7 @@ from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.storage.jsonl_store import JsonlRecordStore
-from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.state.memory_window import MemoryWindow
 
 
 def council(models: int, reviewers: int, *, id_chars: int, answer: str = "", metadata: bool = False,

@@ -41,7 +41,7 @@ def test_with_the_extra_the_councils_style_similarity_is_semantic(embed):
 
     from bias_audit.consumers.council import CouncilSessionProcessor
     from bias_audit.consumers.envelope import Delivery
-    from bias_audit.windows.memory_window import MemoryWindow
+    from bias_audit.state.memory_window import MemoryWindow
     from tests.builders import council_event
 
     texts = {"A": "Shard the cache by tenant id and replicate the hot keys to every region.",

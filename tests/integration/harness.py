@@ -22,7 +22,7 @@ from google.api_core.exceptions import DeadlineExceeded
 from google.cloud import pubsub_v1
 
 from bias_audit.producers.wire import wire_fields
-from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.worker import composition
 from bias_audit.worker.logging_setup import configure_logging
 from bias_audit.worker.memory_worker import MemoryBroker, MemoryWorker

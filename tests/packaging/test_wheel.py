@@ -34,7 +34,7 @@ def test_the_wheel_ships_every_subpackage_and_its_data(wheel):
                    "bias_audit/consumers/council.py", "bias_audit/producers/wire.py", "bias_audit/storage/jsonl_store.py",
                    "bias_audit/reports/html.py", "bias_audit/service/app.py", "bias_audit/embeddings/minilm.py"):
         assert module in names, module
-    for data in ("bias_audit/windows/redis_window.lua", "bias_audit/windows/alert_state.lua",
+    for data in ("bias_audit/state/redis_window.lua", "bias_audit/state/alert_state.lua",
                  "bias_audit/lexicons/axes.json", "bias_audit/lexicons/rules.yaml", "bias_audit/lexicons/SOURCES.md",
                  "bias_audit/schemas/asyncapi.json", "bias_audit/schemas/json/council-session-event.schema.json",
                  "bias_audit/worker/samples/council_sessions.jsonl", "bias_audit/worker/samples/example_events.jsonl",

@@ -8,8 +8,8 @@ import tempfile
 from fastapi.testclient import TestClient
 
 from bias_audit.service.routes.events import MAX_SWAP_ANSWER_BYTES, MAX_SWAP_BODY_BYTES, ResultCache
-from bias_audit.windows.base import WindowItem
-from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.state.base import WindowItem
+from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.worker.composition import api_app
 from bias_audit.worker.settings import Settings
 from datetime import datetime, timezone

@@ -18,7 +18,7 @@ from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records as rea
 from bias_audit.storage.postgres import rows as postgres_rows, schema as postgres_schema
 from bias_audit.storage.postgres import (TRANSIENT_ERRORS, PostgresRecordStore, apply_migrations, migrations,
                                                read_records)
-from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.worker.batch_pipeline import BASE_TRANSIENT
 from bias_audit.worker.samples import generate_sessions
 from tests.builders import read_all

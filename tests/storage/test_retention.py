@@ -20,7 +20,7 @@ from bias_audit.lexicons.load import shipped_lexicons
 from bias_audit.lexicons.sentiment import vader_scorer
 from bias_audit.storage.postgres import (PostgresInteractionStore, PostgresRecordStore, apply_migrations,
                                                read_interactions, read_records)
-from bias_audit.windows.memory_window import MemoryWindow
+from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.worker.response_samples import generate_responses
 from bias_audit.worker.samples import generate_sessions
 from tests.builders import read_all

@@ -139,7 +139,7 @@ def test_a_replacement_that_needs_minilm_is_scored_with_it(tmp_path):
 
     from bias_audit.analysis.learned_detector import LabelledExample, train_detector
     from bias_audit.schemas.events import LLMResponseEvent
-    from bias_audit.windows.memory_window import MemoryWindow
+    from bias_audit.state.memory_window import MemoryWindow
     from bias_audit.worker import composition
     from bias_audit.worker.settings import Settings
 

@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 
 from .redis_scripts import run_script
 
-_SCRIPT = files("bias_audit.windows").joinpath("alert_state.lua").read_text(encoding="utf-8")
+_SCRIPT = files("bias_audit.state").joinpath("alert_state.lua").read_text(encoding="utf-8")
 
 
 class Transition(NamedTuple):  # a NamedTuple: ~6 a session, built in half the time of a frozen dataclass

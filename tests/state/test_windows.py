@@ -9,10 +9,10 @@ import pytest
 from redis.asyncio import Redis
 
 from bias_audit.analysis.window import FIXED, pooled_correlation
-from bias_audit.windows.base import PUBLISHED, RECORDED, WindowItem, WindowPolicy
-from bias_audit.windows.memory_window import MemoryWindow
-from bias_audit.windows import redis_window
-from bias_audit.windows.redis_window import RedisWindow, rounds, tenant_keys
+from bias_audit.state.base import PUBLISHED, RECORDED, WindowItem, WindowPolicy
+from bias_audit.state.memory_window import MemoryWindow
+from bias_audit.state import redis_window
+from bias_audit.state.redis_window import RedisWindow, rounds, tenant_keys
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
@@ -238,7 +238,7 @@ def test_digests_a_worker_counted_itself_equal_those_read_back_from_redis(redis_
     """Two workers' windows on one Redis: each knows the digests it counted without reading them
     back; what digests() returns must equal what a window with nothing cached reads (floats,
     fingerprints, similarities and all), through duplicates, copies and evictions."""
-    monkeypatch.setattr("bias_audit.windows.redis_window.PARSED_TENANTS", kept_tenants)
+    monkeypatch.setattr("bias_audit.state.redis_window.PARSED_TENANTS", kept_tenants)
     policy = WindowPolicy(max_sessions=12, max_days=20)
     rng = random.Random(5)
     items = []
@@ -396,7 +396,7 @@ def test_a_contribution_stored_by_the_per_session_script_is_still_evicted(redis_
 def test_the_scripts_survive_a_flushed_script_cache(redis_url):
     """A Redis restarted (or failed over) has forgotten the scripts: a lone call (sent alone) and
     a batch of two tenants (pipelined) load them again and go on."""
-    from bias_audit.windows.alert_state import RedisAlertState, Transition
+    from bias_audit.state.alert_state import RedisAlertState, Transition
 
     async def run():
         client = Redis.from_url(redis_url)

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from redis.asyncio import Redis
 
-from bias_audit.windows.alert_state import AlertLimits, MemoryAlertState, RedisAlertState, Transition
+from bias_audit.state.alert_state import AlertLimits, MemoryAlertState, RedisAlertState, Transition
 
 # (wanted state, sequence) -> what happens, under a 0 s cooldown and 2 firings a minute
 SCRIPT = [

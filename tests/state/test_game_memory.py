@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bias_audit.windows.game_memory import Game
+from bias_audit.state.game_memory import Game
 
 # (tenant, verdict id, fingerprint) in order -> the fingerprint it conflicts with, or None
 CLAIMS = [

@@ -1,4 +1,4 @@
-"""In-process window with exactly the semantics of windows/redis_window.lua."""
+"""In-process window with exactly the semantics of state/redis_window.lua."""
 
 from __future__ import annotations
 

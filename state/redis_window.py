@@ -16,8 +16,8 @@ from .redis_scripts import run_script
 
 from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value
 
-_SCRIPT = files("bias_audit.windows").joinpath("redis_window.lua").read_text(encoding="utf-8")
-_MARKS = files("bias_audit.windows").joinpath("progress_marks.lua").read_text(encoding="utf-8")
+_SCRIPT = files("bias_audit.state").joinpath("redis_window.lua").read_text(encoding="utf-8")
+_MARKS = files("bias_audit.state").joinpath("progress_marks.lua").read_text(encoding="utf-8")
 INT64 = 2**63  # HINCRBY's limit: a batch's total this large goes to the script session by session
 # Sessions per script round of a batch: a round's Lua script holds Redis for its sessions, so
 # other clients wait at most one round; each round costs one round trip

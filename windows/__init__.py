@@ -1,1 +1,0 @@
-"""Rolling-window stores: Redis for the worker, in-process for `bias-audit audit`."""
