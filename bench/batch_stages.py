@@ -32,7 +32,7 @@ from bias_audit.state.alert_state import RedisAlertState  # noqa: E402
 from bias_audit.state.redis_window import RedisWindow  # noqa: E402
 from bias_audit.worker.composition import council_processor  # noqa: E402
 from bias_audit.worker.embedded_redis import EmbeddedRedis  # noqa: E402
-from bias_audit.worker.gc_tuning import collector_paused_per_batch, tune_gc  # noqa: E402
+from bias_audit.gc_tuning import collector_paused, tune_gc  # noqa: E402
 from bias_audit.worker.logging_setup import configure_logging  # noqa: E402
 from redis.asyncio import Redis  # noqa: E402
 from bias_audit.worker.settings import Settings  # noqa: E402
@@ -87,7 +87,7 @@ async def one_size(url: str, directory: str, bodies: list[bytes], batch: int) ->
             total = 0.0
             await client.config_resetstat()
         began = time.perf_counter()
-        with collector_paused_per_batch():
+        with collector_paused():
             outcomes = await processor.process(deliveries[start:start + batch])
             await processor.published(outcomes)
         total += time.perf_counter() - began

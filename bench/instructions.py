@@ -39,7 +39,7 @@ def run_sessions(redis_url: str, store_url: str, extra: int) -> None:
     from bias_audit.state.alert_state import RedisAlertState
     from bias_audit.state.redis_window import RedisWindow
     from bias_audit.worker.composition import council_processor
-    from bias_audit.worker.gc_tuning import collector_paused_per_batch, tune_gc
+    from bias_audit.gc_tuning import collector_paused, tune_gc
     from bias_audit.worker.logging_setup import configure_logging
     from redis.asyncio import Redis
     from bias_audit.worker.settings import Settings
@@ -59,7 +59,7 @@ def run_sessions(redis_url: str, store_url: str, extra: int) -> None:
         outbox = RedisStreamsOutbox(client)
         deliveries = [Delivery(f"{i}-0", body, "council.sessions") for i, body in enumerate(bodies)]
         for start in range(0, len(deliveries), BATCH):
-            with collector_paused_per_batch():
+            with collector_paused():
                 outcomes = await processor.process(deliveries[start:start + BATCH])
                 await processor.published(outcomes)
                 await outbox.complete(outcomes, stream="council.sessions", group="bench")

@@ -46,7 +46,7 @@ from bias_audit.analysis.session_audit import audit_batch, audit_scores  # noqa:
 from bias_audit.producers.redis_streams import wire_fields  # noqa: E402
 from bias_audit.schemas.events import CouncilSessionEvent  # noqa: E402
 from bias_audit.worker.embedded_redis import EmbeddedRedis  # noqa: E402
-from bias_audit.worker.gc_tuning import tune_gc  # noqa: E402
+from bias_audit.gc_tuning import tune_gc  # noqa: E402
 from bias_audit.worker.samples import generate_sessions  # noqa: E402
 from bias_audit.worker.settings import Settings  # noqa: E402
 
@@ -384,7 +384,7 @@ def bench_pipeline(count: int = 6_000, rounds: int = 3) -> None:
     from bias_audit.state.alert_state import MemoryAlertState
     from bias_audit.state.memory_window import MemoryWindow
     from bias_audit.worker.composition import council_processor
-    from bias_audit.worker.gc_tuning import collector_paused_per_batch
+    from bias_audit.gc_tuning import collector_paused
     from bias_audit.worker.logging_setup import configure_logging
 
     configure_logging("ERROR")  # the alerts' log lines are not the point here
@@ -398,7 +398,7 @@ def bench_pipeline(count: int = 6_000, rounds: int = 3) -> None:
         deliveries = [Delivery(f"{i}-0", body, "council.sessions") for i, body in enumerate(bodies)]
         started = time.perf_counter()
         for start in range(0, count, batch):
-            with collector_paused_per_batch():
+            with collector_paused():
                 outcomes = await processor.process(deliveries[start:start + batch])
                 await processor.published(outcomes)
         return (time.perf_counter() - started) / count * 1e6

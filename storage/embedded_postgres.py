@@ -66,7 +66,8 @@ class EmbeddedPostgres:
 
 def _forget_dead_holders(pgdata: Path) -> None:
     """Drop the pids of processes that died holding the server (a SIGKILLed worker): the wheel
-    would otherwise count them forever and never stop the server with the last live holder."""
+    would otherwise count them forever and never stop the server with the last live holder. It
+    offers no public way to forget a holder, so its holders file is edited here."""
     holders = pgdata / ".handle_pids.json"
     try:
         pids = json.loads(holders.read_text())

@@ -10,17 +10,16 @@ parsed in full only for the sessions reported.
 
 from __future__ import annotations
 
-import gc
 import glob
 import heapq
 import os
-from contextlib import contextmanager
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
 
+from bias_audit.gc_tuning import collector_paused
 from bias_audit.analysis.digest import BadRecord, SessionDigest, StoredCell, digest_from_records, timestamp_ms
 from bias_audit.analysis.window import window_bounds
 from bias_audit.analysis.window_cells import WindowCells, window_cells
@@ -125,20 +124,6 @@ class TenantWindows:
     def current(self) -> list[SessionDigest]:
         """The window's sessions (metadata)."""
         return list(self.cells.digests[self.previous_sessions:])
-
-
-@contextmanager
-def collector_paused():
-    """The window's lines and digests are hundreds of thousands of live objects and none is
-    garbage: the cyclic collector would rescan them again and again while they are parsed.
-    Nests: only the outermost turns it back on."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _session_prefix(line: bytes) -> bytes | None:

@@ -19,7 +19,7 @@ from bias_audit.consumers.outcome import BatchProcessor, Outcome
 from bias_audit.consumers.envelope import Delivery, dead_letter
 from bias_audit.storage.postgres import TRANSIENT_ERRORS as POSTGRES_TRANSIENT
 
-from .gc_tuning import collector_paused_per_batch
+from bias_audit.gc_tuning import collector_paused
 from .metrics import WorkerMetrics
 
 log = logging.getLogger("bias_audit.worker")
@@ -73,7 +73,7 @@ class BatchPipeline:
         self.metrics.consumed_batch(self.transport.topic, len(deliveries))
         self.busy_since = time.monotonic()
         try:
-            with collector_paused_per_batch():
+            with collector_paused():
                 await self._handle(deliveries, time.perf_counter())
         finally:
             self.busy_since = None

@@ -6,6 +6,15 @@ import asyncio
 import time
 
 
+def unread(waiting_since: float | None, last_read: float, limit_s: float, now: float) -> tuple[bool, str]:
+    """Alive unless entries have waited for the group longer than `limit_s` with no batch read
+    since they began to wait (the read loop no longer reads). `waiting_since`: when entries were
+    first seen waiting (None: none wait); `last_read`: when the batch handler last ran."""
+    if waiting_since is not None and last_read < waiting_since and now - waiting_since > limit_s:
+        return False, f"entries have waited {now - waiting_since:.0f}s with no batch read (limit {limit_s:.0f}s)"
+    return True, "consuming"
+
+
 def stalled(pipeline, limit_s: float) -> tuple[bool, str]:
     """Alive unless one batch has been in hand longer than `limit_s` (a wedged loop)."""
     since = pipeline.busy_since

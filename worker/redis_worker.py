@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from contextlib import suppress
 from typing import Any
 
@@ -31,7 +32,7 @@ from bias_audit.consumers.envelope import Delivery
 from bias_audit.producers.redis_streams import RedisStreamsOutbox
 
 from .batch_pipeline import BASE_TRANSIENT, BatchPipeline, drain_processor
-from .health import redis_reachable, stalled
+from .health import redis_reachable, stalled, unread
 from .logging_setup import FASTSTREAM_LOGGER
 from .metrics import WorkerMetrics
 from .ops_server import OpsServer
@@ -172,6 +173,9 @@ class RedisStreamsWorker:
             parser=_unparsed_batch,
         )
         self.subscriber(self._on_batch)
+        # the read loop's heartbeat: when a batch was last read, and since when entries wait unread
+        self.last_read = time.monotonic()
+        self.waiting_since: float | None = None
         self._started = False
         self.ops: OpsServer | None = None
 
@@ -180,6 +184,7 @@ class RedisStreamsWorker:
         return self.pipeline.completed
 
     async def _on_batch(self, body: Any, msg: RedisBatchStreamMessage) -> None:  # body: placeholders
+        self.last_read = time.monotonic()
         raw = msg.raw_message
         deliveries = [
             delivery_from_entry(self.stream, entry_id, fields)
@@ -200,16 +205,25 @@ class RedisStreamsWorker:
     def liveness(self) -> tuple[bool, str]:
         if not self._started:
             return True, "starting"
-        if not self.subscriber.running or not any(not t.done() for t in self.subscriber.tasks):
-            return False, "the stream subscriber's read loop is not running"
-        return stalled(self.pipeline, self.liveness_stall_s)
+        if not self.subscriber.running:
+            return False, "the stream subscriber is not running"
+        ok, detail = unread(self.waiting_since, self.last_read, self.liveness_stall_s, time.monotonic())
+        return stalled(self.pipeline, self.liveness_stall_s) if ok else (ok, detail)
 
     async def readiness(self) -> tuple[bool, str]:
         return await redis_reachable({"broker": self.client, "window store": self.window_client})
 
     async def refresh_lag(self) -> None:
+        """The group's pending and lag gauges, and whether entries wait unread (the last id the
+        group was handed is not the stream's last: Redis 6 reports no lag)."""
+        newest = _text((await self.client.xinfo_stream(self.stream)).get("last-generated-id"))
         for group in await self.client.xinfo_groups(self.stream):
             if _text(group.get("name")) == self.group:
+                waiting = _text(group.get("last-delivered-id")) != newest
+                if not waiting:
+                    self.waiting_since = None
+                elif self.waiting_since is None:
+                    self.waiting_since = time.monotonic()
                 self.metrics.pending.labels("redis", self.stream).set(int(group.get("pending") or 0))
                 if group.get("lag") is not None:  # Redis >= 7
                     self.metrics.lag.labels("redis", self.stream).set(int(group["lag"]))

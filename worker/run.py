@@ -66,7 +66,7 @@ def run_worker(settings: Settings, say: Callable[[str], None]) -> None:
         check_pubsub_settings(settings)
     with _embedded_broker(settings, say) as settings, embedded_store(settings, say, create=True) as settings:
         from . import composition
-        from .gc_tuning import tune_gc
+        from bias_audit.gc_tuning import tune_gc
 
         async def serve() -> None:
             from bias_audit.producers.otlp import evaluation_exporter

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bias_audit.schemas.limits import EventLimits
+from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 from bias_audit.schemas.secrets import check_secret
 from bias_audit.state.base import WindowPolicy
 
@@ -97,13 +97,15 @@ class Settings(BaseSettings):
     shutdown_grace_s: float = Field(20.0, gt=0)
     retry_max_backoff_s: float = Field(10.0, gt=0)
 
-    max_event_bytes: int = 4 * 1024 * 1024
-    max_response_bytes: int = 256 * 1024
-    max_responses: int = 32
-    max_reviews: int = 64
-    max_members: int = 64
-    max_counterfactuals: int = 32
-    max_clock_skew_s: float = Field(600.0, ge=0, description="events dated further ahead of this clock are refused")
+    # the event size limits: their defaults are the models' own (schemas.limits)
+    max_event_bytes: int = DEFAULT_LIMITS.max_event_bytes
+    max_response_bytes: int = DEFAULT_LIMITS.max_response_bytes
+    max_responses: int = DEFAULT_LIMITS.max_responses
+    max_reviews: int = DEFAULT_LIMITS.max_reviews
+    max_members: int = DEFAULT_LIMITS.max_members
+    max_counterfactuals: int = DEFAULT_LIMITS.max_counterfactuals
+    max_clock_skew_s: float = Field(DEFAULT_LIMITS.max_clock_skew_s, ge=0,
+                                    description="events dated further ahead of this clock are refused")
     max_stored_ratio: float = Field(10.0, ge=1, description="an event whose records would take more than this "
                                     "many times its own size is refused")
     max_event_seconds: float = Field(10.0, gt=0, description="analysis time budget per event; over it, a dead letter")
@@ -181,15 +183,7 @@ class Settings(BaseSettings):
 
     @property
     def limits(self) -> EventLimits:
-        return EventLimits(
-            max_event_bytes=self.max_event_bytes,
-            max_response_bytes=self.max_response_bytes,
-            max_responses=self.max_responses,
-            max_reviews=self.max_reviews,
-            max_members=self.max_members,
-            max_counterfactuals=self.max_counterfactuals,
-            max_clock_skew_s=self.max_clock_skew_s,
-        )
+        return EventLimits(**{name: getattr(self, name) for name in EventLimits.__dataclass_fields__})
 
     @property
     def audit_config(self) -> AuditConfig:

@@ -4,7 +4,7 @@ toward mentioned groups, toxicity and slurs, and operator rules. Each returns fi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import time
 from collections.abc import Callable
@@ -144,8 +144,14 @@ def group_sentiment(text_sentences: Sentences, lexicons: Lexicons, score: Sentim
                             precise=False)]
 
 
+class Pattern(Protocol):
+    """A compiled pattern, as the searches use it."""
+
+    def search(self, text: str) -> Any: ...
+
+
 @lru_cache(maxsize=256)
-def compile_rule(pattern: str) -> re2._Regexp:
+def compile_rule(pattern: str) -> Pattern:
     """A rule or pattern as every search uses it; the loader checks rules with this very call, so
     one that loads never fails on a response."""
     options = re2.Options()

@@ -48,11 +48,13 @@ def test_help_version_and_argument_errors_import_nothing_heavy(args):
     assert heavy_imports(done) == []
 
 
-def test_flags_and_described_parameters_carry_no_type_tags():
+def test_flags_and_options_with_a_metavar_carry_no_type_tags():
+    # a positional argument shows typer's type column (its design: fastapi/typer#1410)
     for command in ([], ["report"], ["audit"], ["worker"], ["demo"]):
         text = run_cli(*command, "--help").stdout
+        options = text[text.index("Options"):] if "Options" in text else text
         for tag in ("<bool>", "<str>", "<int>", "<float>", "<path>", "<list[str]>"):
-            assert tag not in text, (command, tag)
+            assert tag not in options, (command, tag)
 
 
 def test_short_help_and_version():

@@ -1,7 +1,7 @@
 import gc
 
-from bias_audit.worker import gc_tuning
-from bias_audit.worker.gc_tuning import collector_paused_per_batch
+from bias_audit import gc_tuning
+from bias_audit.gc_tuning import collector_paused
 
 
 def test_tune_gc_freezes_the_startup_heap_and_raises_thresholds():
@@ -17,7 +17,7 @@ def test_tune_gc_freezes_the_startup_heap_and_raises_thresholds():
 
 def test_overlapping_batches_keep_the_collector_off_until_the_last_ends():
     assert gc.isenabled()
-    first, second = collector_paused_per_batch(), collector_paused_per_batch()
+    first, second = collector_paused(), collector_paused()
     first.__enter__()
     second.__enter__()  # another input's batch starts before the first ends
     first.__exit__(None, None, None)
@@ -29,7 +29,7 @@ def test_overlapping_batches_keep_the_collector_off_until_the_last_ends():
 def test_a_collector_turned_off_before_stays_off():
     gc.disable()
     try:
-        with collector_paused_per_batch():
+        with collector_paused():
             pass
         assert not gc.isenabled()
     finally:

@@ -19,21 +19,13 @@ from bias_audit.schemas.errors import CommandError
 from bias_audit.schemas.safe_text import one_line, redact
 
 class _NoFlagTypes:
-    """Typer 0.29 shows a type tag beside every parameter (`--help <bool>`, `PATH <list[str]>`):
-    a flag takes no value, and a parameter with a metavar says what it takes already."""
+    """Typer 0.29 shows a type tag beside every parameter (`--help <bool>`): a flag takes no value."""
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)  # type: ignore[misc]
         if option is not None:
             option.metavar = ""
         return option
-
-    def get_params(self, ctx: Any) -> list[Any]:
-        params = super().get_params(ctx)  # type: ignore[misc]
-        for param in params:
-            if param.param_type_name == "argument" and param.metavar is not None:
-                param.display_type_rich = lambda ctx: None
-        return params
 
 
 class _Command(_NoFlagTypes, TyperCommand):

@@ -73,7 +73,7 @@ def judges(
 
         files = read_verdicts(paths, source.value, answers=str(answers) if answers else None,
                               limits=settings_with(data_dir=data_dir).limits)
-        from bias_audit.storage.report_reader import collector_paused
+        from bias_audit.gc_tuning import collector_paused
 
         with _progress(files.total_bytes) as advance, collector_paused():  # games hold no cycles to collect
             games = [game_from_event(e) for e in files.read(advance) if tenant is None or e["tenant_id"] == tenant]

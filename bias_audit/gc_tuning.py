@@ -1,4 +1,5 @@
-"""Garbage-collector settings for a long-running worker.
+"""Garbage-collector settings: for a long-running worker, and a pause while many live objects
+are built (a batch in hand, a report's window being read).
 
 Each session allocates ~150 container objects that live until its batch is published. With
 CPython's default thresholds (700, 10, 10) that triggers thousands of young collections and
@@ -31,11 +32,12 @@ _was_enabled = False
 
 
 @contextmanager
-def collector_paused_per_batch():
-    """No automatic collection while a batch is in hand. A batch's parsed events, records and
-    results (~50,000 container objects for 200 sessions) all live until it is published, so a
-    young collection in the middle walks every one of them and frees nothing. Refcounting frees them after the batch; the collector
-    runs again then, on a nearly empty young generation."""
+def collector_paused():
+    """No automatic collection while objects that all stay alive are built: a batch's parsed
+    events, records and results (~50,000 container objects for 200 sessions) live until it is
+    published, a report's lines and digests until it is rendered, so a young collection in the
+    middle walks every one of them and frees nothing. Nests and overlaps (several inputs'
+    batches): the collector runs again when the last one ends, on a nearly empty young generation."""
     global _batches, _was_enabled
     if _batches == 0:
         _was_enabled = gc.isenabled()
