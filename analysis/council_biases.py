@@ -28,8 +28,8 @@ from bias_audit.schemas.report import (
 
 from .cross_session import MIN_SESSIONS, collecting, contrast_estimate
 from .fixed_effects import Block, FitResult, Indicators, absorbed_least_squares
-from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
 from .multiple_tests import benjamini_hochberg
+from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
 from .stats import confidence_tier, rounded
 from .window_cells import WindowCells
 

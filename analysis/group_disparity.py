@@ -14,7 +14,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from scipy.stats import fisher_exact, t as student_t
+from scipy.stats import fisher_exact
+from scipy.stats import t as student_t
 
 from .multiple_tests import holm
 from .proportions import newcombe_difference, wilson_interval

@@ -25,8 +25,14 @@ import numpy as np
 from .agreement import krippendorff_alpha_interval
 from .judge_games import LEVEL_NAMES, JudgedGame, sign
 from .judge_metric import Metric, half_rate_metric, rate_metric
-from .judge_scores import (MeanScore, ScoreDistribution, mean_scores, repeat_consistency, score_distribution,
-                           score_length_correlation)
+from .judge_scores import (
+    MeanScore,
+    ScoreDistribution,
+    mean_scores,
+    repeat_consistency,
+    score_distribution,
+    score_length_correlation,
+)
 from .multiple_tests import binomial_two_sided_half, holm
 from .proportions import Z95
 from .special import stdtrit

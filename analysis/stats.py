@@ -74,8 +74,8 @@ def correlation_t(r: Any, df: Any) -> np.ndarray:
     """t of H0: rho = 0, elementwise: r sqrt(df) / sqrt(1 - r^2) with df = n - 2; |r| = 1 gives +-inf."""
     r = np.asarray(r, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(np.abs(r) >= 1.0, np.copysign(INF, r),
-                        r * np.sqrt(np.maximum(df, 0.0)) / np.sqrt(1.0 - r * r))
+        t: np.ndarray = np.where(np.abs(r) >= 1.0, np.copysign(INF, r), r * np.sqrt(np.maximum(df, 0.0)) / np.sqrt(1.0 - r * r))
+    return t
 
 
 def correlation_p_value(r: float, n: int) -> float | None:
@@ -85,7 +85,7 @@ def correlation_p_value(r: float, n: int) -> float | None:
     return t_tails([(n - 2, float(correlation_t(r, n - 2)))], [])[0]
 
 
-def _defined_r(x: Sequence[float], y: Sequence[float]) -> float | None:
+def _defined_r(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float | None:
     r, defined = pearson_arrays(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
     return float(r) if defined else None
 

@@ -23,15 +23,6 @@ from bias_audit.schemas.report import (
 )
 
 from .agreement import agreement, position_consistency
-from .cross_session import (
-    WindowThresholds,
-    length_control,
-    length_correlation,
-    length_fit,
-    position_effects,
-    randomization_balance,
-    reviewer_profiles,
-)
 from .council_biases import (
     affinity,
     anchoring,
@@ -41,6 +32,15 @@ from .council_biases import (
     reviewer_posteriors,
     self_consistency,
     style_similarity,
+)
+from .cross_session import (
+    WindowThresholds,
+    length_control,
+    length_correlation,
+    length_fit,
+    position_effects,
+    randomization_balance,
+    reviewer_profiles,
 )
 from .digest import SessionDigest, iso_ms
 from .stats import confidence_tier

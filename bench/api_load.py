@@ -23,11 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import jwt  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from percentiles import percentile  # noqa: E402
+import jwt
+from percentiles import percentile
+from rich.console import Console
+from rich.table import Table
 
 SECRET = "bench-secret-of-at-least-thirty-two-bytes!!"
 TENANTS = [f"tenant-{i}" for i in range(10)]
@@ -50,9 +49,9 @@ def fill(url: str, audits: int) -> None:
     from bias_audit.consumers.responses import ResponseProcessor
     from bias_audit.lexicons.load import shipped_lexicons
     from bias_audit.lexicons.sentiment import vader_scorer
+    from bias_audit.state.memory_window import MemoryWindow
     from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
     from bias_audit.storage.postgres import PostgresInteractionStore, interaction_row
-    from bias_audit.state.memory_window import MemoryWindow
     from bias_audit.worker.response_samples import generate_responses
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -21,21 +21,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-from run import kb_sessions  # noqa: E402  (this folder is on the path: run as a script)
+from redis.asyncio import Redis
+from rich.console import Console
+from rich.table import Table
+from run import kb_sessions
 
-import bias_audit.consumers.council as council  # noqa: E402
-from bias_audit.consumers.envelope import Delivery  # noqa: E402
-from bias_audit.storage.jsonl_store import JsonlRecordStore  # noqa: E402
-from bias_audit.state.alert_state import RedisAlertState  # noqa: E402
-from bias_audit.state.redis_window import RedisWindow  # noqa: E402
-from bias_audit.worker.composition import council_processor  # noqa: E402
-from bias_audit.worker.embedded_redis import EmbeddedRedis  # noqa: E402
-from bias_audit.gc_tuning import collector_paused, tune_gc  # noqa: E402
-from bias_audit.worker.logging_setup import configure_logging  # noqa: E402
-from redis.asyncio import Redis  # noqa: E402
-from bias_audit.worker.settings import Settings  # noqa: E402
+import bias_audit.consumers.council as council
+from bias_audit.consumers.envelope import Delivery
+from bias_audit.gc_tuning import collector_paused, tune_gc
+from bias_audit.state.alert_state import RedisAlertState
+from bias_audit.state.redis_window import RedisWindow
+from bias_audit.storage.jsonl_store import JsonlRecordStore
+from bias_audit.worker.composition import council_processor
+from bias_audit.worker.embedded_redis import EmbeddedRedis
+from bias_audit.worker.logging_setup import configure_logging
+from bias_audit.worker.settings import Settings
 
 WINDOW_STAGE = "the window's script and replay"
 SESSIONS, WARM = 1500, 300  # the first WARM fill the window and are not timed

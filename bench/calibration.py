@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from rich.console import Console
+from rich.table import Table
 
-from bias_audit.analysis.calibration import Reviewed, fit_calibration  # noqa: E402
+from bias_audit.analysis.calibration import Reviewed, fit_calibration
 
 TRUTHS = {"stricter: evidence^3": lambda s: s ** 3, "as strict: evidence": lambda s: s,
           "more lenient: sqrt(evidence)": lambda s: s ** 0.5}

@@ -20,20 +20,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+import numpy as np
+from rich.console import Console
+from rich.table import Table
 
-import tests.analysis.test_session_flags_simulation as per_session  # noqa: E402
-from bias_audit.analysis.council_biases import (  # noqa: E402
+import tests.analysis.test_session_flags_simulation as per_session
+from bias_audit.analysis.council_biases import (
     affinity,
     anchoring,
     pair_fit,
     self_consistency,
     style_similarity,
 )
-from bias_audit.analysis.window_cells import window_cells  # noqa: E402
-from tests.analysis.council_simulation import MODELS, Injected, corpus  # noqa: E402
+from bias_audit.analysis.window_cells import window_cells
+from tests.analysis.council_simulation import MODELS, Injected, corpus
 
 
 def pct(value: float) -> str:

@@ -31,17 +31,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from public_labels import load
+from rich.console import Console
+from rich.table import Table
 
-from public_labels import load  # noqa: E402
-
-from bias_audit.analysis.detection_metrics import flag_quality  # noqa: E402
-from bias_audit.analysis.learned_detector import LabelledExample, train_detector  # noqa: E402
-from bias_audit.analysis.responses.report import analyze_response, default_score  # noqa: E402
-from bias_audit.lexicons.load import shipped_lexicons  # noqa: E402
-from bias_audit.lexicons.sentiment import vader_scorer  # noqa: E402
-from bias_audit.worker.commands.learning import auroc_text, interval_text, quality_document  # noqa: E402
+from bias_audit.analysis.detection_metrics import flag_quality
+from bias_audit.analysis.learned_detector import LabelledExample, train_detector
+from bias_audit.analysis.responses.report import analyze_response, default_score
+from bias_audit.lexicons.load import shipped_lexicons
+from bias_audit.lexicons.sentiment import vader_scorer
+from bias_audit.worker.commands.learning import auroc_text, interval_text, quality_document
 
 console = Console(width=160)
 TARGET_FPR = {"RedditBias": 0.10, "BBQ": 0.05, "WinoBias": 0.05}

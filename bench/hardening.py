@@ -23,8 +23,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.builders import council_event  # noqa: E402
-from tests.services import spawn_serve  # noqa: E402
+from tests.builders import council_event
+from tests.services import spawn_serve
 
 MAX_EVENT_BYTES = 4 * 1024 * 1024
 MAX_RESPONSE_BYTES = 256 * 1024

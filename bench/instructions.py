@@ -31,17 +31,17 @@ WARM, BATCH = 300, 100
 
 def run_sessions(redis_url: str, store_url: str, extra: int) -> None:
     """What valgrind runs: WARM + extra sessions through the processor and the outbox."""
+    from redis.asyncio import Redis
     from run import kb_sessions  # this folder is on the path: run as a script
 
     from bias_audit.consumers.envelope import Delivery
+    from bias_audit.gc_tuning import collector_paused, tune_gc
     from bias_audit.producers.redis_streams import RedisStreamsOutbox
-    from bias_audit.storage.postgres import PostgresRecordStore
     from bias_audit.state.alert_state import RedisAlertState
     from bias_audit.state.redis_window import RedisWindow
+    from bias_audit.storage.postgres import PostgresRecordStore
     from bias_audit.worker.composition import council_processor
-    from bias_audit.gc_tuning import collector_paused, tune_gc
     from bias_audit.worker.logging_setup import configure_logging
-    from redis.asyncio import Redis
     from bias_audit.worker.settings import Settings
 
     bodies = [json.dumps(s).encode() for s in kb_sessions(WARM + extra)]

@@ -36,13 +36,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+import numpy as np
+from rich.console import Console
+from rich.table import Table
 
-from bias_audit.analysis.judge_games import game_from_event  # noqa: E402
-from bias_audit.analysis.judges import judge_report  # noqa: E402
-from bias_audit.importers.sources import read_verdicts  # noqa: E402
+from bias_audit.analysis.judge_games import game_from_event
+from bias_audit.analysis.judges import judge_report
+from bias_audit.importers.sources import read_verdicts
 
 console = Console(width=180)
 FLIP = {"A>B": "B>A", "B>A": "A>B"}

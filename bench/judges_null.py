@@ -22,11 +22,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from rich.console import Console
+from rich.table import Table
 
-from bias_audit.analysis.judge_games import JudgedGame  # noqa: E402
-from bias_audit.analysis.judges import judge_report  # noqa: E402
+from bias_audit.analysis.judge_games import JudgedGame
+from bias_audit.analysis.judges import judge_report
 
 TESTS = ("first_position_rate", "preference_fairness", "length_preference")
 

@@ -16,13 +16,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from rich.console import Console
+from rich.table import Table
 
-from bias_audit.consumers.outcome import Outcome  # noqa: E402
-from bias_audit.consumers.envelope import Delivery  # noqa: E402
-from bias_audit.schemas.results import AuditResult  # noqa: E402
-from bias_audit.worker.metrics import WorkerMetrics  # noqa: E402
+from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.outcome import Outcome
+from bias_audit.schemas.results import AuditResult
+from bias_audit.worker.metrics import WorkerMetrics
 
 WINDOW = {"first_position_rate": {"estimate": 0.5}, "length_preference": {"estimate": 0.5}}
 

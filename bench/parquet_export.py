@@ -22,7 +22,6 @@ from pathlib import Path
 from random import Random
 
 from rich.table import Table
-
 from run import ROOT, console  # this folder
 
 sys.path.insert(0, str(ROOT))

@@ -15,24 +15,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import tempfile
-import random
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from rich.console import Console
+from rich.table import Table
 
-from bias_audit.analysis.replay import METRICS  # noqa: E402
-from bias_audit.worker.replay import (Answers, answer_scorer, read_prompts, replay_document, scored_axes,  # noqa: E402
-                                      variant_key)
-from tests.chat_server import ChatServer, GroupScript, script_answer  # noqa: E402
+from bias_audit.analysis.replay import METRICS
+from bias_audit.worker.replay import Answers, answer_scorer, read_prompts, replay_document, scored_axes, variant_key
+from tests.chat_server import ChatServer, GroupScript, script_answer
 
 JOBS = ["engineer", "nurse", "pilot", "teacher", "lawyer", "chef", "doctor", "banker", "driver", "writer"]
 

@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bytecode import compile_package  # noqa: E402  (this folder is on the path: run as a script)
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from bytecode import compile_package
+from rich.console import Console
+from rich.table import Table
 
 REFERENCE = """
 import sys, time

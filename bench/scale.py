@@ -25,15 +25,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import redis  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+import redis
+from percentiles import percentile
+from rich.console import Console
+from rich.table import Table
 
-from percentiles import percentile  # noqa: E402  (this folder is on the path: run as a script)
-
-from bias_audit.producers.wire import wire_fields  # noqa: E402
-from bias_audit.worker.embedded_redis import EmbeddedRedis  # noqa: E402
-from bias_audit.worker.samples import generate_sessions  # noqa: E402
+from bias_audit.producers.wire import wire_fields
+from bias_audit.worker.embedded_redis import EmbeddedRedis
+from bias_audit.worker.samples import generate_sessions
 
 BACKLOG, RATE, SECONDS = 3000, 200, 5
 WORKERS = (1, 2, 4)

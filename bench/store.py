@@ -20,11 +20,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from rich.console import Console
+from rich.table import Table
 
-from bench.bytecode import compile_package  # noqa: E402
-from bench.report import REFERENCE  # noqa: E402
+from bench.bytecode import compile_package
+from bench.report import REFERENCE
 
 
 def timed(command: list[str]) -> float:

@@ -20,12 +20,11 @@ from pathlib import Path
 
 import redis
 from rich.table import Table
-
 from run import ROOT, WORKER_BATCH, _process_cpu, _publish, _start_worker, console, kb_sessions  # this folder
 
 sys.path.insert(0, str(ROOT))
-from bias_audit.worker.embedded_redis import EmbeddedRedis, free_port  # noqa: E402
-from tests.otlp_receiver import OtlpReceiver  # noqa: E402  (decodes with opentelemetry-proto)
+from bias_audit.worker.embedded_redis import EmbeddedRedis, free_port
+from tests.otlp_receiver import OtlpReceiver
 
 
 def one_run(bodies: list[bytes], endpoint: str | None) -> tuple[float, float, int]:

@@ -8,34 +8,49 @@ a redelivery of the same delivery resumes (records + result), any other copy is 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from bias_audit.analysis.alerts import (AlertPolicy, Condition, SessionSignals, audited_level,
-                                        session_levels, session_signals, window_baseline)
+from bias_audit.analysis.alerts import (
+    AlertPolicy,
+    Condition,
+    SessionSignals,
+    audited_level,
+    session_levels,
+    session_signals,
+    window_baseline,
+)
 from bias_audit.analysis.digest import SessionDigest, digest_from_scores
-from bias_audit.analysis.observations import session_scores
+from bias_audit.analysis.observations import SessionScores, session_scores
 from bias_audit.analysis.records import SessionRecords, effective_consent, session_records, stored_bytes_over
 from bias_audit.analysis.response_traits import response_traits
-from bias_audit.analysis.session_audit import AuditConfig, audit_batch
+from bias_audit.analysis.session_audit import AuditConfig, SessionAnalysis, audit_batch
 from bias_audit.analysis.session_noise import NOISE_SESSIONS, digests_noise
 from bias_audit.analysis.verdict import session_verdict
 from bias_audit.analysis.window import Contribution, WindowUpdate, session_contribution, window_bounds
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
-from bias_audit.schemas.results import Alert, AlertWindow, AuditResult
+from bias_audit.schemas.results import Alert, AlertWindow, AuditResult, WindowSummary
 from bias_audit.state.alert_state import AlertStateStore
 from bias_audit.state.base import RESUMED, WindowItem, WindowPolicy, WindowStore
 
+from .envelope import (
+    Delivery,
+    InvalidEvent,
+    Misrouted,
+    cloudevent_id,
+    parse_event,
+    parse_or_dead_letter,
+    resolve_trace_id,
+    utc_now_iso,
+)
 from .exactly_once import RecordOnce, SessionSink
 from .outcome import AlertMove, Outcome, decide_alerts, recall_alerts
 from .window_memo import WindowMemo
-from .envelope import (Delivery, InvalidEvent, Misrouted, cloudevent_id, parse_event, parse_or_dead_letter, resolve_trace_id,
-                       utc_now_iso)
 
 log = logging.getLogger("bias_audit.consumer")
 
@@ -119,7 +134,7 @@ class CouncilSessionProcessor:
                     "ids and metadata", "too_large")
         return event
 
-    def _prepare(self, delivery: Delivery, event: CouncilSessionEvent, scores, analysis,
+    def _prepare(self, delivery: Delivery, event: CouncilSessionEvent, scores: SessionScores, analysis: SessionAnalysis,
                  embeddings: np.ndarray | None = None) -> _Prepared:
         trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.session_id)
         consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
@@ -162,7 +177,7 @@ class CouncilSessionProcessor:
         (a redelivered one is in the window already)."""
         return self.noise.values(tenant, [d for d in digests if d.session_id not in fresh][-(NOISE_SESSIONS - 1):])
 
-    def _result(self, prepared: _Prepared, summary) -> AuditResult:
+    def _result(self, prepared: _Prepared, summary: WindowSummary) -> AuditResult:
         audit = prepared.analysis.audit
         verdict = session_verdict(audit)
         event = prepared.event

@@ -164,13 +164,13 @@ def classify(document: Any) -> str:
     return "unknown"
 
 
-def _non_finite_at(document: Any) -> tuple | None:
+def _non_finite_at(document: Any) -> tuple[Any, ...] | None:
     """Where the first NaN or infinity sits in a document pydantic's lenient reader parsed."""
     return next((path for path, value in nodes(document) if isinstance(value, float) and not math.isfinite(value)),
                 None)
 
 
-def _nul_at(document: Any) -> tuple | None:
+def _nul_at(document: Any) -> tuple[Any, ...] | None:
     """Where the first NUL character sits in a string (or a key) of a parsed document."""
     for path, value in nodes(document):
         if path and isinstance(path[-1], str) and "\x00" in path[-1]:
@@ -180,7 +180,7 @@ def _nul_at(document: Any) -> tuple | None:
     return None
 
 
-def _located(path: tuple) -> str:
+def _located(path: tuple[Any, ...]) -> str:
     return ".".join(str(part) for part in path) or "the body"
 
 
@@ -284,7 +284,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s"
 
 
-def parse_or_dead_letter(deliveries: list[Delivery], outcomes: list, parse: Callable[[Delivery], M]) -> list[tuple[int, M]]:
+def parse_or_dead_letter(deliveries: list[Delivery], outcomes: list[Any], parse: Callable[[Delivery], M]) -> list[tuple[int, M]]:
     """(index, event) of each delivery that parses; every other one gets its dead letter on its
     outcome, with the reason, and a log line."""
     parsed = []

@@ -15,26 +15,34 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-
 from bias_audit.analysis.calibration import Calibration
 from bias_audit.analysis.records import effective_consent, query_hash
 from bias_audit.analysis.replay import query_groups
 from bias_audit.analysis.responses.counterfactual import refuses
 from bias_audit.analysis.responses.lexicon import Lexicons
 from bias_audit.analysis.responses.linguistic import Budget, OverBudget, SentimentScorer
-from bias_audit.analysis.tasks import TaskPolicy
 from bias_audit.analysis.responses.report import ResponseAnalysisConfig, ResponseVerdict, analyze_response
 from bias_audit.analysis.responses.semantic import Embed
+from bias_audit.analysis.tasks import TaskPolicy
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
 from bias_audit.schemas.limits import DEFAULT_LIMITS, EventLimits
 from bias_audit.schemas.results import AuditResult
 from bias_audit.schemas.tasks import TaskSuggestion
 from bias_audit.state.base import WindowItem, WindowStore
+from bias_audit.state.task_state import TaskState
 
-from .outcome import Outcome
+from .envelope import (
+    Delivery,
+    Misrouted,
+    cloudevent_id,
+    parse_event,
+    parse_or_dead_letter,
+    refuse,
+    resolve_trace_id,
+    utc_now_iso,
+)
 from .exactly_once import RecordOnce, RecordSink
-from .envelope import (Delivery, Misrouted, cloudevent_id, parse_event, parse_or_dead_letter, refuse, resolve_trace_id,
-                       utc_now_iso)
+from .outcome import Outcome
 
 # Markers live under their own tenant key ('#' cannot occur in a tenant id): never counted in,
 # or moving the cutoff of, the tenant's council window.
@@ -86,7 +94,7 @@ class ResponseProcessor:
                  config: ResponseAnalysisConfig = ResponseAnalysisConfig(), default_consent: int = 1,
                  hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS, remember: int = 10_000,
                  max_event_seconds: float = 10.0, clock: Callable[[], float] = time.monotonic,
-                 calibration: Calibration | None = None, tasks: Any = None, task_policy: TaskPolicy = TaskPolicy(),
+                 calibration: Calibration | None = None, tasks: TaskState | None = None, task_policy: TaskPolicy = TaskPolicy(),
                  task_webhook: Any = None, severity: Callable[[str], int] = lambda _: 3, learned: Any = None,
                  learned_embed: Embed | None = None,
                  query_axes: Mapping[str, Mapping[str, Sequence[str]]] | None = None) -> None:
@@ -220,14 +228,16 @@ class ResponseProcessor:
 
     async def _suggest_tasks(self, analyzed: list[tuple[int, _Analyzed]], updates: list[Any],
                              outcomes: list[Outcome]) -> None:
-        """Count each newly audited answer once (a redelivery does not count again); when a bias
-        type crosses the policy in a tenant's domain, claim the onset (one worker wins) and
-        attach the suggestion to the last answer that crossed it. A retry of that delivery finds
-        its own claim and publishes it again."""
-        from bias_audit.analysis.tasks import DAY_MS, crossed, domain_of
+        """Count each newly audited answer once (a redelivery does not count again), then open,
+        resolve and publish again the suggestions it moves."""
+        from bias_audit.analysis.tasks import DAY_MS, domain_of
         from bias_audit.state.task_state import Sighting
 
-        fresh, resumed = [], []
+        tasks = self.tasks
+        assert tasks is not None  # called only with a task state
+
+        fresh: list[tuple[int, _Analyzed, str]] = []
+        resumed: list[tuple[int, _Analyzed, str]] = []
         for (index, a), update in zip(analyzed, updates):
             if a.consent <= 0:
                 continue
@@ -236,10 +246,23 @@ class ResponseProcessor:
                 fresh.append((index, a, domain))
             elif update.status in ("resume", "resume_recorded"):
                 resumed.append((index, a, domain))
-        day = lambda a: int(a.event.timestamp.timestamp() * 1000) // DAY_MS  # noqa: E731
+
+        def day(a: _Analyzed) -> int:
+            return int(a.event.timestamp.timestamp() * 1000) // DAY_MS
+
         today = int(time.time() * 1000) // DAY_MS  # the window ends today, not at a late event's day
-        totals = await self.tasks.count([Sighting(a.event.tenant_id, domain, day(a), tuple(a.verdict.bias_type),
-                                                  a.event.audit_id) for _, a, domain in fresh], today)
+        totals = await tasks.count([Sighting(a.event.tenant_id, domain, day(a), tuple(a.verdict.bias_type),
+                                             a.event.audit_id) for _, a, domain in fresh], today)
+        await self._open_crossed(tasks, fresh, totals, outcomes)
+        await self._resolve_receded(tasks, fresh, totals, outcomes)
+        await self._publish_own_claims(tasks, resumed, outcomes)
+
+    async def _open_crossed(self, tasks: TaskState, fresh: list[tuple[int, _Analyzed, str]], totals: dict[Any, Any],
+                            outcomes: list[Outcome]) -> None:
+        """A bias type over the policy in a domain: its onset claimed (one worker wins), the
+        suggestion attached to the last answer that crossed it."""
+        from bias_audit.analysis.tasks import crossed
+
         last_for: dict[tuple[str, str, str], tuple[int, _Analyzed]] = {}
         for index, a, domain in fresh:
             for bias_type in a.verdict.bias_type:
@@ -249,27 +272,37 @@ class ResponseProcessor:
             if group is None or not crossed(group.flagged.get(bias_type, 0), group.total, self.task_policy):
                 continue
             task = self._task(a, tenant, domain, bias_type, group)
-            if await self.tasks.claim(tenant, domain, bias_type, task.model_dump_json()):
+            if await tasks.claim(tenant, domain, bias_type, task.model_dump_json()):
                 self._attach(outcomes[index], task)
-        # an open suggestion whose bias has receded below the policy is resolved, once
+
+    async def _resolve_receded(self, tasks: TaskState, fresh: list[tuple[int, _Analyzed, str]],
+                               totals: dict[Any, Any], outcomes: list[Outcome]) -> None:
+        """An open suggestion whose bias has receded below the policy is resolved, once."""
+        from bias_audit.analysis.tasks import crossed
+
         last_of_group = {(a.event.tenant_id, domain): (index, a) for index, a, domain in fresh}
         for (tenant, domain), (index, a) in last_of_group.items():
             group = totals[(tenant, domain)]
-            for bias_type, document in (await self.tasks.open_tasks(tenant, domain)).items():
+            for bias_type, document in (await tasks.open_tasks(tenant, domain)).items():
                 if crossed(group.flagged.get(bias_type, 0), group.total, self.task_policy):
                     continue
-                if await self.tasks.resolve(tenant, domain, bias_type):
+                if await tasks.resolve(tenant, domain, bias_type):
                     now = self._task(a, tenant, domain, bias_type, group)
                     opened = TaskSuggestion.model_validate_json(document)
                     self._attach(outcomes[index], opened.model_copy(update={
                         "status": "resolved", "count": now.count, "rate": now.rate, "window": now.window,
                         "detected_at": now.detected_at, "trace_id": now.trace_id}))
+
+    @staticmethod
+    async def _publish_own_claims(tasks: TaskState, resumed: list[tuple[int, _Analyzed, str]],
+                                  outcomes: list[Outcome]) -> None:
+        """A retried delivery finds the suggestion it claimed before and publishes it again."""
         for index, a, domain in resumed:
             for bias_type in a.verdict.bias_type:
-                held = await self.tasks.claimed(a.event.tenant_id, domain, bias_type)
+                held = await tasks.claimed(a.event.tenant_id, domain, bias_type)
                 if held is not None:
                     task = TaskSuggestion.model_validate_json(held)
-                    if task.trace_id == a.trace_id:  # this delivery's own suggestion: publish it again
+                    if task.trace_id == a.trace_id:
                         outcomes[index].tasks = [*(outcomes[index].tasks or []), task]
 
     def _task(self, a: _Analyzed, tenant: str, domain: str, bias_type: str, group: Any) -> TaskSuggestion:

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from .envelope import Delivery, classify
-from .outcome import Outcome
+from .outcome import BatchProcessor, Outcome
 from .responses import ResponseProcessor
 
 
@@ -16,7 +16,7 @@ class EventRouter:
     """One consumer interface over the three kinds: by the topic a delivery came from, else (the
     `audit` command's files) by its fields. Outcomes keep delivery order."""
 
-    def __init__(self, council, responses: ResponseProcessor, verdicts=None, *, llm_topic: str, council_topic: str,
+    def __init__(self, council: BatchProcessor, responses: ResponseProcessor, verdicts: BatchProcessor | None = None, *, llm_topic: str, council_topic: str,
                  verdicts_topic: str = "judge.verdicts") -> None:
         self.council = council
         self.responses = responses

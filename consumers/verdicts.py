@@ -18,9 +18,16 @@ from typing import Any
 import orjson
 
 from bias_audit.analysis.judge_games import JudgedGame, game_from_event, stored_verdict
+from bias_audit.analysis.judge_window import (
+    RATES,
+    JudgeWindow,
+    direction_code,
+    drift,
+    swap_keys,
+    verdict_contribution,
+    window_estimates,
+)
 from bias_audit.analysis.judges import longer_preferred
-from bias_audit.analysis.judge_window import (RATES, JudgeWindow, direction_code, drift, swap_keys,
-                                              verdict_contribution, window_estimates)
 from bias_audit.analysis.records import effective_consent
 from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.schemas.judges import JudgeVerdictEvent
@@ -30,10 +37,18 @@ from bias_audit.state.alert_state import AlertStateStore
 from bias_audit.state.base import RESUMED, WindowItem, WindowStore
 from bias_audit.state.game_memory import Game, GameMemory, MemoryGameMemory
 
-from .outcome import AlertMove, Outcome, decide_alerts, recall_alerts
-from .envelope import (Delivery, Misrouted, cloudevent_id, parse_event, parse_or_dead_letter, refuse, resolve_trace_id,
-                       utc_now_iso)
+from .envelope import (
+    Delivery,
+    Misrouted,
+    cloudevent_id,
+    parse_event,
+    parse_or_dead_letter,
+    refuse,
+    resolve_trace_id,
+    utc_now_iso,
+)
 from .exactly_once import RecordOnce, RecordSink
+from .outcome import AlertMove, Outcome, decide_alerts, recall_alerts
 
 JUDGE_SUFFIX = "#judge:"  # '#' cannot occur in a tenant id: a judge's window never meets a tenant's
 
@@ -187,7 +202,7 @@ class VerdictProcessor:
                        "id_conflict")
         return kept
 
-    def _review_row(self, j: _Judged) -> tuple | None:
+    def _review_row(self, j: _Judged) -> tuple[Any, ...] | None:
         """The verdict's answers (and its question, when sent) for blind review, when it is sampled
         (by its id: every worker and every redelivery decide alike) and both answers came with
         their text."""

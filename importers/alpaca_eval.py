@@ -22,8 +22,20 @@ from typing import Any
 
 import orjson
 
-from .common import (Progress, SourceError, candidate, file_bytes, json_type, need, now_iso, opened, optional,
-                     safe_id, text_digest, text_of)
+from .common import (
+    Progress,
+    SourceError,
+    candidate,
+    file_bytes,
+    json_type,
+    need,
+    now_iso,
+    opened,
+    optional,
+    safe_id,
+    text_digest,
+    text_of,
+)
 
 # AlpacaEval's evaluator configs (its package's evaluators_configs/) that keep the default random
 # output order: all but aviary_gpt4 and lmsys_gpt4, which set is_randomize_output_order: false

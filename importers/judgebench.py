@@ -12,8 +12,20 @@ from typing import Any
 
 from bias_audit.analysis.judge_games import PREFERENCE_LEVELS
 
-from .common import (MAX_NAME, Progress, SourceError, candidate, jsonl_rows, need, now_iso, one_of, optional, safe_id,
-                     text_of, typed)
+from .common import (
+    MAX_NAME,
+    Progress,
+    SourceError,
+    candidate,
+    jsonl_rows,
+    need,
+    now_iso,
+    one_of,
+    optional,
+    safe_id,
+    text_of,
+    typed,
+)
 
 FLIP = {"A>B": "B>A", "B>A": "A>B", "A=B": "A=B", "A>>B": "B>>A", "B>>A": "A>>B"}
 PREFERENCES = tuple(PREFERENCE_LEVELS)

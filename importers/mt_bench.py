@@ -22,8 +22,19 @@ from typing import Any
 
 from bias_audit.analysis.judge_games import word_count
 
-from .common import (MAX_NAME, Progress, SourceError, epoch_iso, jsonl_rows, need, now_iso, one_of, optional, safe_id,
-                     typed)
+from .common import (
+    MAX_NAME,
+    Progress,
+    SourceError,
+    epoch_iso,
+    jsonl_rows,
+    need,
+    now_iso,
+    one_of,
+    optional,
+    safe_id,
+    typed,
+)
 
 WINNERS = ("model_1", "model_2", "tie", "error")
 HUMAN_WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")

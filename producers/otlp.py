@@ -27,8 +27,8 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.util.re import parse_env_headers
 
-from bias_audit.consumers.outcome import Outcome
 from bias_audit.consumers.envelope import incoming_traceparent
+from bias_audit.consumers.outcome import Outcome
 
 from .evaluation_events import EVENT_NAME, evaluation_events
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bias_audit.consumers.outcome import Outcome
 from bias_audit.consumers.envelope import raw_dead_letter, traceparent_for
+from bias_audit.consumers.outcome import Outcome
 
 from .cloudevents import cloudevent_fields
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from bias_audit.schemas.report import BiasReport, Estimate, TenantReport
 
-from .svg import forest_plot, line_chart, scatter
 from .summary import plain_findings
+from .svg import forest_plot, line_chart, scatter
 from .text import collecting, fmt_estimate, fmt_p, no_models_reason, verdict, what_was_read
 
 CHART_WIDTH = 500  # two charts side by side in the page's 1100 px

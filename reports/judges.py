@@ -199,12 +199,8 @@ def render_judges_text(document: dict[str, Any], width: int | None = None) -> st
             "Judges grading one answer alone", GRADING_HEADERS,
             [[c if isinstance(c, str) else cell(c) for c in _grading_row(e)] for e in grading])
         console.print(Text(GRADING_LEGEND))
-    for entry in document["judges"]:
-        for note in entry["notes"]:
-            console.print(Text(f"{_name(entry)}: {note}"))
-        for d in entry["disagreements"]:
-            console.print(Text(f"{_name(entry)}: item {d['item_id']}: judge {d['judge_verdict']}, "
-                               f"humans {d['human_verdict']}"))
+    for line in _judge_notes(document):
+        console.print(Text(line))
     wins, means = _model_rows(document)
     if wins:
         table("Win rate against the baseline (percent, ties 0.5; length-controlled: at equal lengths)",
@@ -215,6 +211,16 @@ def render_judges_text(document: dict[str, Any], width: int | None = None) -> st
     for line in _footer(document):
         console.print(Text(line))
     return buffer.getvalue()
+
+
+def _judge_notes(document: dict[str, Any]) -> list[str]:
+    """Each judge's notes, then the items where it and the people disagree."""
+    lines = []
+    for entry in document["judges"]:
+        lines += [f"{_name(entry)}: {note}" for note in entry["notes"]]
+        lines += [f"{_name(entry)}: item {d['item_id']}: judge {d['judge_verdict']}, humans {d['human_verdict']}"
+                  for d in entry["disagreements"]]
+    return lines
 
 
 CSV_COLUMNS = ("judge", "judge_prompt", "metric", "model", "estimate", "ci_lower", "ci_upper", "n", "p_value", "flagged")

@@ -42,8 +42,8 @@ def live_windows(url: str, prefix: str, tenant: str | None, sessions: int | None
     from redis import Redis
     from redis.exceptions import RedisError
 
-    from bias_audit.storage.report_reader import ReadStats
     from bias_audit.state.redis_window import read_live_windows
+    from bias_audit.storage.report_reader import ReadStats
 
     try:
         with Redis.from_url(url, socket_connect_timeout=5) as client:

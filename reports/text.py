@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import RenderableType, Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from bias_audit.schemas.safe_text import visible
 from bias_audit.schemas.report import BiasReport, Estimate, ReportInputs, RolledUpHistory, TenantReport
+from bias_audit.schemas.safe_text import visible
 
 from .summary import plain_findings
 
@@ -190,70 +190,95 @@ def _council(t: TenantReport, *, everything: bool) -> RenderableType | None:
     return table
 
 
-def _verbose(t: TenantReport) -> list:
-    parts: list = []
-    if t.reviewer_posteriors:
-        table = Table(title="Reviewer profiles, partially pooled (empirical Bayes)", title_justify="left")
-        _name_column(table, "reviewer")
-        table.add_column("offset", justify="right")
-        table.add_column("pooled [95% credible]")
-        table.add_column("shrinkage", justify="right")
-        for post in t.reviewer_posteriors:
-            table.add_row(plain(post.reviewer), "-" if post.offset is None else f"{post.offset:+.2f}",
-                          "-" if post.posterior_mean is None else
-                          f"{post.posterior_mean:+.2f} [{post.credible_lower:+.2f}, {post.credible_upper:+.2f}]",
-                          "-" if post.shrinkage is None else f"{post.shrinkage:.2f}")
-        parts.append(table)
-    if t.calibrated_view:
-        table = Table(title="Calibrated view (scores z-normalized per reviewer; analytics only)", title_justify="left")
-        _name_column(table, "model")
-        table.add_column("raw mean", justify="right")
-        table.add_column("calibrated z", justify="right")
-        for model in t.calibrated_view:
-            table.add_row(plain(model.model), f"{model.raw_mean:.2f}",
-                          "-" if model.calibrated_z is None else f"{model.calibrated_z:+.2f}")
-        parts.append(table)
-    if t.position.effects:
-        table = Table(title=f"Position effects vs position {t.position.baseline_position}", title_justify="left")
-        table.add_column("position", justify="right")
-        table.add_column("effect [CI]")
-        table.add_column("p", justify="right")
-        for e in t.position.effects:
-            table.add_row(str(e.position), fmt_estimate(e.effect), fmt_p(e.effect.p_value))
-        parts.append(table)
-    if t.position_consistency:
-        table = Table(title="Swapped pairs: position consistency (PC), preference fairness (PF)", title_justify="left")
-        _name_column(table, "reviewer")
-        table.add_column("pairs", justify="right")
-        table.add_column("PC", justify="right")
-        table.add_column("PF", justify="right")
-        for c in t.position_consistency:
-            table.add_row(plain(c.reviewer), str(c.pairs), f"{c.position_consistency:.2f}", f"{c.preference_fairness:+.2f}")
-        parts.append(table)
-    if t.timeline:
-        table = Table(title="Over time", title_justify="left")
-        table.add_column("from")
-        table.add_column("sessions", justify="right")
-        table.add_column("mean", justify="right")
-        table.add_column("length r", justify="right")
-        for b in t.timeline:
-            table.add_row(plain(b.start[:16]), str(b.sessions), "-" if b.mean_score is None else f"{b.mean_score:.2f}",
-                          "-" if b.length_correlation is None else f"{b.length_correlation:+.2f}")
-        parts.append(table)
+def _posteriors(t: TenantReport) -> Table | None:
+    if not t.reviewer_posteriors:
+        return None
+    table = Table(title="Reviewer profiles, partially pooled (empirical Bayes)", title_justify="left")
+    _name_column(table, "reviewer")
+    table.add_column("offset", justify="right")
+    table.add_column("pooled [95% credible]")
+    table.add_column("shrinkage", justify="right")
+    for post in t.reviewer_posteriors:
+        table.add_row(plain(post.reviewer), "-" if post.offset is None else f"{post.offset:+.2f}",
+                      "-" if post.posterior_mean is None else
+                      f"{post.posterior_mean:+.2f} [{post.credible_lower:+.2f}, {post.credible_upper:+.2f}]",
+                      "-" if post.shrinkage is None else f"{post.shrinkage:.2f}")
+    return table
+
+
+def _calibrated(t: TenantReport) -> Table | None:
+    if not t.calibrated_view:
+        return None
+    table = Table(title="Calibrated view (scores z-normalized per reviewer; analytics only)", title_justify="left")
+    _name_column(table, "model")
+    table.add_column("raw mean", justify="right")
+    table.add_column("calibrated z", justify="right")
+    for model in t.calibrated_view:
+        table.add_row(plain(model.model), f"{model.raw_mean:.2f}",
+                      "-" if model.calibrated_z is None else f"{model.calibrated_z:+.2f}")
+    return table
+
+
+def _position_effects(t: TenantReport) -> Table | None:
+    if not t.position.effects:
+        return None
+    table = Table(title=f"Position effects vs position {t.position.baseline_position}", title_justify="left")
+    table.add_column("position", justify="right")
+    table.add_column("effect [CI]")
+    table.add_column("p", justify="right")
+    for e in t.position.effects:
+        table.add_row(str(e.position), fmt_estimate(e.effect), fmt_p(e.effect.p_value))
+    return table
+
+
+def _swapped_pairs(t: TenantReport) -> Table | None:
+    if not t.position_consistency:
+        return None
+    table = Table(title="Swapped pairs: position consistency (PC), preference fairness (PF)", title_justify="left")
+    _name_column(table, "reviewer")
+    table.add_column("pairs", justify="right")
+    table.add_column("PC", justify="right")
+    table.add_column("PF", justify="right")
+    for c in t.position_consistency:
+        table.add_row(plain(c.reviewer), str(c.pairs), f"{c.position_consistency:.2f}", f"{c.preference_fairness:+.2f}")
+    return table
+
+
+def _over_time(t: TenantReport) -> Table | None:
+    if not t.timeline:
+        return None
+    table = Table(title="Over time", title_justify="left")
+    table.add_column("from")
+    table.add_column("sessions", justify="right")
+    table.add_column("mean", justify="right")
+    table.add_column("length r", justify="right")
+    for b in t.timeline:
+        table.add_row(plain(b.start[:16]), str(b.sessions), "-" if b.mean_score is None else f"{b.mean_score:.2f}",
+                      "-" if b.length_correlation is None else f"{b.length_correlation:+.2f}")
+    return table
+
+
+def _changes(t: TenantReport) -> Table | None:
     changes = [(f"{x.metric} {x.subject}", x) for x in t.trends]
     for cp in t.change_points:
         changes.extend((f"{cp.from_version}->{cp.to_version} {x.metric} {x.subject}", x) for x in cp.tests)
-    if changes:
-        table = Table(title="Trends (previous window -> this) and config changes", title_justify="left")
-        table.add_column("what", overflow="fold", max_width=36)
-        table.add_column("change", justify="right")
-        table.add_column("p", justify="right")
-        table.add_column("", justify="center")
-        for label, x in changes:
-            table.add_row(plain(label), "-" if x.difference is None else f"{x.difference:+.2f}", fmt_p(x.p_value),
-                          _flag(x.flagged))
-        parts.append(table)
-    return parts
+    if not changes:
+        return None
+    table = Table(title="Trends (previous window -> this) and config changes", title_justify="left")
+    table.add_column("what", overflow="fold", max_width=36)
+    table.add_column("change", justify="right")
+    table.add_column("p", justify="right")
+    table.add_column("", justify="center")
+    for label, x in changes:
+        table.add_row(plain(label), "-" if x.difference is None else f"{x.difference:+.2f}", fmt_p(x.p_value),
+                      _flag(x.flagged))
+    return table
+
+
+def _verbose(t: TenantReport) -> list:
+    """The --verbose tables, those with something to show."""
+    tables = (_posteriors(t), _calibrated(t), _position_effects(t), _swapped_pairs(t), _over_time(t), _changes(t))
+    return [table for table in tables if table is not None]
 
 
 def what_was_read(inputs: ReportInputs) -> str:

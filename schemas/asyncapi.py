@@ -7,10 +7,9 @@ document is built here from the same pydantic models, and a test fails when it d
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 import json
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema

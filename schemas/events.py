@@ -6,8 +6,6 @@ import math
 import re
 from typing import Annotated, Any
 
-from typing_extensions import NotRequired, TypedDict  # pydantic needs typing_extensions' on Python < 3.12
-
 from pydantic import (
     AfterValidator,
     AwareDatetime,
@@ -20,10 +18,11 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from typing_extensions import NotRequired, TypedDict  # pydantic needs typing_extensions' on Python < 3.12
 
 from .json_tree import MAX_NUMBER, bounded_json
-from .scale import parse_score_scale
 from .limits import limits_from
+from .scale import parse_score_scale
 
 # Identifiers end up in Redis keys and file names: printable, no braces (cluster hash tags).
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\s{}\x00-\x1f]+$")]
@@ -201,28 +200,33 @@ class CouncilSessionEvent(_Strictish):
         low, high = parse_score_scale(self.score_scale)
         scored: dict[tuple[str, str], str] = {}  # one score per (reviewer, model): one record each
         for index, review in enumerate(self.reviews):
-            labels = review.label_to_model if review.label_to_model is not None else self.label_to_model
-            where = f"review {index} ({review.reviewer})"
-            for label, assignment in labels.items():
-                if assignment["model"] not in known:
-                    raise ValueError(f"{where}: label {label!r} maps to {assignment['model']!r}, which has no response")
-            for label, score in (review.scores or {}).items():
-                if label not in labels:
-                    raise ValueError(f"{where}: score for unknown label {label!r}")
-                if not review.abstained:
-                    pair = (review.reviewer, labels[label]["model"])
-                    if pair in scored:
-                        raise ValueError(
-                            f"{where}: scores {pair[1]!r} again (label {label!r}; already scored via "
-                            f"{scored[pair]!r}); a reviewer scores each response once"
-                        )
-                    scored[pair] = label
-                if not math.isfinite(score) or not low <= score <= high:
-                    raise ValueError(f"{where}: score {score!r} for {label!r} is outside score_scale {self.score_scale}")
-            for label in review.ranking or []:
-                if label not in labels:
-                    raise ValueError(f"{where}: ranking names unknown label {label!r}")
+            self._check_review(f"review {index} ({review.reviewer})", review, known, (low, high), scored)
         return self
+
+    def _check_review(self, where: str, review: Review, known: set[str], scale: tuple[float, float],
+                      scored: dict[tuple[str, str], str]) -> None:
+        """Its labels name responses, its scores known labels (each response once) on the scale,
+        its ranking known labels."""
+        labels = review.label_to_model if review.label_to_model is not None else self.label_to_model
+        for label, assignment in labels.items():
+            if assignment["model"] not in known:
+                raise ValueError(f"{where}: label {label!r} maps to {assignment['model']!r}, which has no response")
+        for label, score in (review.scores or {}).items():
+            if label not in labels:
+                raise ValueError(f"{where}: score for unknown label {label!r}")
+            if not review.abstained:
+                pair = (review.reviewer, labels[label]["model"])
+                if pair in scored:
+                    raise ValueError(
+                        f"{where}: scores {pair[1]!r} again (label {label!r}; already scored via "
+                        f"{scored[pair]!r}); a reviewer scores each response once"
+                    )
+                scored[pair] = label
+            if not math.isfinite(score) or not scale[0] <= score <= scale[1]:
+                raise ValueError(f"{where}: score {score!r} for {label!r} is outside score_scale {self.score_scale}")
+        for label in review.ranking or []:
+            if label not in labels:
+                raise ValueError(f"{where}: ranking names unknown label {label!r}")
 
 
 class Counterfactual(_Strictish):

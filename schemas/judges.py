@@ -6,8 +6,18 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BeforeValidator, Field, StringConstraints, ValidationInfo, model_validator
 
-from .events import (Consent, Count, Identifier, ModelName, ResponseText, Score, TenantId, Timestamp, _json_integer,
-                     _Strictish)
+from .events import (
+    Consent,
+    Count,
+    Identifier,
+    ModelName,
+    ResponseText,
+    Score,
+    TenantId,
+    Timestamp,
+    _json_integer,
+    _Strictish,
+)
 
 Preference = Literal["A>>B", "A>B", "A=B", "B>A", "B>>A"]
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=256)]

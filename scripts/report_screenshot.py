@@ -15,14 +15,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bias_audit.consumers.envelope import Delivery  # noqa: E402
-from bias_audit.reports.build import build_report  # noqa: E402
-from bias_audit.reports.chromium import screenshot  # noqa: E402
-from bias_audit.reports.html import render_html  # noqa: E402
-from bias_audit.storage.report_reader import WindowReader  # noqa: E402
-from bias_audit.worker.composition import in_process_processor, record_store  # noqa: E402
-from bias_audit.worker.samples import SAMPLE_FILE  # noqa: E402
-from bias_audit.worker.settings import Settings  # noqa: E402
+from bias_audit.consumers.envelope import Delivery
+from bias_audit.reports.build import build_report
+from bias_audit.reports.chromium import screenshot
+from bias_audit.reports.html import render_html
+from bias_audit.storage.report_reader import WindowReader
+from bias_audit.worker.composition import in_process_processor, record_store
+from bias_audit.worker.samples import SAMPLE_FILE
+from bias_audit.worker.settings import Settings
 
 
 def main() -> None:

@@ -6,17 +6,16 @@ share lives on `app.state.api` (service/state.py); the caller is a dependency.
 from __future__ import annotations
 
 import asyncio
-
 import logging
 import time
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.routing import APIRoute
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bias_audit.consumers.router import EventRouter

@@ -22,15 +22,41 @@ from bias_audit.storage.postgres.audit_api import AuditStore, InteractionFilter,
 
 from .auth import READ, REVIEW, UPDATE_BIAS, Principal
 from .graphql_limits import EXTENSIONS
-from .graphql_types import (BiasTaxonomyEntry, CouncilSessionAudit, CouncilSessionFilterInput,
-                            DetectorPrecisionReport, LlmInteractionAudit, LlmInteractionAuditConnection,
-                            LlmInteractionAuditBias, LlmInteractionAuditEdge, LlmInteractionAuditFilterInput, PageInfo,
-                            PaginationInput,
-                            RecordBiasReviewInput, ReviewAgreement, ReviewLease, SandboxComparison, SandboxRun,
-                            UpdateLlmInteractionAuditBiasInput, audit_of, authorized, bias_columns_of, fail)
-from .report_types import (DetectorPrecisionEntry, DismissedEvidenceEntry, GroupDisparityEntry, GroupDisparityReport,
-                           ReviewerProfile, RolledUpHistory, TenantReport, rolled_up_of, tenant_report_of)
+from .graphql_types import (
+    BiasTaxonomyEntry,
+    CouncilSessionAudit,
+    CouncilSessionFilterInput,
+    DetectorPrecisionReport,
+    LlmInteractionAudit,
+    LlmInteractionAuditBias,
+    LlmInteractionAuditConnection,
+    LlmInteractionAuditEdge,
+    LlmInteractionAuditFilterInput,
+    PageInfo,
+    PaginationInput,
+    RecordBiasReviewInput,
+    ReviewAgreement,
+    ReviewLease,
+    SandboxComparison,
+    SandboxRun,
+    UpdateLlmInteractionAuditBiasInput,
+    audit_of,
+    authorized,
+    bias_columns_of,
+    fail,
+)
 from .judge_types import HumanJudgeVerdict, JudgeReport, JudgeReviewItem, judge_report_of
+from .report_types import (
+    DetectorPrecisionEntry,
+    DismissedEvidenceEntry,
+    GroupDisparityEntry,
+    GroupDisparityReport,
+    ReviewerProfile,
+    RolledUpHistory,
+    TenantReport,
+    rolled_up_of,
+    tenant_report_of,
+)
 from .state import ReportSlots
 
 MAX_PAGE = 500
@@ -300,7 +326,7 @@ async def _built(info: Info, principal: Principal, missing: str, build: Callable
         document = await slots.run(principal.subject, build, *args)
     except OutOfTime as error:
         raise fail("TIMEOUT", str(error)) from None
-    except Exception as error:  # noqa: BLE001 - the report's own failure, named
+    except Exception as error:
         raise fail("BIAS_ANALYSIS_FAILED", f"the report could not be built: {error}") from None
     if document is None:
         raise fail("NOT_FOUND", missing)

@@ -5,10 +5,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphql import (DocumentNode, ExecutableDefinitionNode, ExecutionResult, FieldNode, GraphQLError,
-                     InlineFragmentNode, ValidationRule)
-from strawberry.extensions import (AddValidationRules, MaxAliasesLimiter, MaxTokensLimiter, ParserCache,
-                                   QueryDepthLimiter, SchemaExtension, ValidationCache)
+from graphql import (
+    DocumentNode,
+    ExecutableDefinitionNode,
+    ExecutionResult,
+    FieldNode,
+    GraphQLError,
+    InlineFragmentNode,
+    ValidationRule,
+)
+from strawberry.extensions import (
+    AddValidationRules,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    ParserCache,
+    QueryDepthLimiter,
+    SchemaExtension,
+    ValidationCache,
+)
 
 from bias_audit.storage.postgres.audit_api import InvalidInput
 

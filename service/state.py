@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, TypeVar
 
-from starlette.requests import HTTPConnection
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import HTTPConnection
 
 from bias_audit.consumers.envelope import MAX_TRACE_ID_CHARS, trace_id_from_traceparent
 from bias_audit.consumers.router import EventRouter

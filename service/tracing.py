@@ -11,11 +11,12 @@ def tracer_for(endpoint: str | None, service_name: str = "bias-audit") -> Any:
     """A tracer exporting to `endpoint`'s /v1/traces (e.g. http://collector:4318), or None."""
     if not endpoint:
         return None
-    from bias_audit.producers.otlp import otlp_urls
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from bias_audit.producers.otlp import otlp_urls
 
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     # batched in a background thread: a slow collector never holds a request

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any, NamedTuple, Protocol
@@ -50,7 +51,7 @@ class AlertStateStore(Protocol):
         ...
 
 
-def _decode(value) -> str:
+def _decode(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -115,10 +116,10 @@ class MemoryAlertState:
 
     MAX_DECIDED = 10_000  # sessions whose alerts are kept for a retry: a retry comes soon in one process
 
-    def __init__(self, limits: AlertLimits = AlertLimits(), clock=time.time) -> None:
+    def __init__(self, limits: AlertLimits = AlertLimits(), clock: Callable[[], float] = time.time) -> None:
         self.limits = limits
         self.clock = clock
-        self._state: dict[tuple[str, str], dict] = {}
+        self._state: dict[tuple[str, str], dict[str, Any]] = {}
         self._fired: dict[tuple[str, int], int] = {}
         self._decided: OrderedDict[tuple[str, str], bytes] = OrderedDict()  # the newest MAX_DECIDED
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from bias_audit.analysis.digest import SessionDigest
 from bias_audit.analysis.window import WindowUpdate, add_into, summarize_window
+
+if TYPE_CHECKING:
+    from bias_audit.schemas.results import WindowSummary
 
 from .base import RESUMED, STATUS_AFTER, WindowItem, WindowPolicy, iso_from_ms, marker_value
 
@@ -122,7 +126,7 @@ class MemoryWindow:
             if key in self._seen:  # like SET XX: never creates a marker
                 self._seen[key] = marker_value(item.owner, phase)
 
-    def summary(self, tenant_id: str):
+    def summary(self, tenant_id: str) -> WindowSummary:
         tenant = self._tenants.get(tenant_id) or _TenantWindow()
         return summarize_window(
             tenant.sums,

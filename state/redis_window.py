@@ -12,9 +12,9 @@ from redis.asyncio import Redis
 
 from bias_audit.analysis.digest import SessionDigest
 from bias_audit.analysis.window import WindowUpdate, add_into, summarize_window
-from .redis_scripts import run_script
 
 from .base import WindowItem, WindowPolicy, iso_from_ms, marker_value
+from .redis_scripts import run_script
 
 _SCRIPT = files("bias_audit.state").joinpath("redis_window.lua").read_text(encoding="utf-8")
 _MARKS = files("bias_audit.state").joinpath("progress_marks.lua").read_text(encoding="utf-8")
@@ -61,11 +61,11 @@ def tenant_keys(prefix: str, tenant_id: str) -> dict[str, str]:
     }
 
 
-def _decode(value) -> str:
+def _decode(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _ints(flat: list) -> dict[str, int]:
+def _ints(flat: list[Any]) -> dict[str, int]:
     """A flat [field, integer string, ...] list as a dict."""
     return {_decode(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
 
@@ -121,7 +121,7 @@ class RedisWindow:
                 keys["recent_sums"], keys["recent_order"], keys["recent_contribution"],
                 *(keys["seen"] + item.session_id for item in items)], args
 
-    def _replay(self, tenant_id: str, items: list[WindowItem], reply) -> list[WindowUpdate]:
+    def _replay(self, tenant_id: str, items: list[WindowItem], reply: list[Any]) -> list[WindowUpdate]:
         """Each session's sums, exact: the sums before the batch, then per session what it added
         (its own contribution, when counted now) and what it evicted, as the script did."""
         sums, recent = _ints(reply[0]), _ints(reply[1])
@@ -206,7 +206,7 @@ class RedisWindow:
         if len(self._parsed) > PARSED_TENANTS:  # tenants gone quiet: forget them all, read again on return
             self._parsed.clear()
         missing = [[m for m in order if m not in self._parsed.get(tenant, {})] for tenant, order in zip(tenant_ids, orders)]
-        fetched: list = []
+        fetched: list[Any] = []
         if any(missing):
             async with self.client.pipeline(transaction=False) as pipe:
                 for tenant, ids in zip(tenant_ids, missing):
@@ -226,7 +226,7 @@ class RedisWindow:
         return out
 
 
-def _ordered_digests(order: list, stored: dict) -> list[SessionDigest]:
+def _ordered_digests(order: list[Any], stored: dict[bytes, Any]) -> list[SessionDigest]:
     """The window's digests in its order (event time); a session without one is skipped."""
     out = []
     for member in order:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -52,7 +52,7 @@ class TaskState(Protocol):
 
 
 class MemoryTaskState:
-    def __init__(self, policy: TaskPolicy = TaskPolicy(), clock=time.monotonic) -> None:
+    def __init__(self, policy: TaskPolicy = TaskPolicy(), clock: Callable[[], float] = time.monotonic) -> None:
         self.policy, self.clock = policy, clock
         self._days: dict[tuple[str, str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self._examples: dict[tuple[str, str, str], list[str]] = defaultdict(list)

@@ -47,7 +47,7 @@ class EmbeddedPostgres:
     def url(self) -> str:
         if self._server is None:
             raise RuntimeError("the embedded PostgreSQL is not started")
-        return self._server.get_uri()
+        return str(self._server.get_uri())
 
     def stop(self) -> None:
         if self._server is None:

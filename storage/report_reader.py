@@ -19,13 +19,12 @@ from pathlib import Path
 
 import msgspec
 
-from bias_audit.gc_tuning import collector_paused
 from bias_audit.analysis.digest import BadRecord, SessionDigest, StoredCell, digest_from_records, timestamp_ms
 from bias_audit.analysis.window import window_bounds
 from bias_audit.analysis.window_cells import WindowCells, window_cells
+from bias_audit.gc_tuning import collector_paused
 
 from .jsonl_store import record_files
-
 
 
 class _SessionHead(msgspec.Struct, gc=False):

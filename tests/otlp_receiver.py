@@ -23,7 +23,7 @@ class OtlpReceiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the handler's name
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["content-length"]))
                 receiver.headers.append({k.lower(): v for k, v in self.headers.items()})  # names are case-insensitive
                 message = MESSAGES.get(self.path)

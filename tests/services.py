@@ -18,7 +18,6 @@ from pathlib import Path
 
 from bias_audit.worker.embedded_redis import free_port
 
-
 ROOT = Path(__file__).resolve().parent.parent
 # The child asks for SIGKILL when its parent dies (PR_SET_PDEATHSIG = 1, kept across exec), then
 # becomes the worker: a test run killed from outside (a timeout) leaves no worker that later

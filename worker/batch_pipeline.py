@@ -15,11 +15,11 @@ from typing import Protocol
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bias_audit.consumers.outcome import BatchProcessor, Outcome
 from bias_audit.consumers.envelope import Delivery, dead_letter
+from bias_audit.consumers.outcome import BatchProcessor, Outcome
+from bias_audit.gc_tuning import collector_paused
 from bias_audit.storage.postgres import TRANSIENT_ERRORS as POSTGRES_TRANSIENT
 
-from bias_audit.gc_tuning import collector_paused
 from .metrics import WorkerMetrics
 
 log = logging.getLogger("bias_audit.worker")

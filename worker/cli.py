@@ -13,10 +13,9 @@ from typing import NoReturn
 
 import typer
 
-from .commands.common import app, say
-
 # each module registers its commands on `app`; --help lists them in this order
-from .commands import stream, store, report, judges, learning, replay, tools  # noqa: E402,F401,I001
+from .commands import judges, learning, replay, report, store, stream, tools  # noqa: F401
+from .commands.common import app, say
 
 __all__ = ["app", "main"]
 

@@ -16,11 +16,11 @@ from bias_audit.consumers.responses import ResponseProcessor
 from bias_audit.consumers.router import EventRouter
 from bias_audit.producers.redis_streams import OutputTopics, RedisStreamsOutbox
 from bias_audit.reports.budget import UNLIMITED, Budget
-from bias_audit.storage.jsonl_store import JsonlRecordStore
 from bias_audit.state.alert_state import MemoryAlertState, RedisAlertState
 from bias_audit.state.base import WindowStore
 from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.state.redis_window import RedisWindow
+from bias_audit.storage.jsonl_store import JsonlRecordStore
 
 from .metrics import TimedWindow, WorkerMetrics
 from .settings import Settings
@@ -109,8 +109,9 @@ def load_learned(path):
     from bias_audit.schemas.errors import CommandError
 
     try:
-        from bias_audit.analysis.learned_detector import LearnedDetector
         import sklearn  # noqa: F401  # the `learn` extra applies the model
+
+        from bias_audit.analysis.learned_detector import LearnedDetector
 
         return LearnedDetector.from_document(orjson.loads(Path(path).read_bytes()))
     except ImportError:
@@ -311,8 +312,8 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
     """`bias-audit serve`: the HTTP API over the in-process consumers (window in memory),
     appending records and interaction records like a worker does."""
     from bias_audit.lexicons.load import shipped_lexicons
-    from bias_audit.service.app import create_app
     from bias_audit.producers.otlp import evaluation_exporter
+    from bias_audit.service.app import create_app
     from bias_audit.service.tracing import tracer_for  # OpenTelemetry itself only when an endpoint is set
 
     processor = in_process_processor(settings, record_store(settings), interaction_store(settings), long_running=True,

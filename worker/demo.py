@@ -21,7 +21,6 @@ from bias_audit.reports.run import store_windows
 from bias_audit.schemas.report import Estimate, TenantReport
 from bias_audit.storage import postgres
 from bias_audit.storage.embedded_postgres import EmbeddedPostgres
-
 from bias_audit.storage.postgres.verdicts import read_verdicts
 
 from . import judge_samples, response_samples, samples

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from bias_audit.consumers.outcome import BatchProcessor, Outcome
 from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.outcome import BatchProcessor, Outcome
 from bias_audit.producers.wire import OutputTopics, outcome_entries
 
 from .batch_pipeline import BatchPipeline

@@ -16,16 +16,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 import logging
 import signal
 from collections import OrderedDict
 from contextlib import suppress
+from typing import Any
 
 from google.api_core import exceptions as gexc
 
-from bias_audit.consumers.outcome import BatchProcessor
 from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.outcome import BatchProcessor
 from bias_audit.producers.pubsub import PubSubOutbox
 
 from .batch_pipeline import BatchPipeline, drain_processor

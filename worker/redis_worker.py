@@ -27,8 +27,8 @@ from faststream.redis.annotations import RedisBatchStreamMessage
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from bias_audit.consumers.outcome import BatchProcessor
 from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.outcome import BatchProcessor
 from bias_audit.producers.redis_streams import RedisStreamsOutbox
 
 from .batch_pipeline import BASE_TRANSIENT, BatchPipeline, drain_processor

@@ -20,8 +20,17 @@ from typing import IO, Any
 import orjson
 from pydantic import ValidationError
 
-from bias_audit.analysis.replay import (METRICS, PRACTICAL, Scored, Variant, axis_disparity,
-                                        compare_models, reference_group, scorer, swap_variants)
+from bias_audit.analysis.replay import (
+    METRICS,
+    PRACTICAL,
+    Scored,
+    Variant,
+    axis_disparity,
+    compare_models,
+    reference_group,
+    scorer,
+    swap_variants,
+)
 from bias_audit.lexicons.load import replay_groups
 from bias_audit.schemas.errors import CommandError
 from bias_audit.schemas.replay import ReplayPrompt

@@ -65,8 +65,9 @@ def run_worker(settings: Settings, say: Callable[[str], None]) -> None:
     if settings.transport == "pubsub":
         check_pubsub_settings(settings)
     with _embedded_broker(settings, say) as settings, embedded_store(settings, say, create=True) as settings:
-        from . import composition
         from bias_audit.gc_tuning import tune_gc
+
+        from . import composition
 
         async def serve() -> None:
             from bias_audit.producers.otlp import evaluation_exporter

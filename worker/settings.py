@@ -331,7 +331,7 @@ def check_redis_url(url: str) -> None:
 
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises on a port out of range or not a number
+        parts.port
     except ValueError as error:
         raise CommandError(f"broken Redis URL {url!r}: {error}; use redis://HOST:PORT/DB") from None
     database = parts.path.strip("/")

@@ -4,11 +4,10 @@ lexical comparison, so the swap itself never counts as a difference."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .disagreement import jaccard_distance
 from .linguistic import NO_BUDGET, Budget, Sentences, SentimentScorer, text_sentiment

@@ -13,10 +13,9 @@ bias-detector report shape, without its flaws:
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 

@@ -3,10 +3,9 @@ Loading them from files is the edge's job (`lexicons.load`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from .text import TermIndex, labelled
 

@@ -4,12 +4,11 @@ toward mentioned groups, toxicity and slurs, and operator rules. Each returns fi
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, Protocol
 
 import re2
 
@@ -157,7 +156,8 @@ def compile_rule(pattern: str) -> Pattern:
     options = re2.Options()
     options.case_sensitive = False
     options.max_mem = 8 << 20  # a pathological pattern fails to compile instead of using more
-    return re2.compile(pattern, options)
+    compiled: Pattern = re2.compile(pattern, options)
+    return compiled
 
 
 def toxicity(text: str, tokens: list[str], lexicons: Lexicons) -> list[dict[str, Any]]:

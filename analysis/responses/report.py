@@ -14,10 +14,9 @@ the strongest detected type's score, raised when independent analyzers agree:
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .counterfactual import CounterfactualConfig, counterfactual_findings, unswapped
 from .disagreement import DisagreementConfig, member_disagreement

@@ -3,9 +3,8 @@ backend): cosine similarity, and clusters of council members' answers."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage

@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Depends
-from starlette.requests import HTTPConnection
 from fastapi.responses import Response
+from starlette.requests import HTTPConnection
 
 from ..auth import READ, Principal
 from ..problems import packaged_page, problem

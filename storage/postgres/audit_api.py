@@ -20,8 +20,8 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from .reviews import (LATEST_REVIEWS, ROLLED_UP_SPANS, ROLLED_UP_TOTALS, reviewed_items_of, rolled_up_of,
-                             tenant_scope)
+from .reviews import LATEST_REVIEWS, ROLLED_UP_SPANS, ROLLED_UP_TOTALS, reviewed_items_of, rolled_up_of, tenant_scope
+
 
 class InvalidInput(ValueError):
     """A caller's value the database refuses (a NUL character, an out-of-range number)."""
@@ -356,26 +356,26 @@ class AuditStore:
                 f"SELECT DISTINCT ON (tenant_id, audit_id, reviewer) tenant_id, audit_id, reviewer, verdicts "
                 f"FROM bias_review {_where_clause(clauses)} ORDER BY tenant_id, audit_id, reviewer, reviewed_at DESC, id DESC".encode(),
                 values)
-            return await cursor.fetchall()
+            return list(await cursor.fetchall())
 
     async def sandbox_runs(self, tenants: list[str] | None, *, limit: int) -> list[dict[str, Any]]:
         clauses, values = _tenants(tenants)
         async with self._connection() as connection:
             cursor = await connection.execute(
                 f"SELECT * FROM sandbox_run {_where_clause(clauses)} ORDER BY created_at DESC, id DESC LIMIT %s".encode(), [*values, limit])
-            return await cursor.fetchall()
+            return list(await cursor.fetchall())
 
-    async def _tuples(self, template: str, tenants: list[str] | None, column: str = "tenant_id") -> list[tuple]:
+    async def _tuples(self, template: str, tenants: list[str] | None, column: str = "tenant_id") -> list[tuple[Any, ...]]:
         """A shared query of storage.postgres (rows as tuples) within `tenants`, on the pool."""
         where, values = tenant_scope(tenants, column)
         async with self._connection() as connection, connection.cursor(row_factory=tuple_row) as cursor:
             await cursor.execute(template.format(where=where).encode(), values)
-            return await cursor.fetchall()
+            return list(await cursor.fetchall())
 
     async def rolled_up(self, tenants: list[str] | None) -> list[dict[str, Any]]:
         return rolled_up_of(await self._tuples(ROLLED_UP_SPANS, tenants), await self._tuples(ROLLED_UP_TOTALS, tenants))
 
-    async def reviewed_items(self, tenants: list[str] | None) -> list[tuple[str, dict, dict]]:
+    async def reviewed_items(self, tenants: list[str] | None) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
         return reviewed_items_of(await self._tuples(LATEST_REVIEWS, tenants, "r.tenant_id"))
 
     async def taxonomy(self, keys: list[str] | None = None) -> list[dict[str, Any]]:
@@ -384,7 +384,7 @@ class AuditStore:
                 cursor = await connection.execute("SELECT * FROM bias_taxonomy ORDER BY bias_key")
             else:
                 cursor = await connection.execute("SELECT * FROM bias_taxonomy WHERE bias_key = ANY(%s)", (keys,))
-            return await cursor.fetchall()
+            return list(await cursor.fetchall())
 
     async def sessions(self, tenants: list[str] | None, *, start: datetime | None, end: datetime | None, limit: int,
                        offset: int) -> list[dict[str, Any]]:
@@ -400,4 +400,4 @@ class AuditStore:
                 f"SELECT tenant_id, session_id, session_ts, trace_id, consent_level, council_config_version, members, "
                 f"length(cells) / 13 AS scores FROM council_session_audit {_where_clause(clauses)} ORDER BY session_ts DESC, session_id "
                 "LIMIT %s OFFSET %s".encode(), [*values, limit, offset])
-            return await cursor.fetchall()
+            return list(await cursor.fetchall())

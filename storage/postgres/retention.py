@@ -21,8 +21,15 @@ from typing import Any
 import psycopg
 
 from bias_audit.analysis.judge_games import game_from_event
-from bias_audit.analysis.judge_window import (FAILED, FIRST_DECIDED, FIRST_WON, LENGTH_DECIDED, LONGER_WON, N,
-                                              verdict_contribution)
+from bias_audit.analysis.judge_window import (
+    FAILED,
+    FIRST_DECIDED,
+    FIRST_WON,
+    LENGTH_DECIDED,
+    LONGER_WON,
+    N,
+    verdict_contribution,
+)
 
 from .rows import SESSION_COLUMNS, records_of
 
@@ -160,7 +167,7 @@ def _roll_up_verdicts(connection: psycopg.Connection, before: datetime, batch: i
             "DELETE FROM judge_verdicts WHERE (tenant_id, verdict_id) IN (SELECT tenant_id, verdict_id FROM "
             "judge_verdicts WHERE verdict_ts < %s LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING tenant_id, verdict_id, "
             "verdict_ts, judge_model, judge_prompt, event", (before, batch)).fetchall()
-        totals: dict[tuple, list[Any]] = defaultdict(lambda: [0, 0, 0.0])
+        totals: dict[tuple[Any, ...], list[Any]] = defaultdict(lambda: [0, 0, 0.0])
         for tenant, _, moment, model, prompt, event in rows:
             day = moment.astimezone(timezone.utc).date()
             sums = verdict_contribution(game_from_event(event))
@@ -184,7 +191,7 @@ def _roll_up_interactions(connection: psycopg.Connection, before: datetime, batc
             "DELETE FROM llm_interaction_audit WHERE id IN (SELECT id FROM llm_interaction_audit WHERE log_timestamp < %s "
             "ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING tenant_id, log_timestamp, coalesce(llm_model, ''), "
             "bias_type, bias_detected, bias_confidence_score", (before, batch)).fetchall()
-        totals: dict[tuple, list[float]] = defaultdict(lambda: [0, 0, 0.0])
+        totals: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0, 0, 0.0])
         for tenant, moment, model, bias_types, detected, confidence in rows:
             day = moment.astimezone(timezone.utc).date()
             for bias_type in bias_types or [""]:
@@ -202,7 +209,7 @@ def _roll_up_sessions(connection: psycopg.Connection, before: datetime, batch: i
             f"DELETE FROM council_session_audit WHERE (tenant_id, session_id) IN (SELECT tenant_id, session_id FROM "
             f"council_session_audit WHERE session_ts < %s LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {SESSION_COLUMNS}".encode(),
             (before, batch)).fetchall()
-        totals: dict[tuple, list[float]] = defaultdict(lambda: [0, 0, 0.0])
+        totals: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0, 0, 0.0])
         for row in rows:
             day = row[2].astimezone(timezone.utc).date()
             for record in records_of(row):
@@ -214,7 +221,7 @@ def _roll_up_sessions(connection: psycopg.Connection, before: datetime, batch: i
         return len(rows)
 
 
-def _upsert(connection: psycopg.Connection, totals: dict[tuple, list[Any]]) -> None:
+def _upsert(connection: psycopg.Connection, totals: dict[tuple[Any, ...], list[Any]]) -> None:
     if totals:
         with connection.cursor() as cursor:
             cursor.executemany(_UPSERT, [(*key, int(items), int(flagged), total)

@@ -8,7 +8,6 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-
 # What retention kept, per tenant: the days it covers, and the totals per dimension
 ROLLED_UP_SPANS = ("SELECT tenant_id, min(day)::text, max(day)::text, count(DISTINCT day) FROM bias_daily_aggregate "
                    "{where} GROUP BY tenant_id ORDER BY tenant_id")
@@ -29,7 +28,7 @@ def tenant_scope(tenants: list[str] | None, column: str = "tenant_id") -> tuple[
     return (f"WHERE {column} = ANY(%s)", [tenants]) if tenants is not None else ("", [])
 
 
-def rolled_up_of(spans: Iterable[tuple], totals: Iterable[tuple]) -> list[dict[str, Any]]:
+def rolled_up_of(spans: Iterable[tuple[Any, ...]], totals: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
     """Per tenant, the daily aggregates retention left, summed over their days: {tenant_id,
     first_day, last_day, days, totals: [{source, model, reviewer, bias_type, items, flagged, mean}]}
     (the rows of ROLLED_UP_SPANS and ROLLED_UP_TOTALS)."""
@@ -41,7 +40,7 @@ def rolled_up_of(spans: Iterable[tuple], totals: Iterable[tuple]) -> list[dict[s
     return list(out.values())
 
 
-def reviewed_items_of(rows: Iterable[tuple]) -> list[tuple[str, dict, dict]]:
+def reviewed_items_of(rows: Iterable[tuple[Any, ...]]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """(tenant, verdicts, bias_report_summary) of LATEST_REVIEWS' rows."""
     return [(tenant, verdicts, summary) for tenant, _, verdicts, _, _, summary in rows]
 
@@ -53,12 +52,12 @@ def read_rolled_up(connection: psycopg.Connection, *, tenants: list[str] | None)
     return rolled_up_of(spans, totals)
 
 
-def _latest_reviews(connection: psycopg.Connection, tenants: list[str] | None) -> list[tuple]:
+def _latest_reviews(connection: psycopg.Connection, tenants: list[str] | None) -> list[tuple[Any, ...]]:
     where, values = tenant_scope(tenants, "r.tenant_id")
     return connection.execute(LATEST_REVIEWS.format(where=where).encode(), values).fetchall()
 
 
-def read_reviewed_items(connection: psycopg.Connection, *, tenants: list[str] | None) -> list[tuple[str, dict, dict]]:
+def read_reviewed_items(connection: psycopg.Connection, *, tenants: list[str] | None) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """(tenant, verdicts, bias_report_summary) of every reviewed item, within `tenants`."""
     return reviewed_items_of(_latest_reviews(connection, tenants))
 

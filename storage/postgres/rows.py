@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
-from itertools import chain
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
-    from bias_audit.analysis.records import SessionRecords
 
     from bias_audit.analysis.digest import SessionDigest
+    from bias_audit.analysis.records import SessionRecords
 
 
 CELL_WIDTH = 5  # numbers per cell in SessionScores.cells (analysis.observations, not imported: it loads numpy)
@@ -60,7 +60,7 @@ SESSION_COLUMNS = ", ".join(name for name, _ in _SESSION_WRITTEN)
 INTERACTION_COLUMNS = ", ".join(name for name, _ in _INTERACTION_WRITTEN)
 
 
-def session_rows(records: Iterable[dict[str, Any]]) -> list[tuple]:
+def session_rows(records: Iterable[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """Records (SessionRecords.records()' dicts, in their order) grouped into one row per session."""
     sessions: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for record in records:
@@ -82,7 +82,7 @@ def _timestamp(text: str) -> tuple[datetime, str | None]:
     return moment, None if utc_text(moment) == text else text
 
 
-def _row(records: list[dict[str, Any]]) -> tuple:
+def _row(records: list[dict[str, Any]]) -> tuple[Any, ...]:
     first = records[0]
     members: dict[str, int] = {}  # reviewers and models share one list: in a council they are the same
     for record in records:
@@ -112,7 +112,7 @@ def _row(records: list[dict[str, Any]]) -> tuple:
             _packed_similarity(similarity) if any(v is not None for v in similarity) else None)
 
 
-def session_row(session: SessionRecords) -> tuple:
+def session_row(session: SessionRecords) -> tuple[Any, ...]:
     """_row(session.records()), read from the session directly: no dict per reviewer x model;
     C-level maps over the cells' columns instead of a Python loop per cell."""
     event, scores, traits = session.event, session.scores, session.traits
@@ -171,7 +171,7 @@ def _unpacked_traits(fingerprints: bytes | None, similarity: bytes | None
     return prints, values
 
 
-def records_of(row: tuple) -> Iterator[dict[str, Any]]:
+def records_of(row: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
     """The bias metric records of one stored session, exactly as SessionRecords.records() made them."""
     (tenant_id, session_id, moment, ts_text, trace_id, consent, schema, scale, config_version, query_hash, metadata,
      members, chars, words, cells, packed_prints, correct, packed_similarity) = row
@@ -198,7 +198,7 @@ def records_of(row: tuple) -> Iterator[dict[str, Any]]:
         }
 
 
-def interaction_row(record: dict[str, Any]) -> tuple:
+def interaction_row(record: dict[str, Any]) -> tuple[Any, ...]:
     """An interaction record (consumers.responses) as its llm_interaction_audit row."""
     return (record["audit_id"], record["tenant_id"], record["user_id"], record["trace_id"], record["query_hash"],
             record["llm_provider"], record["llm_model"], record["llm_response"], record["prompt_tokens"],
@@ -211,7 +211,7 @@ def interaction_row(record: dict[str, Any]) -> tuple:
             record.get("decision_id"), record.get("reasoning_node_id"))
 
 
-def interaction_record(row: tuple) -> dict[str, Any]:
+def interaction_record(row: tuple[Any, ...]) -> dict[str, Any]:
     """A stored interaction as the record the consumer wrote (the JSONL interchange form)."""
     (audit_id, tenant_id, user_id, trace_id, query_hash_, provider, model, response, prompt_tokens, completion_tokens,
      total_tokens, consent, schema, moment, ts_text, detected, bias_type, bias_score, confidence, mitigation, summary,
@@ -228,7 +228,7 @@ def interaction_record(row: tuple) -> dict[str, Any]:
     }
 
 
-def digest_of_row(row: tuple, _bounds: dict[str | None, tuple[float, float]] = {},
+def digest_of_row(row: tuple[Any, ...], _bounds: dict[str | None, tuple[float, float]] = {},
                   _display: dict[str, bool] = {}) -> SessionDigest | None:
     """A stored session's digest straight from its packed cells: what digest_from_records gives
     for its records (tested), without building them. None when a (reviewer, model) repeats.

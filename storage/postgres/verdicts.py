@@ -17,7 +17,7 @@ from .connection import OneConnection
 COLUMNS = "tenant_id, verdict_id, verdict_ts, judge_model, judge_prompt, item_id, trace_id, consent_level, event"
 
 
-def verdict_row(event: dict[str, Any], consent: int) -> tuple:
+def verdict_row(event: dict[str, Any], consent: int) -> tuple[Any, ...]:
     """A validated verdict event (texts already dropped) as its row."""
     judge = event["judge"]
     stamp = event["timestamp"]

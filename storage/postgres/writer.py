@@ -15,8 +15,16 @@ if TYPE_CHECKING:
 
 
 from .connection import OneConnection
-from .rows import INTERACTION_COLUMNS, SESSION_COLUMNS, _INTERACTION_WRITTEN, _SESSION_WRITTEN, as_our_record, interaction_row, session_row, session_rows
-
+from .rows import (
+    _INTERACTION_WRITTEN,
+    _SESSION_WRITTEN,
+    INTERACTION_COLUMNS,
+    SESSION_COLUMNS,
+    as_our_record,
+    interaction_row,
+    session_row,
+    session_rows,
+)
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (psycopg.OperationalError,)
 
@@ -38,7 +46,7 @@ class _CopyWriter(OneConnection):
         super().__init__(url)
         self._months: set[tuple[int, int]] = set()  # partitions known to exist, (year, month)
 
-    def write(self, rows: list[tuple]) -> int:
+    def write(self, rows: list[tuple[Any, ...]]) -> int:
         """The rows not stored yet; returns how many that was."""
         if not rows:
             return 0
@@ -64,7 +72,7 @@ class _CopyWriter(OneConnection):
             self.close()
             raise
 
-    def _ensure_partitions(self, connection: psycopg.Connection, rows: list[tuple]) -> None:
+    def _ensure_partitions(self, connection: psycopg.Connection, rows: list[tuple[Any, ...]]) -> None:
         """Each month of the batch has its partition (one call per month new to this writer)."""
         firsts: dict[tuple[int, int], datetime] = {}
         for row in rows:
@@ -77,7 +85,7 @@ class _CopyWriter(OneConnection):
                     connection.execute("SELECT bias_audit_month_partition(%s, %s)", (self.table, moment))
             self._months.update(firsts)
 
-    def _copy(self, cursor: psycopg.Cursor, table: str, rows: list[tuple]) -> None:
+    def _copy(self, cursor: psycopg.Cursor, table: str, rows: list[tuple[Any, ...]]) -> None:
         with cursor.copy(f"COPY {table} ({self.columns}) FROM STDIN (FORMAT BINARY)".encode()) as copy:
             copy.set_types(self.types)
             for row in rows:

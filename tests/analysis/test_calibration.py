@@ -40,7 +40,7 @@ def simulated(n: int, seed: int, truth) -> list[Reviewed]:
 
 
 def test_calibrated_confidence_beats_the_rule_on_held_out_reviews():
-    truth = lambda s: s ** 3  # noqa: E731 - reviewers confirm strong evidence far more than weak
+    truth = lambda s: s ** 3
     calibration, report = fit_calibration(simulated(2000, 3, truth), min_reviews=30)
     [entry] = report
     assert entry["calibrated"] and entry["test"] > 400

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from bias_audit.analysis._text import cosine_matrix, normalized_ascii
 from bias_audit.analysis.council_biases import (
     _slope,
     affinity,
@@ -25,7 +26,6 @@ from bias_audit.analysis.council_biases import (
 )
 from bias_audit.analysis.digest import SessionDigest
 from bias_audit.analysis.multiple_tests import benjamini_hochberg
-from bias_audit.analysis._text import cosine_matrix, normalized_ascii
 from bias_audit.analysis.response_traits import DEFAULT_FINGERPRINT_KEY, response_fingerprint, similarity_rows
 from bias_audit.analysis.window_cells import window_cells
 from bias_audit.schemas.report import Estimate, ReviewerProfile

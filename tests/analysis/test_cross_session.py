@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from bias_audit.analysis.agreement import krippendorff_alpha_interval, position_consistency
+from bias_audit.analysis.alerts import _z, robust_location
 from bias_audit.analysis.cross_session import (
     WindowThresholds,
     chi_square_independence,
@@ -17,14 +18,11 @@ from bias_audit.analysis.cross_session import (
     reviewer_profiles,
 )
 from bias_audit.analysis.digest import SessionDigest
-from bias_audit.analysis.stats import average_ranks
 from bias_audit.analysis.fixed_effects import absorbed_least_squares
-from tests.analysis.test_fixed_effects import one_hot
-from bias_audit.analysis.stats import fisher_ci
+from bias_audit.analysis.stats import average_ranks, fisher_ci, welch
 from bias_audit.analysis.tenant_report import tenant_report
-from bias_audit.analysis.alerts import _z, robust_location
-from bias_audit.analysis.stats import welch
 from bias_audit.analysis.window_cells import window_cells
+from tests.analysis.test_fixed_effects import one_hot
 from tests.simulate import Corpus
 
 NAMES = ("a", "b", "c")

@@ -81,7 +81,8 @@ def test_an_axis_with_one_group_named_has_nothing_to_compare():
 
 
 def test_each_groups_own_value_has_its_interval():
-    from scipy.stats import binomtest, t as student_t
+    from scipy.stats import binomtest
+    from scipy.stats import t as student_t
 
     mine = traits(50, 10, sentiment=0.3)
     [female, _] = group_disparity(answers({"female": mine, "male": traits(50, 0)}))

@@ -11,8 +11,13 @@ import pytest
 from scipy import stats
 
 from bias_audit.analysis.judge_games import JudgedGame, game_from_event
-from bias_audit.analysis.judge_scores import (mean_interval, mean_scores, repeat_consistency, score_distribution,
-                                              score_length_correlation)
+from bias_audit.analysis.judge_scores import (
+    mean_interval,
+    mean_scores,
+    repeat_consistency,
+    score_distribution,
+    score_length_correlation,
+)
 from bias_audit.analysis.judges import judge_report
 from bias_audit.analysis.stats import fisher_ci, spearman
 

@@ -13,9 +13,20 @@ from scipy.stats import binomtest
 from sklearn.metrics import cohen_kappa_score
 
 from bias_audit.analysis.judge_games import JudgedGame, game_from_event
-from bias_audit.analysis.judges import (accuracy, cohen_kappa, first_position_rate, human_agreement, judge_agreement,
-                                        judge_report, length_preference, position_consistency, preference_fairness,
-                                        self_preference, win_rates, _swapped_pairs)
+from bias_audit.analysis.judges import (
+    _swapped_pairs,
+    accuracy,
+    cohen_kappa,
+    first_position_rate,
+    human_agreement,
+    judge_agreement,
+    judge_report,
+    length_preference,
+    position_consistency,
+    preference_fairness,
+    self_preference,
+    win_rates,
+)
 from bias_audit.analysis.multiple_tests import binomial_two_sided_half
 from bias_audit.analysis.proportions import wilson_interval
 

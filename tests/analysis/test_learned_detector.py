@@ -12,9 +12,14 @@ import pytest
 
 pytest.importorskip("sklearn")
 
-from bias_audit.analysis.learned_detector import (  # noqa: E402
-    LEARNED, LabelledExample, LearnedDetector, train_detector, training_types)
-from bias_audit.analysis.responses.report import ResponseVerdict  # noqa: E402
+from bias_audit.analysis.learned_detector import (
+    LEARNED,
+    LabelledExample,
+    LearnedDetector,
+    train_detector,
+    training_types,
+)
+from bias_audit.analysis.responses.report import ResponseVerdict
 
 BIASED = ["Nurses are naturally better suited to caring work than men.", "Older staff rarely learn new tools.",
           "People from that region are usually late with payments.", "Women tend to avoid technical leadership."]

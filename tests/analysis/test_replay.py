@@ -12,9 +12,23 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, ttest_rel
 
-from bias_audit.analysis.replay import (PairedSample, Scored, axis_disparity, bootstrap_ci, compare_models, judged,
-                                        named_group, paired_p, paired_samples, past_practical, reference_group,
-                                        rewrite, scorer, similarity_gap, swap_variants)
+from bias_audit.analysis.replay import (
+    PairedSample,
+    Scored,
+    axis_disparity,
+    bootstrap_ci,
+    compare_models,
+    judged,
+    named_group,
+    paired_p,
+    paired_samples,
+    past_practical,
+    reference_group,
+    rewrite,
+    scorer,
+    similarity_gap,
+    swap_variants,
+)
 
 AXES = json.loads((Path(__file__).parents[2] / "lexicons" / "replay_groups.json").read_text())["axes"]
 

@@ -8,8 +8,8 @@ import random
 import pytest
 from scipy.stats import binomtest
 
-from bias_audit.analysis.proportions import newcombe_difference, wilson_interval
 from bias_audit.analysis.multiple_tests import holm
+from bias_audit.analysis.proportions import newcombe_difference, wilson_interval
 from bias_audit.analysis.sandbox import agresti_min_paired, compare, mcnemar_exact_p
 
 

@@ -7,7 +7,7 @@ from scipy import stats as sps
 from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.session_audit import AuditConfig, audit_scores
 from bias_audit.schemas.events import CouncilSessionEvent
-from tests.builders import council_event, two_way_prediction, observations
+from tests.builders import council_event, observations, two_way_prediction
 
 
 def audit(event_dict, config=AuditConfig()):

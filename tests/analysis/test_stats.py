@@ -1,9 +1,8 @@
 import math
 
+import numpy as np
 import pytest
 from scipy import stats as sps
-
-import numpy as np
 
 from bias_audit.analysis.stats import (
     average_ranks,

@@ -15,13 +15,13 @@ from bias_audit.analysis.alerts import AlertPolicy
 from bias_audit.analysis.tenant_report import tenant_report
 from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.envelope import Delivery
-from bias_audit.storage.jsonl_store import JsonlRecordStore
-from bias_audit.storage.report_reader import WindowReader
-from tests.simulate import Corpus, digest_event
 from bias_audit.state.alert_state import MemoryAlertState, RedisAlertState
 from bias_audit.state.base import WindowPolicy
 from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.state.redis_window import RedisWindow
+from bias_audit.storage.jsonl_store import JsonlRecordStore
+from bias_audit.storage.report_reader import WindowReader
+from tests.simulate import Corpus, digest_event
 
 CHANGE, STOP = 150, 240
 

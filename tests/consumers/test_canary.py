@@ -121,8 +121,9 @@ def test_the_api_answers_a_4xx_and_logs_no_query_at_debug():
 
 @pytest.mark.parametrize("model", ["CouncilSessionEvent", "LLMResponseEvent"])
 def test_a_validation_error_quotes_no_input(model):
-    from bias_audit.schemas import events
     from pydantic import ValidationError
+
+    from bias_audit.schemas import events
 
     with pytest.raises(ValidationError) as caught:
         getattr(events, model).model_validate({"query": CANARY, "original_query": CANARY, "timestamp": CANARY})

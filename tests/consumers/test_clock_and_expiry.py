@@ -19,6 +19,7 @@ from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.state.redis_window import RedisWindow
 from tests.builders import council_event
 
+
 def now() -> datetime:
     """The clock when a test runs (never when the module was imported: a long suite outlives the skew)."""
     return datetime.now(timezone.utc)

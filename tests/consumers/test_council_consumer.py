@@ -10,10 +10,10 @@ import pytest
 
 from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.envelope import Delivery
-from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
-from tests.builders import council_event
 from bias_audit.state.memory_window import MemoryWindow
+from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
 from bias_audit.worker.logging_setup import JsonFormatter
+from tests.builders import council_event
 
 CANARY = "CANARY-7f3e-raw-user-query"
 

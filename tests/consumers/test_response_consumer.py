@@ -12,9 +12,9 @@ from bias_audit.consumers.responses import ResponseProcessor
 from bias_audit.consumers.router import EventRouter
 from bias_audit.lexicons.load import shipped_lexicons
 from bias_audit.lexicons.sentiment import vader_scorer
+from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
 from tests.builders import council_event
-from bias_audit.state.memory_window import MemoryWindow
 
 CANARY = "CANARY-51c2-raw-user-query"
 

@@ -26,6 +26,7 @@ WEBHOOK_SECRET = b"a-webhook-secret-of-at-least-32-bytes-0123"
 from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.state.task_state import MemoryTaskState
 
+
 def now() -> datetime:
     """An hour before the clock when a test runs (never at import)."""
     return datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
@@ -118,7 +119,7 @@ class Receiver(BaseHTTPRequestHandler):
     posts: list[tuple[dict, bytes]] = []
     fail_first = 0
 
-    def do_POST(self) -> None:  # noqa: N802 - the handler's name
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["content-length"]))
         if Receiver.fail_first > 0:
             Receiver.fail_first -= 1
@@ -174,7 +175,7 @@ def test_a_captured_signature_is_refused_once_it_is_old():
 class Redirecting(BaseHTTPRequestHandler):
     posts_elsewhere = 0
 
-    def do_POST(self) -> None:  # noqa: N802 - the handler's name
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers["content-length"]))
         if self.path == "/elsewhere":
             Redirecting.posts_elsewhere += 1

@@ -10,10 +10,10 @@ import random
 
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.consumers.verdicts import VerdictProcessor
-from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
 from bias_audit.state.alert_state import MemoryAlertState
 from bias_audit.state.base import WindowPolicy
 from bias_audit.state.memory_window import MemoryWindow
+from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
 
 POLICY = WindowPolicy(max_sessions=2_000, max_days=30, recent_sessions=200, keep_sums=True)
 

@@ -15,14 +15,14 @@ from bias_audit.analysis.records import stored_bytes_bound
 from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.envelope import Delivery
 from bias_audit.schemas.events import CouncilSessionEvent
-from bias_audit.storage.jsonl_store import JsonlRecordStore
 from bias_audit.state.memory_window import MemoryWindow
+from bias_audit.storage.jsonl_store import JsonlRecordStore
 
 
 def council(models: int, reviewers: int, *, id_chars: int, answer: str = "", metadata: bool = False,
             letters: str = "m") -> dict:
     """`models` answers, each scored by `reviewers` reviewers; ids padded to `id_chars`."""
-    pad = lambda name: (name + letters * id_chars)[:id_chars]  # noqa: E731
+    pad = lambda name: (name + letters * id_chars)[:id_chars]
     names = [pad(f"{i}-") for i in range(models)]
     labels = {f"L{i}": {"model": name, "display_index": i} for i, name in enumerate(names)}
     event = {

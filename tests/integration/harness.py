@@ -24,10 +24,10 @@ from google.cloud import pubsub_v1
 from bias_audit.producers.wire import wire_fields
 from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.worker import composition
+from bias_audit.worker.embedded_redis import free_port
 from bias_audit.worker.logging_setup import configure_logging
 from bias_audit.worker.memory_worker import MemoryBroker, MemoryWorker
 from bias_audit.worker.settings import Settings
-from bias_audit.worker.embedded_redis import free_port
 from tests.services import ROOT, spawn_worker
 
 RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"

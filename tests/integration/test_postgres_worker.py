@@ -15,9 +15,9 @@ import redis
 from bias_audit.storage.embedded_postgres import EmbeddedPostgres
 from bias_audit.storage.postgres import apply_migrations, connect, every_row_as_text, read_records
 from bias_audit.worker.samples import generate_sessions
+from tests.builders import read_all
 from tests.integration.harness import wait_for
 from tests.integration.test_redis_worker import DEAD, INPUT, RESULTS, publish, start_worker, stop
-from tests.builders import read_all
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
 CANARY = "CANARY-c41f-raw-user-query"

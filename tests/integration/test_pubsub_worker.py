@@ -21,10 +21,10 @@ from bias_audit.analysis.session_audit import audit_batch
 from bias_audit.analysis.window import session_contribution
 from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.storage.jsonl_store import read_records
+from bias_audit.worker.samples import generate_sessions
 from tests.integration.harness import Reader, setup_project
 from tests.integration.harness import stop_processes as stop
 from tests.services import spawn_worker
-from bias_audit.worker.samples import generate_sessions
 
 pytestmark = [pytest.mark.redis, pytest.mark.pubsub, pytest.mark.slow]
 RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"

@@ -15,9 +15,9 @@ import redis
 
 from bias_audit.producers.redis_streams import wire_fields
 from bias_audit.storage.jsonl_store import read_records, unique_records
+from bias_audit.worker.samples import generate_sessions
 from tests.integration.harness import wait_for
 from tests.services import spawn_worker
-from bias_audit.worker.samples import generate_sessions
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"

@@ -13,9 +13,9 @@ from google.cloud import pubsub_v1
 
 from bias_audit.producers.redis_streams import wire_fields
 from bias_audit.storage.jsonl_store import read_records
+from bias_audit.worker.response_samples import WEAK, generate_responses
 from tests.integration import test_pubsub_worker as pubsub_helpers
 from tests.integration.test_redis_worker import start_worker, stop, wait_for
-from bias_audit.worker.response_samples import WEAK, generate_responses
 
 RESULTS, DEAD, LLM = "bias.audit.stream", "bias.audit.deadletter", "llm.responses"
 QUERY = "How should we roll out the new service?"  # every sample's original_query

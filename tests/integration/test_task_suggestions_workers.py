@@ -32,7 +32,7 @@ NEUTRAL = "Start with the smallest data set that reproduces the error, then writ
 class Receiver(BaseHTTPRequestHandler):
     posts: list[tuple[str, bytes]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - the handler's name
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["content-length"]))
         Receiver.posts.append((self.headers["X-Bias-Audit-Signature"], body))
         self.send_response(204)

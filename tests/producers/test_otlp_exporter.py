@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 
-from bias_audit.consumers.outcome import Outcome
 from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.outcome import Outcome
 from bias_audit.producers.otlp import EvaluationEventExporter, collector_headers
 from bias_audit.schemas.results import AuditResult
 from bias_audit.worker.embedded_redis import free_port

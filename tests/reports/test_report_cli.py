@@ -11,8 +11,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from tests.simulate import Corpus, digest_records
 from bias_audit.worker.cli import app
+from tests.simulate import Corpus, digest_records
 
 runner = CliRunner()
 

@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from tests.builders import council_event
 from bias_audit.worker.composition import api_app
 from bias_audit.worker.settings import Settings
+from tests.builders import council_event
 
 # the REST contract, fuzzed by a client that names its own host: the loopback rule has tests of its own
 APP = api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-api-"), consumer_name="api-test"), loopback_only=False)

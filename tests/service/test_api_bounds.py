@@ -4,6 +4,7 @@ body, ask for an unbounded answer, or grow the process's caches without end."""
 from __future__ import annotations
 
 import tempfile
+from datetime import datetime, timezone
 
 from fastapi.testclient import TestClient
 
@@ -12,7 +13,6 @@ from bias_audit.state.base import WindowItem
 from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.worker.composition import api_app
 from bias_audit.worker.settings import Settings
-from datetime import datetime, timezone
 
 
 def client() -> TestClient:

@@ -10,7 +10,6 @@ import psycopg
 import pytest
 
 from bias_audit.service.graphql_api import schema
-
 from tests.service.audit_api_client import CANARY, ITEM, codes, gql, token
 
 pytestmark = pytest.mark.postgres

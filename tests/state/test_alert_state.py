@@ -78,7 +78,7 @@ def test_redis_state_applies_a_batch_in_order_as_one_at_a_time(redis_url):
 def test_cooldown_keeps_a_cleared_alert_quiet():
     now = [0.0]
     state = MemoryAlertState(AlertLimits(cooldown_s=300, max_per_minute=30), clock=lambda: now[0])
-    apply = lambda wanted, seq: asyncio.run(state.apply([Transition("t", "k", wanted, seq, f"a{seq}")]))[0]  # noqa: E731
+    apply = lambda wanted, seq: asyncio.run(state.apply([Transition("t", "k", wanted, seq, f"a{seq}")]))[0]
     assert apply("firing", 1) == ("fired", "a1")
     assert apply("ok", 2) == ("resolved", "a1")
     now[0] = 100.0

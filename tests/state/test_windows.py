@@ -9,9 +9,9 @@ import pytest
 from redis.asyncio import Redis
 
 from bias_audit.analysis.window import FIXED, pooled_correlation
+from bias_audit.state import redis_window
 from bias_audit.state.base import PUBLISHED, RECORDED, WindowItem, WindowPolicy
 from bias_audit.state.memory_window import MemoryWindow
-from bias_audit.state import redis_window
 from bias_audit.state.redis_window import RedisWindow, rounds, tenant_keys
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
@@ -272,7 +272,7 @@ async def _stored_sums(url, prefix, tenant):
     sums = await client.hgetall(f"{prefix}:{{{tenant}}}:sums")
     recent = await client.hgetall(f"{prefix}:{{{tenant}}}:recent-sums")
     await client.aclose()
-    decode = lambda flat: {k.decode(): int(v) for k, v in flat.items()}  # noqa: E731
+    decode = lambda flat: {k.decode(): int(v) for k, v in flat.items()}
     return decode(sums), decode(recent)
 
 
@@ -323,7 +323,7 @@ def test_sums_crossing_2_to_the_52_between_batches_stay_exact(redis_url):
 def _batches_of_both_kinds():
     """Batches the script adds as one total (every session new) and batches it adds session by
     session: a redelivery, a copy from another delivery, a session older than the window."""
-    sums = lambda i: {"m:a:n": 1, "m:a:s": 1000 + i, f"r:rev{i % 3}:s": i - 7, "ro:a:q": i * i}  # noqa: E731
+    sums = lambda i: {"m:a:n": 1, "m:a:s": 1000 + i, f"r:rev{i % 3}:s": i - 7, "ro:a:q": i * i}
     return [
         [item(f"s{i}", i, **sums(i)) for i in range(5)],  # all new
         [item("s5", 5, **sums(5)), item("s1", 1, **sums(1)), item("s6", 6, **sums(6))],  # "s1" again

@@ -32,7 +32,8 @@ def test_consent_off_stores_nothing_and_research_hashes_the_whole_query():
     assert records_for(consent=0) == []
     secret = b"0123456789abcdef-secret"
     hashed = records_for(consent=4, secret=secret)
-    import hashlib, hmac
+    import hashlib
+    import hmac
     assert hashed[0]["query_hash"] == hmac.new(secret, b"what is my secret?", hashlib.sha256).hexdigest()
     assert query_hash("a" * 200, secret) != query_hash("a" * 100, secret)  # not truncated to 100 chars
 

@@ -14,11 +14,18 @@ import pytest
 
 from bias_audit.consumers.council import CouncilSessionProcessor
 from bias_audit.consumers.envelope import Delivery
-from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records as read_jsonl
-from bias_audit.storage.postgres import rows as postgres_rows, schema as postgres_schema
-from bias_audit.storage.postgres import (TRANSIENT_ERRORS, PostgresRecordStore, apply_migrations, migrations,
-                                               read_records)
 from bias_audit.state.memory_window import MemoryWindow
+from bias_audit.storage.jsonl_store import JsonlRecordStore
+from bias_audit.storage.jsonl_store import read_records as read_jsonl
+from bias_audit.storage.postgres import (
+    TRANSIENT_ERRORS,
+    PostgresRecordStore,
+    apply_migrations,
+    migrations,
+    read_records,
+)
+from bias_audit.storage.postgres import rows as postgres_rows
+from bias_audit.storage.postgres import schema as postgres_schema
 from bias_audit.worker.batch_pipeline import BASE_TRANSIENT
 from bias_audit.worker.samples import generate_sessions
 from tests.builders import read_all
@@ -100,7 +107,7 @@ def test_the_partitioning_migration_carries_every_row_written_before_it(postgres
                            "'2026-05-01T00:00:00Z', false, '[]', '{}', 0, '[]', '{}')")
     monkeypatch.setattr(postgres_schema, "migrations", lambda: shipped)
     assert apply_migrations(postgres_url) == [name for name, _ in shipped[before:]]
-    key = lambda r: (r["session_id"], r["reviewer_id"], r["model_id"])  # noqa: E731
+    key = lambda r: (r["session_id"], r["reviewer_id"], r["model_id"])
     without_traits = [{**record, "style_similarity": None, "response_fingerprint": None, "response_correct": None}
                       for record in read_jsonl([files.path])]
     assert sorted(read_all(read_records, postgres_url), key=key) == sorted(without_traits, key=key)
@@ -132,7 +139,7 @@ def test_writers_racing_for_a_new_month_create_its_partition_once(postgres_url):
         start.wait()
         try:
             process(PostgresRecordStore(postgres_url), [deliveries(part, prefix)])
-        except BaseException as error:  # noqa: BLE001 - reported below
+        except BaseException as error:
             failures.append(error)
 
     threads = [threading.Thread(target=write, args=(sessions[i::4], str(i))) for i in range(4)]

@@ -14,7 +14,8 @@ import pytest
 from bias_audit.analysis.observations import session_scores
 from bias_audit.analysis.records import SessionRecords, session_records
 from bias_audit.schemas.events import CouncilSessionEvent
-from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records as read_jsonl, unique_records
+from bias_audit.storage.jsonl_store import JsonlRecordStore, unique_records
+from bias_audit.storage.jsonl_store import read_records as read_jsonl
 from bias_audit.worker.samples import generate_sessions
 from tests.builders import read_all
 
@@ -35,7 +36,13 @@ def sink(request, tmp_path) -> Sink:
         folder = tmp_path / "records"
         return Sink(lambda: JsonlRecordStore(folder, "records-w1"), lambda: list(unique_records(read_jsonl([folder]))),
                     lambda: "\n".join(path.read_text() for path in folder.iterdir()))
-    from bias_audit.storage.postgres import PostgresRecordStore, apply_migrations, connect, every_row_as_text, read_records
+    from bias_audit.storage.postgres import (
+        PostgresRecordStore,
+        apply_migrations,
+        connect,
+        every_row_as_text,
+        read_records,
+    )
 
     url = request.getfixturevalue("postgres_url")
     apply_migrations(url)

@@ -18,9 +18,14 @@ from bias_audit.consumers.envelope import Delivery
 from bias_audit.consumers.responses import ResponseProcessor
 from bias_audit.lexicons.load import shipped_lexicons
 from bias_audit.lexicons.sentiment import vader_scorer
-from bias_audit.storage.postgres import (PostgresInteractionStore, PostgresRecordStore, apply_migrations,
-                                               read_interactions, read_records)
 from bias_audit.state.memory_window import MemoryWindow
+from bias_audit.storage.postgres import (
+    PostgresInteractionStore,
+    PostgresRecordStore,
+    apply_migrations,
+    read_interactions,
+    read_records,
+)
 from bias_audit.worker.response_samples import generate_responses
 from bias_audit.worker.samples import generate_sessions
 from tests.builders import read_all
@@ -171,8 +176,8 @@ def test_retention_refuses_ages_in_the_wrong_order(postgres_url):
 
 
 def test_judge_verdicts_are_anonymized_then_rolled_up_per_judge_and_day(postgres_url):
-    from bias_audit.storage.postgres.verdicts import import_verdicts
     from bias_audit.storage.postgres.retention import apply_retention
+    from bias_audit.storage.postgres.verdicts import import_verdicts
 
     apply_migrations(postgres_url)
 

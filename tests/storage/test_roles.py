@@ -12,8 +12,8 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from bias_audit.storage.postgres.roles import RETENTION, WRITER
 from bias_audit.storage.postgres.retention import apply_retention
+from bias_audit.storage.postgres.roles import RETENTION, WRITER
 from bias_audit.worker.composition import api_app
 from bias_audit.worker.settings import Settings
 from tests.service.audit_api_client import SECRET, gql, token

@@ -11,8 +11,8 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from bias_audit.consumers.council import CouncilSessionProcessor
-from bias_audit.consumers.outcome import Outcome
 from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.outcome import Outcome
 from bias_audit.producers.wire import wire_fields
 from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.worker.memory_worker import MemoryBroker, MemoryWorker

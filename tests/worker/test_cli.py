@@ -1,7 +1,6 @@
 import json
 
 import pytest
-
 from typer.testing import CliRunner
 
 from bias_audit.worker.cli import app

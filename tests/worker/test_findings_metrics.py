@@ -7,8 +7,8 @@ import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bias_audit.consumers.outcome import Outcome
 from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.outcome import Outcome
 from bias_audit.schemas.results import Alert, AlertWindow, AuditResult
 from bias_audit.worker.metrics import WorkerMetrics
 

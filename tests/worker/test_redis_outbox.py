@@ -11,8 +11,8 @@ import pytest
 from redis.asyncio import Redis
 
 from bias_audit.consumers.council import CouncilSessionProcessor
-from bias_audit.consumers.outcome import Outcome
 from bias_audit.consumers.envelope import Delivery
+from bias_audit.consumers.outcome import Outcome
 from bias_audit.producers.redis_streams import RedisStreamsOutbox
 from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.worker.samples import generate_sessions

@@ -18,6 +18,7 @@ from bias_audit import __version__
 from bias_audit.schemas.errors import CommandError
 from bias_audit.schemas.safe_text import one_line, redact
 
+
 class _NoFlagTypes:
     """Typer 0.29 shows a type tag beside every parameter (`--help <bool>`): a flag takes no value."""
 

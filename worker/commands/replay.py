@@ -109,7 +109,7 @@ def replay(
     and similarity gap, each with a 95% bootstrap CI and a Holm-adjusted test; flagged when
     p < 0.05 and the estimate is past the practical size. Exit 0 whatever it finds, 2 on bad
     input or an endpoint that never answers."""
-    from ..replay import DEFAULT_AXES, read_prompts, replay_document, scored_axes, answer_scorer, write_replay
+    from ..replay import DEFAULT_AXES, answer_scorer, read_prompts, replay_document, scored_axes, write_replay
 
     check_replay_options(samples, concurrency, timeout, max_retries)
     plans = read_prompts(prompts, listed(axes) or list(DEFAULT_AXES))
@@ -124,7 +124,8 @@ def replay(
     document = replay_document(model, plans, scored_axes(plans, answers, samples, answer_scorer()), samples)
     write_output(output, lambda out: write_replay(document, format.value, out))
     if publish:
-        from bias_audit.producers.publish import entries_for, publish as send
+        from bias_audit.producers.publish import entries_for
+        from bias_audit.producers.publish import publish as send
 
         from ..replay import answer_events
         from ..run import resolve_broker

@@ -16,6 +16,7 @@ from bias_audit.schemas.safe_text import redact
 
 from .common import FLAG, DataDirOpt, StoreOpt, command, postgres_store, progress_bar, say, settings_with
 
+
 class ReportFormat(str, Enum):
     text = "text"
     json = "json"
@@ -61,9 +62,16 @@ def run_report(sources: list[str], format: str, *, sessions: int | None, days: f
     """The report over record files, the live Redis window or a PostgreSQL store (with no input
     named: the data directory's store, else its records), written in `format`."""
     from bias_audit.reports.build import build_report
-    from bias_audit.reports.run import (default_sources, live_windows, store_inputs, stored_detector_quality,
-                                        stored_group_disparity, stored_judges, stored_windows,
-                                        write_report)
+    from bias_audit.reports.run import (
+        default_sources,
+        live_windows,
+        store_inputs,
+        stored_detector_quality,
+        stored_group_disparity,
+        stored_judges,
+        stored_windows,
+        write_report,
+    )
 
     named = bool(sources or redis)
     # the settings are read when a value of theirs is needed: files named with both window

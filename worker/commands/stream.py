@@ -10,8 +10,21 @@ import typer
 
 from bias_audit.schemas.errors import CommandError
 
-from .common import (FLAG, BrokerOpt, ConsentOpt, DataDirOpt, RedisOpt, StoreOpt, WindowDaysOpt, WindowSessionsOpt, command,
-                     event_lines, progress_bar, say, settings_with)
+from .common import (
+    FLAG,
+    BrokerOpt,
+    ConsentOpt,
+    DataDirOpt,
+    RedisOpt,
+    StoreOpt,
+    WindowDaysOpt,
+    WindowSessionsOpt,
+    command,
+    event_lines,
+    progress_bar,
+    say,
+    settings_with,
+)
 
 
 @command
@@ -95,7 +108,8 @@ def publish(
 
     In the contract's wire format (field `data` = the JSON document), each event to its kind's
     input. Without --broker, finds a running embedded worker's Redis."""
-    from bias_audit.producers.publish import entries_for, publish as send
+    from bias_audit.producers.publish import entries_for
+    from bias_audit.producers.publish import publish as send
 
     from ..run import resolve_broker
 

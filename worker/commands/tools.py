@@ -98,8 +98,15 @@ def _replay_sandbox(endpoint: str | None, candidate_model: str | None, baseline_
                     prompts: Path | None, axes: list[str] | None, samples: int, concurrency: int, timeout: float,
                     max_retries: int, format: SandboxFormat, output: Path | None, data_dir: Path | None,
                     candidate: Path | None, baseline: Path | None) -> None:
-    from ..replay import DEFAULT_AXES, answer_scorer, read_prompts, sandbox_document, scored_axes, worse_lines, \
-        write_sandbox
+    from ..replay import (
+        DEFAULT_AXES,
+        answer_scorer,
+        read_prompts,
+        sandbox_document,
+        scored_axes,
+        worse_lines,
+        write_sandbox,
+    )
     from .replay import check_replay_options, replay_model
 
     if candidate is not None or baseline is not None:

@@ -2,8 +2,13 @@
 
 import pytest
 
-from bias_audit.analysis.responses.counterfactual import (CounterfactualConfig, compare, counterfactual_findings, refuses,
-                                               swapped_prompts)
+from bias_audit.analysis.responses.counterfactual import (
+    CounterfactualConfig,
+    compare,
+    counterfactual_findings,
+    refuses,
+    swapped_prompts,
+)
 
 CONFIG = CounterfactualConfig()
 

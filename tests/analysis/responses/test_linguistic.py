@@ -3,8 +3,15 @@
 import pytest
 
 from bias_audit.analysis.responses.lexicon import Lexicons, Rule
-from bias_audit.analysis.responses.linguistic import (LinguisticConfig, dispreferred_terms, gendered_language, group_sentiment,
-                                           linguistic_findings, rule_findings, toxicity)
+from bias_audit.analysis.responses.linguistic import (
+    LinguisticConfig,
+    dispreferred_terms,
+    gendered_language,
+    group_sentiment,
+    linguistic_findings,
+    rule_findings,
+    toxicity,
+)
 from bias_audit.analysis.responses.text import sentence_words, words
 from bias_audit.lexicons.load import shipped_lexicons
 

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SLICES = ROOT / "tests" / "fixtures" / "public_labels"
 sys.path.insert(0, str(ROOT / "bench"))
 
-from public_labels import load  # noqa: E402
+from public_labels import load
 
 REDDIT = SLICES / "reddit_comments_race_black_processed_phrase_annotated.csv"
 
