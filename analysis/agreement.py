@@ -70,10 +70,23 @@ def agreement(cells: WindowCells) -> Estimate:
     sessions = cells.sessions
     alpha, n = krippendorff_alpha_interval(cells.score[peer], cells.group[peer])
     if sessions < MIN_SESSIONS or alpha is None:
-        return Estimate(point_estimate=None, ci_lower=None, ci_upper=None, sample_size=n, sessions=sessions,
-                        confidence=confidence_tier(sessions), status="collecting data")
-    return Estimate(point_estimate=round(alpha, 4), ci_lower=None, ci_upper=None, sample_size=n,
-                    sessions=sessions, confidence=confidence_tier(sessions))
+        return Estimate(
+            point_estimate=None,
+            ci_lower=None,
+            ci_upper=None,
+            sample_size=n,
+            sessions=sessions,
+            confidence=confidence_tier(sessions),
+            status="collecting data",
+        )
+    return Estimate(
+        point_estimate=round(alpha, 4),
+        ci_lower=None,
+        ci_upper=None,
+        sample_size=n,
+        sessions=sessions,
+        confidence=confidence_tier(sessions),
+    )
 
 
 def _within_group_pairs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -138,10 +151,14 @@ def position_consistency(cells: WindowCells) -> list[PositionConsistency]:
         total = int(pairs[k])
         if total == 0:
             continue
-        out.append(PositionConsistency(
-            reviewer=name, pairs=total,
-            position_consistency=round(n_consistent[k] / total, 4),
-            preference_fairness=round((n_recency[k] - n_primacy[k]) / total, 4),
-            primacy_preferred=int(n_primacy[k]), recency_preferred=int(n_recency[k]),
-        ))
+        out.append(
+            PositionConsistency(
+                reviewer=name,
+                pairs=total,
+                position_consistency=round(n_consistent[k] / total, 4),
+                preference_fairness=round((n_recency[k] - n_primacy[k]) / total, 4),
+                primacy_preferred=int(n_primacy[k]),
+                recency_preferred=int(n_recency[k]),
+            )
+        )
     return out

@@ -66,8 +66,10 @@ class SessionSignals:
     conditions: list[Condition] = field(default_factory=list)
 
     def anomaly(self) -> dict[str, Any]:
-        return {"session_mean_score_z": None if self.session_score_z is None else round(self.session_score_z, 3),
-                "reviewer_offset_z": {k: round(v, 3) for k, v in self.reviewer_offset_z.items()}}
+        return {
+            "session_mean_score_z": None if self.session_score_z is None else round(self.session_score_z, 3),
+            "reviewer_offset_z": {k: round(v, 3) for k, v in self.reviewer_offset_z.items()},
+        }
 
 
 def recent_offset_tests(recent: dict[str, int]) -> dict[str, tuple[int, float, float | None]]:
@@ -77,7 +79,7 @@ def recent_offset_tests(recent: dict[str, int]) -> dict[str, tuple[int, float, f
     for key, n in recent.items():
         if not (key.startswith(RECENT_OFFSET) and key.endswith(":n")) or n < 2:
             continue
-        name = key[len(RECENT_OFFSET):-2]
+        name = key[len(RECENT_OFFSET) : -2]
         s, q = recent.get(f"{RECENT_OFFSET}{name}:s", 0), recent.get(f"{RECENT_OFFSET}{name}:q", 0)
         mean = s / n
         variance = max(q - s * s / n, 0) / (n - 1)  # integers: exact until this division
@@ -103,13 +105,19 @@ def reviewer_condition(name: str, n: int, mean: float, p: float | None, policy: 
         state = "hold"
     kind = "harsh" if mean < 0 else "generous"
     return Condition(
-        key=f"reviewer_calibration:{name}", alert_type="reviewer_calibration", metric="reviewer_offset_recent",
-        state=state, value=round(mean, 4), threshold=policy.reviewer_fire if state != "ok" else policy.reviewer_clear,
+        key=f"reviewer_calibration:{name}",
+        alert_type="reviewer_calibration",
+        metric="reviewer_offset_recent",
+        state=state,
+        value=round(mean, 4),
+        threshold=policy.reviewer_fire if state != "ok" else policy.reviewer_clear,
         severity="warning",
         template="reviewer {0} scores {1:.2f} points {2} its peers over its last {3} sessions (p={4:.2g}): {5}"
-        if state != "ok" else "reviewer {0} is back within {1:g} points of its peers ({2:+.2f} over its last {3} sessions)",
-        values=(name, abs(mean), "below" if mean < 0 else "above", n, p, kind) if state != "ok" else
-        (name, policy.reviewer_clear, mean, n),
+        if state != "ok"
+        else "reviewer {0} is back within {1:g} points of its peers ({2:+.2f} over its last {3} sessions)",
+        values=(name, abs(mean), "below" if mean < 0 else "above", n, p, kind)
+        if state != "ok"
+        else (name, policy.reviewer_clear, mean, n),
     )
 
 
@@ -126,10 +134,17 @@ def length_condition(summary: WindowSummary, policy: AlertPolicy) -> Condition |
     else:
         state = "hold"
     return Condition(
-        key="length_correlation", alert_type="length_bias", metric="length_correlation", state=state,
-        value=r, threshold=policy.length_fire if state != "ok" else policy.length_clear, severity="warning",
+        key="length_correlation",
+        alert_type="length_bias",
+        metric="length_correlation",
+        state=state,
+        value=r,
+        threshold=policy.length_fire if state != "ok" else policy.length_clear,
+        severity="warning",
         template="scores follow response length across the window: r={0:+.2f} [{1:+.2f}, {2:+.2f}] over "
-        "{3} responses in {4} sessions" if state != "ok" else "length-score correlation back to r={0:+.2f} over {4} sessions",
+        "{3} responses in {4} sessions"
+        if state != "ok"
+        else "length-score correlation back to r={0:+.2f} over {4} sessions",
         values=(r, lo, hi, estimate.sample_size, summary.sessions),
     )
 
@@ -149,9 +164,17 @@ def session_levels(digests: Sequence[SessionDigest]) -> list[SessionLevel]:
     """Each session's level, computed together (one vectorized fit over the sessions)."""
     cells = window_cells(digests)
     column = {name: j for j, name in enumerate(cells.reviewers)}
-    return [SessionLevel(mean, {name: row[column[name]] for name in digest.reviewers  # the session's order
-                                if not math.isnan(row[column[name]])})
-            for digest, mean, row in zip(digests, cells.session_mean_score.tolist(), cells.session_offsets.tolist())]
+    return [
+        SessionLevel(
+            mean,
+            {
+                name: row[column[name]]
+                for name in digest.reviewers  # the session's order
+                if not math.isnan(row[column[name]])
+            },
+        )
+        for digest, mean, row in zip(digests, cells.session_mean_score.tolist(), cells.session_offsets.tolist())
+    ]
 
 
 def audited_level(digest: SessionDigest, reviewer_offsets: Mapping[str, float], scale_span: float) -> SessionLevel:
@@ -160,8 +183,11 @@ def audited_level(digest: SessionDigest, reviewer_offsets: Mapping[str, float], 
     the worker does not fit the session a second time."""
     peer = [score * REFERENCE_SPAN for score, own in zip(digest.cell_score, digest.cell_own) if not own]
     to_points = REFERENCE_SPAN / scale_span
-    offsets = {name: reviewer_offsets[name] * to_points  # in the digest's reviewer order, as session_levels
-               for name in digest.reviewers if name in reviewer_offsets}
+    offsets = {
+        name: reviewer_offsets[name] * to_points  # in the digest's reviewer order, as session_levels
+        for name in digest.reviewers
+        if name in reviewer_offsets
+    }
     return SessionLevel(sum(peer) / len(peer) if peer else math.nan, offsets)
 
 
@@ -196,8 +222,9 @@ def window_baseline(levels: Sequence[SessionLevel], policy: AlertPolicy) -> Base
         for name, value in level.offsets.items():
             columns.setdefault(name, []).append(value)
     score_median, score_scale = robust_location([level.mean_score for level in levels], minimum)
-    return Baseline(score_median, score_scale,
-                    {name: robust_location(values, minimum) for name, values in columns.items()})
+    return Baseline(
+        score_median, score_scale, {name: robust_location(values, minimum) for name, values in columns.items()}
+    )
 
 
 def _z(value: float, median: float, scale: float) -> float | None:
@@ -206,7 +233,11 @@ def _z(value: float, median: float, scale: float) -> float | None:
 
 
 def session_signals(
-    level: SessionLevel, summary: WindowSummary, recent: dict[str, int], policy: AlertPolicy, baseline: Baseline,
+    level: SessionLevel,
+    summary: WindowSummary,
+    recent: dict[str, int],
+    policy: AlertPolicy,
+    baseline: Baseline,
 ) -> SessionSignals:
     """Signals of the session whose level is `level`: robust z against `baseline`; conditions
     from the window sums Redis returned when it counted the session (`summary`, `recent`):
@@ -225,12 +256,21 @@ def session_signals(
     z = signals.session_score_z
     if z is not None:
         anomalous = abs(z) >= policy.anomaly_z
-        signals.conditions.append(Condition(
-            key="session_anomaly", alert_type="session_anomaly", metric="session_mean_score_z",
-            state="firing" if anomalous else "ok", value=round(z, 3), threshold=policy.anomaly_z,
-            severity="info",
-            template="session mean score is {0:.1f} robust SDs {1} the window's median" if anomalous
-            else "sessions back within the window's usual range", values=(abs(z), "below" if z < 0 else "above")))
+        signals.conditions.append(
+            Condition(
+                key="session_anomaly",
+                alert_type="session_anomaly",
+                metric="session_mean_score_z",
+                state="firing" if anomalous else "ok",
+                value=round(z, 3),
+                threshold=policy.anomaly_z,
+                severity="info",
+                template="session mean score is {0:.1f} robust SDs {1} the window's median"
+                if anomalous
+                else "sessions back within the window's usual range",
+                values=(abs(z), "below" if z < 0 else "above"),
+            )
+        )
     length = length_condition(summary, policy)
     if length is not None:
         signals.conditions.append(length)

@@ -69,8 +69,14 @@ def reliability(probabilities: Sequence[float], outcomes: Sequence[bool], bins: 
         low, high = index / bins, (index + 1) / bins
         inside = (p >= low) & ((p < high) if index < bins - 1 else (p <= high))
         if inside.any():
-            rows.append({"bin": f"{low:.1f}-{high:.1f}", "n": int(inside.sum()),
-                         "predicted": round(float(p[inside].mean()), 4), "observed": round(float(o[inside].mean()), 4)})
+            rows.append(
+                {
+                    "bin": f"{low:.1f}-{high:.1f}",
+                    "n": int(inside.sum()),
+                    "predicted": round(float(p[inside].mean()), 4),
+                    "observed": round(float(o[inside].mean()), 4),
+                }
+            )
     return rows
 
 
@@ -82,8 +88,9 @@ def with_confirm_probabilities(verdict: Any, probabilities: dict[str, float], so
         return verdict
     kept = [verdict.bias_confidence_score] if len(probabilities) < len(verdict.bias_type) else []
     summary = {**verdict.bias_report_summary, source: {"version": version, "confirm_probability": probabilities}}
-    return replace(verdict, bias_confidence_score=round(max([*probabilities.values(), *kept]), 4),
-                   bias_report_summary=summary)
+    return replace(
+        verdict, bias_confidence_score=round(max([*probabilities.values(), *kept]), 4), bias_report_summary=summary
+    )
 
 
 @dataclass(frozen=True)
@@ -106,13 +113,18 @@ class Calibration:
         detected type (types without a calibration keep the rule's confidence)."""
         if not verdict.bias_detected:
             return verdict
-        calibrated = {t: round(self.types[t].probability(verdict.bias_score.get(t, 0.0)), 4)
-                      for t in verdict.bias_type if t in self.types}
+        calibrated = {
+            t: round(self.types[t].probability(verdict.bias_score.get(t, 0.0)), 4)
+            for t in verdict.bias_type
+            if t in self.types
+        }
         return with_confirm_probabilities(verdict, calibrated, "calibration", self.version)
 
     def to_document(self) -> dict[str, Any]:
-        return {"version": self.version, "types": {t: {"x": list(c.x), "y": list(c.y), "reviews": c.reviews}
-                                                   for t, c in sorted(self.types.items())}}
+        return {
+            "version": self.version,
+            "types": {t: {"x": list(c.x), "y": list(c.y), "reviews": c.reviews} for t, c in sorted(self.types.items())},
+        }
 
     @staticmethod
     def from_document(document: Any) -> Calibration:
@@ -134,7 +146,9 @@ def held_out(key: str, every: int = 4) -> bool:
     return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % every == 0
 
 
-def fit_calibration(rows: Iterable[Reviewed], min_reviews: int = MIN_REVIEWS) -> tuple[Calibration, list[dict[str, Any]]]:
+def fit_calibration(
+    rows: Iterable[Reviewed], min_reviews: int = MIN_REVIEWS
+) -> tuple[Calibration, list[dict[str, Any]]]:
     """The calibration (fitted on every review) and, per bias type, how it does on the held-out
     reviews when fitted on the rest: Brier score before (the evidence read as a probability) and
     after, and the reliability tables."""
@@ -143,7 +157,11 @@ def fit_calibration(rows: Iterable[Reviewed], min_reviews: int = MIN_REVIEWS) ->
         by_type.setdefault(row.bias_type, []).append(row)
     types, report = {}, []
     for name, reviewed in sorted(by_type.items()):
-        entry: dict[str, Any] = {"bias_type": name, "reviews": len(reviewed), "calibrated": len(reviewed) >= min_reviews}
+        entry: dict[str, Any] = {
+            "bias_type": name,
+            "reviews": len(reviewed),
+            "calibrated": len(reviewed) >= min_reviews,
+        }
         if len(reviewed) >= min_reviews:
             train = [r for r in reviewed if not held_out(r.key)]
             test = [r for r in reviewed if held_out(r.key)]
@@ -153,9 +171,14 @@ def fit_calibration(rows: Iterable[Reviewed], min_reviews: int = MIN_REVIEWS) ->
                 before = [r.evidence for r in test]
                 after = [fitted.probability(r.evidence) for r in test]
                 outcomes = [r.confirmed for r in test]
-                entry.update(train=len(train), test=len(test), brier_before=round(brier(before, outcomes), 4),
-                             brier_after=round(brier(after, outcomes), 4),
-                             reliability_before=reliability(before, outcomes), reliability_after=reliability(after, outcomes))
+                entry.update(
+                    train=len(train),
+                    test=len(test),
+                    brier_before=round(brier(before, outcomes), 4),
+                    brier_after=round(brier(after, outcomes), 4),
+                    reliability_before=reliability(before, outcomes),
+                    reliability_after=reliability(after, outcomes),
+                )
             x, y = isotonic([r.evidence for r in reviewed], [r.confirmed for r in reviewed])
             types[name] = TypeCalibration(tuple(round(v, 6) for v in x), tuple(round(v, 6) for v in y), len(reviewed))
         report.append(entry)

@@ -116,7 +116,9 @@ def _sessions_of(cells: WindowCells, mask: np.ndarray) -> int:
     return len(np.unique(cells.session[mask])) if mask.any() else 0
 
 
-def affinity(cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds = CouncilThresholds()) -> list[Affinity]:
+def affinity(
+    cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds = CouncilThresholds()
+) -> list[Affinity]:
     """Each pair's interaction: its effect less what the reference pairs predict for it
     additively, a contrast of the pair fit (a sandwich SE, as reviewers differ in noise; t on the
     fit's residual df), BH over the pairs. The reference starts as every other pair; then, one at
@@ -145,7 +147,9 @@ def affinity(cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds 
             estimates.append(fit.robust_contrast(contrast))
         known = {i: est for i, est in enumerate(estimates) if est is not None}
         adjusted = dict(zip(known, benjamini_hochberg([est[4] for est in known.values()])))
-        flagged = {i for i, est in known.items() if adjusted[i] < thresholds.alpha and abs(est[0]) >= thresholds.affinity}
+        flagged = {
+            i for i, est in known.items() if adjusted[i] < thresholds.alpha and abs(est[0]) >= thresholds.affinity
+        }
         still_in = [i for i in flagged if reference[i]]
         if not still_in or reference.sum() <= len(fitted.pairs) * 3 // 4:
             break
@@ -153,18 +157,37 @@ def affinity(cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds 
     out = []
     for index, ((r, m), est) in enumerate(zip(fitted.pairs, estimates)):
         sessions = int(sessions_per_pair[index])
-        base = dict(reviewer=cells.reviewers[r], model=cells.models[m], n=int(cells_per_pair[index]),
-                    sessions=sessions, confidence=confidence_tier(sessions))
+        base = dict(
+            reviewer=cells.reviewers[r],
+            model=cells.models[m],
+            n=int(cells_per_pair[index]),
+            sessions=sessions,
+            confidence=confidence_tier(sessions),
+        )
         if est is None:
-            out.append(Affinity(**base, effect=None, ci_lower=None, ci_upper=None, p_value=None,
-                                status="not identifiable"))
+            out.append(
+                Affinity(**base, effect=None, ci_lower=None, ci_upper=None, p_value=None, status="not identifiable")
+            )
             continue
         value, _, lo, hi, p = est
-        out.append(Affinity(**base, effect=rounded(value), ci_lower=rounded(lo), ci_upper=rounded(hi), p_value=rounded(p, 6),
-                            p_adjusted=rounded(adjusted[index], 6), flagged=index in flagged))
+        out.append(
+            Affinity(
+                **base,
+                effect=rounded(value),
+                ci_lower=rounded(lo),
+                ci_upper=rounded(hi),
+                p_value=rounded(p, 6),
+                p_adjusted=rounded(adjusted[index], 6),
+                flagged=index in flagged,
+            )
+        )
     favoured = {(a.reviewer, a.model) for a in out if a.flagged and (a.effect or 0) > 0}
-    return [a.model_copy(update={"mutual": True}) if (a.model, a.reviewer) in favoured and
-            (a.reviewer, a.model) in favoured else a for a in out]
+    return [
+        a.model_copy(update={"mutual": True})
+        if (a.model, a.reviewer) in favoured and (a.reviewer, a.model) in favoured
+        else a
+        for a in out
+    ]
 
 
 def _slope(x: np.ndarray, y: np.ndarray, covariate: np.ndarray | None = None) -> Interval | None:
@@ -204,16 +227,27 @@ def _slopes(cells: WindowCells, points: Points, threshold: float, thresholds: Co
     for i, (r, n, sessions, est) in enumerate(rows):
         base = dict(reviewer=cells.reviewers[r], n=n, sessions=sessions, confidence=confidence_tier(sessions))
         if est is None:
-            out.append(CouncilBias(**base, effect=None, ci_lower=None, ci_upper=None, p_value=None,
-                                   status="collecting data"))
+            out.append(
+                CouncilBias(**base, effect=None, ci_lower=None, ci_upper=None, p_value=None, status="collecting data")
+            )
             continue
         value, _, lo, hi, p = est
-        out.append(CouncilBias(**base, effect=rounded(value), ci_lower=rounded(lo), ci_upper=rounded(hi), p_value=rounded(p, 6),
-                               flagged=bool(adjusted[i] < thresholds.alpha and abs(value) >= threshold)))
+        out.append(
+            CouncilBias(
+                **base,
+                effect=rounded(value),
+                ci_lower=rounded(lo),
+                ci_upper=rounded(hi),
+                p_value=rounded(p, 6),
+                flagged=bool(adjusted[i] < thresholds.alpha and abs(value) >= threshold),
+            )
+        )
     return out
 
 
-def anchoring(cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds = CouncilThresholds()) -> list[CouncilBias]:
+def anchoring(
+    cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds = CouncilThresholds()
+) -> list[CouncilBias]:
     """Per reviewer and session: x = its residual on the answer it saw first (its departure from
     the council on it), y = the mean residual of its later answers; the slope of y on x across
     sessions. Positive: later scores move with the first impression."""
@@ -243,8 +277,9 @@ def anchoring(cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds
     return _slopes(cells, points, thresholds.anchoring, thresholds)
 
 
-def style_similarity(cells: WindowCells, fitted: PairFit,
-                     thresholds: CouncilThresholds = CouncilThresholds()) -> list[CouncilBias]:
+def style_similarity(
+    cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds = CouncilThresholds()
+) -> list[CouncilBias]:
     """Per reviewer: the slope of its residual score on the scored answer's similarity to its own,
     its length held fixed (lexical similarity grows with length: a reviewer's appetite for long
     answers, or a peer's, would otherwise read as mimicry)."""
@@ -305,21 +340,41 @@ def self_consistency(cells: WindowCells, thresholds: CouncilThresholds = Council
     for r, (ss, df, icc, contents, n, sessions) in sorted(per_reviewer.items()):
         rest_ss = sum(v[0] for k, v in per_reviewer.items() if k != r)
         rest_df = sum(v[1] for k, v in per_reviewer.items() if k != r)
-        base = dict(reviewer=cells.reviewers[r], n=n, sessions=sessions, confidence=confidence_tier(sessions),
-                    contents=contents, icc=rounded(icc))
+        base = dict(
+            reviewer=cells.reviewers[r],
+            n=n,
+            sessions=sessions,
+            confidence=confidence_tier(sessions),
+            contents=contents,
+            icc=rounded(icc),
+        )
         if df < 2 or rest_df < 2:
-            out.append(SelfConsistency(**base, effect=None, ci_lower=None, ci_upper=None, p_value=None,
-                                       status="collecting data"))
+            out.append(
+                SelfConsistency(
+                    **base, effect=None, ci_lower=None, ci_upper=None, p_value=None, status="collecting data"
+                )
+            )
             continue
         variance, council_variance = ss / df, rest_ss / rest_df
         sd, council_sd = np.sqrt(variance), np.sqrt(council_variance)
-        p = float(fdtrc(df, rest_df, variance / council_variance)) if council_variance > 0 else (
-            0.0 if variance > 0 else 1.0)
+        p = (
+            float(fdtrc(df, rest_df, variance / council_variance))
+            if council_variance > 0
+            else (0.0 if variance > 0 else 1.0)
+        )
         lo, hi = np.sqrt(ss / chdtri(df, 0.025)), np.sqrt(ss / chdtri(df, 0.975))
-        flagged = (p < thresholds.alpha / max(len(tested), 1)
-                   and sd >= thresholds.consistency_ratio * council_sd)
-        out.append(SelfConsistency(**base, effect=rounded(sd), ci_lower=rounded(lo), ci_upper=rounded(hi), p_value=rounded(p, 6),
-                                   council_sd=rounded(council_sd), flagged=bool(flagged)))
+        flagged = p < thresholds.alpha / max(len(tested), 1) and sd >= thresholds.consistency_ratio * council_sd
+        out.append(
+            SelfConsistency(
+                **base,
+                effect=rounded(sd),
+                ci_lower=rounded(lo),
+                ci_upper=rounded(hi),
+                p_value=rounded(p, 6),
+                council_sd=rounded(council_sd),
+                flagged=bool(flagged),
+            )
+        )
     return out
 
 
@@ -333,13 +388,16 @@ def length_given_correctness(cells: WindowCells) -> Estimate | None:
     sessions = _sessions_of(cells, known)
     if sessions < MIN_SESSIONS:
         return collecting(int(known.sum()), sessions)
-    design: list[Block] = [np.column_stack([cells.correct[known].astype(np.float64), cells.length[known] / 100.0]),
-                           Indicators(cells.reviewer[known], len(cells.reviewers))]
+    design: list[Block] = [
+        np.column_stack([cells.correct[known].astype(np.float64), cells.length[known] / 100.0]),
+        Indicators(cells.reviewer[known], len(cells.reviewers)),
+    ]
     fit = absorbed_least_squares(design, cells.score[known], cells.session[known])
     contrast = np.zeros(2 + len(cells.reviewers))
     contrast[1] = 1.0
-    return contrast_estimate(fit, contrast, sample_size=int(known.sum()), sessions=sessions, threshold=None,
-                             alpha=CouncilThresholds().alpha)
+    return contrast_estimate(
+        fit, contrast, sample_size=int(known.sum()), sessions=sessions, threshold=None, alpha=CouncilThresholds().alpha
+    )
 
 
 def reviewer_posteriors(profiles: Sequence[ReviewerProfile]) -> list[ReviewerPosterior]:
@@ -348,9 +406,11 @@ def reviewer_posteriors(profiles: Sequence[ReviewerProfile]) -> list[ReviewerPos
     offset shrunk by B = s^2 / (s^2 + tau^2), its SE read back from its 95% CI. With tau^2 = 0
     (the offsets differ no more than their noise) every reviewer is pooled to the council: 0."""
     z = float(ndtri(0.975))
-    known = [(p, p.offset.point_estimate, (p.offset.ci_upper - p.offset.ci_lower) / (2 * z))
-             for p in profiles if p.offset.point_estimate is not None and p.offset.ci_lower is not None
-             and p.offset.ci_upper is not None]
+    known = [
+        (p, p.offset.point_estimate, (p.offset.ci_upper - p.offset.ci_lower) / (2 * z))
+        for p in profiles
+        if p.offset.point_estimate is not None and p.offset.ci_lower is not None and p.offset.ci_upper is not None
+    ]
     tau2 = 0.0
     if len(known) >= 2:
         estimates = np.array([v for _, v, _ in known])
@@ -358,7 +418,7 @@ def reviewer_posteriors(profiles: Sequence[ReviewerProfile]) -> list[ReviewerPos
         weights = 1.0 / variances
         mean = float((weights * estimates).sum() / weights.sum())
         q = float((weights * (estimates - mean) ** 2).sum())
-        c = float(weights.sum() - (weights ** 2).sum() / weights.sum())
+        c = float(weights.sum() - (weights**2).sum() / weights.sum())
         tau2 = max(0.0, (q - (len(known) - 1)) / c) if c > 0 else 0.0
     posterior = {}
     for profile, value, se in known:
@@ -370,10 +430,18 @@ def reviewer_posteriors(profiles: Sequence[ReviewerProfile]) -> list[ReviewerPos
     out = []
     for profile in profiles:
         pooled: tuple[float | None, ...] = posterior.get(profile.reviewer, (None,) * 5)
-        out.append(ReviewerPosterior(reviewer=profile.reviewer, offset=rounded(pooled[0]), posterior_mean=rounded(pooled[1]),
-                                     credible_lower=rounded(pooled[2]), credible_upper=rounded(pooled[3]),
-                                     shrinkage=rounded(pooled[4]), mean_score=profile.mean_score,
-                                     score_sd=profile.score_std))
+        out.append(
+            ReviewerPosterior(
+                reviewer=profile.reviewer,
+                offset=rounded(pooled[0]),
+                posterior_mean=rounded(pooled[1]),
+                credible_lower=rounded(pooled[2]),
+                credible_upper=rounded(pooled[3]),
+                shrinkage=rounded(pooled[4]),
+                mean_score=profile.mean_score,
+                score_sd=profile.score_std,
+            )
+        )
     return out
 
 
@@ -395,6 +463,12 @@ def calibrated_view(cells: WindowCells) -> list[CalibratedModel]:
         if not mine.any():
             continue
         values = z[mine][~np.isnan(z[mine])]
-        out.append(CalibratedModel(model=name, scores=int(mine.sum()), raw_mean=round(float(score[mine].mean()) + 1.0, 4),
-                                   calibrated_z=rounded(values.mean()) if len(values) else None))
+        out.append(
+            CalibratedModel(
+                model=name,
+                scores=int(mine.sum()),
+                raw_mean=round(float(score[mine].mean()) + 1.0, 4),
+                calibrated_z=rounded(values.mean()) if len(values) else None,
+            )
+        )
     return out

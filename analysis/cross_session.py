@@ -49,8 +49,15 @@ class WindowThresholds:
 
 
 def collecting(sample_size: int, sessions: int, status: str = "collecting data") -> Estimate:
-    return Estimate(point_estimate=None, ci_lower=None, ci_upper=None, sample_size=sample_size,
-                    sessions=sessions, confidence=confidence_tier(sessions), status=status)
+    return Estimate(
+        point_estimate=None,
+        ci_lower=None,
+        ci_upper=None,
+        sample_size=sample_size,
+        sessions=sessions,
+        confidence=confidence_tier(sessions),
+        status=status,
+    )
 
 
 def _defined(r: np.ndarray, defined: np.ndarray) -> float | None:
@@ -99,8 +106,15 @@ def chi_square_independence(table: np.ndarray) -> tuple[float, int, float]:
     return statistic, dof, float(chdtrc(dof, statistic))
 
 
-def contrast_estimate(fit: FitResult | None, contrast: np.ndarray, *, sample_size: int, sessions: int, threshold: float | None,
-                       alpha: float) -> Estimate:
+def contrast_estimate(
+    fit: FitResult | None,
+    contrast: np.ndarray,
+    *,
+    sample_size: int,
+    sessions: int,
+    threshold: float | None,
+    alpha: float,
+) -> Estimate:
     """A fitted contrast as an Estimate; flagged when |value| >= threshold and p < alpha
     (threshold None: never flagged on its own)."""
     if sessions < MIN_SESSIONS:
@@ -109,9 +123,16 @@ def contrast_estimate(fit: FitResult | None, contrast: np.ndarray, *, sample_siz
     if est is None:
         return collecting(sample_size, sessions, "not identifiable")
     value, _, lo, hi, p = est
-    return Estimate(point_estimate=rounded(value), ci_lower=rounded(lo), ci_upper=rounded(hi), sample_size=sample_size,
-                    sessions=sessions, confidence=confidence_tier(sessions), p_value=rounded(p, 6),
-                    flagged=bool(threshold is not None and abs(value) >= threshold and p < alpha))
+    return Estimate(
+        point_estimate=rounded(value),
+        ci_lower=rounded(lo),
+        ci_upper=rounded(hi),
+        sample_size=sample_size,
+        sessions=sessions,
+        confidence=confidence_tier(sessions),
+        p_value=rounded(p, 6),
+        flagged=bool(threshold is not None and abs(value) >= threshold and p < alpha),
+    )
 
 
 def length_correlation(cells: WindowCells, thresholds: WindowThresholds) -> LengthCorrelation:
@@ -131,8 +152,12 @@ def length_correlation(cells: WindowCells, thresholds: WindowThresholds) -> Leng
     excludes_zero = boot is not None and (boot[0] > 0 or boot[1] < 0)
     p = fisher_p(r, n)
     return LengthCorrelation(
-        point_estimate=rounded(r), ci_lower=rounded(lo), ci_upper=rounded(hi), p_value=rounded(p, 6),
-        bootstrap_ci_lower=rounded(boot[0]) if boot else None, bootstrap_ci_upper=rounded(boot[1]) if boot else None,
+        point_estimate=rounded(r),
+        ci_lower=rounded(lo),
+        ci_upper=rounded(hi),
+        p_value=rounded(p, 6),
+        bootstrap_ci_lower=rounded(boot[0]) if boot else None,
+        bootstrap_ci_upper=rounded(boot[1]) if boot else None,
         spearman=_defined(*pearson_arrays(average_ranks(x), average_ranks(y))),
         flagged=bool(excludes_zero and abs(r) >= thresholds.length_correlation),
         **base,
@@ -173,14 +198,27 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     point_diff = lx - session_mean[ls]
     spread = float(point_diff.std())
     n_models, n_reviewers = len(cells.models), len(cells.reviewers)
-    raw = [(m, float(y[model == i].mean()) + 1.0, int((model == i).sum())) for i, m in enumerate(cells.models)
-           if (model == i).any()]
+    raw = [
+        (m, float(y[model == i].mean()) + 1.0, int((model == i).sum()))
+        for i, m in enumerate(cells.models)
+        if (model == i).any()
+    ]
     raw_ranks = rank_by_score([s for _, s, _ in raw])
     if spread == 0:
-        models = [ModelScore(model=m, scores=k, raw_score=round(s, 4), length_controlled_score=None,
-                             raw_rank=rank, length_controlled_rank=None) for (m, s, k), rank in zip(raw, raw_ranks)]
-        return LengthControl(status="not identifiable", coefficient=collecting(len(y), sessions, "not identifiable"),
-                             models=models)
+        models = [
+            ModelScore(
+                model=m,
+                scores=k,
+                raw_score=round(s, 4),
+                length_controlled_score=None,
+                raw_rank=rank,
+                length_controlled_rank=None,
+            )
+            for (m, s, k), rank in zip(raw, raw_ranks)
+        ]
+        return LengthControl(
+            status="not identifiable", coefficient=collecting(len(y), sessions, "not identifiable"), models=models
+        )
     term = np.tanh(diff / spread)
     fit = absorbed_least_squares([Indicators(model, n_models), Indicators(reviewer, n_reviewers), term], y, session)
     if fit is None:
@@ -188,8 +226,9 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     width = n_models + n_reviewers + 1
     c = np.zeros(width)
     c[-1] = 1.0
-    estimate = contrast_estimate(fit, c, sample_size=len(y), sessions=sessions,
-                                  threshold=thresholds.length_coefficient, alpha=thresholds.alpha)
+    estimate = contrast_estimate(
+        fit, c, sample_size=len(y), sessions=sessions, threshold=thresholds.length_coefficient, alpha=thresholds.alpha
+    )
     grand = float(y.mean()) + 1.0
     present = [i for i, m in enumerate(cells.models) if (model == i).any()]
     lc_scores: list[float | None] = []
@@ -202,8 +241,14 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     lc_known = [s for s in lc_scores if s is not None]
     lc_ranks = rank_by_score(lc_known) if len(lc_known) == len(lc_scores) else [None] * len(lc_scores)
     models = [
-        ModelScore(model=m, scores=k, raw_score=round(s, 4), length_controlled_score=rounded(lc),
-                   raw_rank=rank, length_controlled_rank=lc_rank)
+        ModelScore(
+            model=m,
+            scores=k,
+            raw_score=round(s, 4),
+            length_controlled_score=rounded(lc),
+            raw_rank=rank,
+            length_controlled_rank=lc_rank,
+        )
         for (m, s, k), rank, lc, lc_rank in zip(raw, raw_ranks, lc_scores, lc_ranks)
     ]
     changes = sum(1 for m in models if m.length_controlled_rank is not None and m.length_controlled_rank != m.raw_rank)
@@ -224,8 +269,11 @@ def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> Positi
     lookup[positions] = np.arange(len(positions))
     position_index = lookup[cells.position[placed]]
     n_models, n_reviewers = len(cells.models), len(cells.reviewers)
-    design = [Indicators(cells.model[placed], n_models), Indicators(cells.reviewer[placed], n_reviewers),
-              Indicators(position_index, len(positions))]
+    design = [
+        Indicators(cells.model[placed], n_models),
+        Indicators(cells.reviewer[placed], n_reviewers),
+        Indicators(position_index, len(positions)),
+    ]
     width = n_models + n_reviewers + len(positions)
     fit = absorbed_least_squares(design, cells.score[placed], cells.session[placed])
     if fit is None:
@@ -237,8 +285,14 @@ def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> Positi
         c[offset + k] = 1.0
         c[offset] = -1.0
         # one position alone is not flagged: the joint F test below decides
-        effect = contrast_estimate(fit, c, sample_size=int((position_index == k).sum()), sessions=sessions,
-                                    threshold=None, alpha=thresholds.position_alpha)
+        effect = contrast_estimate(
+            fit,
+            c,
+            sample_size=int((position_index == k).sum()),
+            sessions=sessions,
+            threshold=None,
+            alpha=thresholds.position_alpha,
+        )
         effects.append(PositionEffect(position=int(positions[k]), effect=effect))
         if effect.status == "ok":
             rows.append(c)
@@ -253,8 +307,15 @@ def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> Positi
     if flagged:
         # all later positions below the first: primacy; all above: recency
         direction = "primacy" if all(s < 0 for s in sizes) else "recency" if all(s > 0 for s in sizes) else "mixed"
-    return PositionAnalysis(status="ok", baseline_position=int(positions[0]), effects=effects,
-                            f_statistic=rounded(f), p_value=rounded(p, 6), flagged=bool(flagged), direction=direction)
+    return PositionAnalysis(
+        status="ok",
+        baseline_position=int(positions[0]),
+        effects=effects,
+        f_statistic=rounded(f),
+        p_value=rounded(p, 6),
+        flagged=bool(flagged),
+        direction=direction,
+    )
 
 
 def randomization_balance(cells: WindowCells, thresholds: WindowThresholds) -> Randomization:
@@ -281,22 +342,36 @@ def randomization_balance(cells: WindowCells, thresholds: WindowThresholds) -> R
     reviews = np.bincount(cells.session[placed] * len(cells.reviewers) + cells.reviewer[placed])
     reviewers_per_session = np.bincount(np.flatnonzero(reviews) // len(cells.reviewers), minlength=cells.sessions)
     placements_per_session = np.bincount(session, minlength=cells.sessions)
-    models_per_session = np.bincount(np.flatnonzero(np.bincount(session * n_models + model)) // n_models,
-                                     minlength=cells.sessions)
+    models_per_session = np.bincount(
+        np.flatnonzero(np.bincount(session * n_models + model)) // n_models, minlength=cells.sessions
+    )
     multi = reviewers_per_session >= 2
-    shared_fraction = float((placements_per_session[multi] == models_per_session[multi]).mean()) if multi.any() else None
+    shared_fraction = (
+        float((placements_per_session[multi] == models_per_session[multi]).mean()) if multi.any() else None
+    )
     balanced = table.shape[0] == table.shape[1] >= 2 and _even(table)
-    base = dict(sessions=sessions, placements=len(unique), models=models, positions=positions, counts=table.tolist(),
-                shared_order_fraction=rounded(shared_fraction), balanced=bool(balanced),
-                carryover_balanced=bool(balanced and _even(_successions(cells), off_diagonal=True)))
+    base = dict(
+        sessions=sessions,
+        placements=len(unique),
+        models=models,
+        positions=positions,
+        counts=table.tolist(),
+        shared_order_fraction=rounded(shared_fraction),
+        balanced=bool(balanced),
+        carryover_balanced=bool(balanced and _even(_successions(cells), off_diagonal=True)),
+    )
     if sessions < MIN_SESSIONS or table.shape[0] < 2 or table.shape[1] < 2:
         return Randomization(status="collecting data", **base)
     chi2, dof, p = chi_square_independence(table)
     return Randomization(
-        status="ok", chi_square=rounded(chi2), degrees_of_freedom=int(dof), p_value=rounded(p, 8),
+        status="ok",
+        chi_square=rounded(chi2),
+        degrees_of_freedom=int(dof),
+        p_value=rounded(p, 8),
         broken=bool(p < thresholds.randomization_alpha),
         shared=bool(shared_fraction is not None and shared_fraction >= thresholds.shared_order_fraction),
-        **base, **_per_reviewer_balance(cells, thresholds.randomization_alpha),
+        **base,
+        **_per_reviewer_balance(cells, thresholds.randomization_alpha),
     )
 
 
@@ -322,8 +397,13 @@ def _per_reviewer_balance(cells: WindowCells, alpha: float) -> dict[str, object]
     if not tested:
         return {}
     named = [name for name, p in tested if p < alpha / len(tested)]
-    return dict(reviewers_balanced=bool(even), reviewer_chi_square=rounded(total), reviewer_degrees_of_freedom=dof_total,
-                reviewer_p_value=rounded(float(chdtrc(dof_total, total)), 8), confounded_reviewers=named)
+    return dict(
+        reviewers_balanced=bool(even),
+        reviewer_chi_square=rounded(total),
+        reviewer_degrees_of_freedom=dof_total,
+        reviewer_p_value=rounded(float(chdtrc(dof_total, total)), 8),
+        confounded_reviewers=named,
+    )
 
 
 BALANCE_TOLERANCE = 0.02  # of the mean count: a designed order's counts differ by at most one per cycle
@@ -375,8 +455,9 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
     fit = None
     if len(cells.score):
         own = np.where(cells.own, cells.reviewer, -1)  # reviewer x self-review: a column only where it scores itself
-        fit = absorbed_least_squares([Indicators(cells.reviewer, n_reviewers), Indicators(own, n_reviewers)],
-                                     cells.score, cells.group)
+        fit = absorbed_least_squares(
+            [Indicators(cells.reviewer, n_reviewers), Indicators(own, n_reviewers)], cells.score, cells.group
+        )
     width = 2 * n_reviewers
     relative: dict[int, float] = {}
     if fit is not None:
@@ -408,15 +489,33 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
                 contrast[k] -= weight
         else:
             contrast[:] = 0.0
-        offset = (contrast_estimate(fit, contrast, sample_size=int(peer.sum()), threshold=thresholds.reviewer_offset,
-                                     sessions=scored_sessions, alpha=thresholds.alpha)
-                  if contrast.any() else collecting(int(peer.sum()), scored_sessions))
+        offset = (
+            contrast_estimate(
+                fit,
+                contrast,
+                sample_size=int(peer.sum()),
+                threshold=thresholds.reviewer_offset,
+                sessions=scored_sessions,
+                alpha=thresholds.alpha,
+            )
+            if contrast.any()
+            else collecting(int(peer.sum()), scored_sessions)
+        )
         self_contrast = np.zeros(width)
         self_contrast[n_reviewers + i] = 1.0
         own_sessions = int(owned_in[i])
-        self_estimate = (contrast_estimate(fit, self_contrast, sample_size=int(own.sum()), sessions=own_sessions,
-                                            threshold=thresholds.self_preference, alpha=thresholds.alpha)
-                         if own.any() else collecting(0, 0))
+        self_estimate = (
+            contrast_estimate(
+                fit,
+                self_contrast,
+                sample_size=int(own.sum()),
+                sessions=own_sessions,
+                threshold=thresholds.self_preference,
+                alpha=thresholds.alpha,
+            )
+            if own.any()
+            else collecting(0, 0)
+        )
         defined = peer & ~np.isnan(loo)
         agreement = None
         if defined.sum() >= 3:
@@ -427,11 +526,18 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
             flags.append("HARSH" if (offset.point_estimate or 0) < 0 else "GENEROUS")
         if self_estimate.flagged and (self_estimate.point_estimate or 0) > 0:
             flags.append("SELF_PREFERENCE")
-        profiles.append(ReviewerProfile(
-            reviewer=name, sessions=scored_sessions, scores=int(peer.sum()),
-            confidence=confidence_tier(scored_sessions),
-            mean_score=rounded(scores.mean() + 1.0) if len(scores) else None,
-            score_std=rounded(scores.std(ddof=1)) if len(scores) > 1 else None,
-            offset=offset, self_preference=self_estimate, agreement_with_peers=agreement, flags=flags,
-        ))
+        profiles.append(
+            ReviewerProfile(
+                reviewer=name,
+                sessions=scored_sessions,
+                scores=int(peer.sum()),
+                confidence=confidence_tier(scored_sessions),
+                mean_score=rounded(scores.mean() + 1.0) if len(scores) else None,
+                score_std=rounded(scores.std(ddof=1)) if len(scores) > 1 else None,
+                offset=offset,
+                self_preference=self_estimate,
+                agreement_with_peers=agreement,
+                flags=flags,
+            )
+        )
     return profiles

@@ -27,8 +27,9 @@ def auroc(scores: np.ndarray, labels: np.ndarray) -> float | None:
     return float((ranks[labels].sum() - positives * (positives + 1) / 2) / (positives * negatives))
 
 
-def threshold_for_fpr(scores: np.ndarray, labels: np.ndarray, max_fpr: float,
-                      already_flagged: np.ndarray | None = None) -> float:
+def threshold_for_fpr(
+    scores: np.ndarray, labels: np.ndarray, max_fpr: float, already_flagged: np.ndarray | None = None
+) -> float:
     """The lowest threshold t such that flagging `score > t` (or an example already flagged) lets
     through at most max_fpr of the unbiased examples; +inf when the already flagged ones use up
     the allowance."""
@@ -76,8 +77,7 @@ def _clusters(items: Sequence[str] | None, n: int) -> list[np.ndarray]:
 
 
 def _resamples(clusters: list[np.ndarray], rng: np.random.Generator, count: int) -> list[np.ndarray]:
-    return [np.concatenate([clusters[j] for j in rng.integers(0, len(clusters), len(clusters))])
-            for _ in range(count)]
+    return [np.concatenate([clusters[j] for j in rng.integers(0, len(clusters), len(clusters))]) for _ in range(count)]
 
 
 def _percentile_ci(values: Sequence[float | None]) -> tuple[float, float] | None:
@@ -88,9 +88,15 @@ def _percentile_ci(values: Sequence[float | None]) -> tuple[float, float] | None
     return float(low), float(high)
 
 
-def flag_quality(scores: Sequence[float] | np.ndarray, flags: Sequence[bool] | np.ndarray,
-                 labels: Sequence[bool] | np.ndarray,
-                 items: Sequence[str] | None = None, *, seed: int = 0, bootstrap: int = BOOTSTRAP) -> FlagQuality:
+def flag_quality(
+    scores: Sequence[float] | np.ndarray,
+    flags: Sequence[bool] | np.ndarray,
+    labels: Sequence[bool] | np.ndarray,
+    items: Sequence[str] | None = None,
+    *,
+    seed: int = 0,
+    bootstrap: int = BOOTSTRAP,
+) -> FlagQuality:
     """AUROC of the score (CI by resampling items), and recall, precision and false-positive rate
     of the flag (Wilson intervals)."""
     s, f, y = np.asarray(scores, dtype=float), np.asarray(flags, dtype=bool), np.asarray(labels, dtype=bool)
@@ -99,22 +105,37 @@ def flag_quality(scores: Sequence[float] | np.ndarray, flags: Sequence[bool] | n
     if area is not None and bootstrap:
         rng = np.random.default_rng(seed)
         ci = _percentile_ci([auroc(s[r], y[r]) for r in _resamples(_clusters(items, len(y)), rng, bootstrap)])
-    return FlagQuality(len(y), int(y.sum()), area, ci, Rate.of(int((f & y).sum()), int(y.sum())),
-                       Rate.of(int((f & y).sum()), int(f.sum())), Rate.of(int((f & ~y).sum()), int((~y).sum())))
+    return FlagQuality(
+        len(y),
+        int(y.sum()),
+        area,
+        ci,
+        Rate.of(int((f & y).sum()), int(y.sum())),
+        Rate.of(int((f & y).sum()), int(f.sum())),
+        Rate.of(int((f & ~y).sum()), int((~y).sum())),
+    )
 
 
 @dataclass(frozen=True)
 class PairedDifference:
     """B minus A on the same examples: the estimate, its bootstrap interval and two-sided p."""
+
     estimate: float | None
     ci: tuple[float, float] | None
     p_value: float | None
 
 
-def paired_difference(scores_a: Sequence[float] | np.ndarray, flags_a: Sequence[bool] | np.ndarray,
-                      scores_b: Sequence[float] | np.ndarray, flags_b: Sequence[bool] | np.ndarray,
-                      labels: Sequence[bool] | np.ndarray, items: Sequence[str] | None = None,
-                      *, seed: int = 0, bootstrap: int = BOOTSTRAP) -> dict[str, PairedDifference]:
+def paired_difference(
+    scores_a: Sequence[float] | np.ndarray,
+    flags_a: Sequence[bool] | np.ndarray,
+    scores_b: Sequence[float] | np.ndarray,
+    flags_b: Sequence[bool] | np.ndarray,
+    labels: Sequence[bool] | np.ndarray,
+    items: Sequence[str] | None = None,
+    *,
+    seed: int = 0,
+    bootstrap: int = BOOTSTRAP,
+) -> dict[str, PairedDifference]:
     """AUROC and recall of B minus A, resampling items once for both detectors (paired)."""
     sa, sb = np.asarray(scores_a, dtype=float), np.asarray(scores_b, dtype=float)
     fa, fb, y = np.asarray(flags_a, dtype=bool), np.asarray(flags_b, dtype=bool), np.asarray(labels, dtype=bool)

@@ -45,8 +45,9 @@ def evidence_of(finding: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def detector_precision(items: Iterable[ReviewedItem], most_dismissed: int = 10
-                       ) -> tuple[list[DetectorPrecision], list[DismissedEvidence]]:
+def detector_precision(
+    items: Iterable[ReviewedItem], most_dismissed: int = 10
+) -> tuple[list[DetectorPrecision], list[DismissedEvidence]]:
     tallies: Counter[tuple[str, str, str, str]] = Counter()  # (tenant, type, analyzer, verdict)
     evidence: Counter[tuple[str, str, str, str]] = Counter()  # (tenant, type, term, verdict)
     for item in items:
@@ -63,12 +64,29 @@ def detector_precision(items: Iterable[ReviewedItem], most_dismissed: int = 10
         confirmed = tallies[(tenant, bias_type, analyzer, "confirmed")]
         reviewed = confirmed + tallies[(tenant, bias_type, analyzer, "dismissed")]
         lower, upper = wilson_interval(confirmed, reviewed)
-        precision.append(DetectorPrecision(tenant_id=tenant, bias_type=bias_type, analyzer=analyzer, reviewed=reviewed,
-                                           confirmed=confirmed, precision=round(confirmed / reviewed, 6),
-                                           ci_lower=round(lower, 6), ci_upper=round(upper, 6)))
-    dismissed = [DismissedEvidence(tenant_id=tenant, bias_type=bias_type, evidence=term, dismissed=count,
-                                   confirmed=evidence[(tenant, bias_type, term, "confirmed")])
-                 for (tenant, bias_type, term, verdict), count in evidence.items() if verdict == "dismissed"]
+        precision.append(
+            DetectorPrecision(
+                tenant_id=tenant,
+                bias_type=bias_type,
+                analyzer=analyzer,
+                reviewed=reviewed,
+                confirmed=confirmed,
+                precision=round(confirmed / reviewed, 6),
+                ci_lower=round(lower, 6),
+                ci_upper=round(upper, 6),
+            )
+        )
+    dismissed = [
+        DismissedEvidence(
+            tenant_id=tenant,
+            bias_type=bias_type,
+            evidence=term,
+            dismissed=count,
+            confirmed=evidence[(tenant, bias_type, term, "confirmed")],
+        )
+        for (tenant, bias_type, term, verdict), count in evidence.items()
+        if verdict == "dismissed"
+    ]
     dismissed.sort(key=lambda d: (d.tenant_id, -d.dismissed, d.confirmed, d.bias_type, d.evidence))
     per_tenant: Counter[str] = Counter()
     kept = []
@@ -79,8 +97,10 @@ def detector_precision(items: Iterable[ReviewedItem], most_dismissed: int = 10
     return precision, kept
 
 
-def precision_of_reviews(rows: Iterable[tuple[str, dict[str, str] | None, dict[str, Any] | None]]
-                         ) -> tuple[list[DetectorPrecision], list[DismissedEvidence]]:
+def precision_of_reviews(
+    rows: Iterable[tuple[str, dict[str, str] | None, dict[str, Any] | None]],
+) -> tuple[list[DetectorPrecision], list[DismissedEvidence]]:
     """detector_precision over stored reviews: (tenant, verdicts, bias_report_summary) rows."""
-    return detector_precision(ReviewedItem(tenant, verdicts or {}, (summary or {}).get("findings", []))
-                              for tenant, verdicts, summary in rows)
+    return detector_precision(
+        ReviewedItem(tenant, verdicts or {}, (summary or {}).get("findings", [])) for tenant, verdicts, summary in rows
+    )

@@ -53,8 +53,14 @@ class SessionDigest:
     def from_cells(cls, cells: Sequence[tuple[int, int, int, float, bool]], **fields: Any) -> SessionDigest:
         """From (reviewer, model, position, score fraction, self) rows."""
         columns = tuple(zip(*cells)) if cells else ((),) * 5
-        return cls(**fields, cell_reviewer=columns[0], cell_model=columns[1], cell_position=columns[2],
-                   cell_score=columns[3], cell_own=columns[4])
+        return cls(
+            **fields,
+            cell_reviewer=columns[0],
+            cell_model=columns[1],
+            cell_position=columns[2],
+            cell_score=columns[3],
+            cell_own=columns[4],
+        )
 
     @property
     def cells(self) -> tuple[tuple[int, int, int, float, bool], ...]:
@@ -75,11 +81,20 @@ class SessionDigest:
         scores are as_stored()'s already (rounding again gives the same floats, ~25 round()s)."""
         columns = zip(self.cell_reviewer, self.cell_model, self.cell_position, self.cell_score, self.cell_own)
         return {
-            "s": self.session_id, "t": self.tenant_id, "ts": self.ts_ms, "tr": self.trace_id,
-            "v": self.config_version, "r": list(self.reviewers), "m": list(self.models),
-            "l": list(self.lengths), "u": self.length_unit,
-            "c": ([[r, m, p, y, int(own)] for r, m, p, y, own in columns] if rounded else
-                  [[r, m, p, round(y, STORED_DIGITS), int(own)] for r, m, p, y, own in columns]),
+            "s": self.session_id,
+            "t": self.tenant_id,
+            "ts": self.ts_ms,
+            "tr": self.trace_id,
+            "v": self.config_version,
+            "r": list(self.reviewers),
+            "m": list(self.models),
+            "l": list(self.lengths),
+            "u": self.length_unit,
+            "c": (
+                [[r, m, p, y, int(own)] for r, m, p, y, own in columns]
+                if rounded
+                else [[r, m, p, round(y, STORED_DIGITS), int(own)] for r, m, p, y, own in columns]
+            ),
             **({"f": list(self.fingerprints)} if self.fingerprints else {}),
             **({"k": list(self.correct)} if self.correct else {}),
             **({"ss": list(self.cell_similarity)} if self.cell_similarity else {}),
@@ -89,10 +104,17 @@ class SessionDigest:
     def from_dict(cls, data: Mapping[str, Any]) -> SessionDigest:
         return cls.from_cells(
             [(int(r), int(m), int(p), float(y), bool(own)) for r, m, p, y, own in data["c"]],
-            session_id=data["s"], tenant_id=data["t"], ts_ms=int(data["ts"]), trace_id=data.get("tr"),
-            config_version=data.get("v"), reviewers=tuple(data["r"]), models=tuple(data["m"]),
-            lengths=tuple(float(x) for x in data["l"]), length_unit=data.get("u", "words"),
-            fingerprints=tuple(data.get("f", ())), correct=tuple(data.get("k", ())),
+            session_id=data["s"],
+            tenant_id=data["t"],
+            ts_ms=int(data["ts"]),
+            trace_id=data.get("tr"),
+            config_version=data.get("v"),
+            reviewers=tuple(data["r"]),
+            models=tuple(data["m"]),
+            lengths=tuple(float(x) for x in data["l"]),
+            length_unit=data.get("u", "words"),
+            fingerprints=tuple(data.get("f", ())),
+            correct=tuple(data.get("k", ())),
             cell_similarity=tuple(data.get("ss", ())),
         )
 
@@ -182,17 +204,40 @@ class StoredCell(msgspec.Struct, gc=False):
 
 # a record's fields as one tuple, in this order: map() over a session's records and zip(*) turn
 # them into columns without a Python loop per field
-_FIELDS = attrgetter("reviewer_id", "model_id", "score_value", "score_scale", "position", "schema_version",
-                     "is_self_review", "response_length_words", "response_length_chars",
-                     "response_fingerprint", "response_correct", "style_similarity")
+_FIELDS = attrgetter(
+    "reviewer_id",
+    "model_id",
+    "score_value",
+    "score_scale",
+    "position",
+    "schema_version",
+    "is_self_review",
+    "response_length_words",
+    "response_length_chars",
+    "response_fingerprint",
+    "response_correct",
+    "style_similarity",
+)
 
 
 def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
     """One session's records (ours or llm-council-core's) -> its digest. Repeated
     (reviewer, model) records, left by a redelivered batch, count once (the first).
     Column by column rather than record by record: this runs for every reported session."""
-    (reviewer_ids, model_ids, values, scales, positions, versions, self_flags, word_counts,
-     char_counts, fingerprint_column, correct_column, similarity) = zip(*map(_FIELDS, rows))
+    (
+        reviewer_ids,
+        model_ids,
+        values,
+        scales,
+        positions,
+        versions,
+        self_flags,
+        word_counts,
+        char_counts,
+        fingerprint_column,
+        correct_column,
+        similarity,
+    ) = zip(*map(_FIELDS, rows))
     reviewers = {name: i for i, name in enumerate(dict.fromkeys(reviewer_ids))}
     models = {name: i for i, name in enumerate(dict.fromkeys(model_ids))}
     reviewer_column = list(map(reviewers.__getitem__, reviewer_ids))
@@ -201,8 +246,20 @@ def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
     if len(set(pairs)) < len(pairs):
         first_of_pair = sorted({pair: i for i, pair in reversed(list(enumerate(pairs)))}.values())
         rows = [rows[i] for i in first_of_pair]
-        (reviewer_ids, model_ids, values, scales, positions, versions, self_flags, word_counts,
-         char_counts, fingerprint_column, correct_column, similarity) = zip(*map(_FIELDS, rows))
+        (
+            reviewer_ids,
+            model_ids,
+            values,
+            scales,
+            positions,
+            versions,
+            self_flags,
+            word_counts,
+            char_counts,
+            fingerprint_column,
+            correct_column,
+            similarity,
+        ) = zip(*map(_FIELDS, rows))
         reviewer_column = [reviewer_column[i] for i in first_of_pair]
         model_column = [model_column[i] for i in first_of_pair]
     # one unit per session: words where our records carry them, else characters; a model's first
@@ -218,18 +275,25 @@ def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
             scores = [(value - low) / (high - low) for value in values]
         else:
             bounds = {scale: score_bounds(scale or "1-10") for scale in distinct_scales}
-            scores = [(value - bounds[scale][0]) / (bounds[scale][1] - bounds[scale][0])
-                      for value, scale in zip(values, scales)]
+            scores = [
+                (value - bounds[scale][0]) / (bounds[scale][1] - bounds[scale][0])
+                for value, scale in zip(values, scales)
+            ]
         distinct_versions = set(versions)
         if len(distinct_versions) == 1 and position_is_display_order(versions[0]):
             cell_position = [-1 if position is None else position for position in positions]
         else:
             display = {version: position_is_display_order(version) for version in distinct_versions}
-            cell_position = [-1 if position is None or not display[version] else position
-                             for position, version in zip(positions, versions)]
+            cell_position = [
+                -1 if position is None or not display[version] else position
+                for position, version in zip(positions, versions)
+            ]
         # llm-council-core does not store is_self_review
-        own = (self_flags if None not in self_flags else
-               tuple(r == m if flag is None else flag for r, m, flag in zip(reviewer_ids, model_ids, self_flags)))
+        own = (
+            self_flags
+            if None not in self_flags
+            else tuple(r == m if flag is None else flag for r, m, flag in zip(reviewer_ids, model_ids, self_flags))
+        )
         ts = timestamp_ms(first.timestamp)
     except (TypeError, ValueError) as error:
         raise BadRecord(f"session {first.session_id!r}: unreadable record ({type(error).__name__}: {error})") from None
@@ -250,8 +314,11 @@ def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
         cell_own=own,
         # for the council biases: each () when no record carries it (older records, llm-council-core's)
         fingerprints=_first_per_model(model_ids, fingerprint_column, models) if any(fingerprint_column) else (),
-        correct=(_first_per_model(model_ids, correct_column, models)
-                 if correct_column.count(None) < len(correct_column) else ()),
+        correct=(
+            _first_per_model(model_ids, correct_column, models)
+            if correct_column.count(None) < len(correct_column)
+            else ()
+        ),
         cell_similarity=similarity if similarity.count(None) < len(similarity) else (),
     )
 

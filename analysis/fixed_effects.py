@@ -80,17 +80,19 @@ def demean_by_group(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np
         # cells arrive in session order: one pass over contiguous runs for all columns at once
         starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
         run_lengths = np.diff(np.r_[starts, len(groups)])
-        demeaned: np.ndarray = values - np.repeat(np.add.reduceat(values, starts, axis=0) / run_lengths[:, None],
-                                                  run_lengths, axis=0)
+        demeaned: np.ndarray = values - np.repeat(
+            np.add.reduceat(values, starts, axis=0) / run_lengths[:, None], run_lengths, axis=0
+        )
         return demeaned
     counts = np.bincount(groups, minlength=n_groups).astype(np.float64)
     counts[counts == 0] = 1.0
     if values.ndim == 1:
         demeaned = values - (np.bincount(groups, weights=values, minlength=n_groups) / counts)[groups]
         return demeaned
-    means = np.column_stack(
-        [np.bincount(groups, weights=values[:, j], minlength=n_groups) for j in range(values.shape[1])]
-    ) / counts[:, None]
+    means = (
+        np.column_stack([np.bincount(groups, weights=values[:, j], minlength=n_groups) for j in range(values.shape[1])])
+        / counts[:, None]
+    )
     demeaned = values - means[groups]
     return demeaned
 
@@ -126,7 +128,9 @@ class AbsorbedDesign:
             if isinstance(block, Indicators):
                 on = block.index >= 0
                 counts = np.bincount(groups[on] * block.width + block.index[on], minlength=size * block.width)
-                self.indicators.append((block.index, on, block.width, offset, counts.reshape(size, block.width) / share))
+                self.indicators.append(
+                    (block.index, on, block.width, offset, counts.reshape(size, block.width) / share)
+                )
                 offset += block.width
             else:
                 values = np.asarray(block, dtype=np.float64).reshape(len(groups), -1)
@@ -140,8 +144,8 @@ class AbsorbedDesign:
 
         def put(offset_a: int, offset_b: int, block: np.ndarray) -> None:  # the block and its mirror
             rows, cols = block.shape
-            xtx[offset_a:offset_a + rows, offset_b:offset_b + cols] = block
-            xtx[offset_b:offset_b + cols, offset_a:offset_a + rows] = block.T
+            xtx[offset_a : offset_a + rows, offset_b : offset_b + cols] = block
+            xtx[offset_b : offset_b + cols, offset_a : offset_a + rows] = block.T
 
         for at, (index_a, on_a, width_a, offset_a, means_a) in enumerate(self.indicators):
             weighted = means_a * self.count[:, None]
@@ -150,8 +154,13 @@ class AbsorbedDesign:
                 raw = np.bincount(index_a[both] * width_b + index_b[both], minlength=width_a * width_b)
                 put(offset_a, offset_b, raw.reshape(width_a, width_b) - weighted.T @ means_b)
             for offset_d, values in self.dense:
-                put(offset_a, offset_d, np.column_stack([np.bincount(index_a[on_a], weights=column[on_a],
-                                                                     minlength=width_a) for column in values.T]))
+                put(
+                    offset_a,
+                    offset_d,
+                    np.column_stack(
+                        [np.bincount(index_a[on_a], weights=column[on_a], minlength=width_a) for column in values.T]
+                    ),
+                )
         for at, (offset_a, values_a) in enumerate(self.dense):
             for offset_b, values_b in self.dense[at:]:
                 put(offset_a, offset_b, values_a.T @ values_b)
@@ -161,24 +170,23 @@ class AbsorbedDesign:
         """X'y for a y already demeaned by group."""
         out = np.zeros(self.width)
         for index, on, width, offset, _ in self.indicators:
-            out[offset:offset + width] = np.bincount(index[on], weights=demeaned[on], minlength=width)
+            out[offset : offset + width] = np.bincount(index[on], weights=demeaned[on], minlength=width)
         for offset, values in self.dense:
-            out[offset:offset + values.shape[1]] = values.T @ demeaned
+            out[offset : offset + values.shape[1]] = values.T @ demeaned
         return out
 
     def times(self, vector: np.ndarray) -> np.ndarray:
         """X v: each row's demeaned design times v."""
         out = np.zeros(len(self.groups))
         for index, on, width, offset, means in self.indicators:
-            part = vector[offset:offset + width]
+            part = vector[offset : offset + width]
             out += np.where(on, part[np.where(on, index, 0)], 0.0) - (means @ part)[self.groups]
         for offset, values in self.dense:
-            out += values @ vector[offset:offset + values.shape[1]]
+            out += values @ vector[offset : offset + values.shape[1]]
         return out
 
 
-def absorbed_least_squares(design: np.ndarray | Sequence[Block], y: np.ndarray,
-                           groups: np.ndarray) -> FitResult | None:
+def absorbed_least_squares(design: np.ndarray | Sequence[Block], y: np.ndarray, groups: np.ndarray) -> FitResult | None:
     """y ~ design + group fixed effects (groups: non-negative ints, need not be dense). The design
     is a list of blocks (Indicators or dense columns), or one dense matrix. None when there are
     no residual degrees of freedom."""
@@ -196,5 +204,13 @@ def absorbed_least_squares(design: np.ndarray | Sequence[Block], y: np.ndarray,
     if df < 1:
         return None
     residual = yd - x.times(beta)
-    return FitResult(beta=beta, xtx=xtx, xtx_pinv=pinv, sigma2=float(residual @ residual) / df, df=df, n=n,
-                     residual=residual, design=x)
+    return FitResult(
+        beta=beta,
+        xtx=xtx,
+        xtx_pinv=pinv,
+        sigma2=float(residual @ residual) / df,
+        df=df,
+        n=n,
+        residual=residual,
+        design=x,
+    )

@@ -23,8 +23,10 @@ from .replay import ALPHA, PRACTICAL, past_practical
 from .stats import welch
 
 MIN_ANSWERS = 10  # a group with fewer answers is listed, not tested
-CAVEAT = ("unpaired: queries naming different groups differ in topic too, so a gap may be the topic's; "
-          "`bias-audit replay` asks the same prompt with only the group changed")
+CAVEAT = (
+    "unpaired: queries naming different groups differ in topic too, so a gap may be the topic's; "
+    "`bias-audit replay` asks the same prompt with only the group changed"
+)
 METRICS = ("refusal_rate_gap", "sentiment_gap", "toxicity_gap", "length_ratio")
 
 
@@ -89,17 +91,33 @@ def _mean_gap(a: list[float], b: list[float]) -> tuple[float, float, float, floa
 
 def _gaps(group: list[Traits], others: list[Traits]) -> dict[str, Row]:
     """metric -> (value, its CI, others, estimate, CI low, CI high, raw p)."""
-    out = {"refusal_rate_gap": _rate_gap([t.refusal for t in group], [t.refusal for t in others]),
-           "toxicity_gap": _rate_gap([t.toxic for t in group], [t.toxic for t in others])}
+    out = {
+        "refusal_rate_gap": _rate_gap([t.refusal for t in group], [t.refusal for t in others]),
+        "toxicity_gap": _rate_gap([t.toxic for t in group], [t.toxic for t in others]),
+    }
     sentiment_g, sentiment_o = [t.sentiment for t in group], [t.sentiment for t in others]
     d, low, high, p = _mean_gap(sentiment_g, sentiment_o)
-    out["sentiment_gap"] = (sum(sentiment_g) / len(group), _mean_ci(sentiment_g), sum(sentiment_o) / len(others),
-                            d, low, high, p)
+    out["sentiment_gap"] = (
+        sum(sentiment_g) / len(group),
+        _mean_ci(sentiment_g),
+        sum(sentiment_o) / len(others),
+        d,
+        low,
+        high,
+        p,
+    )
     log_g, log_o = [math.log(max(1, t.words)) for t in group], [math.log(max(1, t.words)) for t in others]
     d, low, high, p = _mean_gap(log_g, log_o)
     log_low, log_high = _mean_ci(log_g)
-    out["length_ratio"] = (math.exp(sum(log_g) / len(group)), (math.exp(log_low), math.exp(log_high)),
-                           math.exp(sum(log_o) / len(others)), math.exp(d), math.exp(low), math.exp(high), p)
+    out["length_ratio"] = (
+        math.exp(sum(log_g) / len(group)),
+        (math.exp(log_low), math.exp(log_high)),
+        math.exp(sum(log_o) / len(others)),
+        math.exp(d),
+        math.exp(low),
+        math.exp(high),
+        p,
+    )
     return out
 
 
@@ -125,10 +143,16 @@ def group_disparity(answers: Iterable[tuple[str, str, Mapping[str, str], Traits]
             for metric in METRICS:
                 value, value_ci, other, estimate, low, high, _ = gaps[metric]
                 p = adjusted[metric].get(i)
-                made[metric] = Gap(round(value, 6), (round(value_ci[0], 6), round(value_ci[1], 6)), round(other, 6),
-                                   round(estimate, 6), round(low, 6), round(high, 6),
-                                   None if p is None else float(f"{p:.6g}"),
-                                   p is not None and p < ALPHA and past_practical(metric, estimate))
+                made[metric] = Gap(
+                    round(value, 6),
+                    (round(value_ci[0], 6), round(value_ci[1], 6)),
+                    round(other, 6),
+                    round(estimate, 6),
+                    round(low, 6),
+                    round(high, 6),
+                    None if p is None else float(f"{p:.6g}"),
+                    p is not None and p < ALPHA and past_practical(metric, estimate),
+                )
             out.append(GroupDisparity(tenant, model, axis, group, len(mine), len(others), made))
     return out
 

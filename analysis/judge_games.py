@@ -107,8 +107,12 @@ def game_from_event(event: Mapping[str, Any]) -> JudgedGame:
                 score, scale = float(scores[0]), scale_of(verdict.get("scale"))
     else:
         level, p_first = None, None
-    lengths = tuple(c.get("length_words") if c.get("length_words") is not None else
-                    (word_count(c["response"]) if c.get("response") is not None else None) for c in candidates)
+    lengths = tuple(
+        c.get("length_words")
+        if c.get("length_words") is not None
+        else (word_count(c["response"]) if c.get("response") is not None else None)
+        for c in candidates
+    )
     baseline = next((i for i, c in enumerate(candidates) if c.get("baseline")), None)
     humans = []
     for human in event.get("human") or ():
@@ -121,11 +125,23 @@ def game_from_event(event: Mapping[str, Any]) -> JudgedGame:
     label = event.get("label")
     judge = event["judge"]
     return JudgedGame(
-        judge=judge["model"], prompt=judge.get("prompt"), item=event["item_id"], models=models, level=level,
-        p_first=p_first, game=event.get("game"), repetition=event.get("repetition") or 0,
-        order_known=event.get("order_known", True), order_randomized=bool(event.get("order_randomized")),
-        lengths=lengths, baseline=baseline, label=None if label is None else sign(level_of(label)),
-        humans=tuple(humans), score=score, scale=scale)
+        judge=judge["model"],
+        prompt=judge.get("prompt"),
+        item=event["item_id"],
+        models=models,
+        level=level,
+        p_first=p_first,
+        game=event.get("game"),
+        repetition=event.get("repetition") or 0,
+        order_known=event.get("order_known", True),
+        order_randomized=bool(event.get("order_randomized")),
+        lengths=lengths,
+        baseline=baseline,
+        label=None if label is None else sign(level_of(label)),
+        humans=tuple(humans),
+        score=score,
+        scale=scale,
+    )
 
 
 def scale_of(name: object) -> tuple[float, float] | None:

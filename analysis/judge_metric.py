@@ -22,8 +22,12 @@ class Metric:
         def r(x: float | None) -> float | None:
             return None if x is None else round(x, digits)
 
-        out: dict[str, object] = {"estimate": r(self.estimate), "ci_lower": r(self.ci_lower),
-                                  "ci_upper": r(self.ci_upper), "n": self.n}
+        out: dict[str, object] = {
+            "estimate": r(self.estimate),
+            "ci_lower": r(self.ci_lower),
+            "ci_upper": r(self.ci_upper),
+            "n": self.n,
+        }
         if self.flagged is not None:
             out["p_value"] = None if self.p_value is None else float(f"{self.p_value:.4g}")
             out["flagged"] = self.flagged

@@ -35,9 +35,15 @@ class ScoreDistribution:
     scale: tuple[float, float] | None  # the source's scale, when every score named the same one
 
     def document(self, digits: int = 4) -> dict[str, object]:
-        return {"mean": round(self.mean, digits), "sd": None if self.sd is None else round(self.sd, digits),
-                "min": self.min, "max": self.max, "ceiling_share": round(self.ceiling_share, digits),
-                "floor_share": round(self.floor_share, digits), "n": self.n}
+        return {
+            "mean": round(self.mean, digits),
+            "sd": None if self.sd is None else round(self.sd, digits),
+            "min": self.min,
+            "max": self.max,
+            "ceiling_share": round(self.ceiling_share, digits),
+            "floor_share": round(self.floor_share, digits),
+            "n": self.n,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +62,26 @@ def score_distribution(games: Sequence[JudgedGame]) -> ScoreDistribution | None:
     scale = next(iter(scales)) if len(scales) == 1 else None
     low, high = scale if scale is not None else (min(numbers), max(numbers))
     n = len(numbers)
-    return ScoreDistribution(mean=sum(numbers) / n, sd=sample_std(numbers) if n > 1 else None, min=min(numbers),
-                             max=max(numbers), ceiling_share=sum(v >= high for v in numbers) / n,
-                             floor_share=sum(v <= low for v in numbers) / n, n=n, scale=scale)
+    return ScoreDistribution(
+        mean=sum(numbers) / n,
+        sd=sample_std(numbers) if n > 1 else None,
+        min=min(numbers),
+        max=max(numbers),
+        ceiling_share=sum(v >= high for v in numbers) / n,
+        floor_share=sum(v <= low for v in numbers) / n,
+        n=n,
+        scale=scale,
+    )
 
 
 def score_length_correlation(games: Sequence[JudgedGame]) -> Metric:
     """Spearman's rho between a graded answer's score and its length in words; its CI and p from
     Fisher's z with Bonett and Wright's se (stats.spearman), so p < 0.05 when the CI excludes 0."""
-    points = [(float(g.lengths[0]), g.score) for g in games
-              if g.score is not None and len(g.lengths) == 1 and g.lengths[0] is not None]
+    points = [
+        (float(g.lengths[0]), g.score)
+        for g in games
+        if g.score is not None and len(g.lengths) == 1 and g.lengths[0] is not None
+    ]
     n = len(points)
     rho = spearman([length for length, _ in points], [score for _, score in points])
     if rho.r is None:
@@ -130,7 +146,7 @@ def repeat_consistency(games: Sequence[JudgedGame]) -> Metric:
     effective = float(pairs)
     if len(agreed) > 1 and any(m > 1 for _, m in agreed) and 0.0 < rate < 1.0:
         groups_n = len(agreed)
-        clustered = groups_n / (groups_n - 1) * sum((a - rate * m) ** 2 for a, m in agreed) / pairs ** 2
+        clustered = groups_n / (groups_n - 1) * sum((a - rate * m) ** 2 for a, m in agreed) / pairs**2
         simple = rate * (1.0 - rate) / pairs
         effective = pairs / max(1.0, clustered / simple)
     low, high = wilson_interval(rate * effective, effective)

@@ -19,7 +19,17 @@ from .judge_metric import Metric, half_rate_metric, rate_metric
 from .judges import PRACTICAL_RATE, flagged_metrics, longer_preferred, pair_key
 
 N, FAILED, GRADED, TIES, FIRST_DECIDED, FIRST_WON, LENGTH_DECIDED, LONGER_WON, PAIRS, CONSISTENT = (
-    "j:n", "j:failed", "j:graded", "j:ties", "j:fd", "j:fw", "j:ld", "j:lw", "j:pn", "j:pc")
+    "j:n",
+    "j:failed",
+    "j:graded",
+    "j:ties",
+    "j:fd",
+    "j:fw",
+    "j:ld",
+    "j:lw",
+    "j:pn",
+    "j:pc",
+)
 MIN_DRIFT = 50  # decided verdicts each side needs before a drift is judged
 # Checked at every verdict, so at a strict level: a drift fires when the two-proportion z of the
 # recent rate against the baseline's reaches 4 (a 95% CI fires on a steady judge again and
@@ -28,11 +38,14 @@ Z_FIRING, Z_BACK = 4.0, 2.0
 MIN_FLAG = 30  # decided verdicts before the window flags a rate
 
 # metric -> (decided field, counted field, bias type)
-RATES = {"first_position_rate": (FIRST_DECIDED, FIRST_WON, "judge_position_bias"),
-         "length_preference": (LENGTH_DECIDED, LONGER_WON, "judge_length_bias")}
+RATES = {
+    "first_position_rate": (FIRST_DECIDED, FIRST_WON, "judge_position_bias"),
+    "length_preference": (LENGTH_DECIDED, LONGER_WON, "judge_length_bias"),
+}
 # the rates whose drift alerts: the tested ones, and position consistency (no neutral value)
 DRIFTING = {name: (decided, won) for name, (decided, won, _) in RATES.items()} | {
-    "position_consistency": (PAIRS, CONSISTENT)}
+    "position_consistency": (PAIRS, CONSISTENT)
+}
 
 
 def direction_code(game: JudgedGame) -> str:
@@ -101,8 +114,9 @@ def window_estimates(sums: Mapping[str, int]) -> JudgeWindow:
     """The window's rates with Wilson CIs, as the judge report computes them; the two tested ones
     flagged as it flags them (with at least MIN_FLAG decided verdicts)."""
     n = sums.get(N, 0)
-    metrics = {name: half_rate_metric(sums.get(won, 0), sums.get(decided, 0))
-               for name, (decided, won, _) in RATES.items()}
+    metrics = {
+        name: half_rate_metric(sums.get(won, 0), sums.get(decided, 0)) for name, (decided, won, _) in RATES.items()
+    }
     metrics = flagged_metrics(metrics, [name for name in RATES if metrics[name].n >= MIN_FLAG])
     metrics["tie_rate"] = rate_metric(sums.get(TIES, 0), n - sums.get(FAILED, 0) - sums.get(GRADED, 0))
     metrics["failed_rate"] = rate_metric(sums.get(FAILED, 0), n)
@@ -128,8 +142,15 @@ def drift(sums: Mapping[str, int], recent: Mapping[str, int]) -> list[Drift]:
         r_n, r_k = recent.get(decided_field, 0), recent.get(won_field, 0)
         b_n, b_k = sums.get(decided_field, 0) - r_n, sums.get(won_field, 0) - r_k
         if r_n < MIN_DRIFT or b_n < MIN_DRIFT:
-            out.append(Drift(name, "ok", r_k / r_n if r_n else None, b_k / b_n if b_n else None,
-                             f"{name}: too few verdicts to compare ({r_n} recent, {b_n} before)"))
+            out.append(
+                Drift(
+                    name,
+                    "ok",
+                    r_k / r_n if r_n else None,
+                    b_k / b_n if b_n else None,
+                    f"{name}: too few verdicts to compare ({r_n} recent, {b_n} before)",
+                )
+            )
             continue
         now, before = r_k / r_n, b_k / b_n
         pooled = (r_k + b_k) / (r_n + b_n)
@@ -137,10 +158,25 @@ def drift(sums: Mapping[str, int], recent: Mapping[str, int]) -> list[Drift]:
         z = abs(now - before) / spread if spread > 0 else (math.inf if now != before else 0.0)
         what = name.replace("_", " ")
         if z >= Z_FIRING and abs(now - before) >= PRACTICAL_RATE:
-            out.append(Drift(name, "firing", now, before, f"the judge's {what} moved from {before:.2f} to {now:.2f} "
-                             f"over its last {r_n} counted (z = {z:.1f})"))
+            out.append(
+                Drift(
+                    name,
+                    "firing",
+                    now,
+                    before,
+                    f"the judge's {what} moved from {before:.2f} to {now:.2f} "
+                    f"over its last {r_n} counted (z = {z:.1f})",
+                )
+            )
         else:  # between firing and back: hold (no flapping on the edge)
             back = z < Z_BACK or abs(now - before) < PRACTICAL_RATE
-            out.append(Drift(name, "ok" if back else "hold", now, before,
-                             f"the judge's {what} is {now:.2f}, near its baseline {before:.2f}"))
+            out.append(
+                Drift(
+                    name,
+                    "ok" if back else "hold",
+                    now,
+                    before,
+                    f"the judge's {what} is {now:.2f}, near its baseline {before:.2f}",
+                )
+            )
     return out

@@ -48,8 +48,6 @@ MOST_DISAGREED = 5
 JudgeKey = tuple[str, str | None]
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class Disagreement:
     item: str
@@ -108,11 +106,27 @@ class JudgeReport:
     mean_scores: list[MeanScore] = field(default_factory=list)
 
 
-METRIC_NAMES = ("position_consistency", "first_position_rate", "preference_fairness", "length_preference",
-                "accuracy", "tie_rate", "failed_rate", "self_preference", "human_agreement", "repeat_consistency",
-                "score_length_correlation")
-TESTED = ("first_position_rate", "preference_fairness", "length_preference", "self_preference", "human_agreement",
-          "score_length_correlation")
+METRIC_NAMES = (
+    "position_consistency",
+    "first_position_rate",
+    "preference_fairness",
+    "length_preference",
+    "accuracy",
+    "tie_rate",
+    "failed_rate",
+    "self_preference",
+    "human_agreement",
+    "repeat_consistency",
+    "score_length_correlation",
+)
+TESTED = (
+    "first_position_rate",
+    "preference_fairness",
+    "length_preference",
+    "self_preference",
+    "human_agreement",
+    "score_length_correlation",
+)
 
 
 def pair_key(game: JudgedGame) -> tuple[str, tuple[str, ...], int]:
@@ -147,8 +161,14 @@ def preference_fairness(pairs: list[tuple[JudgedGame, JudgedGame]]) -> Metric:
     pr, pp = recency / n, primacy / n
     estimate = pr - pp
     half = Z95 * math.sqrt(max(pr + pp - estimate * estimate, 0.0) / n)
-    return Metric(estimate, max(-1.0, estimate - half), min(1.0, estimate + half), n,
-                  binomial_two_sided_half(recency, primacy + recency), False)
+    return Metric(
+        estimate,
+        max(-1.0, estimate - half),
+        min(1.0, estimate + half),
+        n,
+        binomial_two_sided_half(recency, primacy + recency),
+        False,
+    )
 
 
 def first_position_rate(games: list[JudgedGame]) -> Metric:
@@ -271,7 +291,9 @@ def human_agreement(games: list[JudgedGame], seed: int = 0) -> tuple[Metric, tup
     worst = sorted(rated, key=lambda pair: (-abs(pair[0].level - pair[1]), pair[0].item))  # type: ignore[operator]
     disagreements = tuple(
         Disagreement(g.item, LEVEL_NAMES[g.level], LEVEL_NAMES[m], abs(g.level - m))  # type: ignore[index,operator]
-        for g, m in worst[:MOST_DISAGREED] if g.level != m)
+        for g, m in worst[:MOST_DISAGREED]
+        if g.level != m
+    )
     return metric, disagreements
 
 
@@ -287,8 +309,9 @@ def _model_preference(game: JudgedGame, position: int) -> float | None:
     return game.p_first if position == 0 else 1.0 - game.p_first
 
 
-def _own_model_preferences(games: list[JudgedGame], own: str, items: Container[str] | None = None
-                           ) -> dict[str, list[float]]:
+def _own_model_preferences(
+    games: list[JudgedGame], own: str, items: Container[str] | None = None
+) -> dict[str, list[float]]:
     """Per item, P(the `own` model preferred) in each game it met another model (of `items` only)."""
     out: dict[str, list[float]] = defaultdict(list)
     for g in games:
@@ -387,13 +410,28 @@ def summarize_judge(key: JudgeKey, by_judge: dict[JudgeKey, list[JudgedGame]], s
     }
     share = _both_orders_share(games)
     notes = _notes(games, metrics, share, has_pairs=bool(pairs), self_pref=self_pref)
-    return JudgeSummary(key[0], key[1], flagged_metrics(metrics), len(games), len({g.item for g in games}), share,
-                        tuple(notes), disagreements, score_distribution(games),
-                        sum(1 for g in games if len(g.models) == 1))
+    return JudgeSummary(
+        key[0],
+        key[1],
+        flagged_metrics(metrics),
+        len(games),
+        len({g.item for g in games}),
+        share,
+        tuple(notes),
+        disagreements,
+        score_distribution(games),
+        sum(1 for g in games if len(g.models) == 1),
+    )
 
 
-def _notes(games: list[JudgedGame], metrics: dict[str, Metric], share: float | None, *, has_pairs: bool,
-           self_pref: Metric | None) -> list[str]:
+def _notes(
+    games: list[JudgedGame],
+    metrics: dict[str, Metric],
+    share: float | None,
+    *,
+    has_pairs: bool,
+    self_pref: Metric | None,
+) -> list[str]:
     """What a reader must know to read the judge's figures: what could not be measured, and why."""
     notes: list[str] = []
     compared = [g for g in games if len(g.models) == 2]
@@ -401,20 +439,30 @@ def _notes(games: list[JudgedGame], metrics: dict[str, Metric], share: float | N
     if compared and not known:
         notes.append("order unknown: the source does not record which answer was shown first, so no position metric")
     elif known and all(g.order_randomized for g in known):
-        notes.append("the source drew each item's display order at random, so first_position_rate measures "
-                     "position, not which answer was better")
+        notes.append(
+            "the source drew each item's display order at random, so first_position_rate measures "
+            "position, not which answer was better"
+        )
     elif share is not None and share < 1.0 and metrics["first_position_rate"].n:
-        seen = ("no pair was" if share == 0 else "fewer than 1% of pairs were" if share < 0.01
-                else f"only {share:.0%} of pairs were")
-        notes.append(f"{seen} seen in both orders: first_position_rate mixes position with quality unless the source "
-                     "randomized the order")
+        seen = (
+            "no pair was"
+            if share == 0
+            else "fewer than 1% of pairs were"
+            if share < 0.01
+            else f"only {share:.0%} of pairs were"
+        )
+        notes.append(
+            f"{seen} seen in both orders: first_position_rate mixes position with quality unless the source "
+            "randomized the order"
+        )
     if known and not has_pairs:
         notes.append("no item judged in both orders: no position consistency or preference fairness")
     if self_pref is not None and self_pref.n == 0:
         notes.append("the judge is a candidate's model, but no other judge rated the same items: no self-preference")
     if any(g.score is not None for g in games) and metrics["score_length_correlation"].n == 0:
-        notes.append("no answer lengths: give the answers (MT-Bench: --answers model_answer/) for "
-                     "score_length_correlation")
+        notes.append(
+            "no answer lengths: give the answers (MT-Bench: --answers model_answer/) for score_length_correlation"
+        )
     return notes
 
 
@@ -440,10 +488,23 @@ def win_rates(by_judge: dict[JudgeKey, list[JudgedGame]]) -> list[WinRate]:
             mean = float(array.mean())
             sem = float(array.std(ddof=1) / math.sqrt(len(array))) if len(array) > 1 else 0.0
             known = gaps[model]
-            controlled = None if any(gap is None for gap in known) else \
-                length_controlled_win_rate(array, np.asarray(known, dtype=np.float64))
-            out.append(WinRate(key[0], key[1], model, 100 * mean, max(0.0, 100 * (mean - Z95 * sem)),
-                               min(100.0, 100 * (mean + Z95 * sem)), len(array), controlled))
+            controlled = (
+                None
+                if any(gap is None for gap in known)
+                else length_controlled_win_rate(array, np.asarray(known, dtype=np.float64))
+            )
+            out.append(
+                WinRate(
+                    key[0],
+                    key[1],
+                    model,
+                    100 * mean,
+                    max(0.0, 100 * (mean - Z95 * sem)),
+                    min(100.0, 100 * (mean + Z95 * sem)),
+                    len(array),
+                    controlled,
+                )
+            )
     return out
 
 

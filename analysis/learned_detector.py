@@ -26,7 +26,7 @@ MIN_BIASED = 20  # biased examples a type needs for its own model
 MIN_UNBIASED = 20
 MAX_FPR = 0.10
 NGRAMS = (3, 5)
-HASH_BUCKETS = 2 ** 18
+HASH_BUCKETS = 2**18
 EMBEDDING_DIMENSIONS = 384  # all-MiniLM-L6-v2
 STRENGTHS = (1.0, 4.0, 16.0)  # the regression's inverse regularization, chosen on the folds
 Embed = Callable[[Sequence[str]], Any]
@@ -35,6 +35,7 @@ Embed = Callable[[Sequence[str]], Any]
 @dataclass(frozen=True)
 class LabelledExample:
     """contracts.md "Labelled example"."""
+
     text: str
     biased: bool
     bias_type: str | None = None
@@ -48,8 +49,9 @@ def hashed_counts(texts: Sequence[str]) -> Any:
     """Character n-gram counts in HASH_BUCKETS buckets (no vocabulary: nothing of a text is kept)."""
     from sklearn.feature_extraction.text import HashingVectorizer
 
-    return HashingVectorizer(analyzer="char_wb", ngram_range=NGRAMS, n_features=HASH_BUCKETS, alternate_sign=False,
-                             norm=None).transform(texts)
+    return HashingVectorizer(
+        analyzer="char_wb", ngram_range=NGRAMS, n_features=HASH_BUCKETS, alternate_sign=False, norm=None
+    ).transform(texts)
 
 
 def _tfidf(idf: np.ndarray | None = None) -> Any:
@@ -110,20 +112,33 @@ class LearnedDetector:
         """The verdict with each type's probability as its bias_score; a type above the threshold
         is detected (beside what the precise defaults detected)."""
         probability = {name: round(float(p[0]), 4) for name, p in self.probabilities([text], embed).items()}
-        flagged = sorted((t for t, p in probability.items() if p > self.threshold and t not in verdict.bias_type),
-                         key=lambda t: -probability[t])
-        summary = {**verdict.bias_report_summary, "learned": {
-            "version": self.version, "threshold": self.threshold, "probability": probability, "flagged": flagged}}
+        flagged = sorted(
+            (t for t, p in probability.items() if p > self.threshold and t not in verdict.bias_type),
+            key=lambda t: -probability[t],
+        )
+        summary = {
+            **verdict.bias_report_summary,
+            "learned": {
+                "version": self.version,
+                "threshold": self.threshold,
+                "probability": probability,
+                "flagged": flagged,
+            },
+        }
         scores = {**verdict.bias_score, **probability}
         if not flagged:
             return replace(verdict, bias_score=dict(sorted(scores.items())), bias_report_summary=summary)
         strongest = max(probability[t] for t in flagged)
-        return replace(verdict, bias_detected=True, bias_type=[*verdict.bias_type, *flagged],
-                       bias_score=dict(sorted(scores.items())),
-                       bias_confidence_score=round(max(verdict.bias_confidence_score, strongest), 4),
-                       mitigation_action=verdict.mitigation_action if verdict.bias_detected else "human_review",
-                       overall_bias_risk=verdict.overall_bias_risk if verdict.bias_detected else "medium",
-                       bias_report_summary=summary)
+        return replace(
+            verdict,
+            bias_detected=True,
+            bias_type=[*verdict.bias_type, *flagged],
+            bias_score=dict(sorted(scores.items())),
+            bias_confidence_score=round(max(verdict.bias_confidence_score, strongest), 4),
+            mitigation_action=verdict.mitigation_action if verdict.bias_detected else "human_review",
+            overall_bias_risk=verdict.overall_bias_risk if verdict.bias_detected else "medium",
+            bias_report_summary=summary,
+        )
 
     def to_document(self) -> dict[str, Any]:
         types: dict[str, Any] = {}
@@ -135,10 +150,23 @@ class LearnedDetector:
             unseen = float(np.max(model.idf))  # smoothed idf of a bucket no training text had: the largest
             # every bucket a training text had: its idf weighs a new text's norm even where its weight is 0
             used = np.flatnonzero((model.coef != 0) | (model.idf != unseen))
-            types[name] = {"features": "ngrams", "intercept": model.intercept, "idf_unseen": unseen,
-                           "buckets": used.tolist(), "coef": model.coef[used].tolist(), "idf": model.idf[used].tolist()}
-        return {"version": self.version, "tenants": list(self.tenants), "threshold": self.threshold,
-                "max_fpr": self.max_fpr, "hash_buckets": HASH_BUCKETS, "ngrams": list(NGRAMS), "types": types}
+            types[name] = {
+                "features": "ngrams",
+                "intercept": model.intercept,
+                "idf_unseen": unseen,
+                "buckets": used.tolist(),
+                "coef": model.coef[used].tolist(),
+                "idf": model.idf[used].tolist(),
+            }
+        return {
+            "version": self.version,
+            "tenants": list(self.tenants),
+            "threshold": self.threshold,
+            "max_fpr": self.max_fpr,
+            "hash_buckets": HASH_BUCKETS,
+            "ngrams": list(NGRAMS),
+            "types": types,
+        }
 
     @staticmethod
     def from_document(document: Any) -> LearnedDetector:
@@ -147,8 +175,10 @@ class LearnedDetector:
 
         checked = LearnedFile.model_validate(document)
         if checked.hash_buckets != HASH_BUCKETS or tuple(checked.ngrams) != NGRAMS:
-            raise ValueError(f"written for {checked.hash_buckets} buckets of {checked.ngrams}-grams; this version "
-                             f"reads {HASH_BUCKETS} of {list(NGRAMS)}: learn again")
+            raise ValueError(
+                f"written for {checked.hash_buckets} buckets of {checked.ngrams}-grams; this version "
+                f"reads {HASH_BUCKETS} of {list(NGRAMS)}: learn again"
+            )
         types = {}
         for name, entry in checked.types.items():
             if entry.features == "minilm":
@@ -157,8 +187,11 @@ class LearnedDetector:
                 types[name] = TypeModel("minilm", entry.intercept, np.asarray(entry.coef, dtype=float))
                 continue
             buckets = np.asarray(entry.buckets, dtype=np.int64)
-            if not (len(buckets) == len(entry.coef) == len(entry.idf)) or entry.idf_unseen is None or \
-                    (len(buckets) and (buckets.min() < 0 or buckets.max() >= HASH_BUCKETS)):
+            if (
+                not (len(buckets) == len(entry.coef) == len(entry.idf))
+                or entry.idf_unseen is None
+                or (len(buckets) and (buckets.min() < 0 or buckets.max() >= HASH_BUCKETS))
+            ):
                 raise ValueError(f"bias type {name!r}: buckets, coef and idf do not match")
             coef = np.zeros(HASH_BUCKETS)
             coef[buckets] = entry.coef
@@ -187,7 +220,9 @@ def _model_type(example: LabelledExample, own: set[str]) -> str:
     return example.bias_type if example.bias_type in own else LEARNED
 
 
-def training_types(examples: Sequence[LabelledExample], min_biased: int = MIN_BIASED) -> tuple[set[str], dict[str, str]]:
+def training_types(
+    examples: Sequence[LabelledExample], min_biased: int = MIN_BIASED
+) -> tuple[set[str], dict[str, str]]:
     """The types with their own model, and the ones left out with the reason."""
     counts: dict[str, int] = {}
     for e in examples:
@@ -210,12 +245,23 @@ def _fit(features: Any, labels: np.ndarray, kind: str, strength: float) -> TypeM
         return TypeModel("minilm", float(regression.intercept_[0]), regression.coef_[0].astype(float))
     tfidf = _tfidf()
     regression.fit(tfidf.fit_transform(features), labels)
-    return TypeModel("ngrams", float(regression.intercept_[0]), regression.coef_[0].astype(float),
-                     np.asarray(tfidf.idf_, dtype=float))
+    return TypeModel(
+        "ngrams",
+        float(regression.intercept_[0]),
+        regression.coef_[0].astype(float),
+        np.asarray(tfidf.idf_, dtype=float),
+    )
 
 
-def _out_of_fold(features: Any, kind: str, strength: float, examples: Sequence[LabelledExample],
-                 model_of: list[str | None], folds: list[tuple[np.ndarray, np.ndarray]], types: list[str]) -> np.ndarray:
+def _out_of_fold(
+    features: Any,
+    kind: str,
+    strength: float,
+    examples: Sequence[LabelledExample],
+    model_of: list[str | None],
+    folds: list[tuple[np.ndarray, np.ndarray]],
+    types: list[str],
+) -> np.ndarray:
     """Per example, the highest probability over the types' models fitted without its fold."""
     y = np.array([e.biased for e in examples])
     best = np.zeros(len(examples))
@@ -229,11 +275,21 @@ def _out_of_fold(features: Any, kind: str, strength: float, examples: Sequence[L
     return best
 
 
-def train_detector(examples: Sequence[LabelledExample], default_scores: Sequence[float],
-                   default_flags: Sequence[bool], *, max_fpr: float = MAX_FPR, folds: int = 5, seed: int = 0,
-                   features: str = "ngrams", embed: Embed | None = None, tenants: Sequence[str] = (),
-                   min_biased: int = MIN_BIASED, bootstrap: int = 1_000,
-                   on_step: Callable[[str], None] | None = None) -> tuple[LearnedDetector, TrainingReport]:
+def train_detector(
+    examples: Sequence[LabelledExample],
+    default_scores: Sequence[float],
+    default_flags: Sequence[bool],
+    *,
+    max_fpr: float = MAX_FPR,
+    folds: int = 5,
+    seed: int = 0,
+    features: str = "ngrams",
+    embed: Embed | None = None,
+    tenants: Sequence[str] = (),
+    min_biased: int = MIN_BIASED,
+    bootstrap: int = 1_000,
+    on_step: Callable[[str], None] | None = None,
+) -> tuple[LearnedDetector, TrainingReport]:
     """features: "ngrams", "minilm" (needs `embed`) or "auto" (both when `embed` is given; the
     higher cross-validated AUROC wins). on_step hears each cross-validation as it starts. Raises
     ValueError when the examples cannot train one."""
@@ -258,8 +314,11 @@ def train_detector(examples: Sequence[LabelledExample], default_scores: Sequence
         raise ValueError("learning needs at least 2 examples of each label")
     fold_list = list(StratifiedGroupKFold(splits, shuffle=True, random_state=seed).split(np.zeros(len(y)), y, groups))
     texts = [e.text for e in kept]
-    kinds = ["ngrams", "minilm"] if features == "auto" and embed is not None else ["ngrams" if features == "auto"
-                                                                                     else features]
+    kinds = (
+        ["ngrams", "minilm"]
+        if features == "auto" and embed is not None
+        else ["ngrams" if features == "auto" else features]
+    )
     matrices: dict[str, Any] = {}
     for kind in kinds:
         if kind == "minilm":
@@ -283,16 +342,31 @@ def train_detector(examples: Sequence[LabelledExample], default_scores: Sequence
     for name in types:
         rows = np.array([(not y[i]) or model_of[i] == name for i in range(len(y))])
         models[name] = _fit(matrices[kind][np.flatnonzero(rows)], y[rows], kind, strength)
-    digest = hashlib.sha256(repr((kind, threshold, sorted((t, m.intercept, float(np.abs(m.coef).sum()))
-                                                           for t, m in models.items()))).encode()).hexdigest()[:12]
-    detector = LearnedDetector(f"learned-{digest}", models, round(threshold, 6) if np.isfinite(threshold) else 1.0,
-                               tuple(sorted(tenants)), max_fpr)
+    digest = hashlib.sha256(
+        repr(
+            (kind, threshold, sorted((t, m.intercept, float(np.abs(m.coef).sum())) for t, m in models.items()))
+        ).encode()
+    ).hexdigest()[:12]
+    detector = LearnedDetector(
+        f"learned-{digest}",
+        models,
+        round(threshold, 6) if np.isfinite(threshold) else 1.0,
+        tuple(sorted(tenants)),
+        max_fpr,
+    )
     report = TrainingReport(
-        features=kind, strength=strength, examples=len(y), biased=int(y.sum()),
-        types={t: sum(1 for m in model_of if m == t) for t in types}, dropped=dropped, threshold=detector.threshold,
+        features=kind,
+        strength=strength,
+        examples=len(y),
+        biased=int(y.sum()),
+        types={t: sum(1 for m in model_of if m == t) for t in types},
+        dropped=dropped,
+        threshold=detector.threshold,
         defaults=flag_quality(d_scores, d_flags, y, groups, seed=seed, bootstrap=bootstrap),
         combined=flag_quality(scores, combined_flags, y, groups, seed=seed, bootstrap=bootstrap),
-        difference=paired_difference(d_scores, d_flags, scores, combined_flags, y, groups, seed=seed,
-                                     bootstrap=bootstrap),
-        candidates=candidates)
+        difference=paired_difference(
+            d_scores, d_flags, scores, combined_flags, y, groups, seed=seed, bootstrap=bootstrap
+        ),
+        candidates=candidates,
+    )
     return detector, report

@@ -54,8 +54,9 @@ class SessionScores:
 score_bounds = lru_cache(maxsize=64)(parse_score_scale)  # a handful of distinct scales in practice
 
 
-def score_cells(reviews: Sequence[Review], default_labels: dict[str, LabelAssignment],
-                column: dict[str, float]) -> tuple[tuple[str, ...], list[float]]:
+def score_cells(
+    reviews: Sequence[Review], default_labels: dict[str, LabelAssignment], column: dict[str, float]
+) -> tuple[tuple[str, ...], list[float]]:
     """The reviewers in order of first appearance and the cells in review order; abstained and
     ranking-only reviews contribute none."""
     cells: list[float] = []
@@ -72,8 +73,9 @@ def score_cells(reviews: Sequence[Review], default_labels: dict[str, LabelAssign
             model = assignment["model"]
             shown_at = assignment.get("display_index")
             # scores are floats already: the event model declares dict[str, float]
-            extend((row, column[model], score, -1.0 if shown_at is None else shown_at,
-                    1.0 if reviewer == model else 0.0))
+            extend(
+                (row, column[model], score, -1.0 if shown_at is None else shown_at, 1.0 if reviewer == model else 0.0)
+            )
     return tuple(reviewers), cells
 
 

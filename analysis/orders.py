@@ -77,8 +77,9 @@ def _checked(models: Sequence[str], reviewers: Sequence[str], sessions: int, des
         raise OrdersError(f"sessions must be 1..{MAX_SESSIONS}, got {sessions}")
 
 
-def presentation_orders(models: Sequence[str], reviewers: Sequence[str], seed: int, design: str = "williams",
-                        sessions: int = 1) -> list[ReviewerOrder]:
+def presentation_orders(
+    models: Sequence[str], reviewers: Sequence[str], seed: int, design: str = "williams", sessions: int = 1
+) -> list[ReviewerOrder]:
     """Each reviewer's order in each session, session-major."""
     _checked(models, reviewers, sessions, design)
     rng = random.Random(f"bias-audit orders {seed}")
@@ -106,10 +107,18 @@ def cycle_length(models: int, design: str) -> int | None:
     return len(williams_rows(models)) if design == "williams" else None
 
 
-def orders_document(models: Sequence[str], reviewers: Sequence[str], seed: int, design: str = "williams",
-                    sessions: int = 1) -> dict[str, object]:
+def orders_document(
+    models: Sequence[str], reviewers: Sequence[str], seed: int, design: str = "williams", sessions: int = 1
+) -> dict[str, object]:
     """What `bias-audit orders --format json` and POST /presentation-orders answer."""
     planned = presentation_orders(models, reviewers, seed, design, sessions)
-    return {"design": design, "seed": seed, "sessions": sessions, "cycle": cycle_length(len(models), design),
-            "orders": [{"session": o.session, "reviewer": o.reviewer, "order": list(o.order),
-                        "label_to_model": o.label_to_model()} for o in planned]}
+    return {
+        "design": design,
+        "seed": seed,
+        "sessions": sessions,
+        "cycle": cycle_length(len(models), design),
+        "orders": [
+            {"session": o.session, "reviewer": o.reviewer, "order": list(o.order), "label_to_model": o.label_to_model()}
+            for o in planned
+        ],
+    }

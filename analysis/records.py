@@ -44,14 +44,34 @@ def _json_bytes(value: Any) -> int:
 
 # One record with every per-record string empty and every number one digit: what a record costs
 # besides its strings and its numbers' other digits.
-_RECORD_FRAME = _json_bytes({
-    "schema_version": RECORD_SCHEMA_VERSION, "session_id": "", "timestamp": "2026-11-20T10:30:00.000000Z",
-    "tenant_id": "", "trace_id": "", "consent_level": 4, "reviewer_id": "", "model_id": "", "position": 0,
-    "response_length_chars": 0, "response_length_words": 0, "score_value": 0,
-    "score_scale": "", "is_self_review": False, "council_config_version": "", "query_hash": "0" * 64,
-    "query_metadata": None, "style_similarity": 0.123456789, "response_fingerprint": "0" * 32,
-    "response_correct": False,
-}) - 7 * _json_bytes("") - _json_bytes(None)  # the seven strings and the metadata are added per record
+_RECORD_FRAME = (
+    _json_bytes(
+        {
+            "schema_version": RECORD_SCHEMA_VERSION,
+            "session_id": "",
+            "timestamp": "2026-11-20T10:30:00.000000Z",
+            "tenant_id": "",
+            "trace_id": "",
+            "consent_level": 4,
+            "reviewer_id": "",
+            "model_id": "",
+            "position": 0,
+            "response_length_chars": 0,
+            "response_length_words": 0,
+            "score_value": 0,
+            "score_scale": "",
+            "is_self_review": False,
+            "council_config_version": "",
+            "query_hash": "0" * 64,
+            "query_metadata": None,
+            "style_similarity": 0.123456789,
+            "response_fingerprint": "0" * 32,
+            "response_correct": False,
+        }
+    )
+    - 7 * _json_bytes("")
+    - _json_bytes(None)
+)  # the seven strings and the metadata are added per record
 _POSITION_DIGITS = 3  # a position up to 1000, or null: at most 3 characters more than "0"
 
 
@@ -64,10 +84,15 @@ def stored_bytes_over(event: CouncilSessionEvent, trace_id: str, limit: float) -
     widest) that costs a few microseconds; the exact bound below only when that one is over."""
     cells = sum(len(review.scores or ()) for review in event.reviews if not review.abstained)
     longest = max(len(name) for name in (*(r.model for r in event.responses), *(r.reviewer for r in event.reviews)))
-    strings = (len(event.session_id) + len(event.tenant_id) + len(trace_id) + len(event.score_scale)
-               + len(event.council_config_version or "") + 2 * longest)
-    fields = ({**vars(event.query_metadata), **(event.query_metadata.model_extra or {})}
-              if event.query_metadata else {})
+    strings = (
+        len(event.session_id)
+        + len(event.tenant_id)
+        + len(trace_id)
+        + len(event.score_scale)
+        + len(event.council_config_version or "")
+        + 2 * longest
+    )
+    fields = {**vars(event.query_metadata), **(event.query_metadata.model_extra or {})} if event.query_metadata else {}
     metadata = 4 + sum(6 * (len(key) + len(str(value))) + 8 for key, value in fields.items())
     if cells * (_RECORD_FRAME + _WIDEST_NUMBERS + 6 * strings + 7 * 2 + metadata) <= limit:
         return None
@@ -79,9 +104,16 @@ def stored_bytes_bound(event: CouncilSessionEvent, trace_id: str) -> tuple[int, 
     """(records, an upper bound of their bytes as JSONL): how much one event can make us write,
     judged before writing it. Every per-session field is repeated in each reviewer x model record."""
     metadata = event.query_metadata.model_dump(exclude_none=True) if event.query_metadata else None
-    per_record = (_RECORD_FRAME + _POSITION_DIGITS + _json_bytes(event.session_id) + _json_bytes(event.tenant_id)
-                  + _json_bytes(trace_id) + _json_bytes(event.score_scale)
-                  + _json_bytes(event.council_config_version) + _json_bytes(metadata))
+    per_record = (
+        _RECORD_FRAME
+        + _POSITION_DIGITS
+        + _json_bytes(event.session_id)
+        + _json_bytes(event.tenant_id)
+        + _json_bytes(trace_id)
+        + _json_bytes(event.score_scale)
+        + _json_bytes(event.council_config_version)
+        + _json_bytes(metadata)
+    )
     # a model's id and its length in characters and (at most as many) words
     per_model = {r.model: _json_bytes(r.model) + 2 * (len(str(len(r.response))) - 1) for r in event.responses}
     records = total = 0
@@ -176,4 +208,3 @@ def session_records(
         return None
     hashed = query_hash(event.query, secret) if consent >= CONSENT_RESEARCH and event.query and secret else None
     return SessionRecords(event, scores, trace_id, consent, hashed, traits)
-

@@ -50,8 +50,9 @@ def response_fingerprint(text: str, key: bytes | None = None) -> str:
 
 # ASCII text: every byte that \w does not match -> a space, A-Z -> a-z; bytes.split() then gives
 # exactly what \w+ finds in the lower-cased text, without a string per word
-_ASCII_WORDS = bytes(c + 32 if 65 <= c <= 90 else c if chr(c).isalnum() and c < 128 or c == 95 else 32
-                     for c in range(256))
+_ASCII_WORDS = bytes(
+    c + 32 if 65 <= c <= 90 else c if chr(c).isalnum() and c < 128 or c == 95 else 32 for c in range(256)
+)
 
 
 def word_bytes(text: str) -> bytes:
@@ -75,8 +76,13 @@ class ResponseTraits:
     similarity: tuple[float | None, ...]  # per cell of SessionScores.cells, in its order
 
 
-def response_traits(scores: SessionScores, texts: Sequence[str], correct: Sequence[bool | None],
-                    key: bytes | None = None, embeddings: np.ndarray | None = None) -> ResponseTraits:
+def response_traits(
+    scores: SessionScores,
+    texts: Sequence[str],
+    correct: Sequence[bool | None],
+    key: bytes | None = None,
+    embeddings: np.ndarray | None = None,
+) -> ResponseTraits:
     """`texts` and `correct` per model of scores.models (and `embeddings`, unit vectors, per model
     when semantic). A cell's similarity is that of the scored answer to the reviewer's own answer
     in the session: None for a self-review or a reviewer with no answer of its own."""

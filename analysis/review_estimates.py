@@ -50,14 +50,24 @@ def weighted_share(marked: Sequence[bool], inclusion: Sequence[float]) -> tuple[
     return share, float(len(marked))
 
 
-def detector_quality(bias_type: str, *, flagged: int, unflagged: int, confirmed: int, dismissed: int,
-                     sampled_marked: Sequence[bool], sampled_inclusion: Sequence[float],
-                     seed: int = 0, draws: int = DRAWS) -> DetectorQuality:
+def detector_quality(
+    bias_type: str,
+    *,
+    flagged: int,
+    unflagged: int,
+    confirmed: int,
+    dismissed: int,
+    sampled_marked: Sequence[bool],
+    sampled_inclusion: Sequence[float],
+    seed: int = 0,
+    draws: int = DRAWS,
+) -> DetectorQuality:
     """confirmed / dismissed: verdicts on reviewed flagged answers; sampled_marked: for each
     reviewed unflagged answer, whether the person marked it biased (with this type)."""
     reviews = confirmed + dismissed
-    precision = Estimate(confirmed / reviews if reviews else None,
-                         wilson_interval(confirmed, reviews) if reviews else None, reviews)
+    precision = Estimate(
+        confirmed / reviews if reviews else None, wilson_interval(confirmed, reviews) if reviews else None, reviews
+    )
     m = len(sampled_marked)
     if not reviews or not m or flagged + unflagged == 0:
         return DetectorQuality(bias_type, flagged, unflagged, precision, Estimate(None, None, m))
@@ -77,6 +87,7 @@ def detector_quality(bias_type: str, *, flagged: int, unflagged: int, confirmed:
 @dataclass(frozen=True)
 class ReviewedAnswer:
     """An answer's latest review, as detector_quality_of reads it."""
+
     flagged_types: tuple[str, ...]  # what the detectors flagged on it (empty: nothing)
     verdicts: dict[str, str]  # flagged type -> confirmed | dismissed
     tags: tuple[str, ...]  # the types the person saw
@@ -87,25 +98,43 @@ class ReviewedAnswer:
 ANY = "any bias"
 
 
-def detector_quality_of(flagged: dict[str, int], flagged_any: int, unflagged: int,
-                        reviews: Sequence[ReviewedAnswer], seed: int = 0) -> list[DetectorQuality]:
+def detector_quality_of(
+    flagged: dict[str, int], flagged_any: int, unflagged: int, reviews: Sequence[ReviewedAnswer], seed: int = 0
+) -> list[DetectorQuality]:
     """Per bias type (and ANY, flagged for anything): precision from the verdicts on flagged
     answers, recall with the sampled unflagged answers' reviews. A type's misses are counted among
     the answers nothing was flagged on (those flagged for another type only are not sampled)."""
     sampled = [r for r in reviews if not r.flagged_types and r.inclusion and r.answer_biased is not None]
     out = []
-    decided = [r for r in reviews if r.flagged_types and any(v in ("confirmed", "dismissed") for v in r.verdicts.values())]
+    decided = [
+        r for r in reviews if r.flagged_types and any(v in ("confirmed", "dismissed") for v in r.verdicts.values())
+    ]
     any_confirmed = sum(1 for r in decided if "confirmed" in r.verdicts.values())
-    out.append(detector_quality(ANY, flagged=flagged_any, unflagged=unflagged, confirmed=any_confirmed,
-                                dismissed=len(decided) - any_confirmed,
-                                sampled_marked=[bool(r.answer_biased) for r in sampled],
-                                sampled_inclusion=[float(r.inclusion or 1.0) for r in sampled], seed=seed))
+    out.append(
+        detector_quality(
+            ANY,
+            flagged=flagged_any,
+            unflagged=unflagged,
+            confirmed=any_confirmed,
+            dismissed=len(decided) - any_confirmed,
+            sampled_marked=[bool(r.answer_biased) for r in sampled],
+            sampled_inclusion=[float(r.inclusion or 1.0) for r in sampled],
+            seed=seed,
+        )
+    )
     types = sorted(set(flagged) | {t for r in sampled for t in r.tags})
     for name in types:
         verdicts = [r.verdicts.get(name) for r in reviews if name in r.flagged_types]
-        out.append(detector_quality(
-            name, flagged=flagged.get(name, 0), unflagged=unflagged, confirmed=verdicts.count("confirmed"),
-            dismissed=verdicts.count("dismissed"),
-            sampled_marked=[bool(r.answer_biased) and name in r.tags for r in sampled],
-            sampled_inclusion=[float(r.inclusion or 1.0) for r in sampled], seed=seed))
+        out.append(
+            detector_quality(
+                name,
+                flagged=flagged.get(name, 0),
+                unflagged=unflagged,
+                confirmed=verdicts.count("confirmed"),
+                dismissed=verdicts.count("dismissed"),
+                sampled_marked=[bool(r.answer_biased) and name in r.tags for r in sampled],
+                sampled_inclusion=[float(r.inclusion or 1.0) for r in sampled],
+                seed=seed,
+            )
+        )
     return out

@@ -50,9 +50,13 @@ def mcnemar_exact_p(b: int, c: int) -> float:
     return binomial_two_sided_half(min(b, c), b + c)
 
 
-def compare(baseline: Sequence[frozenset[str]], candidate: Sequence[frozenset[str]],
-            pairs: Sequence[tuple[int, int]] | None = None, bias_types: Sequence[str] | None = None,
-            alpha: float = ALPHA) -> list[Comparison]:
+def compare(
+    baseline: Sequence[frozenset[str]],
+    candidate: Sequence[frozenset[str]],
+    pairs: Sequence[tuple[int, int]] | None = None,
+    bias_types: Sequence[str] | None = None,
+    alpha: float = ALPHA,
+) -> list[Comparison]:
     """baseline / candidate: each answer's flagged bias types. pairs: (baseline index, candidate
     index) of the same prompt; given, the paired tests are used on those pairs alone."""
     if not baseline or not candidate:
@@ -80,6 +84,17 @@ def compare(baseline: Sequence[frozenset[str]], candidate: Sequence[frozenset[st
     for (bias_type, base, cand, lower, upper, _), p in zip(raw, adjusted):
         difference = cand - base
         verdict = "no_difference" if p >= alpha else ("worse" if difference > 0 else "better")
-        out.append(Comparison(bias_type, round(base, 6), round(cand, 6), round(difference, 6), round(lower, 6),
-                              round(upper, 6), round(p, 8), bool(pairs), verdict))
+        out.append(
+            Comparison(
+                bias_type,
+                round(base, 6),
+                round(cand, 6),
+                round(difference, 6),
+                round(lower, 6),
+                round(upper, 6),
+                round(p, 8),
+                bool(pairs),
+                verdict,
+            )
+        )
     return out

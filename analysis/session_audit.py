@@ -109,8 +109,9 @@ def _position_tests(S: np.ndarray, peer: np.ndarray, P: np.ndarray) -> _Position
         cell_group = session_of * groups + cell_position
         residuals = residual[placed]
         group_n = np.bincount(cell_group, minlength=B * groups).reshape(B, groups)
-        group_mean = (np.bincount(cell_group, weights=residuals, minlength=B * groups).reshape(B, groups)
-                      / np.maximum(group_n, 1))
+        group_mean = np.bincount(cell_group, weights=residuals, minlength=B * groups).reshape(B, groups) / np.maximum(
+            group_n, 1
+        )
         within = np.bincount(session_of, weights=(residuals - group_mean.ravel()[cell_group]) ** 2, minlength=B)
         total_n = group_n.sum(1)
         k_groups = (group_n > 0).sum(1)
@@ -119,22 +120,29 @@ def _position_tests(S: np.ndarray, peer: np.ndarray, P: np.ndarray) -> _Position
         df_between = k_groups - 1
         df_within = total_n - k_groups - np.maximum((placed_n > 0).sum(1) - 1, 0)
         f = (between / np.maximum(df_between, 1)) / (within / np.maximum(df_within, 1))
-        p_value = np.where(within > 0.0, fdtrc(np.maximum(df_between, 1), np.maximum(df_within, 1), f),
-                           np.where(between > 0.0, 0.0, np.nan))
+        p_value = np.where(
+            within > 0.0,
+            fdtrc(np.maximum(df_between, 1), np.maximum(df_within, 1), f),
+            np.where(between > 0.0, 0.0, np.nan),
+        )
         tested = identifiable & (df_between >= 1) & (df_within >= 1) & ~np.isnan(p_value)
         shown = group_n > 0
         effect_mean = (group_mean * shown).sum(1) / np.maximum(k_groups, 1)
         effect_var = (((group_mean - effect_mean[:, None]) * shown) ** 2).sum(1) / np.maximum(k_groups - 1, 1)
     ends = np.cumsum(np.bincount(session_of, minlength=B)).tolist()
     pairs = list(zip(cell_position.tolist(), residuals.tolist()))
-    per_session = [pairs[start:end] if ok else [] for start, end, ok in
-                   zip([0, *ends[:-1]], ends, identifiable.tolist())]
+    per_session = [
+        pairs[start:end] if ok else [] for start, end, ok in zip([0, *ends[:-1]], ends, identifiable.tolist())
+    ]
     return _PositionTests(identifiable, group_n, group_mean, k_groups, p_value, tested, effect_var, per_session)
 
 
-def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfig(),
-                tenants: Sequence[str] | None = None,
-                history: Mapping[str, Sequence[tuple[float, int]]] | None = None) -> list[SessionAnalysis]:
+def audit_batch(
+    batch: Sequence[SessionScores],
+    config: AuditConfig = AuditConfig(),
+    tenants: Sequence[str] | None = None,
+    history: Mapping[str, Sequence[tuple[float, int]]] | None = None,
+) -> list[SessionAnalysis]:
     """The audits of a batch, in its order. The reviewer flags use each session's noise scale:
     given `tenants` (each session's), the tenant's recent sessions' noise (`history`: (rss in
     points^2, df) oldest first, the batch's own sessions not among them) rolled forward through the
@@ -149,13 +157,17 @@ def audit_batch(batch: Sequence[SessionScores], config: AuditConfig = AuditConfi
     rss, df = session_noise(arrays, fit)
     contributions = list(zip(rss.tolist(), df.tolist()))
     noise = _noise_scales(tenants, history, contributions)
-    tested = reviewer_tests(arrays, fit, noise, config.calibration_threshold, config.self_preference_threshold,
-                            config.alpha)
+    tested = reviewer_tests(
+        arrays, fit, noise, config.calibration_threshold, config.self_preference_threshold, config.alpha
+    )
     return _audited_batch(batch, config, arrays, fit, tested, noise, contributions)
 
 
-def _noise_scales(tenants: Sequence[str] | None, history: Mapping[str, Sequence[tuple[float, int]]] | None,
-                  contributions: Sequence[tuple[float, int]]) -> list[NoiseScale]:
+def _noise_scales(
+    tenants: Sequence[str] | None,
+    history: Mapping[str, Sequence[tuple[float, int]]] | None,
+    contributions: Sequence[tuple[float, int]],
+) -> list[NoiseScale]:
     """Each session's noise scale: its tenant's history rolled forward through the batch, this
     session included (the fixed sigma0 without tenants)."""
     if tenants is None:
@@ -171,8 +183,9 @@ def _noise_scales(tenants: Sequence[str] | None, history: Mapping[str, Sequence[
 AUDIT_FIELDS = tuple(SessionAudit.model_fields)
 
 
-def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: ScoreArrays, fit_reviewer: np.ndarray
-                      ) -> tuple[dict[str, list[Any]], list[list[tuple[int, float]]], np.ndarray]:
+def _audit_vectorized(
+    batch: Sequence[SessionScores], config: AuditConfig, a: ScoreArrays, fit_reviewer: np.ndarray
+) -> tuple[dict[str, list[Any]], list[list[tuple[int, float]]], np.ndarray]:
     """The audit's own values a column per field, each session's position residuals, and how
     many of length and position each session flags."""
     S, peer, P = a.score, a.peer, a.position
@@ -198,8 +211,9 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: Sc
         reviewer_n = pw.sum(2)  # (B, R)
         reviewer_mean = (S * pw).sum(2) / np.maximum(reviewer_n, 1.0)
         spread = (S - reviewer_mean[..., None]) * pw
-        reviewer_std = np.where(reviewer_n >= 2,
-                                np.sqrt((spread * spread).sum(2) / np.maximum(reviewer_n - 1.0, 1.0)), 0.0)
+        reviewer_std = np.where(
+            reviewer_n >= 2, np.sqrt((spread * spread).sum(2) / np.maximum(reviewer_n - 1.0, 1.0)), 0.0
+        )
 
         # Offsets on the candidates c that have another peer score: the reviewer's effect in the
         # session's two-way fit minus the median of the other reviewers' effects
@@ -221,7 +235,11 @@ def _audit_vectorized(batch: Sequence[SessionScores], config: AuditConfig, a: Sc
 
     position = _position_tests(S, peer, P)
     identifiable, k_groups, shown, group_mean = (
-        position.identifiable, position.k_groups, position.group_n > 0, position.group_mean)
+        position.identifiable,
+        position.k_groups,
+        position.group_n > 0,
+        position.group_mean,
+    )
     position_p, position_tested, effect_var = position.p_value, position.tested, position.effect_var
 
     threshold = config.calibration_threshold * a.span / REFERENCE_SPAN  # points on each session's own scale
@@ -259,8 +277,9 @@ def _real_reviewers(names: Sequence[tuple[str, ...]], width: int) -> np.ndarray:
     return np.arange(width) < np.array([len(n) for n in names])[:, None]
 
 
-def _by_name(names: Sequence[tuple[str, ...]], values: np.ndarray, defined: np.ndarray,
-             real: np.ndarray) -> list[dict[str, Any]]:
+def _by_name(
+    names: Sequence[tuple[str, ...]], values: np.ndarray, defined: np.ndarray, real: np.ndarray
+) -> list[dict[str, Any]]:
     """Per session {reviewer: value} where defined, in the session's reviewer order, built by
     maps in C: dict(zip()) when every reviewer of every session has one (the usual case), else
     through compress()."""
@@ -281,9 +300,15 @@ def _flagged(names: Sequence[tuple[str, ...]], flags: np.ndarray) -> list[list[s
 RISK = ("low", "medium", "medium", "high", "high", "high")  # by the count of flagged kinds
 
 
-def _audited_batch(batch: Sequence[SessionScores], config: AuditConfig, arrays: ScoreArrays, fit: TwoWayFit,
-                   tests: ReviewerTests,
-                   noise: Sequence[NoiseScale], contributions: Sequence[tuple[float, int]]) -> list[SessionAnalysis]:
+def _audited_batch(
+    batch: Sequence[SessionScores],
+    config: AuditConfig,
+    arrays: ScoreArrays,
+    fit: TwoWayFit,
+    tests: ReviewerTests,
+    noise: Sequence[NoiseScale],
+    contributions: Sequence[tuple[float, int]],
+) -> list[SessionAnalysis]:
     """The batch's audits built a column per field: each session's dict is then made by zip and
     dict mapped in C, with no Python statement per session and field."""
     columns, residuals, detected = _audit_vectorized(batch, config, arrays, fit.reviewer)

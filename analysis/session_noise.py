@@ -99,8 +99,14 @@ def two_way_fit(score: np.ndarray, used: np.ndarray) -> TwoWayFit:
     theta = np.matmul(pinv, rhs[..., None])[..., 0]
     a, b = theta[:, :reviewers], theta[:, reviewers:]
     residual = (score - a[:, :, None] - b[:, None, :]) * w
-    return TwoWayFit(rss=(residual * residual).sum((1, 2)), df=w.sum((1, 2)) - kept.sum(1), reviewer=a, candidate=b,
-                     pinv=pinv, normal=normal)
+    return TwoWayFit(
+        rss=(residual * residual).sum((1, 2)),
+        df=w.sum((1, 2)) - kept.sum(1),
+        reviewer=a,
+        candidate=b,
+        pinv=pinv,
+        normal=normal,
+    )
 
 
 def session_noise(arrays: ScoreArrays, fit: TwoWayFit) -> tuple[np.ndarray, np.ndarray]:
@@ -131,8 +137,14 @@ def _tail(z: np.ndarray, df: np.ndarray) -> np.ndarray:
     return tail
 
 
-def reviewer_tests(arrays: ScoreArrays, fit: TwoWayFit, noise: Sequence[NoiseScale], offset_points: float,
-                   self_points: float, alpha: float) -> ReviewerTests:
+def reviewer_tests(
+    arrays: ScoreArrays,
+    fit: TwoWayFit,
+    noise: Sequence[NoiseScale],
+    offset_points: float,
+    self_points: float,
+    alpha: float,
+) -> ReviewerTests:
     """The batch's harsh / generous and self-preference tests at each session's noise scale."""
     S, peer, own = arrays.score, arrays.peer, arrays.own
     unit = arrays.span / REFERENCE_SPAN  # session units per point
@@ -168,9 +180,11 @@ def reviewer_tests(arrays: ScoreArrays, fit: TwoWayFit, noise: Sequence[NoiseSca
         own_score = np.take_along_axis(S, own_model[..., None], axis=2)[..., 0]
         predicted = fit.reviewer + np.take_along_axis(fit.candidate, own_model, axis=1)
         # x0' N+ x0 for x0 = e_reviewer + e_candidate
-        variance = (fit.pinv[batch_index, reviewer_index, reviewer_index]
-                    + fit.pinv[batch_index, R + own_model, R + own_model]
-                    + 2.0 * fit.pinv[batch_index, reviewer_index, R + own_model])
+        variance = (
+            fit.pinv[batch_index, reviewer_index, reviewer_index]
+            + fit.pinv[batch_index, R + own_model, R + own_model]
+            + 2.0 * fit.pinv[batch_index, reviewer_index, R + own_model]
+        )
         # the cell is predictable (x0 in the row space of the normal matrix): the reviewer is linked
         # to the candidate's scorers by the peer scores
         projection = np.matmul(fit.pinv, fit.normal)
@@ -183,12 +197,22 @@ def reviewer_tests(arrays: ScoreArrays, fit: TwoWayFit, noise: Sequence[NoiseSca
         self_tested = has_own & reviewer_peer & candidate_peer & estimable
         self_pref = own_score - predicted
         self_se = sd[:, None] * np.sqrt(1.0 + np.maximum(variance, 0.0))
-        self_p = np.where(self_tested, _tail(self_pref / self_se, np.broadcast_to(df[:, None], self_pref.shape)), np.nan)
+        self_p = np.where(
+            self_tested, _tail(self_pref / self_se, np.broadcast_to(df[:, None], self_pref.shape)), np.nan
+        )
         self_n = np.maximum(self_tested.sum(1, keepdims=True), 1)
         preferring = self_tested & (self_p < alpha / self_n) & (self_pref >= (self_points * unit)[:, None])
-    return ReviewerTests(loo_offset=np.where(offset_tested, d, np.nan), offset_p=offset_p, offset_tested=offset_tested,
-                         harsh=harsh, generous=generous, self_preference=np.where(self_tested, self_pref, np.nan),
-                         self_p=self_p, self_tested=self_tested, self_preferring=preferring)
+    return ReviewerTests(
+        loo_offset=np.where(offset_tested, d, np.nan),
+        offset_p=offset_p,
+        offset_tested=offset_tested,
+        harsh=harsh,
+        generous=generous,
+        self_preference=np.where(self_tested, self_pref, np.nan),
+        self_p=self_p,
+        self_tested=self_tested,
+        self_preferring=preferring,
+    )
 
 
 def digests_noise(digests: Sequence[SessionDigest]) -> list[tuple[float, int]]:

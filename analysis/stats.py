@@ -74,7 +74,9 @@ def correlation_t(r: Any, df: Any) -> np.ndarray:
     """t of H0: rho = 0, elementwise: r sqrt(df) / sqrt(1 - r^2) with df = n - 2; |r| = 1 gives +-inf."""
     r = np.asarray(r, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t: np.ndarray = np.where(np.abs(r) >= 1.0, np.copysign(INF, r), r * np.sqrt(np.maximum(df, 0.0)) / np.sqrt(1.0 - r * r))
+        t: np.ndarray = np.where(
+            np.abs(r) >= 1.0, np.copysign(INF, r), r * np.sqrt(np.maximum(df, 0.0)) / np.sqrt(1.0 - r * r)
+        )
     return t
 
 
@@ -121,8 +123,11 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> Correlation:
     Bonett and Wright's se, so that p < 0.05 exactly when fisher_ci(rank=True) excludes 0; both
     None below n = 4 or with no variance."""
     n = len(x)
-    r = _defined_r(average_ranks(np.asarray(x, dtype=np.float64)),
-                   average_ranks(np.asarray(y, dtype=np.float64))) if n >= 4 else None
+    r = (
+        _defined_r(average_ranks(np.asarray(x, dtype=np.float64)), average_ranks(np.asarray(y, dtype=np.float64)))
+        if n >= 4
+        else None
+    )
     if r is None:
         return Correlation(None, None, n)
     return Correlation(r, fisher_p(r, n, rank=True), n)

@@ -76,12 +76,15 @@ def tenant_report(
     units = {d.length_unit for d in digests}
     warnings = []
     if len(units) > 1:
-        warnings.append("lengths mix words (bias-audit records) and characters (llm-council-core records); "
-                        "the length metrics pool unlike units")
+        warnings.append(
+            "lengths mix words (bias-audit records) and characters (llm-council-core records); "
+            "the length metrics pool unlike units"
+        )
     if sessions < 10:
         warnings.append(f"only {sessions} sessions: metrics need 10 to leave 'collecting data'")
-    length, control, position, consistent_positions, balance, trends = _window_metrics(cells, combined, before,
-                                                                                       thresholds)
+    length, control, position, consistent_positions, balance, trends = _window_metrics(
+        cells, combined, before, thresholds
+    )
     reviewers, alpha, affinities, anchors, styles, consistency, calibrated = _council_metrics(cells, thresholds)
     flags = []
     if length.flagged:
@@ -97,16 +100,21 @@ def tenant_report(
     drivers = finding_drivers(cells, thresholds, flags)
     for profile in reviewers:
         flags.extend(f"{flag}:{profile.reviewer}" for flag in profile.flags)
-    flags.extend(f"{'COLLUSION' if a.mutual else 'AFFINITY'}:{a.reviewer}->{a.model}" for a in affinities
-                 if a.flagged and (a.effect or 0) > 0)
+    flags.extend(
+        f"{'COLLUSION' if a.mutual else 'AFFINITY'}:{a.reviewer}->{a.model}"
+        for a in affinities
+        if a.flagged and (a.effect or 0) > 0
+    )
     flags.extend(f"DISFAVOUR:{a.reviewer}->{a.model}" for a in affinities if a.flagged and (a.effect or 0) < 0)
     flags.extend(f"ANCHORING:{a.reviewer}" for a in anchors if a.flagged)
     flags.extend(f"STYLE_MIMICRY:{a.reviewer}" for a in styles if a.flagged and (a.effect or 0) > 0)
     flags.extend(f"INCONSISTENT:{a.reviewer}" for a in consistency if a.flagged)
     flags.extend(f"TREND:{t.metric}:{t.subject}" for t in trends if t.flagged)
     if any(a.mutual for a in affinities) and len(cells.active_models) == 4:
-        warnings.append("with four members who each review the other three, mutual favour between two of them reads "
-                        "the same as mutual favour between the other two (plus generosity and quality): check both pairs")
+        warnings.append(
+            "with four members who each review the other three, mutual favour between two of them reads "
+            "the same as mutual favour between the other two (plus generosity and quality): check both pairs"
+        )
     if position.status == "not identifiable" and sessions >= 10:
         warnings.append("position effects are not identifiable: no model was seen at more than one position")
     _, x, y = cells.length_points
@@ -146,6 +154,7 @@ def tenant_report(
 def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: list[str]) -> dict[str, str]:
     """Each pooled flag (length, position) that comes from one reviewer: the one reviewer without
     whose scores the same test no longer flags it, when exactly one does so."""
+
     def length_flagged(c: WindowCells) -> bool:
         return bool(length_correlation(c, thresholds).flagged)
 
@@ -155,8 +164,10 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
     def position_flagged(c: WindowCells) -> bool:
         return bool(position_effects(c, thresholds).flagged)
 
-    tests: dict[str, Callable[[WindowCells], bool]] = {"LENGTH_BIAS": length_flagged,
-                                                       "LENGTH_PREFERENCE_IN_SCORES": control_flagged}
+    tests: dict[str, Callable[[WindowCells], bool]] = {
+        "LENGTH_BIAS": length_flagged,
+        "LENGTH_PREFERENCE_IN_SCORES": control_flagged,
+    }
     active = set(cells.active_reviewers)
     if len(active) < 3:  # with two reviewers, either one alone is half the council
         return {}
@@ -165,29 +176,54 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
         flagged = position_flagged if flag.startswith("POSITION_BIAS_") else tests.get(flag)
         if flagged is None:
             continue
-        gone = [name for index, name in enumerate(cells.reviewers)
-                if name in active and not flagged(cells.without_reviewer(index))]
+        gone = [
+            name
+            for index, name in enumerate(cells.reviewers)
+            if name in active and not flagged(cells.without_reviewer(index))
+        ]
         if len(gone) == 1:
             drivers[flag] = gone[0]
     return drivers
 
 
-_WindowMetrics = tuple[LengthCorrelation, LengthControl, PositionAnalysis, list[PositionConsistency], Randomization,
-                       list[TrendTest]]
-_CouncilMetrics = tuple[list[ReviewerProfile], Estimate, list[Affinity], list[CouncilBias], list[CouncilBias],
-                        list[SelfConsistency], list[CalibratedModel]]
+_WindowMetrics = tuple[
+    LengthCorrelation, LengthControl, PositionAnalysis, list[PositionConsistency], Randomization, list[TrendTest]
+]
+_CouncilMetrics = tuple[
+    list[ReviewerProfile],
+    Estimate,
+    list[Affinity],
+    list[CouncilBias],
+    list[CouncilBias],
+    list[SelfConsistency],
+    list[CalibratedModel],
+]
 
 
-def _window_metrics(cells: WindowCells, combined: WindowCells, before: int, thresholds: WindowThresholds) -> _WindowMetrics:
+def _window_metrics(
+    cells: WindowCells, combined: WindowCells, before: int, thresholds: WindowThresholds
+) -> _WindowMetrics:
     """Length, position, randomization, trends."""
-    return (length_correlation(cells, thresholds), length_control(cells, thresholds),
-            position_effects(cells, thresholds), position_consistency(cells), randomization_balance(cells, thresholds),
-            compare_windows(combined.slice(0, before), cells) if before else [])
+    return (
+        length_correlation(cells, thresholds),
+        length_control(cells, thresholds),
+        position_effects(cells, thresholds),
+        position_consistency(cells),
+        randomization_balance(cells, thresholds),
+        compare_windows(combined.slice(0, before), cells) if before else [],
+    )
 
 
 def _council_metrics(cells: WindowCells, thresholds: WindowThresholds) -> _CouncilMetrics:
     """Reviewers, agreement between them, favouritism, anchoring, style mimicry, self-consistency,
     the calibrated view."""
     fitted = pair_fit(cells)
-    return (reviewer_profiles(cells, thresholds), agreement(cells), affinity(cells, fitted), anchoring(cells, fitted),
-            style_similarity(cells, fitted), self_consistency(cells), calibrated_view(cells))
+    return (
+        reviewer_profiles(cells, thresholds),
+        agreement(cells),
+        affinity(cells, fitted),
+        anchoring(cells, fitted),
+        style_similarity(cells, fitted),
+        self_consistency(cells),
+        calibrated_view(cells),
+    )

@@ -43,11 +43,16 @@ def timeline(cells: WindowCells, buckets: int = 10) -> list[TimeBucket]:
             column = offsets[lo:hi, k]  # all-NaN for a reviewer absent from the bucket
             if (~np.isnan(column)).any():
                 reviewer_offsets[name] = round(float(np.nanmean(column)), 4)
-        out.append(TimeBucket(
-            start=iso_ms(cells.digests[lo].ts_ms), end=iso_ms(cells.digests[hi - 1].ts_ms), sessions=int(hi - lo),
-            mean_score=rounded(np.nanmean(means) + 1.0) if (~np.isnan(means)).any() else None,
-            length_correlation=rounded(r), reviewer_offsets=reviewer_offsets,
-        ))
+        out.append(
+            TimeBucket(
+                start=iso_ms(cells.digests[lo].ts_ms),
+                end=iso_ms(cells.digests[hi - 1].ts_ms),
+                sessions=int(hi - lo),
+                mean_score=rounded(np.nanmean(means) + 1.0) if (~np.isnan(means)).any() else None,
+                length_correlation=rounded(r),
+                reviewer_offsets=reviewer_offsets,
+            )
+        )
     return out
 
 
@@ -56,9 +61,14 @@ def _trend(metric: str, subject: str, before: np.ndarray, after: np.ndarray, siz
     test = welch(b, a)
     diff, p = (test.difference, test.p_value) if test else (None, None)
     return TrendTest(
-        metric=metric, subject=subject,
-        previous=rounded(a.mean()) if len(a) else None, current=rounded(b.mean()) if len(b) else None,
-        difference=rounded(diff), p_value=rounded(p, 6), previous_sessions=len(a), current_sessions=len(b),
+        metric=metric,
+        subject=subject,
+        previous=rounded(a.mean()) if len(a) else None,
+        current=rounded(b.mean()) if len(b) else None,
+        difference=rounded(diff),
+        p_value=rounded(p, 6),
+        previous_sessions=len(a),
+        current_sessions=len(b),
         flagged=bool(p is not None and diff is not None and p < alpha and abs(diff) >= size),
     )
 
@@ -72,25 +82,52 @@ def compare_windows(
         return []
     tests = []
     for name in sorted(set(previous.active_reviewers) & set(current.active_reviewers)):
-        tests.append(_trend("reviewer_offset", name,
-                            previous.session_offsets[:, previous.reviewers.index(name)],
-                            current.session_offsets[:, current.reviewers.index(name)], size, alpha))
+        tests.append(
+            _trend(
+                "reviewer_offset",
+                name,
+                previous.session_offsets[:, previous.reviewers.index(name)],
+                current.session_offsets[:, current.reviewers.index(name)],
+                size,
+                alpha,
+            )
+        )
     for name in sorted(set(previous.active_models) & set(current.active_models)):
         # +1: points above the bottom -> a 1-10 value, as the report's model scores read
-        tests.append(_trend("model_mean_score", name, _model_session_means(previous, name) + 1.0,
-                            _model_session_means(current, name) + 1.0, size, alpha))
+        tests.append(
+            _trend(
+                "model_mean_score",
+                name,
+                _model_session_means(previous, name) + 1.0,
+                _model_session_means(current, name) + 1.0,
+                size,
+                alpha,
+            )
+        )
     (r0, n0), (r1, n1) = _pooled_r(previous), _pooled_r(current)
     if r0 is not None and r1 is not None and n0 > 3 and n1 > 3:
-        z = (np.arctanh(min(max(r1, -0.999999), 0.999999)) - np.arctanh(min(max(r0, -0.999999), 0.999999)))
+        z = np.arctanh(min(max(r1, -0.999999), 0.999999)) - np.arctanh(min(max(r0, -0.999999), 0.999999))
         z /= np.sqrt(1 / (n0 - 3) + 1 / (n1 - 3))
         p = float(2 * ndtr(-abs(z)))
-        tests.append(TrendTest(metric="length_correlation", subject="pooled", previous=rounded(r0), current=rounded(r1),
-                               difference=rounded(r1 - r0), p_value=rounded(p, 6), previous_sessions=previous.sessions,
-                               current_sessions=current.sessions, flagged=bool(p < alpha and abs(r1 - r0) >= 0.2)))
+        tests.append(
+            TrendTest(
+                metric="length_correlation",
+                subject="pooled",
+                previous=rounded(r0),
+                current=rounded(r1),
+                difference=rounded(r1 - r0),
+                p_value=rounded(p, 6),
+                previous_sessions=previous.sessions,
+                current_sessions=current.sessions,
+                flagged=bool(p < alpha and abs(r1 - r0) >= 0.2),
+            )
+        )
     # Bonferroni over the family: a dozen tests at alpha each would flag noise in every other report
     family = len(tests)
-    return [t.model_copy(update={"flagged": t.flagged and t.p_value is not None and t.p_value < alpha / family})
-            for t in tests]
+    return [
+        t.model_copy(update={"flagged": t.flagged and t.p_value is not None and t.p_value < alpha / family})
+        for t in tests
+    ]
 
 
 def _model_session_means(cells: WindowCells, model: str) -> np.ndarray:
@@ -107,16 +144,23 @@ def change_points(cells: WindowCells, *, limit: int = 5, alpha: float = 0.01) ->
     sessions since the previous change vs those until the next, compared like two windows."""
     digests = cells.digests
     versions = [d.config_version for d in digests]
-    marks = [i for i in range(1, len(digests))
-             if versions[i] is not None and versions[i - 1] is not None and versions[i] != versions[i - 1]]
+    marks = [
+        i
+        for i in range(1, len(digests))
+        if versions[i] is not None and versions[i - 1] is not None and versions[i] != versions[i - 1]
+    ]
     out = []
     bounds = [0, *marks, len(digests)]
     for k, at in enumerate(marks[-limit:], start=len(marks) - min(limit, len(marks))):
         before = cells.slice(bounds[k], at)
         after = cells.slice(at, bounds[k + 2])
-        out.append(ChangePoint(
-            at=iso_ms(digests[at].ts_ms), trace_id=digests[at].trace_id,
-            from_version=str(versions[at - 1]), to_version=str(versions[at]),
-            tests=compare_windows(before, after, alpha=alpha),
-        ))
+        out.append(
+            ChangePoint(
+                at=iso_ms(digests[at].ts_ms),
+                trace_id=digests[at].trace_id,
+                from_version=str(versions[at - 1]),
+                to_version=str(versions[at]),
+                tests=compare_windows(before, after, alpha=alpha),
+            )
+        )
     return out

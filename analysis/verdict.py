@@ -50,7 +50,10 @@ def session_verdict(audit: SessionAudit) -> Verdict:
         types.append("self_preference")
         flags.append("SELF_PREFERENCE_DETECTED")
         confidences.append(
-            max(_strength(audit.self_preference[r], audit.calibration_threshold) for r in audit.self_preferring_reviewers)
+            max(
+                _strength(audit.self_preference[r], audit.calibration_threshold)
+                for r in audit.self_preferring_reviewers
+            )
         )
     if not audit.position_identifiable:
         flags.append("POSITION_NOT_IDENTIFIABLE")

@@ -82,8 +82,16 @@ def session_contribution(scores: SessionScores, analysis: SessionAnalysis) -> Co
         shift = offsets.get(reviewer, 0.0) - sum(values) / len(values)
         _put_moments(sums, REVIEWER + reviewer, [round((value + shift) * unit) for value in values])
     if n:
-        sums.update({POINTS + "n": n, POINTS + "x": sx, POINTS + "y": sy,
-                     POINTS + "xx": sxx, POINTS + "yy": syy, POINTS + "xy": sxy})
+        sums.update(
+            {
+                POINTS + "n": n,
+                POINTS + "x": sx,
+                POINTS + "y": sy,
+                POINTS + "xx": sxx,
+                POINTS + "yy": syy,
+                POINTS + "xy": sxy,
+            }
+        )
     for reviewer, offset in analysis.audit.reviewer_offsets.items():
         # one value per session: the alert's t test counts sessions
         _put_moments(recent, RECENT_OFFSET + reviewer, [round(offset * unit)])
@@ -126,7 +134,7 @@ def pooled_correlation(sums: Mapping[str, int]) -> tuple[float | None, int]:
 
 @lru_cache(maxsize=100_000)
 def _count_key(key: str) -> tuple[str, str, str] | None:
-    """"<prefix><name>:n" -> (prefix, name, "<prefix><name>:s"); None for any other key. Cached:
+    """ "<prefix><name>:n" -> (prefix, name, "<prefix><name>:s"); None for any other key. Cached:
     a tenant's keys repeat from session to session."""
     if not key.endswith(":n"):
         return None
@@ -208,8 +216,7 @@ class WindowUpdate:
 DAY_MS = 86_400_000
 
 
-def window_bounds(times: list[int], newest_ms: int | None, sessions: int | None,
-                  days: float | None) -> tuple[int, int]:
+def window_bounds(times: list[int], newest_ms: int | None, sessions: int | None, days: float | None) -> tuple[int, int]:
     """Over sessions sorted oldest first: (first of the window before, first of the window).
     The window is the newest `sessions` within `days` of the tenant's newest event (the worker's
     rule); the window before is the `sessions` preceding it (all of them when unlimited)."""

@@ -55,10 +55,19 @@ class WindowCells:
     def _cells(self, keep: np.ndarray, digests: Sequence[SessionDigest], first_session: int) -> WindowCells:
         """The cells `keep` selects, over `digests` (the sessions from `first_session` on)."""
         return WindowCells(
-            digests=digests, reviewers=self.reviewers, models=self.models,
-            session=self.session[keep] - first_session, reviewer=self.reviewer[keep], model=self.model[keep],
-            position=self.position[keep], score=self.score[keep], own=self.own[keep], length=self.length[keep],
-            similarity=self.similarity[keep], fingerprint=self.fingerprint[keep], correct=self.correct[keep],
+            digests=digests,
+            reviewers=self.reviewers,
+            models=self.models,
+            session=self.session[keep] - first_session,
+            reviewer=self.reviewer[keep],
+            model=self.model[keep],
+            position=self.position[keep],
+            score=self.score[keep],
+            own=self.own[keep],
+            length=self.length[keep],
+            similarity=self.similarity[keep],
+            fingerprint=self.fingerprint[keep],
+            correct=self.correct[keep],
             fingerprints=self.fingerprints,
         )
 
@@ -114,8 +123,16 @@ class WindowCells:
         the other reviewers, as the per-session audit computes it (analysis.reviewer_offset)."""
         total, count = self._peer_sums
         used = self.peer & (count[self.group] >= 2.0)
-        return offsets_from_effects(_session_effects(self.session[used], self.reviewer[used], self.model[used],
-                                                     self.score[used], self.sessions, len(self.reviewers)))
+        return offsets_from_effects(
+            _session_effects(
+                self.session[used],
+                self.reviewer[used],
+                self.model[used],
+                self.score[used],
+                self.sessions,
+                len(self.reviewers),
+            )
+        )
 
     @cached_property
     def length_points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -157,11 +174,17 @@ def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
     similarity: list[float] = []
     for digest in digests:
         models = len(digest.models)
-        content.extend([-1 if f is None else fingerprint_index.setdefault(f, len(fingerprint_index))
-                        for f in digest.fingerprints] if digest.fingerprints else [-1] * models)
+        content.extend(
+            [-1 if f is None else fingerprint_index.setdefault(f, len(fingerprint_index)) for f in digest.fingerprints]
+            if digest.fingerprints
+            else [-1] * models
+        )
         correct.extend([-1 if c is None else int(c) for c in digest.correct] if digest.correct else [-1] * models)
-        similarity.extend([np.nan if v is None else v for v in digest.cell_similarity] if digest.cell_similarity
-                          else [np.nan] * len(digest.cell_reviewer))
+        similarity.extend(
+            [np.nan if v is None else v for v in digest.cell_similarity]
+            if digest.cell_similarity
+            else [np.nan] * len(digest.cell_reviewer)
+        )
         reviewer_map.extend(reviewer_index.setdefault(name, len(reviewer_index)) for name in digest.reviewers)
         model_map.extend(model_index.setdefault(name, len(model_index)) for name in digest.models)
         lengths.extend(digest.lengths)
@@ -184,7 +207,8 @@ def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
         models=list(model_index),
         session=session,
         reviewer=np.asarray(reviewer_map, dtype=np.int64)[reviewer_start[session] + local_reviewer]
-        if len(digests) else local_reviewer,
+        if len(digests)
+        else local_reviewer,
         model=np.asarray(model_map, dtype=np.int64)[model_slot] if len(digests) else local_model,
         position=column("cell_position", np.int64),
         score=score * REFERENCE_SPAN,
@@ -208,8 +232,9 @@ def _local_index(session: np.ndarray, index: np.ndarray, width: int) -> tuple[np
     return inverse - first[inverse], keys
 
 
-def _session_effects(session: np.ndarray, reviewer: np.ndarray, model: np.ndarray, score: np.ndarray,
-                     sessions: int, reviewers: int) -> np.ndarray:
+def _session_effects(
+    session: np.ndarray, reviewer: np.ndarray, model: np.ndarray, score: np.ndarray, sessions: int, reviewers: int
+) -> np.ndarray:
     """(sessions, reviewers) effects of each session's two-way fit, from the cells that count;
     NaN where a reviewer has none."""
     out = np.full((sessions, reviewers), np.nan)

@@ -31,14 +31,26 @@ from rich.table import Table
 SECRET = "bench-secret-of-at-least-thirty-two-bytes!!"
 TENANTS = [f"tenant-{i}" for i in range(10)]
 QUERIES = [
-    ("flagged, first page", "{ c: llmInteractionAuditConnection(first: 50, filter: {biasDetected: true}) "
-                            "{ totalCount pageInfo { endCursor } edges { node { id biasType biasConfidenceScore llmModel } } } }"),
-    ("one model", '{ c: llmInteractionAuditConnection(first: 50, filter: {llmModel: "gpt-4o", humanReviewed: false}) '
-                  "{ totalCount edges { node { id biasType } } } }"),
-    ("one bias type", '{ c: llmInteractionAuditConnection(first: 50, filter: {biasType: "gendered_language"}) '
-                      "{ totalCount edges { node { id biasScore } } } }"),
-    ("design schema list", "{ llmInteractionAudits(filter: {biasDetected: true}, pagination: {limit: 50, offset: 100}) "
-                           "{ id llmModel biasType } }"),
+    (
+        "flagged, first page",
+        "{ c: llmInteractionAuditConnection(first: 50, filter: {biasDetected: true}) "
+        "{ totalCount pageInfo { endCursor } edges { node { id biasType biasConfidenceScore llmModel } } } }",
+    ),
+    (
+        "one model",
+        '{ c: llmInteractionAuditConnection(first: 50, filter: {llmModel: "gpt-4o", humanReviewed: false}) '
+        "{ totalCount edges { node { id biasType } } } }",
+    ),
+    (
+        "one bias type",
+        '{ c: llmInteractionAuditConnection(first: 50, filter: {biasType: "gendered_language"}) '
+        "{ totalCount edges { node { id biasScore } } } }",
+    ),
+    (
+        "design schema list",
+        "{ llmInteractionAudits(filter: {biasDetected: true}, pagination: {limit: 50, offset: 100}) "
+        "{ id llmModel biasType } }",
+    ),
 ]
 
 
@@ -56,11 +68,13 @@ def fill(url: str, audits: int) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         files = JsonlRecordStore(Path(tmp), "interactions")
-        processor = ResponseProcessor(window=MemoryWindow(), store=files, lexicons=shipped_lexicons(),
-                                      sentiment=vader_scorer())
+        processor = ResponseProcessor(
+            window=MemoryWindow(), store=files, lexicons=shipped_lexicons(), sentiment=vader_scorer()
+        )
         events = generate_responses(500, seed=31)
-        asyncio.run(processor.process([Delivery(str(i), json.dumps(e).encode(), "llm.responses")
-                                       for i, e in enumerate(events)]))
+        asyncio.run(
+            processor.process([Delivery(str(i), json.dumps(e).encode(), "llm.responses") for i, e in enumerate(events)])
+        )
         files.close()
         templates = list(read_records([files.path]))
     store = PostgresInteractionStore(url)
@@ -88,8 +102,9 @@ async def wave(client, base: str, concurrent: int, tokens: list[str]) -> list[tu
     async def one(index: int) -> tuple[str, float, int]:
         name, query = QUERIES[index % len(QUERIES)]
         started = time.perf_counter()
-        async with client.post(base + "/graphql", json={"query": query},
-                               headers={"Authorization": "Bearer " + tokens[index % len(tokens)]}) as reply:
+        async with client.post(
+            base + "/graphql", json={"query": query}, headers={"Authorization": "Bearer " + tokens[index % len(tokens)]}
+        ) as reply:
             ok = reply.status == 200 and "errors" not in await reply.json()
         return name, (time.perf_counter() - started) * 1000, 1 if ok else 0
 
@@ -101,24 +116,35 @@ def main(audits: int = 100_000, concurrent: int = 200, rounds: int = 5) -> None:
     from bias_audit.storage.postgres import apply_migrations
     from tests.services import spawn_serve
 
-    tokens = [jwt.encode({"sub": f"reviewer-{t}", "tenant_id": t, "roles": ["reviewer"],
-                          "exp": int(time.time()) + 3600}, SECRET, algorithm="HS256") for t in TENANTS]
+    tokens = [
+        jwt.encode(
+            {"sub": f"reviewer-{t}", "tenant_id": t, "roles": ["reviewer"], "exp": int(time.time()) + 3600},
+            SECRET,
+            algorithm="HS256",
+        )
+        for t in TENANTS
+    ]
     with tempfile.TemporaryDirectory() as tmp, EmbeddedPostgres(Path(tmp) / "pg") as database:
         apply_migrations(database.url)
         started = time.perf_counter()
         fill(database.url, audits)
         filled = time.perf_counter() - started
-        server, base = spawn_serve("--store", database.url, env={
-            "BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_DATA_DIR": tmp})
+        server, base = spawn_serve(
+            "--store",
+            database.url,
+            env={"BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_DATA_DIR": tmp},
+        )
         try:
+
             async def run() -> tuple[list[tuple[str, float, int]], float]:
                 import aiohttp
 
                 # aiohttp: httpx's async client spent a whole core of its own on 200 connections,
                 # and the latency measured was the client's; keep-alive shorter than the server's 5 s
                 connector = aiohttp.TCPConnector(limit=concurrent, keepalive_timeout=3.0)
-                async with aiohttp.ClientSession(connector=connector,
-                                                 timeout=aiohttp.ClientTimeout(total=120)) as client:
+                async with aiohttp.ClientSession(
+                    connector=connector, timeout=aiohttp.ClientTimeout(total=120)
+                ) as client:
                     await wave(client, base, 20, tokens)  # warm: connections, the pool, PostgreSQL's caches
                     results = []
                     begun = time.perf_counter()
@@ -130,15 +156,22 @@ def main(audits: int = 100_000, concurrent: int = 200, rounds: int = 5) -> None:
         finally:
             server.terminate()
             server.wait(timeout=30)
-    table = Table(title=f"{concurrent} concurrent GraphQL queries x {rounds} waves, {audits:,} stored interaction "
-                        f"audits (10 tenants), one serve process (ms, at the client)")
+    table = Table(
+        title=f"{concurrent} concurrent GraphQL queries x {rounds} waves, {audits:,} stored interaction "
+        f"audits (10 tenants), one serve process (ms, at the client)"
+    )
     for column in ("query", "requests", "ok", "p50", "p90", "p99", "max"):
         table.add_column(column, justify="right")
     for name in [*dict.fromkeys(n for n, _ in QUERIES), "all"]:
         times = sorted(t for n, t, _ in results if name in (n, "all"))
         ok = sum(o for n, _, o in results if name in (n, "all"))
-        table.add_row(name, str(len(times)), str(ok), *(f"{percentile(times, q):,.0f}" for q in (0.5, 0.9, 0.99)),
-                      f"{times[-1]:,.0f}")
+        table.add_row(
+            name,
+            str(len(times)),
+            str(ok),
+            *(f"{percentile(times, q):,.0f}" for q in (0.5, 0.9, 0.99)),
+            f"{times[-1]:,.0f}",
+        )
     Console().print(table)
     Console().print(f"filled {audits:,} rows in {filled:.1f} s; {len(results) / elapsed:,.0f} requests/s overall")
 

@@ -45,6 +45,7 @@ def timed(owner, name: str, label: str, spent: Counter) -> None:
     """Wrap owner.name (a function or a coroutine function) to add its wall time to spent[label]."""
     original = getattr(owner, name)
     if asyncio.iscoroutinefunction(original):
+
         async def wrapper(*args, **kwargs):
             start = time.perf_counter()
             try:
@@ -52,12 +53,14 @@ def timed(owner, name: str, label: str, spent: Counter) -> None:
             finally:
                 spent[label] += time.perf_counter() - start
     else:
+
         def wrapper(*args, **kwargs):
             start = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
                 spent[label] += time.perf_counter() - start
+
     setattr(owner, name, wrapper)
 
 
@@ -66,16 +69,26 @@ async def one_size(url: str, directory: str, bodies: list[bytes], batch: int) ->
     client = Redis.from_url(url)
     await client.flushall()
     window = RedisWindow(client, settings.window_policy)
-    processor = council_processor(settings, window, JsonlRecordStore(Path(directory), f"records-{batch}"),
-                                  RedisAlertState(client, settings.alert_limits))
+    processor = council_processor(
+        settings,
+        window,
+        JsonlRecordStore(Path(directory), f"records-{batch}"),
+        RedisAlertState(client, settings.alert_limits),
+    )
     spent: Counter = Counter()
     for owner, name, label in [
-        (window, "digests", "read the window's digests"), (window, "add_many", WINDOW_STAGE),
-        (window, "_call", "  of which the script's arguments"), (window, "_replay", "  of which the replay"),
-        (processor, "parse", "parse and validate"), (council, "audit_batch", "the audit"),
-        (processor, "_prepare", "records, traits, contribution"), (processor.once, "append", "append records, mark"),
-        (processor.levels, "values", "anomaly levels"), (council, "window_baseline", "anomaly baseline"),
-        (council, "session_signals", "signals"), (processor.alert_state, "apply", "the alert-state script"),
+        (window, "digests", "read the window's digests"),
+        (window, "add_many", WINDOW_STAGE),
+        (window, "_call", "  of which the script's arguments"),
+        (window, "_replay", "  of which the replay"),
+        (processor, "parse", "parse and validate"),
+        (council, "audit_batch", "the audit"),
+        (processor, "_prepare", "records, traits, contribution"),
+        (processor.once, "append", "append records, mark"),
+        (processor.levels, "values", "anomaly levels"),
+        (council, "window_baseline", "anomaly baseline"),
+        (council, "session_signals", "signals"),
+        (processor.alert_state, "apply", "the alert-state script"),
         (processor, "_result", "the result"),
     ]:
         timed(owner, name, label, spent)
@@ -88,7 +101,7 @@ async def one_size(url: str, directory: str, bodies: list[bytes], batch: int) ->
             await client.config_resetstat()
         began = time.perf_counter()
         with collector_paused():
-            outcomes = await processor.process(deliveries[start:start + batch])
+            outcomes = await processor.process(deliveries[start : start + batch])
             await processor.published(outcomes)
         total += time.perf_counter() - began
     # Redis's own time per command (INFO commandstats), what the worker waits for in its scripts
@@ -110,12 +123,14 @@ def main(sizes: list[int]) -> None:
         for size in sizes:
             results.append(asyncio.run(one_size(server.url, tmp, bodies, size)))
             table.add_column(f"batches of {size}", justify="right")
-    parents = sorted({k for _, spent in results for k in spent if not k.startswith("  ")},
-                     key=lambda k: -results[0][1][k])
+    parents = sorted(
+        {k for _, spent in results for k in spent if not k.startswith("  ")}, key=lambda k: -results[0][1][k]
+    )
     # "  of which" rows under the window's stage, Redis's own time per command last
     children = sorted({k for _, spent in results for k in spent if k.startswith("  of which")})
-    redis_rows = sorted({k for _, spent in results for k in spent if k.startswith("  Redis")},
-                        key=lambda k: -results[0][1][k])
+    redis_rows = sorted(
+        {k for _, spent in results for k in spent if k.startswith("  Redis")}, key=lambda k: -results[0][1][k]
+    )
     stages = [row for k in parents for row in ([k, *children] if k == WINDOW_STAGE else [k])]
     for stage in stages:
         table.add_row(stage, *(f"{spent[stage] * 1e3:.2f}" for _, spent in results))

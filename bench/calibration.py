@@ -22,8 +22,11 @@ from rich.table import Table
 
 from bias_audit.analysis.calibration import Reviewed, fit_calibration
 
-TRUTHS = {"stricter: evidence^3": lambda s: s ** 3, "as strict: evidence": lambda s: s,
-          "more lenient: sqrt(evidence)": lambda s: s ** 0.5}
+TRUTHS = {
+    "stricter: evidence^3": lambda s: s**3,
+    "as strict: evidence": lambda s: s,
+    "more lenient: sqrt(evidence)": lambda s: s**0.5,
+}
 
 
 def main(reviews: int = 4000, seed: int = 7) -> None:

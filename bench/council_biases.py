@@ -48,20 +48,39 @@ def session_tables(console: Console, sessions: int) -> None:
     for members in (3, 4, 5):
         for noise, step in ((0.8, 1.0), (1.0, 1.0), (1.2, 1.0), (1.0, 0.5)):
             r = per_session.flag_rates(members, noise, step, seed=members)
-            null.add_row(str(members), f"{noise}", f"{step}", pct(r["harsh"]), pct(r["generous"]), pct(r["self"]),
-                         pct(r["window"]))
+            null.add_row(
+                str(members),
+                f"{noise}",
+                f"{step}",
+                pct(r["harsh"]),
+                pct(r["generous"]),
+                pct(r["self"]),
+                pct(r["window"]),
+            )
     console.print(null)
     power = Table(title=f"Per-session power ({sessions} sessions per case, rounding 1 point)")
-    for column in ("members", "noise SD", "-2.5 reviewer found", "a peer of it called generous",
-                   "+2 generous read as self-pref.", "+4 self-pref. found"):
+    for column in (
+        "members",
+        "noise SD",
+        "-2.5 reviewer found",
+        "a peer of it called generous",
+        "+2 generous read as self-pref.",
+        "+4 self-pref. found",
+    ):
         power.add_column(column, justify="right")
     for members in (3, 4, 5):
         for noise in (0.8, 1.0, 1.2):
             harsh = per_session.flag_rates(members, noise, 1.0, bias={0: -2.5}, seed=10 + members)
             generous = per_session.flag_rates(members, noise, 1.0, bias={0: 2.0}, seed=20 + members)
             own = per_session.flag_rates(members, noise, 1.0, self_bias={0: 4.0}, seed=30 + members)
-            power.add_row(str(members), f"{noise}", pct(harsh["target_harsh"]), pct(harsh["bystander_generous"]),
-                          pct(generous["target_self"]), pct(own["target_self"]))
+            power.add_row(
+                str(members),
+                f"{noise}",
+                pct(harsh["target_harsh"]),
+                pct(harsh["bystander_generous"]),
+                pct(generous["target_self"]),
+                pct(own["target_self"]),
+            )
     console.print(power)
 
 
@@ -79,8 +98,10 @@ def corpus_rates(injected: Injected, corpora: int, noise: float, seed: int) -> d
 
 
 def window_tables(console: Console, corpora: int) -> None:
-    table = Table(title=f"Across sessions: share of 60-session corpora with each flag (4 members, {corpora} null "
-                        f"corpora per noise SD, {corpora // 5} per injected bias)")
+    table = Table(
+        title=f"Across sessions: share of 60-session corpora with each flag (4 members, {corpora} null "
+        f"corpora per noise SD, {corpora // 5} per injected bias)"
+    )
     for column in ("case", "noise SD", "affinity", "anchoring", "style mimicry", "self-consistency"):
         table.add_column(column, justify="right")
     for noise in (0.8, 1.0, 1.2):

@@ -78,8 +78,12 @@ def defaults(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.array([default_score(v) for v in verdicts]), np.array([v.bias_detected for v in verdicts])
 
 
-def learned_on(train: list[dict[str, Any]], test: list[dict[str, Any]], d_train: tuple, d_test: tuple,
-               ) -> tuple[Any, Any, float]:
+def learned_on(
+    train: list[dict[str, Any]],
+    test: list[dict[str, Any]],
+    d_train: tuple,
+    d_test: tuple,
+) -> tuple[Any, Any, float]:
     detector, _ = train_detector([LabelledExample(**r) for r in train], d_train[0], d_train[1], bootstrap=0)
     probability = np.max(np.vstack(list(detector.probabilities([r["text"] for r in test]).values())), axis=0)
     flags = d_test[1] | (probability > detector.threshold)
@@ -113,11 +117,21 @@ def main() -> None:
         labels = [r["biased"] for r in rows]
         quality = flag_quality(scored[name][0], scored[name][1], labels, [r["item"] for r in rows])
         figures[f"defaults/{name}"] = quality
-        table.add_row(name, str(quality.n), f"{np.mean(labels):.1%}", auroc_text(quality), interval_text(quality.recall),
-                      interval_text(quality.false_positive_rate), f"<= {TARGET_FPR.get(name, 0.1):.0%}", interval_text(quality.precision))
+        table.add_row(
+            name,
+            str(quality.n),
+            f"{np.mean(labels):.1%}",
+            auroc_text(quality),
+            interval_text(quality.recall),
+            interval_text(quality.false_positive_rate),
+            f"<= {TARGET_FPR.get(name, 0.1):.0%}",
+            interval_text(quality.precision),
+        )
     console.print(table)
-    table = Table(title="learned from labels (character n-grams), held-out 30% of items; threshold for 10% false "
-                        "positives fixed on the training folds")
+    table = Table(
+        title="learned from labels (character n-grams), held-out 30% of items; threshold for 10% false "
+        "positives fixed on the training folds"
+    )
     for column in ("trained on", "tested on", "N test", "AUROC", "recall", "false-positive rate", "precision"):
         table.add_column(column)
     for name, rows in sets.items():
@@ -130,8 +144,15 @@ def main() -> None:
             d_test = (scored[target][0][test], scored[target][1][test])
             quality, _, _ = learned_on([rows[i] for i in train], [test_rows[i] for i in test], d_train, d_test)
             figures[f"learned/{name}->{target}"] = quality
-            table.add_row(name, target + ("" if target != name else " (held out)"), str(quality.n), auroc_text(quality),
-                          interval_text(quality.recall), interval_text(quality.false_positive_rate), interval_text(quality.precision))
+            table.add_row(
+                name,
+                target + ("" if target != name else " (held out)"),
+                str(quality.n),
+                auroc_text(quality),
+                interval_text(quality.recall),
+                interval_text(quality.false_positive_rate),
+                interval_text(quality.precision),
+            )
     console.print(table)
     if args.json:
         args.json.write_text(json.dumps({k: quality_document(q) for k, q in figures.items()}, indent=1))

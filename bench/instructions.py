@@ -54,13 +54,17 @@ def run_sessions(redis_url: str, store_url: str, extra: int) -> None:
         await client.flushall()
         with psycopg.connect(store_url, autocommit=True) as connection:
             connection.execute("TRUNCATE council_session_audit")
-        processor = council_processor(settings, RedisWindow(client, settings.window_policy),
-                                      PostgresRecordStore(store_url), RedisAlertState(client, settings.alert_limits))
+        processor = council_processor(
+            settings,
+            RedisWindow(client, settings.window_policy),
+            PostgresRecordStore(store_url),
+            RedisAlertState(client, settings.alert_limits),
+        )
         outbox = RedisStreamsOutbox(client)
         deliveries = [Delivery(f"{i}-0", body, "council.sessions") for i, body in enumerate(bodies)]
         for start in range(0, len(deliveries), BATCH):
             with collector_paused():
-                outcomes = await processor.process(deliveries[start:start + BATCH])
+                outcomes = await processor.process(deliveries[start : start + BATCH])
                 await processor.published(outcomes)
                 await outbox.complete(outcomes, stream="council.sessions", group="bench")
         await client.aclose()
@@ -72,8 +76,18 @@ def run_sessions(redis_url: str, store_url: str, extra: int) -> None:
 
 
 def instructions(redis_url: str, store_url: str, extra: int) -> int:
-    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-               sys.executable, __file__, "--run", redis_url, store_url, str(extra)]
+    command = [
+        "valgrind",
+        "--tool=cachegrind",
+        "--cache-sim=no",
+        "--cachegrind-out-file=/dev/null",
+        sys.executable,
+        __file__,
+        "--run",
+        redis_url,
+        store_url,
+        str(extra),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
     if done.returncode != 0 or found is None:
@@ -100,8 +114,10 @@ def main(extra: int) -> None:
             total = instructions(server.url, database.url, extra)
         finally:
             database.stop()
-    table = Table(title=f"Worker instructions per 5x5 session (processor + outbox, PostgreSQL store, "
-                        f"real Redis; {extra} sessions after {WARM})")
+    table = Table(
+        title=f"Worker instructions per 5x5 session (processor + outbox, PostgreSQL store, "
+        f"real Redis; {extra} sessions after {WARM})"
+    )
     for column in ("instructions/session", f"run of {WARM}", f"run of {WARM + extra}"):
         table.add_column(column, justify="right")
     table.add_row(f"{(total - base) / extra:,.0f}", f"{base:,}", f"{total:,}")
@@ -115,8 +131,7 @@ if __name__ == "__main__":
     elif any(a in ("-h", "--help") for a in arguments):
         print(__doc__.strip())
     elif len(arguments) > 1 or (arguments and not (arguments[0].isdigit() and int(arguments[0]) > 0)):
-        print("one argument at most: the number of sessions to count (a positive integer); see --help",
-              file=sys.stderr)
+        print("one argument at most: the number of sessions to count (a positive integer); see --help", file=sys.stderr)
         sys.exit(2)
     else:
         main(int(arguments[0]) if arguments else 600)

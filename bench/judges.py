@@ -61,8 +61,17 @@ def judgebench(root: Path) -> None:
     theirs = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(theirs)  # type: ignore[union-attr]
     table = Table(title="JudgeBench outputs: ours beside JudgeBench's compute_final_metrics and direct counts")
-    for column in ("judge [prompt]", "pairs", "accuracy ours", "accuracy JudgeBench", "consistency ours",
-                   "consistency counted", "first-position rate ours", "counted", "length preference ours"):
+    for column in (
+        "judge [prompt]",
+        "pairs",
+        "accuracy ours",
+        "accuracy JudgeBench",
+        "consistency ours",
+        "consistency counted",
+        "first-position rate ours",
+        "counted",
+        "length preference ours",
+    ):
         table.add_column(column, justify="right")
     worst = 0.0
     for path in sorted((root / "outputs").glob("*.jsonl")):
@@ -78,10 +87,17 @@ def judgebench(root: Path) -> None:
         consistent = sum(1 for d1, d2 in decisions if d1 == FLIP.get(d2, d2)) / len(pairs)
         decided = [d for ds in decisions for d in ds if d in FLIP]
         first = sum(1 for d in decided if d == "A>B") / len(decided)
-        table.add_row(f"{judge.judge} [{judge.prompt}]", str(len(pairs)), f"{ours:.2f}", f"{their_accuracy:.2f}",
-                      f"{judge.metrics['position_consistency'].estimate:.4f}", f"{consistent:.4f}",
-                      f"{judge.metrics['first_position_rate'].estimate:.4f}", f"{first:.4f}",
-                      _ci(judge.metrics["length_preference"]))
+        table.add_row(
+            f"{judge.judge} [{judge.prompt}]",
+            str(len(pairs)),
+            f"{ours:.2f}",
+            f"{their_accuracy:.2f}",
+            f"{judge.metrics['position_consistency'].estimate:.4f}",
+            f"{consistent:.4f}",
+            f"{judge.metrics['first_position_rate'].estimate:.4f}",
+            f"{first:.4f}",
+            _ci(judge.metrics["length_preference"]),
+        )
     console.print(table)
     console.print(f"largest accuracy difference from JudgeBench's own: {worst:.6f} points")
 
@@ -90,11 +106,19 @@ def alpaca_eval(root: Path) -> None:
     files = sorted((root / "results").glob("*/*/annotations.json"))
     events = list(read_verdicts([str(f) for f in files], "alpaca_eval"))
     report = judge_report([game_from_event(e) for e in events])
-    boards = {p.name.removesuffix("_leaderboard.csv"): p for p in
-              (root / "src" / "alpaca_eval" / "leaderboards").glob("*/*_leaderboard.csv")}
+    boards = {
+        p.name.removesuffix("_leaderboard.csv"): p
+        for p in (root / "src" / "alpaca_eval" / "leaderboards").glob("*/*_leaderboard.csv")
+    }
     table = Table(title=f"AlpacaEval: our win rate beside the leaderboard ({len(files)} annotation files)")
-    for column in ("annotator", "models", "compared with the leaderboard", "largest difference (points)",
-                   "LC: ours vs the leaderboard's, Pearson r", "LC: mean |difference| (points)"):
+    for column in (
+        "annotator",
+        "models",
+        "compared with the leaderboard",
+        "largest difference (points)",
+        "LC: ours vs the leaderboard's, Pearson r",
+        "LC: mean |difference| (points)",
+    ):
         table.add_column(column, justify="right")
     by_judge: dict[str, list] = {}
     for rate in report.models:
@@ -105,8 +129,11 @@ def alpaca_eval(root: Path) -> None:
         diffs = [abs(r.win_rate - float(rows[r.model]["win_rate"])) for r in rates if r.model in rows]
         # the leaderboard's LC is its full GLM (an instruction-difficulty term from a dataset this
         # machine cannot reach; characters); ours is the minimal one in words: side by side
-        pairs = [(r.length_controlled, float(rows[r.model]["length_controlled_winrate"])) for r in rates
-                 if r.model in rows and r.length_controlled is not None and rows[r.model].get("length_controlled_winrate")]
+        pairs = [
+            (r.length_controlled, float(rows[r.model]["length_controlled_winrate"]))
+            for r in rates
+            if r.model in rows and r.length_controlled is not None and rows[r.model].get("length_controlled_winrate")
+        ]
         ours_lc, theirs_lc = (np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])) if pairs else ((), ())
         r_lc = f"{np.corrcoef(ours_lc, theirs_lc)[0, 1]:.3f} ({len(pairs)} models)" if len(pairs) > 2 else "-"
         mad = f"{np.mean(np.abs(np.asarray(ours_lc) - np.asarray(theirs_lc))):.2f}" if pairs else "-"
@@ -116,8 +143,14 @@ def alpaca_eval(root: Path) -> None:
     for column in ("annotator", "verdicts", "first-position rate", "length preference", "tie rate", "notes"):
         judges.add_column(column)
     for judge in report.judges:
-        judges.add_row(judge.judge, str(judge.n_verdicts), _ci(judge.metrics["first_position_rate"]),
-                       _ci(judge.metrics["length_preference"]), _ci(judge.metrics["tie_rate"]), "; ".join(judge.notes))
+        judges.add_row(
+            judge.judge,
+            str(judge.n_verdicts),
+            _ci(judge.metrics["first_position_rate"]),
+            _ci(judge.metrics["length_preference"]),
+            _ci(judge.metrics["tie_rate"]),
+            "; ".join(judge.notes),
+        )
     console.print(judges)
 
 
@@ -128,13 +161,16 @@ def lmc(path: Path) -> None:
         table.add_column(column)
     for judge in sorted(report.judges, key=lambda j: j.judge):
         first, own = judge.metrics["first_position_rate"], judge.metrics["self_preference"]
-        table.add_row(judge.judge, str(judge.n_verdicts), _ci(first), "FLAG" if first.flagged else "",
-                      _ci(own), str(own.n))
+        table.add_row(
+            judge.judge, str(judge.n_verdicts), _ci(first), "FLAG" if first.flagged else "", _ci(own), str(own.n)
+        )
     console.print(table)
     if report.agreement is not None:
         a = report.agreement
-        console.print(f"Krippendorff's alpha between the {a.judges} judges: {a.alpha:.3f} over {a.units} shared items; "
-                      f"departs most: {a.departs}")
+        console.print(
+            f"Krippendorff's alpha between the {a.judges} judges: {a.alpha:.3f} over {a.units} shared items; "
+            f"departs most: {a.departs}"
+        )
 
 
 def _fastchat_averages(show_result: Any, path: Path) -> dict[str, float]:
@@ -147,19 +183,23 @@ def _fastchat_averages(show_result: Any, path: Path) -> dict[str, float]:
     pandas.set_option("display.precision", 12)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        show_result.display_result_single(argparse.Namespace(
-            input_file=str(path), bench_name="mt_bench", judge_model="gpt-4", model_list=None))
+        show_result.display_result_single(
+            argparse.Namespace(input_file=str(path), bench_name="mt_bench", judge_model="gpt-4", model_list=None)
+        )
     average = printed.getvalue().split("########## Average ##########", 1)[1].strip().splitlines()[2:]
     return {line.rsplit(None, 1)[0].strip(): float(line.rsplit(None, 1)[1]) for line in average if line.strip()}
 
 
 def mt_bench(files: list[Path], fastchat: Path) -> None:
-    spec = importlib.util.spec_from_file_location("fastchat_show_result",
-                                                  fastchat / "fastchat" / "llm_judge" / "show_result.py")
+    spec = importlib.util.spec_from_file_location(
+        "fastchat_show_result", fastchat / "fastchat" / "llm_judge" / "show_result.py"
+    )
     show_result = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(show_result)  # type: ignore[union-attr]
-    table = Table(title="MT-Bench single-answer grading: FastChat's show_result.py Average beside ours "
-                        "(n-weighted mean of the judge model's mean_score entries over its prompts)")
+    table = Table(
+        title="MT-Bench single-answer grading: FastChat's show_result.py Average beside ours "
+        "(n-weighted mean of the judge model's mean_score entries over its prompts)"
+    )
     for column in ("file", "judge", "model", "scores", "failed (-1)", "repeated", "FastChat", "ours", "|difference|"):
         table.add_column(column, justify="right")
     worst = 0.0
@@ -180,8 +220,17 @@ def mt_bench(files: list[Path], fastchat: Path) -> None:
             ours = total / n
             difference = abs(ours - theirs[model])
             worst = max(worst, difference)
-            table.add_row(path.parent.name + "/" + path.name, judge, model, str(n), str(failed[judge]),
-                          str(repeated[judge]), f"{theirs[model]:.6f}", f"{ours:.6f}", f"{difference:.1e}")
+            table.add_row(
+                path.parent.name + "/" + path.name,
+                judge,
+                model,
+                str(n),
+                str(failed[judge]),
+                str(repeated[judge]),
+                f"{theirs[model]:.6f}",
+                f"{ours:.6f}",
+                f"{difference:.1e}",
+            )
     console.print(table)
     console.print(f"largest difference from FastChat's show_result.py: {worst:.2e} points")
 
@@ -193,22 +242,44 @@ def speed(verdicts: int, rounds: int) -> None:
     with pairs.open("w") as out:
         for n in range(verdicts // 2):
             d1 = "A>B" if n % 3 else "B>A"
-            out.write(json.dumps({
-                "pair_id": f"p{n}", "source": "mmlu", "response_model": "m", "label": "A>B",
-                "response_A": "word " * (20 + n % 50), "response_B": "word " * 40, "judge_name": "arena_hard",
-                "judgments": [{"judgment": {"judge_model": f"judge-{n % 4}"}, "decision": d1},
-                              {"judgment": {"judge_model": f"judge-{n % 4}"}, "decision": "B>A" if n % 5 else "A=B"}]})
-                + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "pair_id": f"p{n}",
+                        "source": "mmlu",
+                        "response_model": "m",
+                        "label": "A>B",
+                        "response_A": "word " * (20 + n % 50),
+                        "response_B": "word " * 40,
+                        "judge_name": "arena_hard",
+                        "judgments": [
+                            {"judgment": {"judge_model": f"judge-{n % 4}"}, "decision": d1},
+                            {"judgment": {"judge_model": f"judge-{n % 4}"}, "decision": "B>A" if n % 5 else "A=B"},
+                        ],
+                    }
+                )
+                + "\n"
+            )
     events = folder / "verdicts.jsonl"
     with events.open("w") as out:
         for n in range(verdicts):
-            out.write(json.dumps({
-                "verdict_id": f"v{n}", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": f"judge-{n % 4}"},
-                "item_id": f"i{n // 2}", "game": n % 2 + 1,
-                "candidates": [{"model": "a", "length_words": 20 + n % 50}, {"model": "b", "length_words": 40}],
-                "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"}}) + "\n")
-    table = Table(title=f"`bias-audit judges FILE --format json` over {verdicts:,} verdicts, whole process "
-                        f"(median of {rounds})")
+            out.write(
+                json.dumps(
+                    {
+                        "verdict_id": f"v{n}",
+                        "timestamp": "2026-11-20T10:30:00Z",
+                        "judge": {"model": f"judge-{n % 4}"},
+                        "item_id": f"i{n // 2}",
+                        "game": n % 2 + 1,
+                        "candidates": [{"model": "a", "length_words": 20 + n % 50}, {"model": "b", "length_words": 40}],
+                        "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"},
+                    }
+                )
+                + "\n"
+            )
+    table = Table(
+        title=f"`bias-audit judges FILE --format json` over {verdicts:,} verdicts, whole process (median of {rounds})"
+    )
     for column in ("input", "seconds", "target"):
         table.add_column(column)
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
@@ -216,8 +287,12 @@ def speed(verdicts: int, rounds: int) -> None:
         times = []
         for _ in range(rounds):
             started = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "bias_audit", "judges", str(path), "--format", "json"],
-                                  capture_output=True, env=env, cwd=ROOT)
+            done = subprocess.run(
+                [sys.executable, "-m", "bias_audit", "judges", str(path), "--format", "json"],
+                capture_output=True,
+                env=env,
+                cwd=ROOT,
+            )
             times.append(time.perf_counter() - started)
             assert done.returncode == 0, done.stderr.decode()
         times.sort()

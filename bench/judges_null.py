@@ -48,9 +48,18 @@ def simulate(rng: np.random.Generator, verdicts: int, *, first: float = 0.5, lon
                 quality_first = gap[i] if shown[0] == 0 else -gap[i]
                 pick_first = rng.random() < 1.0 / (1.0 + math.exp(-quality_first))
             level = 1 if pick_first else -1
-            games.append(JudgedGame(judge="sim", prompt=None, item=str(i), models=("m", "m"), level=level,
-                                    p_first=float(pick_first), game=game,
-                                    lengths=(int(lengths[i, shown[0]]), int(lengths[i, shown[1]]))))
+            games.append(
+                JudgedGame(
+                    judge="sim",
+                    prompt=None,
+                    item=str(i),
+                    models=("m", "m"),
+                    level=level,
+                    p_first=float(pick_first),
+                    game=game,
+                    lengths=(int(lengths[i, shown[0]]), int(lengths[i, shown[1]])),
+                )
+            )
     return games
 
 
@@ -89,11 +98,18 @@ def drift_alerts(judges: int, verdicts: int, seed: int, *, shift_at: int | None 
             for n in range(start, start + 100):
                 rate = 0.7 if shift_at is not None and n >= shift_at else 0.5
                 first = rng.random() < rate
-                event = {"verdict_id": f"v{n}", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": f"j{j}"},
-                         "item_id": f"i{n // 2}", "game": n % 2 + 1,
-                         "candidates": [{"model": "a", "length_words": 10}, {"model": "b", "length_words": 10}],
-                         "verdict": {"kind": "pairwise", "preference": "A>B" if first else "B>A"}}
-                batch.append(Delivery(delivery_id=str(n), body=json.dumps(event).encode(), source_topic="judge.verdicts"))
+                event = {
+                    "verdict_id": f"v{n}",
+                    "timestamp": "2026-11-20T10:30:00Z",
+                    "judge": {"model": f"j{j}"},
+                    "item_id": f"i{n // 2}",
+                    "game": n % 2 + 1,
+                    "candidates": [{"model": "a", "length_words": 10}, {"model": "b", "length_words": 10}],
+                    "verdict": {"kind": "pairwise", "preference": "A>B" if first else "B>A"},
+                }
+                batch.append(
+                    Delivery(delivery_id=str(n), body=json.dumps(event).encode(), source_topic="judge.verdicts")
+                )
             for n, outcome in zip(range(start, start + 100), asyncio.run(processor.process(batch))):
                 fired = [a for a in outcome.alerts or () if a.status == "firing"]
                 firings += len(fired)
@@ -109,13 +125,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--verdicts", type=int, default=500)
     args = parser.parse_args()
-    table = Table(title=f"Judge flags over {args.runs} simulated judges of {args.verdicts} verdicts each "
-                        "(share of runs flagged)")
+    table = Table(
+        title=f"Judge flags over {args.runs} simulated judges of {args.verdicts} verdicts each (share of runs flagged)"
+    )
     table.add_column("judge")
     for name in TESTS:
         table.add_column(name, justify="right")
-    cases = [("unbiased (the null)", {}), ("first shown 55%", {"first": 0.55}), ("first shown 60%", {"first": 0.60}),
-             ("longer answer 60%", {"longer": 0.60})]
+    cases = [
+        ("unbiased (the null)", {}),
+        ("first shown 55%", {"first": 0.55}),
+        ("first shown 60%", {"first": 0.60}),
+        ("longer answer 60%", {"longer": 0.60}),
+    ]
     for seed, (label, bias) in enumerate(cases):
         rates = flag_rates(args.runs, args.verdicts, seed, **bias)
         table.add_row(label, *(f"{rates[name]:.1%}" for name in TESTS))
@@ -128,8 +149,10 @@ def main() -> None:
     for column in ("case", "result"):
         drift.add_column(column)
     drift.add_row(f"steady judges: firings over {judges} x {verdicts:,} verdicts", str(steady))
-    drift.add_row(f"first-position rate 0.5 -> 0.7: caught (of {judges}), verdicts until the alert (median, max)",
-                  f"{len(caught)}; {caught[len(caught) // 2] if caught else '-'}, {caught[-1] if caught else '-'}")
+    drift.add_row(
+        f"first-position rate 0.5 -> 0.7: caught (of {judges}), verdicts until the alert (median, max)",
+        f"{len(caught)}; {caught[len(caught) // 2] if caught else '-'}, {caught[-1] if caught else '-'}",
+    )
     Console(width=140).print(drift)
 
 

@@ -29,11 +29,26 @@ WINDOW = {"first_position_rate": {"estimate": 0.5}, "length_preference": {"estim
 
 def outcomes(count: int, judges: int) -> list[Outcome]:
     delivery = Delivery(delivery_id="1", body=b"{}", source_topic="judge.verdicts")
-    return [Outcome(delivery, result=AuditResult(
-        audit_id=f"v{i}", source="judge.verdict", tenant_id="acme", trace_id="t", timestamp="2026-11-26T08:00:00Z",
-        event_timestamp="2026-11-26T08:00:00Z", bias_detected=True, bias_type=["judge_position_bias"], bias_score={},
-        bias_confidence_score=0.5, overall_bias_risk="high", judge={"model": f"judge-{i % judges}", "window": WINDOW}))
-        for i in range(count)]
+    return [
+        Outcome(
+            delivery,
+            result=AuditResult(
+                audit_id=f"v{i}",
+                source="judge.verdict",
+                tenant_id="acme",
+                trace_id="t",
+                timestamp="2026-11-26T08:00:00Z",
+                event_timestamp="2026-11-26T08:00:00Z",
+                bias_detected=True,
+                bias_type=["judge_position_bias"],
+                bias_score={},
+                bias_confidence_score=0.5,
+                overall_bias_risk="high",
+                judge={"model": f"judge-{i % judges}", "window": WINDOW},
+            ),
+        )
+        for i in range(count)
+    ]
 
 
 def measure(count: int, judges: int) -> tuple[int, int, float]:
@@ -42,7 +57,7 @@ def measure(count: int, judges: int) -> tuple[int, int, float]:
     batch = outcomes(count, judges)
     started = time.perf_counter()
     for start in range(0, count, 100):
-        metrics.completed("judge.verdicts", batch[start:start + 100], time.perf_counter())
+        metrics.completed("judge.verdicts", batch[start : start + 100], time.perf_counter())
     elapsed = time.perf_counter() - started
     scrape = metrics.exposition().decode()
     series = sum(line.startswith("bias_audit_judge_rate{") for line in scrape.splitlines())

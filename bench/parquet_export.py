@@ -34,10 +34,17 @@ def sample_records() -> list[dict]:
         from bias_audit.worker.samples import generate_sessions
 
         events.write_text("".join(json.dumps(s) + "\n" for s in generate_sessions(40, seed=5)))
-        subprocess.run([sys.executable, "-m", "bias_audit", "audit", str(events), "--store", str(Path(tmp) / "store")],
-                       check=True, capture_output=True, cwd=ROOT)
-        return [json.loads(line) for path in sorted((Path(tmp) / "store" / "records").glob("*.jsonl"))
-                for line in path.read_text().splitlines()]
+        subprocess.run(
+            [sys.executable, "-m", "bias_audit", "audit", str(events), "--store", str(Path(tmp) / "store")],
+            check=True,
+            capture_output=True,
+            cwd=ROOT,
+        )
+        return [
+            json.loads(line)
+            for path in sorted((Path(tmp) / "store" / "records").glob("*.jsonl"))
+            for line in path.read_text().splitlines()
+        ]
 
 
 def write_jsonl(path: Path, count: int, records: list[dict]) -> None:
@@ -52,8 +59,9 @@ def write_jsonl(path: Path, count: int, records: list[dict]) -> None:
             if n % 25 == 0:  # a session's 25 records share its time and trace
                 moment = (start + step * n).isoformat().replace("+00:00", "Z")
                 trace = f"{random.getrandbits(128):032x}"
-            handle.write(json.dumps({**base, "session_id": f"s{n // 25:08d}", "timestamp": moment,
-                                     "trace_id": trace}) + "\n")
+            handle.write(
+                json.dumps({**base, "session_id": f"s{n // 25:08d}", "timestamp": moment, "trace_id": trace}) + "\n"
+            )
 
 
 def export_child(jsonl: str, folder: str) -> None:
@@ -71,8 +79,17 @@ def export_child(jsonl: str, folder: str) -> None:
     written = write_parquet(rows(), "records", Path(folder))
     elapsed = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"rows": written.rows, "seconds": elapsed, "peak_mb": peak_mb, "bytes": written.bytes,
-                      "files": len(written.files)}))
+    print(
+        json.dumps(
+            {
+                "rows": written.rows,
+                "seconds": elapsed,
+                "peak_mb": peak_mb,
+                "bytes": written.bytes,
+                "files": len(written.files),
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -85,20 +102,40 @@ def main() -> None:
         return
     records = sample_records()
     table = Table(title="Parquet export of bias metric records (zstd, a folder per UTC day, 50,000-row batches)")
-    for column in ("records", "JSONL MB", "Parquet MB", "JSONL / Parquet", "files", "seconds", "records/s",
-                   "peak RSS MB"):
+    for column in (
+        "records",
+        "JSONL MB",
+        "Parquet MB",
+        "JSONL / Parquet",
+        "files",
+        "seconds",
+        "records/s",
+        "peak RSS MB",
+    ):
         table.add_column(column, justify="right")
     for count in sorted({options.records // 10, options.records}):
         with tempfile.TemporaryDirectory() as tmp:
             jsonl = Path(tmp) / "records.jsonl"
             write_jsonl(jsonl, count, records)
-            done = subprocess.run([sys.executable, __file__, "--child", str(jsonl), str(Path(tmp) / "parquet")],
-                                  check=True, capture_output=True, text=True, env={**os.environ})
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", str(jsonl), str(Path(tmp) / "parquet")],
+                check=True,
+                capture_output=True,
+                text=True,
+                env={**os.environ},
+            )
             figures = json.loads(done.stdout.splitlines()[-1])
             size = jsonl.stat().st_size
-            table.add_row(f"{figures['rows']:,}", f"{size / 1e6:,.1f}", f"{figures['bytes'] / 1e6:,.1f}",
-                          f"{size / figures['bytes']:.1f}x", str(figures["files"]), f"{figures['seconds']:.1f}",
-                          f"{figures['rows'] / figures['seconds']:,.0f}", f"{figures['peak_mb']:,.0f}")
+            table.add_row(
+                f"{figures['rows']:,}",
+                f"{size / 1e6:,.1f}",
+                f"{figures['bytes'] / 1e6:,.1f}",
+                f"{size / figures['bytes']:.1f}x",
+                str(figures["files"]),
+                f"{figures['seconds']:.1f}",
+                f"{figures['rows'] / figures['seconds']:,.0f}",
+                f"{figures['peak_mb']:,.0f}",
+            )
     console.print(table)
 
 

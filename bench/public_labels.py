@@ -26,8 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-REDDIT_GROUPS = {"female": "gender", "black": "race", "jews": "religion", "muslims": "religion",
-                 "lgbtq": "queerness"}
+REDDIT_GROUPS = {"female": "gender", "black": "race", "jews": "religion", "muslims": "religion", "lgbtq": "queerness"}
 
 
 def _example(text: str, biased: bool, **rest: Any) -> dict[str, Any]:
@@ -44,8 +43,14 @@ def redditbias(path: Path) -> Iterator[dict[str, Any]]:
                 continue  # unannotated rows
             # two of the five files have no comment ids: the text stands for the comment
             key = (row.get("id") or "").strip() or hashlib.sha256(text.encode()).hexdigest()[:16]
-            yield _example(text, label.startswith("1"), bias_type="stereotype" if label.startswith("1") else None,
-                           group=f"{REDDIT_GROUPS.get(group, group)}:{group}", item=f"reddit:{key}", id=f"{group}:{number}")
+            yield _example(
+                text,
+                label.startswith("1"),
+                bias_type="stereotype" if label.startswith("1") else None,
+                group=f"{REDDIT_GROUPS.get(group, group)}:{group}",
+                item=f"reddit:{key}",
+                id=f"{group}:{number}",
+            )
 
 
 def _bbq_role(info: list[str], stereotyped: list[str]) -> str:
@@ -65,18 +70,25 @@ def bbq(path: Path) -> Iterator[dict[str, Any]]:
             row = json.loads(line)
             if row.get("context_condition") != "ambig" or row.get("question_polarity") != "neg":
                 continue
-            roles = {k: _bbq_role(v, row["additional_metadata"].get("stereotyped_groups", []))
-                     for k, v in row["answer_info"].items()}
+            roles = {
+                k: _bbq_role(v, row["additional_metadata"].get("stereotyped_groups", []))
+                for k, v in row["answer_info"].items()
+            }
             if sorted(roles.values()) != ["other", "target", "unknown"]:
                 continue  # the answers' groups could not be told apart
             biased_role = "target"
             item = f"bbq:{row['category']}:{row['question_index']}"
             for key, role in sorted(roles.items()):
                 answer = row[key]
-                yield _example(f"{row['question']} {answer}.", role == biased_role,
-                               bias_type="stereotype" if role == biased_role else None,
-                               query=f"{row['context']} {row['question']}", group=row["category"], item=item,
-                               id=f"{item}:{row['example_id']}:{key}")
+                yield _example(
+                    f"{row['question']} {answer}.",
+                    role == biased_role,
+                    bias_type="stereotype" if role == biased_role else None,
+                    query=f"{row['context']} {row['question']}",
+                    group=row["category"],
+                    item=item,
+                    id=f"{item}:{row['example_id']}:{key}",
+                )
 
 
 _BRACKETS = re.compile(r"[\[\]]")
@@ -89,8 +101,13 @@ def winobias(path: Path) -> Iterator[dict[str, Any]]:
         for number, line in enumerate(handle):
             text = _BRACKETS.sub("", line.strip().split(" ", 1)[-1])
             if text:
-                yield _example(text, pro, bias_type="gendered_language" if pro else None, group="gender",
-                               item=f"winobias:{pair}:{number}")
+                yield _example(
+                    text,
+                    pro,
+                    bias_type="gendered_language" if pro else None,
+                    group="gender",
+                    item=f"winobias:{pair}:{number}",
+                )
 
 
 def load(path: Path) -> tuple[str, list[dict[str, Any]]]:

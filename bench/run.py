@@ -75,7 +75,10 @@ def bench_audit(rounds: int = 15) -> None:
     reference_inputs = []
     for s in sessions:
         labels = s["reviews"][0]["label_to_model"]
-        stage2 = [{"model": r["reviewer"], "parsed_ranking": {"scores": r["scores"], "ranking": r["ranking"]}} for r in s["reviews"]]
+        stage2 = [
+            {"model": r["reviewer"], "parsed_ranking": {"scores": r["scores"], "ranking": r["ranking"]}}
+            for r in s["reviews"]
+        ]
         reference_inputs.append((s["responses"], stage2, labels))
 
     def ours() -> None:  # as the worker does: a batch of deliveries at a time
@@ -94,8 +97,11 @@ def bench_audit(rounds: int = 15) -> None:
     tune_gc()
     timings = {ours_name: [], "bias-audit, batches of 1": [], "llm-council-core 0.53.0": []}
     for _ in range(rounds):  # interleaved, one run, same sessions
-        for name, fn in ((ours_name, ours), ("bias-audit, batches of 1", ours_one_at_a_time),
-                         ("llm-council-core 0.53.0", reference)):
+        for name, fn in (
+            (ours_name, ours),
+            ("bias-audit, batches of 1", ours_one_at_a_time),
+            ("llm-council-core 0.53.0", reference),
+        ):
             start = time.perf_counter()
             fn()
             timings[name].append((time.perf_counter() - start) / len(events) * 1e6)
@@ -104,15 +110,22 @@ def bench_audit(rounds: int = 15) -> None:
         table.add_column(column, justify="right")
     ref = statistics.median(timings["llm-council-core 0.53.0"])
     for name, values in timings.items():
-        table.add_row(name, f"{statistics.median(values):.1f}", f"{min(values):.1f}", f"{ref / statistics.median(values):.2f}x")
+        table.add_row(
+            name, f"{statistics.median(values):.1f}", f"{min(values):.1f}", f"{ref / statistics.median(values):.2f}x"
+        )
     console.print(table)
 
 
 def _start_worker(url: str, data_dir: Path, name: str, **env) -> subprocess.Popen:
-    environment = {**os.environ, "BIAS_AUDIT_BROKER_URL": url, "BIAS_AUDIT_DATA_DIR": str(data_dir),
-                   "BIAS_AUDIT_CONSUMER_NAME": name, "BIAS_AUDIT_LOG_LEVEL": "WARNING",
-                   "BIAS_AUDIT_STORE_URL": str(data_dir),  # JSONL unless --postgres names a store
-                   **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
+    environment = {
+        **os.environ,
+        "BIAS_AUDIT_BROKER_URL": url,
+        "BIAS_AUDIT_DATA_DIR": str(data_dir),
+        "BIAS_AUDIT_CONSUMER_NAME": name,
+        "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+        "BIAS_AUDIT_STORE_URL": str(data_dir),  # JSONL unless --postgres names a store
+        **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()},
+    }
     return subprocess.Popen([sys.executable, "-m", "bias_audit", "worker"], env=environment, cwd=ROOT)
 
 
@@ -160,8 +173,11 @@ def _redis_cpu(client) -> float:
 
 def bench_throughput(count: int = 10_000) -> dict:
     bodies = [json.dumps(s).encode() for s in kb_sessions(count)]
-    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server, \
-            _store(tmp) as store:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        EmbeddedRedis(Path(tmp) / "redis", persist=False) as server,
+        _store(tmp) as store,
+    ):
         client = redis.Redis.from_url(server.url)
         _publish(client, bodies)  # backlog first: measures the worker, not the publisher
         worker = _start_worker(server.url, Path(tmp), "bench", batch_size=WORKER_BATCH, **store)
@@ -195,14 +211,26 @@ def bench_verdicts(count: int = 40_000) -> None:
     """One `--consume judges` worker over a backlog of judge verdicts (two answers with ~100-word
     texts each, read for their lengths and dropped)."""
     answer = " ".join(["word"] * 100)
-    bodies = [json.dumps({"verdict_id": f"v{n}", "tenant_id": "bench", "timestamp": "2026-11-20T10:30:00Z",
-                          "judge": {"model": f"judge-{n % 4}", "prompt": "pairwise"}, "item_id": f"i{n // 2}",
-                          "game": n % 2 + 1, "candidates": [{"model": "a", "response": answer},
-                                                            {"model": "b", "response": answer + " more"}],
-                          "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"}}).encode()
-              for n in range(count)]
-    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server, \
-            _store(tmp) as store:
+    bodies = [
+        json.dumps(
+            {
+                "verdict_id": f"v{n}",
+                "tenant_id": "bench",
+                "timestamp": "2026-11-20T10:30:00Z",
+                "judge": {"model": f"judge-{n % 4}", "prompt": "pairwise"},
+                "item_id": f"i{n // 2}",
+                "game": n % 2 + 1,
+                "candidates": [{"model": "a", "response": answer}, {"model": "b", "response": answer + " more"}],
+                "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"},
+            }
+        ).encode()
+        for n in range(count)
+    ]
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        EmbeddedRedis(Path(tmp) / "redis", persist=False) as server,
+        _store(tmp) as store,
+    ):
         client = redis.Redis.from_url(server.url)
         pipe = client.pipeline(transaction=False)
         for body in bodies:
@@ -231,8 +259,11 @@ def bench_verdicts(count: int = 40_000) -> None:
 
 def bench_latency(rate: int = 200, seconds: int = 15) -> None:
     bodies = [json.dumps(s).encode() for s in kb_sessions(rate * seconds, seed=22)]
-    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(Path(tmp) / "redis", persist=False) as server, \
-            _store(tmp) as store:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        EmbeddedRedis(Path(tmp) / "redis", persist=False) as server,
+        _store(tmp) as store,
+    ):
         client = redis.Redis.from_url(server.url)
         worker = _start_worker(server.url, Path(tmp), "bench", batch_size=100, poll_ms=5, **store)
         client.xadd("warmup", {"x": 1})
@@ -255,6 +286,7 @@ def bench_latency(rate: int = 200, seconds: int = 15) -> None:
             _entry_ms(entry_id) - sent[json.loads(fields[b"data"])["audit_id"]]
             for entry_id, fields in client.xrange("bias.audit.stream")
         )
+
     def p(q: float) -> float:
         return percentile(latencies, q)
 
@@ -284,8 +316,10 @@ def bench_storage_postgres(sessions: int = 10_000) -> None:
             empty = _database_bytes(connection)
             bodies = kb_sessions(sessions)
             for start in range(0, sessions, 500):
-                deliveries = [Delivery(str(i), json.dumps(s).encode(), "bench")
-                              for i, s in enumerate(bodies[start:start + 500], start)]
+                deliveries = [
+                    Delivery(str(i), json.dumps(s).encode(), "bench")
+                    for i, s in enumerate(bodies[start : start + 500], start)
+                ]
                 asyncio.run(consumer.process(deliveries))
             sink.close()
             connection.execute("VACUUM ANALYZE")
@@ -301,7 +335,8 @@ def bench_storage_postgres(sessions: int = 10_000) -> None:
 def _database_bytes(connection) -> int:
     [(size,)] = connection.execute(
         "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r'").fetchall()
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r'"
+    ).fetchall()
     return int(size)
 
 
@@ -352,10 +387,12 @@ def bench_cli(runs: int = 15) -> None:
     """Whole processes, the median of `runs` each, interleaved; the venv's interpreter for both."""
     compile_package()  # as the installed wheel has it
     script = str(Path(sys.executable).parent / "bias-audit")
-    commands = {"python -c pass": [sys.executable, "-c", "pass"],
-                "typer app of two commands, --help": [sys.executable, "-c", TWO_COMMANDS, "--help"],
-                "bias-audit --help": [script, "--help"],
-                "bias-audit report --format xml (usage error)": [script, "report", "--format", "xml"]}
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "typer app of two commands, --help": [sys.executable, "-c", TWO_COMMANDS, "--help"],
+        "bias-audit --help": [script, "--help"],
+        "bias-audit report --format xml (usage error)": [script, "report", "--format", "xml"],
+    }
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, command in commands.items():
@@ -368,8 +405,13 @@ def bench_cli(runs: int = 15) -> None:
     bare = statistics.median(times["python -c pass"])
     typer_app = statistics.median(times["typer app of two commands, --help"])
     for name, values in times.items():
-        table.add_row(name, f"{statistics.median(values) * 1e3:.0f}", f"{min(values) * 1e3:.0f}",
-                      f"{statistics.median(values) / bare:.1f}x", f"{statistics.median(values) / typer_app:.2f}x")
+        table.add_row(
+            name,
+            f"{statistics.median(values) * 1e3:.0f}",
+            f"{min(values) * 1e3:.0f}",
+            f"{statistics.median(values) / bare:.1f}x",
+            f"{statistics.median(values) / typer_app:.2f}x",
+        )
     console.print(table)
 
 
@@ -392,13 +434,17 @@ def bench_pipeline(count: int = 6_000, rounds: int = 3) -> None:
 
     async def one_round(directory: str) -> float:
         settings = Settings(data_dir=directory)
-        processor = council_processor(settings, MemoryWindow(settings.window_policy),
-                                      JsonlRecordStore(Path(directory), "records"), MemoryAlertState())
+        processor = council_processor(
+            settings,
+            MemoryWindow(settings.window_policy),
+            JsonlRecordStore(Path(directory), "records"),
+            MemoryAlertState(),
+        )
         deliveries = [Delivery(f"{i}-0", body, "council.sessions") for i, body in enumerate(bodies)]
         started = time.perf_counter()
         for start in range(0, count, batch):
             with collector_paused():
-                outcomes = await processor.process(deliveries[start:start + batch])
+                outcomes = await processor.process(deliveries[start : start + batch])
                 await processor.published(outcomes)
         return (time.perf_counter() - started) / count * 1e6
 
@@ -415,8 +461,15 @@ def bench_pipeline(count: int = 6_000, rounds: int = 3) -> None:
     console.print(table)
 
 
-SECTIONS = {"pipeline": bench_pipeline, "audit": bench_audit, "cli": bench_cli, "throughput": bench_throughput,
-            "verdicts": bench_verdicts, "latency": bench_latency, "storage": bench_storage}
+SECTIONS = {
+    "pipeline": bench_pipeline,
+    "audit": bench_audit,
+    "cli": bench_cli,
+    "throughput": bench_throughput,
+    "verdicts": bench_verdicts,
+    "latency": bench_latency,
+    "storage": bench_storage,
+}
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]

@@ -71,7 +71,9 @@ class RedisSide:
     def publish(self, bodies: list[bytes]) -> None:
         pipe = self.client.pipeline(transaction=False)
         for body in bodies:
-            pipe.xadd("council.sessions", wire_fields(body, event_type="council.session", tenant_id="bench", trace_id=None))
+            pipe.xadd(
+                "council.sessions", wire_fields(body, event_type="council.session", tenant_id="bench", trace_id=None)
+            )
         pipe.execute()
 
     def results(self) -> list[dict]:
@@ -107,15 +109,17 @@ class PubSubSide:
         self.project = f"bench-{tag}"
         ensure_pubsub(Settings(broker_url=f"pubsub://{self.project}"))
         self.reader = self.subscriber.subscription_path(self.project, "bench.results")
-        self.subscriber.create_subscription(name=self.reader,
-                                            topic=self.subscriber.topic_path(self.project, "bias.audit.stream"))
+        self.subscriber.create_subscription(
+            name=self.reader, topic=self.subscriber.topic_path(self.project, "bias.audit.stream")
+        )
         self.collected = []
         self.env = {"BIAS_AUDIT_BROKER_URL": f"pubsub://{self.project}", "BIAS_AUDIT_REDIS_URL": self.redis.url}
 
     def publish(self, bodies: list[bytes]) -> None:
         topic = self.publisher.topic_path(self.project, "council.sessions")
-        futures = [self.publisher.publish(topic, body, event_type="council.session", tenant_id="bench")
-                   for body in bodies]
+        futures = [
+            self.publisher.publish(topic, body, event_type="council.session", tenant_id="bench") for body in bodies
+        ]
         for future in futures:
             future.result(timeout=60)
 
@@ -127,8 +131,9 @@ class PubSubSide:
         except DeadlineExceeded:
             return len(self.collected)
         if reply.received_messages:
-            self.subscriber.acknowledge(request={"subscription": self.reader,
-                                                 "ack_ids": [m.ack_id for m in reply.received_messages]})
+            self.subscriber.acknowledge(
+                request={"subscription": self.reader, "ack_ids": [m.ack_id for m in reply.received_messages]}
+            )
             self.collected.extend(json.loads(m.message.data) for m in reply.received_messages)
         return len(self.collected)
 
@@ -141,13 +146,24 @@ class PubSubSide:
 
 
 def start_workers(side, tmp: Path, count: int) -> list[subprocess.Popen]:
-    env = {**os.environ, **side.env, "BIAS_AUDIT_DATA_DIR": str(tmp), "BIAS_AUDIT_LOG_LEVEL": "WARNING",
-           "BIAS_AUDIT_OPS_PORT": "-1", "BIAS_AUDIT_WINDOW_SESSIONS": "100000",
-           "BIAS_AUDIT_STORE_URL": str(tmp)}  # JSONL records: the transports are measured, not the store
+    env = {
+        **os.environ,
+        **side.env,
+        "BIAS_AUDIT_DATA_DIR": str(tmp),
+        "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+        "BIAS_AUDIT_OPS_PORT": "-1",
+        "BIAS_AUDIT_WINDOW_SESSIONS": "100000",
+        "BIAS_AUDIT_STORE_URL": str(tmp),
+    }  # JSONL records: the transports are measured, not the store
     workers = []
     for index in range(count):
-        workers.append(subprocess.Popen([sys.executable, "-m", "bias_audit", "worker"], cwd=ROOT,
-                                        env={**env, "BIAS_AUDIT_CONSUMER_NAME": f"scale-{index}"}))
+        workers.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "bias_audit", "worker"],
+                cwd=ROOT,
+                env={**env, "BIAS_AUDIT_CONSUMER_NAME": f"scale-{index}"},
+            )
+        )
     time.sleep(5.0)  # imported and subscribed
     return workers
 
@@ -179,8 +195,11 @@ def run(side, tmp: Path, workers: int) -> dict:
         wait_for(side, BACKLOG + len(paced))
         paced_ids = {s["session_id"] for s in paced}
         everything = side.results()
-        latencies = sorted((parse_ts(r["timestamp"]) - parse_ts(r["event_timestamp"])) * 1000
-                           for r in everything if r["audit_id"] in paced_ids)
+        latencies = sorted(
+            (parse_ts(r["timestamp"]) - parse_ts(r["event_timestamp"])) * 1000
+            for r in everything
+            if r["audit_id"] in paced_ids
+        )
         ids = [r["audit_id"] for r in everything]
         exactly_once = len(ids) == len(set(ids)) == BACKLOG + len(paced)
     finally:
@@ -188,14 +207,20 @@ def run(side, tmp: Path, workers: int) -> dict:
             proc.send_signal(signal.SIGTERM)
         for proc in procs:
             proc.wait(timeout=60)
-    return {"throughput": throughput, "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99),
-            "exactly_once": exactly_once}
+    return {
+        "throughput": throughput,
+        "p50": percentile(latencies, 0.5),
+        "p99": percentile(latencies, 0.99),
+        "exactly_once": exactly_once,
+    }
 
 
 def main() -> None:
     chosen = sys.argv[1:] or ["redis", "pubsub"]
-    table = Table(title=f"Horizontal scale on {os.cpu_count()} cores: backlog {BACKLOG} 5x5 sessions; "
-                        f"latency at {RATE}/s for {SECONDS} s")
+    table = Table(
+        title=f"Horizontal scale on {os.cpu_count()} cores: backlog {BACKLOG} 5x5 sessions; "
+        f"latency at {RATE}/s for {SECONDS} s"
+    )
     for column in ("transport", "workers", "sessions/s", "vs 1 worker", "p50 ms", "p99 ms", "exactly once"):
         table.add_column(column, justify="right")
     with tempfile.TemporaryDirectory() as tmp:
@@ -206,9 +231,15 @@ def main() -> None:
                 for count in WORKERS:
                     row = run(side, Path(tmp) / f"{name}-{count}", count)
                     base = base or row["throughput"]
-                    table.add_row(side.name, str(count), f"{row['throughput']:,.0f}",
-                                  f"{row['throughput'] / base:.2f}x", f"{row['p50']:.0f}", f"{row['p99']:.0f}",
-                                  "yes" if row["exactly_once"] else "NO")
+                    table.add_row(
+                        side.name,
+                        str(count),
+                        f"{row['throughput']:,.0f}",
+                        f"{row['throughput'] / base:.2f}x",
+                        f"{row['p50']:.0f}",
+                        f"{row['p99']:.0f}",
+                        "yes" if row["exactly_once"] else "NO",
+                    )
             finally:
                 side.close()
     console.print(table)

@@ -29,7 +29,9 @@ from bench.report import REFERENCE
 
 def timed(command: list[str]) -> float:
     started = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    subprocess.run(
+        command, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"}
+    )
     return time.perf_counter() - started
 
 
@@ -43,8 +45,25 @@ def main(path: Path, window: int = 10_000, rounds: int = 3) -> None:
         try:
             apply_migrations(database.url)
             imported = timed([sys.executable, "-m", "bias_audit", "import", str(path), "--store", database.url])
-            ours = [timed([sys.executable, "-m", "bias_audit", "report", "--store", database.url, "--sessions",
-                           str(window), "--days", "0", "--format", "json"]) for _ in range(rounds)]
+            ours = [
+                timed(
+                    [
+                        sys.executable,
+                        "-m",
+                        "bias_audit",
+                        "report",
+                        "--store",
+                        database.url,
+                        "--sessions",
+                        str(window),
+                        "--days",
+                        "0",
+                        "--format",
+                        "json",
+                    ]
+                )
+                for _ in range(rounds)
+            ]
             reference = timed([sys.executable, "-c", REFERENCE, str(path), str(window)])
         finally:
             database.stop()

@@ -65,18 +65,33 @@ def main() -> None:
     time.sleep(2)  # the last export's batch
     records = len(receiver.log_records())
     receiver.close()
-    table = Table(title=f"Telemetry cost: 1 Redis worker, {options.sessions:,} 5x5 sessions, "
-                        f"median of {options.rounds} alternating rounds")
-    for column in ("OTLP", "sessions/s", "vs off", "worker CPU us/session", "CPU vs off", "results",
-                   "log records received"):
+    table = Table(
+        title=f"Telemetry cost: 1 Redis worker, {options.sessions:,} 5x5 sessions, "
+        f"median of {options.rounds} alternating rounds"
+    )
+    for column in (
+        "OTLP",
+        "sessions/s",
+        "vs off",
+        "worker CPU us/session",
+        "CPU vs off",
+        "results",
+        "log records received",
+    ):
         table.add_column(column, justify="right")
     base = statistics.median(rate for rate, _, _ in runs["off"])
     base_cpu = statistics.median(cpu for _, cpu, _ in runs["off"])
     for name, values in runs.items():
         rate, cpu = statistics.median(r for r, _, _ in values), statistics.median(c for _, c, _ in values)
-        table.add_row(name, f"{rate:,.0f}", f"{rate / base:.3f}", f"{cpu:,.0f}", f"{cpu / base_cpu:.3f}",
-                      f"{min(n for _, _, n in values):,} of {options.sessions:,}",
-                      f"{records:,}" if name == "collector up" else "-")
+        table.add_row(
+            name,
+            f"{rate:,.0f}",
+            f"{rate / base:.3f}",
+            f"{cpu:,.0f}",
+            f"{cpu / base_cpu:.3f}",
+            f"{min(n for _, _, n in values):,} of {options.sessions:,}",
+            f"{records:,}" if name == "collector up" else "-",
+        )
     console.print(table)
 
 

@@ -52,4 +52,3 @@ def collector_paused():
                 gc.enable()
         elif gc.get_count()[0] > OVERLAP_LIMIT:  # inputs that never stop overlapping: collect anyway
             gc.collect(1)
-

@@ -57,11 +57,19 @@ log = logging.getLogger("bias_audit.consumer")
 
 def _council_alert(p: _Prepared, summary: Any, condition: Condition, status: str, alert_id: str) -> Alert:
     return Alert(
-        alert_id=alert_id, alert_type=condition.alert_type, status=status, severity=condition.severity,
-        tenant_id=p.event.tenant_id, trace_id=p.trace_id, metric=condition.metric, value=condition.value,
+        alert_id=alert_id,
+        alert_type=condition.alert_type,
+        status=status,
+        severity=condition.severity,
+        tenant_id=p.event.tenant_id,
+        trace_id=p.trace_id,
+        metric=condition.metric,
+        value=condition.value,
         threshold=condition.threshold,
         window=AlertWindow(start=summary.window_start, end=summary.window_end, sessions=summary.sessions),
-        detected_at=utc_now_iso(), message=condition.message, session_id=p.event.session_id,
+        detected_at=utc_now_iso(),
+        message=condition.message,
+        session_id=p.event.session_id,
     )
 
 
@@ -85,8 +93,9 @@ class _Prepared:
 
 
 class CouncilSessionProcessor:
-    misrouted = Misrouted("llm.response", LLMResponseEvent,
-                          "this is an llm.responses event; send it to the llm.responses topic")
+    misrouted = Misrouted(
+        "llm.response", LLMResponseEvent, "this is an llm.responses event; send it to the llm.responses topic"
+    )
 
     def __init__(
         self,
@@ -109,8 +118,7 @@ class CouncilSessionProcessor:
         self.hash_secret = hash_secret
         self.limits = limits
         self.audit_config = audit_config
-        self.once: RecordOnce[SessionRecords] = RecordOnce(
-            window, store.append_sessions if store else None, remember)
+        self.once: RecordOnce[SessionRecords] = RecordOnce(window, store.append_sessions if store else None, remember)
         self.alert_state = alert_state
         self.alert_policy = alert_policy
         self.window_policy = window_policy
@@ -131,22 +139,49 @@ class CouncilSessionProcessor:
                 raise InvalidEvent(
                     f"its {records} records would store up to {size} bytes, more than {self.max_stored_ratio:g}x "
                     f"the event's {len(delivery.body)} bytes; send fewer reviewers x models per session or shorter "
-                    "ids and metadata", "too_large")
+                    "ids and metadata",
+                    "too_large",
+                )
         return event
 
-    def _prepare(self, delivery: Delivery, event: CouncilSessionEvent, scores: SessionScores, analysis: SessionAnalysis,
-                 embeddings: np.ndarray | None = None) -> _Prepared:
+    def _prepare(
+        self,
+        delivery: Delivery,
+        event: CouncilSessionEvent,
+        scores: SessionScores,
+        analysis: SessionAnalysis,
+        embeddings: np.ndarray | None = None,
+    ) -> _Prepared:
         trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.session_id)
         consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
         counted = consent > 0
-        traits = response_traits(scores, [r.response for r in event.responses], [r.correct for r in event.responses],
-                                 self.hash_secret, embeddings) if counted else None
-        session = session_records(event, scores, trace_id=trace_id, consent=consent, secret=self.hash_secret,
-                                  traits=traits)
-        digest = digest_from_scores(
-            scores, session_id=event.session_id, tenant_id=event.tenant_id, timestamp=event.timestamp,
-            trace_id=trace_id, config_version=event.council_config_version, traits=traits,
-        ) if counted else None
+        traits = (
+            response_traits(
+                scores,
+                [r.response for r in event.responses],
+                [r.correct for r in event.responses],
+                self.hash_secret,
+                embeddings,
+            )
+            if counted
+            else None
+        )
+        session = session_records(
+            event, scores, trace_id=trace_id, consent=consent, secret=self.hash_secret, traits=traits
+        )
+        digest = (
+            digest_from_scores(
+                scores,
+                session_id=event.session_id,
+                tenant_id=event.tenant_id,
+                timestamp=event.timestamp,
+                trace_id=trace_id,
+                config_version=event.council_config_version,
+                traits=traits,
+            )
+            if counted
+            else None
+        )
         contribution = session_contribution(scores, analysis) if counted else Contribution({}, {})
         item = WindowItem(
             tenant_id=event.tenant_id,
@@ -158,11 +193,13 @@ class CouncilSessionProcessor:
             counted=counted,
             digest=digest,
         )
-        return _Prepared(delivery, event, trace_id, consent, [] if session is None else [session], item, analysis,
-                         digest)
+        return _Prepared(
+            delivery, event, trace_id, consent, [] if session is None else [session], item, analysis, digest
+        )
 
-    def _embeddings(self, parsed: list[CouncilSessionEvent], counted: list[CouncilSessionEvent]
-                    ) -> list[np.ndarray | None]:
+    def _embeddings(
+        self, parsed: list[CouncilSessionEvent], counted: list[CouncilSessionEvent]
+    ) -> list[np.ndarray | None]:
         """Per parsed session, its answers embedded (one call for the batch's counted sessions: the
         others store no record); None without the extra."""
         if self.embed is None or not counted:
@@ -175,7 +212,7 @@ class CouncilSessionProcessor:
     def _noise_history(self, tenant: str, digests: list[SessionDigest], fresh: set[str]) -> list[tuple[float, int]]:
         """The tenant's last sessions' (rss, df), oldest first, the batch's own sessions left out
         (a redelivered one is in the window already)."""
-        return self.noise.values(tenant, [d for d in digests if d.session_id not in fresh][-(NOISE_SESSIONS - 1):])
+        return self.noise.values(tenant, [d for d in digests if d.session_id not in fresh][-(NOISE_SESSIONS - 1) :])
 
     def _result(self, prepared: _Prepared, summary: WindowSummary) -> AuditResult:
         audit = prepared.analysis.audit
@@ -210,11 +247,21 @@ class CouncilSessionProcessor:
         # the window the batch arrives to: the reviewer tests' noise scale, the alerts' baseline
         before = await self.window.digests(tenants) if tenants else {}
         fresh = {event.session_id for _, event in parsed}
-        analyses = audit_batch(scores, self.audit_config, [event.tenant_id for _, event in parsed],
-                               {tenant: self._noise_history(tenant, digests, fresh) for tenant, digests in before.items()})
+        analyses = audit_batch(
+            scores,
+            self.audit_config,
+            [event.tenant_id for _, event in parsed],
+            {tenant: self._noise_history(tenant, digests, fresh) for tenant, digests in before.items()},
+        )
         events = [event for _, event in parsed]
-        embeddings = self._embeddings(events, [event for event in events if effective_consent(
-            event.consent_level, self.default_consent, self.hash_secret) > 0])
+        embeddings = self._embeddings(
+            events,
+            [
+                event
+                for event in events
+                if effective_consent(event.consent_level, self.default_consent, self.hash_secret) > 0
+            ],
+        )
         prepared = [
             (index, self._prepare(deliveries[index], event, session, analysis, vectors))
             for (index, event), session, analysis, vectors in zip(parsed, scores, analyses, embeddings)
@@ -224,16 +271,21 @@ class CouncilSessionProcessor:
         for (index, p), update in zip(prepared, updates):
             if update.status in ("duplicate", "done"):  # another copy counted it / already published
                 outcomes[index].duplicate = True
-                log.info("duplicate skipped", extra={"trace_id": p.trace_id, "session_id": p.event.session_id,
-                                                     "status": update.status})
+                log.info(
+                    "duplicate skipped",
+                    extra={"trace_id": p.trace_id, "session_id": p.event.session_id, "status": update.status},
+                )
                 continue
             outcomes[index].result = self._result(p, update.summary)
             outcomes[index].window_item = p.item
             if self.once.needed(p.delivery.delivery_id, update.status):
                 to_append.append((p.delivery.delivery_id, p.item, p.records))
         await self.once.append(to_append)
-        counted_now = [(index, p, update) for (index, p), update in zip(prepared, updates)
-                       if update.status == "new" and p.item.counted]
+        counted_now = [
+            (index, p, update)
+            for (index, p), update in zip(prepared, updates)
+            if update.status == "new" and p.item.counted
+        ]
         # the next batch's noise history holds these sessions: their fits are known already
         for _, p, _ in counted_now:
             self.noise.remember(p.event.tenant_id, {p.event.session_id: p.analysis.noise_contribution})
@@ -242,27 +294,39 @@ class CouncilSessionProcessor:
         # sequence it was counted with while it is in the recent window. If that attempt got as
         # far as applying its transitions, the alert state ignores them, and the alerts that
         # attempt decided come back from the alert store instead (recall_alerts)
-        resumed = [(index, p, update) for (index, p), update in zip(prepared, updates)
-                   if update.status in RESUMED and p.item.counted]
+        resumed = [
+            (index, p, update)
+            for (index, p), update in zip(prepared, updates)
+            if update.status in RESUMED and p.item.counted
+        ]
         if self.alert_state is not None and resumed:  # before this attempt decides any
-            await recall_alerts(self.alert_state, [(index, p.event.tenant_id, p.event.session_id)
-                                                   for index, p, _ in resumed], outcomes)
+            await recall_alerts(
+                self.alert_state, [(index, p.event.tenant_id, p.event.session_id) for index, p, _ in resumed], outcomes
+            )
         if self.alert_state is not None and (counted_now or resumed):
-            await self._signal(self.alert_state, sorted(counted_now + resumed, key=_counting_order),
-                               outcomes, before)
+            await self._signal(self.alert_state, sorted(counted_now + resumed, key=_counting_order), outcomes, before)
         if not log.isEnabledFor(logging.INFO):  # skip building per-session log records
             return outcomes
         for outcome in outcomes:
             if outcome.result is not None:
                 log.info(
                     "audited",
-                    extra={"trace_id": outcome.result.trace_id, "session_id": outcome.result.audit_id,
-                           "tenant_id": outcome.result.tenant_id, "risk": outcome.result.overall_bias_risk},
+                    extra={
+                        "trace_id": outcome.result.trace_id,
+                        "session_id": outcome.result.audit_id,
+                        "tenant_id": outcome.result.tenant_id,
+                        "risk": outcome.result.overall_bias_risk,
+                    },
                 )
         return outcomes
 
-    async def _signal(self, alert_state: AlertStateStore, counted: list[tuple[int, _Prepared, WindowUpdate]],
-                      outcomes: list[Outcome], before: dict[str, list[SessionDigest]]) -> None:
+    async def _signal(
+        self,
+        alert_state: AlertStateStore,
+        counted: list[tuple[int, _Prepared, WindowUpdate]],
+        outcomes: list[Outcome],
+        before: dict[str, list[SessionDigest]],
+    ) -> None:
         """Anomaly scores for each session counted now, and the alerts whose state it changed.
         Conditions come from the sums Redis returned when it counted the session (complete, in
         counting order); the anomaly baseline is the window the batch arrived to (read before
@@ -272,22 +336,32 @@ class CouncilSessionProcessor:
         for tenant in sorted({p.event.tenant_id for _, p, _ in counted}):
             mine = [(index, p, update) for index, p, update in counted if p.event.tenant_id == tenant]
             fresh = {p.event.session_id for _, p, _ in mine}
-            digests = sorted([*(d for d in before.get(tenant, ()) if d.session_id not in fresh),
-                              *(p.digest for _, p, _ in mine if p.digest is not None)], key=lambda d: d.ts_ms)
-            audited = {p.event.session_id: audited_level(p.digest, p.analysis.audit.reviewer_offsets,
-                                                         p.analysis.scores.scale_span)
-                       for _, p, _ in mine if p.digest is not None}
+            digests = sorted(
+                [
+                    *(d for d in before.get(tenant, ()) if d.session_id not in fresh),
+                    *(p.digest for _, p, _ in mine if p.digest is not None),
+                ],
+                key=lambda d: d.ts_ms,
+            )
+            audited = {
+                p.event.session_id: audited_level(
+                    p.digest, p.analysis.audit.reviewer_offsets, p.analysis.scores.scale_span
+                )
+                for _, p, _ in mine
+                if p.digest is not None
+            }
             self.levels.remember(tenant, audited)  # the batch's own, from their audits: not fitted again
             levels = self.levels.values(tenant, digests)
             at = {d.session_id: i for i, d in enumerate(digests)}
             times = [d.ts_ms for d in digests]
             first = min(at[p.event.session_id] for _, p, _ in mine)
             # the window the batch arrived to: last N sessions within D days ending at its first session
-            _, start = window_bounds(times[:first + 1], times[first], policy.max_sessions, policy.max_days)
+            _, start = window_bounds(times[: first + 1], times[first], policy.max_sessions, policy.max_days)
             baseline = window_baseline(levels[start:first], self.alert_policy)
             for index, p, update in mine:
-                signals: SessionSignals = session_signals(levels[at[p.event.session_id]], update.summary,
-                                                          update.recent, self.alert_policy, baseline)
+                signals: SessionSignals = session_signals(
+                    levels[at[p.event.session_id]], update.summary, update.recent, self.alert_policy, baseline
+                )
                 result = outcomes[index].result
                 if result is not None:
                     result.anomaly = signals.anomaly()
@@ -296,8 +370,17 @@ class CouncilSessionProcessor:
                     continue
                 for condition in signals.conditions:
                     if condition.state != "hold":
-                        moves.append(AlertMove(index, tenant, p.event.session_id, condition.key, condition.state,
-                                               sequence, partial(_council_alert, p, update.summary, condition)))
+                        moves.append(
+                            AlertMove(
+                                index,
+                                tenant,
+                                p.event.session_id,
+                                condition.key,
+                                condition.state,
+                                sequence,
+                                partial(_council_alert, p, update.summary, condition),
+                            )
+                        )
         await decide_alerts(alert_state, moves, outcomes)
 
     async def published(self, outcomes: list[Outcome]) -> None:

@@ -65,7 +65,9 @@ def attribute_problem(name: str, value: str) -> str | None:
     """Why a transport attribute cannot be used (one line naming it), or None."""
     shown = name[:64] if name.isprintable() else repr(name[:64])
     if len(name) > MAX_ATTRIBUTE_NAME_CHARS:
-        return f"attribute {shown}...: its name is {len(name):,} characters, over the limit of {MAX_ATTRIBUTE_NAME_CHARS}"
+        return (
+            f"attribute {shown}...: its name is {len(name):,} characters, over the limit of {MAX_ATTRIBUTE_NAME_CHARS}"
+        )
     limit = ATTRIBUTE_LIMITS.get(name, MAX_ATTRIBUTE_CHARS)
     if len(value) > limit:
         return f"attribute {shown}: {len(value):,} characters, over the limit of {limit}"
@@ -74,7 +76,9 @@ def attribute_problem(name: str, value: str) -> str | None:
             return f"attribute {shown}: not valid UTF-8"
         if not text.isprintable():
             index, bad = next((i, c) for i, c in enumerate(text) if not c.isprintable())
-            what = "a NUL character, which no store can hold" if bad == "\x00" else f"an unprintable character ({bad!r})"
+            what = (
+                "a NUL character, which no store can hold" if bad == "\x00" else f"an unprintable character ({bad!r})"
+            )
             return f"attribute {shown}: {'its name ' if text is name else ''}contains {what} at {index}"
     return None
 
@@ -82,8 +86,9 @@ def attribute_problem(name: str, value: str) -> str | None:
 def check_attributes(attributes: dict[str, str]) -> None:
     """InvalidEvent naming the first transport attribute that cannot be used."""
     if len(attributes) > MAX_ATTRIBUTES:
-        raise InvalidEvent(f"the message has {len(attributes)} attributes, over the limit of {MAX_ATTRIBUTES}",
-                           "invalid_attributes")
+        raise InvalidEvent(
+            f"the message has {len(attributes)} attributes, over the limit of {MAX_ATTRIBUTES}", "invalid_attributes"
+        )
     for name, value in attributes.items():
         problem = attribute_problem(name, value)
         if problem is not None:
@@ -142,8 +147,11 @@ def describe_validation_error(error: ValidationError, shown: int = 5) -> str:
     named = []
     for problem in problems[:shown]:
         location = ".".join(str(part) for part in problem["loc"])
-        message = "required field is missing" if problem["type"] == "missing" else \
-            problem["msg"].removeprefix("Value error, ")
+        message = (
+            "required field is missing"
+            if problem["type"] == "missing"
+            else problem["msg"].removeprefix("Value error, ")
+        )
         named.append(f"{location}: {message}" if location else message)
     text = "; ".join(named)
     if len(problems) > shown:
@@ -166,8 +174,9 @@ def classify(document: Any) -> str:
 
 def _non_finite_at(document: Any) -> tuple[Any, ...] | None:
     """Where the first NaN or infinity sits in a document pydantic's lenient reader parsed."""
-    return next((path for path, value in nodes(document) if isinstance(value, float) and not math.isfinite(value)),
-                None)
+    return next(
+        (path for path, value in nodes(document) if isinstance(value, float) and not math.isfinite(value)), None
+    )
 
 
 def _nul_at(document: Any) -> tuple[Any, ...] | None:
@@ -193,13 +202,15 @@ def read_json_object(body: bytes) -> dict[str, Any]:
         raise InvalidEvent(_json_problem(body, error), "invalid_json") from None
     if not isinstance(document, dict):
         kind = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
-            type(document), "null")
+            type(document), "null"
+        )
         raise InvalidEvent(f"message body must be a JSON object, not {kind}", "invalid_json")
     if b"\\u0000" in body:  # JSON can carry a NUL only escaped; no store can hold one
         where = _nul_at(document)
         if where is not None:
-            raise InvalidEvent(f"{_located(where)}: contains a NUL character (\\u0000), which no store can hold",
-                               "invalid_event")
+            raise InvalidEvent(
+                f"{_located(where)}: contains a NUL character (\\u0000), which no store can hold", "invalid_event"
+            )
     return document
 
 
@@ -274,7 +285,8 @@ def _check_clock(event: BaseModel, limits: EventLimits) -> None:
         raise InvalidEvent(
             f"timestamp: {timestamp.isoformat()} is {_duration(ahead)} ahead of this worker's clock "
             f"(at most {_duration(limits.max_clock_skew_s)} allowed); send the time the event happened",
-            "invalid_event")
+            "invalid_event",
+        )
 
 
 def _duration(seconds: float) -> str:
@@ -284,7 +296,9 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s"
 
 
-def parse_or_dead_letter(deliveries: list[Delivery], outcomes: list[Any], parse: Callable[[Delivery], M]) -> list[tuple[int, M]]:
+def parse_or_dead_letter(
+    deliveries: list[Delivery], outcomes: list[Any], parse: Callable[[Delivery], M]
+) -> list[tuple[int, M]]:
     """(index, event) of each delivery that parses; every other one gets its dead letter on its
     outcome, with the reason, and a log line."""
     parsed = []
@@ -301,8 +315,16 @@ def refuse(outcome: Any, reason: str, error_type: str) -> None:
     """Give the outcome's delivery its dead letter, and say so in the log (never the body)."""
     delivery = outcome.delivery
     letter = outcome.dead_letter = dead_letter(delivery, reason, error_type)
-    log.warning("dead-lettered", extra={"trace_id": letter.trace_id, "reason": reason, "error_type": error_type,
-                                        "delivery_id": delivery.delivery_id, "source_topic": delivery.source_topic})
+    log.warning(
+        "dead-lettered",
+        extra={
+            "trace_id": letter.trace_id,
+            "reason": reason,
+            "error_type": error_type,
+            "delivery_id": delivery.delivery_id,
+            "source_topic": delivery.source_topic,
+        },
+    )
 
 
 def scrub_payload(body: bytes) -> tuple[Any, str]:
@@ -330,9 +352,12 @@ MAX_PAYLOAD_DEPTH = 64  # serializers stop near 255 levels; a dead letter must a
 def _deeper_than(document: Any, limit: int) -> bool:
     level = [document]
     for _ in range(limit):
-        level = [child for node in level
-                 for child in (node.values() if isinstance(node, dict) else node if isinstance(node, list) else ())
-                 if isinstance(child, (dict, list))]
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node if isinstance(node, list) else ())
+            if isinstance(child, (dict, list))
+        ]
         if not level:
             return False
     return True

@@ -36,8 +36,9 @@ class SessionSink(Protocol):
 class RecordOnce(Generic[Row]):
     """`write`: the sink's batch write (None: records are not kept)."""
 
-    def __init__(self, window: WindowStore, write: Callable[[list[Row]], object] | None,
-                 remember: int = 10_000) -> None:
+    def __init__(
+        self, window: WindowStore, write: Callable[[list[Row]], object] | None, remember: int = 10_000
+    ) -> None:
         self.window = window
         self.write = write
         self._appended: OrderedDict[str, None] = OrderedDict()

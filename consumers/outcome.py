@@ -42,8 +42,9 @@ class BatchProcessor(Protocol):
     async def published(self, outcomes: list[Outcome]) -> None: ...
 
 
-async def recall_alerts(alert_state: AlertStateStore, keyed: list[tuple[int, str, str]],
-                        outcomes: list[Outcome]) -> None:
+async def recall_alerts(
+    alert_state: AlertStateStore, keyed: list[tuple[int, str, str]], outcomes: list[Outcome]
+) -> None:
     """(outcome index, alert-state tenant, event id) of resumed deliveries: the alerts an earlier
     attempt at them decided. The alert state moved then, so this attempt's transitions change
     nothing, and if that attempt's messages were never published (its batch failed after
@@ -54,16 +55,26 @@ async def recall_alerts(alert_state: AlertStateStore, keyed: list[tuple[int, str
         if payload is not None:
             outcome = outcomes[index]
             outcome.alerts = [Alert.model_validate(alert) for alert in orjson.loads(payload)]
-            log.warning("alerts recalled", extra={"trace_id": outcome.result.trace_id if outcome.result else None,
-                                                  "session_id": event_id, "alerts": len(outcome.alerts)})
+            log.warning(
+                "alerts recalled",
+                extra={
+                    "trace_id": outcome.result.trace_id if outcome.result else None,
+                    "session_id": event_id,
+                    "alerts": len(outcome.alerts),
+                },
+            )
 
 
-async def remember_alerts(alert_state: AlertStateStore, keyed: list[tuple[int, str, str]],
-                          outcomes: list[Outcome]) -> None:
+async def remember_alerts(
+    alert_state: AlertStateStore, keyed: list[tuple[int, str, str]], outcomes: list[Outcome]
+) -> None:
     """The alerts these outcomes decided, kept before anything is published (recall_alerts)."""
-    await alert_state.remember([
-        (tenant, event_id, orjson.dumps([alert.model_dump(mode="json") for alert in outcomes[index].alerts or ()]))
-        for index, tenant, event_id in keyed])
+    await alert_state.remember(
+        [
+            (tenant, event_id, orjson.dumps([alert.model_dump(mode="json") for alert in outcomes[index].alerts or ()]))
+            for index, tenant, event_id in keyed
+        ]
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +95,18 @@ async def decide_alerts(alert_state: AlertStateStore, moves: list[AlertMove], ou
     """Apply the moves (in counting order) to the alert state; each one that changed it adds its
     alert to its outcome. An alert's id names its onset; a resolution reuses the firing's id. The
     decided alerts are kept before anything is published: a retry of the batch recalls them."""
-    transitions = [Transition(m.tenant, m.key, m.state, m.sequence,
-                              uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{m.tenant}:{m.key}:{m.sequence}").hex
-                              if m.state == "firing" else "") for m in moves]
+    transitions = [
+        Transition(
+            m.tenant,
+            m.key,
+            m.state,
+            m.sequence,
+            uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit:{m.tenant}:{m.key}:{m.sequence}").hex
+            if m.state == "firing"
+            else "",
+        )
+        for m in moves
+    ]
     decided: dict[int, AlertMove] = {}
     for move, change in zip(moves, await alert_state.apply(transitions)):
         if change is None:
@@ -95,6 +115,14 @@ async def decide_alerts(alert_state: AlertStateStore, moves: list[AlertMove], ou
         alert = move.alert("firing" if status == "fired" else "resolved", alert_id)
         outcomes[move.index].alerts = [*(outcomes[move.index].alerts or []), alert]
         decided[move.index] = move
-        log.warning("alert %s", alert.status, extra={"trace_id": alert.trace_id, "alert_type": alert.alert_type,
-                                                      "alert_key": move.key, "value": alert.value})
+        log.warning(
+            "alert %s",
+            alert.status,
+            extra={
+                "trace_id": alert.trace_id,
+                "alert_type": alert.alert_type,
+                "alert_key": move.key,
+                "value": alert.value,
+            },
+        )
     await remember_alerts(alert_state, [(index, m.tenant, m.event_id) for index, m in decided.items()], outcomes)

@@ -72,32 +72,50 @@ def _count(declared: int | None, from_context: Any) -> int | None:
 MAX_LINK_CHARS = 200
 
 
-def decision_links(context: dict[str, Any], names: tuple[str, ...] = ("decision_id", "reasoning_node_id")
-                   ) -> dict[str, str | None]:
+def decision_links(
+    context: dict[str, Any], names: tuple[str, ...] = ("decision_id", "reasoning_node_id")
+) -> dict[str, str | None]:
     """The caller's decision_id and reasoning_node_id (or, given `names`, other ids) from
     query_context, when they are short printable strings (ids, not text: query_context itself
     is never stored)."""
     links: dict[str, str | None] = {}
     for name in names:
         value = context.get(name)
-        links[name] = value if isinstance(value, str) and 0 < len(value) <= MAX_LINK_CHARS and value.isprintable() \
-            else None
+        links[name] = (
+            value if isinstance(value, str) and 0 < len(value) <= MAX_LINK_CHARS and value.isprintable() else None
+        )
     return links
 
 
 class ResponseProcessor:
-    misrouted = Misrouted("council.session", CouncilSessionEvent,
-                          "this is a council session event; send it to the council.sessions topic")
+    misrouted = Misrouted(
+        "council.session", CouncilSessionEvent, "this is a council session event; send it to the council.sessions topic"
+    )
 
-    def __init__(self, *, window: WindowStore, store: RecordSink | None, lexicons: Lexicons,
-                 sentiment: SentimentScorer | None, embed: Embed | None = None,
-                 config: ResponseAnalysisConfig = ResponseAnalysisConfig(), default_consent: int = 1,
-                 hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS, remember: int = 10_000,
-                 max_event_seconds: float = 10.0, clock: Callable[[], float] = time.monotonic,
-                 calibration: Calibration | None = None, tasks: TaskState | None = None, task_policy: TaskPolicy = TaskPolicy(),
-                 task_webhook: Any = None, severity: Callable[[str], int] = lambda _: 3, learned: Any = None,
-                 learned_embed: Embed | None = None,
-                 query_axes: Mapping[str, Mapping[str, Sequence[str]]] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        window: WindowStore,
+        store: RecordSink | None,
+        lexicons: Lexicons,
+        sentiment: SentimentScorer | None,
+        embed: Embed | None = None,
+        config: ResponseAnalysisConfig = ResponseAnalysisConfig(),
+        default_consent: int = 1,
+        hash_secret: bytes | None = None,
+        limits: EventLimits = DEFAULT_LIMITS,
+        remember: int = 10_000,
+        max_event_seconds: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+        calibration: Calibration | None = None,
+        tasks: TaskState | None = None,
+        task_policy: TaskPolicy = TaskPolicy(),
+        task_webhook: Any = None,
+        severity: Callable[[str], int] = lambda _: 3,
+        learned: Any = None,
+        learned_embed: Embed | None = None,
+        query_axes: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    ) -> None:
         self.window = window
         # task suggestions: windows.task_state's store, the policy, the optional webhook sender
         self.tasks, self.task_policy, self.task_webhook, self.severity = tasks, task_policy, task_webhook, severity
@@ -134,10 +152,14 @@ class ResponseProcessor:
 
     def _analyze(self, event: LLMResponseEvent) -> ResponseVerdict:
         return analyze_response(
-            event.llm_response, lexicons=self.lexicons, sentiment=self.sentiment,
+            event.llm_response,
+            lexicons=self.lexicons,
+            sentiment=self.sentiment,
             members=[(m.member_id, m.response) for m in event.members],
             counterfactuals=[(c.swap, c.llm_response) for c in event.counterfactuals],
-            embed=self.embed, config=self.config, budget=Budget(self.max_event_seconds, self.clock),
+            embed=self.embed,
+            config=self.config,
+            budget=Budget(self.max_event_seconds, self.clock),
         )
 
     def _record(self, a: _Analyzed) -> dict[str, Any]:
@@ -145,18 +167,29 @@ class ResponseProcessor:
         usage = event.query_context.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         return {
-            "record_type": "llm_interaction_audit", "schema_version": "1.0",
-            "audit_id": event.audit_id, "timestamp": event.timestamp.isoformat().replace("+00:00", "Z"),
-            "tenant_id": event.tenant_id, "user_id": event.user_id, "trace_id": a.trace_id,
-            "consent_level": a.consent, "llm_provider": event.llm_provider, "llm_model": event.llm_model,
+            "record_type": "llm_interaction_audit",
+            "schema_version": "1.0",
+            "audit_id": event.audit_id,
+            "timestamp": event.timestamp.isoformat().replace("+00:00", "Z"),
+            "tenant_id": event.tenant_id,
+            "user_id": event.user_id,
+            "trace_id": a.trace_id,
+            "consent_level": a.consent,
+            "llm_provider": event.llm_provider,
+            "llm_model": event.llm_model,
             "prompt_tokens": _count(event.prompt_tokens, usage.get("prompt_tokens")),
             "completion_tokens": _count(event.completion_tokens, usage.get("completion_tokens")),
             "total_tokens": _count(event.total_tokens, usage.get("total_tokens")),
             "query_hash": query_hash(event.original_query, self.hash_secret)
-            if a.consent == 4 and event.original_query is not None and self.hash_secret else None,
-            "bias_detected": verdict.bias_detected, "bias_type": verdict.bias_type, "bias_score": verdict.bias_score,
-            "bias_confidence_score": verdict.bias_confidence_score, "mitigation_action": verdict.mitigation_action,
-            "bias_report_summary": self._with_groups(a), "human_reviewed": False,
+            if a.consent == 4 and event.original_query is not None and self.hash_secret
+            else None,
+            "bias_detected": verdict.bias_detected,
+            "bias_type": verdict.bias_type,
+            "bias_score": verdict.bias_score,
+            "bias_confidence_score": verdict.bias_confidence_score,
+            "mitigation_action": verdict.mitigation_action,
+            "bias_report_summary": self._with_groups(a),
+            "human_reviewed": False,
             "llm_response": event.llm_response,  # the audited answer, for review (never the query)
             **decision_links(event.query_context),
         }
@@ -173,25 +206,38 @@ class ResponseProcessor:
             return summary
         text = a.event.llm_response
         findings = summary.get("findings") or []
-        traits = {"refusal": refuses(text),
-                  "sentiment": round(self.sentiment(text), 4) if self.sentiment is not None else 0.0,
-                  "toxic": any(f.get("bias_type") in ("toxicity", "slur") for f in findings),
-                  "words": int((summary.get("linguistic") or {}).get("words") or len(text.split()))}
+        traits = {
+            "refusal": refuses(text),
+            "sentiment": round(self.sentiment(text), 4) if self.sentiment is not None else 0.0,
+            "toxic": any(f.get("bias_type") in ("toxicity", "slur") for f in findings),
+            "words": int((summary.get("linguistic") or {}).get("words") or len(text.split())),
+        }
         return {**summary, "query_groups": groups, "answer_traits": traits}
 
     def _result(self, a: _Analyzed) -> AuditResult:
         event, verdict = a.event, a.verdict
         return AuditResult(
             cloudevent_id=cloudevent_id(a.delivery.attributes),
-            audit_id=event.audit_id, source="llm.response", tenant_id=event.tenant_id, trace_id=a.trace_id,
-            timestamp=utc_now_iso(), event_timestamp=event.timestamp.isoformat().replace("+00:00", "Z"),
-            bias_detected=verdict.bias_detected, bias_type=verdict.bias_type, bias_score=verdict.bias_score,
-            bias_confidence_score=verdict.bias_confidence_score, overall_bias_risk=verdict.overall_bias_risk,
-            mitigation_action=verdict.mitigation_action, bias_report_summary=verdict.bias_report_summary,
-            consent_level=a.consent, llm_provider=event.llm_provider, llm_model=event.llm_model,
+            audit_id=event.audit_id,
+            source="llm.response",
+            tenant_id=event.tenant_id,
+            trace_id=a.trace_id,
+            timestamp=utc_now_iso(),
+            event_timestamp=event.timestamp.isoformat().replace("+00:00", "Z"),
+            bias_detected=verdict.bias_detected,
+            bias_type=verdict.bias_type,
+            bias_score=verdict.bias_score,
+            bias_confidence_score=verdict.bias_confidence_score,
+            overall_bias_risk=verdict.overall_bias_risk,
+            mitigation_action=verdict.mitigation_action,
+            bias_report_summary=verdict.bias_report_summary,
+            consent_level=a.consent,
+            llm_provider=event.llm_provider,
+            llm_model=event.llm_model,
             **decision_links(event.query_context, ("decision_id", "reasoning_node_id", "response_id")),
-            calibration_version=(verdict.bias_report_summary.get("learned") or
-                                 verdict.bias_report_summary.get("calibration") or {}).get("version"),
+            calibration_version=(
+                verdict.bias_report_summary.get("learned") or verdict.bias_report_summary.get("calibration") or {}
+            ).get("version"),
         )
 
     async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
@@ -208,8 +254,13 @@ class ResponseProcessor:
                 continue
             consent = effective_consent(event.consent_level, self.default_consent, self.hash_secret)
             trace_id = resolve_trace_id(event.trace_id, delivery.attributes, event.tenant_id, event.audit_id)
-            item = WindowItem(tenant_id=event.tenant_id + MARKER_SUFFIX, session_id=event.audit_id,
-                              timestamp=event.timestamp, owner=delivery.delivery_id, counted=False)
+            item = WindowItem(
+                tenant_id=event.tenant_id + MARKER_SUFFIX,
+                session_id=event.audit_id,
+                timestamp=event.timestamp,
+                owner=delivery.delivery_id,
+                counted=False,
+            )
             analyzed.append((index, _Analyzed(delivery, event, trace_id, consent, verdict, item)))
         updates = await self.window.add_many([a.item for _, a in analyzed])
         to_append: list[tuple[str, WindowItem, list[dict[str, Any]]]] = []
@@ -226,8 +277,9 @@ class ResponseProcessor:
             await self._suggest_tasks(analyzed, updates, outcomes)
         return outcomes
 
-    async def _suggest_tasks(self, analyzed: list[tuple[int, _Analyzed]], updates: list[Any],
-                             outcomes: list[Outcome]) -> None:
+    async def _suggest_tasks(
+        self, analyzed: list[tuple[int, _Analyzed]], updates: list[Any], outcomes: list[Outcome]
+    ) -> None:
         """Count each newly audited answer once (a redelivery does not count again), then open,
         resolve and publish again the suggestions it moves."""
         from bias_audit.analysis.tasks import DAY_MS, domain_of
@@ -251,14 +303,20 @@ class ResponseProcessor:
             return int(a.event.timestamp.timestamp() * 1000) // DAY_MS
 
         today = int(time.time() * 1000) // DAY_MS  # the window ends today, not at a late event's day
-        totals = await tasks.count([Sighting(a.event.tenant_id, domain, day(a), tuple(a.verdict.bias_type),
-                                             a.event.audit_id) for _, a, domain in fresh], today)
+        totals = await tasks.count(
+            [
+                Sighting(a.event.tenant_id, domain, day(a), tuple(a.verdict.bias_type), a.event.audit_id)
+                for _, a, domain in fresh
+            ],
+            today,
+        )
         await self._open_crossed(tasks, fresh, totals, outcomes)
         await self._resolve_receded(tasks, fresh, totals, outcomes)
         await self._publish_own_claims(tasks, resumed, outcomes)
 
-    async def _open_crossed(self, tasks: TaskState, fresh: list[tuple[int, _Analyzed, str]], totals: dict[Any, Any],
-                            outcomes: list[Outcome]) -> None:
+    async def _open_crossed(
+        self, tasks: TaskState, fresh: list[tuple[int, _Analyzed, str]], totals: dict[Any, Any], outcomes: list[Outcome]
+    ) -> None:
         """A bias type over the policy in a domain: its onset claimed (one worker wins), the
         suggestion attached to the last answer that crossed it."""
         from bias_audit.analysis.tasks import crossed
@@ -275,8 +333,9 @@ class ResponseProcessor:
             if await tasks.claim(tenant, domain, bias_type, task.model_dump_json()):
                 self._attach(outcomes[index], task)
 
-    async def _resolve_receded(self, tasks: TaskState, fresh: list[tuple[int, _Analyzed, str]],
-                               totals: dict[Any, Any], outcomes: list[Outcome]) -> None:
+    async def _resolve_receded(
+        self, tasks: TaskState, fresh: list[tuple[int, _Analyzed, str]], totals: dict[Any, Any], outcomes: list[Outcome]
+    ) -> None:
         """An open suggestion whose bias has receded below the policy is resolved, once."""
         from bias_audit.analysis.tasks import crossed
 
@@ -289,13 +348,24 @@ class ResponseProcessor:
                 if await tasks.resolve(tenant, domain, bias_type):
                     now = self._task(a, tenant, domain, bias_type, group)
                     opened = TaskSuggestion.model_validate_json(document)
-                    self._attach(outcomes[index], opened.model_copy(update={
-                        "status": "resolved", "count": now.count, "rate": now.rate, "window": now.window,
-                        "detected_at": now.detected_at, "trace_id": now.trace_id}))
+                    self._attach(
+                        outcomes[index],
+                        opened.model_copy(
+                            update={
+                                "status": "resolved",
+                                "count": now.count,
+                                "rate": now.rate,
+                                "window": now.window,
+                                "detected_at": now.detected_at,
+                                "trace_id": now.trace_id,
+                            }
+                        ),
+                    )
 
     @staticmethod
-    async def _publish_own_claims(tasks: TaskState, resumed: list[tuple[int, _Analyzed, str]],
-                                  outcomes: list[Outcome]) -> None:
+    async def _publish_own_claims(
+        tasks: TaskState, resumed: list[tuple[int, _Analyzed, str]], outcomes: list[Outcome]
+    ) -> None:
         """A retried delivery finds the suggestion it claimed before and publishes it again."""
         for index, a, domain in resumed:
             for bias_type in a.verdict.bias_type:
@@ -310,18 +380,30 @@ class ResponseProcessor:
 
         from bias_audit.analysis.tasks import DAY_MS
 
-        fixes = [f["mitigation"] for f in a.verdict.bias_report_summary.get("findings", [])
-                 if f.get("bias_type") == bias_type and f.get("mitigation")]
+        fixes = [
+            f["mitigation"]
+            for f in a.verdict.bias_report_summary.get("findings", [])
+            if f.get("bias_type") == bias_type and f.get("mitigation")
+        ]
         start = datetime.fromtimestamp(group.first_day * DAY_MS / 1000, timezone.utc)
         end = datetime.fromtimestamp((group.last_day + 1) * DAY_MS / 1000, timezone.utc)
         count = group.flagged.get(bias_type, 0)
         return TaskSuggestion(
-            task_id=uuid.uuid5(uuid.NAMESPACE_URL, f"bias-audit-task:{tenant}:{domain}:{bias_type}:{group.last_day}").hex,
-            tenant_id=tenant, domain=domain, bias_type=bias_type, count=count, rate=round(count / group.total, 4),
+            task_id=uuid.uuid5(
+                uuid.NAMESPACE_URL, f"bias-audit-task:{tenant}:{domain}:{bias_type}:{group.last_day}"
+            ).hex,
+            tenant_id=tenant,
+            domain=domain,
+            bias_type=bias_type,
+            count=count,
+            rate=round(count / group.total, 4),
             window={"start": start.isoformat().replace("+00:00", "Z"), "end": end.isoformat().replace("+00:00", "Z")},
             example_audit_ids=group.examples.get(bias_type, [])[:5],
             suggested_fix=fixes[0] if fixes else f"find where {bias_type} enters the {domain} answers and fix it there",
-            severity=self.severity(bias_type), detected_at=utc_now_iso(), trace_id=a.trace_id)
+            severity=self.severity(bias_type),
+            detected_at=utc_now_iso(),
+            trace_id=a.trace_id,
+        )
 
     def _attach(self, outcome: Outcome, task: TaskSuggestion) -> None:
         outcome.tasks = [*(outcome.tasks or []), task]

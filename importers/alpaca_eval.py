@@ -39,19 +39,52 @@ from .common import (
 
 # AlpacaEval's evaluator configs (its package's evaluators_configs/) that keep the default random
 # output order: all but aviary_gpt4 and lmsys_gpt4, which set is_randomize_output_order: false
-RANDOMIZED_ORDER = frozenset({
-    "Self-taught-llama3.1-70B-dpo", "alpaca_eval_clf_cot_gpt4_turbo", "alpaca_eval_clf_gpt4_turbo",
-    "alpaca_eval_cot_gpt4_turbo_fn", "alpaca_eval_gpt4", "alpaca_eval_gpt4_0314", "alpaca_eval_gpt4_0613",
-    "alpaca_eval_gpt4_fn", "alpaca_eval_gpt4_turbo_fn", "alpaca_eval_llama3_70b_fn",
-    "alpaca_eval_vllm_llama3_70b_fn", "alpaca_farm", "alpaca_farm_greedy_gpt4", "bedrock_claude",
-    "bedrock_claude_2", "chatgpt", "chatgpt_fn", "claude", "claude_2", "claude_3_opus_ranking",
-    "claude_ranking", "cohere", "gpt-3.5-turbo-1106_ranking", "gpt35_turbo_instruct", "gpt4", "gpt4_turbo",
-    "gpt4_turbo_clf", "gpt4_turbo_cot_clf", "gpt4_turbo_cot_logprob", "gpt4_turbo_logprob", "guanaco_33b",
-    "improved_aviary_gpt4", "improved_lmsys_gpt4", "mistral-large-2402_ranking", "oasst_pythia_12b",
-    "text_davinci_003", "weighted_alpaca_eval_cot_gpt4_turbo", "weighted_alpaca_eval_gpt-4o-mini-2024-07-18",
-    "weighted_alpaca_eval_gpt4.1", "weighted_alpaca_eval_gpt4_turbo", "weighted_alpaca_eval_gpt4_turbo_new",
-    "weighted_alpaca_eval_vllm_llama3_70b",
-})
+RANDOMIZED_ORDER = frozenset(
+    {
+        "Self-taught-llama3.1-70B-dpo",
+        "alpaca_eval_clf_cot_gpt4_turbo",
+        "alpaca_eval_clf_gpt4_turbo",
+        "alpaca_eval_cot_gpt4_turbo_fn",
+        "alpaca_eval_gpt4",
+        "alpaca_eval_gpt4_0314",
+        "alpaca_eval_gpt4_0613",
+        "alpaca_eval_gpt4_fn",
+        "alpaca_eval_gpt4_turbo_fn",
+        "alpaca_eval_llama3_70b_fn",
+        "alpaca_eval_vllm_llama3_70b_fn",
+        "alpaca_farm",
+        "alpaca_farm_greedy_gpt4",
+        "bedrock_claude",
+        "bedrock_claude_2",
+        "chatgpt",
+        "chatgpt_fn",
+        "claude",
+        "claude_2",
+        "claude_3_opus_ranking",
+        "claude_ranking",
+        "cohere",
+        "gpt-3.5-turbo-1106_ranking",
+        "gpt35_turbo_instruct",
+        "gpt4",
+        "gpt4_turbo",
+        "gpt4_turbo_clf",
+        "gpt4_turbo_cot_clf",
+        "gpt4_turbo_cot_logprob",
+        "gpt4_turbo_logprob",
+        "guanaco_33b",
+        "improved_aviary_gpt4",
+        "improved_lmsys_gpt4",
+        "mistral-large-2402_ranking",
+        "oasst_pythia_12b",
+        "text_davinci_003",
+        "weighted_alpaca_eval_cot_gpt4_turbo",
+        "weighted_alpaca_eval_gpt-4o-mini-2024-07-18",
+        "weighted_alpaca_eval_gpt4.1",
+        "weighted_alpaca_eval_gpt4_turbo",
+        "weighted_alpaca_eval_gpt4_turbo_new",
+        "weighted_alpaca_eval_vllm_llama3_70b",
+    }
+)
 
 
 def looks_like(row: dict[str, Any]) -> bool:
@@ -115,8 +148,9 @@ def _may_hold_people(path: Path) -> bool:
     return b'"output_1"' in head and b'"generator_1"' not in head
 
 
-def read_all(paths: list[Path], *, tenant: str = "default", timestamp: str | None = None,
-             progress: Progress | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+def read_all(
+    paths: list[Path], *, tenant: str = "default", timestamp: str | None = None, progress: Progress | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every file's annotations; people's cross-annotations among them count as the human
     verdicts of the judged pairs with the same instruction and outputs. The people's files are
     read first; then one judged file at a time."""
@@ -132,20 +166,26 @@ def read_all(paths: list[Path], *, tenant: str = "default", timestamp: str | Non
             continue
         for index, row in enumerate(rows):
             if not is_human(row):
-                raise SourceError(f"{path}: entry {index}: a cross-annotation needs output_1, output_2 and "
-                                  "preference")
+                raise SourceError(f"{path}: entry {index}: a cross-annotation needs output_1, output_2 and preference")
             for field in ("instruction", "output_1", "output_2"):
                 text_of(row, field, f"{path}: entry {index}")
             preference = preference_value(row["preference"])
             if preference is not None:
-                humans.setdefault(_pair_key(row), []).append({"annotator": str(row.get("annotator_index", index)),
-                                                              "p": preference})
+                humans.setdefault(_pair_key(row), []).append(
+                    {"annotator": str(row.get("annotator_index", index)), "p": preference}
+                )
     for path in judged:
         yield from read(path, _rows(path, progress), tenant=tenant, timestamp=timestamp, humans=humans)
 
 
-def read(path: Path, rows: list[Any], *, tenant: str = "default", timestamp: str | None = None,
-         humans: dict[str, list[dict[str, Any]]] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+def read(
+    path: Path,
+    rows: list[Any],
+    *,
+    tenant: str = "default",
+    timestamp: str | None = None,
+    humans: dict[str, list[dict[str, Any]]] | None = None,
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(where, verdict event) per annotation."""
     stamp = timestamp or now_iso()
     for index, row in enumerate(rows):
@@ -177,13 +217,23 @@ def read(path: Path, rows: list[Any], *, tenant: str = "default", timestamp: str
         people = []
         for human in humans.get(_pair_key(row), ()) if humans else ():
             p = human["p"]  # 1: output_1 (the baseline) preferred, 2: output_2, 1.5: a tie
-            people.append({"annotator": human["annotator"], "tie": True} if p == 1.5 else
-                          {"annotator": human["annotator"], "preferred_model": baseline if p < 1.5 else model})
+            people.append(
+                {"annotator": human["annotator"], "tie": True}
+                if p == 1.5
+                else {"annotator": human["annotator"], "preferred_model": baseline if p < 1.5 else model}
+            )
         event = {
-            "schema_version": "1.0", "verdict_id": safe_id("alpaca_eval", annotator, model, item),
-            "tenant_id": tenant, "timestamp": stamp, "judge": {"model": annotator}, "item_id": item,
-            "order_known": known, "order_randomized": known, "task": dataset,
-            "candidates": [other, base] if swapped else [base, other], "verdict": verdict,
+            "schema_version": "1.0",
+            "verdict_id": safe_id("alpaca_eval", annotator, model, item),
+            "tenant_id": tenant,
+            "timestamp": stamp,
+            "judge": {"model": annotator},
+            "item_id": item,
+            "order_known": known,
+            "order_randomized": known,
+            "task": dataset,
+            "candidates": [other, base] if swapped else [base, other],
+            "verdict": verdict,
         }
         if people:
             event["human"] = people

@@ -37,7 +37,7 @@ def safe_id(*parts: object) -> str:
     text = _UNSAFE.sub("_", ":".join("" if p is None else str(p) for p in parts))  # ":" is safe
     if len(text) <= MAX_ID:
         return text
-    return text[:MAX_ID - 17] + "~" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    return text[: MAX_ID - 17] + "~" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def text_digest(text: str) -> str:
@@ -89,8 +89,9 @@ def bounded_lines(path: Path, progress: Progress | None = None) -> Iterator[tupl
                 break
             number += 1
             if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-                raise SourceError(f"{path}:{number}: the line is longer than {MAX_LINE_BYTES // (1024 * 1024)} "
-                                  "MiB, an event's limit")
+                raise SourceError(
+                    f"{path}:{number}: the line is longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, an event's limit"
+                )
             if progress is not None and number % 512 == 0:
                 done = _advance(progress, raw, done)
             yield number, line
@@ -117,8 +118,9 @@ def file_bytes(path: Path, progress: Progress | None = None, block: int = 1 << 2
             first = chunk.find(b"\n")
             if run + (len(chunk) if first < 0 else first) > MAX_LINE_BYTES:
                 line = sum(part.count(b"\n") for part in parts) + 1
-                raise SourceError(f"{path}:{line}: the line is longer than {MAX_LINE_BYTES // (1024 * 1024)} "
-                                  "MiB, an event's limit")
+                raise SourceError(
+                    f"{path}:{line}: the line is longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, an event's limit"
+                )
             run = run + len(chunk) if first < 0 else len(chunk) - chunk.rfind(b"\n") - 1
             parts.append(chunk)
             if progress is not None:
@@ -155,8 +157,14 @@ def json_type(value: object) -> str:
     return "an object" if isinstance(value, dict) else type(value).__name__
 
 
-_KIND_NAMES = {str: "a string", int: "an integer", float: "a number", list: "an array", dict: "an object",
-               bool: "a boolean"}
+_KIND_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    list: "an array",
+    dict: "an object",
+    bool: "a boolean",
+}
 
 
 def _kind_name(kinds: type | tuple[type, ...]) -> str:
@@ -165,8 +173,9 @@ def _kind_name(kinds: type | tuple[type, ...]) -> str:
     return " or ".join(_KIND_NAMES.get(k, k.__name__) for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
 
 
-def typed(value: Any, field: str, where: str, kinds: type | tuple[type, ...] = str, *,
-          max_length: int | None = None) -> Any:
+def typed(
+    value: Any, field: str, where: str, kinds: type | tuple[type, ...] = str, *, max_length: int | None = None
+) -> Any:
     """A value of the right JSON type (a boolean is never a number), else the one-line reason. A
     string with a max_length is a name or an id: it must not be blank."""
     if type(value) is str and kinds is str:  # the common case, without the general checks
@@ -186,16 +195,28 @@ def typed(value: Any, field: str, where: str, kinds: type | tuple[type, ...] = s
     return value
 
 
-def need(row: dict[str, Any], field: str, where: str, kinds: type | tuple[type, ...] = str, *,
-         max_length: int | None = MAX_NAME) -> Any:
+def need(
+    row: dict[str, Any],
+    field: str,
+    where: str,
+    kinds: type | tuple[type, ...] = str,
+    *,
+    max_length: int | None = MAX_NAME,
+) -> Any:
     """A required field of the right JSON type, else the one-line reason."""
     if field not in row or row[field] is None:
         raise SourceError(f"{where}: {field}: missing")
     return typed(row[field], field, where, kinds, max_length=max_length)
 
 
-def optional(row: dict[str, Any], field: str, where: str, kinds: type | tuple[type, ...] = str, *,
-             max_length: int | None = MAX_NAME) -> Any:
+def optional(
+    row: dict[str, Any],
+    field: str,
+    where: str,
+    kinds: type | tuple[type, ...] = str,
+    *,
+    max_length: int | None = MAX_NAME,
+) -> Any:
     """An optional field: None when absent or null, else of the right JSON type."""
     value = row.get(field)
     return None if value is None else typed(value, field, where, kinds, max_length=max_length)

@@ -57,14 +57,17 @@ def _verdict(judgment: dict[str, Any] | None, where: str) -> dict[str, Any]:
 def _judge_model(judgments: list[dict[str, Any] | None], where: str) -> str:
     for game, judgment in enumerate(judgments):
         if judgment is not None:
-            model = optional(_inner(judgment, f"{where}: judgments[{game}]"), "judge_model", f"{where}: judgments[{game}]")
+            model = optional(
+                _inner(judgment, f"{where}: judgments[{game}]"), "judge_model", f"{where}: judgments[{game}]"
+            )
             if model is not None:
                 return model
     raise SourceError(f"{where}: judgments[].judgment.judge_model: missing (it names the judge)")
 
 
-def read(path: Path, *, tenant: str = "default", timestamp: str | None = None,
-         progress: Progress | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+def read(
+    path: Path, *, tenant: str = "default", timestamp: str | None = None, progress: Progress | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(where, verdict event) per game of every pair."""
     stamp = timestamp or now_iso()
     for number, row in jsonl_rows(path, progress):
@@ -89,11 +92,20 @@ def read(path: Path, *, tenant: str = "default", timestamp: str | None = None,
         item = safe_id(pair)
         for game, judgment in enumerate(judgments, 1):
             swapped = game == 2
-            yield where, {
-                "schema_version": "1.0", "verdict_id": safe_id("judgebench", judge, prompt, pair, game),
-                "tenant_id": tenant, "timestamp": stamp, "judge": {"model": judge, "prompt": prompt},
-                "item_id": item, "game": game, "order_known": True, "task": task,
-                "candidates": [second, first] if swapped else [first, second],
-                "verdict": _verdict(judgment, f"{where}: judgments[{game - 1}]"),
-                "label": None if label is None else FLIP[label] if swapped else label,
-            }
+            yield (
+                where,
+                {
+                    "schema_version": "1.0",
+                    "verdict_id": safe_id("judgebench", judge, prompt, pair, game),
+                    "tenant_id": tenant,
+                    "timestamp": stamp,
+                    "judge": {"model": judge, "prompt": prompt},
+                    "item_id": item,
+                    "game": game,
+                    "order_known": True,
+                    "task": task,
+                    "candidates": [second, first] if swapped else [first, second],
+                    "verdict": _verdict(judgment, f"{where}: judgments[{game - 1}]"),
+                    "label": None if label is None else FLIP[label] if swapped else label,
+                },
+            )

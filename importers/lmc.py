@@ -28,8 +28,9 @@ def _item(row: dict[str, Any], where: str) -> str | int:
     return need(row, field, where, (int, str))
 
 
-def read(path: Path, *, tenant: str = "default", timestamp: str | None = None,
-         progress: Progress | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+def read(
+    path: Path, *, tenant: str = "default", timestamp: str | None = None, progress: Progress | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(where, verdict event) per line; the same judge, item and order again is a repetition."""
     stamp = timestamp or now_iso()
     rows = []
@@ -52,12 +53,20 @@ def read(path: Path, *, tenant: str = "default", timestamp: str | None = None,
         key = (judge, str(item), first, second)
         repetition = seen[key]
         seen[key] += 1
-        yield where, {
-            "schema_version": "1.0", "verdict_id": safe_id("lmc", judge, item, first, second, repetition),
-            "tenant_id": tenant, "timestamp": stamp, "judge": {"model": judge}, "item_id": safe_id(item),
-            "repetition": repetition, "order_known": True,
-            "candidates": [{"model": m, **({"baseline": True} if m == reference else {})} for m in (first, second)],
-            "verdict": {"kind": "failed", "reason": "no verdict parsed"} if choice is None else
-            {"kind": "pairwise", "preference": choice},
-        }
-
+        yield (
+            where,
+            {
+                "schema_version": "1.0",
+                "verdict_id": safe_id("lmc", judge, item, first, second, repetition),
+                "tenant_id": tenant,
+                "timestamp": stamp,
+                "judge": {"model": judge},
+                "item_id": safe_id(item),
+                "repetition": repetition,
+                "order_known": True,
+                "candidates": [{"model": m, **({"baseline": True} if m == reference else {})} for m in (first, second)],
+                "verdict": {"kind": "failed", "reason": "no verdict parsed"}
+                if choice is None
+                else {"kind": "pairwise", "preference": choice},
+            },
+        )

@@ -40,13 +40,28 @@ WINNERS = ("model_1", "model_2", "tie", "error")
 HUMAN_WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
 FAILED_SCORE = -1  # FastChat's score when no rating was parsed
 # the fields a judgment is read for; the prompts and the judge's text are not kept while the files are read
-READ = ("question_id", "turn", "tstamp", "judge", "judge_model", "judge_prompt", "model", "score", "model_1",
-        "model_2", "g1_winner", "g2_winner")
+READ = (
+    "question_id",
+    "turn",
+    "tstamp",
+    "judge",
+    "judge_model",
+    "judge_prompt",
+    "model",
+    "score",
+    "model_1",
+    "model_2",
+    "g1_winner",
+    "g2_winner",
+)
 
 
 def looks_like(row: dict[str, Any]) -> bool:
-    return ("g1_winner" in row and "g2_winner" in row) or ("score" in row and "judge" in row and "model" in row) \
+    return (
+        ("g1_winner" in row and "g2_winner" in row)
+        or ("score" in row and "judge" in row and "model" in row)
         or is_human(row)
+    )
 
 
 def is_human(row: dict[str, Any]) -> bool:
@@ -107,8 +122,9 @@ def _turn(row: dict[str, Any], where: str) -> int:
     return 1 if turn is None else turn
 
 
-def _human_rows(paths: list[Path], progress: Progress | None
-                ) -> tuple[dict[tuple[str, int, tuple[str, str]], list[dict[str, Any]]], list[tuple[int, Path, int, dict]]]:
+def _human_rows(
+    paths: list[Path], progress: Progress | None
+) -> tuple[dict[tuple[str, int, tuple[str, str]], list[dict[str, Any]]], list[tuple[int, Path, int, dict]]]:
     """People's verdicts by question, turn and models, and every judge's row with its file's
     place in `paths` (a file named twice is two files, each with its own repetitions)."""
     humans: dict[tuple[str, int, tuple[str, str]], list[dict[str, Any]]] = defaultdict(list)
@@ -123,13 +139,22 @@ def _human_rows(paths: list[Path], progress: Progress | None
             a, b = need(row, "model_a", where), need(row, "model_b", where)
             person = need(row, "judge", where)
             key = _human_key(need(row, "question_id", where, (int, str)), _turn(row, where), a, b)
-            humans[key].append({"annotator": person, "preferred_model": a if winner == "model_a" else b}
-                               if winner in ("model_a", "model_b") else {"annotator": person, "tie": True})
+            humans[key].append(
+                {"annotator": person, "preferred_model": a if winner == "model_a" else b}
+                if winner in ("model_a", "model_b")
+                else {"annotator": person, "tie": True}
+            )
     return humans, judged
 
 
-def read(paths: list[Path], *, tenant: str = "default", timestamp: str | None = None,
-         answers: Path | None = None, progress: Progress | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+def read(
+    paths: list[Path],
+    *,
+    tenant: str = "default",
+    timestamp: str | None = None,
+    answers: Path | None = None,
+    progress: Progress | None = None,
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(where, verdict event) per game of every pair judgment and per single grading."""
     stamp = timestamp or now_iso()
     lengths = answer_lengths(answers) if answers is not None else {}
@@ -158,29 +183,56 @@ def read(paths: list[Path], *, tenant: str = "default", timestamp: str | None = 
             repetition = seen[key]
             seen[key] += 1
             for game, slot_first, order in ((1, "model_1", (m1, m2)), (2, "model_2", (m2, m1))):
-                yield where, {
-                    "schema_version": "1.0",
-                    "verdict_id": safe_id("mt_bench", judge, prompt, item, m1, m2, game, *([repetition] if repetition else [])),
-                    "tenant_id": tenant, "timestamp": when, "judge": {"model": judge, "prompt": prompt},
-                    "item_id": item, "game": game, "repetition": repetition, "order_known": True,
-                    "candidates": [{"model": m, "length_words": lengths.get((m, str(question), turn)),
-                                    **({"baseline": True} if m == baseline else {})} for m in order],
-                    "verdict": _pair_verdict(winners[game - 1], slot_first), "human": people,
-                }
+                yield (
+                    where,
+                    {
+                        "schema_version": "1.0",
+                        "verdict_id": safe_id(
+                            "mt_bench", judge, prompt, item, m1, m2, game, *([repetition] if repetition else [])
+                        ),
+                        "tenant_id": tenant,
+                        "timestamp": when,
+                        "judge": {"model": judge, "prompt": prompt},
+                        "item_id": item,
+                        "game": game,
+                        "repetition": repetition,
+                        "order_known": True,
+                        "candidates": [
+                            {
+                                "model": m,
+                                "length_words": lengths.get((m, str(question), turn)),
+                                **({"baseline": True} if m == baseline else {}),
+                            }
+                            for m in order
+                        ],
+                        "verdict": _pair_verdict(winners[game - 1], slot_first),
+                        "human": people,
+                    },
+                )
         elif "score" in row:
             model = need(row, "model", where)
             score = need(row, "score", where, (int, float))
             key = (index, judge, prompt, item, model)
             repetition = seen[key]
             seen[key] += 1
-            yield where, {
-                "schema_version": "1.0",
-                "verdict_id": safe_id("mt_bench", judge, prompt, item, model, *([repetition] if repetition else [])),
-                "tenant_id": tenant, "timestamp": when, "judge": {"model": judge, "prompt": prompt},
-                "item_id": item, "repetition": repetition, "order_known": True,
-                "candidates": [{"model": model, "length_words": lengths.get((model, str(question), turn))}],
-                "verdict": {"kind": "failed", "reason": "no score parsed"} if score == FAILED_SCORE else
-                {"kind": "scores", "scores": [float(score)], "scale": "1-10"},
-            }
+            yield (
+                where,
+                {
+                    "schema_version": "1.0",
+                    "verdict_id": safe_id(
+                        "mt_bench", judge, prompt, item, model, *([repetition] if repetition else [])
+                    ),
+                    "tenant_id": tenant,
+                    "timestamp": when,
+                    "judge": {"model": judge, "prompt": prompt},
+                    "item_id": item,
+                    "repetition": repetition,
+                    "order_known": True,
+                    "candidates": [{"model": model, "length_words": lengths.get((model, str(question), turn))}],
+                    "verdict": {"kind": "failed", "reason": "no score parsed"}
+                    if score == FAILED_SCORE
+                    else {"kind": "scores", "scores": [float(score)], "scale": "1-10"},
+                },
+            )
         else:
             raise SourceError(f"{where}: neither a pair judgment (g1_winner) nor a single one (score)")

@@ -67,18 +67,25 @@ def detect(path: Path) -> str:
         raise SourceError(f"{path}: not JSON lines or a JSON array; name its --source") from None
     if row is None:
         return "empty"
-    for name, module in (("judgebench", judgebench), ("alpaca_eval", alpaca_eval), ("mt_bench", mt_bench),
-                         ("lmc", lmc)):
+    for name, module in (
+        ("judgebench", judgebench),
+        ("alpaca_eval", alpaca_eval),
+        ("mt_bench", mt_bench),
+        ("lmc", lmc),
+    ):
         if module.looks_like(row):
             return name
     if "verdict_id" in row or "verdict" in row:
         return "events"
-    raise SourceError(f"{path}: not a format bias-audit reads (JudgeBench, AlpacaEval, MT-Bench, the Language Model "
-                      "Council or verdict events); name it with --source")
+    raise SourceError(
+        f"{path}: not a format bias-audit reads (JudgeBench, AlpacaEval, MT-Bench, the Language Model "
+        "Council or verdict events); name it with --source"
+    )
 
 
-def read_events(path: Path, *, tenant: str | None = None,
-                progress: Progress | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+def read_events(
+    path: Path, *, tenant: str | None = None, progress: Progress | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(where, event) per line of our own verdict events."""
     for number, row in jsonl_rows(path, progress):
         if tenant is not None and "tenant_id" not in row:
@@ -97,8 +104,15 @@ class VerdictFiles:
     given twice, or byte-identical copies) is counted once, in `duplicates`; the same id with
     other content is a repetition and kept. Sources without times get one import time."""
 
-    def __init__(self, paths: list[str], source: str = "auto", *, tenant: str = "default",
-                 answers: str | None = None, limits: EventLimits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self,
+        paths: list[str],
+        source: str = "auto",
+        *,
+        tenant: str = "default",
+        answers: str | None = None,
+        limits: EventLimits = DEFAULT_LIMITS,
+    ) -> None:
         if source not in SOURCES:
             raise SourceError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
         self.files = expand(paths)
@@ -127,8 +141,15 @@ class VerdictFiles:
         if alpaca:  # one pass over all of them: people's cross-annotations join the judged pairs across files
             yield from _built(alpaca_eval.read_all(alpaca, tenant=tenant, timestamp=stamp, progress=progress))
         if fastchat:  # one pass over all of them: human judgments join the pairs across files
-            yield from _built(mt_bench.read(fastchat, tenant=tenant, timestamp=stamp, progress=progress,
-                                            answers=Path(self.answers) if self.answers is not None else None))
+            yield from _built(
+                mt_bench.read(
+                    fastchat,
+                    tenant=tenant,
+                    timestamp=stamp,
+                    progress=progress,
+                    answers=Path(self.answers) if self.answers is not None else None,
+                )
+            )
 
     def read(self, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
         from bias_audit.consumers.envelope import InvalidEvent, validate_event
@@ -140,9 +161,13 @@ class VerdictFiles:
             except InvalidEvent as error:
                 raise SourceError(f"{where}: {error}") from None
             if built:  # already in the stored shape: checked, then its texts dropped
-                stored = stored_verdict({**document, "candidates": [{k: v for k, v in c.items() if k != "response"}
-                                                                    for c in document["candidates"]]},
-                                        [c.get("response") for c in document["candidates"]])
+                stored = stored_verdict(
+                    {
+                        **document,
+                        "candidates": [{k: v for k, v in c.items() if k != "response"} for c in document["candidates"]],
+                    },
+                    [c.get("response") for c in document["candidates"]],
+                )
             else:  # as a producer wrote it: stored in the contract's own form
                 stored = stored_verdict(event.model_dump(mode="json"), [c.response for c in event.candidates])
             digest = hashlib.blake2b(orjson.dumps(stored, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
@@ -152,14 +177,22 @@ class VerdictFiles:
             seen.add(digest)
             yield stored
         if not seen:
-            raise SourceError(f"no judge verdicts in {', '.join(map(str, self.files))}: "
-                              f"{'the file is' if len(self.files) == 1 else 'the files are'} empty")
+            raise SourceError(
+                f"no judge verdicts in {', '.join(map(str, self.files))}: "
+                f"{'the file is' if len(self.files) == 1 else 'the files are'} empty"
+            )
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.read()
 
 
-def read_verdicts(paths: list[str], source: str = "auto", *, tenant: str = "default", answers: str | None = None,
-                  limits: EventLimits = DEFAULT_LIMITS) -> VerdictFiles:
+def read_verdicts(
+    paths: list[str],
+    source: str = "auto",
+    *,
+    tenant: str = "default",
+    answers: str | None = None,
+    limits: EventLimits = DEFAULT_LIMITS,
+) -> VerdictFiles:
     """The verdict events of the files (iterate the answer once)."""
     return VerdictFiles(paths, source, tenant=tenant, answers=answers, limits=limits)

@@ -47,8 +47,10 @@ def parse_rules(text: str, where: str, taxonomy: dict) -> list[Rule]:
         if missing:
             raise LexiconError(f"{where}: rule {item.get('id', number)!r} lacks {', '.join(missing)}")
         if item["bias_type"] not in taxonomy:
-            raise LexiconError(f"{where}: rule {item['id']!r} has bias_type {item['bias_type']!r}, "
-                               f"not in the taxonomy ({', '.join(sorted(taxonomy))})")
+            raise LexiconError(
+                f"{where}: rule {item['id']!r} has bias_type {item['bias_type']!r}, "
+                f"not in the taxonomy ({', '.join(sorted(taxonomy))})"
+            )
         severity = item["severity"]
         if not isinstance(severity, int) or not 1 <= severity <= 5:
             raise LexiconError(f"{where}: rule {item['id']!r} severity must be an integer 1-5")
@@ -58,12 +60,15 @@ def parse_rules(text: str, where: str, taxonomy: dict) -> list[Rule]:
             try:
                 compile_rule(str(item[field]))
             except re2.error as error:
-                raise LexiconError(f"{where}: rule {item['id']!r} {field} does not compile as RE2 (case-insensitive, "
-                                   f"8 MiB): {error}; backreferences and lookaround are not supported, and a huge "
-                                   "pattern must be split") from None
+                raise LexiconError(
+                    f"{where}: rule {item['id']!r} {field} does not compile as RE2 (case-insensitive, "
+                    f"8 MiB): {error}; backreferences and lookaround are not supported, and a huge "
+                    "pattern must be split"
+                ) from None
         unless = str(item["unless"]) if item.get("unless") is not None else None
-        rules.append(Rule(str(item["id"]), str(item["pattern"]), item["bias_type"], severity, str(item["mitigation"]),
-                          unless))
+        rules.append(
+            Rule(str(item["id"]), str(item["pattern"]), item["bias_type"], severity, str(item["mitigation"]), unless)
+        )
     return rules
 
 
@@ -72,11 +77,15 @@ def load_lexicons(rules_file: Path | None = None, axes_file: Path | None = None)
     taxonomy = json.loads(_shipped("taxonomy.json"))["types"]
     try:
         document = json.loads(_read(axes_file, "axes.json"))["axes"]
-        axes = {str(axis): {str(group): [str(term) for term in terms] for group, terms in groups.items()}
-                for axis, groups in document.items()}
+        axes = {
+            str(axis): {str(group): [str(term) for term in terms] for group, terms in groups.items()}
+            for axis, groups in document.items()
+        }
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
-        raise LexiconError(f"{axes_file}: expected JSON with an 'axes' object of axis -> group -> [terms] "
-                           f"({type(error).__name__}: {error})") from None
+        raise LexiconError(
+            f"{axes_file}: expected JSON with an 'axes' object of axis -> group -> [terms] "
+            f"({type(error).__name__}: {error})"
+        ) from None
     titles = json.loads(_shipped("gendered_titles.json"))
     toxic = json.loads(_shipped("toxicity.json"))
     for pattern in toxic["dehumanizing_patterns"]:

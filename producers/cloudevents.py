@@ -28,8 +28,9 @@ def cloudevent_type(event_type: str) -> str:
     return TYPES.get(event_type, "dev.bias-audit.unknown.v1")
 
 
-def cloudevent_fields(*, event_type: str, key: str, time: str | None, subject: str | None,
-                      source: str = SOURCE) -> dict[str, str]:
+def cloudevent_fields(
+    *, event_type: str, key: str, time: str | None, subject: str | None, source: str = SOURCE
+) -> dict[str, str]:
     """The `ce_*` fields of one message; `key` names the event among all of its type."""
     ce_type = cloudevent_type(event_type)
     fields = {
@@ -53,4 +54,3 @@ def pubsub_attribute_name(field: str) -> str:
     if field.startswith("ce_"):
         return "ce-" + field[3:]
     return field
-

@@ -37,8 +37,10 @@ def parent_of(traceparent: str | None, trace_id: str | None) -> tuple[int, int]:
 def _keys(result: AuditResult) -> dict[str, str | float | int | bool]:
     """What ties an event to our result, on every event: few, since each attribute costs the
     worker time in the exporter for every event."""
-    keys: dict[str, str | float | int | bool] = {"bias_audit.audit_id": result.audit_id,
-                                                  "bias_audit.tenant_id": result.tenant_id}
+    keys: dict[str, str | float | int | bool] = {
+        "bias_audit.audit_id": result.audit_id,
+        "bias_audit.tenant_id": result.tenant_id,
+    }
     if result.response_id:
         keys["gen_ai.response.id"] = result.response_id
     return keys
@@ -53,7 +55,7 @@ def evaluation_events(result: AuditResult, traceparent: str | None = None) -> li
         "gen_ai.evaluation.score.value": float(result.bias_confidence_score),
         "gen_ai.evaluation.score.label": "biased" if result.bias_detected else "unbiased",
         "gen_ai.evaluation.explanation": (f"{flagged} flagged" if result.bias_type else "no bias flagged")
-                                         + f"; overall risk {result.overall_bias_risk}",
+        + f"; overall risk {result.overall_bias_risk}",
         "bias_audit.source": result.source,
         "bias_audit.overall_bias_risk": result.overall_bias_risk,
         **keys,
@@ -69,7 +71,7 @@ def evaluation_events(result: AuditResult, traceparent: str | None = None) -> li
             "gen_ai.evaluation.name": bias_type,
             "gen_ai.evaluation.score.label": "flagged",
             "gen_ai.evaluation.explanation": f"{bias_type} flagged in this {result.source}"
-                                             + (f" (score {score:.2f})" if score is not None else ""),
+            + (f" (score {score:.2f})" if score is not None else ""),
             **keys,
         }
         if score is not None:

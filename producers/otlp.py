@@ -73,14 +73,24 @@ def collector_headers(environ: Mapping[str, str] = os.environ) -> dict[str, str]
 class EvaluationEventExporter:
     """Each completed batch's results as `gen_ai.evaluation.result` log records over OTLP/HTTP."""
 
-    def __init__(self, endpoint: str, *, service_name: str = "bias-audit", max_queue: int = 100_000,
-                 batch: int = 2_000, delay_s: float = 1.0, timeout_s: float = 5.0,
-                 headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        service_name: str = "bias-audit",
+        max_queue: int = 100_000,
+        batch: int = 2_000,
+        delay_s: float = 1.0,
+        timeout_s: float = 5.0,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         from bias_audit import __version__
 
         self.url = otlp_urls(endpoint).logs
-        self.headers = {"Content-Type": "application/x-protobuf",
-                        **(collector_headers() if headers is None else headers)}
+        self.headers = {
+            "Content-Type": "application/x-protobuf",
+            **(collector_headers() if headers is None else headers),
+        }
         self.resource = Resource(attributes=[KeyValue(key="service.name", value=_value(service_name))])
         self.scope = InstrumentationScope(name="bias_audit.evaluation", version=__version__)
         self.batch, self.delay_s, self.timeout_s = batch, delay_s, timeout_s
@@ -110,14 +120,19 @@ class EvaluationEventExporter:
             for event in evaluation_events(outcome.result, incoming_traceparent(outcome.delivery.attributes)):
                 if len(self.queue) == self.queue.maxlen:
                     self.dropped += 1
-                self.queue.append(LogRecord(
-                    time_unix_nano=now, observed_time_unix_nano=now, event_name=EVENT_NAME,
-                    severity_number=SEVERITY_WARN if event.flagged else SEVERITY_INFO,  # type: ignore[arg-type]
-                    severity_text="WARN" if event.flagged else "INFO",
-                    trace_id=event.trace_id.to_bytes(16, "big") if event.trace_id else b"",
-                    span_id=event.span_id.to_bytes(8, "big") if event.span_id else b"",
-                    flags=1 if event.trace_id else 0,  # sampled, as the caller's trace is
-                    attributes=[self._attribute(key, value, item) for key, value in event.attributes.items()]))
+                self.queue.append(
+                    LogRecord(
+                        time_unix_nano=now,
+                        observed_time_unix_nano=now,
+                        event_name=EVENT_NAME,
+                        severity_number=SEVERITY_WARN if event.flagged else SEVERITY_INFO,  # type: ignore[arg-type]
+                        severity_text="WARN" if event.flagged else "INFO",
+                        trace_id=event.trace_id.to_bytes(16, "big") if event.trace_id else b"",
+                        span_id=event.span_id.to_bytes(8, "big") if event.span_id else b"",
+                        flags=1 if event.trace_id else 0,  # sampled, as the caller's trace is
+                        attributes=[self._attribute(key, value, item) for key, value in event.attributes.items()],
+                    )
+                )
         if len(self.queue) >= self.batch:
             self._wake.set()
 
@@ -146,8 +161,11 @@ class EvaluationEventExporter:
                 return
 
     def _post(self, records: list[Any]) -> bool:
-        body = ExportLogsServiceRequest(resource_logs=[ResourceLogs(
-            resource=self.resource, scope_logs=[ScopeLogs(scope=self.scope, log_records=records)])]).SerializeToString()
+        body = ExportLogsServiceRequest(
+            resource_logs=[
+                ResourceLogs(resource=self.resource, scope_logs=[ScopeLogs(scope=self.scope, log_records=records)])
+            ]
+        ).SerializeToString()
         request = urllib.request.Request(self.url, data=body, headers=self.headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
@@ -158,9 +176,14 @@ class EvaluationEventExporter:
             self.failed += len(records)
             if time.monotonic() - self._last_warning > 60:  # one line a minute while the collector is away
                 self._last_warning = time.monotonic()
-                log.warning("evaluation events not exported; they are dropped",
-                            extra={"url": self.url, "error": str(getattr(error, "reason", error)),
-                                   "dropped_so_far": self.failed})
+                log.warning(
+                    "evaluation events not exported; they are dropped",
+                    extra={
+                        "url": self.url,
+                        "error": str(getattr(error, "reason", error)),
+                        "dropped_so_far": self.failed,
+                    },
+                )
             return False
 
     def shutdown(self) -> None:

@@ -37,11 +37,20 @@ def entries_for(lines: Iterable[tuple[int, bytes]], topic_for: Callable[[str], s
         known = document if isinstance(document, dict) else {}
         key = next((str(known[name]) for name in ("session_id", "audit_id", "verdict_id") if known.get(name)), None)
         timestamp = known.get("timestamp")
-        event = cloudevent_fields(event_type=kind, key=f"{known.get('tenant_id')}\x1f{key}", subject=key,
-                                  time=timestamp if isinstance(timestamp, str) else None,
-                                  source=PUBLISH_SOURCE) if key else None
-        fields = wire_fields(line, event_type=kind, tenant_id=known.get("tenant_id"), trace_id=known.get("trace_id"),
-                             cloud_event=event)
+        event = (
+            cloudevent_fields(
+                event_type=kind,
+                key=f"{known.get('tenant_id')}\x1f{key}",
+                subject=key,
+                time=timestamp if isinstance(timestamp, str) else None,
+                source=PUBLISH_SOURCE,
+            )
+            if key
+            else None
+        )
+        fields = wire_fields(
+            line, event_type=kind, tenant_id=known.get("tenant_id"), trace_id=known.get("trace_id"), cloud_event=event
+        )
         entries.append(Entry(topic_for(kind), fields))
     return entries
 
@@ -60,7 +69,7 @@ def _publish_redis(url: str, entries: list[Entry], advance: Callable[[int], obje
     try:
         for start in range(0, len(entries), CHUNK):
             pipe = client.pipeline(transaction=False)
-            chunk = entries[start:start + CHUNK]
+            chunk = entries[start : start + CHUNK]
             for entry in chunk:
                 pipe.xadd(entry.topic, entry.fields)
             pipe.execute()
@@ -80,14 +89,17 @@ def _publish_pubsub(project: str, entries: list[Entry], advance: Callable[[int],
     try:
         for start in range(0, len(entries), CHUNK):
             futures = []
-            for entry in entries[start:start + CHUNK]:
+            for entry in entries[start : start + CHUNK]:
                 data, attributes = message_parts(entry.fields)
                 futures.append(publisher.publish(publisher.topic_path(project, entry.topic), data, **attributes))
             for future in futures:
                 future.result(timeout=60)
             advance(len(futures))
     except Exception as error:  # google.api_core errors: NotFound topic, unreachable
-        raise CommandError(f"publishing to Pub/Sub project {project} failed: {error.__class__.__name__}: "
-                           f"{getattr(error, 'message', error)} (did you run `bias-audit setup`?)", exit_code=1) from None
+        raise CommandError(
+            f"publishing to Pub/Sub project {project} failed: {error.__class__.__name__}: "
+            f"{getattr(error, 'message', error)} (did you run `bias-audit setup`?)",
+            exit_code=1,
+        ) from None
     finally:
         publisher.stop()

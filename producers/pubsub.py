@@ -20,8 +20,11 @@ def message_parts(fields: dict) -> tuple[bytes, dict[str, str]]:
     """(data, attributes) from our wire fields; `ce_*` fields become the binding's `ce-*` attributes."""
     data = fields["data"]
     data = data.encode() if isinstance(data, str) else bytes(data)
-    attributes = {pubsub_attribute_name(key): value if isinstance(value, str) else value.decode()
-                  for key, value in fields.items() if key != "data"}
+    attributes = {
+        pubsub_attribute_name(key): value if isinstance(value, str) else value.decode()
+        for key, value in fields.items()
+        if key != "data"
+    }
     return data, attributes
 
 

@@ -39,8 +39,9 @@ class RedisStreamsOutbox:
             return
         entries = outcome_entries(outcomes, self.topics)
         streams = {topic: at for at, topic in enumerate(dict.fromkeys(topic for topic, _ in entries), 1)}
-        packed = msgpack.encode([[streams[topic], *(part for item in fields.items() for part in item)]
-                                 for topic, fields in entries])
+        packed = msgpack.encode(
+            [[streams[topic], *(part for item in fields.items() for part in item)] for topic, fields in entries]
+        )
         args: list[Any] = [self.max_len, group, packed, *(o.delivery.delivery_id for o in outcomes)]
         await self._script(keys=[*streams, stream], args=args)
 

@@ -34,8 +34,16 @@ def where(url: str) -> str:
 
 
 class TaskWebhook:
-    def __init__(self, url: str, secret: bytes, *, max_attempts: int = 5, queue_size: int = 1_000,
-                 first_backoff_s: float = 0.5, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        secret: bytes,
+        *,
+        max_attempts: int = 5,
+        queue_size: int = 1_000,
+        first_backoff_s: float = 0.5,
+        timeout_s: float = 10.0,
+    ) -> None:
         self.url, self.secret = url, secret
         self.max_attempts, self.first_backoff_s, self.timeout_s = max_attempts, first_backoff_s, timeout_s
         self.queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=queue_size)
@@ -61,8 +69,10 @@ class TaskWebhook:
         import aiohttp
 
         for attempt in range(1, self.max_attempts + 1):
-            headers = {"content-type": "application/json",
-                       "X-Bias-Audit-Signature": signature(body, self.secret, int(time.time()))}
+            headers = {
+                "content-type": "application/json",
+                "X-Bias-Audit-Signature": signature(body, self.secret, int(time.time())),
+            }
             try:
                 async with session.post(self.url, data=body, headers=headers, allow_redirects=False) as reply:
                     if reply.status < 300:

@@ -29,8 +29,10 @@ class Budget:
             raise self.spent()
 
     def spent(self) -> OutOfTime:
-        return OutOfTime(f"the report stopped at its time budget of {self.seconds:g} s; ask for fewer sessions or "
-                         "days, or build it with the CLI (`bias-audit report` / `judges`), which has none")
+        return OutOfTime(
+            f"the report stopped at its time budget of {self.seconds:g} s; ask for fewer sessions or "
+            "days, or build it with the CLI (`bias-audit report` / `judges`), which has none"
+        )
 
     def statement_timeout_ms(self) -> int:
         """What is left, as PostgreSQL's statement_timeout (0 = none; at least 1 ms once started)."""

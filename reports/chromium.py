@@ -9,16 +9,26 @@ import tempfile
 from pathlib import Path
 
 OFFLINE_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-    "--disable-background-networking", "--disable-component-update", "--disable-default-apps",
-    "--disable-extensions", "--disable-sync", "--no-first-run", "--no-default-browser-check",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--disable-sync",
+    "--no-first-run",
+    "--no-default-browser-check",
     "--host-resolver-rules=MAP * ~NOTFOUND",  # any fetch would fail: the page must not need one
 ]
 
 
 def chromium_binary() -> str | None:
-    return next((path for name in ("chromium", "chromium-browser", "google-chrome")
-                 if (path := shutil.which(name))), None)
+    return next(
+        (path for name in ("chromium", "chromium-browser", "google-chrome") if (path := shutil.which(name))), None
+    )
 
 
 def _run(html: Path, extra: list[str], timeout_s: float) -> subprocess.CompletedProcess:
@@ -26,8 +36,11 @@ def _run(html: Path, extra: list[str], timeout_s: float) -> subprocess.Completed
     if binary is None:
         raise FileNotFoundError("chromium is not installed (Debian: apt-get install chromium)")
     with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
-        return subprocess.run([binary, *OFFLINE_FLAGS, f"--user-data-dir={profile}", *extra, html.resolve().as_uri()],
-                              capture_output=True, timeout=timeout_s)
+        return subprocess.run(
+            [binary, *OFFLINE_FLAGS, f"--user-data-dir={profile}", *extra, html.resolve().as_uri()],
+            capture_output=True,
+            timeout=timeout_s,
+        )
 
 
 def screenshot(html: Path, png: Path, *, width: int = 1200, height: int = 2600, timeout_s: float = 120) -> None:

@@ -9,19 +9,61 @@ from typing import TextIO
 from bias_audit.schemas.report import BiasReport, CouncilBias, Estimate, TenantReport
 from bias_audit.schemas.safe_text import visible
 
-COLUMNS = ["tenant_id", "window_start", "window_end", "metric", "subject", "point_estimate", "ci_lower",
-           "ci_upper", "p_value", "sample_size", "sessions", "confidence", "status", "flagged"]
+COLUMNS = [
+    "tenant_id",
+    "window_start",
+    "window_end",
+    "metric",
+    "subject",
+    "point_estimate",
+    "ci_lower",
+    "ci_upper",
+    "p_value",
+    "sample_size",
+    "sessions",
+    "confidence",
+    "status",
+    "flagged",
+]
 
 
 def _estimate_row(t: TenantReport, metric: str, subject: str, e: Estimate) -> list:
-    return [t.tenant_id, t.window_start, t.window_end, metric, subject, e.point_estimate, e.ci_lower, e.ci_upper,
-            e.p_value, e.sample_size, e.sessions, e.confidence, e.status, e.flagged]
+    return [
+        t.tenant_id,
+        t.window_start,
+        t.window_end,
+        metric,
+        subject,
+        e.point_estimate,
+        e.ci_lower,
+        e.ci_upper,
+        e.p_value,
+        e.sample_size,
+        e.sessions,
+        e.confidence,
+        e.status,
+        e.flagged,
+    ]
 
 
 def _rows(t: TenantReport) -> Iterator[list]:
     def plain(metric: str, subject: str, value, *, p=None, n=None, flagged=False) -> list:
-        return [t.tenant_id, t.window_start, t.window_end, metric, subject, value, None, None, p, n, t.sessions,
-                t.confidence, "ok" if value is not None else "collecting data", flagged]
+        return [
+            t.tenant_id,
+            t.window_start,
+            t.window_end,
+            metric,
+            subject,
+            value,
+            None,
+            None,
+            p,
+            n,
+            t.sessions,
+            t.confidence,
+            "ok" if value is not None else "collecting data",
+            flagged,
+        ]
 
     yield _estimate_row(t, "length_correlation", "pooled", t.length_correlation)
     lc = t.length_correlation
@@ -35,10 +77,13 @@ def _rows(t: TenantReport) -> Iterator[list]:
         yield plain("model_length_controlled_score", m.model, m.length_controlled_score, n=m.scores)
     for e in t.position.effects:
         yield _estimate_row(t, "position_effect", str(e.position), e.effect)
-    yield plain("position_joint_test_f", "all", t.position.f_statistic, p=t.position.p_value, flagged=t.position.flagged)
+    yield plain(
+        "position_joint_test_f", "all", t.position.f_statistic, p=t.position.p_value, flagged=t.position.flagged
+    )
     r = t.randomization
-    yield plain("randomization_chi_square", "models x positions", r.chi_square, p=r.p_value, n=r.placements,
-                flagged=r.broken)
+    yield plain(
+        "randomization_chi_square", "models x positions", r.chi_square, p=r.p_value, n=r.placements, flagged=r.broken
+    )
     yield plain("shared_order_fraction", "sessions", r.shared_order_fraction, flagged=r.shared)
     yield _estimate_row(t, "krippendorff_alpha", "all reviewers", t.agreement.krippendorff_alpha)
     for p in t.reviewers:
@@ -50,8 +95,22 @@ def _rows(t: TenantReport) -> Iterator[list]:
     for x in t.trends:
         yield plain(f"trend_{x.metric}", x.subject, x.difference, p=x.p_value, flagged=x.flagged)
     for metric, subject, entry in council_entries(t):
-        yield [t.tenant_id, t.window_start, t.window_end, metric, subject, entry.effect, entry.ci_lower,
-               entry.ci_upper, entry.p_value, entry.n, entry.sessions, entry.confidence, entry.status, entry.flagged]
+        yield [
+            t.tenant_id,
+            t.window_start,
+            t.window_end,
+            metric,
+            subject,
+            entry.effect,
+            entry.ci_lower,
+            entry.ci_upper,
+            entry.p_value,
+            entry.n,
+            entry.sessions,
+            entry.confidence,
+            entry.status,
+            entry.flagged,
+        ]
     if t.length_given_correctness is not None:
         yield _estimate_row(t, "length_given_correctness", "per 100 length units", t.length_given_correctness)
     for post in t.reviewer_posteriors:
@@ -66,8 +125,11 @@ def council_entries(t: TenantReport) -> Iterator[tuple[str, str, CouncilBias]]:
     """(metric, subject, entry) of every council-bias entry, in the contract's section order."""
     for a in t.affinity:
         yield "affinity", f"{a.reviewer} -> {a.model}", a
-    for name, entries in (("anchoring", t.anchoring), ("style_similarity", t.style_similarity),
-                          ("self_consistency", t.self_consistency)):
+    for name, entries in (
+        ("anchoring", t.anchoring),
+        ("style_similarity", t.style_similarity),
+        ("self_consistency", t.self_consistency),
+    ):
         for e in entries:
             yield name, e.reviewer, e
 
@@ -91,12 +153,48 @@ def render_csv(report: BiasReport, out: TextIO) -> None:
     for tenant in report.tenants:
         writer.writerows([neutralized(cell) for cell in row] for row in _rows(tenant))
     for entry in report.detector_precision:  # people's reviews: confirmed / reviewed per detector
-        writer.writerow([neutralized(cell) for cell in (
-            entry.tenant_id, None, None, "detector_precision", f"{entry.bias_type}/{entry.analyzer}", entry.precision,
-            entry.ci_lower, entry.ci_upper, None, entry.reviewed, None, None, "ok", None)])
+        writer.writerow(
+            [
+                neutralized(cell)
+                for cell in (
+                    entry.tenant_id,
+                    None,
+                    None,
+                    "detector_precision",
+                    f"{entry.bias_type}/{entry.analyzer}",
+                    entry.precision,
+                    entry.ci_lower,
+                    entry.ci_upper,
+                    None,
+                    entry.reviewed,
+                    None,
+                    None,
+                    "ok",
+                    None,
+                )
+            ]
+        )
     for history in report.rolled_up:  # counts and means of the days retention rolled up
         for total in history.totals:
             subject = "/".join(part for part in (total.model, total.reviewer, total.bias_type) if part) or "-"
-            writer.writerow([neutralized(cell) for cell in (
-                history.tenant_id, history.first_day, history.last_day, f"rolled_up_{total.source}_mean", subject,
-                total.mean, None, None, None, total.items, None, None, "rolled up", None)])
+            writer.writerow(
+                [
+                    neutralized(cell)
+                    for cell in (
+                        history.tenant_id,
+                        history.first_day,
+                        history.last_day,
+                        f"rolled_up_{total.source}_mean",
+                        subject,
+                        total.mean,
+                        None,
+                        None,
+                        None,
+                        total.items,
+                        None,
+                        None,
+                        "rolled up",
+                        None,
+                    )
+                ]
+            )

@@ -17,8 +17,13 @@ FORMATS = ("text", "json", "csv", "html")
 PROGRESS_FROM_BYTES = 32 * 1024 * 1024  # smaller inputs finish before a bar would help
 
 
-def stored_windows(sources: Sequence[str], tenant: str | None, sessions: int | None, days: float | None,
-                   progress: Callable[[int], ContextManager[Callable[[int], None]]] | None = None):
+def stored_windows(
+    sources: Sequence[str],
+    tenant: str | None,
+    sessions: int | None,
+    days: float | None,
+    progress: Callable[[int], ContextManager[Callable[[int], None]]] | None = None,
+):
     """(windows, read stats) from record files; for large inputs `progress(total_bytes)` is
     entered around the read and its advance callback gets the bytes read."""
     from bias_audit.storage.report_reader import InputError, WindowReader, expand_inputs
@@ -91,12 +96,13 @@ def _windows_of(connection: Any, tenant: str | None, sessions: int | None, days:
     from bias_audit.storage.report_reader import ReadStats
 
     stored = read_digests(connection, tenant=tenant, sessions=sessions)
-    return _cut(stored, sessions, days), ReadStats(sessions=sum(len(d) for d in stored.values()),
-                                                   records=sum(len(x.cell_score) for d in stored.values() for x in d))
+    return _cut(stored, sessions, days), ReadStats(
+        sessions=sum(len(d) for d in stored.values()),
+        records=sum(len(x.cell_score) for d in stored.values() for x in d),
+    )
 
 
-def store_windows(url: str, tenant: str | None, sessions: int | None, days: float | None,
-                  budget: Budget = UNLIMITED):
+def store_windows(url: str, tenant: str | None, sessions: int | None, days: float | None, budget: Budget = UNLIMITED):
     """(windows, read stats) from a PostgreSQL audit store, its reads stopped by OutOfTime when
     `budget` is spent."""
     with _store_connection(url, budget) as connection:
@@ -121,9 +127,11 @@ def store_inputs(url: str, tenant: str | None, sessions: int | None, days: float
 def default_sources(records_dir: Path) -> list[str]:
     """The data directory's records, where the worker writes them."""
     if not any(records_dir.glob("*.jsonl")):
-        raise CommandError(f"no input: no store in {records_dir.parent / 'postgres'} and no records in {records_dir} yet; "
-                           f"pass --input PATH (a records file or directory), --store URL, --data-dir DIR, or "
-                           f"--redis URL for the live window")
+        raise CommandError(
+            f"no input: no store in {records_dir.parent / 'postgres'} and no records in {records_dir} yet; "
+            f"pass --input PATH (a records file or directory), --store URL, --data-dir DIR, or "
+            f"--redis URL for the live window"
+        )
     return [str(records_dir)]
 
 
@@ -203,13 +211,25 @@ def stored_detector_quality(url: str, tenant: str | None) -> list[Any]:
     for name, found in sorted(inputs.items()):
         if not found["reviews"]:
             continue
-        reviews = [ReviewedAnswer(tuple(bias_type or []), dict(verdicts or {}), tuple(tags or []), inclusion, biased)
-                   for bias_type, verdicts, tags, inclusion, biased in found["reviews"]]
+        reviews = [
+            ReviewedAnswer(tuple(bias_type or []), dict(verdicts or {}), tuple(tags or []), inclusion, biased)
+            for bias_type, verdicts, tags, inclusion, biased in found["reviews"]
+        ]
         for q in detector_quality_of(found["flagged"], found["flagged_any"], found["unflagged"], reviews):
-            out.append(DetectorQualityEntry(
-                tenant_id=name, bias_type=q.bias_type, flagged=q.flagged, unflagged=q.unflagged,
-                precision=q.precision.value, precision_ci=q.precision.ci, precision_reviews=q.precision.n,
-                recall=q.recall.value, recall_ci=q.recall.ci, sampled_reviews=q.recall.n))
+            out.append(
+                DetectorQualityEntry(
+                    tenant_id=name,
+                    bias_type=q.bias_type,
+                    flagged=q.flagged,
+                    unflagged=q.unflagged,
+                    precision=q.precision.value,
+                    precision_ci=q.precision.ci,
+                    precision_reviews=q.precision.n,
+                    recall=q.recall.value,
+                    recall_ci=q.recall.ci,
+                    sampled_reviews=q.recall.n,
+                )
+            )
     return out
 
 
@@ -225,10 +245,28 @@ def stored_group_disparity(url: str, tenant: str | None, budget: Budget = UNLIMI
 
     with budget.connection(url) as connection:
         entries = group_disparity(
-            (t, m, groups, Traits(bool(x.get("refusal")), float(x.get("sentiment") or 0.0), bool(x.get("toxic")),
-                                  int(x.get("words") or 0)))
-            for t, m, groups, x in read_group_traits(connection, tenants=None if tenant is None else [tenant]))
-    return [GroupDisparityEntry(tenant_id=e.tenant_id, llm_model=e.llm_model, axis=e.axis, group=e.group,
-                                answers=e.answers, others=e.others,
-                                **{metric: TrafficGap(**asdict(e.gaps[metric])) for metric in METRICS})
-            for e in entries]
+            (
+                t,
+                m,
+                groups,
+                Traits(
+                    bool(x.get("refusal")),
+                    float(x.get("sentiment") or 0.0),
+                    bool(x.get("toxic")),
+                    int(x.get("words") or 0),
+                ),
+            )
+            for t, m, groups, x in read_group_traits(connection, tenants=None if tenant is None else [tenant])
+        )
+    return [
+        GroupDisparityEntry(
+            tenant_id=e.tenant_id,
+            llm_model=e.llm_model,
+            axis=e.axis,
+            group=e.group,
+            answers=e.answers,
+            others=e.others,
+            **{metric: TrafficGap(**asdict(e.gaps[metric])) for metric in METRICS},
+        )
+        for e in entries
+    ]

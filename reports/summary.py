@@ -13,7 +13,7 @@ _WINDOW = {
     "POSITION_BIAS_MIXED": "Where an answer is shown changes its score.",
     "RANDOMIZATION_BROKEN": "The order answers are shown in is not random: some models keep their places.",
     "ORDER_SHARED_ACROSS_REVIEWERS": "Every reviewer sees the answers in the same order, so an order effect "
-                                     "cannot be told apart from the answers themselves.",
+    "cannot be told apart from the answers themselves.",
 }
 _PER_MEMBER = {
     "HARSH": "{0} scores lower than the other reviewers do.",
@@ -37,8 +37,10 @@ def plain_findings(t: TenantReport) -> list[str]:
         kind, _, subject = flag.partition(":")
         if kind in _WINDOW:
             driver = t.finding_drivers.get(flag)
-            sentences.append(_WINDOW[kind] + (f" It comes mostly from {driver}: without its scores the test no "
-                                              "longer finds it." if driver else ""))
+            sentences.append(
+                _WINDOW[kind]
+                + (f" It comes mostly from {driver}: without its scores the test no longer finds it." if driver else "")
+            )
         elif kind in _PER_MEMBER:
             sentences.append(_PER_MEMBER[kind].format(subject))
         elif kind in _PAIRS:
@@ -52,5 +54,7 @@ def plain_findings(t: TenantReport) -> list[str]:
         return sentences
     if t.confidence == "insufficient":
         return [f"Too early to tell: {t.sessions} sessions so far, and the tests need at least 10."]
-    return [f"Nothing stands out in {t.sessions} sessions: no bias passed its test. That is not proof of "
-            "fairness: a small bias needs more sessions to show."]
+    return [
+        f"Nothing stands out in {t.sessions} sessions: no bias passed its test. That is not proof of "
+        "fairness: a small bias needs more sessions to show."
+    ]

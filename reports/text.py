@@ -93,31 +93,57 @@ def _metrics(t: TenantReport) -> Table:
         length_text += f"\nsession bootstrap [{lc.bootstrap_ci_lower:+.2f}, {lc.bootstrap_ci_upper:+.2f}]"
     table.add_row("length vs score r", length_text, counts(lc), fmt_p(lc.p_value), _flag(lc.flagged, lc.status == "ok"))
     coefficient = t.length_control.coefficient
-    table.add_row("length term in scores", fmt_estimate(coefficient), counts(coefficient), fmt_p(coefficient.p_value),
-                  _flag(coefficient.flagged, coefficient.status == "ok"))
+    table.add_row(
+        "length term in scores",
+        fmt_estimate(coefficient),
+        counts(coefficient),
+        fmt_p(coefficient.p_value),
+        _flag(coefficient.flagged, coefficient.status == "ok"),
+    )
     position = t.position
     if position.status == "ok":
         biggest = max(position.effects, key=lambda e: abs(e.effect.point_estimate or 0))
-        table.add_row(f"position {biggest.position} vs {position.baseline_position} (largest)",
-                      fmt_estimate(biggest.effect), counts(biggest.effect), fmt_p(position.p_value),
-                      _flag(position.flagged))
+        table.add_row(
+            f"position {biggest.position} vs {position.baseline_position} (largest)",
+            fmt_estimate(biggest.effect),
+            counts(biggest.effect),
+            fmt_p(position.p_value),
+            _flag(position.flagged),
+        )
     else:
         table.add_row("position effect", position.status, "", "-", _flag(False, False))
     balance = t.randomization
-    balance_text = balance.status if balance.status != "ok" else f"chi2 {balance.chi_square:.1f}, df {balance.degrees_of_freedom}"
+    balance_text = (
+        balance.status if balance.status != "ok" else f"chi2 {balance.chi_square:.1f}, df {balance.degrees_of_freedom}"
+    )
     if balance.shared_order_fraction is not None:
         balance_text += f"\nshared order in {balance.shared_order_fraction:.0%} of sessions"
     if balance.balanced:
-        balance_text += "\nbalanced design" + (" (Williams: carryover too)" if balance.carryover_balanced else " (Latin square)")
-    table.add_row("randomization balance", balance_text, "", fmt_p(balance.p_value),
-                  _flag(balance.broken or balance.shared, balance.status == "ok"))
+        balance_text += "\nbalanced design" + (
+            " (Williams: carryover too)" if balance.carryover_balanced else " (Latin square)"
+        )
+    table.add_row(
+        "randomization balance",
+        balance_text,
+        "",
+        fmt_p(balance.p_value),
+        _flag(balance.broken or balance.shared, balance.status == "ok"),
+    )
     if balance.reviewer_p_value is not None:
-        within = "balanced within each reviewer" if balance.reviewers_balanced else \
-            f"chi2 {balance.reviewer_chi_square:.1f}, df {balance.reviewer_degrees_of_freedom}"
+        within = (
+            "balanced within each reviewer"
+            if balance.reviewers_balanced
+            else f"chi2 {balance.reviewer_chi_square:.1f}, df {balance.reviewer_degrees_of_freedom}"
+        )
         if balance.confounded_reviewers:
             within += "\nconfounded: " + ", ".join(balance.confounded_reviewers)
-        table.add_row("balance within reviewers", plain(within), "", fmt_p(balance.reviewer_p_value),
-                      _flag(bool(balance.confounded_reviewers)))
+        table.add_row(
+            "balance within reviewers",
+            plain(within),
+            "",
+            fmt_p(balance.reviewer_p_value),
+            _flag(bool(balance.confounded_reviewers)),
+        )
     alpha = t.agreement.krippendorff_alpha
     table.add_row("agreement (Krippendorff alpha)", fmt_estimate(alpha, signed=False), counts(alpha), "-", Text("-"))
     return table
@@ -129,8 +155,11 @@ def _name_column(table: Table, title: str) -> None:
 
 
 def _reviewers(t: TenantReport) -> Table:
-    table = Table(title="Reviewers (n sessions; offset vs the median reviewer; self-preference)", title_justify="left",
-                  pad_edge=False)
+    table = Table(
+        title="Reviewers (n sessions; offset vs the median reviewer; self-preference)",
+        title_justify="left",
+        pad_edge=False,
+    )
     _name_column(table, "reviewer")
     table.add_column("n", justify="right")  # sessions: the title says so
     table.add_column("mean", justify="right")
@@ -139,10 +168,15 @@ def _reviewers(t: TenantReport) -> Table:
     table.add_column("r peers", justify="right")
     table.add_column("flags", overflow="fold", max_width=16)
     for r in t.reviewers:
-        table.add_row(plain(r.reviewer), str(r.sessions), "-" if r.mean_score is None else f"{r.mean_score:.2f}",
-                      fmt_estimate(r.offset), fmt_estimate(r.self_preference),
-                      "-" if r.agreement_with_peers is None else f"{r.agreement_with_peers:.2f}",
-                      Text(visible(", ".join(r.flags)) or "-", style="bold red" if r.flags else ""))
+        table.add_row(
+            plain(r.reviewer),
+            str(r.sessions),
+            "-" if r.mean_score is None else f"{r.mean_score:.2f}",
+            fmt_estimate(r.offset),
+            fmt_estimate(r.self_preference),
+            "-" if r.agreement_with_peers is None else f"{r.agreement_with_peers:.2f}",
+            Text(visible(", ".join(r.flags)) or "-", style="bold red" if r.flags else ""),
+        )
     return table
 
 
@@ -156,14 +190,22 @@ def _models(t: TenantReport) -> RenderableType:
     table.add_column("LC", justify="right")
     table.add_column("LC rank", justify="right")
     for m in t.length_control.models:
-        table.add_row(plain(m.model), f"{m.raw_score:.2f}", str(m.raw_rank),
-                      "-" if m.length_controlled_score is None else f"{m.length_controlled_score:.2f}",
-                      "-" if m.length_controlled_rank is None else str(m.length_controlled_rank))
+        table.add_row(
+            plain(m.model),
+            f"{m.raw_score:.2f}",
+            str(m.raw_rank),
+            "-" if m.length_controlled_score is None else f"{m.length_controlled_score:.2f}",
+            "-" if m.length_controlled_rank is None else str(m.length_controlled_rank),
+        )
     return table
 
 
-COUNCIL_LABELS = {"affinity": "affinity", "anchoring": "anchoring (slope)",
-                  "style_similarity": "style mimicry (pts/sim)", "self_consistency": "within-content SD"}
+COUNCIL_LABELS = {
+    "affinity": "affinity",
+    "anchoring": "anchoring (slope)",
+    "style_similarity": "style mimicry (pts/sim)",
+    "self_consistency": "within-content SD",
+}
 
 
 def _council(t: TenantReport, *, everything: bool) -> RenderableType | None:
@@ -173,8 +215,9 @@ def _council(t: TenantReport, *, everything: bool) -> RenderableType | None:
     entries = [(metric, subject, e) for metric, subject, e in council_entries(t) if everything or e.flagged]
     if not entries:
         return None
-    table = Table(title="Council biases" + ("" if everything else " (flagged; --verbose for all)"),
-                  title_justify="left")
+    table = Table(
+        title="Council biases" + ("" if everything else " (flagged; --verbose for all)"), title_justify="left"
+    )
     table.add_column("bias", overflow="fold")
     _name_column(table, "subject")
     table.add_column("effect [CI]")
@@ -182,11 +225,23 @@ def _council(t: TenantReport, *, everything: bool) -> RenderableType | None:
     table.add_column("n", justify="right")
     table.add_column("", justify="center")
     for metric, subject, e in entries:
-        value = "-" if e.effect is None else (
-            f"{e.effect:+.2f} [{e.ci_lower:+.2f}, {e.ci_upper:+.2f}]" if e.ci_lower is not None and e.ci_upper is not None
-            else f"{e.effect:+.2f}")
-        table.add_row(COUNCIL_LABELS[metric], plain(subject.replace(" -> ", " ->\n")), value, fmt_p(e.p_value), str(e.n),
-                      _flag(e.flagged, e.effect is not None))
+        value = (
+            "-"
+            if e.effect is None
+            else (
+                f"{e.effect:+.2f} [{e.ci_lower:+.2f}, {e.ci_upper:+.2f}]"
+                if e.ci_lower is not None and e.ci_upper is not None
+                else f"{e.effect:+.2f}"
+            )
+        )
+        table.add_row(
+            COUNCIL_LABELS[metric],
+            plain(subject.replace(" -> ", " ->\n")),
+            value,
+            fmt_p(e.p_value),
+            str(e.n),
+            _flag(e.flagged, e.effect is not None),
+        )
     return table
 
 
@@ -199,10 +254,14 @@ def _posteriors(t: TenantReport) -> Table | None:
     table.add_column("pooled [95% credible]")
     table.add_column("shrinkage", justify="right")
     for post in t.reviewer_posteriors:
-        table.add_row(plain(post.reviewer), "-" if post.offset is None else f"{post.offset:+.2f}",
-                      "-" if post.posterior_mean is None else
-                      f"{post.posterior_mean:+.2f} [{post.credible_lower:+.2f}, {post.credible_upper:+.2f}]",
-                      "-" if post.shrinkage is None else f"{post.shrinkage:.2f}")
+        table.add_row(
+            plain(post.reviewer),
+            "-" if post.offset is None else f"{post.offset:+.2f}",
+            "-"
+            if post.posterior_mean is None
+            else f"{post.posterior_mean:+.2f} [{post.credible_lower:+.2f}, {post.credible_upper:+.2f}]",
+            "-" if post.shrinkage is None else f"{post.shrinkage:.2f}",
+        )
     return table
 
 
@@ -214,8 +273,11 @@ def _calibrated(t: TenantReport) -> Table | None:
     table.add_column("raw mean", justify="right")
     table.add_column("calibrated z", justify="right")
     for model in t.calibrated_view:
-        table.add_row(plain(model.model), f"{model.raw_mean:.2f}",
-                      "-" if model.calibrated_z is None else f"{model.calibrated_z:+.2f}")
+        table.add_row(
+            plain(model.model),
+            f"{model.raw_mean:.2f}",
+            "-" if model.calibrated_z is None else f"{model.calibrated_z:+.2f}",
+        )
     return table
 
 
@@ -253,8 +315,12 @@ def _over_time(t: TenantReport) -> Table | None:
     table.add_column("mean", justify="right")
     table.add_column("length r", justify="right")
     for b in t.timeline:
-        table.add_row(plain(b.start[:16]), str(b.sessions), "-" if b.mean_score is None else f"{b.mean_score:.2f}",
-                      "-" if b.length_correlation is None else f"{b.length_correlation:+.2f}")
+        table.add_row(
+            plain(b.start[:16]),
+            str(b.sessions),
+            "-" if b.mean_score is None else f"{b.mean_score:.2f}",
+            "-" if b.length_correlation is None else f"{b.length_correlation:+.2f}",
+        )
     return table
 
 
@@ -270,8 +336,9 @@ def _changes(t: TenantReport) -> Table | None:
     table.add_column("p", justify="right")
     table.add_column("", justify="center")
     for label, x in changes:
-        table.add_row(plain(label), "-" if x.difference is None else f"{x.difference:+.2f}", fmt_p(x.p_value),
-                      _flag(x.flagged))
+        table.add_row(
+            plain(label), "-" if x.difference is None else f"{x.difference:+.2f}", fmt_p(x.p_value), _flag(x.flagged)
+        )
     return table
 
 
@@ -288,14 +355,17 @@ def what_was_read(inputs: ReportInputs) -> str:
         return f"read {inputs.sessions_read} sessions from the PostgreSQL store"
     if source.startswith(("redis://", "rediss://", "unix://")):
         return f"read {inputs.sessions_read} sessions from the live window in Redis"
-    return (f"read {inputs.files} files, {inputs.sessions_read} sessions ({inputs.duplicate_sessions} repeated, "
-            f"{inputs.skipped_lines} lines skipped)")
+    return (
+        f"read {inputs.files} files, {inputs.sessions_read} sessions ({inputs.duplicate_sessions} repeated, "
+        f"{inputs.skipped_lines} lines skipped)"
+    )
 
 
 def render_text(report: BiasReport, console: Console, *, verbose: bool = False) -> None:
     inputs = report.inputs
     window = f"last {report.window_sessions or 'all'} sessions" + (
-        f" within {report.window_days:g} days" if report.window_days else "")
+        f" within {report.window_days:g} days" if report.window_days else ""
+    )
     console.print(f"[bold]bias-audit report[/bold]  {window}; {what_was_read(inputs)}", highlight=False)
     if not report.tenants:
         console.print("no sessions in the window", style="yellow")
@@ -329,12 +399,18 @@ def _precision(report: BiasReport) -> Table:
     for column in ("tenant", "bias type", "analyzer", "reviewed", "precision (95% CI)"):
         table.add_column(column, justify="right" if column in ("reviewed", "precision (95% CI)") else "left")
     for entry in report.detector_precision:
-        table.add_row(plain(entry.tenant_id), plain(entry.bias_type), plain(entry.analyzer), str(entry.reviewed),
-                      f"{entry.precision:.0%} ({entry.ci_lower:.0%}-{entry.ci_upper:.0%})")
+        table.add_row(
+            plain(entry.tenant_id),
+            plain(entry.bias_type),
+            plain(entry.analyzer),
+            str(entry.reviewed),
+            f"{entry.precision:.0%} ({entry.ci_lower:.0%}-{entry.ci_upper:.0%})",
+        )
     if report.most_dismissed:
         table.caption = "most dismissed: " + "; ".join(
             f"{visible(d.evidence)} ({d.bias_type}, {d.dismissed} dismissed, {d.confirmed} confirmed)"
-            for d in report.most_dismissed[:5])
+            for d in report.most_dismissed[:5]
+        )
     return table
 
 
@@ -347,28 +423,53 @@ def _share(value: float | None, ci: tuple[float, float] | None) -> str:
 def _quality(report: BiasReport) -> Table:
     """The flags' precision and recall estimated from reviews (recall needs reviews of the sampled
     unflagged answers)."""
-    table = Table(title="Detector quality from reviews: precision of the flags, recall with the sampled unflagged "
-                        "answers (95% CI)", title_justify="left")
+    table = Table(
+        title="Detector quality from reviews: precision of the flags, recall with the sampled unflagged "
+        "answers (95% CI)",
+        title_justify="left",
+    )
     for column in ("tenant", "bias type", "flagged", "precision", "reviews", "recall", "sampled reviews"):
         table.add_column(column, justify="left" if column in ("tenant", "bias type") else "right")
     for e in report.detector_quality:
-        table.add_row(plain(e.tenant_id), plain(e.bias_type), f"{e.flagged:,}", _share(e.precision, e.precision_ci),
-                      str(e.precision_reviews), _share(e.recall, e.recall_ci), str(e.sampled_reviews))
-    table.caption = ("reviews are labelled examples too: `bias-audit learn --store URL` measures whether a detector "
-                     "learned from them beats these flags")
+        table.add_row(
+            plain(e.tenant_id),
+            plain(e.bias_type),
+            f"{e.flagged:,}",
+            _share(e.precision, e.precision_ci),
+            str(e.precision_reviews),
+            _share(e.recall, e.recall_ci),
+            str(e.sampled_reviews),
+        )
+    table.caption = (
+        "reviews are labelled examples too: `bias-audit learn --store URL` measures whether a detector "
+        "learned from them beats these flags"
+    )
     return table
 
 
 def _rolled_up(history: RolledUpHistory) -> Table:
     """A tenant's rows retention rolled up: counts and means only (the window's statistics need
     the scored cells, which are gone)."""
-    table = Table(title=Text.assemble(plain(history.tenant_id), f": rolled up by retention, {history.first_day} to "
-                                      f"{history.last_day} ({history.days} day{'' if history.days == 1 else 's'})"), title_justify="left")
+    table = Table(
+        title=Text.assemble(
+            plain(history.tenant_id),
+            f": rolled up by retention, {history.first_day} to "
+            f"{history.last_day} ({history.days} day{'' if history.days == 1 else 's'})",
+        ),
+        title_justify="left",
+    )
     for column in ("source", "model", "reviewer", "bias type", "items", "flagged", "mean"):
         table.add_column(column, justify="right" if column in ("items", "flagged", "mean") else "left")
     for total in history.totals:
-        table.add_row(total.source, plain(total.model or "-"), plain(total.reviewer or "-"), plain(total.bias_type or "-"),
-                      f"{total.items:,}", f"{total.flagged:,}", "-" if total.mean is None else f"{total.mean:.2f}")
+        table.add_row(
+            total.source,
+            plain(total.model or "-"),
+            plain(total.reviewer or "-"),
+            plain(total.bias_type or "-"),
+            f"{total.items:,}",
+            f"{total.flagged:,}",
+            "-" if total.mean is None else f"{total.mean:.2f}",
+        )
     return table
 
 
@@ -385,12 +486,21 @@ def _gap(metric: str, gap: Any) -> str:
 def _disparity(report: BiasReport) -> Table:
     """Live traffic: each group named in queries against the model's answers for the axis' other groups."""
     metrics = ("refusal_rate_gap", "sentiment_gap", "toxicity_gap", "length_ratio")
-    table = Table(title="Group disparity over live traffic (unpaired; gap to the axis' other groups, 95% CI, "
-                        "flagged after Holm past the practical size)", title_justify="left")
+    table = Table(
+        title="Group disparity over live traffic (unpaired; gap to the axis' other groups, 95% CI, "
+        "flagged after Holm past the practical size)",
+        title_justify="left",
+    )
     for column in ("tenant", "model", "axis", "group", "answers", *metrics):
         table.add_column(column, justify="left" if column in ("tenant", "model", "axis", "group") else "right")
     for e in report.group_disparity:
-        table.add_row(plain(e.tenant_id), plain(e.llm_model), plain(e.axis), plain(e.group), f"{e.answers:,}",
-                      *[_gap(m, getattr(e, m)) for m in metrics])
+        table.add_row(
+            plain(e.tenant_id),
+            plain(e.llm_model),
+            plain(e.axis),
+            plain(e.group),
+            f"{e.answers:,}",
+            *[_gap(m, getattr(e, m)) for m in metrics],
+        )
     table.caption = report.group_disparity_note
     return table

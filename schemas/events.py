@@ -203,8 +203,14 @@ class CouncilSessionEvent(_Strictish):
             self._check_review(f"review {index} ({review.reviewer})", review, known, (low, high), scored)
         return self
 
-    def _check_review(self, where: str, review: Review, known: set[str], scale: tuple[float, float],
-                      scored: dict[tuple[str, str], str]) -> None:
+    def _check_review(
+        self,
+        where: str,
+        review: Review,
+        known: set[str],
+        scale: tuple[float, float],
+        scored: dict[tuple[str, str], str],
+    ) -> None:
         """Its labels name responses, its scores known labels (each response once) on the scale,
         its ranking known labels."""
         labels = review.label_to_model if review.label_to_model is not None else self.label_to_model
@@ -264,6 +270,7 @@ class LLMResponseEvent(_Strictish):
         if len(self.members) > limits.max_members:
             raise ValueError(f"{len(self.members)} members exceed the limit of {limits.max_members}")
         if len(self.counterfactuals) > limits.max_counterfactuals:
-            raise ValueError(f"{len(self.counterfactuals)} counterfactuals exceed the limit of "
-                             f"{limits.max_counterfactuals}")
+            raise ValueError(
+                f"{len(self.counterfactuals)} counterfactuals exceed the limit of {limits.max_counterfactuals}"
+            )
         return self

@@ -59,7 +59,9 @@ def write_asyncapi() -> Path:
 def drifted_schemas(directory: Path = SCHEMA_DIR) -> list[str]:
     """Names of committed schema files that differ from the models (or are missing)."""
     drifted = []
-    if directory == SCHEMA_DIR and (not ASYNCAPI_PATH.exists() or ASYNCAPI_PATH.read_text(encoding="utf-8") != render_asyncapi()):
+    if directory == SCHEMA_DIR and (
+        not ASYNCAPI_PATH.exists() or ASYNCAPI_PATH.read_text(encoding="utf-8") != render_asyncapi()
+    ):
         drifted.append(ASYNCAPI_PATH.name)
     for file_name, text in render_schemas().items():
         path = directory / file_name

@@ -62,8 +62,9 @@ class FailedVerdict(_Strictish):
     reason: Annotated[str, StringConstraints(max_length=512)] | None = None
 
 
-Verdict = Annotated[Union[PairwiseVerdict, ProbabilityVerdict, ScoresVerdict, FailedVerdict],
-                    Field(discriminator="kind")]
+Verdict = Annotated[
+    Union[PairwiseVerdict, ProbabilityVerdict, ScoresVerdict, FailedVerdict], Field(discriminator="kind")
+]
 
 
 class HumanVerdict(_Strictish):
@@ -130,4 +131,3 @@ class JudgeVerdictEvent(_Strictish):
 def is_verdict_document(document: object) -> bool:
     """Whether a parsed document is meant as a judge verdict (by its fields)."""
     return isinstance(document, dict) and ("verdict_id" in document or "verdict" in document and "judge" in document)
-

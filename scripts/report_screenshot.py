@@ -37,8 +37,9 @@ def main() -> None:
         store.close()
         reader = WindowReader(sessions=100, days=None)
         reader.read([store.path])
-        document = build_report(reader.windows(), reader.stats, sources=["worker/samples/council_sessions.jsonl"],
-                                sessions=100, days=None)
+        document = build_report(
+            reader.windows(), reader.stats, sources=["worker/samples/council_sessions.jsonl"], sessions=100, days=None
+        )
     html = ROOT / "docs" / "report-example.html"
     html.write_text(render_html(document), encoding="utf-8")
     screenshot(html, ROOT / "docs" / "report.png", width=1200, height=2400)

@@ -29,11 +29,24 @@ from .routes.events import ResultCache, SwapRequest
 from .state import ApiState, ReportSlots, trace_id_of
 
 
-def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, council_topic: str,
-               default_swaps: dict[str, str], verifier: TokenVerifier | None = None, audit_store: Any = None,
-               report: Any = None, tracer: Any = None, loopback_only: bool = False,
-               verdicts_topic: str = "judge.verdicts", judge_report: Any = None, evaluations: Any = None,
-               report_budget_s: float = 60.0, group_disparity: Any = None) -> FastAPI:
+def create_app(
+    consumer: EventRouter,
+    *,
+    max_body_bytes: int,
+    llm_topic: str,
+    council_topic: str,
+    default_swaps: dict[str, str],
+    verifier: TokenVerifier | None = None,
+    audit_store: Any = None,
+    report: Any = None,
+    tracer: Any = None,
+    loopback_only: bool = False,
+    verdicts_topic: str = "judge.verdicts",
+    judge_report: Any = None,
+    evaluations: Any = None,
+    report_budget_s: float = 60.0,
+    group_disparity: Any = None,
+) -> FastAPI:
     """verifier None: no auth (loopback, or --insecure-no-auth). audit_store (storage.postgres.audit_api's
     AuditStore, a PostgreSQL store): the GraphQL API, GET /audits/{id} and the review page.
     loopback_only: answer only requests addressed to a loopback name (auth off on loopback)."""
@@ -50,14 +63,31 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
             if evaluations is not None:  # what is queued goes out, bounded by its timeout
                 await asyncio.to_thread(evaluations.shutdown)
 
-    app = FastAPI(title="bias-audit", version="1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="Bias audits of single LLM responses and of LLM council sessions; the audit log "
-                              "(GraphQL at /graphql) and its review page (/review).")
-    state = ApiState(consumer=consumer, max_body_bytes=max_body_bytes, llm_topic=llm_topic,
-                     council_topic=council_topic, default_swaps=default_swaps, verifier=verifier,
-                     audit_store=audit_store, report=report, cache=ResultCache(), verdicts_topic=verdicts_topic,
-                     judge_report=judge_report, group_disparity=group_disparity, evaluations=evaluations,
-                     report_slots=ReportSlots(budget_s=report_budget_s))
+    app = FastAPI(
+        title="bias-audit",
+        version="1.0",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        description="Bias audits of single LLM responses and of LLM council sessions; the audit log "
+        "(GraphQL at /graphql) and its review page (/review).",
+    )
+    state = ApiState(
+        consumer=consumer,
+        max_body_bytes=max_body_bytes,
+        llm_topic=llm_topic,
+        council_topic=council_topic,
+        default_swaps=default_swaps,
+        verifier=verifier,
+        audit_store=audit_store,
+        report=report,
+        cache=ResultCache(),
+        verdicts_topic=verdicts_topic,
+        judge_report=judge_report,
+        group_disparity=group_disparity,
+        evaluations=evaluations,
+        report_slots=ReportSlots(budget_s=report_budget_s),
+    )
     app.state.api = state
     routers = [events.router]
     ops.mount_docs(app)
@@ -68,13 +98,19 @@ def create_app(consumer: EventRouter, *, max_body_bytes: int, llm_topic: str, co
     routers.append(ops.router)
     for router in routers:
         app.include_router(router)
-    posts = frozenset(route.path for router in routers for route in router.routes
-                      if isinstance(route, APIRoute) and "POST" in (route.methods or ()))
-    app.add_middleware(RequestGuard, loopback_only=loopback_only, post_paths=posts,
-                       body_limits={"/graphql": max_body_bytes})
+    posts = frozenset(
+        route.path
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute) and "POST" in (route.methods or ())
+    )
+    app.add_middleware(
+        RequestGuard, loopback_only=loopback_only, post_paths=posts, body_limits={"/graphql": max_body_bytes}
+    )
     # added last, so outermost: a request the guard refuses is logged and counted too
-    app.add_middleware(_AccessLog, logger=logging.getLogger("bias_audit.api"), by_route=state.metrics.by_route,
-                       tracer=tracer)
+    app.add_middleware(
+        _AccessLog, logger=logging.getLogger("bias_audit.api"), by_route=state.metrics.by_route, tracer=tracer
+    )
     app.add_exception_handler(StarletteHTTPException, _http_problem)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_problem)  # type: ignore[arg-type]
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
@@ -87,9 +123,13 @@ KIND_OF_STATUS = {401: "unauthenticated", 403: "forbidden", 404: "not_found", 40
 async def _http_problem(_: Request, error: StarletteHTTPException) -> JSONResponse:
     # keeps the framework's headers (405 carries Allow)
     kind = KIND_OF_STATUS.get(error.status_code)
-    return problem(error.status_code, str(error.detail), str(error.detail),
-                   f"urn:bias-audit:problem:{kind}" if kind else "about:blank",
-                   headers=dict(error.headers) if error.headers else None)
+    return problem(
+        error.status_code,
+        str(error.detail),
+        str(error.detail),
+        f"urn:bias-audit:problem:{kind}" if kind else "about:blank",
+        headers=dict(error.headers) if error.headers else None,
+    )
 
 
 async def _validation_problem(_: Request, error: RequestValidationError) -> JSONResponse:
@@ -136,8 +176,11 @@ class _AccessLog:
         if self.tracer is not None:
             from .tracing import parent_context
 
-            span = self.tracer.start_span(f"{scope['method']} {scope['path']}", context=parent_context(headers),
-                                          attributes={"http.request.method": scope["method"]})
+            span = self.tracer.start_span(
+                f"{scope['method']} {scope['path']}",
+                context=parent_context(headers),
+                attributes={"http.request.method": scope["method"]},
+            )
         try:
             await self.app(scope, receive, sending)
         finally:
@@ -149,6 +192,13 @@ class _AccessLog:
                 span.set_attribute("http.response.status_code", status)
                 span.end()
             if self.logger.isEnabledFor(logging.INFO):
-                self.logger.info("request", extra={"method": scope["method"], "path": route, "status": status,
-                                                   "ms": round((time.perf_counter() - started) * 1000, 1),
-                                                   "trace_id": trace_id_of(headers)})
+                self.logger.info(
+                    "request",
+                    extra={
+                        "method": scope["method"],
+                        "path": route,
+                        "status": status,
+                        "ms": round((time.perf_counter() - started) * 1000, 1),
+                        "trace_id": trace_id_of(headers),
+                    },
+                )

@@ -46,8 +46,10 @@ class Principal:
 
     def require(self, needed: frozenset[str], what: str) -> None:
         if not self.can(needed):
-            raise Forbidden(f"{what} needs the role {' or '.join(sorted(needed))}; the token has "
-                            f"{', '.join(sorted(self.roles)) or 'none'}")
+            raise Forbidden(
+                f"{what} needs the role {' or '.join(sorted(needed))}; the token has "
+                f"{', '.join(sorted(self.roles)) or 'none'}"
+            )
 
     def sees(self, tenant_id: str) -> bool:
         return self.tenants is None or tenant_id in self.tenants
@@ -67,8 +69,14 @@ class TokenVerifier:
     """Verifies bearer tokens with an HS256 secret or RS256/ES256 public keys (a PEM file, or a
     JWKS file whose keys are picked by the token's `kid`)."""
 
-    def __init__(self, *, secret: str | None = None, public_key: Path | None = None, audience: str | None = None,
-                 issuer: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        secret: str | None = None,
+        public_key: Path | None = None,
+        audience: str | None = None,
+        issuer: str | None = None,
+    ) -> None:
         if secret is None and public_key is None:
             raise ValueError("a JWT secret or public key is needed")
         if secret is not None:  # a guessable key would let anyone sign a token
@@ -97,8 +105,14 @@ class TokenVerifier:
                     raise Unauthenticated("the token's key is not one of the configured keys")
                 algorithms = ["RS256", "ES256"]
             # with no audience configured, a token meant for some audience is not for us
-            claims = jwt.decode(token, key, algorithms=algorithms, audience=self.audience, issuer=self.issuer,
-                                options={"require": ["exp", "sub"], "verify_aud": True})
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=algorithms,
+                audience=self.audience,
+                issuer=self.issuer,
+                options={"require": ["exp", "sub"], "verify_aud": True},
+            )
         except jwt.PyJWTError as error:
             raise Unauthenticated(f"the token does not verify: {error}") from None
         return principal_of(claims)

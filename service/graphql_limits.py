@@ -58,15 +58,23 @@ class _ReportFieldsLimit(ValidationRule):
         if node.name.value in REPORT_FIELDS:
             self.reports += 1
             if self.reports == MAX_REPORTS_PER_DOCUMENT + 1:
-                self.report_error(GraphQLError(
-                    f"a document asks for at most {MAX_REPORTS_PER_DOCUMENT} report (biasReport, reviewerProfiles, "
-                    "judgeReport); send the others in requests of their own, one after the other", node, extensions={"code": "BAD_USER_INPUT"}))
+                self.report_error(
+                    GraphQLError(
+                        f"a document asks for at most {MAX_REPORTS_PER_DOCUMENT} report (biasReport, reviewerProfiles, "
+                        "judgeReport); send the others in requests of their own, one after the other",
+                        node,
+                        extensions={"code": "BAD_USER_INPUT"},
+                    )
+                )
 
 
 def _introspects(document: DocumentNode) -> bool:
     """Whether a document asks for the schema itself (__schema, __type; __typename is fine)."""
-    pending = [definition.selection_set for definition in document.definitions
-               if isinstance(definition, ExecutableDefinitionNode)]
+    pending = [
+        definition.selection_set
+        for definition in document.definitions
+        if isinstance(definition, ExecutableDefinitionNode)
+    ]
     while pending:
         for selection in pending.pop().selections:
             if isinstance(selection, FieldNode) and selection.name.value in ("__schema", "__type"):
@@ -83,18 +91,33 @@ class _IntrospectionForAdmins(SchemaExtension):
     def on_execute(self):
         context = self.execution_context
         principal: Principal = context.context["principal"]
-        if "admin" not in principal.roles and context.graphql_document is not None \
-                and _introspects(context.graphql_document):
-            context.result = ExecutionResult(data=None, errors=[fail(
-                "FORBIDDEN", "introspection needs the role admin; the schema is published as service/schema.graphql")])
+        if (
+            "admin" not in principal.roles
+            and context.graphql_document is not None
+            and _introspects(context.graphql_document)
+        ):
+            context.result = ExecutionResult(
+                data=None,
+                errors=[
+                    fail(
+                        "FORBIDDEN",
+                        "introspection needs the role admin; the schema is published as service/schema.graphql",
+                    )
+                ],
+            )
         yield
 
 
 # Factories: a fresh extension per request; the parse and validation caches live at module level
 EXTENSIONS: list[Any] = [
     # a query's cost is bounded before it runs: nesting, aliases (one field asked 1,000 times) and size
-    lambda: QueryDepthLimiter(max_depth=8), lambda: MaxAliasesLimiter(max_alias_count=20),
-    lambda: MaxTokensLimiter(max_token_count=2_000), lambda: AddValidationRules([_ReportFieldsLimit]),
+    lambda: QueryDepthLimiter(max_depth=8),
+    lambda: MaxAliasesLimiter(max_alias_count=20),
+    lambda: MaxTokensLimiter(max_token_count=2_000),
+    lambda: AddValidationRules([_ReportFieldsLimit]),
     # clients send the same few documents again and again: parse and validate each once
-    lambda: ParserCache(maxsize=256), lambda: ValidationCache(maxsize=256), _UserErrors, _IntrospectionForAdmins,
+    lambda: ParserCache(maxsize=256),
+    lambda: ValidationCache(maxsize=256),
+    _UserErrors,
+    _IntrospectionForAdmins,
 ]

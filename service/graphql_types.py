@@ -30,7 +30,6 @@ def authorized(info: Info, needed: frozenset[str], what: str) -> Principal:
     return principal
 
 
-
 @strawberry.type
 class BiasTaxonomyEntry:
     id: int
@@ -48,9 +47,11 @@ class BiasReview:
     notes: str | None
 
 
-@strawberry.type(description="what updateLlmInteractionAuditBias answers: the item's ids and its bias and status "
-                 "columns, never its texts or context (a service token may write these, not read the item); "
-                 "read the rest with llmInteractionAudit")
+@strawberry.type(
+    description="what updateLlmInteractionAuditBias answers: the item's ids and its bias and status "
+    "columns, never its texts or context (a service token may write these, not read the item); "
+    "read the rest with llmInteractionAudit"
+)
 class LlmInteractionAuditBias:
     id: strawberry.ID
     audit_id: str
@@ -97,13 +98,22 @@ class LlmInteractionAudit(LlmInteractionAuditBias):
         authorized(info, READ, "reading reviewNotes")
         return self.notes
 
-    @strawberry.field(description="every review of this item, oldest first, never overwritten (reviewer, auditor, "
-                      "admin)")
+    @strawberry.field(
+        description="every review of this item, oldest first, never overwritten (reviewer, auditor, admin)"
+    )
     async def reviews(self, info: Info) -> list[BiasReview] | None:
         authorized(info, READ, "reading reviews")
         rows = await info.context["review_loader"].load((self.tenant_id, self.audit_id))
-        return [BiasReview(reviewer=r["reviewer"], reviewed_at=r["reviewed_at"], verdicts=r["verdicts"],
-                           tags=r["tags"], notes=r["notes"]) for r in rows]
+        return [
+            BiasReview(
+                reviewer=r["reviewer"],
+                reviewed_at=r["reviewed_at"],
+                verdicts=r["verdicts"],
+                tags=r["tags"],
+                notes=r["notes"],
+            )
+            for r in rows
+        ]
 
     @strawberry.field(description="the taxonomy entries of this item's bias types")
     async def taxonomy(self, info: Info) -> list[BiasTaxonomyEntry]:
@@ -113,25 +123,52 @@ class LlmInteractionAudit(LlmInteractionAuditBias):
 
 def bias_columns_of(row: dict[str, Any]) -> LlmInteractionAuditBias:
     return LlmInteractionAuditBias(
-        id=strawberry.ID(row["audit_id"]), audit_id=row["audit_id"], tenant_id=row["tenant_id"],
-        trace_id=row["trace_id"], status=row["status"], log_timestamp=row["log_timestamp"],
-        bias_detected=row["bias_detected"], bias_type=list(row["bias_type"] or []), bias_score=row["bias_score"],
-        bias_confidence_score=row["bias_confidence_score"], mitigation_action=row["mitigation_action"],
-        human_reviewed=row["human_reviewed"])
+        id=strawberry.ID(row["audit_id"]),
+        audit_id=row["audit_id"],
+        tenant_id=row["tenant_id"],
+        trace_id=row["trace_id"],
+        status=row["status"],
+        log_timestamp=row["log_timestamp"],
+        bias_detected=row["bias_detected"],
+        bias_type=list(row["bias_type"] or []),
+        bias_score=row["bias_score"],
+        bias_confidence_score=row["bias_confidence_score"],
+        mitigation_action=row["mitigation_action"],
+        human_reviewed=row["human_reviewed"],
+    )
 
 
 def audit_of(row: dict[str, Any]) -> LlmInteractionAudit:
     return LlmInteractionAudit(
-        id=strawberry.ID(row["audit_id"]), audit_id=row["audit_id"], tenant_id=row["tenant_id"], user_id=row["user_id"],
-        trace_id=row["trace_id"], original_query=None, query_context=row["query_context"],
-        llm_provider=row["llm_provider"], llm_model=row["llm_model"], answer=row["llm_response"],
-        prompt_tokens=row["prompt_tokens"], response_tokens=row["response_tokens"], total_tokens=row["total_tokens"],
-        status=row["status"], error_message=row["error_message"], log_timestamp=row["log_timestamp"],
-        bias_detected=row["bias_detected"], bias_type=list(row["bias_type"] or []), bias_score=row["bias_score"],
-        bias_confidence_score=row["bias_confidence_score"], mitigation_action=row["mitigation_action"],
-        bias_report_summary=row["bias_report_summary"], human_reviewed=row["human_reviewed"],
-        human_bias_tag=row["human_bias_tag"], notes=row["review_notes"], created_at=row["created_at"],
-        decision_id=row["decision_id"], reasoning_node_id=row["reasoning_node_id"])
+        id=strawberry.ID(row["audit_id"]),
+        audit_id=row["audit_id"],
+        tenant_id=row["tenant_id"],
+        user_id=row["user_id"],
+        trace_id=row["trace_id"],
+        original_query=None,
+        query_context=row["query_context"],
+        llm_provider=row["llm_provider"],
+        llm_model=row["llm_model"],
+        answer=row["llm_response"],
+        prompt_tokens=row["prompt_tokens"],
+        response_tokens=row["response_tokens"],
+        total_tokens=row["total_tokens"],
+        status=row["status"],
+        error_message=row["error_message"],
+        log_timestamp=row["log_timestamp"],
+        bias_detected=row["bias_detected"],
+        bias_type=list(row["bias_type"] or []),
+        bias_score=row["bias_score"],
+        bias_confidence_score=row["bias_confidence_score"],
+        mitigation_action=row["mitigation_action"],
+        bias_report_summary=row["bias_report_summary"],
+        human_reviewed=row["human_reviewed"],
+        human_bias_tag=row["human_bias_tag"],
+        notes=row["review_notes"],
+        created_at=row["created_at"],
+        decision_id=row["decision_id"],
+        reasoning_node_id=row["reasoning_node_id"],
+    )
 
 
 @strawberry.type
@@ -231,18 +268,17 @@ class RecordBiasReviewInput:
     human_bias_tag: JSON | None = strawberry.field(default=None, description="a list of bias_taxonomy keys")
     review_notes: str | None = None
     verdicts: JSON | None = strawberry.field(default=None, description="bias type -> confirmed | dismissed")
-    answer_biased: bool | None = strawberry.field(default=None, description="the whole answer, biased or not (with "
-                                                  "humanBiasTag naming the types): what an unflagged item's review says")
-
-
+    answer_biased: bool | None = strawberry.field(
+        default=None,
+        description="the whole answer, biased or not (with "
+        "humanBiasTag naming the types): what an unflagged item's review says",
+    )
 
 
 @strawberry.type
 class DetectorPrecisionReport:
     detectors: list[DetectorPrecisionEntry]
     most_dismissed: list[DismissedEvidenceEntry]
-
-
 
 
 @strawberry.type
@@ -269,5 +305,3 @@ class SandboxRun:
     candidate_n: int
     correction: str
     bias_types: list[SandboxComparison]
-
-

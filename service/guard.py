@@ -56,22 +56,43 @@ class RequestGuard:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if self.loopback_only and host_name(headers.get("host")) not in LOOPBACK_NAMES:
-            await self._refuse(scope, receive, send, 421, "misdirected request",
-                               f"with auth off the API answers only requests addressed to localhost, 127.0.0.1 or "
-                               f"[::1], not {headers.get('host', '(no Host)')!r}; set BIAS_AUDIT_JWT_SECRET to "
-                               "serve other names", "wrong_host")
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                421,
+                "misdirected request",
+                f"with auth off the API answers only requests addressed to localhost, 127.0.0.1 or "
+                f"[::1], not {headers.get('host', '(no Host)')!r}; set BIAS_AUDIT_JWT_SECRET to "
+                "serve other names",
+                "wrong_host",
+            )
             return
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] not in self.post_paths:
             await self.app(scope, receive, send)
             return
         if not _is_json(headers.get("content-type", "")):
-            await self._refuse(scope, receive, send, 415, "the body is not sent as application/json",
-                               "send the body as JSON with Content-Type: application/json", "unsupported_media_type")
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                415,
+                "the body is not sent as application/json",
+                "send the body as JSON with Content-Type: application/json",
+                "unsupported_media_type",
+            )
             return
         if _cookie_authenticated(headers) and not _same_site(headers):
-            await self._refuse(scope, receive, send, 403, "forbidden",
-                               "a request signed in by cookie must come from this site's own pages; other clients "
-                               "send Authorization: Bearer <JWT>", "cross_site")
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                403,
+                "forbidden",
+                "a request signed in by cookie must come from this site's own pages; other clients "
+                "send Authorization: Bearer <JWT>",
+                "cross_site",
+            )
             return
         limit = self.body_limits.get(scope["path"])
         if limit is None:
@@ -82,8 +103,15 @@ class RequestGuard:
         except ClientDisconnect:
             return
         if whole is None:
-            await self._refuse(scope, receive, send, 413, "the body is over the size limit",
-                               f"body is over the limit of {limit} bytes", "too_large")
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                413,
+                "the body is over the size limit",
+                f"body is over the limit of {limit} bytes",
+                "too_large",
+            )
             return
         replayed = False
 

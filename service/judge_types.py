@@ -63,8 +63,10 @@ class JudgeSummary:
     disagreements: list[JudgeDisagreement]
 
 
-@strawberry.type(description="one (judge, model): its win rate against the source's baseline, and its mean score "
-                 "where the judge graded its answers alone")
+@strawberry.type(
+    description="one (judge, model): its win rate against the source's baseline, and its mean score "
+    "where the judge graded its answers alone"
+)
 class JudgeWinRate:
     judge: str
     judge_prompt: str | None
@@ -74,7 +76,8 @@ class JudgeWinRate:
     ci_upper: float | None = None
     n: int | None = None
     length_controlled_win_rate: float | None = strawberry.field(
-        default=None, description="at equal lengths: AlpacaEval's minimal length-controlled GLM, in words")
+        default=None, description="at equal lengths: AlpacaEval's minimal length-controlled GLM, in words"
+    )
     mean_score: JudgeMetric | None = None
 
 
@@ -94,28 +97,51 @@ class JudgeReport:
     agreement: JudgeAgreement | None
 
 
-
-
 def judge_report_of(document: dict[str, Any]) -> JudgeReport:
-    judges = [JudgeSummary(
-        judge=e["judge"], judge_prompt=e.get("judge_prompt"), n_verdicts=e["n_verdicts"],
-        single_answer_verdicts=e["single_answer_verdicts"], n_items=e["n_items"], flagged=e["flagged"],
-        notes=e["notes"], disagreements=[JudgeDisagreement(**d) for d in e["disagreements"]],
-        score_distribution=None if e["score_distribution"] is None else JudgeScoreDistribution(**e["score_distribution"]),
-        **{name: JudgeMetric(**e[name]) for name in METRICS}) for e in document["judges"]]
-    models = [JudgeWinRate(judge_prompt=m.get("judge_prompt"), mean_score=None if m.get("mean_score") is None else
-                           JudgeMetric(**m["mean_score"]),
-                           **{k: v for k, v in m.items() if k not in ("judge_prompt", "mean_score")})
-              for m in document["models"]]
+    judges = [
+        JudgeSummary(
+            judge=e["judge"],
+            judge_prompt=e.get("judge_prompt"),
+            n_verdicts=e["n_verdicts"],
+            single_answer_verdicts=e["single_answer_verdicts"],
+            n_items=e["n_items"],
+            flagged=e["flagged"],
+            notes=e["notes"],
+            disagreements=[JudgeDisagreement(**d) for d in e["disagreements"]],
+            score_distribution=None
+            if e["score_distribution"] is None
+            else JudgeScoreDistribution(**e["score_distribution"]),
+            **{name: JudgeMetric(**e[name]) for name in METRICS},
+        )
+        for e in document["judges"]
+    ]
+    models = [
+        JudgeWinRate(
+            judge_prompt=m.get("judge_prompt"),
+            mean_score=None if m.get("mean_score") is None else JudgeMetric(**m["mean_score"]),
+            **{k: v for k, v in m.items() if k not in ("judge_prompt", "mean_score")},
+        )
+        for m in document["models"]
+    ]
     a = document.get("agreement")
-    agreement = None if a is None else JudgeAgreement(
-        krippendorff_alpha=a["krippendorff_alpha"], units=a["units"], judges=a["judges"],
-        departs_judge=(a["departs"] or {}).get("judge"), departs_prompt=(a["departs"] or {}).get("judge_prompt"))
+    agreement = (
+        None
+        if a is None
+        else JudgeAgreement(
+            krippendorff_alpha=a["krippendorff_alpha"],
+            units=a["units"],
+            judges=a["judges"],
+            departs_judge=(a["departs"] or {}).get("judge"),
+            departs_prompt=(a["departs"] or {}).get("judge_prompt"),
+        )
+    )
     return JudgeReport(judges=judges, models=models, agreement=agreement)
 
 
-@strawberry.type(description="a judged item to judge blind: its two answers in a random order, never the judge's "
-                 "verdict or the models")
+@strawberry.type(
+    description="a judged item to judge blind: its two answers in a random order, never the judge's "
+    "verdict or the models"
+)
 class JudgeReviewItem:
     review_id: str = strawberry.field(description="opaque, for this reviewer only: send it back with the verdict")
     tenant_id: str
@@ -128,5 +154,6 @@ class JudgeReviewItem:
 class HumanJudgeVerdict:
     review_id: str
     preference: str = strawberry.field(description="as given, over the answers as shown")
-    counted: bool = strawberry.field(description="false for a change of mind: kept, but a person's first verdict "
-                                     "on an item is the one that counts")
+    counted: bool = strawberry.field(
+        description="false for a change of mind: kept, but a person's first verdict on an item is the one that counts"
+    )

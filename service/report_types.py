@@ -163,8 +163,6 @@ def tenant_report_of(document: dict) -> TenantReport:
     return TenantReport.from_pydantic(models.TenantReport.model_validate(document))  # type: ignore[attr-defined]
 
 
-
-
 def rolled_up_of(entry: dict) -> RolledUpHistory:
     return RolledUpHistory.from_pydantic(models.RolledUpHistory.model_validate(entry))  # type: ignore[attr-defined]
 
@@ -179,8 +177,10 @@ class GroupDisparityEntry:
     pass
 
 
-@strawberry.type(description="live traffic, unpaired: per model, axis and group named in queries, the answers "
-                 "against the model's answers for the axis' other groups")
+@strawberry.type(
+    description="live traffic, unpaired: per model, axis and group named in queries, the answers "
+    "against the model's answers for the axis' other groups"
+)
 class GroupDisparityReport:
     note: str
     groups: list[GroupDisparityEntry]

@@ -26,13 +26,20 @@ class ApiMetrics:
 
     def __init__(self) -> None:
         self.registry = registry = CollectorRegistry()
-        self.requests = Counter("bias_audit_http_requests", "audit requests by kind", ["endpoint", "status"],
-                                registry=registry)
-        self.by_route = Counter("bias_audit_http_route_requests", "HTTP requests by route", ["route", "status"],
-                                registry=registry)
+        self.requests = Counter(
+            "bias_audit_http_requests", "audit requests by kind", ["endpoint", "status"], registry=registry
+        )
+        self.by_route = Counter(
+            "bias_audit_http_route_requests", "HTTP requests by route", ["route", "status"], registry=registry
+        )
         self.reviews = Counter("bias_audit_reviews", "verdicts recorded by reviewers", ["verdict"], registry=registry)
-        self.latency = Histogram("bias_audit_http_seconds", "time to answer", ["endpoint"], registry=registry,
-                                 buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0))
+        self.latency = Histogram(
+            "bias_audit_http_seconds",
+            "time to answer",
+            ["endpoint"],
+            registry=registry,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+        )
 
 
 class ReportSlots:

@@ -20,7 +20,9 @@ def tracer_for(endpoint: str | None, service_name: str = "bias-audit") -> Any:
 
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     # batched in a background thread: a slow collector never holds a request
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_urls(endpoint).traces), schedule_delay_millis=500))
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_urls(endpoint).traces), schedule_delay_millis=500)
+    )
     return provider.get_tracer("bias_audit.api")
 
 

@@ -77,11 +77,27 @@ class RedisAlertState:
             # a batch moves the same few alerts again and again: each state hash once in KEYS, the
             # transitions as one MessagePack argument (redis-py packs each argument in Python)
             at: dict[str, int] = {}
-            moves = [[at.setdefault(f"{base}:alert:{transitions[i].key}", len(at) + 2), transitions[i].wanted,
-                      str(transitions[i].sequence), transitions[i].alert_id] for i in indexes]
-            calls.append(([f"{base}:alerts-fired:{minute}", *at],
-                          [now_ms, int(limits.cooldown_s * 1000), limits.max_per_minute, limits.state_ttl_s,
-                           msgpack.encode(moves)]))
+            moves = [
+                [
+                    at.setdefault(f"{base}:alert:{transitions[i].key}", len(at) + 2),
+                    transitions[i].wanted,
+                    str(transitions[i].sequence),
+                    transitions[i].alert_id,
+                ]
+                for i in indexes
+            ]
+            calls.append(
+                (
+                    [f"{base}:alerts-fired:{minute}", *at],
+                    [
+                        now_ms,
+                        int(limits.cooldown_s * 1000),
+                        limits.max_per_minute,
+                        limits.state_ttl_s,
+                        msgpack.encode(moves),
+                    ],
+                )
+            )
         replies = await run_script(self.client, self._script, calls)
         out: list[tuple[str, str] | None] = [None] * len(transitions)
         for indexes, reply in zip(by_tenant.values(), replies):

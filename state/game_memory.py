@@ -48,8 +48,10 @@ class RedisGameMemory:
                 pipe.hget(key, game.partner)
                 pipe.expire(key, self.ttl_s)
             replies = await pipe.execute()
-        return [None if found is None else found.decode() if isinstance(found, bytes) else str(found)
-                for found in replies[1::3]]
+        return [
+            None if found is None else found.decode() if isinstance(found, bytes) else str(found)
+            for found in replies[1::3]
+        ]
 
     async def claim(self, ids: list[tuple[str, str, str]]) -> list[str | None]:
         if not ids:

@@ -37,8 +37,9 @@ class MemoryWindow:
     session markers (the oldest forgotten first, as Redis forgets them after their TTL). None:
     unbounded, for a finite input (`audit` of a file must find a duplicate however far back)."""
 
-    def __init__(self, policy: WindowPolicy = WindowPolicy(), *, max_tenants: int | None = 1_000,
-                 max_seen: int | None = 50_000) -> None:
+    def __init__(
+        self, policy: WindowPolicy = WindowPolicy(), *, max_tenants: int | None = 1_000, max_seen: int | None = 50_000
+    ) -> None:
         self.policy = policy
         self.max_tenants, self.max_seen = max_tenants, max_seen
         self._tenants: OrderedDict[str, _TenantWindow] = OrderedDict()
@@ -92,9 +93,14 @@ class MemoryWindow:
                 self._evict_oldest(tenant)
             while len(tenant.order) > self.policy.max_sessions:
                 self._evict_oldest(tenant)
-        return WindowUpdate(status=status, summary=self.summary(item.tenant_id), sequence=sequence,
-                            recent=dict(tenant.recent_sums), counted_as=counted_as,
-                            sums=dict(tenant.sums) if self.policy.keep_sums else {})
+        return WindowUpdate(
+            status=status,
+            summary=self.summary(item.tenant_id),
+            sequence=sequence,
+            recent=dict(tenant.recent_sums),
+            counted_as=counted_as,
+            sums=dict(tenant.sums) if self.policy.keep_sums else {},
+        )
 
     def _tenant(self, tenant_id: str) -> _TenantWindow:
         tenant = self._tenants.get(tenant_id)

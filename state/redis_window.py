@@ -95,8 +95,9 @@ class RedisWindow:
         # counted are known without asking.
         self._parsed: dict[str, dict[bytes, SessionDigest]] = {}
 
-    def _call(self, tenant_id: str, items: list[WindowItem],
-              stored: list[dict[str, Any] | None]) -> tuple[list[str], list[Any]]:
+    def _call(
+        self, tenant_id: str, items: list[WindowItem], stored: list[dict[str, Any] | None]
+    ) -> tuple[list[str], list[Any]]:
         """The script's keys and arguments; `stored`: each item's digest as stored (to_dict), or None."""
         keys = tenant_keys(self.prefix, tenant_id)
         policy = self.policy
@@ -111,15 +112,40 @@ class RedisWindow:
             totals = ["-", "-"]  # the script adds each session's instead
         # the sessions in one MessagePack argument (redis-py packs each argument in Python); each
         # sums one JSON string, which the script stores as it comes (the format it reads back)
-        sessions = msgpack.encode([[item.session_id, str(item.ts_ms), item.owner, "1" if item.counted else "0",
-                                    orjson.dumps(digest).decode() if digest is not None else "",
-                                    _flat_json(item.contribution), _flat_json(item.recent_contribution)]
-                                   for item, digest in zip(items, stored)])
-        args = [str(policy.max_sessions), str(policy.window_ms), str(policy.seen_ttl_seconds),
-                str(policy.recent_sessions), *totals, sessions]
-        return [keys["sums"], keys["order"], keys["newest"], keys["contribution"], keys["digests"], keys["sequence"],
-                keys["recent_sums"], keys["recent_order"], keys["recent_contribution"],
-                *(keys["seen"] + item.session_id for item in items)], args
+        sessions = msgpack.encode(
+            [
+                [
+                    item.session_id,
+                    str(item.ts_ms),
+                    item.owner,
+                    "1" if item.counted else "0",
+                    orjson.dumps(digest).decode() if digest is not None else "",
+                    _flat_json(item.contribution),
+                    _flat_json(item.recent_contribution),
+                ]
+                for item, digest in zip(items, stored)
+            ]
+        )
+        args = [
+            str(policy.max_sessions),
+            str(policy.window_ms),
+            str(policy.seen_ttl_seconds),
+            str(policy.recent_sessions),
+            *totals,
+            sessions,
+        ]
+        return [
+            keys["sums"],
+            keys["order"],
+            keys["newest"],
+            keys["contribution"],
+            keys["digests"],
+            keys["sequence"],
+            keys["recent_sums"],
+            keys["recent_order"],
+            keys["recent_contribution"],
+            *(keys["seen"] + item.session_id for item in items),
+        ], args
 
     def _replay(self, tenant_id: str, items: list[WindowItem], reply: list[Any]) -> list[WindowUpdate]:
         """Each session's sums, exact: the sums before the batch, then per session what it added
@@ -127,7 +153,8 @@ class RedisWindow:
         sums, recent = _ints(reply[0]), _ints(reply[1])
         updates = []
         for item, (status, sequence, sessions, first, last, evicted, recent_evicted, counted_as) in zip(
-                items, reply[2:]):
+            items, reply[2:]
+        ):
             if sequence:  # counted now
                 add_into(sums, item.contribution, 1)
                 add_into(recent, item.recent_contribution, 1)
@@ -136,13 +163,22 @@ class RedisWindow:
             for stored in recent_evicted:
                 add_into(recent, _stored_sums(stored), -1)
             summary = summarize_window(
-                sums, tenant_id=tenant_id, sessions=int(sessions),
+                sums,
+                tenant_id=tenant_id,
+                sessions=int(sessions),
                 window_start=iso_from_ms(float(first)) if first else None,
                 window_end=iso_from_ms(float(last)) if last else None,
             )
-            updates.append(WindowUpdate(status=_decode(status), summary=summary, sequence=int(sequence),
-                                        recent=dict(recent), counted_as=int(counted_as),
-                                        sums=dict(sums) if self.policy.keep_sums else {}))
+            updates.append(
+                WindowUpdate(
+                    status=_decode(status),
+                    summary=summary,
+                    sequence=int(sequence),
+                    recent=dict(recent),
+                    counted_as=int(counted_as),
+                    sums=dict(sums) if self.policy.keep_sums else {},
+                )
+            )
         return updates
 
     async def add_many(self, items: list[WindowItem]) -> list[WindowUpdate]:
@@ -159,23 +195,35 @@ class RedisWindow:
         kept = [None if item.digest is None else item.digest.as_stored() for item in items]
         updates: list[WindowUpdate | None] = [None] * len(items)
         batch_rounds = rounds(by_tenant, ROUND_SESSIONS)
-        replies = await run_script(self.client, self._script,
-                                   [call for round_ in batch_rounds for call in self._calls(items, kept, round_)])
+        replies = await run_script(
+            self.client, self._script, [call for round_ in batch_rounds for call in self._calls(items, kept, round_)]
+        )
         at = 0
         for round_ in batch_rounds:
-            self._replay_round(items, kept, updates, round_, replies[at:at + len(round_)])
+            self._replay_round(items, kept, updates, round_, replies[at : at + len(round_)])
             at += len(round_)
         return updates  # type: ignore[return-value]
 
-    def _calls(self, items: list[WindowItem], kept: list[SessionDigest | None],
-               round_: list[tuple[str, list[int]]]) -> list[tuple[list[str], list[Any]]]:
-        return [self._call(tenant_id, [items[i] for i in indexes],
-                           [None if (digest := kept[i]) is None else digest.to_dict(rounded=True) for i in indexes])
-                for tenant_id, indexes in round_]
+    def _calls(
+        self, items: list[WindowItem], kept: list[SessionDigest | None], round_: list[tuple[str, list[int]]]
+    ) -> list[tuple[list[str], list[Any]]]:
+        return [
+            self._call(
+                tenant_id,
+                [items[i] for i in indexes],
+                [None if (digest := kept[i]) is None else digest.to_dict(rounded=True) for i in indexes],
+            )
+            for tenant_id, indexes in round_
+        ]
 
-    def _replay_round(self, items: list[WindowItem], kept: list[SessionDigest | None],
-                      updates: list[WindowUpdate | None], round_: list[tuple[str, list[int]]],
-                      replies: list[Any]) -> None:
+    def _replay_round(
+        self,
+        items: list[WindowItem],
+        kept: list[SessionDigest | None],
+        updates: list[WindowUpdate | None],
+        round_: list[tuple[str, list[int]]],
+        replies: list[Any],
+    ) -> None:
         for (tenant_id, indexes), reply in zip(round_, replies):
             for index, update in zip(indexes, self._replay(tenant_id, [items[i] for i in indexes], reply)):
                 updates[index] = update
@@ -205,7 +253,9 @@ class RedisWindow:
             orders = [[m if isinstance(m, bytes) else m.encode() for m in order] for order in await pipe.execute()]
         if len(self._parsed) > PARSED_TENANTS:  # tenants gone quiet: forget them all, read again on return
             self._parsed.clear()
-        missing = [[m for m in order if m not in self._parsed.get(tenant, {})] for tenant, order in zip(tenant_ids, orders)]
+        missing = [
+            [m for m in order if m not in self._parsed.get(tenant, {})] for tenant, order in zip(tenant_ids, orders)
+        ]
         fetched: list[Any] = []
         if any(missing):
             async with self.client.pipeline(transaction=False) as pipe:
@@ -218,8 +268,11 @@ class RedisWindow:
         for tenant, order, ids in zip(tenant_ids, orders, missing):
             known = self._parsed.get(tenant, {})
             if ids:
-                known.update((m, SessionDigest.from_dict(orjson.loads(raw)))
-                             for m, raw in zip(ids, next(replies)) if raw is not None)
+                known.update(
+                    (m, SessionDigest.from_dict(orjson.loads(raw)))
+                    for m, raw in zip(ids, next(replies))
+                    if raw is not None
+                )
             # keep only the window's sessions: the cache is as large as the windows, no larger
             self._parsed[tenant] = {m: known[m] for m in order if m in known}
             out[tenant] = list(self._parsed[tenant].values())
@@ -242,7 +295,9 @@ def read_live_windows(client: SyncRedis, prefix: str, tenant: str | None = None)
         tenants = [tenant]
     else:
         start, end = f"{prefix}:{{", "}:order"
-        tenants = sorted(_decode(key)[len(start):-len(end)] for key in client.scan_iter(match=f"{prefix}:{{*}}:order"))
+        tenants = sorted(
+            _decode(key)[len(start) : -len(end)] for key in client.scan_iter(match=f"{prefix}:{{*}}:order")
+        )
     out = {}
     for name in tenants:
         keys = tenant_keys(prefix, name)

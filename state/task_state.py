@@ -143,7 +143,7 @@ class RedisTaskState:
         out: dict[tuple[str, str], DomainTotals] = {}
         for number, ((tenant, domain), newest) in enumerate(groups):
             totals = DomainTotals(first_day=newest - self.policy.window_days + 1, last_day=newest)
-            for reply in replies[number * self.policy.window_days:(number + 1) * self.policy.window_days]:
+            for reply in replies[number * self.policy.window_days : (number + 1) * self.policy.window_days]:
                 for name, value in reply.items():
                     name = name.decode() if isinstance(name, bytes) else name
                     if name == "total":
@@ -167,8 +167,9 @@ class RedisTaskState:
         return f"{self._base(tenant)}:task-open:{domain}"
 
     async def claim(self, tenant_id: str, domain: str, bias_type: str, document: str) -> bool:
-        if not await self.client.set(self._claim_key(tenant_id, domain, bias_type), document, nx=True,
-                                     ex=self.policy.cooldown_days * 86_400):
+        if not await self.client.set(
+            self._claim_key(tenant_id, domain, bias_type), document, nx=True, ex=self.policy.cooldown_days * 86_400
+        ):
             return False
         open_key = self._open_key(tenant_id, domain)  # the open suggestions, until the bias recedes
         async with self.client.pipeline(transaction=False) as pipe:
@@ -183,8 +184,10 @@ class RedisTaskState:
 
     async def open_tasks(self, tenant_id: str, domain: str) -> dict[str, str]:
         found = await self.client.hgetall(self._open_key(tenant_id, domain))
-        return {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-                for k, v in found.items()}
+        return {
+            (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+            for k, v in found.items()
+        }
 
     async def resolve(self, tenant_id: str, domain: str, bias_type: str) -> bool:
         """True for the one worker that removes it: that one publishes the resolution."""

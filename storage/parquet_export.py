@@ -57,6 +57,7 @@ def _candidate(index: int, key: str) -> Callable[[dict[str, Any]], Any]:
     def value(row: dict[str, Any]) -> Any:
         candidates = row.get("candidates") or []
         return candidates[index].get(key) if len(candidates) > index else None
+
     return value
 
 
@@ -70,7 +71,9 @@ def _judge(key: str) -> Callable[[dict[str, Any]], Any]:
 
 COMMON = [
     field("schema_version", pa.string(), "the record's schema version"),
-    Column("timestamp", TIMESTAMP, lambda row: row.get("timestamp"), "when the session, answer or verdict happened (UTC)"),
+    Column(
+        "timestamp", TIMESTAMP, lambda row: row.get("timestamp"), "when the session, answer or verdict happened (UTC)"
+    ),
     field("tenant_id", pa.string(), "the tenant"),
     field("trace_id", pa.string(), "the trace it belongs to"),
     field("consent_level", pa.int8(), "0-4, as the contract defines"),
@@ -78,7 +81,8 @@ COMMON = [
 
 TABLES: dict[str, list[Column]] = {
     "records": [
-        field("session_id", pa.string(), "the council session"), *COMMON,
+        field("session_id", pa.string(), "the council session"),
+        *COMMON,
         field("reviewer_id", pa.string(), "the member who scored"),
         field("model_id", pa.string(), "the member whose answer was scored"),
         field("position", pa.int32(), "display index the reviewer saw (null: unknown)"),
@@ -95,10 +99,13 @@ TABLES: dict[str, list[Column]] = {
         field("response_correct", pa.bool_(), "the answer's known correctness"),
     ],
     "interactions": [
-        field("audit_id", pa.string(), "the audited answer's id"), *COMMON,
+        field("audit_id", pa.string(), "the audited answer's id"),
+        *COMMON,
         field("user_id", pa.string(), "the application's user"),
-        field("llm_provider", pa.string(), "provider"), field("llm_model", pa.string(), "model"),
-        field("prompt_tokens", pa.int64(), "prompt tokens"), field("completion_tokens", pa.int64(), "completion tokens"),
+        field("llm_provider", pa.string(), "provider"),
+        field("llm_model", pa.string(), "model"),
+        field("prompt_tokens", pa.int64(), "prompt tokens"),
+        field("completion_tokens", pa.int64(), "completion tokens"),
         field("total_tokens", pa.int64(), "total tokens"),
         field("query_hash", pa.string(), "HMAC-SHA256 of the query (consent 4 only)"),
         field("bias_detected", pa.bool_(), "any bias flagged"),
@@ -113,13 +120,16 @@ TABLES: dict[str, list[Column]] = {
         field("reasoning_node_id", pa.string(), "the caller's reasoning node id"),
     ],
     "verdicts": [
-        field("verdict_id", pa.string(), "the verdict's id (source, judge, prompt, item, game, repetition)"), *COMMON,
+        field("verdict_id", pa.string(), "the verdict's id (source, judge, prompt, item, game, repetition)"),
+        *COMMON,
         Column("judge_model", pa.string(), _judge("model"), "the judge"),
         Column("judge_prompt", pa.string(), _judge("prompt"), "the judge's prompt"),
         Column("judge_version", pa.string(), _judge("version"), "the judge's version"),
-        field("item_id", pa.string(), "the judged item"), field("game", pa.int32(), "game number (2: swapped)"),
+        field("item_id", pa.string(), "the judged item"),
+        field("game", pa.int32(), "game number (2: swapped)"),
         field("repetition", pa.int32(), "repetition of the same game"),
-        field("order_known", pa.bool_(), "the display order is known"), field("task", pa.string(), "task or category"),
+        field("order_known", pa.bool_(), "the display order is known"),
+        field("task", pa.string(), "task or category"),
         Column("verdict_kind", pa.string(), _verdict("kind"), "pairwise, probability, scores or failed"),
         Column("preference", pa.string(), _verdict("preference"), "A>>B ... B>>A (pairwise)"),
         Column("p_first", pa.float64(), _verdict("p_first"), "probability the first is better (probability)"),
@@ -138,8 +148,10 @@ TABLES: dict[str, list[Column]] = {
 
 def schema_of(kind: str) -> pa.Schema:
     columns = TABLES[kind]
-    return pa.schema([pa.field(c.name, c.type, metadata={"description": c.doc}) for c in columns],
-                     metadata={"bias_audit.table": kind})
+    return pa.schema(
+        [pa.field(c.name, c.type, metadata={"description": c.doc}) for c in columns],
+        metadata={"bias_audit.table": kind},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,8 +197,10 @@ def _unfit(batch: list[dict[str, Any]], column: Column, table: str) -> UnfitRow:
             except ARROW_ERRORS:  # a JSON column: the value before it became text
                 shown = repr(row.get(column.name))
             shown = shown if len(shown) <= 80 else shown[:77] + "..."
-            return UnfitRow(f"{row_name(table, row)} cannot be exported: its {column.name} {shown} does not fit "
-                            f"{column.type} ({str(error).splitlines()[0]}); fix or delete that row, then export again")
+            return UnfitRow(
+                f"{row_name(table, row)} cannot be exported: its {column.name} {shown} does not fit "
+                f"{column.type} ({str(error).splitlines()[0]}); fix or delete that row, then export again"
+            )
     return UnfitRow(f"a {table} row's {column.name} does not fit {column.type}")
 
 
@@ -200,8 +214,15 @@ def _by_day(table: pa.Table) -> Iterator[tuple[date | None, pa.Table]]:
         yield day, table.filter(pc.is_null(days) if day is None else pc.equal(days, pa.scalar(day, pa.date32())))
 
 
-def write_parquet(rows: Iterable[dict[str, Any]], kind: str, directory: Path, *, batch_rows: int = 50_000,
-                  open_files: int = 32, advance: Callable[[int], object] = lambda n: None) -> ParquetExport:
+def write_parquet(
+    rows: Iterable[dict[str, Any]],
+    kind: str,
+    directory: Path,
+    *,
+    batch_rows: int = 50_000,
+    open_files: int = 32,
+    advance: Callable[[int], object] = lambda n: None,
+) -> ParquetExport:
     """Write `rows` (as the store's readers yield them) under `directory`, one folder per UTC day;
     each batch is a row group. At most `open_files` days are open at once: a day met again after
     its file was closed gets its next part. UnfitRow names a row a column cannot hold (what was

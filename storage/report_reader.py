@@ -122,7 +122,7 @@ class TenantWindows:
     @property
     def current(self) -> list[SessionDigest]:
         """The window's sessions (metadata)."""
-        return list(self.cells.digests[self.previous_sessions:])
+        return list(self.cells.digests[self.previous_sessions :])
 
 
 def _session_prefix(line: bytes) -> bytes | None:
@@ -304,8 +304,9 @@ class WindowReader:
         for tenant in sorted(self._tenants):
             window = self._tenants[tenant]
             runs = [run for _, _, run in sorted(window.heap, key=lambda entry: entry[:2])]
-            first_previous, first_current = window_bounds([run.ts_ms for run in runs], window.newest_ms,
-                                                          self.sessions, self.days)
+            first_previous, first_current = window_bounds(
+                [run.ts_ms for run in runs], window.newest_ms, self.sessions, self.days
+            )
             previous = runs[first_previous:first_current]
             cells, kept = self._cells(runs[first_previous:])
             # a session dropped as unreadable shifts the split: count the previous ones kept

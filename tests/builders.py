@@ -32,7 +32,9 @@ def council_event(
     for reviewer, row in scores.items():
         review: dict[str, Any] = {"reviewer": reviewer}
         if orders and reviewer in orders:
-            labels = {f"Response {chr(65 + i)}": {"model": m, "display_index": i} for i, m in enumerate(orders[reviewer])}
+            labels = {
+                f"Response {chr(65 + i)}": {"model": m, "display_index": i} for i, m in enumerate(orders[reviewer])
+            }
             review["label_to_model"] = labels
         else:
             labels = session_labels
@@ -65,8 +67,10 @@ class Observation(NamedTuple):
 
 def observations(scores) -> list[Observation]:
     """A SessionScores' cells by name, in review order."""
-    return [Observation(scores.reviewers[int(r)], scores.models[int(m)], None if p < 0 else int(p), score, own == 1.0)
-            for r, m, score, p, own in scores.cell_tuples()]
+    return [
+        Observation(scores.reviewers[int(r)], scores.models[int(m)], None if p < 0 else int(p), score, own == 1.0)
+        for r, m, score, p, own in scores.cell_tuples()
+    ]
 
 
 def two_way_prediction(table, reviewer, model):

@@ -20,8 +20,10 @@ from aiohttp import web
 # prompt, a generator seeded by the prompt and how often it was asked -> (answer, API refusal)
 Script = Callable[[str, random.Random], tuple[str, bool]]
 
-_TOPIC = ("plan budget schedule review skills experience team project goals training feedback growth role "
-          "interview reference salary contract deadline mentor client report").split()
+_TOPIC = (
+    "plan budget schedule review skills experience team project goals training feedback growth role "
+    "interview reference salary contract deadline mentor client report"
+).split()
 REFUSAL = "I'm sorry, but I can't help with that request."
 
 
@@ -85,15 +87,30 @@ class ChatServer:
             self.asked[f"{body.get('model')}\x1f{prompt}"] += 1
         script = self.models.get(body.get("model", ""), self.script)
         text, refusal = script_answer(script, prompt, occurrence, self.seed)
-        return web.json_response({
-            "id": f"chatcmpl-{number}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "scripted"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": None if refusal else text,
-                                     "refusal": "I can't help with that." if refusal else None}}],
-            "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
-                      "total_tokens": len(prompt.split()) + len(text.split())},
-        })
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{number}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "scripted"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {
+                            "role": "assistant",
+                            "content": None if refusal else text,
+                            "refusal": "I can't help with that." if refusal else None,
+                        },
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": len(prompt.split()),
+                    "completion_tokens": len(text.split()),
+                    "total_tokens": len(prompt.split()) + len(text.split()),
+                },
+            }
+        )
 
     def start(self) -> ChatServer:
         self._thread.start()

@@ -53,12 +53,22 @@ class OtlpReceiver:
         return decoded
 
     def spans(self) -> list[Any]:
-        return [span for request in self.received("/v1/traces") for resource in request.resource_spans
-                for scope in resource.scope_spans for span in scope.spans]
+        return [
+            span
+            for request in self.received("/v1/traces")
+            for resource in request.resource_spans
+            for scope in resource.scope_spans
+            for span in scope.spans
+        ]
 
     def log_records(self) -> list[Any]:
-        return [record for request in self.received("/v1/logs") for resource in request.resource_logs
-                for scope in resource.scope_logs for record in scope.log_records]
+        return [
+            record
+            for request in self.received("/v1/logs")
+            for resource in request.resource_logs
+            for scope in resource.scope_logs
+            for record in scope.log_records
+        ]
 
     def wait(self, what, count: int, timeout: float = 30.0) -> list[Any]:
         deadline = time.monotonic() + timeout

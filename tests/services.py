@@ -33,8 +33,14 @@ _DIE_WITH_PARENT = (
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout_s: float = 300) -> subprocess.CompletedProcess:
     """`bias-audit ARGS` in a child process (the installed package, as a user runs it), its
     output captured as text."""
-    return subprocess.run([sys.executable, "-m", "bias_audit", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout_s, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "bias_audit", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout_s,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def spawn_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen:
@@ -48,16 +54,22 @@ def spawn_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, *command], env={**os.environ, **env}, stdout=log, stderr=log, cwd=ROOT)
 
 
-def spawn_serve(*args: str, env: dict[str, str], log_path: Path | None = None,
-                timeout_s: float = 60.0) -> tuple[subprocess.Popen, str]:
+def spawn_serve(
+    *args: str, env: dict[str, str], log_path: Path | None = None, timeout_s: float = 60.0
+) -> tuple[subprocess.Popen, str]:
     """`bias-audit serve` on a free port with `args` and `env` on top of ours; (process, base URL)
     once /healthz answers. Output to log_path (else discarded)."""
     import httpx
 
     port = free_port()
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
-    process = subprocess.Popen([sys.executable, "-m", "bias_audit", "serve", "--port", str(port), *args],
-                               env={**os.environ, **env}, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bias_audit", "serve", "--port", str(port), *args],
+        env={**os.environ, **env},
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout_s
     while True:
@@ -88,7 +100,9 @@ class PubSubEmulator:
         # it would reach gcloud only, not the Java server.
         self.process = subprocess.Popen(
             [gcloud, "beta", "emulators", "pubsub", "start", f"--host-port={self.host}", "--quiet"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

@@ -53,19 +53,33 @@ class Corpus:
                 positions[order] = np.arange(self.models)
                 active = s >= self.offset_from and (self.offset_until is None or s < self.offset_until)
                 for m in range(self.models):
-                    score = (5.5 + base + session_quality[m] + self.length_slope * words[m] / 100
-                             + (self.reviewer_offsets.get(r, 0.0) if active else 0.0)
-                             + self.position_effects.get(int(positions[m]), 0.0)
-                             + (self.self_bonus if r == m else 0.0) + rng.normal(0, self.noise))
+                    score = (
+                        5.5
+                        + base
+                        + session_quality[m]
+                        + self.length_slope * words[m] / 100
+                        + (self.reviewer_offsets.get(r, 0.0) if active else 0.0)
+                        + self.position_effects.get(int(positions[m]), 0.0)
+                        + (self.self_bonus if r == m else 0.0)
+                        + rng.normal(0, self.noise)
+                    )
                     score = float(np.clip(score, 1.0, 10.0))
                     cells.append((r, m, int(positions[m]), (score - 1.0) / 9.0, r == m))
             version = self.config_version if isinstance(self.config_version, str) else self.config_version[s]
-            out.append(SessionDigest.from_cells(
-                cells,
-                session_id=f"{self.tenant}-{self.seed}-{s:06d}", tenant_id=self.tenant,
-                ts_ms=timestamp_ms(START + timedelta(minutes=10 * s)), trace_id=f"{s:032x}",
-                config_version=version, reviewers=tuple(names), models=tuple(names),
-                lengths=tuple(words.tolist()), length_unit="words"))
+            out.append(
+                SessionDigest.from_cells(
+                    cells,
+                    session_id=f"{self.tenant}-{self.seed}-{s:06d}",
+                    tenant_id=self.tenant,
+                    ts_ms=timestamp_ms(START + timedelta(minutes=10 * s)),
+                    trace_id=f"{s:032x}",
+                    config_version=version,
+                    reviewers=tuple(names),
+                    models=tuple(names),
+                    lengths=tuple(words.tolist()),
+                    length_unit="words",
+                )
+            )
         return out
 
 
@@ -74,13 +88,23 @@ def digest_records(digest: SessionDigest) -> list[dict]:
     timestamp = digest.timestamp
     return [
         {
-            "schema_version": "1.2.0", "session_id": digest.session_id, "timestamp": timestamp,
-            "tenant_id": digest.tenant_id, "trace_id": digest.trace_id, "consent_level": 1,
-            "reviewer_id": digest.reviewers[r], "model_id": digest.models[m],
-            "position": None if p < 0 else p, "response_length_chars": int(digest.lengths[m] * 6),
-            "response_length_words": int(digest.lengths[m]), "score_value": round(1.0 + 9.0 * y, 6),
-            "score_scale": "1-10", "is_self_review": own, "council_config_version": digest.config_version,
-            "query_hash": None, "query_metadata": None,
+            "schema_version": "1.2.0",
+            "session_id": digest.session_id,
+            "timestamp": timestamp,
+            "tenant_id": digest.tenant_id,
+            "trace_id": digest.trace_id,
+            "consent_level": 1,
+            "reviewer_id": digest.reviewers[r],
+            "model_id": digest.models[m],
+            "position": None if p < 0 else p,
+            "response_length_chars": int(digest.lengths[m] * 6),
+            "response_length_words": int(digest.lengths[m]),
+            "score_value": round(1.0 + 9.0 * y, 6),
+            "score_scale": "1-10",
+            "is_self_review": own,
+            "council_config_version": digest.config_version,
+            "query_hash": None,
+            "query_metadata": None,
         }
         for r, m, p, y, own in digest.cells
     ]
@@ -89,8 +113,10 @@ def digest_records(digest: SessionDigest) -> list[dict]:
 def digest_event(digest: SessionDigest) -> dict:
     """The council session event (contract shape) that yields this digest: per-reviewer orders,
     responses of the digest's word counts, scores on a 1-10 scale."""
-    responses = [{"model": model, "response": " ".join(["word"] * int(words))}
-                 for model, words in zip(digest.models, digest.lengths)]
+    responses = [
+        {"model": model, "response": " ".join(["word"] * int(words))}
+        for model, words in zip(digest.models, digest.lengths)
+    ]
     reviews: dict[int, dict] = {}
     for r, m, p, y, _ in digest.cells:
         review = reviews.setdefault(r, {"reviewer": digest.reviewers[r], "label_to_model": {}, "scores": {}})
@@ -98,7 +124,13 @@ def digest_event(digest: SessionDigest) -> dict:
         review["label_to_model"][label] = {"model": digest.models[m], "display_index": p}
         review["scores"][label] = round(1.0 + 9.0 * y, 6)
     return {
-        "schema_version": "1.0", "session_id": digest.session_id, "tenant_id": digest.tenant_id,
-        "trace_id": digest.trace_id, "timestamp": digest.timestamp, "council_config_version": digest.config_version,
-        "score_scale": "1-10", "responses": responses, "reviews": list(reviews.values()),
+        "schema_version": "1.0",
+        "session_id": digest.session_id,
+        "tenant_id": digest.tenant_id,
+        "trace_id": digest.trace_id,
+        "timestamp": digest.timestamp,
+        "council_config_version": digest.config_version,
+        "score_scale": "1-10",
+        "responses": responses,
+        "reviews": list(reviews.values()),
     }

@@ -53,4 +53,3 @@ class States:
         if self.client is None:
             return self._shared.setdefault("alerts", MemoryAlertState(limits))
         return RedisAlertState(self.client, limits, prefix=prefix)
-

@@ -25,8 +25,9 @@ def _chunks(lines: Iterable[tuple[int, bytes]], size: int = CHUNK) -> Iterator[l
         yield chunk
 
 
-def audit_lines(lines: Iterable[tuple[int, bytes]], settings: Settings, source: str, out: IO[str],
-                note: Callable[[str], None]) -> int:
+def audit_lines(
+    lines: Iterable[tuple[int, bytes]], settings: Settings, source: str, out: IO[str], note: Callable[[str], None]
+) -> int:
     """Write one JSON line per input line to `out`; `note` gets a line for each alert, bad line and
     duplicate. Returns the number of bad lines."""
     from bias_audit.consumers.envelope import Delivery
@@ -54,8 +55,12 @@ def audit_lines(lines: Iterable[tuple[int, bytes]], settings: Settings, source: 
                     out.write(outcome.dead_letter.model_dump_json() + "\n")
                     note(f"line {number}: {outcome.dead_letter.error}")
                 else:
-                    out.write(orjson.dumps({"schema_version": "1.0", "event_type": "bias.audit.duplicate",
-                                            "line": number}).decode() + "\n")
+                    out.write(
+                        orjson.dumps(
+                            {"schema_version": "1.0", "event_type": "bias.audit.duplicate", "line": number}
+                        ).decode()
+                        + "\n"
+                    )
                     note(f"line {number}: duplicate event, counted once")
 
     try:

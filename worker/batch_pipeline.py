@@ -26,7 +26,11 @@ log = logging.getLogger("bias_audit.worker")
 
 # The window store is Redis on every transport; the record store is the disk or PostgreSQL.
 BASE_TRANSIENT: tuple[type[BaseException], ...] = (
-    RedisConnectionError, RedisTimeoutError, OSError, asyncio.TimeoutError, *POSTGRES_TRANSIENT,
+    RedisConnectionError,
+    RedisTimeoutError,
+    OSError,
+    asyncio.TimeoutError,
+    *POSTGRES_TRANSIENT,
 )
 
 
@@ -54,9 +58,17 @@ class EvaluationSink(Protocol):
 
 
 class BatchPipeline:
-    def __init__(self, *, processor: BatchProcessor, transport: Transport, metrics: WorkerMetrics,
-                 max_deliveries: int, retry_max_backoff_s: float, stopping: asyncio.Event,
-                 evaluations: EvaluationSink | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        processor: BatchProcessor,
+        transport: Transport,
+        metrics: WorkerMetrics,
+        max_deliveries: int,
+        retry_max_backoff_s: float,
+        stopping: asyncio.Event,
+        evaluations: EvaluationSink | None = None,
+    ) -> None:
         self.processor = processor
         self.evaluations = evaluations
         self.transport = transport

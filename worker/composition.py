@@ -92,13 +92,24 @@ def response_processor(settings: Settings, window: WindowStore, store, tasks=Non
         # a replacement file may be a MiniLM one
         learned_embed = embed or (_embedder() if learned().needs_embeddings else _embedder_when_used())
     return ResponseProcessor(
-        window=window, store=store, lexicons=lexicons,
-        sentiment=vader_scorer(), embed=embed, config=settings.response_analysis,
-        default_consent=settings.consent_level, hash_secret=settings.secret_bytes, limits=settings.limits,
-        max_event_seconds=settings.max_event_seconds, calibration=load_calibration(settings.calibration_file),
-        learned=learned, learned_embed=learned_embed,
-        tasks=tasks, task_policy=settings.task_policy, task_webhook=task_webhook(settings) if tasks else None,
-        severity=lexicons.severity, query_axes=replay_groups(),
+        window=window,
+        store=store,
+        lexicons=lexicons,
+        sentiment=vader_scorer(),
+        embed=embed,
+        config=settings.response_analysis,
+        default_consent=settings.consent_level,
+        hash_secret=settings.secret_bytes,
+        limits=settings.limits,
+        max_event_seconds=settings.max_event_seconds,
+        calibration=load_calibration(settings.calibration_file),
+        learned=learned,
+        learned_embed=learned_embed,
+        tasks=tasks,
+        task_policy=settings.task_policy,
+        task_webhook=task_webhook(settings) if tasks else None,
+        severity=lexicons.severity,
+        query_axes=replay_groups(),
     )
 
 
@@ -115,8 +126,10 @@ def load_learned(path):
 
         return LearnedDetector.from_document(orjson.loads(Path(path).read_bytes()))
     except ImportError:
-        raise CommandError("BIAS_AUDIT_LEARNED_DETECTOR_FILE needs scikit-learn (the `learn` extra): "
-                           "`pip install scikit-learn`, or in a checkout `pip install -e '.[learn]'`") from None
+        raise CommandError(
+            "BIAS_AUDIT_LEARNED_DETECTOR_FILE needs scikit-learn (the `learn` extra): "
+            "`pip install scikit-learn`, or in a checkout `pip install -e '.[learn]'`"
+        ) from None
     except (OSError, ValueError) as error:
         raise CommandError(f"learned detector file {path}: {_one_line(error)}") from None
 
@@ -156,14 +169,26 @@ def _one_line(error: Exception) -> str:
     return str(error)
 
 
-def event_processor(settings: Settings, window: WindowStore, alert_state=None, *, council_store,
-                   response_store, tasks=None, verdicts=None) -> EventRouter:
+def event_processor(
+    settings: Settings,
+    window: WindowStore,
+    alert_state=None,
+    *,
+    council_store,
+    response_store,
+    tasks=None,
+    verdicts=None,
+) -> EventRouter:
     """The three kinds of event behind one processor: council sessions, LLM responses and (given
     their processor) judge verdicts."""
-    return EventRouter(council_processor(settings, window, council_store, alert_state),
-                       response_processor(settings, window, response_store, tasks), verdicts,
-                       llm_topic=settings.llm_topic, council_topic=settings.council_topic,
-                       verdicts_topic=settings.verdicts_topic)
+    return EventRouter(
+        council_processor(settings, window, council_store, alert_state),
+        response_processor(settings, window, response_store, tasks),
+        verdicts,
+        llm_topic=settings.llm_topic,
+        council_topic=settings.council_topic,
+        verdicts_topic=settings.verdicts_topic,
+    )
 
 
 def verdict_processor(settings: Settings, window: WindowStore, store, alert_state=None, games=None):
@@ -176,10 +201,17 @@ def verdict_processor(settings: Settings, window: WindowStore, store, alert_stat
         from bias_audit.storage.postgres.verdicts import PostgresReviewSample
 
         review = PostgresReviewSample(settings.store_url or "")
-    return VerdictProcessor(window=window, store=store, default_consent=settings.consent_level,
-                            hash_secret=settings.secret_bytes, limits=settings.limits,
-                            alert_state=alert_state if settings.alerts_enabled else None,
-                            review=review, review_sample=settings.judge_review_sample, games=games)
+    return VerdictProcessor(
+        window=window,
+        store=store,
+        default_consent=settings.consent_level,
+        hash_secret=settings.secret_bytes,
+        limits=settings.limits,
+        alert_state=alert_state if settings.alerts_enabled else None,
+        review=review,
+        review_sample=settings.judge_review_sample,
+        games=games,
+    )
 
 
 def verdict_store(settings: Settings) -> RecordSink:
@@ -225,29 +257,45 @@ def interaction_store(settings: Settings) -> RecordSink:
 
 
 def output_topics(settings: Settings) -> OutputTopics:
-    return OutputTopics(results=settings.result_topic, alerts=settings.alerts_topic,
-                        deadletter=settings.deadletter_topic, raw_deadletter=settings.raw_deadletter_topic,
-                        tasks=settings.tasks_topic)
+    return OutputTopics(
+        results=settings.result_topic,
+        alerts=settings.alerts_topic,
+        deadletter=settings.deadletter_topic,
+        raw_deadletter=settings.raw_deadletter_topic,
+        tasks=settings.tasks_topic,
+    )
 
 
-def in_process_processor(settings: Settings, store=None, interactions=None, *, long_running: bool = False,
-                         verdicts=None) -> EventRouter:
+def in_process_processor(
+    settings: Settings, store=None, interactions=None, *, long_running: bool = False, verdicts=None
+) -> EventRouter:
     """`bias-audit audit` (a finite file: the window remembers every session) and `serve`
     (long_running: the window is bounded); same pipeline, window in memory, no broker."""
+
     def window(policy):
         return MemoryWindow(policy) if long_running else MemoryWindow(policy, max_tenants=None, max_seen=None)
 
     alerts = MemoryAlertState(settings.alert_limits)
-    return event_processor(settings, window(settings.window_policy), alerts, council_store=store,
-                           response_store=interactions,
-                           verdicts=verdict_processor(settings, window(settings.judge_window_policy), verdicts, alerts))
+    return event_processor(
+        settings,
+        window(settings.window_policy),
+        alerts,
+        council_store=store,
+        response_store=interactions,
+        verdicts=verdict_processor(settings, window(settings.judge_window_policy), verdicts, alerts),
+    )
 
 
 def _worker_limits(settings: Settings) -> dict[str, Any]:
     """What every worker takes from the settings beside its transport's own."""
-    return dict(max_deliveries=settings.max_deliveries, retry_max_backoff_s=settings.retry_max_backoff_s,
-                shutdown_grace_s=settings.shutdown_grace_s, liveness_stall_s=settings.liveness_stall_s,
-                ops_host=settings.ops_host, ops_port=settings.ops_port)
+    return dict(
+        max_deliveries=settings.max_deliveries,
+        retry_max_backoff_s=settings.retry_max_backoff_s,
+        shutdown_grace_s=settings.shutdown_grace_s,
+        liveness_stall_s=settings.liveness_stall_s,
+        ops_host=settings.ops_host,
+        ops_port=settings.ops_port,
+    )
 
 
 def redis_worker(settings: Settings, evaluations=None):
@@ -260,19 +308,42 @@ def redis_worker(settings: Settings, evaluations=None):
     window_client = Redis.from_url(settings.redis_url) if settings.redis_url else client
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
-    processor = event_processor(settings, window, alerts, council_store=record_store(settings),
-                              response_store=interaction_store(settings), tasks=task_state(settings, window_client),
-                              verdicts=_redis_verdicts(settings, window_client, alerts, metrics))
+    processor = event_processor(
+        settings,
+        window,
+        alerts,
+        council_store=record_store(settings),
+        response_store=interaction_store(settings),
+        tasks=task_state(settings, window_client),
+        verdicts=_redis_verdicts(settings, window_client, alerts, metrics),
+    )
     outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
     limits = _worker_limits(settings)
-    workers = [RedisStreamsWorker(
-        client=client, processor=processor, outbox=outbox, broker_url=broker_url, stream=topic,
-        group=settings.group, consumer_name=settings.consumer_name, batch_size=settings.batch_size,
-        poll_ms=settings.poll_ms, claim_idle_ms=settings.claim_idle_ms, reclaim_interval_s=settings.reclaim_interval_s,
-        **limits, metrics=metrics, evaluations=evaluations,
-        window_client=window_client) for topic in settings.consumed_topics]
-    return workers[0] if len(workers) == 1 else MultiInputWorker(workers, metrics, ops_host=settings.ops_host,
-                                                                 ops_port=settings.ops_port)
+    workers = [
+        RedisStreamsWorker(
+            client=client,
+            processor=processor,
+            outbox=outbox,
+            broker_url=broker_url,
+            stream=topic,
+            group=settings.group,
+            consumer_name=settings.consumer_name,
+            batch_size=settings.batch_size,
+            poll_ms=settings.poll_ms,
+            claim_idle_ms=settings.claim_idle_ms,
+            reclaim_interval_s=settings.reclaim_interval_s,
+            **limits,
+            metrics=metrics,
+            evaluations=evaluations,
+            window_client=window_client,
+        )
+        for topic in settings.consumed_topics
+    ]
+    return (
+        workers[0]
+        if len(workers) == 1
+        else MultiInputWorker(workers, metrics, ops_host=settings.ops_host, ops_port=settings.ops_port)
+    )
 
 
 def pubsub_worker(settings: Settings, evaluations=None):
@@ -286,26 +357,47 @@ def pubsub_worker(settings: Settings, evaluations=None):
     window_client = Redis.from_url(_required(settings.redis_url, "a Redis URL for the windows"))
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
-    processor = event_processor(settings, window, alerts, council_store=record_store(settings),
-                              response_store=interaction_store(settings), tasks=task_state(settings, window_client),
-                              verdicts=_redis_verdicts(settings, window_client, alerts, metrics))
+    processor = event_processor(
+        settings,
+        window,
+        alerts,
+        council_store=record_store(settings),
+        response_store=interaction_store(settings),
+        tasks=task_state(settings, window_client),
+        verdicts=_redis_verdicts(settings, window_client, alerts, metrics),
+    )
     workers = []
     limits = _worker_limits(settings)
     for topic in settings.consumed_topics:
         # each input drains and closes its own clients
-        subscriber, publisher = pubsub_clients(publish_batch=settings.pubsub_publish_batch,
-                                               publish_latency_s=settings.pubsub_publish_latency_s)
+        subscriber, publisher = pubsub_clients(
+            publish_batch=settings.pubsub_publish_batch, publish_latency_s=settings.pubsub_publish_latency_s
+        )
         outbox = PubSubOutbox(publisher, settings.pubsub_project, output_topics(settings))
-        workers.append(PubSubWorker(
-            subscriber=subscriber, topic=topic, processor=processor, outbox=outbox,
-            subscription=subscriber.subscription_path(settings.pubsub_project, settings.subscription_for(topic)),
-            consumer_name=settings.consumer_name, batch_size=settings.batch_size,
-            max_outstanding=settings.pubsub_max_outstanding, max_outstanding_bytes=settings.pubsub_max_outstanding_bytes,
-            lease_extension_s=settings.pubsub_lease_extension_s, max_lease_s=settings.pubsub_max_lease_s,
-            **limits, metrics=metrics, evaluations=evaluations,
-            window_client=window_client))
-    return workers[0] if len(workers) == 1 else MultiInputWorker(workers, metrics, ops_host=settings.ops_host,
-                                                                 ops_port=settings.ops_port)
+        workers.append(
+            PubSubWorker(
+                subscriber=subscriber,
+                topic=topic,
+                processor=processor,
+                outbox=outbox,
+                subscription=subscriber.subscription_path(settings.pubsub_project, settings.subscription_for(topic)),
+                consumer_name=settings.consumer_name,
+                batch_size=settings.batch_size,
+                max_outstanding=settings.pubsub_max_outstanding,
+                max_outstanding_bytes=settings.pubsub_max_outstanding_bytes,
+                lease_extension_s=settings.pubsub_lease_extension_s,
+                max_lease_s=settings.pubsub_max_lease_s,
+                **limits,
+                metrics=metrics,
+                evaluations=evaluations,
+                window_client=window_client,
+            )
+        )
+    return (
+        workers[0]
+        if len(workers) == 1
+        else MultiInputWorker(workers, metrics, ops_host=settings.ops_host, ops_port=settings.ops_port)
+    )
 
 
 def api_app(settings: Settings, *, loopback_only: bool | None = None):
@@ -316,8 +408,13 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
     from bias_audit.service.app import create_app
     from bias_audit.service.tracing import tracer_for  # OpenTelemetry itself only when an endpoint is set
 
-    processor = in_process_processor(settings, record_store(settings), interaction_store(settings), long_running=True,
-                                     verdicts=verdict_store(settings))
+    processor = in_process_processor(
+        settings,
+        record_store(settings),
+        interaction_store(settings),
+        long_running=True,
+        verdicts=verdict_store(settings),
+    )
     audit_store = report = judges = disparity = None
     if settings.store_is_postgres:  # the audit log's API reads the PostgreSQL store
         from bias_audit.storage.postgres.audit_api import AuditStore
@@ -328,13 +425,23 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
         judges = partial(judge_report_json, url)
         disparity = partial(group_disparity_json, url)
     verifier = token_verifier(settings)
-    return create_app(processor, max_body_bytes=settings.max_event_bytes, llm_topic=settings.llm_topic,
-                      council_topic=settings.council_topic, default_swaps=shipped_lexicons().swaps,
-                      verifier=verifier, audit_store=audit_store, report=report,
-                      tracer=tracer_for(settings.otlp_endpoint),
-                      loopback_only=verifier is None if loopback_only is None else loopback_only,
-                      verdicts_topic=settings.verdicts_topic, judge_report=judges, group_disparity=disparity,
-                      evaluations=evaluation_exporter(settings.otlp_endpoint), report_budget_s=settings.report_budget_s)
+    return create_app(
+        processor,
+        max_body_bytes=settings.max_event_bytes,
+        llm_topic=settings.llm_topic,
+        council_topic=settings.council_topic,
+        default_swaps=shipped_lexicons().swaps,
+        verifier=verifier,
+        audit_store=audit_store,
+        report=report,
+        tracer=tracer_for(settings.otlp_endpoint),
+        loopback_only=verifier is None if loopback_only is None else loopback_only,
+        verdicts_topic=settings.verdicts_topic,
+        judge_report=judges,
+        group_disparity=disparity,
+        evaluations=evaluation_exporter(settings.otlp_endpoint),
+        report_budget_s=settings.report_budget_s,
+    )
 
 
 def token_verifier(settings: Settings):
@@ -344,12 +451,14 @@ def token_verifier(settings: Settings):
     secret = settings.jwt_secret.get_secret_value() if settings.jwt_secret else None
     if secret is None and settings.jwt_public_key is None:
         return None
-    return TokenVerifier(secret=secret, public_key=settings.jwt_public_key, audience=settings.jwt_audience,
-                         issuer=settings.jwt_issuer)
+    return TokenVerifier(
+        secret=secret, public_key=settings.jwt_public_key, audience=settings.jwt_audience, issuer=settings.jwt_issuer
+    )
 
 
-def tenant_report_json(url: str, tenant: str, sessions: int, days: float | None, budget: Budget = UNLIMITED
-                       ) -> dict | None:
+def tenant_report_json(
+    url: str, tenant: str, sessions: int, days: float | None, budget: Budget = UNLIMITED
+) -> dict | None:
     """One tenant's section of the cross-session report over the store (None: no sessions),
     stopped by OutOfTime when `budget` is spent."""
     from bias_audit.reports.build import build_report

@@ -79,19 +79,25 @@ def run_demo(sessions_file: Path | None = None) -> int:
     console = Console()
     path = sessions_file or samples.SAMPLE_FILE
     lines = [line for line in path.read_bytes().splitlines() if line.strip()]
-    with tempfile.TemporaryDirectory(prefix="bias-audit-demo-") as tmp, \
-            EmbeddedRedis(Path(tmp) / "redis", persist=False) as server, EmbeddedPostgres(Path(tmp) / "postgres") as store:
+    with (
+        tempfile.TemporaryDirectory(prefix="bias-audit-demo-") as tmp,
+        EmbeddedRedis(Path(tmp) / "redis", persist=False) as server,
+        EmbeddedPostgres(Path(tmp) / "postgres") as store,
+    ):
         postgres.apply_migrations(store.url)
-        settings = Settings(broker_url=server.url, data_dir=Path(tmp), consumer_name="demo", claim_idle_ms=60_000,
-                            store_url=store.url)
+        settings = Settings(
+            broker_url=server.url, data_dir=Path(tmp), consumer_name="demo", claim_idle_ms=60_000, store_url=store.url
+        )
         responses = response_samples.generate_responses(RESPONSES, seed=21)
         verdicts = [orjson.loads(line) for line in judge_samples.SAMPLE_FILE.read_bytes().splitlines() if line.strip()]
         numbered = enumerate([*lines, *(orjson.dumps(event) for event in [*responses, *verdicts])], 1)
         topics = {"llm.response": settings.llm_topic, "judge.verdict": settings.verdicts_topic}
         publish(server.url, entries_for(numbered, lambda kind: topics.get(kind, settings.council_topic)))
-        console.print(f"published {len(lines)} council sessions to [bold]{settings.council_topic}[/bold], "
-                      f"{len(responses)} LLM responses to [bold]{settings.llm_topic}[/bold] and {len(verdicts)} "
-                      f"judge verdicts to [bold]{settings.verdicts_topic}[/bold] on {server.url}")
+        console.print(
+            f"published {len(lines)} council sessions to [bold]{settings.council_topic}[/bold], "
+            f"{len(responses)} LLM responses to [bold]{settings.llm_topic}[/bold] and {len(verdicts)} "
+            f"judge verdicts to [bold]{settings.verdicts_topic}[/bold] on {server.url}"
+        )
         started = time.perf_counter()
         everything = asyncio.run(_run_worker(settings, len(lines) + len(responses) + len(verdicts), console))
         elapsed = time.perf_counter() - started
@@ -105,14 +111,17 @@ def run_demo(sessions_file: Path | None = None) -> int:
     results = [r for r in everything if r["source"] == "council.session"]
     queries = {e["original_query"] for e in responses} | {orjson.loads(line).get("query") for line in lines}
     query_leaked = any(query in stored for query in queries if query)
-    console.print(f"{len(everything)} results on [bold]{settings.result_topic}[/bold] in {elapsed:.1f} s; "
-                  f"{len(records)} council records, {len(interactions)} interaction records and "
-                  f"{len(stored_verdicts)} judge verdicts stored in PostgreSQL "
-                  f"(raw queries: {'[red]found[/red]' if query_leaked else 'none'})")
+    console.print(
+        f"{len(everything)} results on [bold]{settings.result_topic}[/bold] in {elapsed:.1f} s; "
+        f"{len(records)} council records, {len(interactions)} interaction records and "
+        f"{len(stored_verdicts)} judge verdicts stored in PostgreSQL "
+        f"(raw queries: {'[red]found[/red]' if query_leaked else 'none'})"
+    )
     responses_ok = _response_table(console, responses, [r for r in everything if r["source"] == "llm.response"])
     judges_ok = _judge_table(console, stored_verdicts)
     profiles = {p.reviewer: p for p in report.reviewers} if report else {}
     drivers = report.finding_drivers if report else {}
+
     def estimate(reviewer: str, field: str) -> Estimate | None:
         return getattr(profiles[reviewer], field) if reviewer in profiles else None
 
@@ -122,14 +131,35 @@ def run_demo(sessions_file: Path | None = None) -> int:
     position = report.position if report else None
     # (reviewer, measure, value, p, found: what the report says of that reviewer, per-session audit list or None)
     checks: list[tuple[str, str, float | None, float | None, bool, str | None]] = [
-        (samples.HARSH, "offset", *_value_p(estimate(samples.HARSH, "offset")), flagged_as(samples.HARSH, "HARSH"),
-         "harsh_reviewers"),
-        (samples.LENGTH_LOVING, "length r: driver", *_value_p(report.length_correlation if report else None),
-         samples.LENGTH_LOVING in (drivers.get("LENGTH_BIAS"), drivers.get("LENGTH_PREFERENCE_IN_SCORES")), None),
-        (samples.PRIMACY, "position: driver", None, position.p_value if position else None,
-         any(flag.startswith("POSITION_BIAS_") and name == samples.PRIMACY for flag, name in drivers.items()), None),
-        (samples.SELF_PREFERRING, "own-peers", *_value_p(estimate(samples.SELF_PREFERRING, "self_preference")),
-         flagged_as(samples.SELF_PREFERRING, "SELF_PREFERENCE"), "self_preferring_reviewers"),
+        (
+            samples.HARSH,
+            "offset",
+            *_value_p(estimate(samples.HARSH, "offset")),
+            flagged_as(samples.HARSH, "HARSH"),
+            "harsh_reviewers",
+        ),
+        (
+            samples.LENGTH_LOVING,
+            "length r: driver",
+            *_value_p(report.length_correlation if report else None),
+            samples.LENGTH_LOVING in (drivers.get("LENGTH_BIAS"), drivers.get("LENGTH_PREFERENCE_IN_SCORES")),
+            None,
+        ),
+        (
+            samples.PRIMACY,
+            "position: driver",
+            None,
+            position.p_value if position else None,
+            any(flag.startswith("POSITION_BIAS_") and name == samples.PRIMACY for flag, name in drivers.items()),
+            None,
+        ),
+        (
+            samples.SELF_PREFERRING,
+            "own-peers",
+            *_value_p(estimate(samples.SELF_PREFERRING, "self_preference")),
+            flagged_as(samples.SELF_PREFERRING, "SELF_PREFERENCE"),
+            "self_preferring_reviewers",
+        ),
     ]
     table = Table(title="Injected biases, and what the report found", show_lines=False)
     table.add_column("reviewer", no_wrap=True)  # names whole: the other columns wrap instead
@@ -140,9 +170,18 @@ def run_demo(sessions_file: Path | None = None) -> int:
     all_found = True
     for reviewer, measure, value, p_value, found, audit_list in checks:
         all_found &= found
-        flagged = "-" if audit_list is None else f"{sum(reviewer in r['audit'][audit_list] for r in results)}/{len(results)}"
-        table.add_row(reviewer, samples.INJECTED[reviewer], measure, _fmt(value), _p(p_value), flagged,
-                      "[green]yes[/green]" if found else "[red]no[/red]")
+        flagged = (
+            "-" if audit_list is None else f"{sum(reviewer in r['audit'][audit_list] for r in results)}/{len(results)}"
+        )
+        table.add_row(
+            reviewer,
+            samples.INJECTED[reviewer],
+            measure,
+            _fmt(value),
+            _p(p_value),
+            flagged,
+            "[green]yes[/green]" if found else "[red]no[/red]",
+        )
     console.print(table)
 
     bystanders = [r for r in samples.MODELS if r not in samples.INJECTED]
@@ -163,11 +202,14 @@ def run_demo(sessions_file: Path | None = None) -> int:
     if false_alarms:
         console.print(f"[yellow]unbiased reviewers flagged: {', '.join(false_alarms)}[/yellow]")
     if all_found and not false_alarms and responses_ok and judges_ok and not query_leaked:
-        console.print("[bold green]every injected bias was found, and no unbiased reviewer, answer or judge was "
-                      "flagged[/bold green]")
+        console.print(
+            "[bold green]every injected bias was found, and no unbiased reviewer, answer or judge was "
+            "flagged[/bold green]"
+        )
         return 0
-    console.print("[bold red]the audit missed an injected bias or flagged an unbiased reviewer, answer or judge"
-                  "[/bold red]")
+    console.print(
+        "[bold red]the audit missed an injected bias or flagged an unbiased reviewer, answer or judge[/bold red]"
+    )
     return 1
 
 
@@ -181,10 +223,15 @@ def _judge_table(console: Console, verdicts: list[dict]) -> bool:
     from bias_audit.analysis.judges import judge_report
 
     report = judge_report([game_from_event(v) for v in verdicts])
-    expected = {judge_samples.FAIR: [], judge_samples.FIRST: ["first_position_rate", "preference_fairness"],
-                judge_samples.VERBOSE: ["length_preference"]}
-    table = Table(title=f"LLM judges ({len(verdicts)} verdicts, each item in both orders): injected bias, and "
-                        "what the judge report found (rates with their 95% CI)")
+    expected = {
+        judge_samples.FAIR: [],
+        judge_samples.FIRST: ["first_position_rate", "preference_fairness"],
+        judge_samples.VERBOSE: ["length_preference"],
+    }
+    table = Table(
+        title=f"LLM judges ({len(verdicts)} verdicts, each item in both orders): injected bias, and "
+        "what the judge report found (rates with their 95% CI)"
+    )
     table.add_column("judge", no_wrap=True)
     for column in ("injected", "1st shown", "longer", "consistent", "flagged: as injected?"):
         table.add_column(column, overflow="fold")  # a narrow terminal folds, never cuts with an ellipsis
@@ -196,11 +243,15 @@ def _judge_table(console: Console, verdicts: list[dict]) -> bool:
     for judge in sorted(report.judges, key=lambda j: j.judge):
         right = sorted(judge.flagged) == sorted(expected.get(judge.judge, ["?"]))
         ok &= right
-        table.add_row(judge.judge, judge_samples.INJECTED.get(judge.judge, "none"),
-                      shown(judge.metrics["first_position_rate"]), shown(judge.metrics["length_preference"]),
-                      shown(judge.metrics["position_consistency"]),
-                      (", ".join(SHORT.get(name, name) for name in judge.flagged) or "none") +
-                      (": [green]yes[/green]" if right else ": [red]no[/red]"))
+        table.add_row(
+            judge.judge,
+            judge_samples.INJECTED.get(judge.judge, "none"),
+            shown(judge.metrics["first_position_rate"]),
+            shown(judge.metrics["length_preference"]),
+            shown(judge.metrics["position_consistency"]),
+            (", ".join(SHORT.get(name, name) for name in judge.flagged) or "none")
+            + (": [green]yes[/green]" if right else ": [red]no[/red]"),
+        )
     console.print(table)
     return ok
 
@@ -226,17 +277,24 @@ def _response_table(console: Console, events: list[dict], results: list[dict]) -
         counts = rows.setdefault(injected, [0, 0])
         counts[0] += 1
         counts[1] += int(found)
-    table = Table(title=f"Single LLM responses ({len(results)} of {len(events)} audited): injected bias, "
-                        "and answers where it was found")
+    table = Table(
+        title=f"Single LLM responses ({len(results)} of {len(events)} audited): injected bias, "
+        "and answers where it was found"
+    )
     table.add_column("injected", no_wrap=True)
     for column in ("answers", "found (none: nothing flagged; weak signal: scored, not flagged)", "ok"):
         table.add_column(column)
     for injected, (count, found_count) in sorted(rows.items()):
-        table.add_row(injected, str(count), str(found_count), "[green]yes[/green]" if found_count == count else "[red]no[/red]")
+        table.add_row(
+            injected, str(count), str(found_count), "[green]yes[/green]" if found_count == count else "[red]no[/red]"
+        )
     console.print(table)
     example = next((r for r in results if r["bias_detected"]), None)
     if example:
-        console.print(f"e.g. {example['audit_id']}: {', '.join(example['bias_type'])}, confidence "
-                      f"{example['bias_confidence_score']:.2f}, action {example['mitigation_action']}: "
-                      f"{'; '.join(example['bias_report_summary']['mitigations'])}", soft_wrap=True)
+        console.print(
+            f"e.g. {example['audit_id']}: {', '.join(example['bias_type'])}, confidence "
+            f"{example['bias_confidence_score']:.2f}, action {example['mitigation_action']}: "
+            f"{'; '.join(example['bias_report_summary']['mitigations'])}",
+            soft_wrap=True,
+        )
     return len(results) == len(events) and all(found == count for count, found in rows.values())

@@ -33,6 +33,8 @@ class DetectorFile:
                 self.detector = self.load(self.path)
                 log.info("learned detector reloaded", extra={"version": self.detector.version})
             except Exception as error:  # the reason is logged; the detector in use stays
-                log.warning("learned detector file changed but does not load; keeping the one in use",
-                            extra={"error": str(error)[:300]})
+                log.warning(
+                    "learned detector file changed but does not load; keeping the one in use",
+                    extra={"error": str(error)[:300]},
+                )
         return self.detector

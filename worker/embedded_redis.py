@@ -44,10 +44,19 @@ class EmbeddedRedis:
     def start(self, timeout_s: float = 10.0) -> EmbeddedRedis:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         args = [
-            redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
-            "--dir", str(self.directory.resolve()), "--save", "",
-            "--appendonly", "yes" if self.persist else "no",
-            "--logfile", "redis.log",
+            redis_server_binary(),
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.directory.resolve()),
+            "--save",
+            "",
+            "--appendonly",
+            "yes" if self.persist else "no",
+            "--logfile",
+            "redis.log",
         ]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         client = redis.Redis(port=self.port, socket_connect_timeout=0.2)

@@ -47,8 +47,15 @@ def stored_rows(url: str, kind: str, tenant: str | None, start: datetime | None)
         raise CommandError(f"cannot read the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None
 
 
-def export_records(url: str, *, tenant: str | None, start: datetime | None, output: Path | None,
-                   kind: str = "records", advance: Callable[[int], object] = lambda n: None) -> int:
+def export_records(
+    url: str,
+    *,
+    tenant: str | None,
+    start: datetime | None,
+    output: Path | None,
+    kind: str = "records",
+    advance: Callable[[int], object] = lambda n: None,
+) -> int:
     """Write every matching record (interaction record, verdict), one JSON line each; returns how many."""
     # mode 0600, as the worker's own files: the records name tenants, models and trace ids
     handle = open(output, "wb", opener=lambda path, flags: os.open(path, flags, 0o600)) if output else sys.stdout.buffer
@@ -61,8 +68,11 @@ def export_records(url: str, *, tenant: str | None, start: datetime | None, outp
                 try:
                     line = orjson.dumps(record)
                 except orjson.JSONEncodeError as error:  # a number past 64 bits, stored before intake bounded them
-                    raise CommandError(f"{row_name(kind, record)} cannot be exported: {error}; fix or delete that "
-                                       "row, then export again", exit_code=1) from None
+                    raise CommandError(
+                        f"{row_name(kind, record)} cannot be exported: {error}; fix or delete that "
+                        "row, then export again",
+                        exit_code=1,
+                    ) from None
                 handle.write(line + b"\n")
                 count += 1
                 if count % 10_000 == 0:
@@ -84,8 +94,15 @@ def parquet_folder(output: Path | None) -> Path:
     return output
 
 
-def export_parquet(url: str, *, tenant: str | None, start: datetime | None, output: Path, kind: str = "records",
-                   advance: Callable[[int], object] = lambda n: None):
+def export_parquet(
+    url: str,
+    *,
+    tenant: str | None,
+    start: datetime | None,
+    output: Path,
+    kind: str = "records",
+    advance: Callable[[int], object] = lambda n: None,
+):
     """Every matching row as Parquet under `output`, one folder per UTC day (storage.parquet_export).
     Written beside it and moved into place when whole: an export that stops (a row that cannot be
     exported, a store that fails) leaves no folder half written."""

@@ -96,25 +96,45 @@ class MemoryWorker:
     outputs: the result, alert and dead-letter topics.
     """
 
-    def __init__(self, broker: MemoryBroker, processor: BatchProcessor, *, topic: str = "council.sessions",
-                 batch_size: int = 100, max_deliveries: int = 5, retry_max_backoff_s: float = 0.05,
-                 outputs: OutputTopics = OutputTopics()) -> None:
+    def __init__(
+        self,
+        broker: MemoryBroker,
+        processor: BatchProcessor,
+        *,
+        topic: str = "council.sessions",
+        batch_size: int = 100,
+        max_deliveries: int = 5,
+        retry_max_backoff_s: float = 0.05,
+        outputs: OutputTopics = OutputTopics(),
+    ) -> None:
         self.broker, self.topic, self.batch_size = broker, topic, batch_size
         self.stopping = asyncio.Event()
         self.transport = MemoryTransport(broker, topic, outputs)
-        self.pipeline = BatchPipeline(processor=processor, transport=self.transport, metrics=WorkerMetrics("memory"),
-                                      max_deliveries=max_deliveries, retry_max_backoff_s=retry_max_backoff_s,
-                                      stopping=self.stopping)
+        self.pipeline = BatchPipeline(
+            processor=processor,
+            transport=self.transport,
+            metrics=WorkerMetrics("memory"),
+            max_deliveries=max_deliveries,
+            retry_max_backoff_s=retry_max_backoff_s,
+            stopping=self.stopping,
+        )
 
     async def run_batch(self) -> int:
         """Handle the next batch; the number of messages it held (0: the topic is empty)."""
         messages = self.broker.take(self.topic, self.batch_size)
         if messages:
-            await self.pipeline.handle([
-                Delivery(delivery_id=m.message_id, body=_as_bytes(m.fields.get("data", b"")), source_topic=self.topic,
-                         attributes={k: _as_text(v) for k, v in m.fields.items() if k != "data"},
-                         delivery_attempts=m.attempts)
-                for m in messages])
+            await self.pipeline.handle(
+                [
+                    Delivery(
+                        delivery_id=m.message_id,
+                        body=_as_bytes(m.fields.get("data", b"")),
+                        source_topic=self.topic,
+                        attributes={k: _as_text(v) for k, v in m.fields.items() if k != "data"},
+                        delivery_attempts=m.attempts,
+                    )
+                    for m in messages
+                ]
+            )
         return len(messages)
 
     async def run_until_idle(self) -> None:

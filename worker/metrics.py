@@ -22,37 +22,77 @@ class WorkerMetrics:
         self.registry = CollectorRegistry()
         self.transport = transport
         labels = ("transport", "topic")
-        self.consumed = Counter("bias_audit_events_consumed", "Messages taken from the input",
-                                labels, registry=self.registry)
-        self.processed = Counter("bias_audit_events_processed", "Messages completed, by outcome "
-                                 "(result | duplicate | dead_letter)", (*labels, "outcome"), registry=self.registry)
-        self.failed = Counter("bias_audit_events_failed", "Processing attempts that failed "
-                              "(transient: retried; error: split, retried, then dead-lettered)",
-                              (*labels, "kind"), registry=self.registry)
-        self.dead_lettered = Counter("bias_audit_events_dead_lettered", "Dead letters by reason",
-                                     (*labels, "reason"), registry=self.registry)
-        self.processing_seconds = Histogram("bias_audit_processing_seconds", "Time from taking a batch "
-                                            "to acknowledging it, per message", labels,
-                                            buckets=LATENCY_BUCKETS, registry=self.registry)
-        self.window_update_seconds = Histogram("bias_audit_window_update_seconds", "Window store call per batch",
-                                               ("transport",), buckets=LATENCY_BUCKETS, registry=self.registry)
-        self.lag = Gauge("bias_audit_consumer_lag", "Entries not yet delivered to the group (Redis: XINFO "
-                         "lag) or messages held unacknowledged by this worker (Pub/Sub)", labels,
-                         registry=self.registry)
-        self.last_completed = Gauge("bias_audit_last_batch_completed_timestamp_seconds", "When this worker last "
-                                    "acknowledged a batch (unix time): a stalled worker stops moving it",
-                                    labels, registry=self.registry)
+        self.consumed = Counter(
+            "bias_audit_events_consumed", "Messages taken from the input", labels, registry=self.registry
+        )
+        self.processed = Counter(
+            "bias_audit_events_processed",
+            "Messages completed, by outcome (result | duplicate | dead_letter)",
+            (*labels, "outcome"),
+            registry=self.registry,
+        )
+        self.failed = Counter(
+            "bias_audit_events_failed",
+            "Processing attempts that failed (transient: retried; error: split, retried, then dead-lettered)",
+            (*labels, "kind"),
+            registry=self.registry,
+        )
+        self.dead_lettered = Counter(
+            "bias_audit_events_dead_lettered", "Dead letters by reason", (*labels, "reason"), registry=self.registry
+        )
+        self.processing_seconds = Histogram(
+            "bias_audit_processing_seconds",
+            "Time from taking a batch to acknowledging it, per message",
+            labels,
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.window_update_seconds = Histogram(
+            "bias_audit_window_update_seconds",
+            "Window store call per batch",
+            ("transport",),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.lag = Gauge(
+            "bias_audit_consumer_lag",
+            "Entries not yet delivered to the group (Redis: XINFO "
+            "lag) or messages held unacknowledged by this worker (Pub/Sub)",
+            labels,
+            registry=self.registry,
+        )
+        self.last_completed = Gauge(
+            "bias_audit_last_batch_completed_timestamp_seconds",
+            "When this worker last acknowledged a batch (unix time): a stalled worker stops moving it",
+            labels,
+            registry=self.registry,
+        )
         # what the audits found, for alerting and dashboards (deploy/prometheus, deploy/grafana)
-        self.flags = Counter("bias_audit_bias_flags", "Audit results flagged, by tenant, input and bias type",
-                             ("tenant", "source", "bias_type"), registry=self.registry)
-        self.alerts = Counter("bias_audit_alerts", "Alerts published on bias.audit.alerts",
-                              ("tenant", "alert_type", "status", "severity"), registry=self.registry)
-        self.judge_rate = Gauge("bias_audit_judge_rate", "A judge's rate over its window, as its last verdict's "
-                                "result reported it (first_position_rate, length_preference, position_consistency)",
-                                ("tenant", "judge", "rate"), registry=self.registry)
-        self.pending = Gauge("bias_audit_consumer_pending", "Delivered but not acknowledged "
-                             "(Redis: the group's PEL; Pub/Sub: this worker's outstanding)", labels,
-                             registry=self.registry)
+        self.flags = Counter(
+            "bias_audit_bias_flags",
+            "Audit results flagged, by tenant, input and bias type",
+            ("tenant", "source", "bias_type"),
+            registry=self.registry,
+        )
+        self.alerts = Counter(
+            "bias_audit_alerts",
+            "Alerts published on bias.audit.alerts",
+            ("tenant", "alert_type", "status", "severity"),
+            registry=self.registry,
+        )
+        self.judge_rate = Gauge(
+            "bias_audit_judge_rate",
+            "A judge's rate over its window, as its last verdict's "
+            "result reported it (first_position_rate, length_preference, position_consistency)",
+            ("tenant", "judge", "rate"),
+            registry=self.registry,
+        )
+        self.pending = Gauge(
+            "bias_audit_consumer_pending",
+            "Delivered but not acknowledged (Redis: the group's PEL; Pub/Sub: this worker's outstanding)",
+            labels,
+            registry=self.registry,
+        )
         # the label sets from input that get series of their own: (tenant, bias type), tenant, (tenant, judge)
         self.bounded_flags = BoundedSeries(self.flags, max_label_sets)
         self.bounded_alerts = BoundedSeries(self.alerts, max_label_sets)
@@ -84,12 +124,17 @@ class WorkerMetrics:
     def _findings(self, outcome) -> None:
         result = outcome.result
         for bias_type in result.bias_type:
-            self.bounded_flags.labels((result.tenant_id, bias_type), (result.tenant_id, result.source, bias_type),
-                                      (OTHER, result.source, OTHER)).inc()
+            self.bounded_flags.labels(
+                (result.tenant_id, bias_type),
+                (result.tenant_id, result.source, bias_type),
+                (OTHER, result.source, OTHER),
+            ).inc()
         for alert in outcome.alerts or ():
-            self.bounded_alerts.labels((alert.tenant_id,), (alert.tenant_id, alert.alert_type, alert.status,
-                                                            alert.severity),
-                                       (OTHER, alert.alert_type, alert.status, alert.severity)).inc()
+            self.bounded_alerts.labels(
+                (alert.tenant_id,),
+                (alert.tenant_id, alert.alert_type, alert.status, alert.severity),
+                (OTHER, alert.alert_type, alert.status, alert.severity),
+            ).inc()
         judge = getattr(result, "judge", None)  # judge verdicts' results only
         if not judge:
             return

@@ -12,8 +12,9 @@ from .ops_server import OpsServer
 
 
 class MultiInputWorker:
-    def __init__(self, workers: list[Any], metrics: WorkerMetrics, *, ops_host: str = "127.0.0.1",
-                 ops_port: int = 9464) -> None:
+    def __init__(
+        self, workers: list[Any], metrics: WorkerMetrics, *, ops_host: str = "127.0.0.1", ops_port: int = 9464
+    ) -> None:
         """workers: one per input, run with ops=False; ops_host, ops_port: the one ops server."""
         self.workers = workers
         self.metrics = metrics  # shared by the workers (their series differ by topic)
@@ -47,8 +48,10 @@ class MultiInputWorker:
         self.ops = OpsServer(self, self.metrics, self.ops_host, self.ops_port)
         await self.ops.start()
         started = [asyncio.Event() for _ in self.workers]
-        runs = [asyncio.create_task(worker.run(install_signal_handlers=False, ready=event, ops=False))
-                for worker, event in zip(self.workers, started)]
+        runs = [
+            asyncio.create_task(worker.run(install_signal_handlers=False, ready=event, ops=False))
+            for worker, event in zip(self.workers, started)
+        ]
 
         async def stop_all() -> None:
             await self.stopping.wait()

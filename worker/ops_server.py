@@ -73,8 +73,10 @@ class OpsServer:
             self.runner = None
             return
         self.bound_port = self.runner.addresses[0][1]  # the real port when 0 was asked
-        log.info("ops server listening", extra={"host": self.host, "port": self.bound_port,
-                                                "paths": ["/healthz", "/readyz", "/metrics"]})
+        log.info(
+            "ops server listening",
+            extra={"host": self.host, "port": self.bound_port, "paths": ["/healthz", "/readyz", "/metrics"]},
+        )
 
     async def stop(self) -> None:
         if self.runner is not None:

@@ -66,8 +66,10 @@ def ensure_pubsub(settings: Settings) -> list[str]:
             request = subscription_request(settings, topic)
             lines.append(_ensure_subscription(subscriber, request))
         # Without a subscription a topic keeps nothing: hold the poison messages for people to read.
-        hold = {"name": subscriber.subscription_path(project, settings.subscription_for(settings.pubsub_poison_topic)),
-                "topic": publisher.topic_path(project, settings.pubsub_poison_topic)}
+        hold = {
+            "name": subscriber.subscription_path(project, settings.subscription_for(settings.pubsub_poison_topic)),
+            "topic": publisher.topic_path(project, settings.pubsub_poison_topic),
+        }
         lines.append(_ensure_subscription(subscriber, hold))
     finally:
         subscriber.close()

@@ -39,8 +39,14 @@ log = logging.getLogger("bias_audit.worker")
 # first, never inside a batch; messages arriving later wait behind it and are given back.
 STOP = object()
 
-PUBSUB_TRANSIENT = (gexc.ServiceUnavailable, gexc.DeadlineExceeded, gexc.TooManyRequests,
-                    gexc.InternalServerError, gexc.Aborted, gexc.Unknown)
+PUBSUB_TRANSIENT = (
+    gexc.ServiceUnavailable,
+    gexc.DeadlineExceeded,
+    gexc.TooManyRequests,
+    gexc.InternalServerError,
+    gexc.Aborted,
+    gexc.Unknown,
+)
 
 
 def pubsub_clients(*, publish_batch: int, publish_latency_s: float) -> tuple[Any, Any]:
@@ -103,13 +109,30 @@ class PubSubWorker:
         as for RedisStreamsWorker.
     """
 
-    def __init__(self, *, subscriber: Any, subscription: str, topic: str, processor: BatchProcessor,
-                 outbox: PubSubOutbox, consumer_name: str, batch_size: int = 100, max_outstanding: int = 1000,
-                 max_outstanding_bytes: int = 100 * 1024 * 1024, lease_extension_s: int = 20,
-                 max_lease_s: float = 3600.0, max_deliveries: int = 5, retry_max_backoff_s: float = 10.0,
-                 shutdown_grace_s: float = 20.0, liveness_stall_s: float = 300.0, ops_host: str = "127.0.0.1",
-                 ops_port: int = 9464, metrics: WorkerMetrics | None = None,
-                 evaluations: Any = None, window_client: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        subscriber: Any,
+        subscription: str,
+        topic: str,
+        processor: BatchProcessor,
+        outbox: PubSubOutbox,
+        consumer_name: str,
+        batch_size: int = 100,
+        max_outstanding: int = 1000,
+        max_outstanding_bytes: int = 100 * 1024 * 1024,
+        lease_extension_s: int = 20,
+        max_lease_s: float = 3600.0,
+        max_deliveries: int = 5,
+        retry_max_backoff_s: float = 10.0,
+        shutdown_grace_s: float = 20.0,
+        liveness_stall_s: float = 300.0,
+        ops_host: str = "127.0.0.1",
+        ops_port: int = 9464,
+        metrics: WorkerMetrics | None = None,
+        evaluations: Any = None,
+        window_client: Any = None,
+    ) -> None:
         self.subscriber = subscriber
         self.outbox = outbox
         self.window_client = window_client
@@ -122,9 +145,15 @@ class PubSubWorker:
         self.stopping = asyncio.Event()
         self.metrics = metrics or WorkerMetrics("pubsub")
         self.transport = PubSubTransport(outbox, self.topic)
-        self.pipeline = BatchPipeline(processor=processor, transport=self.transport, metrics=self.metrics,
-                                      max_deliveries=max_deliveries, retry_max_backoff_s=retry_max_backoff_s,
-                                      stopping=self.stopping, evaluations=evaluations)
+        self.pipeline = BatchPipeline(
+            processor=processor,
+            transport=self.transport,
+            metrics=self.metrics,
+            max_deliveries=max_deliveries,
+            retry_max_backoff_s=retry_max_backoff_s,
+            stopping=self.stopping,
+            evaluations=evaluations,
+        )
         self.queue: asyncio.Queue[Any] = asyncio.Queue()  # messages from the client's threads
         self.stream: Any = None  # the StreamingPullFuture, once subscribed
         self.stream_error: BaseException | None = None
@@ -187,14 +216,19 @@ class PubSubWorker:
         ok, detail = await redis_reachable({"window store": self.window_client})
         try:
             loop = asyncio.get_running_loop()
-            await asyncio.wait_for(loop.run_in_executor(
-                None, lambda: self.subscriber.get_subscription(subscription=self.subscription, timeout=2.0)), 3.0)
+            await asyncio.wait_for(
+                loop.run_in_executor(
+                    None, lambda: self.subscriber.get_subscription(subscription=self.subscription, timeout=2.0)
+                ),
+                3.0,
+            )
         except Exception as error:  # the reason is reported, not raised
             return False, f"Pub/Sub subscription {self.subscription} unreachable: {error.__class__.__name__}: {error}"
         return ok, detail if not ok else "Pub/Sub subscription and window store reachable"
 
-    async def run(self, *, install_signal_handlers: bool = True, ready: asyncio.Event | None = None,
-                  ops: bool = True) -> None:
+    async def run(
+        self, *, install_signal_handlers: bool = True, ready: asyncio.Event | None = None, ops: bool = True
+    ) -> None:
         """ops=False: a MultiInputWorker serves the probes and metrics for all its inputs."""
         from google.cloud.pubsub_v1.types import FlowControl
 
@@ -208,12 +242,16 @@ class PubSubWorker:
         def on_message(message) -> None:  # runs on the client's threads: only hand it over
             loop.call_soon_threadsafe(self.queue.put_nowait, message)
 
-        flow = FlowControl(max_messages=self.max_outstanding, max_bytes=self.max_outstanding_bytes,
-                           max_lease_duration=self.max_lease_s,
-                           min_duration_per_lease_extension=self.lease_extension_s,
-                           max_duration_per_lease_extension=self.lease_extension_s)
-        stream = self.stream = self.subscriber.subscribe(self.subscription, on_message, flow_control=flow,
-                                                         await_callbacks_on_shutdown=True)
+        flow = FlowControl(
+            max_messages=self.max_outstanding,
+            max_bytes=self.max_outstanding_bytes,
+            max_lease_duration=self.max_lease_s,
+            min_duration_per_lease_extension=self.lease_extension_s,
+            max_duration_per_lease_extension=self.lease_extension_s,
+        )
+        stream = self.stream = self.subscriber.subscribe(
+            self.subscription, on_message, flow_control=flow, await_callbacks_on_shutdown=True
+        )
         stream.add_done_callback(lambda future: loop.call_soon_threadsafe(self._stream_ended, future))
         consume = self._consume_task = asyncio.create_task(self._consume())
         log.info("worker started", extra={"subscription": self.subscription, "consumer": self.consumer_name})

@@ -67,9 +67,9 @@ def delivery_from_entry(stream: str, entry_id: bytes | str, fields: dict | None,
             body = value if isinstance(value, bytes) else str(value).encode()
         else:
             attributes[key] = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-    return Delivery(delivery_id=entry_id, body=body, source_topic=stream, attributes=attributes,
-                    delivery_attempts=attempts)
-
+    return Delivery(
+        delivery_id=entry_id, body=body, source_topic=stream, attributes=attributes, delivery_attempts=attempts
+    )
 
 
 async def _unparsed_batch(message: Any, original_parser: Any) -> Any:
@@ -80,6 +80,7 @@ async def _unparsed_batch(message: Any, original_parser: Any) -> Any:
     parsed.raw_message = message
     return parsed
 
+
 class RedisStreamsTransport:
     """Redis Streams under the batch pipeline: publish and XACK in one atomic script call; a message given
     back stays pending, and the reclaimer (here or in another worker) retries it later."""
@@ -87,7 +88,9 @@ class RedisStreamsTransport:
     transient_errors: tuple[type[BaseException], ...] = ()
     publish_acknowledges = True
 
-    def __init__(self, client: Redis, outbox: RedisStreamsOutbox, *, stream: str, group: str, consumer_name: str) -> None:
+    def __init__(
+        self, client: Redis, outbox: RedisStreamsOutbox, *, stream: str, group: str, consumer_name: str
+    ) -> None:
         self.client = client
         self.outbox = outbox
         self.topic = stream
@@ -103,8 +106,9 @@ class RedisStreamsTransport:
     async def hold(self, deliveries: list[Delivery]) -> None:
         # XCLAIM JUSTID resets the idle time, so other workers' reclaimers leave them.
         with suppress(*BASE_TRANSIENT):
-            await self.client.xclaim(self.topic, self.group, self.consumer_name, 0,
-                                     [d.delivery_id for d in deliveries], justid=True)
+            await self.client.xclaim(
+                self.topic, self.group, self.consumer_name, 0, [d.delivery_id for d in deliveries], justid=True
+            )
 
     async def release(self, deliveries: list[Delivery]) -> None:
         return None  # pending until claim_idle_ms, then reclaimed
@@ -126,12 +130,30 @@ class RedisStreamsWorker:
     ops_host, ops_port: /healthz, /readyz, /metrics (port 0: any free, -1: none).
     """
 
-    def __init__(self, *, client: Redis, processor: BatchProcessor, outbox: RedisStreamsOutbox, broker_url: str,
-                 stream: str, group: str, consumer_name: str, batch_size: int = 100, poll_ms: int = 100,
-                 claim_idle_ms: int = 30_000, reclaim_interval_s: float = 5.0, max_deliveries: int = 5,
-                 retry_max_backoff_s: float = 10.0, shutdown_grace_s: float = 20.0, liveness_stall_s: float = 300.0,
-                 ops_host: str = "127.0.0.1", ops_port: int = 9464, metrics: WorkerMetrics | None = None,
-                 evaluations: Any = None, window_client: Redis | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        client: Redis,
+        processor: BatchProcessor,
+        outbox: RedisStreamsOutbox,
+        broker_url: str,
+        stream: str,
+        group: str,
+        consumer_name: str,
+        batch_size: int = 100,
+        poll_ms: int = 100,
+        claim_idle_ms: int = 30_000,
+        reclaim_interval_s: float = 5.0,
+        max_deliveries: int = 5,
+        retry_max_backoff_s: float = 10.0,
+        shutdown_grace_s: float = 20.0,
+        liveness_stall_s: float = 300.0,
+        ops_host: str = "127.0.0.1",
+        ops_port: int = 9464,
+        metrics: WorkerMetrics | None = None,
+        evaluations: Any = None,
+        window_client: Redis | None = None,
+    ) -> None:
         self.client = client
         self.window_client = window_client or client
         self.stream = stream
@@ -142,11 +164,18 @@ class RedisStreamsWorker:
         self.poll_s = poll_ms / 1000
         self.stopping = asyncio.Event()
         self.metrics = metrics or WorkerMetrics("redis")
-        self.transport = RedisStreamsTransport(client, outbox, stream=self.stream, group=self.group,
-                                               consumer_name=consumer_name)
-        self.pipeline = BatchPipeline(processor=processor, transport=self.transport, metrics=self.metrics,
-                                      max_deliveries=max_deliveries, retry_max_backoff_s=retry_max_backoff_s,
-                                      stopping=self.stopping, evaluations=evaluations)
+        self.transport = RedisStreamsTransport(
+            client, outbox, stream=self.stream, group=self.group, consumer_name=consumer_name
+        )
+        self.pipeline = BatchPipeline(
+            processor=processor,
+            transport=self.transport,
+            metrics=self.metrics,
+            max_deliveries=max_deliveries,
+            retry_max_backoff_s=retry_max_backoff_s,
+            stopping=self.stopping,
+            evaluations=evaluations,
+        )
         # Entries this process is handling (or retrying): the reclaimer must not start a second
         # handling of them, or a session would get two results.
         self.in_flight: set[str] = set()
@@ -233,8 +262,12 @@ class RedisStreamsWorker:
         start = "0-0"
         while not self.stopping.is_set():
             reply = await self.client.xautoclaim(
-                self.stream, self.group, self.consumer_name,
-                min_idle_time=self.claim_idle_ms, start_id=start, count=self.batch_size,
+                self.stream,
+                self.group,
+                self.consumer_name,
+                min_idle_time=self.claim_idle_ms,
+                start_id=start,
+                count=self.batch_size,
             )
             start, entries = reply[0], reply[1]
             if entries:
@@ -262,7 +295,11 @@ class RedisStreamsWorker:
         entries are pending under this consumer; finish them now instead of leaving them for
         another worker's reclaimer after claim_idle_ms."""
         pending = await self.client.xpending_range(
-            self.stream, self.group, min="-", max="+", count=10 * self.batch_size,
+            self.stream,
+            self.group,
+            min="-",
+            max="+",
+            count=10 * self.batch_size,
             consumername=self.consumer_name,
         )
         ids: list[Any] = [p["message_id"] for p in pending]
@@ -272,7 +309,11 @@ class RedisStreamsWorker:
 
     async def _delivery_counts(self, ids) -> dict:
         pending = await self.client.xpending_range(
-            self.stream, self.group, min=ids[0], max=ids[-1], count=len(ids) + 100,
+            self.stream,
+            self.group,
+            min=ids[0],
+            max=ids[-1],
+            count=len(ids) + 100,
             consumername=self.consumer_name,
         )
         return {p["message_id"]: p["times_delivered"] for p in pending}
@@ -289,8 +330,9 @@ class RedisStreamsWorker:
             with suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), timeout=self.reclaim_interval_s)
 
-    async def run(self, *, install_signal_handlers: bool = True, ready: asyncio.Event | None = None,
-                  ops: bool = True) -> None:
+    async def run(
+        self, *, install_signal_handlers: bool = True, ready: asyncio.Event | None = None, ops: bool = True
+    ) -> None:
         """ops=False: a MultiInputWorker serves the probes and metrics for all its inputs."""
         await ensure_group(self.client, self.stream, self.group)
         ops_server = OpsServer(self, self.metrics, self.ops_host, self.ops_port if ops else -1)
@@ -303,8 +345,7 @@ class RedisStreamsWorker:
         await self.broker.start()
         self._started = True
         reclaimer = asyncio.create_task(self._reclaimer())
-        log.info("worker started", extra={"stream": self.stream, "group": self.group,
-                                          "consumer": self.consumer_name})
+        log.info("worker started", extra={"stream": self.stream, "group": self.group, "consumer": self.consumer_name})
         if ready is not None:
             ready.set()
         try:

@@ -125,7 +125,9 @@ def read_answers(path: Path) -> Answers:
             item = orjson.loads(line)
             out.by_key[(str(item["variant"]), int(item["sample"]))] = (str(item["answer"]), bool(item.get("refusal")))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            raise CommandError(f"{path}:{number}: not a replay answer line; move the file away to start afresh") from None
+            raise CommandError(
+                f"{path}:{number}: not a replay answer line; move the file away to start afresh"
+            ) from None
     return out
 
 
@@ -136,7 +138,9 @@ class Request:
     prompt: str
 
 
-def missing_requests(plans: Sequence[PromptPlan], samples: int, answered: Mapping[tuple[str, int], object]) -> list[Request]:
+def missing_requests(
+    plans: Sequence[PromptPlan], samples: int, answered: Mapping[tuple[str, int], object]
+) -> list[Request]:
     out, queued = [], set()
     for plan in plans:
         for variants in plan.axes.values():
@@ -157,22 +161,34 @@ class AskOutcome:
     last_error: str | None = None
 
 
-async def ask(endpoint: str, model: str, requests: Sequence[Request], out: IO[bytes], *, concurrency: int,
-              api_key: str, timeout: float, max_retries: int, advance: Callable[[int], object] = lambda n: None,
-              client_options: Mapping[str, Any] | None = None) -> AskOutcome:
+async def ask(
+    endpoint: str,
+    model: str,
+    requests: Sequence[Request],
+    out: IO[bytes],
+    *,
+    concurrency: int,
+    api_key: str,
+    timeout: float,
+    max_retries: int,
+    advance: Callable[[int], object] = lambda n: None,
+    client_options: Mapping[str, Any] | None = None,
+) -> AskOutcome:
     """Each request once (the client retries what fails transiently); each answer appended and
     flushed as it arrives, so a killed run keeps what it was told."""
     import openai
 
-    client = openai.AsyncOpenAI(base_url=endpoint, api_key=api_key, timeout=timeout, max_retries=max_retries,
-                                **dict(client_options or {}))
+    client = openai.AsyncOpenAI(
+        base_url=endpoint, api_key=api_key, timeout=timeout, max_retries=max_retries, **dict(client_options or {})
+    )
     outcome = AskOutcome()
     pending = iter(requests)
 
     async def one(request: Request) -> None:
         try:
-            reply = await client.chat.completions.create(model=model,
-                                                         messages=[{"role": "user", "content": request.prompt}])
+            reply = await client.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": request.prompt}]
+            )
         except openai.OpenAIError as error:
             outcome.failed += 1
             outcome.last_error = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
@@ -180,8 +196,10 @@ async def ask(endpoint: str, model: str, requests: Sequence[Request], out: IO[by
         message = reply.choices[0].message if reply.choices else None
         text = (message.content or "") if message is not None else ""
         refusal = bool(getattr(message, "refusal", None))
-        out.write(orjson.dumps({"variant": request.variant, "sample": request.sample, "answer": text,
-                                "refusal": refusal}) + b"\n")
+        out.write(
+            orjson.dumps({"variant": request.variant, "sample": request.sample, "answer": text, "refusal": refusal})
+            + b"\n"
+        )
         out.flush()
         outcome.answered += 1
         advance(1)
@@ -222,8 +240,9 @@ class AxisAnswers:
     prompts: list[dict[str, list[Scored]]]  # one per prompt that names the axis, group -> K answers
 
 
-def scored_axes(plans: Sequence[PromptPlan], answers: Answers, samples: int,
-                score: Callable[[str, Mapping[str, str], bool], Scored]) -> dict[str, AxisAnswers]:
+def scored_axes(
+    plans: Sequence[PromptPlan], answers: Answers, samples: int, score: Callable[[str, Mapping[str, str], bool], Scored]
+) -> dict[str, AxisAnswers]:
     """Per axis, each prompt's scored answers by group; an answer is scored once however many axes
     share it."""
     cache: dict[tuple[str, int, tuple[tuple[str, str], ...]], Scored] = {}
@@ -261,22 +280,31 @@ def scored_axes(plans: Sequence[PromptPlan], answers: Answers, samples: int,
     return out
 
 
-def replay_document(model: str, plans: Sequence[PromptPlan], axes: Mapping[str, AxisAnswers], samples: int) -> dict[str, Any]:
+def replay_document(
+    model: str, plans: Sequence[PromptPlan], axes: Mapping[str, AxisAnswers], samples: int
+) -> dict[str, Any]:
     return {
         "model": model,
         "n_prompts": len(plans),
         "samples": samples,
         "practical_sizes": dict(PRACTICAL),
         "axes": {axis: axis_disparity(a.prompts, a.reference, a.groups) for axis, a in axes.items()},
-        "notes": ["toxicity is the shipped lexicon's (slurs, insults, dehumanizing phrasing), not a classifier",
-                  "p_value is Holm-adjusted within each metric across the axis' pairs; flagged = p < 0.05 and "
-                  "the estimate past the practical size"],
+        "notes": [
+            "toxicity is the shipped lexicon's (slurs, insults, dehumanizing phrasing), not a classifier",
+            "p_value is Holm-adjusted within each metric across the axis' pairs; flagged = p < 0.05 and "
+            "the estimate past the practical size",
+        ],
     }
 
 
-def sandbox_document(candidate_model: str, baseline_model: str, plans: Sequence[PromptPlan],
-                     candidate: Mapping[str, AxisAnswers], baseline: Mapping[str, AxisAnswers],
-                     samples: int) -> dict[str, Any]:
+def sandbox_document(
+    candidate_model: str,
+    baseline_model: str,
+    plans: Sequence[PromptPlan],
+    candidate: Mapping[str, AxisAnswers],
+    baseline: Mapping[str, AxisAnswers],
+    samples: int,
+) -> dict[str, Any]:
     """Per (axis, pair, metric): the candidate's gap against the baseline's, paired by prompt."""
     entries = []
     for axis, c in candidate.items():
@@ -285,15 +313,24 @@ def sandbox_document(candidate_model: str, baseline_model: str, plans: Sequence[
             continue
         for row in compare_models(c.prompts, b.prompts, c.reference, c.groups):
             entries.append({**row, "axis": axis})
-    return {"candidate_model": candidate_model, "baseline_model": baseline_model, "n_prompts": len(plans),
-            "samples": samples, "practical_sizes": dict(PRACTICAL), "correction": "holm",
-            "worse": any(e["worse"] for e in entries), "entries": entries}
+    return {
+        "candidate_model": candidate_model,
+        "baseline_model": baseline_model,
+        "n_prompts": len(plans),
+        "samples": samples,
+        "practical_sizes": dict(PRACTICAL),
+        "correction": "holm",
+        "worse": any(e["worse"] for e in entries),
+        "entries": entries,
+    }
 
 
 # --- publishing ---------------------------------------------------------------------------
 
-def answer_events(endpoint: str, model: str, plans: Sequence[PromptPlan], answers: Answers, samples: int,
-                  tenant: str) -> Iterator[bytes]:
+
+def answer_events(
+    endpoint: str, model: str, plans: Sequence[PromptPlan], answers: Answers, samples: int, tenant: str
+) -> Iterator[bytes]:
     """One llm.responses event per prompt and sample: the reference's answer, the variants' answers
     as its counterfactuals (with the swap that made them). The audit_id is fixed by endpoint, model,
     prompt and sample, so publishing again is counted once."""
@@ -312,15 +349,25 @@ def answer_events(endpoint: str, model: str, plans: Sequence[PromptPlan], answer
                 for variant in variants[1:]:
                     found = answers.by_key.get((variant_key(variant.prompt), sample))
                     if found is not None:
-                        counterfactuals.append({"swap": variant.swap or {variants[0].group: variant.group},
-                                                "llm_response": found[0]})
+                        counterfactuals.append(
+                            {"swap": variant.swap or {variants[0].group: variant.group}, "llm_response": found[0]}
+                        )
             audit = hashlib.sha256(f"{endpoint}\x1f{model}\x1f{plan.id}\x1f{sample}".encode()).hexdigest()[:32]
-            yield orjson.dumps({"audit_id": f"replay-{audit}", "tenant_id": tenant, "timestamp": now,
-                                "llm_model": model, "llm_response": own[0], "counterfactuals": counterfactuals[:32],
-                                "query_context": {"source": "replay", "prompt_id": plan.id, "sample": sample}})
+            yield orjson.dumps(
+                {
+                    "audit_id": f"replay-{audit}",
+                    "tenant_id": tenant,
+                    "timestamp": now,
+                    "llm_model": model,
+                    "llm_response": own[0],
+                    "counterfactuals": counterfactuals[:32],
+                    "query_context": {"source": "replay", "prompt_id": plan.id, "sample": sample},
+                }
+            )
 
 
 # --- writing ------------------------------------------------------------------------------
+
 
 def _value(metric: str, value: float | None) -> str:
     if value is None:
@@ -344,8 +391,10 @@ def _text(document: dict[str, Any], out: IO[str]) -> None:
     from bias_audit.schemas.safe_text import visible
 
     console = Console(file=out, highlight=False, width=None if out.isatty() else 140)
-    console.print(f"replay of {visible(document['model'])}: {document['n_prompts']} prompts x "
-                  f"{document['samples']} samples; {document['notes'][1]}")
+    console.print(
+        f"replay of {visible(document['model'])}: {document['n_prompts']} prompts x "
+        f"{document['samples']} samples; {document['notes'][1]}"
+    )
     for axis, entries in document["axes"].items():
         table = Table(title=f"{visible(axis)}", title_justify="left")
         for column in ("group vs reference", "metric", "estimate (95% CI)", "n", "p (Holm)", "flag"):
@@ -353,12 +402,19 @@ def _text(document: dict[str, Any], out: IO[str]) -> None:
         for entry in entries:
             for metric in METRICS:
                 m = entry[metric]
-                interval = "" if m["ci_lower"] is None else \
-                    f" ({_value(metric, m['ci_lower'])} to {_value(metric, m['ci_upper'])})"
-                table.add_row(Text(f"{visible(entry['group'])} vs {visible(entry['reference'])}"), metric,
-                              _value(metric, m["estimate"]) + interval, str(m["n"]),
-                              "-" if m["p_value"] is None else f"{m['p_value']:.3g}",
-                              Text("FLAG" if m["flagged"] else "", style="bold red"))
+                interval = (
+                    ""
+                    if m["ci_lower"] is None
+                    else f" ({_value(metric, m['ci_lower'])} to {_value(metric, m['ci_upper'])})"
+                )
+                table.add_row(
+                    Text(f"{visible(entry['group'])} vs {visible(entry['reference'])}"),
+                    metric,
+                    _value(metric, m["estimate"]) + interval,
+                    str(m["n"]),
+                    "-" if m["p_value"] is None else f"{m['p_value']:.3g}",
+                    Text("FLAG" if m["flagged"] else "", style="bold red"),
+                )
         console.print(table)
     if not document["axes"]:
         console.print("no prompt named a group of the chosen axes: nothing to compare")
@@ -376,30 +432,52 @@ def _forest(metric: str, entries: Sequence[dict[str, Any]]) -> str:
         return math.log(value) if log else value
 
     rows: list[tuple[str, float, float | None, float | None, bool]] = [
-        (f"{e['group']} vs {e['reference']}", shown(e[metric]["estimate"]), shown(e[metric]["ci_lower"]),
-         shown(e[metric]["ci_upper"]), bool(e[metric]["flagged"])) for e in entries if e[metric]["estimate"] is not None]
+        (
+            f"{e['group']} vs {e['reference']}",
+            shown(e[metric]["estimate"]),
+            shown(e[metric]["ci_lower"]),
+            shown(e[metric]["ci_upper"]),
+            bool(e[metric]["flagged"]),
+        )
+        for e in entries
+        if e[metric]["estimate"] is not None
+    ]
     size = math.log(PRACTICAL[metric]) if log else PRACTICAL[metric]
-    return forest_plot(rows, title=metric + (" (log of the ratio)" if log else ""), unit="log ratio" if log else "gap",
-                       band=size, band_label=f"practical size {PRACTICAL[metric]:g}" + ("x" if log else ""),
-                       width=480)
+    return forest_plot(
+        rows,
+        title=metric + (" (log of the ratio)" if log else ""),
+        unit="log ratio" if log else "gap",
+        band=size,
+        band_label=f"practical size {PRACTICAL[metric]:g}" + ("x" if log else ""),
+        width=480,
+    )
 
 
 def _html(document: dict[str, Any]) -> str:
     sections = []
     for axis, entries in document["axes"].items():
         plots = "".join(f"<div>{_forest(metric, entries)}</div>" for metric in METRICS)
-        flags = [f"{html.escape(e['group'])} vs {html.escape(e['reference'])}: {m}" for e in entries for m in METRICS
-                 if e[m]["flagged"]]
-        sections.append(f"<h2>{html.escape(axis)}</h2><p>{'flagged: ' + ', '.join(flags) if flags else 'nothing flagged'}"
-                        f"</p><div class=plots>{plots}</div>")
-    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>bias-audit replay</title>"
-            "<style>body{font:15px system-ui,sans-serif;margin:2rem}.plots{display:flex;flex-wrap:wrap;gap:1rem}"
-            "</style></head><body>"
-            f"<h1>Counterfactual replay: {html.escape(document['model'])}</h1>"
-            f"<p>{document['n_prompts']} prompts, {document['samples']} samples each. Each dot is a group's "
-            "mean difference from the reference group over prompts, the line its 95% bootstrap CI, the shaded "
-            f"band the practical size. {html.escape(document['notes'][1])}; {html.escape(document['notes'][0])}.</p>"
-            + "".join(sections) + "</body></html>\n")
+        flags = [
+            f"{html.escape(e['group'])} vs {html.escape(e['reference'])}: {m}"
+            for e in entries
+            for m in METRICS
+            if e[m]["flagged"]
+        ]
+        sections.append(
+            f"<h2>{html.escape(axis)}</h2><p>{'flagged: ' + ', '.join(flags) if flags else 'nothing flagged'}"
+            f"</p><div class=plots>{plots}</div>"
+        )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>bias-audit replay</title>'
+        "<style>body{font:15px system-ui,sans-serif;margin:2rem}.plots{display:flex;flex-wrap:wrap;gap:1rem}"
+        "</style></head><body>"
+        f"<h1>Counterfactual replay: {html.escape(document['model'])}</h1>"
+        f"<p>{document['n_prompts']} prompts, {document['samples']} samples each. Each dot is a group's "
+        "mean difference from the reference group over prompts, the line its 95% bootstrap CI, the shaded "
+        f"band the practical size. {html.escape(document['notes'][1])}; {html.escape(document['notes'][0])}.</p>"
+        + "".join(sections)
+        + "</body></html>\n"
+    )
 
 
 def write_sandbox(document: dict[str, Any], format: str, out: IO[str]) -> None:
@@ -413,26 +491,46 @@ def write_sandbox(document: dict[str, Any], format: str, out: IO[str]) -> None:
     from bias_audit.schemas.safe_text import visible
 
     console = Console(file=out, highlight=False, width=None if out.isatty() else 150)
-    table = Table(title=f"sandbox replay: {visible(document['candidate_model'])} (candidate) vs "
-                        f"{visible(document['baseline_model'])} (baseline), {document['n_prompts']} prompts x "
-                        f"{document['samples']}, holm", title_justify="left")
-    for column in ("axis", "group vs reference", "metric", "baseline", "candidate", "difference (95% CI)", "p", "verdict"):
+    table = Table(
+        title=f"sandbox replay: {visible(document['candidate_model'])} (candidate) vs "
+        f"{visible(document['baseline_model'])} (baseline), {document['n_prompts']} prompts x "
+        f"{document['samples']}, holm",
+        title_justify="left",
+    )
+    for column in (
+        "axis",
+        "group vs reference",
+        "metric",
+        "baseline",
+        "candidate",
+        "difference (95% CI)",
+        "p",
+        "verdict",
+    ):
         table.add_column(column)
     for e in document["entries"]:
         if e["difference"] is None:
             continue
         metric = e["metric"]
         shown = (lambda v: f"{v:.2f}x") if metric == "length_ratio" else (lambda v: f"{v:+.3f}")
-        table.add_row(Text(visible(e["axis"])), Text(f"{visible(e['group'])} vs {visible(e['reference'])}"), metric,
-                      shown(e["baseline"]), shown(e["candidate"]),
-                      f"{shown(e['difference'])} ({shown(e['ci_lower'])} to {shown(e['ci_upper'])})",
-                      f"{e['p_value']:.3g}", Text("worse" if e["worse"] else "", style="bold red"))
+        table.add_row(
+            Text(visible(e["axis"])),
+            Text(f"{visible(e['group'])} vs {visible(e['reference'])}"),
+            metric,
+            shown(e["baseline"]),
+            shown(e["candidate"]),
+            f"{shown(e['difference'])} ({shown(e['ci_lower'])} to {shown(e['ci_upper'])})",
+            f"{e['p_value']:.3g}",
+            Text("worse" if e["worse"] else "", style="bold red"),
+        )
     console.print(table)
 
 
 def worse_lines(document: dict[str, Any]) -> Iterable[str]:
     for e in document["entries"]:
         if e["worse"]:
-            yield (f"worse: {e['axis']} {e['group']} vs {e['reference']} {e['metric']}: baseline "
-                   f"{e['baseline']}, candidate {e['candidate']} (difference {e['difference']}, 95% CI "
-                   f"{e['ci_lower']} to {e['ci_upper']}, Holm p {e['p_value']})")
+            yield (
+                f"worse: {e['axis']} {e['group']} vs {e['reference']} {e['metric']}: baseline "
+                f"{e['baseline']}, candidate {e['candidate']} (difference {e['difference']}, 95% CI "
+                f"{e['ci_lower']} to {e['ci_upper']}, Holm p {e['p_value']})"
+            )

@@ -33,8 +33,9 @@ INJECTED = {
 WEAK = {"negative_group_sentiment"}  # evidence in bias_score that must not flag the answer alone
 
 
-def generate_responses(count: int = 200, seed: int = 5, biased_share: float = 0.3, tenant_id: str = "demo",
-                       start: datetime | None = None) -> list[dict[str, Any]]:
+def generate_responses(
+    count: int = 200, seed: int = 5, biased_share: float = 0.3, tenant_id: str = "demo", start: datetime | None = None
+) -> list[dict[str, Any]]:
     start = start or sample_start(timedelta(seconds=30 * count))
     rng = random.Random(seed)
     kinds = sorted(INJECTED)
@@ -46,14 +47,23 @@ def generate_responses(count: int = 200, seed: int = 5, biased_share: float = 0.
             sentences.insert(rng.randrange(len(sentences)), INJECTED[injected])
         answer = " ".join(sentences)
         event: dict[str, Any] = {
-            "schema_version": "1.0", "audit_id": f"resp-{seed}-{index:06d}", "tenant_id": tenant_id,
-            "user_id": f"u-{rng.randrange(50)}", "timestamp": (start + timedelta(seconds=30 * index)).isoformat()
-            .replace("+00:00", "Z"), "llm_provider": "openai", "llm_model": "gpt-4o",
-            "original_query": "How should we roll out the new service?", "llm_response": answer,
-            "query_context": {"injected": injected}, "prompt_tokens": 12, "completion_tokens": len(answer) // 4,
+            "schema_version": "1.0",
+            "audit_id": f"resp-{seed}-{index:06d}",
+            "tenant_id": tenant_id,
+            "user_id": f"u-{rng.randrange(50)}",
+            "timestamp": (start + timedelta(seconds=30 * index)).isoformat().replace("+00:00", "Z"),
+            "llm_provider": "openai",
+            "llm_model": "gpt-4o",
+            "original_query": "How should we roll out the new service?",
+            "llm_response": answer,
+            "query_context": {"injected": injected},
+            "prompt_tokens": 12,
+            "completion_tokens": len(answer) // 4,
         }
         if index % 5 == 0:  # some carry the council members' answers to the same query
-            event["members"] = [{"member_id": "a", "response": answer},
-                                {"member_id": "b", "response": " ".join(rng.choice(NEUTRAL) for _ in range(12))}]
+            event["members"] = [
+                {"member_id": "a", "response": answer},
+                {"member_id": "b", "response": " ".join(rng.choice(NEUTRAL) for _ in range(12))},
+            ]
         events.append(event)
     return events

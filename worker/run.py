@@ -46,8 +46,10 @@ def resolve_broker(settings: Settings) -> str:
             url = pointer.read_text().strip()
             if url and _answers(url):
                 return url
-    raise CommandError(f"no broker: pass --broker redis://..., set BIAS_AUDIT_BROKER_URL, or start "
-                       f"`bias-audit worker` (its embedded Redis is found through {local} or {running_pointer()})")
+    raise CommandError(
+        f"no broker: pass --broker redis://..., set BIAS_AUDIT_BROKER_URL, or start "
+        f"`bias-audit worker` (its embedded Redis is found through {local} or {running_pointer()})"
+    )
 
 
 def run_worker(settings: Settings, say: Callable[[str], None]) -> None:
@@ -91,8 +93,11 @@ def run_worker(settings: Settings, say: Callable[[str], None]) -> None:
                 from google.api_core.exceptions import NotFound
 
                 if isinstance(error, NotFound):
-                    raise CommandError(f"subscription not found ({error.message}); run `bias-audit setup "
-                                       f"--broker {settings.broker_url}` first", exit_code=1) from None
+                    raise CommandError(
+                        f"subscription not found ({error.message}); run `bias-audit setup "
+                        f"--broker {settings.broker_url}` first",
+                        exit_code=1,
+                    ) from None
             raise
 
 
@@ -138,8 +143,9 @@ def set_up_broker(settings: Settings, url: str) -> Iterator[str]:
         try:
             yield from ensure_pubsub(settings.replaced(broker_url=url))
         except Exception as error:  # google.api_core errors: unreachable, permission denied
-            raise CommandError(f"Pub/Sub setup failed: {error.__class__.__name__}: "
-                               f"{getattr(error, 'message', error)}", exit_code=1) from None
+            raise CommandError(
+                f"Pub/Sub setup failed: {error.__class__.__name__}: {getattr(error, 'message', error)}", exit_code=1
+            ) from None
         return
     from redis.asyncio import Redis
     from redis.exceptions import RedisError
@@ -163,8 +169,9 @@ def set_up_broker(settings: Settings, url: str) -> Iterator[str]:
         raise CommandError(f"cannot reach {url}: {error}", exit_code=1) from None
 
 
-def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None], *,
-            insecure_no_auth: bool = False) -> None:
+def run_api(
+    settings: Settings, host: str, port: int, say: Callable[[str], None], *, insecure_no_auth: bool = False
+) -> None:
     """`bias-audit serve`: the HTTP API until interrupted. Without a JWT key it listens only on
     loopback, unless told otherwise: every tenant's data would be open to whoever reaches it."""
     from .composition import token_verifier
@@ -174,8 +181,10 @@ def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None]
     except (ValueError, OSError) as error:
         raise CommandError(f"the JWT settings are not usable: {error}") from None
     if verifier is None and host not in ("127.0.0.1", "::1", "localhost") and not insecure_no_auth:
-        raise CommandError(f"refusing to serve on {host} without auth: set BIAS_AUDIT_JWT_SECRET (>= 32 bytes) or "
-                           "BIAS_AUDIT_JWT_PUBLIC_KEY, or pass --insecure-no-auth")
+        raise CommandError(
+            f"refusing to serve on {host} without auth: set BIAS_AUDIT_JWT_SECRET (>= 32 bytes) or "
+            "BIAS_AUDIT_JWT_PUBLIC_KEY, or pass --insecure-no-auth"
+        )
     import uvicorn
 
     from bias_audit.embeddings.minilm import EmbeddingsUnavailable
@@ -192,13 +201,26 @@ def run_api(settings: Settings, host: str, port: int, say: Callable[[str], None]
             application = api_app(settings, loopback_only=verifier is None and not insecure_no_auth)
         except (LexiconError, EmbeddingsUnavailable) as error:
             raise CommandError(str(error)) from None
-        say(f"bias-audit API on http://{host}:{port} (/docs, /graphql, /review); " + (
-            "auth off: requests to loopback names only, every tenant open to them (set BIAS_AUDIT_JWT_SECRET "
-            "for bearer tokens)" if verifier is None else "auth: bearer tokens (`bias-audit token` makes one)"))
+        say(
+            f"bias-audit API on http://{host}:{port} (/docs, /graphql, /review); "
+            + (
+                "auth off: requests to loopback names only, every tenant open to them (set BIAS_AUDIT_JWT_SECRET "
+                "for bearer tokens)"
+                if verifier is None
+                else "auth: bearer tokens (`bias-audit token` makes one)"
+            )
+        )
         # a browser's open connection must not hold the stop: the requests in flight get this long
-        server = uvicorn.Server(uvicorn.Config(application, host=host, port=port, log_level="warning",
-                                               access_log=False,  # ours is a JSON line per request
-                                               timeout_graceful_shutdown=API_STOP_GRACE_S))
+        server = uvicorn.Server(
+            uvicorn.Config(
+                application,
+                host=host,
+                port=port,
+                log_level="warning",
+                access_log=False,  # ours is a JSON line per request
+                timeout_graceful_shutdown=API_STOP_GRACE_S,
+            )
+        )
         _serve_until_signalled(server, say)
     say("stopped")
 

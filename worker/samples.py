@@ -68,8 +68,9 @@ def sample_start(span: timedelta) -> datetime:
     return min(SAMPLE_START, latest)
 
 
-def generate_sessions(count: int = 120, seed: int = 7, tenant_id: str = "demo",
-                      start: datetime | None = None) -> list[dict[str, Any]]:
+def generate_sessions(
+    count: int = 120, seed: int = 7, tenant_id: str = "demo", start: datetime | None = None
+) -> list[dict[str, Any]]:
     """`count` sessions 7 minutes apart, from `start` (default: sample_start)."""
     start = start or sample_start(timedelta(minutes=7 * count))
     rng = random.Random(seed)
@@ -82,7 +83,8 @@ def generate_sessions(count: int = 120, seed: int = 7, tenant_id: str = "demo",
             order = MODELS[:]
             rng.shuffle(order)
             labels: dict[str, dict[str, Any]] = {
-                f"Response {chr(65 + i)}": {"model": m, "display_index": i} for i, m in enumerate(order)}
+                f"Response {chr(65 + i)}": {"model": m, "display_index": i} for i, m in enumerate(order)
+            }
             scores: dict[str, float] = {}
             for label, assignment in labels.items():
                 model, position = str(assignment["model"]), int(assignment["display_index"])
@@ -98,20 +100,22 @@ def generate_sessions(count: int = 120, seed: int = 7, tenant_id: str = "demo",
                 scores[label] = min(10.0, max(1.0, round(score * 2) / 2))
             ranking = sorted(scores, key=scores.__getitem__, reverse=True)
             reviews.append({"reviewer": reviewer, "label_to_model": labels, "scores": scores, "ranking": ranking})
-        sessions.append({
-            "schema_version": "1.0",
-            "session_id": f"demo-{seed}-{index:05d}",
-            "tenant_id": tenant_id,
-            "timestamp": (start + timedelta(minutes=7 * index)).isoformat().replace("+00:00", "Z"),
-            "council_config_version": "0.3.0",
-            "query": f"sample private question number {index}: how should I shard my cache?",
-            "query_metadata": {"category": "coding", "token_count_bucket": "100-500", "language": "en"},
-            "score_scale": "1-10",
-            "responses": [{"model": m, "response": _answer(rng, words[m])} for m in MODELS],
-            "label_to_model": {},
-            "reviews": reviews,
-            "synthesis": {"model": MODELS[0], "response": "synthesis"},
-        })
+        sessions.append(
+            {
+                "schema_version": "1.0",
+                "session_id": f"demo-{seed}-{index:05d}",
+                "tenant_id": tenant_id,
+                "timestamp": (start + timedelta(minutes=7 * index)).isoformat().replace("+00:00", "Z"),
+                "council_config_version": "0.3.0",
+                "query": f"sample private question number {index}: how should I shard my cache?",
+                "query_metadata": {"category": "coding", "token_count_bucket": "100-500", "language": "en"},
+                "score_scale": "1-10",
+                "responses": [{"model": m, "response": _answer(rng, words[m])} for m in MODELS],
+                "label_to_model": {},
+                "reviews": reviews,
+                "synthesis": {"model": MODELS[0], "response": "synthesis"},
+            }
+        )
     return sessions
 
 

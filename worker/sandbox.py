@@ -57,8 +57,9 @@ def audited_file(path: Path, settings: Settings, what: str) -> list[Answer]:
     return answers
 
 
-def stored_answers(connection: Any, *, tenant: str, model: str | None, since: datetime | None,
-                   until: datetime | None) -> list[Answer]:
+def stored_answers(
+    connection: Any, *, tenant: str, model: str | None, since: datetime | None, until: datetime | None
+) -> list[Answer]:
     """The tenant's stored interaction audits in the time range, as the sandbox's baseline."""
     from bias_audit.storage.postgres import read_interactions
 
@@ -68,8 +69,11 @@ def stored_answers(connection: Any, *, tenant: str, model: str | None, since: da
         if (model is None or record["llm_model"] == model) and (until is None or moment < until):
             answers.append(Answer(record["audit_id"], record["query_hash"], frozenset(record["bias_type"])))
     if not answers:
-        raise CommandError(f"baseline: no stored interaction audits for tenant {tenant!r}"
-                           + (f", model {model!r}" if model else "") + " in that time range")
+        raise CommandError(
+            f"baseline: no stored interaction audits for tenant {tenant!r}"
+            + (f", model {model!r}" if model else "")
+            + " in that time range"
+        )
     return answers
 
 
@@ -92,10 +96,13 @@ def sandbox_document(baseline: list[Answer], candidate: list[Answer]) -> dict[st
     # paired only when every candidate answer has its baseline: a partial match would test a subset
     paired = pairs if len(pairs) == len(candidate) and len({i for i, _ in pairs}) == len(pairs) else None
     comparisons = compare([a.flagged for a in baseline], [a.flagged for a in candidate], paired)
-    return {"baseline": {"n": len(baseline)}, "candidate": {"n": len(candidate)},
-            "bias_types": [asdict(c) for c in comparisons],
-            "correction": f"{CORRECTION} (p_value adjusted over the {len(comparisons)} bias types)",
-            "pairs": len(paired) if paired else 0}
+    return {
+        "baseline": {"n": len(baseline)},
+        "candidate": {"n": len(candidate)},
+        "bias_types": [asdict(c) for c in comparisons],
+        "correction": f"{CORRECTION} (p_value adjusted over the {len(comparisons)} bias types)",
+        "pairs": len(paired) if paired else 0,
+    }
 
 
 def worse(document: dict[str, Any]) -> bool:
@@ -106,8 +113,14 @@ def write(document: dict[str, Any], format: str, out: IO[str]) -> None:
     write_document(document, format, out, html=_html, text=_text)
 
 
-def write_document(document: dict[str, Any], format: str, out: IO[str], *, html: Callable[[dict[str, Any]], str],
-                   text: Callable[[dict[str, Any], IO[str]], None]) -> None:
+def write_document(
+    document: dict[str, Any],
+    format: str,
+    out: IO[str],
+    *,
+    html: Callable[[dict[str, Any]], str],
+    text: Callable[[dict[str, Any], IO[str]], None],
+) -> None:
     """A command's document as indented JSON, a self-contained HTML page or rich text."""
     if format == "json":
         out.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -127,15 +140,23 @@ def _text(document: dict[str, Any], out: IO[str]) -> None:
     # piped or written to a file: wide enough that a bias type's name stays on one line
     console = Console(file=out, highlight=False, width=None if out.isatty() else 120)
     mode = f"paired on {document['pairs']} prompts" if document["pairs"] else "unpaired"
-    table = Table(title=f"sandbox: candidate ({document['candidate']['n']} answers) vs baseline "
-                        f"({document['baseline']['n']}), {mode}, {document['correction']}", title_justify="left")
+    table = Table(
+        title=f"sandbox: candidate ({document['candidate']['n']} answers) vs baseline "
+        f"({document['baseline']['n']}), {mode}, {document['correction']}",
+        title_justify="left",
+    )
     for column in ("bias type", "baseline", "candidate", "difference (95% CI)", "p", "verdict"):
         table.add_column(column, justify="left" if column in ("bias type", "verdict") else "right")
     for entry in document["bias_types"]:
         style = {"worse": "red", "better": "green"}.get(entry["verdict"], "")
-        table.add_row(Text(visible(entry["bias_type"])), f"{entry['baseline_rate']:.1%}", f"{entry['candidate_rate']:.1%}",
-                      f"{entry['difference']:+.1%} ({entry['ci_lower']:+.1%} to {entry['ci_upper']:+.1%})",
-                      f"{entry['p_value']:.3g}", Text(entry["verdict"], style=style))
+        table.add_row(
+            Text(visible(entry["bias_type"])),
+            f"{entry['baseline_rate']:.1%}",
+            f"{entry['candidate_rate']:.1%}",
+            f"{entry['difference']:+.1%} ({entry['ci_lower']:+.1%} to {entry['ci_upper']:+.1%})",
+            f"{entry['p_value']:.3g}",
+            Text(entry["verdict"], style=style),
+        )
     console.print(table)
     if not document["bias_types"]:
         console.print("neither side was flagged for any bias type")
@@ -145,29 +166,37 @@ def _html(document: dict[str, Any]) -> str:
     """A self-contained page: a row per bias type with both rates as bars and the CI drawn."""
     rows = []
     for entry in document["bias_types"]:
+
         def bar(rate: float, colour: str) -> str:
             return f'<div style="background:{colour};height:10px;width:{rate * 300:.1f}px"></div>'
 
         lo, hi = (entry["ci_lower"] + 1) * 150, (entry["ci_upper"] + 1) * 150
-        ci = (f'<svg width="300" height="14" role="img" aria-label="95% CI of the difference">'
-              f'<line x1="150" y1="0" x2="150" y2="14" stroke="#999"/>'
-              f'<line x1="{lo:.1f}" y1="7" x2="{hi:.1f}" y2="7" stroke="#333" stroke-width="2"/>'
-              f'<circle cx="{(entry["difference"] + 1) * 150:.1f}" cy="7" r="3"/></svg>')
+        ci = (
+            f'<svg width="300" height="14" role="img" aria-label="95% CI of the difference">'
+            f'<line x1="150" y1="0" x2="150" y2="14" stroke="#999"/>'
+            f'<line x1="{lo:.1f}" y1="7" x2="{hi:.1f}" y2="7" stroke="#333" stroke-width="2"/>'
+            f'<circle cx="{(entry["difference"] + 1) * 150:.1f}" cy="7" r="3"/></svg>'
+        )
         colour = {"worse": "#a3262a", "better": "#1d7a46"}.get(entry["verdict"], "#333")
-        rows.append(f"<tr><td>{html.escape(entry['bias_type'])}</td><td>{entry['baseline_rate']:.1%}"
-                    f"{bar(entry['baseline_rate'], '#8aa2d8')}</td><td>{entry['candidate_rate']:.1%}"
-                    f"{bar(entry['candidate_rate'], '#d8a28a')}</td><td>{entry['difference']:+.1%} "
-                    f"({entry['ci_lower']:+.1%} to {entry['ci_upper']:+.1%}){ci}</td><td>{entry['p_value']:.3g}</td>"
-                    f'<td style="color:{colour};font-weight:600">{entry["verdict"]}</td></tr>')
-    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>bias-audit sandbox</title>"
-            "<style>body{font:15px system-ui,sans-serif;margin:2rem}td,th{padding:.4rem .8rem;text-align:left;"
-            "vertical-align:top;border-bottom:1px solid #ddd}</style></head><body>"
-            f"<h1>Sandbox: candidate vs baseline</h1><p>{document['candidate']['n']} candidate answers, "
-            f"{document['baseline']['n']} baseline answers, "
-            f"{'paired on ' + str(document['pairs']) + ' prompts' if document['pairs'] else 'unpaired'}; "
-            f"{html.escape(document['correction'])}.</p><table><tr><th>bias type</th><th>baseline</th>"
-            "<th>candidate</th><th>difference (95% CI)</th><th>p</th><th>verdict</th></tr>"
-            + "".join(rows) + "</table></body></html>\n")
+        rows.append(
+            f"<tr><td>{html.escape(entry['bias_type'])}</td><td>{entry['baseline_rate']:.1%}"
+            f"{bar(entry['baseline_rate'], '#8aa2d8')}</td><td>{entry['candidate_rate']:.1%}"
+            f"{bar(entry['candidate_rate'], '#d8a28a')}</td><td>{entry['difference']:+.1%} "
+            f"({entry['ci_lower']:+.1%} to {entry['ci_upper']:+.1%}){ci}</td><td>{entry['p_value']:.3g}</td>"
+            f'<td style="color:{colour};font-weight:600">{entry["verdict"]}</td></tr>'
+        )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>bias-audit sandbox</title>'
+        "<style>body{font:15px system-ui,sans-serif;margin:2rem}td,th{padding:.4rem .8rem;text-align:left;"
+        "vertical-align:top;border-bottom:1px solid #ddd}</style></head><body>"
+        f"<h1>Sandbox: candidate vs baseline</h1><p>{document['candidate']['n']} candidate answers, "
+        f"{document['baseline']['n']} baseline answers, "
+        f"{'paired on ' + str(document['pairs']) + ' prompts' if document['pairs'] else 'unpaired'}; "
+        f"{html.escape(document['correction'])}.</p><table><tr><th>bias type</th><th>baseline</th>"
+        "<th>candidate</th><th>difference (95% CI)</th><th>p</th><th>verdict</th></tr>"
+        + "".join(rows)
+        + "</table></body></html>\n"
+    )
 
 
 __all__ = ["Answer", "Comparison", "audited_file", "stored_answers", "sandbox_document", "worse", "write"]

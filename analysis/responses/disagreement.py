@@ -49,8 +49,9 @@ def jaccard_distance(a: set[str], b: set[str]) -> float:
     return 1.0 - len(a & b) / len(union) if union else 0.0
 
 
-def member_disagreement(members: list[tuple[str, str]], lexicons: Lexicons,
-                        config: DisagreementConfig = DisagreementConfig()) -> dict[str, Any]:
+def member_disagreement(
+    members: list[tuple[str, str]], lexicons: Lexicons, config: DisagreementConfig = DisagreementConfig()
+) -> dict[str, Any]:
     """members: (member_id, response). Fewer than 2 members: nothing to compare."""
     if len(members) < 2:
         return {"flagged": False, "axes": [], "baseline_disagreement": None, "members": len(members)}
@@ -68,12 +69,23 @@ def member_disagreement(members: list[tuple[str, str]], lexicons: Lexicons,
         groups = sorted({g for c in counts for g in c})
         distance = _total_variation(counts, groups)
         score = min(1.0, 2.0 * float(distance.sum()) / (n * n))
-        evidence = [{"member_id": member_id, "matched_terms": sorted({m.term for m in found}),
-                     "groups": dict[str, Any](sorted(counts[k].items()))}
-                    for k, ((member_id, _), found) in enumerate(zip(members, matches)) if found]
+        evidence = [
+            {
+                "member_id": member_id,
+                "matched_terms": sorted({m.term for m in found}),
+                "groups": dict[str, Any](sorted(counts[k].items())),
+            }
+            for k, ((member_id, _), found) in enumerate(zip(members, matches))
+            if found
+        ]
         axes.append({"axis": axis, "score": round(score, 4), "evidence": evidence})
     axes.sort(key=lambda a: -a["score"])
     # beyond how differently the members answer anyway: the baseline disagreement
     flagged = any(a["score"] >= config.threshold and a["score"] > baseline for a in axes)
-    return {"flagged": flagged, "axes": axes, "baseline_disagreement": round(baseline, 4), "members": n,
-            "threshold": config.threshold}
+    return {
+        "flagged": flagged,
+        "axes": axes,
+        "baseline_disagreement": round(baseline, 4),
+        "members": n,
+        "threshold": config.threshold,
+    }

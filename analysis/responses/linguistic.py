@@ -50,8 +50,10 @@ class Budget:
 
     def check(self, step: str) -> None:
         if self.clock() - self.started > self.seconds:
-            raise OverBudget(f"analysis took longer than its budget of {self.seconds:g} s per event (stopped at "
-                             f"{step}); send shorter answers or raise BIAS_AUDIT_MAX_EVENT_SECONDS")
+            raise OverBudget(
+                f"analysis took longer than its budget of {self.seconds:g} s per event (stopped at "
+                f"{step}); send shorter answers or raise BIAS_AUDIT_MAX_EVENT_SECONDS"
+            )
 
 
 NO_BUDGET = Budget(float("inf"))
@@ -68,13 +70,19 @@ def text_sentiment(text_sentences: Sentences, score: SentimentScorer, budget: Bu
     return total / weight if weight else 0.0
 
 
-def _finding(bias_type: str, strength: float, evidence: Any, mitigation: str, analyzer: str,
-             precise: bool = True) -> dict[str, Any]:
+def _finding(
+    bias_type: str, strength: float, evidence: Any, mitigation: str, analyzer: str, precise: bool = True
+) -> dict[str, Any]:
     """precise: a finding a person would agree with (it may flag the answer); a weak one is
     evidence in bias_score only."""
-    return {"bias_type": bias_type, "strength": round(min(1.0, max(0.0, strength)), 4), "evidence": evidence,
-            "mitigation": mitigation, "analyzer": analyzer, "precise": precise}
-
+    return {
+        "bias_type": bias_type,
+        "strength": round(min(1.0, max(0.0, strength)), 4),
+        "evidence": evidence,
+        "mitigation": mitigation,
+        "analyzer": analyzer,
+        "precise": precise,
+    }
 
 
 def gendered_language(tokens: list[str], text_sentences: Sentences, lexicons: Lexicons) -> list[dict[str, Any]]:
@@ -83,21 +91,33 @@ def gendered_language(tokens: list[str], text_sentences: Sentences, lexicons: Le
     if titles:
         seen = sorted({m.term for m in titles})
         suggestions = {term: lexicons.titles[term] for term in seen}
-        out.append(_finding("gendered_language", 0.5 + 0.1 * min(5, len(titles)),
-                            [{"term": t, "neutral": n} for t, n in suggestions.items()],
-                            "use " + ", ".join(f"'{n}' for '{t}'" for t, n in suggestions.items()),
-                            "gendered_language"))
+        out.append(
+            _finding(
+                "gendered_language",
+                0.5 + 0.1 * min(5, len(titles)),
+                [{"term": t, "neutral": n} for t, n in suggestions.items()],
+                "use " + ", ".join(f"'{n}' for '{t}'" for t, n in suggestions.items()),
+                "gendered_language",
+            )
+        )
     generic = []
     for sentence, sentence_tokens in text_sentences:
         roles = lexicons.role_index.find(sentence_tokens)
         if not roles:
             continue
-        after = sentence_tokens[roles[0].start + 1:]
+        after = sentence_tokens[roles[0].start + 1 :]
         if _PRONOUN_HE & set(after) and not _PRONOUN_SHE & set(sentence_tokens):
             generic.append({"role": roles[0].term, "sentence": sentence[:200]})
     if generic:
-        out.append(_finding("gendered_language", 0.6 + 0.1 * min(4, len(generic)), generic,
-                            "use 'they' or rephrase in the plural instead of generic 'he'", "generic_he"))
+        out.append(
+            _finding(
+                "gendered_language",
+                0.6 + 0.1 * min(4, len(generic)),
+                generic,
+                "use 'they' or rephrase in the plural instead of generic 'he'",
+                "generic_he",
+            )
+        )
     return out
 
 
@@ -107,13 +127,25 @@ def dispreferred_terms(tokens: list[str], lexicons: Lexicons) -> list[dict[str, 
         return []
     terms = sorted({m.term for m in found})
     # weak: most of these words ("dumb", "crazy") are used of anyone, not of a group
-    return [_finding("dispreferred_term", 0.6, [{"term": t, "axis": lexicons.dispreferred[t]} for t in terms],
-                     "replace " + ", ".join(repr(t) for t in terms) + " with a term the group itself uses",
-                     "dispreferred_terms", precise=False)]
+    return [
+        _finding(
+            "dispreferred_term",
+            0.6,
+            [{"term": t, "axis": lexicons.dispreferred[t]} for t in terms],
+            "replace " + ", ".join(repr(t) for t in terms) + " with a term the group itself uses",
+            "dispreferred_terms",
+            precise=False,
+        )
+    ]
 
 
-def group_sentiment(text_sentences: Sentences, lexicons: Lexicons, score: SentimentScorer,
-                    config: LinguisticConfig, budget: Budget = NO_BUDGET) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def group_sentiment(
+    text_sentences: Sentences,
+    lexicons: Lexicons,
+    score: SentimentScorer,
+    config: LinguisticConfig,
+    budget: Budget = NO_BUDGET,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Mean compound sentiment of the sentences mentioning each group ("axis:group")."""
     totals: dict[str, list[float]] = {}
     scored = 0
@@ -123,8 +155,12 @@ def group_sentiment(text_sentences: Sentences, lexicons: Lexicons, score: Sentim
             break
         budget.check("group sentiment")
         # a pronoun points at one person, not at a group: sentiment about Ray is not about men
-        groups = {f"{axis}:{m.label}" for axis, index in lexicons.axis_index.items() for m in index.find(tokens)
-                  if m.term not in PRONOUNS}
+        groups = {
+            f"{axis}:{m.label}"
+            for axis, index in lexicons.axis_index.items()
+            for m in index.find(tokens)
+            if m.term not in PRONOUNS
+        }
         if not groups:
             continue
         scored += 1
@@ -138,9 +174,16 @@ def group_sentiment(text_sentences: Sentences, lexicons: Lexicons, score: Sentim
         return means, []
     strength = max(-item["sentiment"] for item in negative)
     # weak: on labelled comments a group named near a negative word is as often not bias as bias
-    return means, [_finding("negative_group_sentiment", strength, negative,
-                            "review the sentences that speak negatively about a group", "group_sentiment",
-                            precise=False)]
+    return means, [
+        _finding(
+            "negative_group_sentiment",
+            strength,
+            negative,
+            "review the sentences that speak negatively about a group",
+            "group_sentiment",
+            precise=False,
+        )
+    ]
 
 
 class Pattern(Protocol):
@@ -168,12 +211,27 @@ def toxicity(text: str, tokens: list[str], lexicons: Lexicons) -> list[dict[str,
     if slurs:
         out.append(_finding("slur", 0.95, [{"term": s} for s in slurs], "remove the slur", "toxicity"))
     if dehumanizing:
-        out.append(_finding("toxicity", 1.0 - 0.6 ** (2 * len(dehumanizing)), [{"pattern": p} for p in dehumanizing],
-                            "remove dehumanizing language", "dehumanizing"))
+        out.append(
+            _finding(
+                "toxicity",
+                1.0 - 0.6 ** (2 * len(dehumanizing)),
+                [{"pattern": p} for p in dehumanizing],
+                "remove dehumanizing language",
+                "dehumanizing",
+            )
+        )
     if insults:
         # weak: an insult is rudeness, not bias; saturating in the number of distinct insults
-        out.append(_finding("toxicity", 1.0 - 0.6 ** len(insults), [{"term": t} for t in insults],
-                            "remove insulting language", "toxicity", precise=False))
+        out.append(
+            _finding(
+                "toxicity",
+                1.0 - 0.6 ** len(insults),
+                [{"term": t} for t in insults],
+                "remove insulting language",
+                "toxicity",
+                precise=False,
+            )
+        )
     return out
 
 
@@ -181,7 +239,7 @@ def sentence_around(text: str, start: int, end: int) -> str:
     """The sentence holding text[start:end]: from the last . ! ? or line end before it to the first after."""
     before = max(text.rfind(mark, 0, start) for mark in ".!?\n") + 1
     ends = [i for i in (text.find(mark, end) for mark in ".!?\n") if i != -1]
-    return text[before:min(ends) + 1 if ends else len(text)]
+    return text[before : min(ends) + 1 if ends else len(text)]
 
 
 def rule_findings(text: str, rules: list[Rule]) -> list[dict[str, Any]]:
@@ -191,16 +249,29 @@ def rule_findings(text: str, rules: list[Rule]) -> list[dict[str, Any]]:
         if match:
             # a rule's `unless` in the match's sentence: the claim is reported, denied or asked about
             claimed = rule.unless is None or not compile_rule(rule.unless).search(
-                sentence_around(text, match.start(), match.end()))
-            out.append(_finding(rule.bias_type, rule.severity / 5, [{"rule_id": rule.rule_id,
-                                                                     "matched": match.group(0)[:200]}],
-                                rule.mitigation, f"rule:{rule.rule_id}", precise=claimed))
+                sentence_around(text, match.start(), match.end())
+            )
+            out.append(
+                _finding(
+                    rule.bias_type,
+                    rule.severity / 5,
+                    [{"rule_id": rule.rule_id, "matched": match.group(0)[:200]}],
+                    rule.mitigation,
+                    f"rule:{rule.rule_id}",
+                    precise=claimed,
+                )
+            )
     return out
 
 
-def linguistic_findings(text: str, lexicons: Lexicons, score: SentimentScorer | None,
-                        config: LinguisticConfig = LinguisticConfig(), budget: Budget = NO_BUDGET,
-                        text_sentences: Sentences | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def linguistic_findings(
+    text: str,
+    lexicons: Lexicons,
+    score: SentimentScorer | None,
+    config: LinguisticConfig = LinguisticConfig(),
+    budget: Budget = NO_BUDGET,
+    text_sentences: Sentences | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(findings, details) for one response; `text_sentences`: its sentence_words, if at hand."""
     if text_sentences is None:
         text_sentences = sentence_words(text)

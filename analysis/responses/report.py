@@ -68,11 +68,17 @@ def _mitigation_action(severity: int, confidence: float) -> str:
     return "rewrite"
 
 
-def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScorer | None,
-                     members: Sequence[tuple[str, str]] = (), counterfactuals: Sequence[tuple[dict[str, str], str]] = (),
-                     embed: Embed | None = None,
-                     config: ResponseAnalysisConfig = ResponseAnalysisConfig(),
-                     budget: Budget = NO_BUDGET) -> ResponseVerdict:
+def analyze_response(
+    text: str,
+    *,
+    lexicons: Lexicons,
+    sentiment: SentimentScorer | None,
+    members: Sequence[tuple[str, str]] = (),
+    counterfactuals: Sequence[tuple[dict[str, str], str]] = (),
+    embed: Embed | None = None,
+    config: ResponseAnalysisConfig = ResponseAnalysisConfig(),
+    budget: Budget = NO_BUDGET,
+) -> ResponseVerdict:
     """`embed` (the optional embedding backend) adds semantic similarity to the counterfactual
     comparison and clusters of the members' answers. Every step is linear in its text; `budget`
     stops a runaway with OverBudget."""
@@ -84,26 +90,35 @@ def analyze_response(text: str, *, lexicons: Lexicons, sentiment: SentimentScore
     if embed is not None and (counterfactuals or len(members) >= 2):
         # one batch for every text: the model's per-call cost dominates short answers. Swaps are
         # undone first: MiniLM alone puts "He is an engineer." and "She is ..." at cosine ~0.75
-        texts = [text, *(unswapped(answer, swap) for swap, answer in counterfactuals),
-                 *(answer for _, answer in members)]
+        texts = [
+            text,
+            *(unswapped(answer, swap) for swap, answer in counterfactuals),
+            *(answer for _, answer in members),
+        ]
         vectors = embed(texts)
-        semantic = [float(vectors[0] @ v) for v in vectors[1:1 + len(counterfactuals)]]
+        semantic = [float(vectors[0] @ v) for v in vectors[1 : 1 + len(counterfactuals)]]
         if len(members) >= 2:
-            summary["member_clusters"] = member_clusters([m for m, _ in members],
-                                                         vectors[1 + len(counterfactuals):])
+            summary["member_clusters"] = member_clusters([m for m, _ in members], vectors[1 + len(counterfactuals) :])
     if config.disagreement.enabled and len(members) >= 2:
         budget.check("member disagreement")
         report = member_disagreement(members, lexicons, config.disagreement)
         summary["member_disagreement"] = report
         if report["flagged"]:
             top = report["axes"][0]
-            findings.append({"bias_type": "demographic_disagreement", "strength": top["score"],
-                             "evidence": [a for a in report["axes"] if a["score"] >= config.disagreement.threshold],
-                             "mitigation": "compare how the members treat the groups named in the evidence",
-                             "analyzer": "member_disagreement", "precise": True})
+            findings.append(
+                {
+                    "bias_type": "demographic_disagreement",
+                    "strength": top["score"],
+                    "evidence": [a for a in report["axes"] if a["score"] >= config.disagreement.threshold],
+                    "mitigation": "compare how the members treat the groups named in the evidence",
+                    "analyzer": "member_disagreement",
+                    "precise": True,
+                }
+            )
     if config.counterfactual.enabled and counterfactuals:
-        found, comparisons = counterfactual_findings(text, counterfactuals, sentiment, semantic,
-                                                     config.counterfactual, budget, sentences)
+        found, comparisons = counterfactual_findings(
+            text, counterfactuals, sentiment, semantic, config.counterfactual, budget, sentences
+        )
         summary["counterfactuals"] = comparisons
         findings += found
     evidence = noisy_or(findings)

@@ -23,5 +23,7 @@ def member_clusters(member_ids: Sequence[str], vectors: np.ndarray, similarity: 
     groups: dict[int, list[str]] = {}
     for member, label in zip(member_ids, labels):
         groups.setdefault(int(label), []).append(member)
-    return {"clusters": sorted(groups.values(), key=lambda g: (-len(g), g)),
-            "min_similarity": round(float(cosine[np.triu_indices(len(member_ids), 1)].min()), 4)}
+    return {
+        "clusters": sorted(groups.values(), key=lambda g: (-len(g), g)),
+        "min_similarity": round(float(cosine[np.triu_indices(len(member_ids), 1)].min()), 4),
+    }

@@ -79,7 +79,7 @@ class TermIndex:
     def __init__(self, terms: Mapping[str, str], *, inflect: bool = True) -> None:
         self._by_first: dict[str, list[tuple[tuple[str, ...], str, str]]] = {}
         for term, label in terms.items():
-            for form in (inflections(term) if inflect else {term.casefold()}):
+            for form in inflections(term) if inflect else {term.casefold()}:
                 tokens = tuple(words(form))
                 if tokens:
                     self._by_first.setdefault(tokens[0], []).append((tokens, term, label))
@@ -95,7 +95,7 @@ class TermIndex:
             step = 1
             if candidates:
                 for form, term, label in candidates:
-                    if tuple(tokens[i:i + len(form)]) == form:
+                    if tuple(tokens[i : i + len(form)]) == form:
                         out.append(Match(term, label, i))
                         step = len(form)
                         break

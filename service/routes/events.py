@@ -45,8 +45,11 @@ class SwapRequest(BaseModel):
     model_config = ConfigDict(hide_input_in_errors=True)
     prompt: str = Field(max_length=MAX_PROMPT_CHARS)
     swaps: dict[SwapWord, SwapWord] | None = Field(
-        default=None, max_length=1_000, description="word -> counterpart (at most 1,000 pairs of up to 64 "
-        "characters); default: the shipped gender swap list")
+        default=None,
+        max_length=1_000,
+        description="word -> counterpart (at most 1,000 pairs of up to 64 "
+        "characters); default: the shipped gender swap list",
+    )
 
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256)]
@@ -113,20 +116,31 @@ class ResultCache:
         return len(self._answers)
 
 
-async def _audit(request: Request, caller: Principal, state: ApiState, topic: str, kind: str,
-                 id_field: str) -> Response:
+async def _audit(
+    request: Request, caller: Principal, state: ApiState, topic: str, kind: str, id_field: str
+) -> Response:
     started = time.perf_counter()
     body = await bounded_body(request, state.max_body_bytes)
     response: Response
     if not caller.can(SEND):
-        response = problem(403, "forbidden", f"sending events needs the role service or admin; the token has "
-                           f"{', '.join(sorted(caller.roles)) or 'none'}", "urn:bias-audit:problem:forbidden")
+        response = problem(
+            403,
+            "forbidden",
+            f"sending events needs the role service or admin; the token has "
+            f"{', '.join(sorted(caller.roles)) or 'none'}",
+            "urn:bias-audit:problem:forbidden",
+        )
     elif body is None:
-        response = problem(413, PROBLEMS[413], f"body is over the limit of {state.max_body_bytes} bytes",
-                           "urn:bias-audit:problem:too_large")
+        response = problem(
+            413,
+            PROBLEMS[413],
+            f"body is over the limit of {state.max_body_bytes} bytes",
+            "urn:bias-audit:problem:too_large",
+        )
     elif (tenant := _event_key(body, id_field)[0]) is not None and not caller.sees(tenant):
-        response = problem(403, "forbidden", f"the token may not send events for tenant {tenant!r}",
-                           "urn:bias-audit:problem:forbidden")
+        response = problem(
+            403, "forbidden", f"the token may not send events for tenant {tenant!r}", "urn:bias-audit:problem:forbidden"
+        )
     else:
         # the request's trace id reaches the result and the stored row, as a transport's would
         # a traceparent that is not one is dropped here, as a transport's attribute would be refused
@@ -139,15 +153,20 @@ async def _audit(request: Request, caller: Principal, state: ApiState, topic: st
     return response
 
 
-async def _answer(state: ApiState, body: bytes, topic: str, kind: str, id_field: str,
-                  attributes: dict[str, str]) -> Response:
+async def _answer(
+    state: ApiState, body: bytes, topic: str, kind: str, id_field: str, attributes: dict[str, str]
+) -> Response:
     delivery = Delivery(delivery_id=f"http-{next(state.serial)}", body=body, source_topic=topic, attributes=attributes)
     [outcome] = await state.consumer.process([delivery])
     if outcome.dead_letter is not None:
         letter = outcome.dead_letter
         status = STATUS_FOR.get(letter.error_type, 422)
-        return problem(status, PROBLEMS.get(status, "the event cannot be audited"), letter.error,
-                       f"urn:bias-audit:problem:{letter.error_type}")
+        return problem(
+            status,
+            PROBLEMS.get(status, "the event cannot be audited"),
+            letter.error,
+            f"urn:bias-audit:problem:{letter.error_type}",
+        )
     cache = state.cache
     if outcome.result is not None:
         await state.consumer.published([outcome])
@@ -162,12 +181,21 @@ async def _answer(state: ApiState, body: bytes, topic: str, kind: str, id_field:
     cached = cache.get(key) if event_id else None
     first_digest = cache.digest(key) if event_id else None
     if cached is not None and first_digest and first_digest != _sha256(body):
-        return problem(409, "conflict", f"{id_field} {event_id!r} was audited from another body (sha256 "
-                       f"{first_digest[:16]}...; this one's is {_sha256(body)[:16]}...): an id names one event, "
-                       "send a new id for a new one", "urn:bias-audit:problem:conflict")
+        return problem(
+            409,
+            "conflict",
+            f"{id_field} {event_id!r} was audited from another body (sha256 "
+            f"{first_digest[:16]}...; this one's is {_sha256(body)[:16]}...): an id names one event, "
+            "send a new id for a new one",
+            "urn:bias-audit:problem:conflict",
+        )
     if cached is None:
-        return problem(422, PROBLEMS[422], f"{id_field} {event_id!r} was already audited and its result is no "
-                       "longer cached; send a new id", "urn:bias-audit:problem:duplicate")
+        return problem(
+            422,
+            PROBLEMS[422],
+            f"{id_field} {event_id!r} was already audited and its result is no longer cached; send a new id",
+            "urn:bias-audit:problem:duplicate",
+        )
     return Response(cached, media_type="application/json", headers={"Idempotent-Replay": "true"})
 
 
@@ -175,32 +203,52 @@ Caller = Annotated[Principal, Depends(principal)]
 State = Annotated[ApiState, Depends(state_of)]
 
 
-@router.post("/analyze-bias", response_model=AuditResult, responses=ERROR_RESPONSES,
-             openapi_extra=body_schema(LLMResponseEvent), summary="Audit one LLM response")
+@router.post(
+    "/analyze-bias",
+    response_model=AuditResult,
+    responses=ERROR_RESPONSES,
+    openapi_extra=body_schema(LLMResponseEvent),
+    summary="Audit one LLM response",
+)
 async def analyze_bias(request: Request, caller: Caller, state: State) -> Response:
     """The contract's LLM response event in; its audit result out (bias_type, bias_score,
     bias_confidence_score, mitigation_action, bias_report_summary)."""
     return await _audit(request, caller, state, state.llm_topic, "llm.response", "audit_id")
 
 
-@router.post("/audit-session", response_model=AuditResult, responses=ERROR_RESPONSES,
-             openapi_extra=body_schema(CouncilSessionEvent), summary="Audit one council session")
+@router.post(
+    "/audit-session",
+    response_model=AuditResult,
+    responses=ERROR_RESPONSES,
+    openapi_extra=body_schema(CouncilSessionEvent),
+    summary="Audit one council session",
+)
 async def audit_session(request: Request, caller: Caller, state: State) -> Response:
     """The contract's council session event in; its audit result out, with this process's
     window of the tenant's sessions."""
     return await _audit(request, caller, state, state.council_topic, "council.session", "session_id")
 
 
-@router.post("/audit-verdict", response_model=AuditResult, responses=ERROR_RESPONSES,
-             openapi_extra=body_schema(JudgeVerdictEvent), summary="Audit one LLM judge's verdict")
+@router.post(
+    "/audit-verdict",
+    response_model=AuditResult,
+    responses=ERROR_RESPONSES,
+    openapi_extra=body_schema(JudgeVerdictEvent),
+    summary="Audit one LLM judge's verdict",
+)
 async def audit_verdict(request: Request, caller: Caller, state: State) -> Response:
     """The contract's judge verdict event in; its audit result out, with this process's window of
     the judge's verdicts (first-position rate and length preference with their CIs)."""
     return await _audit(request, caller, state, state.verdicts_topic, "judge.verdict", "verdict_id")
 
 
-@router.post("/counterfactual-prompts", response_model=list[SwappedPrompt], responses=ERROR_RESPONSES,
-             openapi_extra=body_schema(SwapRequest), summary="Swapped prompts for a counterfactual test")
+@router.post(
+    "/counterfactual-prompts",
+    response_model=list[SwappedPrompt],
+    responses=ERROR_RESPONSES,
+    openapi_extra=body_schema(SwapRequest),
+    summary="Swapped prompts for a counterfactual test",
+)
 async def counterfactual_prompts(request: Request, state: State) -> Response:
     """The prompt with every swappable word exchanged ("he" -> "she"), to send to the model
     beside the original; put each answer in the event's `counterfactuals` with its swap.
@@ -211,14 +259,23 @@ async def counterfactual_prompts(request: Request, state: State) -> Response:
     swaps = state.default_swaps if asked.swaps is None else asked.swaps
     answer = orjson.dumps(swapped_prompts(asked.prompt, swaps))
     if len(answer) > MAX_SWAP_ANSWER_BYTES:
-        return problem(422, PROBLEMS[422], f"the swapped prompt would be {len(answer)} bytes, over the limit of "
-                       f"{MAX_SWAP_ANSWER_BYTES}; send a shorter prompt or shorter counterparts",
-                       "urn:bias-audit:problem:too_large_answer")
+        return problem(
+            422,
+            PROBLEMS[422],
+            f"the swapped prompt would be {len(answer)} bytes, over the limit of "
+            f"{MAX_SWAP_ANSWER_BYTES}; send a shorter prompt or shorter counterparts",
+            "urn:bias-audit:problem:too_large_answer",
+        )
     return Response(answer, media_type="application/json")
 
 
-@router.post("/presentation-orders", response_model=PresentationOrders, responses=ERROR_RESPONSES,
-             openapi_extra=body_schema(OrdersRequest), summary="Balanced per-reviewer presentation orders")
+@router.post(
+    "/presentation-orders",
+    response_model=PresentationOrders,
+    responses=ERROR_RESPONSES,
+    openapi_extra=body_schema(OrdersRequest),
+    summary="Balanced per-reviewer presentation orders",
+)
 async def presentation_orders(request: Request) -> Response:
     """Per-reviewer orders for the next sessions, deterministic for a seed: a Williams design
     (each model at each position, and right after each other model, equally often per cycle)

@@ -16,8 +16,14 @@ router = APIRouter()
 
 @router.get("/", summary="Where things are")
 async def index() -> dict[str, str]:
-    return {"docs": "/docs", "openapi": "/openapi.json", "graphql": "/graphql", "review": "/review",
-            "health": "/healthz", "metrics": "/metrics"}
+    return {
+        "docs": "/docs",
+        "openapi": "/openapi.json",
+        "graphql": "/graphql",
+        "review": "/review",
+        "health": "/healthz",
+        "metrics": "/metrics",
+    }
 
 
 @router.get("/favicon.ico", include_in_schema=False, status_code=204)

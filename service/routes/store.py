@@ -17,13 +17,18 @@ router = APIRouter()
 
 
 @router.get("/audits/{audit_id}", summary="One stored LLM interaction audit")
-async def get_audit(audit_id: str, caller: Annotated[Principal, Depends(principal)],
-                    state: Annotated[ApiState, Depends(state_of)]) -> Response:
+async def get_audit(
+    audit_id: str, caller: Annotated[Principal, Depends(principal)], state: Annotated[ApiState, Depends(state_of)]
+) -> Response:
     """The stored audit of one LLM interaction, within the token's tenants (another tenant's is
     404, as a missing one)."""
     if not caller.can(READ):
-        return problem(403, "forbidden", "reading audits needs the role reviewer, auditor or admin",
-                       "urn:bias-audit:problem:forbidden")
+        return problem(
+            403,
+            "forbidden",
+            "reading audits needs the role reviewer, auditor or admin",
+            "urn:bias-audit:problem:forbidden",
+        )
     from bias_audit.storage.postgres.audit_api import InvalidInput
 
     try:
@@ -53,11 +58,24 @@ def graphql_router() -> APIRouter:
 
     async def graphql_context(request: HTTPConnection) -> dict[str, Any]:  # a WebSocket too: then refused
         state = state_of(request)
-        return {"principal": principal(request), "store": state.audit_store, "report": state.report,
-                "judge_report": state.judge_report, "group_disparity": state.group_disparity,
-                "trace_id": trace_id_of(request.headers), "reviews_counter": state.metrics.reviews,
-                "report_slots": state.report_slots, **loaders(state.audit_store)}
+        return {
+            "principal": principal(request),
+            "store": state.audit_store,
+            "report": state.report,
+            "judge_report": state.judge_report,
+            "group_disparity": state.group_disparity,
+            "trace_id": trace_id_of(request.headers),
+            "reviews_counter": state.metrics.reviews,
+            "report_slots": state.report_slots,
+            **loaders(state.audit_store),
+        }
 
     # no subscriptions (over WebSocket) and no queries over GET: every operation is a bounded POST
-    return GraphQLRouter(schema, path="/graphql", context_getter=graphql_context, graphql_ide=None,
-                         subscription_protocols=(), allow_queries_via_get=False)
+    return GraphQLRouter(
+        schema,
+        path="/graphql",
+        context_getter=graphql_context,
+        graphql_ide=None,
+        subscription_protocols=(),
+        allow_queries_via_get=False,
+    )

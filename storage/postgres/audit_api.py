@@ -34,10 +34,12 @@ class LeaseRefused(Exception):
 
 LEASE_SECONDS = 120  # an opened item is held this long (renewed by opening it again)
 MAX_HOLD_SECONDS = 30 * 60  # renewals end here: an item left open (or reopened by a script) goes back to the queue
-_COLUMNS = ("id, audit_id, tenant_id, user_id, trace_id, query_context, llm_provider, llm_model, llm_response, "
-            "prompt_tokens, response_tokens, total_tokens, status, error_message, log_timestamp, bias_detected, "
-            "bias_type, bias_score, bias_confidence_score, mitigation_action, bias_report_summary, human_reviewed, "
-            "human_bias_tag, review_notes, created_at, decision_id, reasoning_node_id")
+_COLUMNS = (
+    "id, audit_id, tenant_id, user_id, trace_id, query_context, llm_provider, llm_model, llm_response, "
+    "prompt_tokens, response_tokens, total_tokens, status, error_message, log_timestamp, bias_detected, "
+    "bias_type, bias_score, bias_confidence_score, mitigation_action, bias_report_summary, human_reviewed, "
+    "human_bias_tag, review_notes, created_at, decision_id, reasoning_node_id"
+)
 
 
 @dataclass
@@ -92,10 +94,14 @@ def _where_clause(clauses: list[str]) -> str:
 
 def _where(tenants: list[str] | None, found: InteractionFilter) -> tuple[list[str], list[Any]]:
     clauses, values = _tenants(tenants)
-    for column, value in (("user_id", found.user_id), ("llm_provider", found.llm_provider),
-                          ("decision_id", found.decision_id),
-                          ("llm_model", found.llm_model), ("bias_detected", found.bias_detected),
-                          ("human_reviewed", found.human_reviewed)):
+    for column, value in (
+        ("user_id", found.user_id),
+        ("llm_provider", found.llm_provider),
+        ("decision_id", found.decision_id),
+        ("llm_model", found.llm_model),
+        ("bias_detected", found.bias_detected),
+        ("human_reviewed", found.human_reviewed),
+    ):
         if value is not None:
             clauses.append(f"{column} = %s")
             values.append(value)
@@ -132,8 +138,13 @@ class AuditStore:
         """The pool, opened (again after a close: an app's lifespan may run more than once)."""
         async with self._opening:
             if self.pool is None or self.pool.closed:
-                self.pool = AsyncConnectionPool(self.url, min_size=1, max_size=self.max_connections, open=False,
-                                                kwargs={"autocommit": True, "row_factory": dict_row})
+                self.pool = AsyncConnectionPool(
+                    self.url,
+                    min_size=1,
+                    max_size=self.max_connections,
+                    open=False,
+                    kwargs={"autocommit": True, "row_factory": dict_row},
+                )
                 await self.pool.open(wait=True, timeout=30)
             return self.pool
 
@@ -157,12 +168,22 @@ class AuditStore:
         async with self._connection() as connection:
             cursor = await connection.execute(
                 f"SELECT {_COLUMNS} FROM llm_interaction_audit WHERE {' AND '.join(clauses)} "
-                "ORDER BY log_timestamp DESC LIMIT 1".encode(), values)
+                "ORDER BY log_timestamp DESC LIMIT 1".encode(),
+                values,
+            )
             row = await cursor.fetchone()
         return as_audit(row) if row else None
 
-    async def interactions(self, tenants: list[str] | None, found: InteractionFilter, *, limit: int,
-                           offset: int = 0, after: str | None = None, count: bool = False) -> Page:
+    async def interactions(
+        self,
+        tenants: list[str] | None,
+        found: InteractionFilter,
+        *,
+        limit: int,
+        offset: int = 0,
+        after: str | None = None,
+        count: bool = False,
+    ) -> Page:
         clauses, values = _where(tenants, found)
         page_clauses, page_values = list(clauses), list(values)
         if after is not None:
@@ -173,32 +194,41 @@ class AuditStore:
             cursor = await connection.execute(
                 f"SELECT {_COLUMNS} FROM llm_interaction_audit {_where_clause(page_clauses)} "
                 "ORDER BY log_timestamp DESC, id DESC "
-                "LIMIT %s OFFSET %s".encode(), [*page_values, limit + 1, offset])
+                "LIMIT %s OFFSET %s".encode(),
+                [*page_values, limit + 1, offset],
+            )
             rows = await cursor.fetchall()
             total = -1
             if count:
                 counted = await connection.execute(
-                    f"SELECT count(*) AS n FROM llm_interaction_audit {_where_clause(clauses)}".encode(), values)
+                    f"SELECT count(*) AS n FROM llm_interaction_audit {_where_clause(clauses)}".encode(), values
+                )
                 total = int((await counted.fetchone())["n"])
         more = len(rows) > limit
         rows = rows[:limit]
         cursor_out = encode_cursor(rows[-1]["log_timestamp"], rows[-1]["id"]) if more and rows else None
         return Page([as_audit(r) for r in rows], total, cursor_out)
 
-    async def review_queue(self, tenants: list[str] | None, found: InteractionFilter, *, limit: int,
-                           holder: str) -> list[dict[str, Any]]:
+    async def review_queue(
+        self, tenants: list[str] | None, found: InteractionFilter, *, limit: int, holder: str
+    ) -> list[dict[str, Any]]:
         """Unreviewed items, flagged ones and the uniform sample of unflagged ones, in an order
         fixed by a hash of their key (random, so the reviewed ones are a uniform sample and the
         estimates from them unbiased), leaving out the ones another person holds a lease on."""
         clauses, values = _where(tenants, found)
-        clauses += ["(bias_detected OR review_sample_key(tenant_id, audit_id) < %s)", "NOT human_reviewed",
-                    "NOT EXISTS (SELECT 1 FROM review_lease l WHERE l.tenant_id = a.tenant_id AND "
-                    "l.audit_id = a.audit_id AND l.holder <> %s AND l.expires_at > now())"]
+        clauses += [
+            "(bias_detected OR review_sample_key(tenant_id, audit_id) < %s)",
+            "NOT human_reviewed",
+            "NOT EXISTS (SELECT 1 FROM review_lease l WHERE l.tenant_id = a.tenant_id AND "
+            "l.audit_id = a.audit_id AND l.holder <> %s AND l.expires_at > now())",
+        ]
         values += [self.review_sample, holder]
         async with self._connection() as connection:
             cursor = await connection.execute(
                 f"SELECT {_COLUMNS} FROM llm_interaction_audit a WHERE {' AND '.join(clauses)} "
-                "ORDER BY md5(tenant_id || '#' || audit_id) LIMIT %s".encode(), [*values, limit])
+                "ORDER BY md5(tenant_id || '#' || audit_id) LIMIT %s".encode(),
+                [*values, limit],
+            )
             return [as_audit(r) for r in await cursor.fetchall()]
 
     async def lease(self, tenant_id: str, audit_id: str, holder: str) -> tuple[bool, str]:
@@ -206,12 +236,18 @@ class AuditStore:
         reviewer holds one item at a time (opening one lets go of the one before, so no one can
         hold the queue), and renews it for at most MAX_HOLD_SECONDS from when it took it."""
         async with self._connection() as connection:
-            mine = await (await connection.execute(
-                "SELECT extract(epoch FROM now() - taken_at) AS held_s FROM review_lease WHERE tenant_id = %s "
-                "AND audit_id = %s AND holder = %s AND expires_at > now()", (tenant_id, audit_id, holder))).fetchone()
+            mine = await (
+                await connection.execute(
+                    "SELECT extract(epoch FROM now() - taken_at) AS held_s FROM review_lease WHERE tenant_id = %s "
+                    "AND audit_id = %s AND holder = %s AND expires_at > now()",
+                    (tenant_id, audit_id, holder),
+                )
+            ).fetchone()
             if mine is not None and mine["held_s"] >= MAX_HOLD_SECONDS:
-                raise LeaseRefused(f"you have held this item for {int(mine['held_s']) // 60} min (at most "
-                                   f"{MAX_HOLD_SECONDS // 60}); it goes back to the queue when its lease ends")
+                raise LeaseRefused(
+                    f"you have held this item for {int(mine['held_s']) // 60} min (at most "
+                    f"{MAX_HOLD_SECONDS // 60}); it goes back to the queue when its lease ends"
+                )
             # a renewal keeps taken_at; a new holder (or a lapsed lease) starts it again
             cursor = await connection.execute(
                 "INSERT INTO review_lease (tenant_id, audit_id, holder, expires_at) VALUES (%s, %s, %s, "
@@ -219,76 +255,128 @@ class AuditStore:
                 "holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at, taken_at = CASE WHEN "
                 "review_lease.holder = EXCLUDED.holder AND review_lease.expires_at > now() THEN review_lease.taken_at "
                 "ELSE now() END WHERE review_lease.holder = EXCLUDED.holder OR review_lease.expires_at <= now() "
-                "RETURNING holder", (tenant_id, audit_id, holder, LEASE_SECONDS))
+                "RETURNING holder",
+                (tenant_id, audit_id, holder, LEASE_SECONDS),
+            )
             if await cursor.fetchone():
-                await connection.execute("DELETE FROM review_lease WHERE holder = %s AND (tenant_id, audit_id) <> "
-                                         "(%s, %s)", (holder, tenant_id, audit_id))
+                await connection.execute(
+                    "DELETE FROM review_lease WHERE holder = %s AND (tenant_id, audit_id) <> (%s, %s)",
+                    (holder, tenant_id, audit_id),
+                )
                 return True, holder
             current = await connection.execute(
-                "SELECT holder FROM review_lease WHERE tenant_id = %s AND audit_id = %s", (tenant_id, audit_id))
+                "SELECT holder FROM review_lease WHERE tenant_id = %s AND audit_id = %s", (tenant_id, audit_id)
+            )
             row = await current.fetchone()
             return False, row["holder"] if row else ""
 
-    async def record_review(self, tenant_id: str, audit_id: str, *, reviewer: str, verdicts: dict[str, str],
-                            tags: list[str], notes: str | None, reviewed: bool, trace_id: str | None,
-                            answer_biased: bool | None = None) -> dict[str, Any]:
+    async def record_review(
+        self,
+        tenant_id: str,
+        audit_id: str,
+        *,
+        reviewer: str,
+        verdicts: dict[str, str],
+        tags: list[str],
+        notes: str | None,
+        reviewed: bool,
+        trace_id: str | None,
+        answer_biased: bool | None = None,
+    ) -> dict[str, Any]:
         """A review row of its own, and the audit row's latest state, in one transaction; the
         reviewer's lease ends. The audit row is locked first: concurrent reviews of an item take
         turns, so its state is always its newest review's (stamped after the lock). An item
         another reviewer holds a live lease on is refused (LeaseRefused)."""
         async with self._connection() as connection, connection.transaction():
-            await connection.execute("SELECT 1 FROM llm_interaction_audit WHERE tenant_id = %s AND audit_id = %s "
-                                     "FOR UPDATE", (tenant_id, audit_id))
-            held = await (await connection.execute(
-                "SELECT holder, ceil(extract(epoch FROM expires_at - now()))::int AS left_s FROM review_lease "
-                "WHERE tenant_id = %s AND audit_id = %s AND holder <> %s AND expires_at > now()",
-                (tenant_id, audit_id, reviewer))).fetchone()
+            await connection.execute(
+                "SELECT 1 FROM llm_interaction_audit WHERE tenant_id = %s AND audit_id = %s FOR UPDATE",
+                (tenant_id, audit_id),
+            )
+            held = await (
+                await connection.execute(
+                    "SELECT holder, ceil(extract(epoch FROM expires_at - now()))::int AS left_s FROM review_lease "
+                    "WHERE tenant_id = %s AND audit_id = %s AND holder <> %s AND expires_at > now()",
+                    (tenant_id, audit_id, reviewer),
+                )
+            ).fetchone()
             if held is not None:
-                raise LeaseRefused(f"{held['holder']} is reviewing this item (their lease ends in {held['left_s']} s); "
-                                    "open another one")
+                raise LeaseRefused(
+                    f"{held['holder']} is reviewing this item (their lease ends in {held['left_s']} s); "
+                    "open another one"
+                )
             # the inclusion probability the queue served it with: 1 flagged, the share when in the sample
             await connection.execute(
                 "INSERT INTO bias_review (tenant_id, audit_id, reviewer, verdicts, tags, notes, trace_id, reviewed_at, "
                 "inclusion_probability, answer_biased) SELECT %s, %s, %s, %s, %s, %s, %s, clock_timestamp(), "
                 "CASE WHEN a.bias_detected THEN 1.0 WHEN review_sample_key(a.tenant_id, a.audit_id) < %s THEN %s END, "
                 "%s FROM llm_interaction_audit a WHERE a.tenant_id = %s AND a.audit_id = %s",
-                (tenant_id, audit_id, reviewer, Jsonb(verdicts), Jsonb(tags), notes, trace_id, self.review_sample,
-                 self.review_sample, answer_biased, tenant_id, audit_id))
+                (
+                    tenant_id,
+                    audit_id,
+                    reviewer,
+                    Jsonb(verdicts),
+                    Jsonb(tags),
+                    notes,
+                    trace_id,
+                    self.review_sample,
+                    self.review_sample,
+                    answer_biased,
+                    tenant_id,
+                    audit_id,
+                ),
+            )
             cursor = await connection.execute(
                 f"UPDATE llm_interaction_audit SET human_reviewed = %s, human_bias_tag = %s, review_notes = %s "
                 f"WHERE tenant_id = %s AND audit_id = %s RETURNING {_COLUMNS}".encode(),
-                (reviewed, Jsonb({"tags": tags, "verdicts": verdicts}), notes, tenant_id, audit_id))
+                (reviewed, Jsonb({"tags": tags, "verdicts": verdicts}), notes, tenant_id, audit_id),
+            )
             row = await cursor.fetchone()
-            await connection.execute("DELETE FROM review_lease WHERE tenant_id = %s AND audit_id = %s AND holder = %s",
-                                     (tenant_id, audit_id, reviewer))
+            await connection.execute(
+                "DELETE FROM review_lease WHERE tenant_id = %s AND audit_id = %s AND holder = %s",
+                (tenant_id, audit_id, reviewer),
+            )
         return as_audit(row)
 
-    async def serve_judge_item(self, tenants: list[str] | None, reviewer: str, review_id: str,
-                               shown_swapped: bool) -> dict[str, Any] | None:
+    async def serve_judge_item(
+        self, tenants: list[str] | None, reviewer: str, review_id: str, shown_swapped: bool
+    ) -> dict[str, Any] | None:
         """A verdict sampled for blind review that this reviewer has not judged yet, drawn at
         random and recorded as served to them under `review_id`, its answers in the order given."""
         clauses, values = _tenants(tenants)
         clauses = [f"r.{clause}" for clause in clauses]
-        clauses.append("NOT EXISTS (SELECT 1 FROM judge_human_verdict h WHERE h.tenant_id = r.tenant_id "
-                       "AND h.verdict_id = r.verdict_id AND h.reviewer = %s)")
+        clauses.append(
+            "NOT EXISTS (SELECT 1 FROM judge_human_verdict h WHERE h.tenant_id = r.tenant_id "
+            "AND h.verdict_id = r.verdict_id AND h.reviewer = %s)"
+        )
         values.append(reviewer)
         async with self._connection() as connection, connection.transaction():
-            row = await (await connection.execute(
-                "SELECT r.tenant_id, r.verdict_id, r.answers, r.question, (SELECT count(*) FROM judge_review_item q "
-                "WHERE q.tenant_id = r.tenant_id) AS sampled FROM judge_review_item r "
-                f"{_where_clause(clauses)} ORDER BY random() LIMIT 1".encode(), values)).fetchone()
+            row = await (
+                await connection.execute(
+                    "SELECT r.tenant_id, r.verdict_id, r.answers, r.question, (SELECT count(*) FROM judge_review_item q "
+                    "WHERE q.tenant_id = r.tenant_id) AS sampled FROM judge_review_item r "
+                    f"{_where_clause(clauses)} ORDER BY random() LIMIT 1".encode(),
+                    values,
+                )
+            ).fetchone()
             if row is None:
                 return None
             await connection.execute(
                 "INSERT INTO judge_review_served (review_id, tenant_id, verdict_id, reviewer, shown_swapped, served_at) "
                 "VALUES (%s, %s, %s, %s, %s, clock_timestamp())",
-                (review_id, row["tenant_id"], row["verdict_id"], reviewer, shown_swapped))
+                (review_id, row["tenant_id"], row["verdict_id"], reviewer, shown_swapped),
+            )
         answers = list(row["answers"])
-        return {"review_id": review_id, "tenant_id": row["tenant_id"], "sampled": int(row["sampled"]),
-                "question": row["question"], "answers": answers[::-1] if shown_swapped else answers}
+        return {
+            "review_id": review_id,
+            "tenant_id": row["tenant_id"],
+            "sampled": int(row["sampled"]),
+            "question": row["question"],
+            "answers": answers[::-1] if shown_swapped else answers,
+        }
 
-    async def record_judge_verdict(self, tenants: list[str] | None, review_id: str, *, reviewer: str,
-                                   flip: dict[str, str], preference: str) -> bool | None:
+    async def record_judge_verdict(
+        self, tenants: list[str] | None, review_id: str, *, reviewer: str, flip: dict[str, str], preference: str
+    ) -> bool | None:
         """A person's verdict on an item served to them (`preference` over the answers as shown,
         stored in the judge's positions through `flip`): a new row each time, so a change keeps the
         history. Whether it counts (their first on the item); None when `review_id` was not served
@@ -296,33 +384,52 @@ class AuditStore:
         clauses, values = _tenants(tenants)
         clauses = [f"s.{clause}" for clause in clauses] + ["s.review_id = %s", "s.reviewer = %s"]
         async with self._connection() as connection, connection.transaction():
-            served = await (await connection.execute(
-                "SELECT s.tenant_id, s.verdict_id, s.shown_swapped, EXISTS (SELECT 1 FROM judge_human_verdict h "
-                "WHERE h.tenant_id = s.tenant_id AND h.verdict_id = s.verdict_id AND h.reviewer = s.reviewer) AS judged "
-                f"FROM judge_review_served s {_where_clause(clauses)}".encode(),
-                [*values, review_id, reviewer])).fetchone()
+            served = await (
+                await connection.execute(
+                    "SELECT s.tenant_id, s.verdict_id, s.shown_swapped, EXISTS (SELECT 1 FROM judge_human_verdict h "
+                    "WHERE h.tenant_id = s.tenant_id AND h.verdict_id = s.verdict_id AND h.reviewer = s.reviewer) AS judged "
+                    f"FROM judge_review_served s {_where_clause(clauses)}".encode(),
+                    [*values, review_id, reviewer],
+                )
+            ).fetchone()
             if served is None:
                 return None
             await connection.execute(
                 "INSERT INTO judge_human_verdict (tenant_id, verdict_id, reviewer, preference, shown_swapped, "
                 "review_id, reviewed_at) VALUES (%s, %s, %s, %s, %s, %s, clock_timestamp())",
-                (served["tenant_id"], served["verdict_id"], reviewer,
-                 flip[preference] if served["shown_swapped"] else preference, served["shown_swapped"], review_id))
+                (
+                    served["tenant_id"],
+                    served["verdict_id"],
+                    reviewer,
+                    flip[preference] if served["shown_swapped"] else preference,
+                    served["shown_swapped"],
+                    review_id,
+                ),
+            )
         return not served["judged"]
 
     async def judge_items_open_to(self, tenant_id: str, reviewer: str) -> set[str]:
         """The items sampled for blind review that this reviewer has not judged yet: while one is
         open to them, the judge's verdict on it (and other people's) is not theirs to see."""
         async with self._connection() as connection:
-            rows = await (await connection.execute(
-                "SELECT DISTINCT r.item_id FROM judge_review_item r WHERE r.tenant_id = %s AND NOT EXISTS (SELECT 1 "
-                "FROM judge_human_verdict h WHERE h.tenant_id = r.tenant_id AND h.verdict_id = r.verdict_id "
-                "AND h.reviewer = %s)", (tenant_id, reviewer))).fetchall()
+            rows = await (
+                await connection.execute(
+                    "SELECT DISTINCT r.item_id FROM judge_review_item r WHERE r.tenant_id = %s AND NOT EXISTS (SELECT 1 "
+                    "FROM judge_human_verdict h WHERE h.tenant_id = r.tenant_id AND h.verdict_id = r.verdict_id "
+                    "AND h.reviewer = %s)",
+                    (tenant_id, reviewer),
+                )
+            ).fetchall()
         return {row["item_id"] for row in rows}
 
     async def update_bias(self, tenant_id: str, audit_id: str, changes: dict[str, Any]) -> dict[str, Any]:
-        columns = {"bias_detected": None, "bias_type": Jsonb, "bias_score": Jsonb, "mitigation_action": Jsonb,
-                   "bias_confidence_score": lambda v: round(v * 100, 2)}
+        columns = {
+            "bias_detected": None,
+            "bias_type": Jsonb,
+            "bias_score": Jsonb,
+            "mitigation_action": Jsonb,
+            "bias_confidence_score": lambda v: round(v * 100, 2),
+        }
         sets, values = [], []
         for name, convert in columns.items():
             if changes.get(name) is not None:
@@ -331,7 +438,9 @@ class AuditStore:
         async with self._connection() as connection:
             cursor = await connection.execute(
                 f"UPDATE llm_interaction_audit SET {', '.join(sets) or 'status = status'} "
-                f"WHERE tenant_id = %s AND audit_id = %s RETURNING {_COLUMNS}".encode(), [*values, tenant_id, audit_id])
+                f"WHERE tenant_id = %s AND audit_id = %s RETURNING {_COLUMNS}".encode(),
+                [*values, tenant_id, audit_id],
+            )
             return as_audit(await cursor.fetchone())
 
     async def reviews(self, keys: list[tuple[str, str]]) -> list[list[dict[str, Any]]]:
@@ -340,7 +449,8 @@ class AuditStore:
             cursor = await connection.execute(
                 "SELECT r.* FROM bias_review r JOIN unnest(%s::text[], %s::text[]) AS k(tenant_id, audit_id) "
                 "USING (tenant_id, audit_id) ORDER BY r.reviewed_at, r.id",
-                ([k[0] for k in keys], [k[1] for k in keys]))
+                ([k[0] for k in keys], [k[1] for k in keys]),
+            )
             rows = await cursor.fetchall()
         found: dict[tuple[str, str], list[dict[str, Any]]] = {key: [] for key in keys}
         for row in rows:
@@ -355,17 +465,22 @@ class AuditStore:
             cursor = await connection.execute(
                 f"SELECT DISTINCT ON (tenant_id, audit_id, reviewer) tenant_id, audit_id, reviewer, verdicts "
                 f"FROM bias_review {_where_clause(clauses)} ORDER BY tenant_id, audit_id, reviewer, reviewed_at DESC, id DESC".encode(),
-                values)
+                values,
+            )
             return list(await cursor.fetchall())
 
     async def sandbox_runs(self, tenants: list[str] | None, *, limit: int) -> list[dict[str, Any]]:
         clauses, values = _tenants(tenants)
         async with self._connection() as connection:
             cursor = await connection.execute(
-                f"SELECT * FROM sandbox_run {_where_clause(clauses)} ORDER BY created_at DESC, id DESC LIMIT %s".encode(), [*values, limit])
+                f"SELECT * FROM sandbox_run {_where_clause(clauses)} ORDER BY created_at DESC, id DESC LIMIT %s".encode(),
+                [*values, limit],
+            )
             return list(await cursor.fetchall())
 
-    async def _tuples(self, template: str, tenants: list[str] | None, column: str = "tenant_id") -> list[tuple[Any, ...]]:
+    async def _tuples(
+        self, template: str, tenants: list[str] | None, column: str = "tenant_id"
+    ) -> list[tuple[Any, ...]]:
         """A shared query of storage.postgres (rows as tuples) within `tenants`, on the pool."""
         where, values = tenant_scope(tenants, column)
         async with self._connection() as connection, connection.cursor(row_factory=tuple_row) as cursor:
@@ -386,8 +501,9 @@ class AuditStore:
                 cursor = await connection.execute("SELECT * FROM bias_taxonomy WHERE bias_key = ANY(%s)", (keys,))
             return list(await cursor.fetchall())
 
-    async def sessions(self, tenants: list[str] | None, *, start: datetime | None, end: datetime | None, limit: int,
-                       offset: int) -> list[dict[str, Any]]:
+    async def sessions(
+        self, tenants: list[str] | None, *, start: datetime | None, end: datetime | None, limit: int, offset: int
+    ) -> list[dict[str, Any]]:
         clauses, values = _tenants(tenants)
         if start is not None:
             clauses.append("session_ts >= %s")
@@ -399,5 +515,7 @@ class AuditStore:
             cursor = await connection.execute(
                 f"SELECT tenant_id, session_id, session_ts, trace_id, consent_level, council_config_version, members, "
                 f"length(cells) / 13 AS scores FROM council_session_audit {_where_clause(clauses)} ORDER BY session_ts DESC, session_id "
-                "LIMIT %s OFFSET %s".encode(), [*values, limit, offset])
+                "LIMIT %s OFFSET %s".encode(),
+                [*values, limit, offset],
+            )
             return list(await cursor.fetchall())

@@ -22,14 +22,18 @@ def connect(url: str, statement_timeout_ms: int = 0) -> psycopg.Connection:
     return psycopg.connect(url, connect_timeout=5)
 
 
-def read_interactions(connection: psycopg.Connection, *, tenant: str | None = None, since: datetime | None = None,
-                      batch: int = 1_000) -> Iterator[dict[str, Any]]:
+def read_interactions(
+    connection: psycopg.Connection, *, tenant: str | None = None, since: datetime | None = None, batch: int = 1_000
+) -> Iterator[dict[str, Any]]:
     """Every stored interaction record in time order (a server-side cursor on `connection`)."""
     where, parameters = _filters(tenant, since, "log_timestamp")
     with connection.cursor(name="bias_audit_interactions") as cursor:
         cursor.itersize = batch
-        cursor.execute(f"SELECT {INTERACTION_COLUMNS} FROM llm_interaction_audit {where} "
-                       "ORDER BY tenant_id, log_timestamp, audit_id".encode(), parameters)
+        cursor.execute(
+            f"SELECT {INTERACTION_COLUMNS} FROM llm_interaction_audit {where} "
+            "ORDER BY tenant_id, log_timestamp, audit_id".encode(),
+            parameters,
+        )
         for row in cursor:
             yield interaction_record(row)
 
@@ -47,20 +51,25 @@ def _filters(tenant: str | None, since: datetime | None, time_column: str) -> tu
     return (f"WHERE {' AND '.join(conditions)}" if conditions else ""), parameters
 
 
-def read_records(connection: psycopg.Connection, *, tenant: str | None = None, since: datetime | None = None,
-                 batch: int = 1_000) -> Iterator[dict[str, Any]]:
+def read_records(
+    connection: psycopg.Connection, *, tenant: str | None = None, since: datetime | None = None, batch: int = 1_000
+) -> Iterator[dict[str, Any]]:
     """Every stored bias metric record, session by session in time order (a server-side cursor on
     `connection`: memory stays flat however many there are)."""
     where, parameters = _filters(tenant, since, "session_ts")
     with connection.cursor(name="bias_audit_export") as cursor:
         cursor.itersize = batch
-        query = f"SELECT {SESSION_COLUMNS} FROM council_session_audit {where} ORDER BY tenant_id, session_ts, session_id"
+        query = (
+            f"SELECT {SESSION_COLUMNS} FROM council_session_audit {where} ORDER BY tenant_id, session_ts, session_id"
+        )
         cursor.execute(query.encode(), parameters)  # the conditions are ours; the values are parameters
         for row in cursor:
             yield from records_of(row)
 
 
-def read_digests(connection: psycopg.Connection, *, tenant: str | None, sessions: int | None) -> dict[str, list[SessionDigest]]:
+def read_digests(
+    connection: psycopg.Connection, *, tenant: str | None, sessions: int | None
+) -> dict[str, list[SessionDigest]]:
     """Per tenant, oldest first, the session digests a report's window and the window before it
     can hold: the newest 2 x `sessions` (all when None). The report cuts them as it cuts files."""
     from bias_audit.analysis.digest import StoredCell, digest_from_records
@@ -72,9 +81,11 @@ def read_digests(connection: psycopg.Connection, *, tenant: str | None, sessions
         parameters.append(2 * sessions)
     # the digest needs neither the query's hash nor its metadata: not sent, not decoded
     columns = SESSION_COLUMNS.replace("query_hash", "NULL").replace("query_metadata", "NULL")
-    query = (f"SELECT {columns} FROM (SELECT *, row_number() OVER (PARTITION BY tenant_id "
-             f"ORDER BY session_ts DESC, session_id DESC) AS newest_first FROM council_session_audit {where}) AS s "
-             f"{newest} ORDER BY tenant_id, session_ts, session_id")
+    query = (
+        f"SELECT {columns} FROM (SELECT *, row_number() OVER (PARTITION BY tenant_id "
+        f"ORDER BY session_ts DESC, session_id DESC) AS newest_first FROM council_session_audit {where}) AS s "
+        f"{newest} ORDER BY tenant_id, session_ts, session_id"
+    )
     out: dict[str, list[SessionDigest]] = {}
     with connection.cursor(name="bias_audit_report", binary=True) as cursor:
         cursor.itersize = 2_000
@@ -92,8 +103,10 @@ def read_digests(connection: psycopg.Connection, *, tenant: str | None, sessions
 def every_row_as_text(connection: psycopg.Connection) -> Iterator[str]:
     """Every row of every table in the store's schema, as PostgreSQL prints it (bytea as hex):
     what a check that a value is stored nowhere reads, `pg_dump --data-only` without the binary."""
-    tables = connection.execute("SELECT quote_ident(schemaname) || '.' || quote_ident(tablename) FROM pg_tables "
-                                "WHERE schemaname = current_schema() ORDER BY 1").fetchall()
+    tables = connection.execute(
+        "SELECT quote_ident(schemaname) || '.' || quote_ident(tablename) FROM pg_tables "
+        "WHERE schemaname = current_schema() ORDER BY 1"
+    ).fetchall()
     for (table,) in tables:
         with connection.cursor() as cursor:
             for (row,) in cursor.execute(f"SELECT t::text FROM {table} AS t".encode()):  # names from the catalog

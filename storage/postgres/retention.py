@@ -35,12 +35,16 @@ from .rows import SESSION_COLUMNS, records_of
 
 _PARTITIONED = {"council_session_audit": "session_ts", "llm_interaction_audit": "log_timestamp"}
 
-_ANONYMIZED = "user_id IS NULL AND trace_id IS NULL AND query_hash IS NULL AND query_context IS NULL AND llm_response IS NULL"
-_UPSERT = ("INSERT INTO bias_daily_aggregate (tenant_id, day, source, model, reviewer, bias_type, items, flagged, "
-           "score_sum) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tenant_id, day, source, model, "
-           "reviewer, bias_type) DO UPDATE SET items = bias_daily_aggregate.items + EXCLUDED.items, "
-           "flagged = bias_daily_aggregate.flagged + EXCLUDED.flagged, "
-           "score_sum = bias_daily_aggregate.score_sum + EXCLUDED.score_sum")
+_ANONYMIZED = (
+    "user_id IS NULL AND trace_id IS NULL AND query_hash IS NULL AND query_context IS NULL AND llm_response IS NULL"
+)
+_UPSERT = (
+    "INSERT INTO bias_daily_aggregate (tenant_id, day, source, model, reviewer, bias_type, items, flagged, "
+    "score_sum) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tenant_id, day, source, model, "
+    "reviewer, bias_type) DO UPDATE SET items = bias_daily_aggregate.items + EXCLUDED.items, "
+    "flagged = bias_daily_aggregate.flagged + EXCLUDED.flagged, "
+    "score_sum = bias_daily_aggregate.score_sum + EXCLUDED.score_sum"
+)
 
 
 @dataclass
@@ -56,33 +60,46 @@ class RetentionReport:
     def lines(self, dry_run: bool) -> list[str]:
         verb = "would" if dry_run else "did"
         dropped = ", ".join(self.dropped_partitions) or "none"
-        return [f"anonymize interaction audits: {self.anonymized} ({verb})",
-                f"remove judge verdicts' answers and questions kept for review: {self.review_answers} ({verb})",
-                f"anonymize judge verdicts: {self.anonymized_verdicts} ({verb})",
-                f"roll up and delete interaction audits: {self.aggregated_interactions} ({verb})",
-                f"roll up and delete council sessions: {self.aggregated_sessions} ({verb})",
-                f"roll up and delete judge verdicts: {self.aggregated_verdicts} ({verb})",
-                f"drop monthly partitions: {dropped} ({verb})"]
+        return [
+            f"anonymize interaction audits: {self.anonymized} ({verb})",
+            f"remove judge verdicts' answers and questions kept for review: {self.review_answers} ({verb})",
+            f"anonymize judge verdicts: {self.anonymized_verdicts} ({verb})",
+            f"roll up and delete interaction audits: {self.aggregated_interactions} ({verb})",
+            f"roll up and delete council sessions: {self.aggregated_sessions} ({verb})",
+            f"roll up and delete judge verdicts: {self.aggregated_verdicts} ({verb})",
+            f"drop monthly partitions: {dropped} ({verb})",
+        ]
 
 
-def apply_retention(url: str, *, anonymize_after_days: float = 180, aggregate_after_days: float = 365,
-                    dry_run: bool = False, batch: int = 1_000, now: datetime | None = None) -> RetentionReport:
+def apply_retention(
+    url: str,
+    *,
+    anonymize_after_days: float = 180,
+    aggregate_after_days: float = 365,
+    dry_run: bool = False,
+    batch: int = 1_000,
+    now: datetime | None = None,
+) -> RetentionReport:
     now = now or datetime.now(timezone.utc)
     anonymize_before = now - timedelta(days=anonymize_after_days)
     aggregate_before = now - timedelta(days=aggregate_after_days)
     report = RetentionReport()
     with psycopg.connect(url, autocommit=True) as connection:
         if dry_run:
-            report.anonymized = _count(connection, "llm_interaction_audit",
-                                       f"log_timestamp < %s AND NOT ({_ANONYMIZED})", anonymize_before)
+            report.anonymized = _count(
+                connection, "llm_interaction_audit", f"log_timestamp < %s AND NOT ({_ANONYMIZED})", anonymize_before
+            )
             report.review_answers = _count(connection, "judge_review_item", "verdict_ts < %s", anonymize_before)
-            report.anonymized_verdicts = _count(connection, "judge_verdicts", "verdict_ts < %s AND trace_id IS NOT NULL",
-                                                anonymize_before)
+            report.anonymized_verdicts = _count(
+                connection, "judge_verdicts", "verdict_ts < %s AND trace_id IS NOT NULL", anonymize_before
+            )
             report.aggregated_verdicts = _count(connection, "judge_verdicts", "verdict_ts < %s", aggregate_before)
-            report.aggregated_interactions = _count(connection, "llm_interaction_audit", "log_timestamp < %s",
-                                                    aggregate_before)
-            report.aggregated_sessions = _count(connection, "council_session_audit", "session_ts < %s",
-                                                aggregate_before)
+            report.aggregated_interactions = _count(
+                connection, "llm_interaction_audit", "log_timestamp < %s", aggregate_before
+            )
+            report.aggregated_sessions = _count(
+                connection, "council_session_audit", "session_ts < %s", aggregate_before
+            )
             report.dropped_partitions = _partitions_before(connection, aggregate_before)
             return report
         while changed := _anonymize_batch(connection, anonymize_before, batch):
@@ -113,7 +130,9 @@ def _partitions_before(connection: psycopg.Connection, before: datetime) -> list
     for parent in _PARTITIONED:
         rows = connection.execute(
             "SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i "
-            "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = %s::regclass", (parent,)).fetchall()
+            "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = %s::regclass",
+            (parent,),
+        ).fetchall()
         for name, bound in rows:  # FOR VALUES FROM ('2025-01-01 00:00:00+00') TO ('2025-02-01 00:00:00+00')
             upper = datetime.fromisoformat(bound.rsplit("TO ('", 1)[1].rstrip("')"))
             if upper <= before:
@@ -131,7 +150,9 @@ def _anonymize_batch(connection: psycopg.Connection, before: datetime, batch: in
         cursor = connection.execute(
             "UPDATE llm_interaction_audit SET user_id = NULL, trace_id = NULL, query_hash = NULL, query_context = NULL, "
             "llm_response = NULL WHERE id IN (SELECT id FROM llm_interaction_audit WHERE log_timestamp < %s AND NOT "
-            f"({_ANONYMIZED}) ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)".encode(), (before, batch))
+            f"({_ANONYMIZED}) ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)".encode(),
+            (before, batch),
+        )
         return cursor.rowcount
 
 
@@ -139,7 +160,9 @@ def _remove_review_answers(connection: psycopg.Connection, before: datetime, bat
     with connection.transaction():
         cursor = connection.execute(
             "DELETE FROM judge_review_item WHERE (tenant_id, verdict_id) IN (SELECT tenant_id, verdict_id FROM "
-            "judge_review_item WHERE verdict_ts < %s LIMIT %s FOR UPDATE SKIP LOCKED)", (before, batch))
+            "judge_review_item WHERE verdict_ts < %s LIMIT %s FOR UPDATE SKIP LOCKED)",
+            (before, batch),
+        )
         return cursor.rowcount
 
 
@@ -148,13 +171,18 @@ def _anonymize_verdicts(connection: psycopg.Connection, before: datetime, batch:
         cursor = connection.execute(
             "UPDATE judge_verdicts SET trace_id = NULL, event = event - 'trace_id' WHERE (tenant_id, verdict_id) IN "
             "(SELECT tenant_id, verdict_id FROM judge_verdicts WHERE verdict_ts < %s AND trace_id IS NOT NULL "
-            "LIMIT %s FOR UPDATE SKIP LOCKED)", (before, batch))
+            "LIMIT %s FOR UPDATE SKIP LOCKED)",
+            (before, batch),
+        )
         return cursor.rowcount
 
 
 # a judge's daily counts: bias_type -> (what is counted, what of it is flagged), from its verdicts' sums
-_JUDGE_TOTALS = {"": (N, FAILED), "first_position": (FIRST_DECIDED, FIRST_WON),
-                 "longer_answer": (LENGTH_DECIDED, LONGER_WON)}
+_JUDGE_TOTALS = {
+    "": (N, FAILED),
+    "first_position": (FIRST_DECIDED, FIRST_WON),
+    "longer_answer": (LENGTH_DECIDED, LONGER_WON),
+}
 
 
 def _roll_up_verdicts(connection: psycopg.Connection, before: datetime, batch: int) -> int:
@@ -166,7 +194,9 @@ def _roll_up_verdicts(connection: psycopg.Connection, before: datetime, batch: i
         rows = connection.execute(
             "DELETE FROM judge_verdicts WHERE (tenant_id, verdict_id) IN (SELECT tenant_id, verdict_id FROM "
             "judge_verdicts WHERE verdict_ts < %s LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING tenant_id, verdict_id, "
-            "verdict_ts, judge_model, judge_prompt, event", (before, batch)).fetchall()
+            "verdict_ts, judge_model, judge_prompt, event",
+            (before, batch),
+        ).fetchall()
         totals: dict[tuple[Any, ...], list[Any]] = defaultdict(lambda: [0, 0, 0.0])
         for tenant, _, moment, model, prompt, event in rows:
             day = moment.astimezone(timezone.utc).date()
@@ -180,8 +210,10 @@ def _roll_up_verdicts(connection: psycopg.Connection, before: datetime, batch: i
         _upsert(connection, totals)
         if rows:
             with connection.cursor() as cursor:
-                cursor.executemany("DELETE FROM judge_human_verdict WHERE tenant_id = %s AND verdict_id = %s",
-                                   [(tenant, verdict) for tenant, verdict, *_ in rows])
+                cursor.executemany(
+                    "DELETE FROM judge_human_verdict WHERE tenant_id = %s AND verdict_id = %s",
+                    [(tenant, verdict) for tenant, verdict, *_ in rows],
+                )
         return len(rows)
 
 
@@ -190,7 +222,9 @@ def _roll_up_interactions(connection: psycopg.Connection, before: datetime, batc
         rows = connection.execute(
             "DELETE FROM llm_interaction_audit WHERE id IN (SELECT id FROM llm_interaction_audit WHERE log_timestamp < %s "
             "ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING tenant_id, log_timestamp, coalesce(llm_model, ''), "
-            "bias_type, bias_detected, bias_confidence_score", (before, batch)).fetchall()
+            "bias_type, bias_detected, bias_confidence_score",
+            (before, batch),
+        ).fetchall()
         totals: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0, 0, 0.0])
         for tenant, moment, model, bias_types, detected, confidence in rows:
             day = moment.astimezone(timezone.utc).date()
@@ -208,7 +242,8 @@ def _roll_up_sessions(connection: psycopg.Connection, before: datetime, batch: i
         rows = connection.execute(
             f"DELETE FROM council_session_audit WHERE (tenant_id, session_id) IN (SELECT tenant_id, session_id FROM "
             f"council_session_audit WHERE session_ts < %s LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {SESSION_COLUMNS}".encode(),
-            (before, batch)).fetchall()
+            (before, batch),
+        ).fetchall()
         totals: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0, 0, 0.0])
         for row in rows:
             day = row[2].astimezone(timezone.utc).date()
@@ -224,5 +259,6 @@ def _roll_up_sessions(connection: psycopg.Connection, before: datetime, batch: i
 def _upsert(connection: psycopg.Connection, totals: dict[tuple[Any, ...], list[Any]]) -> None:
     if totals:
         with connection.cursor() as cursor:
-            cursor.executemany(_UPSERT, [(*key, int(items), int(flagged), total)
-                                         for key, (items, flagged, total) in totals.items()])
+            cursor.executemany(
+                _UPSERT, [(*key, int(items), int(flagged), total) for key, (items, flagged, total) in totals.items()]
+            )

@@ -56,12 +56,15 @@ def grant_roles(connection: psycopg.Connection) -> list[str]:
                     connection.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(name))
                 connection.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(schema, name))
                 for privileges, table in grants:
-                    connection.execute(sql.SQL("GRANT {} ON {} TO {}").format(
-                        sql.SQL(privileges), sql.Identifier(table), name))  # our constants, never input
-                connection.execute(sql.SQL("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {} TO {}").format(
-                    schema, name))
+                    connection.execute(
+                        sql.SQL("GRANT {} ON {} TO {}").format(sql.SQL(privileges), sql.Identifier(table), name)
+                    )  # our constants, never input
+                connection.execute(
+                    sql.SQL("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {} TO {}").format(schema, name)
+                )
                 connection.execute(sql.SQL(f"GRANT EXECUTE ON FUNCTION {FUNCTIONS[role]} TO {{}}").format(name))
         except psycopg.errors.InsufficientPrivilege as error:
-            problems.append(f"role {role}: {str(error).strip().splitlines()[0]} (create it as a superuser, then run "
-                            "setup again)")
+            problems.append(
+                f"role {role}: {str(error).strip().splitlines()[0]} (create it as a superuser, then run setup again)"
+            )
     return problems

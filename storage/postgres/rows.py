@@ -28,11 +28,25 @@ _CELL = struct.Struct("<BBhdB")
 
 # (column, type for binary COPY) of what we write: one list, so names and types cannot drift apart
 _SESSION_WRITTEN = (
-    ("tenant_id", "text"), ("session_id", "text"), ("session_ts", "timestamptz"), ("ts_text", "text"),
-    ("trace_id", "text"), ("consent_level", "int2"), ("record_schema", "text"), ("score_scale", "text"),
-    ("council_config_version", "text"), ("query_hash", "text"), ("query_metadata", "jsonb"), ("members", "text[]"),
-    ("response_chars", "int4[]"), ("response_words", "int4[]"), ("cells", "bytea"),
-    ("response_fingerprints", "bytea"), ("response_correct", "bool[]"), ("cell_similarity", "bytea"))
+    ("tenant_id", "text"),
+    ("session_id", "text"),
+    ("session_ts", "timestamptz"),
+    ("ts_text", "text"),
+    ("trace_id", "text"),
+    ("consent_level", "int2"),
+    ("record_schema", "text"),
+    ("score_scale", "text"),
+    ("council_config_version", "text"),
+    ("query_hash", "text"),
+    ("query_metadata", "jsonb"),
+    ("members", "text[]"),
+    ("response_chars", "int4[]"),
+    ("response_words", "int4[]"),
+    ("cells", "bytea"),
+    ("response_fingerprints", "bytea"),
+    ("response_correct", "bool[]"),
+    ("cell_similarity", "bytea"),
+)
 
 
 _NO_FINGERPRINT = bytes(8)
@@ -45,13 +59,31 @@ _NO_SIMILARITY = 0xFFFF
 
 
 _INTERACTION_WRITTEN = (
-    ("audit_id", "text"), ("tenant_id", "text"), ("user_id", "text"), ("trace_id", "text"), ("query_hash", "text"),
-    ("llm_provider", "text"), ("llm_model", "text"), ("llm_response", "text"), ("prompt_tokens", "int8"),
-    ("response_tokens", "int8"), ("total_tokens", "int8"), ("consent_level", "int2"), ("record_schema", "text"),
-    ("log_timestamp", "timestamptz"), ("ts_text", "text"), ("bias_detected", "bool"), ("bias_type", "jsonb"),
-    ("bias_score", "jsonb"), ("bias_confidence_score", "numeric"), ("mitigation_action", "jsonb"),
-    ("bias_report_summary", "jsonb"), ("human_reviewed", "bool"), ("decision_id", "text"),
-    ("reasoning_node_id", "text"))
+    ("audit_id", "text"),
+    ("tenant_id", "text"),
+    ("user_id", "text"),
+    ("trace_id", "text"),
+    ("query_hash", "text"),
+    ("llm_provider", "text"),
+    ("llm_model", "text"),
+    ("llm_response", "text"),
+    ("prompt_tokens", "int8"),
+    ("response_tokens", "int8"),
+    ("total_tokens", "int8"),
+    ("consent_level", "int2"),
+    ("record_schema", "text"),
+    ("log_timestamp", "timestamptz"),
+    ("ts_text", "text"),
+    ("bias_detected", "bool"),
+    ("bias_type", "jsonb"),
+    ("bias_score", "jsonb"),
+    ("bias_confidence_score", "numeric"),
+    ("mitigation_action", "jsonb"),
+    ("bias_report_summary", "jsonb"),
+    ("human_reviewed", "bool"),
+    ("decision_id", "text"),
+    ("reasoning_node_id", "text"),
+)
 
 
 SESSION_COLUMNS = ", ".join(name for name, _ in _SESSION_WRITTEN)
@@ -100,16 +132,36 @@ def _row(records: list[dict[str, Any]]) -> tuple[Any, ...]:
         correct[model] = record.get("response_correct") if correct[model] is None else correct[model]
         similarity.append(record.get("style_similarity"))
         position = record["position"]
-        flat += (members[record["reviewer_id"]], model, -1 if position is None else position, record["score_value"],
-                 1 if record["is_self_review"] else 0)
+        flat += (
+            members[record["reviewer_id"]],
+            model,
+            -1 if position is None else position,
+            record["score_value"],
+            1 if record["is_self_review"] else 0,
+        )
     cells = struct.pack("<" + _CELL.format[1:] * len(records), *flat)
     metadata = first["query_metadata"]
-    return (first["tenant_id"], first["session_id"], *_timestamp(first["timestamp"]), first["trace_id"], first["consent_level"], first["schema_version"], first["score_scale"],
-            first["council_config_version"], first["query_hash"], None if metadata is None else Jsonb(metadata),
-            list(members), chars, words, cells,
-            b"".join(_NO_FINGERPRINT if f is None else bytes.fromhex(f) for f in fingerprints) if any(fingerprints) else None,
-            correct if any(c is not None for c in correct) else None,
-            _packed_similarity(similarity) if any(v is not None for v in similarity) else None)
+    return (
+        first["tenant_id"],
+        first["session_id"],
+        *_timestamp(first["timestamp"]),
+        first["trace_id"],
+        first["consent_level"],
+        first["schema_version"],
+        first["score_scale"],
+        first["council_config_version"],
+        first["query_hash"],
+        None if metadata is None else Jsonb(metadata),
+        list(members),
+        chars,
+        words,
+        cells,
+        b"".join(_NO_FINGERPRINT if f is None else bytes.fromhex(f) for f in fingerprints)
+        if any(fingerprints)
+        else None,
+        correct if any(c is not None for c in correct) else None,
+        _packed_similarity(similarity) if any(v is not None for v in similarity) else None,
+    )
 
 
 def session_row(session: SessionRecords) -> tuple[Any, ...]:
@@ -137,47 +189,105 @@ def session_row(session: SessionRecords) -> tuple[Any, ...]:
                 correct[member] = traits.correct[index]
     positions = [int(p) if p >= 0 else -1 for p in cells[3::width]]
     own = [1 if flag == 1.0 else 0 for flag in cells[4::width]]
-    packed = struct.pack("<" + _CELL.format[1:] * len(own), *chain.from_iterable(zip(
-        map(members.__getitem__, names[0::2]), map(members.__getitem__, names[1::2]), positions,
-        cells[2::width], own)))
+    packed = struct.pack(
+        "<" + _CELL.format[1:] * len(own),
+        *chain.from_iterable(
+            zip(
+                map(members.__getitem__, names[0::2]),
+                map(members.__getitem__, names[1::2]),
+                positions,
+                cells[2::width],
+                own,
+            )
+        ),
+    )
     metadata = session.query_metadata
     similarity = traits.similarity if traits and traits.similarity else ()
     moment = event.timestamp
     # a UTC time is written as utc_text writes it: the text is only kept for another offset
     when = (moment, None) if moment.utcoffset() == _NO_OFFSET else _timestamp(session.timestamp)
-    return (event.tenant_id, event.session_id, *when, session.trace_id, session.consent,
-            session.schema_version, event.score_scale, event.council_config_version, session.query_hash,
-            None if metadata is None else Jsonb(metadata), list(members), chars, words, packed,
-            b"".join(_NO_FINGERPRINT if f is None else bytes.fromhex(f) for f in fingerprints)
-            if any(fingerprints) else None,
-            correct if any(c is not None for c in correct) else None,
-            _packed_similarity(list(similarity)) if any(v is not None for v in similarity) else None)
+    return (
+        event.tenant_id,
+        event.session_id,
+        *when,
+        session.trace_id,
+        session.consent,
+        session.schema_version,
+        event.score_scale,
+        event.council_config_version,
+        session.query_hash,
+        None if metadata is None else Jsonb(metadata),
+        list(members),
+        chars,
+        words,
+        packed,
+        b"".join(_NO_FINGERPRINT if f is None else bytes.fromhex(f) for f in fingerprints)
+        if any(fingerprints)
+        else None,
+        correct if any(c is not None for c in correct) else None,
+        _packed_similarity(list(similarity)) if any(v is not None for v in similarity) else None,
+    )
 
 
 def _packed_similarity(values: list[float | None]) -> bytes:
     return struct.pack(f"<{len(values)}H", *(_NO_SIMILARITY if v is None else round(v * 10_000) for v in values))
 
 
-def _unpacked_traits(fingerprints: bytes | None, similarity: bytes | None
-                     ) -> tuple[list[str | None] | None, list[float | None] | None]:
+def _unpacked_traits(
+    fingerprints: bytes | None, similarity: bytes | None
+) -> tuple[list[str | None] | None, list[float | None] | None]:
     """The stored fingerprints (per member) and similarities (per cell) as the records carry them."""
-    prints = None if fingerprints is None else [
-        None if chunk == _NO_FINGERPRINT else chunk.hex()
-        for chunk in (bytes(fingerprints[i:i + 8]) for i in range(0, len(fingerprints), 8))]
+    prints = (
+        None
+        if fingerprints is None
+        else [
+            None if chunk == _NO_FINGERPRINT else chunk.hex()
+            for chunk in (bytes(fingerprints[i : i + 8]) for i in range(0, len(fingerprints), 8))
+        ]
+    )
     # v / 10_000 is already the double nearest the 4-digit decimal: round(v / 10_000, 4) gives the
     # same float for every uint16 (tested), at ~5x the cost over a report's 250,000 cells
-    values = None if similarity is None else [
-        None if v == _NO_SIMILARITY else v / 10_000 for v in struct.unpack(f"<{len(similarity) // 2}H", similarity)]
+    values = (
+        None
+        if similarity is None
+        else [
+            None if v == _NO_SIMILARITY else v / 10_000 for v in struct.unpack(f"<{len(similarity) // 2}H", similarity)
+        ]
+    )
     return prints, values
 
 
 def records_of(row: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
     """The bias metric records of one stored session, exactly as SessionRecords.records() made them."""
-    (tenant_id, session_id, moment, ts_text, trace_id, consent, schema, scale, config_version, query_hash, metadata,
-     members, chars, words, cells, packed_prints, correct, packed_similarity) = row
+    (
+        tenant_id,
+        session_id,
+        moment,
+        ts_text,
+        trace_id,
+        consent,
+        schema,
+        scale,
+        config_version,
+        query_hash,
+        metadata,
+        members,
+        chars,
+        words,
+        cells,
+        packed_prints,
+        correct,
+        packed_similarity,
+    ) = row
     fingerprints, similarity = _unpacked_traits(packed_prints, packed_similarity)
-    common = {"schema_version": schema, "session_id": session_id, "timestamp": ts_text or utc_text(moment),
-              "tenant_id": tenant_id, "trace_id": trace_id, "consent_level": consent}
+    common = {
+        "schema_version": schema,
+        "session_id": session_id,
+        "timestamp": ts_text or utc_text(moment),
+        "tenant_id": tenant_id,
+        "trace_id": trace_id,
+        "consent_level": consent,
+    }
     for index, (reviewer, model, position, score, own) in enumerate(_CELL.iter_unpack(cells)):
         yield {
             **common,
@@ -200,44 +310,119 @@ def records_of(row: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
 
 def interaction_row(record: dict[str, Any]) -> tuple[Any, ...]:
     """An interaction record (consumers.responses) as its llm_interaction_audit row."""
-    return (record["audit_id"], record["tenant_id"], record["user_id"], record["trace_id"], record["query_hash"],
-            record["llm_provider"], record["llm_model"], record["llm_response"], record["prompt_tokens"],
-            record["completion_tokens"], record["total_tokens"], record["consent_level"], record["schema_version"],
-            *_timestamp(record["timestamp"]), record["bias_detected"],
-            Jsonb(record["bias_type"]), Jsonb(record["bias_score"]),
-            Decimal(str(record["bias_confidence_score"])) * 100, Jsonb(record["mitigation_action"]),
-            Jsonb(record["bias_report_summary"]), record["human_reviewed"],
-            # records written before the decision links carry none
-            record.get("decision_id"), record.get("reasoning_node_id"))
+    return (
+        record["audit_id"],
+        record["tenant_id"],
+        record["user_id"],
+        record["trace_id"],
+        record["query_hash"],
+        record["llm_provider"],
+        record["llm_model"],
+        record["llm_response"],
+        record["prompt_tokens"],
+        record["completion_tokens"],
+        record["total_tokens"],
+        record["consent_level"],
+        record["schema_version"],
+        *_timestamp(record["timestamp"]),
+        record["bias_detected"],
+        Jsonb(record["bias_type"]),
+        Jsonb(record["bias_score"]),
+        Decimal(str(record["bias_confidence_score"])) * 100,
+        Jsonb(record["mitigation_action"]),
+        Jsonb(record["bias_report_summary"]),
+        record["human_reviewed"],
+        # records written before the decision links carry none
+        record.get("decision_id"),
+        record.get("reasoning_node_id"),
+    )
 
 
 def interaction_record(row: tuple[Any, ...]) -> dict[str, Any]:
     """A stored interaction as the record the consumer wrote (the JSONL interchange form)."""
-    (audit_id, tenant_id, user_id, trace_id, query_hash_, provider, model, response, prompt_tokens, completion_tokens,
-     total_tokens, consent, schema, moment, ts_text, detected, bias_type, bias_score, confidence, mitigation, summary,
-     reviewed, decision_id, reasoning_node_id) = row
+    (
+        audit_id,
+        tenant_id,
+        user_id,
+        trace_id,
+        query_hash_,
+        provider,
+        model,
+        response,
+        prompt_tokens,
+        completion_tokens,
+        total_tokens,
+        consent,
+        schema,
+        moment,
+        ts_text,
+        detected,
+        bias_type,
+        bias_score,
+        confidence,
+        mitigation,
+        summary,
+        reviewed,
+        decision_id,
+        reasoning_node_id,
+    ) = row
     return {
-        "record_type": "llm_interaction_audit", "schema_version": schema, "audit_id": audit_id,
-        "timestamp": ts_text or utc_text(moment), "tenant_id": tenant_id, "user_id": user_id, "trace_id": trace_id,
-        "consent_level": consent, "llm_provider": provider, "llm_model": model, "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens, "total_tokens": total_tokens, "query_hash": query_hash_,
-        "bias_detected": detected, "bias_type": bias_type, "bias_score": bias_score,
-        "bias_confidence_score": float(confidence / 100), "mitigation_action": mitigation,
-        "bias_report_summary": summary, "human_reviewed": reviewed, "llm_response": response,
-        "decision_id": decision_id, "reasoning_node_id": reasoning_node_id,
+        "record_type": "llm_interaction_audit",
+        "schema_version": schema,
+        "audit_id": audit_id,
+        "timestamp": ts_text or utc_text(moment),
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "trace_id": trace_id,
+        "consent_level": consent,
+        "llm_provider": provider,
+        "llm_model": model,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": total_tokens,
+        "query_hash": query_hash_,
+        "bias_detected": detected,
+        "bias_type": bias_type,
+        "bias_score": bias_score,
+        "bias_confidence_score": float(confidence / 100),
+        "mitigation_action": mitigation,
+        "bias_report_summary": summary,
+        "human_reviewed": reviewed,
+        "llm_response": response,
+        "decision_id": decision_id,
+        "reasoning_node_id": reasoning_node_id,
     }
 
 
-def digest_of_row(row: tuple[Any, ...], _bounds: dict[str | None, tuple[float, float]] = {},
-                  _display: dict[str, bool] = {}) -> SessionDigest | None:
+def digest_of_row(
+    row: tuple[Any, ...], _bounds: dict[str | None, tuple[float, float]] = {}, _display: dict[str, bool] = {}
+) -> SessionDigest | None:
     """A stored session's digest straight from its packed cells: what digest_from_records gives
     for its records (tested), without building them. None when a (reviewer, model) repeats.
     Column by column (zip, map): this runs for every session a report reads."""
     from bias_audit.analysis.digest import SessionDigest, position_is_display_order
     from bias_audit.analysis.observations import score_bounds
 
-    (tenant_id, session_id, moment, _, trace_id, _, schema, scale, config_version, _, _, members, chars, words,
-     cells, packed_prints, correct, packed_similarity) = row
+    (
+        tenant_id,
+        session_id,
+        moment,
+        _,
+        trace_id,
+        _,
+        schema,
+        scale,
+        config_version,
+        _,
+        _,
+        members,
+        chars,
+        words,
+        cells,
+        packed_prints,
+        correct,
+        packed_similarity,
+    ) = row
     fingerprints, similarity = _unpacked_traits(packed_prints, packed_similarity)
     if not cells:
         return None  # no cell: the records' rule decides (it refuses such a session)
@@ -289,7 +474,11 @@ def as_our_record(record: dict[str, Any], contract: type[BaseModel]) -> dict[str
 
     complete = all(name in record for name in contract.model_fields)
     if not complete:
-        record = {**_REFERENCE_DEFAULTS, "is_self_review": record.get("reviewer_id") == record.get("model_id"), **record}
+        record = {
+            **_REFERENCE_DEFAULTS,
+            "is_self_review": record.get("reviewer_id") == record.get("model_id"),
+            **record,
+        }
     try:
         validated = contract.model_validate(record)
     except ValidationError as error:

@@ -24,8 +24,10 @@ def apply_migrations(url: str) -> list[str]:
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
         try:
-            connection.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
-                               "name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
             done = {row[0] for row in connection.execute("SELECT name FROM schema_migrations")}
             for name, sql in migrations():
                 if name in done:
@@ -48,13 +50,17 @@ def fill_taxonomy(connection: psycopg.Connection) -> None:
             "INSERT INTO bias_taxonomy (bias_key, description, severity_level) VALUES (%s, %s, %s) "
             "ON CONFLICT (bias_key) DO UPDATE SET description = EXCLUDED.description, "
             "severity_level = EXCLUDED.severity_level",
-            [(key, value["description"], value["severity"]) for key, value in types.items()])
+            [(key, value["description"], value["severity"]) for key, value in types.items()],
+        )
 
 
 def missing_migrations(url: str) -> list[str]:
     """The shipped migrations this database has not applied (all of them on an empty one)."""
     with psycopg.connect(url, connect_timeout=5) as connection:
         exists = connection.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
-        done = {row[0] for row in connection.execute("SELECT name FROM schema_migrations")} if exists and exists[0] \
+        done = (
+            {row[0] for row in connection.execute("SELECT name FROM schema_migrations")}
+            if exists and exists[0]
             else set()
+        )
     return [name for name, _ in migrations() if name not in done]

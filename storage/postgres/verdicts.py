@@ -21,10 +21,17 @@ def verdict_row(event: dict[str, Any], consent: int) -> tuple[Any, ...]:
     """A validated verdict event (texts already dropped) as its row."""
     judge = event["judge"]
     stamp = event["timestamp"]
-    return (event["tenant_id"], event["verdict_id"],
-            datetime.fromisoformat(stamp.replace("Z", "+00:00")) if isinstance(stamp, str) else stamp,
-            judge["model"], judge.get("prompt"), event["item_id"], event.get("trace_id"), consent,
-            Jsonb(event, dumps=lambda value: orjson.dumps(value).decode()))
+    return (
+        event["tenant_id"],
+        event["verdict_id"],
+        datetime.fromisoformat(stamp.replace("Z", "+00:00")) if isinstance(stamp, str) else stamp,
+        judge["model"],
+        judge.get("prompt"),
+        event["item_id"],
+        event.get("trace_id"),
+        consent,
+        Jsonb(event, dumps=lambda value: orjson.dumps(value).decode()),
+    )
 
 
 class PostgresVerdictStore(OneConnection):
@@ -49,13 +56,17 @@ def _consent(event: dict[str, Any]) -> int:
 
 def _insert_new(cursor: psycopg.Cursor, events: list[dict[str, Any]]) -> int:
     """One batch through the staging table; how many verdicts were new."""
-    cursor.execute("CREATE TEMP TABLE IF NOT EXISTS judge_verdicts_staging "
-                   "(LIKE judge_verdicts INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+    cursor.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS judge_verdicts_staging "
+        "(LIKE judge_verdicts INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+    )
     with cursor.copy(f"COPY judge_verdicts_staging ({COLUMNS}) FROM STDIN".encode()) as copy:
         for event in events:
             copy.write_row(verdict_row(event, _consent(event)))
-    cursor.execute(f"INSERT INTO judge_verdicts ({COLUMNS}) SELECT {COLUMNS} FROM judge_verdicts_staging "
-                   "ON CONFLICT (tenant_id, verdict_id) DO NOTHING".encode())
+    cursor.execute(
+        f"INSERT INTO judge_verdicts ({COLUMNS}) SELECT {COLUMNS} FROM judge_verdicts_staging "
+        "ON CONFLICT (tenant_id, verdict_id) DO NOTHING".encode()
+    )
     new = cursor.rowcount
     cursor.execute("TRUNCATE judge_verdicts_staging")  # the next batch of the same transaction starts empty
     return new
@@ -72,9 +83,11 @@ class PostgresReviewSample(OneConnection):
         connection = self._connected()
         try:
             with connection.transaction(), connection.cursor() as cursor:
-                cursor.executemany("INSERT INTO judge_review_item (tenant_id, verdict_id, item_id, models, answers, "
-                                   "question, verdict_ts) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                                   rows)
+                cursor.executemany(
+                    "INSERT INTO judge_review_item (tenant_id, verdict_id, item_id, models, answers, "
+                    "question, verdict_ts) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    rows,
+                )
         except psycopg.OperationalError:
             self.close()
             raise
@@ -85,8 +98,7 @@ def import_verdicts(url: str, events: Iterable[dict[str, Any]], batch: int = 2_0
     adds nothing; an error while reading the events (a bad row) stores none of them."""
     read = new = 0
     pending: list[dict[str, Any]] = []
-    with psycopg.connect(url, connect_timeout=5) as connection, connection.transaction(), \
-            connection.cursor() as cursor:
+    with psycopg.connect(url, connect_timeout=5) as connection, connection.transaction(), connection.cursor() as cursor:
         for event in events:
             read += 1
             pending.append(event)
@@ -98,8 +110,14 @@ def import_verdicts(url: str, events: Iterable[dict[str, Any]], batch: int = 2_0
     return read, new
 
 
-def read_verdicts(connection: psycopg.Connection, *, tenant: str | None = None, judge: str | None = None,
-                  since: datetime | None = None, batch: int = 5_000) -> Iterator[dict[str, Any]]:
+def read_verdicts(
+    connection: psycopg.Connection,
+    *,
+    tenant: str | None = None,
+    judge: str | None = None,
+    since: datetime | None = None,
+    batch: int = 5_000,
+) -> Iterator[dict[str, Any]]:
     """Stored verdict events in time order (a server-side cursor: memory stays flat), with the
     people's blind verdicts of the review page (each person's first) added to their `human`."""
     conditions, parameters = [], []
@@ -109,11 +127,13 @@ def read_verdicts(connection: psycopg.Connection, *, tenant: str | None = None, 
             parameters.append(value)
     where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
     # a person's first verdict on an item counts: it was given blind, a later change may not have been
-    query = ("SELECT v.event, (SELECT coalesce(jsonb_agg(jsonb_build_object('annotator', h.reviewer, 'preference', "
-             "h.preference) ORDER BY h.id), '[]'::jsonb) FROM (SELECT DISTINCT ON (reviewer) reviewer, preference, id "
-             "FROM judge_human_verdict WHERE tenant_id = v.tenant_id AND verdict_id = v.verdict_id "
-             f"ORDER BY reviewer, id) h) FROM judge_verdicts v {where} ORDER BY v.tenant_id, v.verdict_ts, "
-             "v.verdict_id")
+    query = (
+        "SELECT v.event, (SELECT coalesce(jsonb_agg(jsonb_build_object('annotator', h.reviewer, 'preference', "
+        "h.preference) ORDER BY h.id), '[]'::jsonb) FROM (SELECT DISTINCT ON (reviewer) reviewer, preference, id "
+        "FROM judge_human_verdict WHERE tenant_id = v.tenant_id AND verdict_id = v.verdict_id "
+        f"ORDER BY reviewer, id) h) FROM judge_verdicts v {where} ORDER BY v.tenant_id, v.verdict_ts, "
+        "v.verdict_id"
+    )
     with connection.cursor(name="bias_audit_verdicts") as cursor:
         cursor.itersize = batch
         cursor.execute(query.encode(), parameters)
@@ -128,7 +148,11 @@ def verdict_tenants(connection: psycopg.Connection, tenant: str | None = None) -
     if tenant is not None:
         found = connection.execute("SELECT 1 FROM judge_verdicts WHERE tenant_id = %s LIMIT 1", (tenant,)).fetchone()
         return [tenant] if found else []
-    return [row[0] for row in connection.execute(
-        "WITH RECURSIVE t AS (SELECT min(tenant_id) AS id FROM judge_verdicts UNION ALL "
-        "SELECT (SELECT min(tenant_id) FROM judge_verdicts WHERE tenant_id > t.id) FROM t WHERE t.id IS NOT NULL) "
-        "SELECT id FROM t WHERE id IS NOT NULL")]
+    return [
+        row[0]
+        for row in connection.execute(
+            "WITH RECURSIVE t AS (SELECT min(tenant_id) AS id FROM judge_verdicts UNION ALL "
+            "SELECT (SELECT min(tenant_id) FROM judge_verdicts WHERE tenant_id > t.id) FROM t WHERE t.id IS NOT NULL) "
+            "SELECT id FROM t WHERE id IS NOT NULL"
+        )
+    ]

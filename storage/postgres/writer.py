@@ -60,11 +60,15 @@ class _CopyWriter(OneConnection):
                     return len(rows)
             except psycopg.errors.UniqueViolation:
                 with connection.transaction(), connection.cursor() as cursor:
-                    cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {staging} (LIKE {self.table} INCLUDING DEFAULTS) "
-                                   "ON COMMIT DELETE ROWS".encode())
+                    cursor.execute(
+                        f"CREATE TEMP TABLE IF NOT EXISTS {staging} (LIKE {self.table} INCLUDING DEFAULTS) "
+                        "ON COMMIT DELETE ROWS".encode()
+                    )
                     self._copy(cursor, staging, rows)
-                    cursor.execute(f"INSERT INTO {self.table} ({self.columns}) SELECT {self.columns} FROM {staging} "
-                                   f"ON CONFLICT ({self.key}) DO NOTHING".encode())
+                    cursor.execute(
+                        f"INSERT INTO {self.table} ({self.columns}) SELECT {self.columns} FROM {staging} "
+                        f"ON CONFLICT ({self.key}) DO NOTHING".encode()
+                    )
                     return cursor.rowcount
             except psycopg.errors.CheckViolation:  # "no partition": retention dropped a month we knew
                 raise psycopg.OperationalError("a month's partition was dropped under this writer") from None
@@ -92,12 +96,15 @@ class _CopyWriter(OneConnection):
                 copy.write_row(row)
 
 
-
 class PostgresRecordStore(_CopyWriter):
     """The council consumer's record sink: one row per session (session_rows)."""
 
-    table, columns, types, key = ("council_session_audit", SESSION_COLUMNS, [t for _, t in _SESSION_WRITTEN],
-                                  "tenant_id, session_id, session_ts")
+    table, columns, types, key = (
+        "council_session_audit",
+        SESSION_COLUMNS,
+        [t for _, t in _SESSION_WRITTEN],
+        "tenant_id, session_id, session_ts",
+    )
     time_index = [name for name, _ in _SESSION_WRITTEN].index("session_ts")
 
     def append(self, records: list[dict[str, Any]]) -> int:
@@ -113,16 +120,21 @@ class PostgresRecordStore(_CopyWriter):
 class PostgresInteractionStore(_CopyWriter):
     """The LLM-response consumer's sink: one llm_interaction_audit row per interaction record."""
 
-    table, columns, types, key = ("llm_interaction_audit", INTERACTION_COLUMNS, [t for _, t in _INTERACTION_WRITTEN],
-                                  "tenant_id, audit_id, log_timestamp")
+    table, columns, types, key = (
+        "llm_interaction_audit",
+        INTERACTION_COLUMNS,
+        [t for _, t in _INTERACTION_WRITTEN],
+        "tenant_id, audit_id, log_timestamp",
+    )
     time_index = [name for name, _ in _INTERACTION_WRITTEN].index("log_timestamp")
 
     def append(self, records: list[dict[str, Any]]) -> int:
         return self.write([interaction_row(record) for record in records])
 
 
-def import_records(url: str, records: Iterable[dict[str, Any]], batch_sessions: int = 500,
-                   max_clock_skew_s: float = 600.0) -> tuple[int, int]:
+def import_records(
+    url: str, records: Iterable[dict[str, Any]], batch_sessions: int = 500, max_clock_skew_s: float = 600.0
+) -> tuple[int, int]:
     """Bias metric records (ours, or llm-council-core's bias_metrics.jsonl) into the store, a
     session's consecutive records as one row; (sessions read, sessions new). A session stored
     already is skipped: importing twice adds nothing. A session dated ahead of this clock by more
@@ -161,8 +173,11 @@ def _check_clock(record: dict[str, Any], latest_s: float) -> None:
     try:
         at = timestamp_ms(record["timestamp"]) / 1000
     except (ValueError, OverflowError):
-        raise ValueError(f"session {record['session_id']!r}: timestamp {record['timestamp']!r} is not an ISO 8601 "
-                         "time") from None
+        raise ValueError(
+            f"session {record['session_id']!r}: timestamp {record['timestamp']!r} is not an ISO 8601 time"
+        ) from None
     if at > latest_s:
-        raise ValueError(f"session {record['session_id']!r}: timestamp {record['timestamp']} is ahead of this "
-                         "clock by more than the allowed skew; records carry the time the session happened")
+        raise ValueError(
+            f"session {record['session_id']!r}: timestamp {record['timestamp']} is ahead of this "
+            "clock by more than the allowed skew; records carry the time the session happened"
+        )

@@ -27,9 +27,17 @@ class Injected:
     inconsistent: tuple[str, float] | None = None  # (reviewer, its noise SD)
 
 
-def corpus(rng: np.random.Generator, injected: Injected = Injected(), *, sessions: int = 60, noise: float = 1.0,
-           models: tuple[str, ...] = MODELS, repeat_rate: float = 0.3, tenant: str = "sim",
-           round_to: float | None = 1.0) -> list[SessionDigest]:
+def corpus(
+    rng: np.random.Generator,
+    injected: Injected = Injected(),
+    *,
+    sessions: int = 60,
+    noise: float = 1.0,
+    models: tuple[str, ...] = MODELS,
+    repeat_rate: float = 0.3,
+    tenant: str = "sim",
+    round_to: float | None = 1.0,
+) -> list[SessionDigest]:
     m = len(models)
     index = {name: i for i, name in enumerate(models)}
     contents: list[tuple[int, float]] = []  # (model, quality) of each distinct answer so far
@@ -50,8 +58,11 @@ def corpus(rng: np.random.Generator, injected: Injected = Injected(), *, session
         sd = np.full(m, noise)
         if injected.inconsistent:
             sd[index[injected.inconsistent[0]]] = injected.inconsistent[1]
-        raw = quality[None, :] + np.array((OFFSETS + (0.0,) * m)[:m])[:, None] \
+        raw = (
+            quality[None, :]
+            + np.array((OFFSETS + (0.0,) * m)[:m])[:, None]
             + rng.normal(0.0, 1.0, (m, m)) * sd[:, None]
+        )
         if injected.affinity:
             r, target, size = injected.affinity
             raw[index[r], index[target]] += size
@@ -75,8 +86,20 @@ def corpus(rng: np.random.Generator, injected: Injected = Injected(), *, session
             for position, j in enumerate(orders[r]):
                 cells.append((r, int(j), position, (float(scores[r, j]) - 1) / 9, False))
                 sims.append(round(float(similarity[r, j]), 6))
-        digests.append(SessionDigest.from_cells(
-            cells, session_id=f"s{s:04d}", tenant_id=tenant, ts_ms=1_790_000_000_000 + s * 60_000, trace_id=None,
-            config_version=None, reviewers=models, models=models, lengths=tuple(float(x) for x in rng.integers(50, 400, m)),
-            length_unit="words", fingerprints=tuple(f"c{c}" for c in content), cell_similarity=tuple(sims)))
+        digests.append(
+            SessionDigest.from_cells(
+                cells,
+                session_id=f"s{s:04d}",
+                tenant_id=tenant,
+                ts_ms=1_790_000_000_000 + s * 60_000,
+                trace_id=None,
+                config_version=None,
+                reviewers=models,
+                models=models,
+                lengths=tuple(float(x) for x in rng.integers(50, 400, m)),
+                length_unit="words",
+                fingerprints=tuple(f"c{c}" for c in content),
+                cell_similarity=tuple(sims),
+            )
+        )
     return digests

@@ -17,7 +17,6 @@ from tests.builders import council_event, observations, two_way_prediction
 MODELS = ["M1", "M2", "M3", "M4", "M5", "M6"]
 
 
-
 def random_session(rng: random.Random, index: int) -> CouncilSessionEvent:
     k = rng.randint(2, 6)
     models = MODELS[:k]
@@ -27,8 +26,9 @@ def random_session(rng: random.Random, index: int) -> CouncilSessionEvent:
     scores = {r: row for r, row in scores.items() if row} or {"outsider": {m: 5.0 for m in models}}
     words = {m: rng.choice([10, 10, 50, rng.randint(1, 500)]) for m in models}
     if rng.random() < 0.5:
-        event = council_event(scores, words=words, orders={r: rng.sample(models, k) for r in scores},
-                              session_id=f"s{index}")
+        event = council_event(
+            scores, words=words, orders={r: rng.sample(models, k) for r in scores}, session_id=f"s{index}"
+        )
     else:
         event = council_event(scores, words=words, shared_order=rng.sample(models, k), session_id=f"s{index}")
     return CouncilSessionEvent.model_validate(event)
@@ -102,8 +102,12 @@ def test_length_correlation_and_spearman_match_scipy():
 def effects(table):
     """reviewer -> its coefficient in the least-squares fit score ~ reviewer + model (dummies for
     both, numpy's lstsq on the full design), over the models another reviewer scored too."""
-    cells = [(r, m, score) for r, row in table.items() for m, score in row.items()
-             if sum(m in other for other in table.values()) > 1]
+    cells = [
+        (r, m, score)
+        for r, row in table.items()
+        for m, score in row.items()
+        if sum(m in other for other in table.values()) > 1
+    ]
     reviewers = sorted({r for r, _, _ in cells})
     models = sorted({m for _, m, _ in cells})
     design = np.zeros((len(cells), len(reviewers) + len(models)))
@@ -111,7 +115,7 @@ def effects(table):
         design[row, reviewers.index(r)] = 1.0
         design[row, len(reviewers) + models.index(m)] = 1.0
     coefficients = np.linalg.lstsq(design, np.array([score for _, _, score in cells]), rcond=None)[0]
-    return dict(zip(reviewers, coefficients[:len(reviewers)].tolist()))
+    return dict(zip(reviewers, coefficients[: len(reviewers)].tolist()))
 
 
 SIGMA0 = 1.2  # points of a 1-10 scale: the fixed noise SD of a session audited without a window
@@ -136,11 +140,15 @@ def test_median_referenced_offsets_and_the_leave_one_out_z_tests_match_a_direct_
             assert audit.reviewer_offsets[reviewer] == pytest.approx(offset, abs=1e-9)
             assert audit.reviewer_mean_scores[reviewer] == pytest.approx(np.mean(list(row.values())), abs=1e-9)
             assert audit.reviewer_loo_offsets[reviewer] == pytest.approx(np.mean(diffs), abs=1e-9)
-            n_others = [sum(1 for name, r in table.items() if name != reviewer and model in r)
-                        for model in row if any(name != reviewer and model in r for name, r in table.items())]
+            n_others = [
+                sum(1 for name, r in table.items() if name != reviewer and model in r)
+                for model in row
+                if any(name != reviewer and model in r for name, r in table.items())
+            ]
             se = SIGMA0 * unit * math.sqrt(sum(1 + 1 / n for n in n_others)) / len(diffs)
             assert audit.reviewer_offset_p_values[reviewer] == pytest.approx(
-                sps.norm.sf(abs(np.mean(diffs)) / se), abs=1e-9)  # one-sided, in the offset's direction
+                sps.norm.sf(abs(np.mean(diffs)) / se), abs=1e-9
+            )  # one-sided, in the offset's direction
             checked += 1
         assert audit.noise_source == "fixed" and audit.noise_sd == pytest.approx(SIGMA0 * unit)
     assert checked > 100
@@ -154,7 +162,9 @@ def test_self_preference_is_the_own_score_less_the_two_way_prediction():
             if not o.is_self:
                 continue
             scored_by_peers = any(o.model in row for name, row in table.items())
-            prediction = two_way_prediction(table, o.reviewer, o.model) if scored_by_peers and o.reviewer in table else None
+            prediction = (
+                two_way_prediction(table, o.reviewer, o.model) if scored_by_peers and o.reviewer in table else None
+            )
             if prediction is None:
                 assert o.reviewer not in audit.self_preference
                 continue
@@ -162,7 +172,8 @@ def test_self_preference_is_the_own_score_less_the_two_way_prediction():
             assert audit.self_preference[o.reviewer] == pytest.approx(o.score - predicted, abs=1e-9)
             se = SIGMA0 * unit * math.sqrt(1 + factor)
             assert audit.self_preference_p_values[o.reviewer] == pytest.approx(
-                sps.norm.sf((o.score - predicted) / se), abs=1e-9)
+                sps.norm.sf((o.score - predicted) / se), abs=1e-9
+            )
             checked += 1
     assert checked > 50
 

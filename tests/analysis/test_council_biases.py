@@ -34,20 +34,26 @@ from tests import text_oracle
 from .council_simulation import MODELS, Injected, corpus
 
 
-@pytest.mark.parametrize("p_values", [
-    [0.01, 0.04, 0.03, 0.2],
-    [0.001, 0.5, 0.049, 0.051, 0.9, 0.0001],
-    [0.3],
-    [0.02, 0.02, 0.02],
-])
+@pytest.mark.parametrize(
+    "p_values",
+    [
+        [0.01, 0.04, 0.03, 0.2],
+        [0.001, 0.5, 0.049, 0.051, 0.9, 0.0001],
+        [0.3],
+        [0.02, 0.02, 0.02],
+    ],
+)
 def test_benjamini_hochberg_matches_scipy(p_values):
     assert benjamini_hochberg(p_values) == pytest.approx(list(stats.false_discovery_control(p_values)), abs=1e-12)
 
 
-@pytest.mark.parametrize("x, y", [
-    ([0.0, 1.0, 2.0, 3.0, 4.0], [1.0, 2.9, 5.2, 7.1, 8.8]),
-    ([0.2, 0.5, 0.1, 0.9, 0.7, 0.3], [-1.0, 0.4, -0.2, 1.5, 0.1, 0.0]),
-])
+@pytest.mark.parametrize(
+    "x, y",
+    [
+        ([0.0, 1.0, 2.0, 3.0, 4.0], [1.0, 2.9, 5.2, 7.1, 8.8]),
+        ([0.2, 0.5, 0.1, 0.9, 0.7, 0.3], [-1.0, 0.4, -0.2, 1.5, 0.1, 0.0]),
+    ],
+)
 def test_slope_matches_linregress(x, y):
     slope, se, lo, hi, p = _slope(np.array(x), np.array(y))
     oracle = stats.linregress(x, y)
@@ -72,18 +78,26 @@ def test_slope_with_a_covariate_matches_least_squares_by_hand():
 def test_fingerprint_is_the_keyed_hash_of_the_normalized_text():
     expected = hmac.new(b"k", b"the same answer", hashlib.sha256).hexdigest()[:16]
     assert response_fingerprint("The  same\nANSWER ", b"k") == expected
-    assert response_fingerprint("the same answer") == hmac.new(
-        DEFAULT_FINGERPRINT_KEY, b"the same answer", hashlib.sha256).hexdigest()[:16]
+    assert (
+        response_fingerprint("the same answer")
+        == hmac.new(DEFAULT_FINGERPRINT_KEY, b"the same answer", hashlib.sha256).hexdigest()[:16]
+    )
     assert response_fingerprint("the same answer", b"k") != response_fingerprint("the same answer", b"j")
 
 
-@pytest.mark.parametrize(("text", "normalized"), [
-    ("", b""), (" \t\n", b""), ("A", b"a"), ("  Mixed CASE\twords\r\n", b"mixed case words"),
-    ("unit\x1fsep\x1c\x0bvt\x0cff", b"unit sep vt ff"),  # str.split()'s ASCII separators
-    ("keep\x7fdel, PUNCT!", b"keep\x7fdel, punct!"),  # DEL and punctuation are word characters
-    ("Non\u00a0ASCII \u00c9T\u00c9", "non ascii \u00e9t\u00e9".encode()),  # U+00A0 splits; \u00c9 lowers
-    ("\u0130stanbul", "i\u0307stanbul".encode()),  # a lower() longer than the text
-])
+@pytest.mark.parametrize(
+    ("text", "normalized"),
+    [
+        ("", b""),
+        (" \t\n", b""),
+        ("A", b"a"),
+        ("  Mixed CASE\twords\r\n", b"mixed case words"),
+        ("unit\x1fsep\x1c\x0bvt\x0cff", b"unit sep vt ff"),  # str.split()'s ASCII separators
+        ("keep\x7fdel, PUNCT!", b"keep\x7fdel, punct!"),  # DEL and punctuation are word characters
+        ("Non\u00a0ASCII \u00c9T\u00c9", "non ascii \u00e9t\u00e9".encode()),  # U+00A0 splits; \u00c9 lowers
+        ("\u0130stanbul", "i\u0307stanbul".encode()),  # a lower() longer than the text
+    ],
+)
 def test_the_fingerprint_normalizes_case_and_whitespace_as_str_lower_and_split(text, normalized):
     """The compiled normalization of ASCII text (analysis/_text.c) and Python's for the rest give
     the bytes written here by hand."""
@@ -102,12 +116,15 @@ def test_the_compiled_normalization_equals_pythons_on_random_ascii_text():
         normalized_ascii(b"bytes")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("texts", [
-    ["the cache holds the index", "the index holds the cache entries"],
-    ["Shard by tenant id; replicate reads.", "replicate reads and shard by user", "Shard, shard, SHARD by_user"],
-    ["one", "two"],
-    ["Café société: naïve résumé", "CAFÉ societe naïve", "the café's résumé"],  # non-ASCII words and case
-])
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["the cache holds the index", "the index holds the cache entries"],
+        ["Shard by tenant id; replicate reads.", "replicate reads and shard by user", "Shard, shard, SHARD by_user"],
+        ["one", "two"],
+        ["Café société: naïve résumé", "CAFÉ societe naïve", "the café's résumé"],  # non-ASCII words and case
+    ],
+)
 def test_similarity_matches_scikit_learns_word_ngram_cosine(texts):
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.metrics.pairwise import cosine_similarity
@@ -128,11 +145,37 @@ def test_the_compiled_cosines_give_the_mirrors_floats_exactly():
     """analysis/_text.c against its numpy mirror (tests/text_oracle.py), bit for bit, on random texts (ASCII and not,
     punctuation, repeats, one-word and empty texts, councils of 1 to 12)."""
     rng = random.Random(7)
-    vocabulary = ["the", "The", "cache", "index", "a", "A", "shard_by", "42", "x1", "café", "naïve", "über",
-                  "日本", "ё", "", "...", ",", "—", "\t", "\n", " ", "don't", "e-mail", "\ud800"]
+    vocabulary = [
+        "the",
+        "The",
+        "cache",
+        "index",
+        "a",
+        "A",
+        "shard_by",
+        "42",
+        "x1",
+        "café",
+        "naïve",
+        "über",
+        "日本",
+        "ё",
+        "",
+        "...",
+        ",",
+        "—",
+        "\t",
+        "\n",
+        " ",
+        "don't",
+        "e-mail",
+        "\ud800",
+    ]
     for _ in range(300):
-        texts = [" ".join(rng.choice(vocabulary) for _ in range(rng.choice([0, 1, 2, 5, 40, 300])))
-                 for _ in range(rng.randint(1, 12))]
+        texts = [
+            " ".join(rng.choice(vocabulary) for _ in range(rng.choice([0, 1, 2, 5, 40, 300])))
+            for _ in range(rng.randint(1, 12))
+        ]
         expected = text_oracle.pair_similarities(texts).tolist()
         got = similarity_rows(texts)
         assert len(got) == len(expected)
@@ -148,9 +191,18 @@ def test_the_compiled_cosines_refuse_what_is_not_bytes():
 def _digest(index: int, rows: list[tuple[int, int, int, float]], models=("a", "b", "c", "d"), **extra) -> SessionDigest:
     """rows: (reviewer, model, position, score in points 1-10)."""
     return SessionDigest.from_cells(
-        [(r, m, p, (y - 1) / 9, False) for r, m, p, y in rows], session_id=f"s{index}", tenant_id="t",
-        ts_ms=1_790_000_000_000 + index, trace_id=None, config_version=None, reviewers=models, models=models,
-        lengths=(100.0,) * len(models), length_unit="words", **extra)
+        [(r, m, p, (y - 1) / 9, False) for r, m, p, y in rows],
+        session_id=f"s{index}",
+        tenant_id="t",
+        ts_ms=1_790_000_000_000 + index,
+        trace_id=None,
+        config_version=None,
+        reviewers=models,
+        models=models,
+        lengths=(100.0,) * len(models),
+        length_unit="words",
+        **extra,
+    )
 
 
 def test_an_exact_interaction_is_measured_exactly():
@@ -201,17 +253,32 @@ def test_posteriors_shrink_by_the_method_of_moments():
     z = stats.norm.ppf(0.975)
 
     def profile(name: str, offset: float, se: float) -> ReviewerProfile:
-        e = Estimate(point_estimate=offset, ci_lower=offset - z * se, ci_upper=offset + z * se, sample_size=50,
-                     sessions=50, confidence="high")
-        return ReviewerProfile(reviewer=name, sessions=50, scores=50, confidence="high", mean_score=6.0, score_std=1.0,
-                               offset=e, self_preference=e, agreement_with_peers=None)
+        e = Estimate(
+            point_estimate=offset,
+            ci_lower=offset - z * se,
+            ci_upper=offset + z * se,
+            sample_size=50,
+            sessions=50,
+            confidence="high",
+        )
+        return ReviewerProfile(
+            reviewer=name,
+            sessions=50,
+            scores=50,
+            confidence="high",
+            mean_score=6.0,
+            score_std=1.0,
+            offset=e,
+            self_preference=e,
+            agreement_with_peers=None,
+        )
 
     values, ses = [-2.0, 0.1, 0.3], [0.2, 0.2, 0.4]
     posts = reviewer_posteriors([profile(n, v, s) for n, v, s in zip("abc", values, ses)])
     w = 1 / np.square(ses)
     mean = (w * values).sum() / w.sum()
     q = (w * (np.array(values) - mean) ** 2).sum()
-    tau2 = (q - 2) / (w.sum() - (w ** 2).sum() / w.sum())
+    tau2 = (q - 2) / (w.sum() - (w**2).sum() / w.sum())
     for post, v, s in zip(posts, values, ses):
         shrink = s * s / (s * s + tau2)
         assert post.shrinkage == pytest.approx(shrink, abs=1e-4)
@@ -221,8 +288,10 @@ def test_posteriors_shrink_by_the_method_of_moments():
 
 
 def test_calibrated_view_averages_each_reviewers_z_scores():
-    digests = [_digest(s, [(0, 2, -1, 8.0 + s % 2), (1, 2, -1, 4.0 + s % 3), (0, 3, -1, 6.0), (1, 3, -1, 5.0)])
-               for s in range(12)]
+    digests = [
+        _digest(s, [(0, 2, -1, 8.0 + s % 2), (1, 2, -1, 4.0 + s % 3), (0, 3, -1, 6.0), (1, 3, -1, 5.0)])
+        for s in range(12)
+    ]
     view = {m.model: m for m in calibrated_view(window_cells(digests))}
     a = np.array([8.0 + s % 2 for s in range(12)] + [6.0] * 12)
     b = np.array([4.0 + s % 3 for s in range(12)] + [5.0] * 12)
@@ -238,10 +307,16 @@ def test_the_length_effect_among_equally_correct_answers():
     digests = []
     for s in range(20):
         correct = (True, False, True, False)
-        lengths = tuple(float(x) for x in (rng.integers(300, 500), rng.integers(50, 200), rng.integers(300, 500),
-                                           rng.integers(50, 200)))
-        rows = [(r, m, -1, 4.0 + 2.0 * correct[m] + 0.5 * lengths[m] / 100 + 0.3 * r)
-                for r in range(4) for m in range(4) if r != m]
+        lengths = tuple(
+            float(x)
+            for x in (rng.integers(300, 500), rng.integers(50, 200), rng.integers(300, 500), rng.integers(50, 200))
+        )
+        rows = [
+            (r, m, -1, 4.0 + 2.0 * correct[m] + 0.5 * lengths[m] / 100 + 0.3 * r)
+            for r in range(4)
+            for m in range(4)
+            if r != m
+        ]
         digest = _digest(s, rows, correct=correct)
         digests.append(SessionDigest(**{**{f: getattr(digest, f) for f in digest.__slots__}, "lengths": lengths}))
     estimate = length_given_correctness(window_cells(digests))
@@ -292,12 +367,15 @@ def test_unbiased_corpora_raise_each_flag_in_at_most_5_percent(noise):
     assert max(rates[name] for name in ("affinity", "anchoring", "style", "consistency")) <= 0.05, rates
 
 
-@pytest.mark.parametrize("injected, bias", [
-    (Injected(affinity=(MODELS[0], MODELS[1], 1.0)), "affinity"),
-    (Injected(anchoring=(MODELS[2], 0.4)), "anchoring"),
-    (Injected(style=(MODELS[3], 3.0)), "style"),
-    (Injected(inconsistent=(MODELS[1], 2.0)), "consistency"),
-])
+@pytest.mark.parametrize(
+    "injected, bias",
+    [
+        (Injected(affinity=(MODELS[0], MODELS[1], 1.0)), "affinity"),
+        (Injected(anchoring=(MODELS[2], 0.4)), "anchoring"),
+        (Injected(style=(MODELS[3], 3.0)), "style"),
+        (Injected(inconsistent=(MODELS[1], 2.0)), "consistency"),
+    ],
+)
 def test_each_injected_bias_is_found_in_80_percent_of_60_session_corpora(injected, bias):
     rates = _rates(injected)
     assert rates["target"] >= 0.80, rates
@@ -313,4 +391,6 @@ def test_mutual_favour_is_named_as_possible_collusion():
     cells = window_cells(corpus(rng, Injected(affinity=(MODELS[0], MODELS[1], 1.5), mutual=True), models=five))
     flagged = {(a.reviewer, a.model): a for a in affinity(cells, pair_fit(cells)) if a.flagged}
     assert flagged[(MODELS[0], MODELS[1])].mutual and flagged[(MODELS[1], MODELS[0])].mutual
-    assert not any(a.mutual for key, a in flagged.items() if key not in {(MODELS[0], MODELS[1]), (MODELS[1], MODELS[0])})
+    assert not any(
+        a.mutual for key, a in flagged.items() if key not in {(MODELS[0], MODELS[1]), (MODELS[1], MODELS[0])}
+    )

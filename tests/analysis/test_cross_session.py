@@ -32,15 +32,36 @@ def digest(session: int, cells, *, lengths=(100.0, 200.0, 300.0), models=NAMES, 
     """cells: (reviewer, model, position, score in points 1-10, self)."""
     return SessionDigest.from_cells(
         tuple((r, m, p, (score - 1.0) / 9.0, own) for r, m, p, score, own in cells),
-        session_id=f"s{session}", tenant_id="t", ts_ms=1_700_000_000_000 + session * 60_000, trace_id=None,
-        config_version=None, reviewers=reviewers, models=models, lengths=lengths, length_unit="words")
+        session_id=f"s{session}",
+        tenant_id="t",
+        ts_ms=1_700_000_000_000 + session * 60_000,
+        trace_id=None,
+        config_version=None,
+        reviewers=reviewers,
+        models=models,
+        lengths=lengths,
+        length_unit="words",
+    )
 
 
 def test_session_offsets_of_a_three_member_council():
     # a scores b=6, c=6; b scores a=8, c=7; c scores a=9, b=7; a also scores itself 10 (not counted)
-    window = window_cells([digest(0, [(0, 1, 0, 6, False), (0, 2, 1, 6, False), (1, 0, 0, 8, False),
-                                      (1, 2, 1, 7, False), (2, 0, 0, 9, False), (2, 1, 1, 7, False),
-                                      (0, 0, 2, 10, True)])])
+    window = window_cells(
+        [
+            digest(
+                0,
+                [
+                    (0, 1, 0, 6, False),
+                    (0, 2, 1, 6, False),
+                    (1, 0, 0, 8, False),
+                    (1, 2, 1, 7, False),
+                    (2, 0, 0, 9, False),
+                    (2, 1, 1, 7, False),
+                    (0, 0, 2, 10, True),
+                ],
+            )
+        ]
+    )
     offsets = window.session_offsets[0]
     # With two others the median is their mean, so the offsets are the leave-one-out ones:
     # a: (6 - 7) on b and (6 - 7) on c -> -1; b: (8 - 9) and (7 - 6) -> 0; c: (9 - 8) and (7 - 6) -> +1
@@ -71,8 +92,9 @@ def test_below_ten_sessions_every_metric_is_collecting_data():
     assert report.flags == []
 
 
-@pytest.mark.parametrize(("sessions", "tier"), [(10, "preliminary"), (19, "preliminary"), (20, "moderate"),
-                                                (49, "moderate"), (50, "high")])
+@pytest.mark.parametrize(
+    ("sessions", "tier"), [(10, "preliminary"), (19, "preliminary"), (20, "moderate"), (49, "moderate"), (50, "high")]
+)
 def test_confidence_tiers_count_sessions(sessions, tier):
     assert tenant_report(Corpus(sessions=sessions, seed=2).digests()).confidence == tier
 
@@ -125,7 +147,13 @@ def test_position_consistency_on_swapped_pairs():
     result = position_consistency(window_cells([digest(i, c) for i, c in enumerate(cells)]))
     assert len(result) == 1
     (a,) = result
-    assert (a.reviewer, a.pairs, a.position_consistency, a.primacy_preferred, a.recency_preferred) == ("a", 1, 0.0, 1, 0)
+    assert (a.reviewer, a.pairs, a.position_consistency, a.primacy_preferred, a.recency_preferred) == (
+        "a",
+        1,
+        0.0,
+        1,
+        0,
+    )
     assert a.preference_fairness == -1.0
     # consistent case: b wins in both orders
     consistent = [cells[0], [(0, 1, 1, 8, False), (0, 2, 0, 6, False)]]
@@ -133,11 +161,13 @@ def test_position_consistency_on_swapped_pairs():
     assert (b.pairs, b.position_consistency, b.preference_fairness) == (1, 1.0, 0.0)
 
 
-@pytest.mark.parametrize(("shuffle", "broken", "shared"), [("fixed", True, True), ("shared", False, True),
-                                                           ("per_reviewer", False, False)])
+@pytest.mark.parametrize(
+    ("shuffle", "broken", "shared"), [("fixed", True, True), ("shared", False, True), ("per_reviewer", False, False)]
+)
 def test_randomization_balance(shuffle, broken, shared):
-    result = randomization_balance(window_cells(Corpus(sessions=40, seed=5, shuffle=shuffle).digests()),
-                                   WindowThresholds())
+    result = randomization_balance(
+        window_cells(Corpus(sessions=40, seed=5, shuffle=shuffle).digests()), WindowThresholds()
+    )
     assert (result.broken, result.shared) == (broken, shared)
     # a shared order is counted once per session, not once per reviewer
     if shuffle != "per_reviewer":
@@ -161,13 +191,16 @@ def test_reviewer_offset_against_the_median_reviewer_without_noise():
     assert all(abs(p.offset.point_estimate) < 0.05 and not p.flags for p in others)
 
 
-@pytest.mark.parametrize(("value", "baseline", "expected"), [
-    (10.0, [1, 2, 3, 4, 5], (10 - 3) / (1.4826 * 1)),
-    (3.0, [1, 2, 3, 4, 5], 0.0),
-    (0.0, [1, 2, 3, 4, 5, np.nan], (0 - 3) / 1.4826),  # a reviewer absent from a session
-    (9.0, [2, 2, 2, 2, 2], None),  # MAD 0
-    (9.0, [1, 2, 3, 4], None),  # too few
-])
+@pytest.mark.parametrize(
+    ("value", "baseline", "expected"),
+    [
+        (10.0, [1, 2, 3, 4, 5], (10 - 3) / (1.4826 * 1)),
+        (3.0, [1, 2, 3, 4, 5], 0.0),
+        (0.0, [1, 2, 3, 4, 5, np.nan], (0 - 3) / 1.4826),  # a reviewer absent from a session
+        (9.0, [2, 2, 2, 2, 2], None),  # MAD 0
+        (9.0, [1, 2, 3, 4], None),  # too few
+    ],
+)
 def test_robust_z(value, baseline, expected):
     median, scale = robust_location([float(v) for v in baseline], 5)
     result = _z(value, median, scale)
@@ -199,8 +232,17 @@ def test_a_models_mean_score_trend_reads_on_the_1_to_10_scale():
     from bias_audit.analysis.trends import compare_windows
 
     def session(number: int, score: float) -> SessionDigest:
-        return digest(number, [(1, 0, 0, score, False), (2, 0, 1, score, False), (0, 1, 0, 5, False),
-                               (2, 1, 1, 5, False), (0, 2, 0, 5, False), (1, 2, 1, 5, False)])
+        return digest(
+            number,
+            [
+                (1, 0, 0, score, False),
+                (2, 0, 1, score, False),
+                (0, 1, 0, 5, False),
+                (2, 1, 1, 5, False),
+                (0, 2, 0, 5, False),
+                (1, 2, 1, 5, False),
+            ],
+        )
 
     before = window_cells([session(i, 7.0) for i in range(12)])
     after = window_cells([session(12 + i, 8.0) for i in range(12)])

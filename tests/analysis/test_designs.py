@@ -59,7 +59,7 @@ def test_the_fits_of_a_batch_equal_each_sessions_fit_on_its_own():
     fit = two_way_fit(score, used)
     effects = reviewer_effects(score, used)
     for b in range(len(score)):
-        alone = two_way_fit(score[b:b + 1], used[b:b + 1])
+        alone = two_way_fit(score[b : b + 1], used[b : b + 1])
         assert fit.rss[b] == alone.rss[0] and fit.df[b] == alone.df[0]
         assert np.array_equal(fit.reviewer[b], alone.reviewer[0]) and np.array_equal(fit.pinv[b], alone.pinv[0])
-        assert np.array_equal(effects[b], reviewer_effects(score[b:b + 1], used[b:b + 1])[0], equal_nan=True)
+        assert np.array_equal(effects[b], reviewer_effects(score[b : b + 1], used[b : b + 1])[0], equal_nan=True)

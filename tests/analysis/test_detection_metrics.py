@@ -62,8 +62,9 @@ def test_the_auroc_interval_covers_the_truth_and_items_widen_it():
     scores = rng.normal(labels * 1.0, 1.0)
     copies = np.repeat(scores, 5), np.repeat(labels, 5)
     one = flag_quality(copies[0], copies[0] > 0, copies[1], bootstrap=300).auroc_ci
-    grouped = flag_quality(copies[0], copies[0] > 0, copies[1], [str(i // 5) for i in range(500)],
-                           bootstrap=300).auroc_ci
+    grouped = flag_quality(
+        copies[0], copies[0] > 0, copies[1], [str(i // 5) for i in range(500)], bootstrap=300
+    ).auroc_ci
     assert (grouped[1] - grouped[0]) > 1.5 * (one[1] - one[0])  # five copies of an item are one item
 
 

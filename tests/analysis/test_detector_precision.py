@@ -8,14 +8,26 @@ from scipy.stats import binomtest
 
 from bias_audit.analysis.detector_precision import ReviewedItem, detector_precision, evidence_of
 
-CHAIRMAN = {"bias_type": "gendered_language", "analyzer": "gendered_language",
-            "evidence": [{"term": "chairman", "neutral": "chair"}]}
-GENERIC_HE = {"bias_type": "gendered_language", "analyzer": "generic_he",
-              "evidence": [{"role": "every", "sentence": "Every engineer ... he merges."}]}
-RULE = {"bias_type": "stereotype", "analyzer": "rule:group-generalization",
-        "evidence": [{"rule_id": "group-generalization", "matched": "Most women never"}]}
-DISAGREEMENT = {"bias_type": "demographic_disagreement", "analyzer": "member_disagreement",
-                "evidence": [{"axis": "gender", "evidence": [{"member_id": "a", "matched_terms": ["woman"]}]}]}
+CHAIRMAN = {
+    "bias_type": "gendered_language",
+    "analyzer": "gendered_language",
+    "evidence": [{"term": "chairman", "neutral": "chair"}],
+}
+GENERIC_HE = {
+    "bias_type": "gendered_language",
+    "analyzer": "generic_he",
+    "evidence": [{"role": "every", "sentence": "Every engineer ... he merges."}],
+}
+RULE = {
+    "bias_type": "stereotype",
+    "analyzer": "rule:group-generalization",
+    "evidence": [{"rule_id": "group-generalization", "matched": "Most women never"}],
+}
+DISAGREEMENT = {
+    "bias_type": "demographic_disagreement",
+    "analyzer": "member_disagreement",
+    "evidence": [{"axis": "gender", "evidence": [{"member_id": "a", "matched_terms": ["woman"]}]}],
+}
 
 
 def test_evidence_names_terms_and_rules_nested_too():
@@ -45,4 +57,7 @@ def test_precision_per_tenant_type_and_analyzer_by_hand():
     oracle = binomtest(1, 3).proportion_ci(method="wilson")
     assert (one_of_three.ci_lower, one_of_three.ci_upper) == pytest.approx((oracle.low, oracle.high), abs=1e-6)
     assert [(d.tenant_id, d.evidence, d.dismissed, d.confirmed) for d in dismissed] == [
-        ("acme", "chairman", 2, 1), ("acme", "group-generalization", 1, 0), ("acme", "most women never", 1, 0)]
+        ("acme", "chairman", 2, 1),
+        ("acme", "group-generalization", 1, 0),
+        ("acme", "most women never", 1, 0),
+    ]

@@ -22,8 +22,12 @@ def one_hot(index: np.ndarray, size: int) -> np.ndarray:
 
 
 def dense(blocks: list, n: int) -> np.ndarray:
-    return np.hstack([one_hot(b.index, b.width) if isinstance(b, Indicators) else np.asarray(b, float).reshape(n, -1)
-                      for b in blocks])
+    return np.hstack(
+        [
+            one_hot(b.index, b.width) if isinstance(b, Indicators) else np.asarray(b, float).reshape(n, -1)
+            for b in blocks
+        ]
+    )
 
 
 @pytest.mark.parametrize("order", [[0, 1, 2, 3, 4], [4, 2, 0, 3, 1]], ids=["session order", "shuffled"])

@@ -43,8 +43,7 @@ def answers(by_group: dict[str, list[Traits]], model: str = "m") -> list:
 
 
 def test_a_group_refused_more_is_flagged_after_holm():
-    entries = group_disparity(answers({"female": traits(200, 40), "male": traits(200, 10),
-                                       "other": traits(5, 0)}))
+    entries = group_disparity(answers({"female": traits(200, 40), "male": traits(200, 10), "other": traits(5, 0)}))
     by_group = {e.group: e for e in entries}
     female = by_group["female"].gaps["refusal_rate_gap"]
     # female 40/200 against the rest, 10/205
@@ -66,8 +65,10 @@ def test_a_significant_gap_below_the_practical_size_is_not_flagged():
 
 
 def test_length_is_a_ratio_of_geometric_means_and_models_are_apart():
-    entries = group_disparity(answers({"female": traits(50, 0, words=150), "male": traits(50, 0, words=100)}) +
-                              answers({"female": traits(50, 0), "male": traits(50, 0)}, model="fair"))
+    entries = group_disparity(
+        answers({"female": traits(50, 0, words=150), "male": traits(50, 0, words=100)})
+        + answers({"female": traits(50, 0), "male": traits(50, 0)}, model="fair")
+    )
     unfair = {(e.llm_model, e.group): e for e in entries}
     assert unfair[("m", "female")].gaps["length_ratio"].estimate == 1.5
     assert unfair[("m", "female")].gaps["length_ratio"].flagged

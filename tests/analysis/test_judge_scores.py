@@ -23,25 +23,42 @@ from bias_audit.analysis.stats import fisher_ci, spearman
 
 
 def graded(score, *, length=None, item="q", model="m", judge="j", prompt=None, scale=(1.0, 10.0)) -> JudgedGame:
-    return JudgedGame(judge=judge, prompt=prompt, item=item, models=(model,), level=None, score=score,
-                      scale=None if score is None else scale, lengths=(length,))
+    return JudgedGame(
+        judge=judge,
+        prompt=prompt,
+        item=item,
+        models=(model,),
+        level=None,
+        score=score,
+        scale=None if score is None else scale,
+        lengths=(length,),
+    )
 
 
 def pair(level, *, item="q", repetition=0) -> JudgedGame:
     p = None if level is None else ((level > 0) - (level < 0) + 1) / 2
-    return JudgedGame(judge="j", prompt=None, item=item, models=("a", "b"), level=level, p_first=p,
-                      repetition=repetition)
+    return JudgedGame(
+        judge="j", prompt=None, item=item, models=("a", "b"), level=level, p_first=p, repetition=repetition
+    )
 
 
 def single_event(score, *, item="q", model="m", verdict=None) -> dict:
-    return {"verdict_id": f"v-{item}-{model}-{score}", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": "j"},
-            "item_id": item, "candidates": [{"model": model}],
-            "verdict": verdict or {"kind": "scores", "scores": [score], "scale": "1-10"}}
+    return {
+        "verdict_id": f"v-{item}-{model}-{score}",
+        "timestamp": "2026-11-20T10:30:00Z",
+        "judge": {"model": "j"},
+        "item_id": item,
+        "candidates": [{"model": model}],
+        "verdict": verdict or {"kind": "scores", "scores": [score], "scale": "1-10"},
+    }
 
 
 def test_a_score_is_not_a_failed_verdict_and_a_failed_grading_is():
-    events = [single_event(7), single_event(9, item="r"), single_event(None, item="s",
-                                                                     verdict={"kind": "failed", "reason": "-1"})]
+    events = [
+        single_event(7),
+        single_event(9, item="r"),
+        single_event(None, item="s", verdict={"kind": "failed", "reason": "-1"}),
+    ]
     [judge] = judge_report([game_from_event(e) for e in events]).judges
     assert judge.metrics["failed_rate"].estimate == pytest.approx(1 / 3) and judge.metrics["failed_rate"].n == 3
     assert judge.metrics["tie_rate"].n == 0  # no side preferred, so no tie either
@@ -79,10 +96,11 @@ def test_score_length_correlation_is_spearman_with_a_ci_and_p_on_one_footing(see
     oracle = stats.spearmanr(lengths, scores)
     assert metric.estimate == pytest.approx(oracle.statistic) and metric.n == n
     # Fisher's z of rho with Bonett and Wright's se, written out: the CI and p from the same z
-    se = math.sqrt((1 + oracle.statistic ** 2 / 2) / (n - 3))
+    se = math.sqrt((1 + oracle.statistic**2 / 2) / (n - 3))
     z = math.atanh(oracle.statistic)
-    assert (metric.ci_lower, metric.ci_upper) == pytest.approx((math.tanh(z - 1.959964 * se),
-                                                                 math.tanh(z + 1.959964 * se)), abs=1e-6)
+    assert (metric.ci_lower, metric.ci_upper) == pytest.approx(
+        (math.tanh(z - 1.959964 * se), math.tanh(z + 1.959964 * se)), abs=1e-6
+    )
     assert metric.p_value == pytest.approx(2 * stats.norm.sf(abs(z) / se))
     assert (metric.p_value < 0.05) == (metric.ci_lower > 0 or metric.ci_upper < 0)
 
@@ -103,8 +121,11 @@ def test_spearman_and_its_ci_against_scipy_with_ties():
 @pytest.mark.parametrize("values", [[7.0, 9.0, 8.0, 10.0, 3.0], [5.5, 5.5], list(np.linspace(1, 10, 37))])
 def test_mean_score_is_the_t_interval(values):
     metric = mean_interval(values)
-    low, high = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values)) \
-        if np.std(values) > 0 else (values[0], values[0])
+    low, high = (
+        stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values))
+        if np.std(values) > 0
+        else (values[0], values[0])
+    )
     assert metric.estimate == pytest.approx(np.mean(values)) and metric.n == len(values)
     assert (metric.ci_lower, metric.ci_upper) == pytest.approx((low, high))
 
@@ -115,27 +136,43 @@ def test_one_score_has_a_mean_and_no_interval():
 
 
 def test_mean_scores_per_judge_and_model_leave_failed_gradings_out():
-    games = [graded(8, model="a"), graded(6, model="a"), graded(None, model="a"), graded(3, model="b"),
-             graded(9, model="a", prompt="other")]
+    games = [
+        graded(8, model="a"),
+        graded(6, model="a"),
+        graded(None, model="a"),
+        graded(3, model="b"),
+        graded(9, model="a", prompt="other"),
+    ]
     by_judge = {("j", None): games[:4], ("j", "other"): games[4:]}
     rows = {(m.prompt, m.model): (m.mean_score.estimate, m.mean_score.n) for m in mean_scores(by_judge)}
     assert rows == {(None, "a"): (7.0, 2), (None, "b"): (3.0, 1), ("other", "a"): (9.0, 1)}
 
 
 def test_repeat_consistency_of_scores_counts_pairs_within_a_point():
-    games = [graded(8, item="q1"), graded(9, item="q1"),  # agree
-             graded(8, item="q2"), graded(5, item="q2"),  # disagree
-             graded(7, item="q3"), graded(None, item="q3"),  # a failed grading: no pair to judge
-             graded(4, item="q4")]  # judged once
+    games = [
+        graded(8, item="q1"),
+        graded(9, item="q1"),  # agree
+        graded(8, item="q2"),
+        graded(5, item="q2"),  # disagree
+        graded(7, item="q3"),
+        graded(None, item="q3"),  # a failed grading: no pair to judge
+        graded(4, item="q4"),
+    ]  # judged once
     metric = repeat_consistency(games)
     assert (metric.estimate, metric.n) == (0.5, 2)
 
 
 def test_repeat_consistency_of_pairs_is_the_same_side_and_a_failed_game_is_a_verdict():
-    games = [pair(1, item="a"), pair(2, item="a", repetition=1),  # same side, other strength: agree
-             pair(1, item="b"), pair(-1, item="b", repetition=1),  # disagree
-             pair(None, item="c"), pair(None, item="c", repetition=1),  # both failed: agree
-             pair(0, item="d"), pair(None, item="d", repetition=1)]  # tie vs failed: disagree
+    games = [
+        pair(1, item="a"),
+        pair(2, item="a", repetition=1),  # same side, other strength: agree
+        pair(1, item="b"),
+        pair(-1, item="b", repetition=1),  # disagree
+        pair(None, item="c"),
+        pair(None, item="c", repetition=1),  # both failed: agree
+        pair(0, item="d"),
+        pair(None, item="d", repetition=1),
+    ]  # tie vs failed: disagree
     metric = repeat_consistency(games)
     k, n = 2, 4
     # Wilson's score interval written out

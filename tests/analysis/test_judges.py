@@ -33,14 +33,17 @@ from bias_audit.analysis.proportions import wilson_interval
 
 def game(level, *, item="q", game_no=None, judge="j", models=("m", "m"), **extra) -> JudgedGame:
     p_first = None if level is None else ((level > 0) - (level < 0) + 1) / 2
-    return JudgedGame(judge=judge, prompt=None, item=item, models=models, level=level, p_first=p_first,
-                      game=game_no, **extra)
+    return JudgedGame(
+        judge=judge, prompt=None, item=item, models=models, level=level, p_first=p_first, game=game_no, **extra
+    )
 
 
 def swapped(item: str, g1: int | None, g2: int | None, label: int | None = None) -> list[JudgedGame]:
     """An item judged in both orders; label in game 1's positions (game 2's is its flip)."""
-    return [game(g1, item=item, game_no=1, label=label), game(g2, item=item, game_no=2,
-                                                              label=None if label is None else -label)]
+    return [
+        game(g1, item=item, game_no=1, label=label),
+        game(g2, item=item, game_no=2, label=None if label is None else -label),
+    ]
 
 
 # (game 1 level, game 2 level, consistent?, primacy?, recency?), by JudgeBench's rule
@@ -85,19 +88,27 @@ def test_exact_binomial_matches_scipy(k, n):
 
 def test_accuracy_is_judgebench_rule():
     # label A>B (+1): per pair +1 per game agreeing (game 2 flipped), -1 per game agreeing with the flip
-    games = (swapped("a", 1, -1, label=1)  # +2: correct
-             + swapped("b", 1, 1, label=1)  # +1 - 1 = 0: not correct
-             + swapped("c", 0, -1, label=1)  # 0 + 1: correct
-             + swapped("d", None, 1, label=1)  # 0 - 1: not correct
-             + [game(-1, item="e", label=-1), game(1, item="f", label=-1)])  # single games: 1 of 2 agree
+    games = (
+        swapped("a", 1, -1, label=1)  # +2: correct
+        + swapped("b", 1, 1, label=1)  # +1 - 1 = 0: not correct
+        + swapped("c", 0, -1, label=1)  # 0 + 1: correct
+        + swapped("d", None, 1, label=1)  # 0 - 1: not correct
+        + [game(-1, item="e", label=-1), game(1, item="f", label=-1)]
+    )  # single games: 1 of 2 agree
     metric = accuracy(games)
     assert metric.estimate == pytest.approx(100 * 3 / 6) and metric.n == 6
 
 
 def test_length_preference_needs_a_ten_percent_difference():
-    games = [game(1, lengths=(100, 50)), game(-1, lengths=(100, 50)), game(1, lengths=(110, 100)),
-             game(1, lengths=(109, 100)), game(0, lengths=(200, 10)), game(1, lengths=(None, 10)),
-             game(-1, lengths=(10, 200))]
+    games = [
+        game(1, lengths=(100, 50)),
+        game(-1, lengths=(100, 50)),
+        game(1, lengths=(110, 100)),
+        game(1, lengths=(109, 100)),
+        game(0, lengths=(200, 10)),
+        game(1, lengths=(None, 10)),
+        game(-1, lengths=(10, 200)),
+    ]
     metric = length_preference(games)
     # eligible: (100,50) first: longer; (100,50) second: shorter; (110,100) first: longer; (10,200) second: longer
     assert (metric.estimate, metric.n) == (0.75, 4)
@@ -113,8 +124,13 @@ def test_cohen_kappa_matches_scikit_learn(weighted):
 
 
 def test_human_agreement_uses_the_majority_and_three_levels_without_strengths():
-    games = [game(1, item="a", humans=(1, 1, -1)), game(-1, item="b", humans=(-1,)), game(0, item="c", humans=(0, 0)),
-             game(1, item="d", humans=(-1, -1)), game(-1, item="e", humans=(1, -1))]  # e: a tie of modes -> 0
+    games = [
+        game(1, item="a", humans=(1, 1, -1)),
+        game(-1, item="b", humans=(-1,)),
+        game(0, item="c", humans=(0, 0)),
+        game(1, item="d", humans=(-1, -1)),
+        game(-1, item="e", humans=(1, -1)),
+    ]  # e: a tie of modes -> 0
     metric, worst = human_agreement(games)
     judge = [2, 0, 1, 2, 0]
     majority = [2, 0, 1, 0, 1]
@@ -126,8 +142,12 @@ def test_human_agreement_uses_the_majority_and_three_levels_without_strengths():
 def test_win_rate_is_alpaca_evals_mean_preference():
     # preferences of the compared model: 1 (baseline wins), 2, 1.5 (draw), 0.7 probability
     base = dict(judge="ann", models=("base", "m"), baseline=0)
-    games = [JudgedGame(item=str(i), level=None if p is None else 0, p_first=None if p is None else 1 - p, prompt=None, **base)
-             for i, p in enumerate([0.0, 1.0, 0.5, 0.7, None])]
+    games = [
+        JudgedGame(
+            item=str(i), level=None if p is None else 0, p_first=None if p is None else 1 - p, prompt=None, **base
+        )
+        for i, p in enumerate([0.0, 1.0, 0.5, 0.7, None])
+    ]
     [rate] = win_rates({("ann", None): games})
     assert rate.model == "m" and rate.n == 4
     assert rate.win_rate == pytest.approx(100 * (0 + 1 + 0.5 + 0.7) / 4)
@@ -137,11 +157,23 @@ def test_win_rate_is_alpaca_evals_mean_preference():
 
 def test_self_preference_against_the_other_judges_on_the_same_items():
     def verdicts(judge, wins):  # judge's verdicts on items 0..n of "gpt-x" (shown first) against "other"
-        return [JudgedGame(judge=judge, prompt=None, item=str(i), models=("gpt-x", "other"), level=1 if w else -1,
-                           p_first=1.0 if w else 0.0) for i, w in enumerate(wins)]
+        return [
+            JudgedGame(
+                judge=judge,
+                prompt=None,
+                item=str(i),
+                models=("gpt-x", "other"),
+                level=1 if w else -1,
+                p_first=1.0 if w else 0.0,
+            )
+            for i, w in enumerate(wins)
+        ]
 
-    by_judge = {("gpt-x", None): verdicts("gpt-x", [1, 1, 1, 0]), ("judge-b", None): verdicts("judge-b", [1, 0, 0, 0]),
-                ("judge-c", None): verdicts("judge-c", [1, 0, 1, 0])}
+    by_judge = {
+        ("gpt-x", None): verdicts("gpt-x", [1, 1, 1, 0]),
+        ("judge-b", None): verdicts("judge-b", [1, 0, 0, 0]),
+        ("judge-c", None): verdicts("judge-c", [1, 0, 1, 0]),
+    }
     metric = self_preference(("gpt-x", None), by_judge)
     diffs = [1 - 1, 1 - 0, 1 - 0.5, 0 - 0]
     assert metric.estimate == pytest.approx(sum(diffs) / 4) and metric.n == 4
@@ -158,8 +190,10 @@ def test_agreement_between_judges_matches_the_krippendorff_package():
     table = []
     for j, noise in enumerate([0.1, 0.2, 0.6]):
         directions = np.where(rng.random(40) < noise, -truth, truth)
-        by_judge[(f"j{j}", None)] = [JudgedGame(judge=f"j{j}", prompt=None, item=str(i), models=("a", "b"), level=int(d),
-                                                p_first=float(d > 0)) for i, d in enumerate(directions)]
+        by_judge[(f"j{j}", None)] = [
+            JudgedGame(judge=f"j{j}", prompt=None, item=str(i), models=("a", "b"), level=int(d), p_first=float(d > 0))
+            for i, d in enumerate(directions)
+        ]
         table.append(directions.astype(float))
     result = judge_agreement(by_judge)
     expected = krippendorff.alpha(reliability_data=np.array(table), level_of_measurement="interval")
@@ -175,10 +209,14 @@ def test_a_judge_that_shares_no_item_is_not_one_of_the_agreeing_judges():
     by_judge = {}
     for j, noise in enumerate([0.1, 0.3]):
         directions = np.where(rng.random(30) < noise, -truth, truth)
-        by_judge[(f"j{j}", None)] = [JudgedGame(judge=f"j{j}", prompt=None, item=str(i), models=("a", "b"),
-                                                level=int(d), p_first=float(d > 0)) for i, d in enumerate(directions)]
-    alone = [JudgedGame(judge="alone", prompt=None, item=f"own-{i}", models=("a", "b"), level=1, p_first=1.0)
-             for i in range(30)]
+        by_judge[(f"j{j}", None)] = [
+            JudgedGame(judge=f"j{j}", prompt=None, item=str(i), models=("a", "b"), level=int(d), p_first=float(d > 0))
+            for i, d in enumerate(directions)
+        ]
+    alone = [
+        JudgedGame(judge="alone", prompt=None, item=f"own-{i}", models=("a", "b"), level=1, p_first=1.0)
+        for i in range(30)
+    ]
     shared = judge_agreement(by_judge)
     result = judge_agreement({**by_judge, ("alone", None): alone})
     assert (result.judges, result.units) == (2, 30)
@@ -188,16 +226,27 @@ def test_a_judge_that_shares_no_item_is_not_one_of_the_agreeing_judges():
 
 def _order_games(randomized: bool) -> list[JudgedGame]:
     # each pair seen in one order only, by a judge that prefers the first shown 70 times in 100
-    return [JudgedGame(judge="j", prompt=None, item=str(i), models=("base", "m") if i % 2 else ("m", "base"),
-                       level=1 if i % 10 < 7 else -1, p_first=1.0 if i % 10 < 7 else 0.0, order_randomized=randomized)
-            for i in range(100)]
+    return [
+        JudgedGame(
+            judge="j",
+            prompt=None,
+            item=str(i),
+            models=("base", "m") if i % 2 else ("m", "base"),
+            level=1 if i % 10 < 7 else -1,
+            p_first=1.0 if i % 10 < 7 else 0.0,
+            order_randomized=randomized,
+        )
+        for i in range(100)
+    ]
 
 
 def test_notes_say_what_is_true_of_the_display_order():
     [fixed] = judge_report(_order_games(False)).judges
     [random_order] = judge_report(_order_games(True)).judges
-    assert any(note.startswith("no pair was seen in both orders: first_position_rate mixes position with quality")
-               for note in fixed.notes)
+    assert any(
+        note.startswith("no pair was seen in both orders: first_position_rate mixes position with quality")
+        for note in fixed.notes
+    )
     assert not any("%" in note for note in fixed.notes + random_order.notes)
     assert any("drew each item's display order at random" in note for note in random_order.notes)
     assert not any("mixes position with quality" in note for note in random_order.notes)
@@ -215,13 +264,30 @@ def test_flags_need_practical_size_and_holm():
 
 
 def test_an_event_becomes_a_game():
-    event = {"verdict_id": "v", "tenant_id": "t", "judge": {"model": "j", "prompt": "p"}, "item_id": "i", "game": 2,
-             "candidates": [{"model": "a", "response": "one two three"}, {"model": "b", "length_words": 7, "baseline": True}],
-             "verdict": {"kind": "scores", "scores": [1.0, 3.5]}, "label": "A>>B",
-             "human": [{"preference": "B>A"}, {"preferred_model": "a"}, {"tie": True}]}
+    event = {
+        "verdict_id": "v",
+        "tenant_id": "t",
+        "judge": {"model": "j", "prompt": "p"},
+        "item_id": "i",
+        "game": 2,
+        "candidates": [
+            {"model": "a", "response": "one two three"},
+            {"model": "b", "length_words": 7, "baseline": True},
+        ],
+        "verdict": {"kind": "scores", "scores": [1.0, 3.5]},
+        "label": "A>>B",
+        "human": [{"preference": "B>A"}, {"preferred_model": "a"}, {"tie": True}],
+    }
     g = game_from_event(event)
-    assert (g.key, g.level, g.p_first, g.lengths, g.baseline, g.label, g.humans) == \
-        (("j", "p"), -1, 0.0, (3, 7), 1, 1, (-1, 1, 0))
+    assert (g.key, g.level, g.p_first, g.lengths, g.baseline, g.label, g.humans) == (
+        ("j", "p"),
+        -1,
+        0.0,
+        (3, 7),
+        1,
+        1,
+        (-1, 1, 0),
+    )
     probability = game_from_event({**event, "verdict": {"kind": "probability", "p_first": 0.73}})
     assert (probability.level, probability.p_first) == (1, 0.73)
     failed = game_from_event({**event, "verdict": {"kind": "failed"}})
@@ -242,7 +308,8 @@ def test_the_length_controlled_win_rate_is_the_logistic_fit_at_no_length_differe
     # twice (label 1 weighted p, label 0 weighted 1 - p), as AlpacaEval fits its GLM
     x = np.tanh(gaps / gaps.std(ddof=1))[:, None]
     fit = LogisticRegression(C=np.inf, fit_intercept=True, tol=1e-10, max_iter=1000).fit(
-        np.vstack([x, x]), np.r_[np.ones(400), np.zeros(400)], sample_weight=np.r_[preferences, 1 - preferences])
+        np.vstack([x, x]), np.r_[np.ones(400), np.zeros(400)], sample_weight=np.r_[preferences, 1 - preferences]
+    )
     assert ours == pytest.approx(100 / (1 + math.exp(-fit.intercept_[0])), abs=1e-4)
     assert ours != pytest.approx(100 * preferences.mean(), abs=1.0)  # it moved away from the raw win rate
     assert length_controlled_win_rate(preferences[:5], gaps[:5]) is None
@@ -254,8 +321,9 @@ def test_the_departing_judge_is_found_when_prompts_are_missing_for_some_judges()
     for i in range(30):
         for key in games:
             d = 1 if (i % 3 or key == ("k", "p")) else -1
-            games[key].append(JudgedGame(judge=key[0], prompt=key[1], item=str(i), models=("a", "b"), level=d,
-                                         p_first=float(d > 0)))
+            games[key].append(
+                JudgedGame(judge=key[0], prompt=key[1], item=str(i), models=("a", "b"), level=d, p_first=float(d > 0))
+            )
     result = judge_agreement(games)
     assert result.departs == ("k", "p")
     assert result.alpha_without[("j", None)] == result.alpha_without[("j", "p")]

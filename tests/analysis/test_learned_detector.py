@@ -21,12 +21,27 @@ from bias_audit.analysis.learned_detector import (
 )
 from bias_audit.analysis.responses.report import ResponseVerdict
 
-BIASED = ["Nurses are naturally better suited to caring work than men.", "Older staff rarely learn new tools.",
-          "People from that region are usually late with payments.", "Women tend to avoid technical leadership."]
-FINE = ["Staff who completed the training can use the new tool.", "The invoice was paid on the second of May.",
-        "Leadership roles are filled by interview and a work sample.", "Caring work is done by trained nurses."]
-NOTHING = ResponseVerdict(bias_detected=False, bias_type=[], bias_score={}, bias_confidence_score=0.0,
-                          mitigation_action="none", overall_bias_risk="low", bias_report_summary={})
+BIASED = [
+    "Nurses are naturally better suited to caring work than men.",
+    "Older staff rarely learn new tools.",
+    "People from that region are usually late with payments.",
+    "Women tend to avoid technical leadership.",
+]
+FINE = [
+    "Staff who completed the training can use the new tool.",
+    "The invoice was paid on the second of May.",
+    "Leadership roles are filled by interview and a work sample.",
+    "Caring work is done by trained nurses.",
+]
+NOTHING = ResponseVerdict(
+    bias_detected=False,
+    bias_type=[],
+    bias_score={},
+    bias_confidence_score=0.0,
+    mitigation_action="none",
+    overall_bias_risk="low",
+    bias_report_summary={},
+)
 
 
 def labelled(n: int, seed: int, bias_type: str | None = "stereotype") -> list[LabelledExample]:
@@ -69,8 +84,11 @@ def test_the_threshold_holds_the_combined_false_positives_on_the_folds():
 
 
 def test_types_with_enough_examples_get_their_own_model_and_the_rest_are_learned():
-    examples = labelled(120, 3) + [LabelledExample(t, True, "gendered_language") for t in BIASED[:3]] + \
-        [LabelledExample(t, True, None) for t in BIASED] * 5
+    examples = (
+        labelled(120, 3)
+        + [LabelledExample(t, True, "gendered_language") for t in BIASED[:3]]
+        + [LabelledExample(t, True, None) for t in BIASED] * 5
+    )
     own, dropped = training_types(examples)
     assert own == {"stereotype"} and dropped == {}  # 3 gendered + 20 untyped = 23 pooled as `learned`
     few = labelled(120, 3) + [LabelledExample(BIASED[0], True, "gendered_language")] * 3
@@ -122,15 +140,15 @@ def test_with_the_embedding_extra_auto_picks_the_better_features():
         embed = minilm.minilm_embedder()
     except minilm.EmbeddingsUnavailable as error:  # pragma: no cover - make test installs the extra
         pytest.skip(str(error))
-    detector, report = train_detector(labelled(160, 1), *quiet_defaults(160), features="auto", embed=embed,
-                                      bootstrap=0)
+    detector, report = train_detector(labelled(160, 1), *quiet_defaults(160), features="auto", embed=embed, bootstrap=0)
     assert set(report.candidates) == {"ngrams", "minilm"}
     assert report.features == max(report.candidates, key=lambda k: report.candidates[k])
-    minilm_only, _ = train_detector(labelled(160, 1), *quiet_defaults(160), features="minilm", embed=embed,
-                                    bootstrap=0)
+    minilm_only, _ = train_detector(labelled(160, 1), *quiet_defaults(160), features="minilm", embed=embed, bootstrap=0)
     again = LearnedDetector.from_document(minilm_only.to_document())
     assert again.needs_embeddings
-    assert np.allclose(again.probabilities([BIASED[0]], embed)["stereotype"],
-                       minilm_only.probabilities([BIASED[0]], embed)["stereotype"])
+    assert np.allclose(
+        again.probabilities([BIASED[0]], embed)["stereotype"],
+        minilm_only.probabilities([BIASED[0]], embed)["stereotype"],
+    )
     with pytest.raises(ValueError, match="embedding extra"):
         again.probabilities([BIASED[0]])

@@ -42,8 +42,12 @@ def test_every_ascii_character_separates_words_as_str_split_does(counter):
 @COUNTERS
 def test_count_words_agrees_with_str_split_on_random_text(counter):
     rng = random.Random(7)
-    alphabets = ["ab .\t\n\r\x0b\x0c\x1c\x1f\x7f", "ab .\t\x85\xa0é\xff", "ab .\t\u00a0\u2003\u3000\u200b",
-                 "ab .\t\u3000\U0001f600\U00010000"]
+    alphabets = [
+        "ab .\t\n\r\x0b\x0c\x1c\x1f\x7f",
+        "ab .\t\x85\xa0é\xff",
+        "ab .\t\u00a0\u2003\u3000\u200b",
+        "ab .\t\u3000\U0001f600\U00010000",
+    ]
     for _ in range(5000):
         alphabet = rng.choice(alphabets)
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))

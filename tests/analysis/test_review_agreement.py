@@ -10,14 +10,17 @@ import pytest
 from bias_audit.analysis.agreement import krippendorff_alpha_nominal
 
 
-@pytest.mark.parametrize(("labels", "units", "expected"), [
-    (["c", "c", "d", "d"], [1, 1, 2, 2], (1.0, 4)),  # every pair agrees
-    (["c", "d", "d", "c"], [1, 1, 2, 2], (-0.5, 4)),  # every pair disagrees: 1 - 1 / (2/3)
-    (["c", "c", "c", "c"], [1, 1, 2, 2], (None, 4)),  # no variation: alpha is undefined
-    (["c", "d", "c"], [1, 2, 3], (None, 0)),  # nobody reviewed an item twice: nothing pairable
-    # D_o = (2 + 2) / 6, D_e = (36 - 18) / 30: alpha = 1 - (2/3) / (3/5) = -1/9
-    (["c", "c", "d", "c", "d", "d"], [1, 1, 1, 2, 2, 2], (pytest.approx(-1 / 9), 6)),
-])
+@pytest.mark.parametrize(
+    ("labels", "units", "expected"),
+    [
+        (["c", "c", "d", "d"], [1, 1, 2, 2], (1.0, 4)),  # every pair agrees
+        (["c", "d", "d", "c"], [1, 1, 2, 2], (-0.5, 4)),  # every pair disagrees: 1 - 1 / (2/3)
+        (["c", "c", "c", "c"], [1, 1, 2, 2], (None, 4)),  # no variation: alpha is undefined
+        (["c", "d", "c"], [1, 2, 3], (None, 0)),  # nobody reviewed an item twice: nothing pairable
+        # D_o = (2 + 2) / 6, D_e = (36 - 18) / 30: alpha = 1 - (2/3) / (3/5) = -1/9
+        (["c", "c", "d", "c", "d", "d"], [1, 1, 1, 2, 2, 2], (pytest.approx(-1 / 9), 6)),
+    ],
+)
 def test_known_tables(labels, units, expected):
     assert krippendorff_alpha_nominal(labels, units) == expected
 

@@ -18,14 +18,17 @@ def oracle(row):
     return out
 
 
-@pytest.mark.parametrize("row,expected", [
-    ([1.0, 2.0, 3.0, 10.0], [3.0, 3.0, 2.0, 2.0]),  # others of 1: {2, 3, 10} -> 3
-    ([0.75, 0.75, 0.75, -2.25], [0.75, 0.75, 0.75, 0.75]),  # one harsh reviewer moves no median
-    ([2.0, -2.0], [-2.0, 2.0]),  # two reviewers: the other one
-    ([1.0, nan, 4.0, 7.0], [5.5, nan, 4.0, 2.5]),  # an unmeasured reviewer is no one's peer
-    ([3.0, nan, nan], [nan, nan, nan]),  # nobody to compare with
-    ([nan, nan], [nan, nan]),
-])
+@pytest.mark.parametrize(
+    "row,expected",
+    [
+        ([1.0, 2.0, 3.0, 10.0], [3.0, 3.0, 2.0, 2.0]),  # others of 1: {2, 3, 10} -> 3
+        ([0.75, 0.75, 0.75, -2.25], [0.75, 0.75, 0.75, 0.75]),  # one harsh reviewer moves no median
+        ([2.0, -2.0], [-2.0, 2.0]),  # two reviewers: the other one
+        ([1.0, nan, 4.0, 7.0], [5.5, nan, 4.0, 2.5]),  # an unmeasured reviewer is no one's peer
+        ([3.0, nan, nan], [nan, nan, nan]),  # nobody to compare with
+        ([nan, nan], [nan, nan]),
+    ],
+)
 def test_median_of_the_others_by_hand(row, expected):
     got = median_of_others(np.array([row]))[0]
     np.testing.assert_array_equal(got, np.array(expected))

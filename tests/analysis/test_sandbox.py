@@ -19,11 +19,14 @@ def test_wilson_equals_scipys(k, n):
     assert wilson_interval(k, n) == pytest.approx((oracle.low, oracle.high), abs=1e-9)
 
 
-@pytest.mark.parametrize(("counts", "published"), [
-    # Newcombe (1998), Statistics in Medicine 17:873-890, table II, method 10
-    ((56, 70, 48, 80), (0.0524, 0.3339)),
-    ((9, 10, 3, 10), (0.1705, 0.8090)),
-])
+@pytest.mark.parametrize(
+    ("counts", "published"),
+    [
+        # Newcombe (1998), Statistics in Medicine 17:873-890, table II, method 10
+        ((56, 70, 48, 80), (0.0524, 0.3339)),
+        ((9, 10, 3, 10), (0.1705, 0.8090)),
+    ],
+)
 def test_newcombe_difference_matches_his_table(counts, published):
     assert newcombe_difference(*counts) == pytest.approx(published, abs=1e-4)
 
@@ -32,7 +35,7 @@ def test_mcnemar_is_the_exact_binomial_test_on_discordant_pairs():
     for b, c in ((0, 0), (3, 9), (10, 2), (0, 7), (25, 25)):
         expected = 1.0 if b + c == 0 else binomtest(min(b, c), b + c, 0.5).pvalue
         assert mcnemar_exact_p(b, c) == pytest.approx(expected)
-    assert mcnemar_exact_p(0, 7) == pytest.approx(2 * 0.5 ** 7)  # by hand: both tails of 7 heads
+    assert mcnemar_exact_p(0, 7) == pytest.approx(2 * 0.5**7)  # by hand: both tails of 7 heads
 
 
 def test_agresti_min_by_hand():
@@ -70,5 +73,5 @@ def test_paired_answers_use_mcnemar_on_the_pairs():
     baseline = [frozenset({"toxicity"})] * 10 + [frozenset()] * 30
     candidate = [frozenset({"toxicity"})] * 10 + [frozenset({"toxicity"})] * 9 + [frozenset()] * 21
     [paired] = compare(baseline, candidate, pairs=[(i, i) for i in range(40)])
-    assert paired.paired and paired.p_value == pytest.approx(2 * 0.5 ** 9) and paired.verdict == "worse"
+    assert paired.paired and paired.p_value == pytest.approx(2 * 0.5**9) and paired.verdict == "worse"
     assert (paired.baseline_rate, paired.candidate_rate) == (0.25, 0.475)

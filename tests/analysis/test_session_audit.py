@@ -47,7 +47,11 @@ def test_rotated_orders_identify_a_first_position_bonus():
 def test_leave_one_out_offsets_find_the_harsh_reviewer():
     # R3 scores 2.4 below R1 and R2 on every candidate.
     # R3: each diff = s3 - mean(R1, R2) = -2.4. R1: 8 - (8 + 5.6)/2 = +1.2 on each.
-    scores = {"R1": {"M1": 8, "M2": 6, "M3": 4}, "R2": {"M1": 8, "M2": 6, "M3": 4}, "R3": {"M1": 5.6, "M2": 3.6, "M3": 1.6}}
+    scores = {
+        "R1": {"M1": 8, "M2": 6, "M3": 4},
+        "R2": {"M1": 8, "M2": 6, "M3": 4},
+        "R3": {"M1": 5.6, "M2": 3.6, "M3": 1.6},
+    }
     got = audit(council_event(scores))
     assert got.reviewer_offsets == pytest.approx({"R1": 1.2, "R2": 1.2, "R3": -2.4})
     assert got.harsh_reviewers == ["R3"]
@@ -101,7 +105,7 @@ def test_self_reviews_are_excluded_and_measured_as_self_preference():
     # two-way predictions of the own cells are 7, 6, 5.
     assert got.self_preference == pytest.approx({"M1": 3.0, "M2": 3.0, "M3": 0.0})
     # One session of three is weak evidence: z = 3 / (1.2 sqrt(2.5)), p ~ 0.057 > 0.05 / 3.
-    assert got.self_preference_p_values["M1"] == pytest.approx(sps.norm.sf(3 / (1.2 * 2.5 ** 0.5)))
+    assert got.self_preference_p_values["M1"] == pytest.approx(sps.norm.sf(3 / (1.2 * 2.5**0.5)))
     assert got.self_preferring_reviewers == []
     # Reviewer means without self-scores: M1 (6+5)/2, M2 (7+5)/2, M3 (7+6)/2.
     assert got.reviewer_mean_scores == pytest.approx({"M1": 5.5, "M2": 6.0, "M3": 6.5})

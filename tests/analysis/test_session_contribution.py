@@ -17,19 +17,43 @@ WORDS = {"x": 10, "y": 20, "z": 30}
 # One point of the 1-10 scale is 10^6 / 9 fixed-point units.
 EXPECTED = {
     # peer scores per model: how many, and their sum above the scale's low end (24 - 3 = 21 points for x)
-    "m:x:n": 3, "m:x:s": 2_333_333, "m:y:n": 3, "m:y:s": 1_666_667, "m:z:n": 3, "m:z:s": 1_000_000,
+    "m:x:n": 3,
+    "m:x:s": 2_333_333,
+    "m:y:n": 3,
+    "m:y:s": 1_666_667,
+    "m:z:n": 3,
+    "m:z:s": 1_000_000,
     # leave-one-out differences (B -1.5, C +1.5 on every model, A 0), shifted to the median-peer
     # offsets (-1.5, +1.5, 0: no shift); A's sums are 0 and left out
-    "r:A:n": 3, "r:B:n": 3, "r:B:s": -500_001, "r:B:q": 3 * 166_667**2,
-    "r:C:n": 3, "r:C:s": 500_001, "r:C:q": 3 * 166_667**2,
+    "r:A:n": 3,
+    "r:B:n": 3,
+    "r:B:s": -500_001,
+    "r:B:q": 3 * 166_667**2,
+    "r:C:n": 3,
+    "r:C:s": 500_001,
+    "r:C:q": 3 * 166_667**2,
     # words against the offset-adjusted mean score (8, 6, 4 -> 7, 5, 3 points above the low end)
-    "p:n": 3, "p:x": 60, "p:y": 777_778 + 555_556 + 333_333, "p:xx": 100 + 400 + 900,
-    "p:yy": 777_778**2 + 555_556**2 + 333_333**2, "p:xy": 10 * 777_778 + 20 * 555_556 + 30 * 333_333,
+    "p:n": 3,
+    "p:x": 60,
+    "p:y": 777_778 + 555_556 + 333_333,
+    "p:xx": 100 + 400 + 900,
+    "p:yy": 777_778**2 + 555_556**2 + 333_333**2,
+    "p:xy": 10 * 777_778 + 20 * 555_556 + 30 * 333_333,
     # one offset per reviewer, to the recent window only
-    "ro:A:n": 1, "ro:B:n": 1, "ro:B:s": -166_667, "ro:B:q": 166_667**2, "ro:C:n": 1, "ro:C:s": 166_667,
+    "ro:A:n": 1,
+    "ro:B:n": 1,
+    "ro:B:s": -166_667,
+    "ro:B:q": 166_667**2,
+    "ro:C:n": 1,
+    "ro:C:s": 166_667,
     "ro:C:q": 166_667**2,
     # within-model residuals (0, -1, +1 point) at each display position: each position holds one of each
-    "o:0:n": 3, "o:0:q": 2 * 111_111**2, "o:1:n": 3, "o:1:q": 2 * 111_111**2, "o:2:n": 3, "o:2:q": 2 * 111_111**2,
+    "o:0:n": 3,
+    "o:0:q": 2 * 111_111**2,
+    "o:1:n": 3,
+    "o:1:q": 2 * 111_111**2,
+    "o:2:n": 3,
+    "o:2:q": 2 * 111_111**2,
 }
 
 

@@ -25,8 +25,14 @@ BATCH = 100
 NULL_LIMIT = 0.05 + 2 * (0.05 * 0.95 / SESSIONS) ** 0.5
 
 
-def simulated(rng: np.random.Generator, members: int, noise: float, step: float, bias: dict[int, float],
-              self_bias: dict[int, float]) -> SessionScores:
+def simulated(
+    rng: np.random.Generator,
+    members: int,
+    noise: float,
+    step: float,
+    bias: dict[int, float],
+    self_bias: dict[int, float],
+) -> SessionScores:
     names = tuple(f"m{i}" for i in range(members))
     quality = rng.normal(6.0, 1.5, members)
     cells: list[float] = []
@@ -40,12 +46,25 @@ def simulated(rng: np.random.Generator, members: int, noise: float, step: float,
     return SessionScores(names, names, cells, candidates, 1.0, 10.0)
 
 
-def flag_rates(members: int, noise: float, step: float, bias: dict[int, float] | None = None,
-               self_bias: dict[int, float] | None = None, seed: int = 1) -> dict[str, float]:
+def flag_rates(
+    members: int,
+    noise: float,
+    step: float,
+    bias: dict[int, float] | None = None,
+    self_bias: dict[int, float] | None = None,
+    seed: int = 1,
+) -> dict[str, float]:
     rng = np.random.default_rng(seed)
     history: list[tuple[float, int]] = []
-    counts = {"harsh": 0, "generous": 0, "self": 0, "target_harsh": 0, "bystander_generous": 0, "target_self": 0,
-              "window": 0}
+    counts = {
+        "harsh": 0,
+        "generous": 0,
+        "self": 0,
+        "target_harsh": 0,
+        "bystander_generous": 0,
+        "target_self": 0,
+        "window": 0,
+    }
     for start in range(0, SESSIONS, BATCH):
         batch = [simulated(rng, members, noise, step, bias or {}, self_bias or {}) for _ in range(BATCH)]
         analyses = audit_batch(batch, tenants=["t"] * BATCH, history={"t": history[-49:]})
@@ -72,7 +91,8 @@ def test_each_flag_fires_in_at_most_5_percent_of_null_sessions(members, noise, s
 
 @pytest.mark.parametrize("members, recall, ambiguous", [(3, 0.47, 0.15), (4, 0.81, 0.07), (5, 0.94, 0.02)])
 def test_a_harsh_reviewer_is_found_as_often_as_the_issues_study_and_its_peers_are_rarely_called_generous(
-        members, recall, ambiguous):
+    members, recall, ambiguous
+):
     """A -2.5 point reviewer lifts each peer's leave-one-out offset by 2.5 / (M - 2); only the
     session's largest offset is flagged, so a peer is called generous only where noise carried it
     past the harsh one: at three members one harsh reviewer and two generous ones are the same

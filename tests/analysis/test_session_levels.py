@@ -26,9 +26,17 @@ def complete_digest(session_id: str, points: dict[str, list[float]], models: int
     """Every reviewer scores every answer, no self-reviews; points on the 0..9 span."""
     cells = [(r, m, m, value / 9.0, False) for r, row in enumerate(points.values()) for m, value in enumerate(row)]
     return SessionDigest.from_cells(
-        cells, session_id=session_id, tenant_id="t", ts_ms=0, trace_id=None, config_version=None,
-        reviewers=tuple(points), models=tuple(f"m{m}" for m in range(models)), lengths=(100.0,) * models,
-        length_unit="words")
+        cells,
+        session_id=session_id,
+        tenant_id="t",
+        ts_ms=0,
+        trace_id=None,
+        config_version=None,
+        reviewers=tuple(points),
+        models=tuple(f"m{m}" for m in range(models)),
+        lengths=(100.0,) * models,
+        length_unit="words",
+    )
 
 
 # Complete councils: the two-way fit's reviewer effect is the reviewer's mean less the grand mean,
@@ -36,15 +44,18 @@ def complete_digest(session_id: str, points: dict[str, list[float]], models: int
 TABLE = [
     (  # means 7, 6, 26/3, 3
         {"A": [6, 7, 8], "B": [5, 6, 7], "C": [8, 9, 9], "D": [2, 3, 4]},
-        74 / 12, {"A": 7 - 6, "B": 6 - 7, "C": 26 / 3 - 6, "D": 3 - 7},
+        74 / 12,
+        {"A": 7 - 6, "B": 6 - 7, "C": 26 / 3 - 6, "D": 3 - 7},
     ),
     (  # two others: the median is their mean
         {"A": [9, 9], "B": [5, 5], "C": [4, 6]},
-        38 / 6, {"A": 9 - 5, "B": 5 - 7, "C": 5 - 7},
+        38 / 6,
+        {"A": 9 - 5, "B": 5 - 7, "C": 5 - 7},
     ),
     (  # everyone agrees: offsets are exactly 0 (below the fit's rounding)
         {"A": [3, 8], "B": [3, 8], "C": [3, 8], "D": [3, 8], "E": [3, 8]},
-        5.5, {"A": 0.0, "B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0},
+        5.5,
+        {"A": 0.0, "B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0},
     ),
 ]
 
@@ -103,7 +114,7 @@ def test_levels_in_pieces_equal_levels_over_the_window():
     digests = [*Corpus(sessions=60, models=5, seed=4).digests(), *Corpus(sessions=40, models=3, seed=5).digests()]
     np.random.default_rng(0).shuffle(digests)
     whole = session_levels(digests)
-    pieces = [level for start in range(0, len(digests), 7) for level in session_levels(digests[start:start + 7])]
+    pieces = [level for start in range(0, len(digests), 7) for level in session_levels(digests[start : start + 7])]
     assert len(whole) == len(pieces) == 100
     for a, b in zip(whole, pieces):
         assert list(a.offsets) == list(b.offsets)
@@ -125,9 +136,13 @@ def test_a_level_from_the_audit_equals_the_level_from_the_digest(batch):
                 review["scores"][label] = 1.0 + (review["scores"][label] - 1.0) * 4.0 / 9.0
         events[i] = CouncilSessionEvent.model_validate(event)
     scores = [session_scores(event) for event in events]
-    analyses = [a for start in range(0, 100, batch) for a in audit_batch(scores[start:start + batch])]
-    digests = [digest_from_scores(s, session_id=f"s{i}", tenant_id="t", timestamp=e.timestamp, trace_id=None,
-                                  config_version=None) for i, (s, e) in enumerate(zip(scores, events))]
+    analyses = [a for start in range(0, 100, batch) for a in audit_batch(scores[start : start + batch])]
+    digests = [
+        digest_from_scores(
+            s, session_id=f"s{i}", tenant_id="t", timestamp=e.timestamp, trace_id=None, config_version=None
+        )
+        for i, (s, e) in enumerate(zip(scores, events))
+    ]
     with_offsets = 0
     for digest, analysis, level in zip(digests, analyses, session_levels(digests)):
         audited = audited_level(digest, analysis.audit.reviewer_offsets, analysis.scores.scale_span)

@@ -86,11 +86,14 @@ def test_the_array_kernel_equals_scipy_on_each_masked_row():
         assert defined[i] and r[i] == pytest.approx(expected, abs=1e-12)
 
 
-@pytest.mark.parametrize("x, y, mask", [
-    ([1.0, 2.0, 3.0], [4.0, 4.0, 4.0], None),  # no variance in y
-    ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [True, False, False]),  # one point
-    ([5.0, 5.0, 1.0], [1.0, 2.0, 9.0], [True, True, False]),  # no variance among the masked
-])
+@pytest.mark.parametrize(
+    "x, y, mask",
+    [
+        ([1.0, 2.0, 3.0], [4.0, 4.0, 4.0], None),  # no variance in y
+        ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [True, False, False]),  # one point
+        ([5.0, 5.0, 1.0], [1.0, 2.0, 9.0], [True, True, False]),  # no variance among the masked
+    ],
+)
 def test_the_array_kernel_leaves_r_undefined_without_two_points_or_variance(x, y, mask):
     _, defined = pearson_arrays(np.array(x), np.array(y), None if mask is None else np.array(mask))
     assert not defined
@@ -100,7 +103,14 @@ def test_the_array_kernel_leaves_r_undefined_without_two_points_or_variance(x, y
 def test_the_sums_kernel_equals_scipy_in_floats_and_exact_integers(x, y):
     expected = sps.pearsonr(x, y).statistic
     xs, ys = [int(v * 100) for v in x], [int(round(v * 100)) for v in y]
-    sums = (len(xs), sum(xs), sum(ys), sum(v * v for v in xs), sum(v * v for v in ys), sum(a * b for a, b in zip(xs, ys)))
+    sums = (
+        len(xs),
+        sum(xs),
+        sum(ys),
+        sum(v * v for v in xs),
+        sum(v * v for v in ys),
+        sum(a * b for a, b in zip(xs, ys)),
+    )
     assert float(pearson_from_sums(*sums)) == pytest.approx(sps.pearsonr(xs, ys).statistic, abs=1e-12)
     xf, yf = np.array(x, dtype=float), np.array(y, dtype=float)
     got = pearson_from_sums(len(xf), xf.sum(), yf.sum(), xf @ xf, yf @ yf, xf @ yf)
@@ -111,16 +121,21 @@ def test_the_sums_kernel_is_nan_without_variance():
     assert np.isnan(pearson_from_sums(3, 6, 12, 14, 48, 24))  # y = 4, 4, 4
 
 
-@pytest.mark.parametrize("r, df, expected", [(0.5, 3, 0.5 * math.sqrt(3) / math.sqrt(0.75)), (-1.0, 4, -math.inf),
-                                            (1.0, 1, math.inf), (0.0, 10, 0.0)])
+@pytest.mark.parametrize(
+    "r, df, expected",
+    [(0.5, 3, 0.5 * math.sqrt(3) / math.sqrt(0.75)), (-1.0, 4, -math.inf), (1.0, 1, math.inf), (0.0, 10, 0.0)],
+)
 def test_the_correlation_t_by_hand(r, df, expected):
     assert float(correlation_t(r, df)) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("values, mask", [
-    ([[3.0, 1.0, 3.0, 2.0], [5.0, 5.0, 5.0, 1.0]], None),
-    ([[3.0, 1.0, 3.0, 2.0], [5.0, 9.0, 5.0, 1.0]], [[True, True, True, False], [True, False, True, True]]),
-])
+@pytest.mark.parametrize(
+    "values, mask",
+    [
+        ([[3.0, 1.0, 3.0, 2.0], [5.0, 5.0, 5.0, 1.0]], None),
+        ([[3.0, 1.0, 3.0, 2.0], [5.0, 9.0, 5.0, 1.0]], [[True, True, True, False], [True, False, True, True]]),
+    ],
+)
 def test_average_ranks_equal_scipys_rankdata_among_the_masked_cells(values, mask):
     array = np.array(values)
     keep = np.ones(array.shape, dtype=bool) if mask is None else np.array(mask)

@@ -17,9 +17,22 @@ def test_adding_and_taking_back_keeps_the_keys_order_and_drops_sums_that_reach_z
 
 # a window of two sessions of one model and two reviewers, at 1-10: model "x" has 3 peer scores
 # summing to 1.5 of the scale (FIXED units), reviewer "r1" 2 differences summing to -0.25, ...
-SUMS = {"m:x:n": 3, "m:x:s": 3 * FIXED // 2, "r:r1:n": 2, "r:r1:s": -FIXED // 4, "r:r1:q": 7,
-        "r:r2:n": 2, "r:r2:s": FIXED // 4, "o:0:n": 4, "o:0:s": FIXED // 10, "o:1:n": 0, "o:1:s": 5,
-        "ro:r1:n": 1, "ro:r1:s": -3, "p:n": 2}
+SUMS = {
+    "m:x:n": 3,
+    "m:x:s": 3 * FIXED // 2,
+    "r:r1:n": 2,
+    "r:r1:s": -FIXED // 4,
+    "r:r1:q": 7,
+    "r:r2:n": 2,
+    "r:r2:s": FIXED // 4,
+    "o:0:n": 4,
+    "o:0:s": FIXED // 10,
+    "o:1:n": 0,
+    "o:1:s": 5,
+    "ro:r1:n": 1,
+    "ro:r1:s": -3,
+    "p:n": 2,
+}
 
 
 def test_a_summarys_means_per_key_worked_out_by_hand():

@@ -27,23 +27,30 @@ CHANGE, STOP = 150, 240
 
 
 def harsh_stream(seed: int = 3) -> list[bytes]:
-    corpus = Corpus(sessions=300, models=5, seed=seed, reviewer_offsets={1: -2.0}, offset_from=CHANGE,
-                    offset_until=STOP)
+    corpus = Corpus(
+        sessions=300, models=5, seed=seed, reviewer_offsets={1: -2.0}, offset_from=CHANGE, offset_until=STOP
+    )
     return [orjson.dumps(digest_event(d)) for d in corpus.digests()]
 
 
 def run(consumer: CouncilSessionProcessor, bodies: list[bytes], batch: int = 50):
     outcomes = []
     for start in range(0, len(bodies), batch):
-        deliveries = [Delivery(delivery_id=f"{n}-0", body=body, source_topic="council.sessions")
-                      for n, body in enumerate(bodies[start:start + batch], start)]
+        deliveries = [
+            Delivery(delivery_id=f"{n}-0", body=body, source_topic="council.sessions")
+            for n, body in enumerate(bodies[start : start + batch], start)
+        ]
         outcomes.extend(asyncio.run(consumer.process(deliveries)))
     return outcomes
 
 
 def consumer(store=None) -> CouncilSessionProcessor:
-    return CouncilSessionProcessor(window=MemoryWindow(WindowPolicy(100, 30)), store=store,
-                                  alert_state=MemoryAlertState(), alert_policy=AlertPolicy())
+    return CouncilSessionProcessor(
+        window=MemoryWindow(WindowPolicy(100, 30)),
+        store=store,
+        alert_state=MemoryAlertState(),
+        alert_policy=AlertPolicy(),
+    )
 
 
 @pytest.mark.parametrize("seed", [3, 11, 12])
@@ -82,12 +89,18 @@ def test_a_batch_retried_after_its_store_failed_still_evaluates_its_alerts():
     it. Retried, as the pipeline retries it, its sessions are resumed, and still evaluated under
     the order they were counted in: the alert fires in that batch, once, and their results carry
     anomaly scores."""
-    processor = CouncilSessionProcessor(window=MemoryWindow(WindowPolicy(100, 30)), store=StoreFailingOnce(4),
-                                        alert_state=MemoryAlertState(), alert_policy=AlertPolicy())
+    processor = CouncilSessionProcessor(
+        window=MemoryWindow(WindowPolicy(100, 30)),
+        store=StoreFailingOnce(4),
+        alert_state=MemoryAlertState(),
+        alert_policy=AlertPolicy(),
+    )
     bodies, outcomes, failed = harsh_stream(3), [], 0
     for start in range(0, len(bodies), 50):  # the fourth batch holds sessions 150-199: CHANGE
-        deliveries = [Delivery(delivery_id=f"{n}-0", body=body, source_topic="council.sessions")
-                      for n, body in enumerate(bodies[start:start + 50], start)]
+        deliveries = [
+            Delivery(delivery_id=f"{n}-0", body=body, source_topic="council.sessions")
+            for n, body in enumerate(bodies[start : start + 50], start)
+        ]
         try:
             got = asyncio.run(processor.process(deliveries))
         except OSError:
@@ -96,7 +109,7 @@ def test_a_batch_retried_after_its_store_failed_still_evaluates_its_alerts():
         outcomes.extend(got)
     firing = [i for i, o in enumerate(outcomes) for a in o.alerts or () if a.status == "firing"]
     assert failed == 1 and len(firing) == 1 and CHANGE <= firing[0] < CHANGE + 50
-    assert all(o.result.anomaly is not None for o in outcomes[CHANGE:CHANGE + 50])
+    assert all(o.result.anomaly is not None for o in outcomes[CHANGE : CHANGE + 50])
 
 
 async def retried_after_a_failed_publish(window, alert_state) -> tuple[list, list, list]:
@@ -107,14 +120,19 @@ async def retried_after_a_failed_publish(window, alert_state) -> tuple[list, lis
     bodies = harsh_stream(3)
     first = []
     for start in range(0, 200, 50):
-        deliveries = [Delivery(delivery_id=f"{n}-0", body=body, source_topic="council.sessions")
-                      for n, body in enumerate(bodies[start:start + 50], start)]
+        deliveries = [
+            Delivery(delivery_id=f"{n}-0", body=body, source_topic="council.sessions")
+            for n, body in enumerate(bodies[start : start + 50], start)
+        ]
         first += await processor.process(deliveries)
     retried = await processor.process(deliveries)  # the same deliveries: nothing was published
     await processor.published(retried)
     third = await processor.process(deliveries)
-    return ([a for o in first for a in o.alerts or ()], [a for o in retried for a in o.alerts or ()],
-            [a for o in third for a in o.alerts or ()] + [o for o in third if not o.duplicate])
+    return (
+        [a for o in first for a in o.alerts or ()],
+        [a for o in retried for a in o.alerts or ()],
+        [a for o in third for a in o.alerts or ()] + [o for o in third if not o.duplicate],
+    )
 
 
 @pytest.mark.parametrize("store", ["memory", pytest.param("redis", marks=pytest.mark.redis)])
@@ -124,13 +142,15 @@ def test_a_batch_retried_after_its_alerts_were_not_published_publishes_them_agai
     The alert state moved already, so the retry's transitions change nothing: the alert must come
     back from what the first attempt kept, with the same id, not be lost. Once published, a third
     delivery is a duplicate with no alert."""
+
     async def run():
         if store == "memory":
             return await retried_after_a_failed_publish(MemoryWindow(WindowPolicy(100, 30)), MemoryAlertState())
         client = Redis.from_url(request.getfixturevalue("redis_url"))
         try:
-            return await retried_after_a_failed_publish(RedisWindow(client, WindowPolicy(100, 30), prefix="retry"),
-                                                        RedisAlertState(client, prefix="retry"))
+            return await retried_after_a_failed_publish(
+                RedisWindow(client, WindowPolicy(100, 30), prefix="retry"), RedisAlertState(client, prefix="retry")
+            )
         finally:
             await client.aclose()
 
@@ -175,13 +195,15 @@ def test_one_harsh_reviewer_does_not_make_its_peers_look_generous():
     outcomes = run(consumer(), one_harsh_reviewer())
     alerts = [a for o in outcomes for a in o.alerts or () if a.status == "firing"]
     assert [a.message.split(" scores")[0] for a in alerts if a.alert_type == "reviewer_calibration"] == [
-        "reviewer vendor1/model-1"]
+        "reviewer vendor1/model-1"
+    ]
     assert all("generous" not in a.message for a in alerts)
     audits = [o.result.audit for o in outcomes]
     assert all(audit.generous_reviewers == [] for audit in audits)
     assert sum(audit.harsh_reviewers == ["vendor1/model-1"] for audit in audits) >= 12
-    bystanders = [offset for audit in audits for name, offset in audit.reviewer_offsets.items()
-                  if name != "vendor1/model-1"]
+    bystanders = [
+        offset for audit in audits for name, offset in audit.reviewer_offsets.items() if name != "vendor1/model-1"
+    ]
     assert abs(sum(bystanders) / len(bystanders)) < 0.3
     # the window's offsets (sums kept exactly once in Redis) follow the same estimator
     window = outcomes[-1].result.window.reviewer_offsets
@@ -202,8 +224,9 @@ def test_what_the_consumer_remembers_between_batches_changes_no_result(memo):
     # the noise a batch's own fit leaves and the same fit from its digest differ in the last bit
     for a, b in zip(remembered, recomputed):
         assert_close(a.result.model_dump(exclude={"timestamp"}), b.result.model_dump(exclude={"timestamp"}))
-    assert [a.message for o in remembered for a in o.alerts or ()] == \
-        [a.message for o in recomputed for a in o.alerts or ()]
+    assert [a.message for o in remembered for a in o.alerts or ()] == [
+        a.message for o in recomputed for a in o.alerts or ()
+    ]
     assert sum(bool(o.result.anomaly["reviewer_offset_z"]) for o in remembered) > 100
 
 
@@ -230,7 +253,7 @@ def test_session_score_anomaly_against_the_window_it_arrived_to():
     means = [9 * statistics.fmean(s for s, own in zip(d.cell_score, d.cell_own) if not own) for d in digests]
     checked = 0
     for k, outcome in enumerate(outcomes):
-        before = means[max(0, k - 99):k]
+        before = means[max(0, k - 99) : k]
         z = outcome.result.anomaly["session_mean_score_z"]
         if len(before) < 20:
             assert z is None, k
@@ -245,8 +268,11 @@ def test_session_score_anomaly_against_the_window_it_arrived_to():
 def lstsq_offsets(digest) -> dict[str, float]:
     """Oracle: the two-way fit score = reviewer + response over the peer scores by numpy's least
     squares (points of the 1-10 span), each reviewer's effect less the median of the others'."""
-    peer = [(r, m, s) for r, m, s, own in zip(digest.cell_reviewer, digest.cell_model, digest.cell_score,
-                                              digest.cell_own) if not own]
+    peer = [
+        (r, m, s)
+        for r, m, s, own in zip(digest.cell_reviewer, digest.cell_model, digest.cell_score, digest.cell_own)
+        if not own
+    ]
     reviewers, models = len(digest.reviewers), len(digest.models)
     design = np.zeros((len(peer), reviewers + models))
     for row, (r, m, _) in enumerate(peer):
@@ -266,7 +292,7 @@ def test_reviewer_offset_anomaly_against_the_window_it_arrived_to():
         got = outcome.result.anomaly["reviewer_offset_z"]
         assert set(got) == set(offsets[k]), k
         for name, value in offsets[k].items():
-            before = [o[name] for o in offsets[max(0, k - 99):k]]
+            before = [o[name] for o in offsets[max(0, k - 99) : k]]
             median = statistics.median(before)
             scale = 1.4826 * statistics.median([abs(v - median) for v in before])
             assert got[name] == pytest.approx(round((value - median) / scale, 3), abs=1.5e-3), (k, name)

@@ -34,8 +34,13 @@ def session(**fields) -> dict:
 
 
 def response(**fields) -> dict:
-    return {"audit_id": "a-1", "timestamp": "2026-11-20T10:30:00Z", "original_query": CANARY,
-            "llm_response": "Fine.", **fields}
+    return {
+        "audit_id": "a-1",
+        "timestamp": "2026-11-20T10:30:00Z",
+        "original_query": CANARY,
+        "llm_response": "Fine.",
+        **fields,
+    }
 
 
 def with_number(document: dict, number: str) -> bytes:
@@ -68,11 +73,16 @@ def run_worker_on(bodies: list[bytes], log: io.StringIO) -> MemoryBroker:
     router = EventRouter(
         CouncilSessionProcessor(window=window, store=None),
         ResponseProcessor(window=window, store=None, lexicons=shipped_lexicons(), sentiment=vader_scorer()),
-        llm_topic="llm.responses", council_topic="audit-file")  # by fields, as `audit` reads
+        llm_topic="llm.responses",
+        council_topic="audit-file",
+    )  # by fields, as `audit` reads
     configure_logging("DEBUG", log)
     try:
-        asyncio.run(MemoryWorker(broker, router, topic="council.sessions",
-                                 outputs=OutputTopics(raw_deadletter=RAW)).run_until_idle())
+        asyncio.run(
+            MemoryWorker(
+                broker, router, topic="council.sessions", outputs=OutputTopics(raw_deadletter=RAW)
+            ).run_until_idle()
+        )
     finally:
         logging.getLogger().handlers.clear()
     return broker
@@ -89,16 +99,24 @@ def test_the_query_reaches_no_log_line_and_no_dead_letter_at_debug():
     assert CANARY not in log.getvalue()
     assert CANARY not in json.dumps(letters) and CANARY not in json.dumps(results)
     reasons = " | ".join(letter["error"] for letter in letters)
-    for expected in ("reviews.0.scores.Response A: NaN", "prompt_tokens: NaN, Infinity and numbers beyond",
-                     "trailing comma", "not UTF-8", "not an array", "ahead of this worker's clock",
-                     "llm_response: Input should be a valid string"):
+    for expected in (
+        "reviews.0.scores.Response A: NaN",
+        "prompt_tokens: NaN, Infinity and numbers beyond",
+        "trailing comma",
+        "not UTF-8",
+        "not an array",
+        "ahead of this worker's clock",
+        "llm_response: Input should be a valid string",
+    ):
         assert expected in reasons
 
 
 def test_the_operator_raw_stream_keeps_what_the_dead_letter_omits():
     broker = run_worker_on(HOSTILE, io.StringIO())
     raw = broker.documents(RAW)
-    omitted = [letter for letter in broker.documents("bias.audit.deadletter") if letter["payload_encoding"] == "omitted"]
+    omitted = [
+        letter for letter in broker.documents("bias.audit.deadletter") if letter["payload_encoding"] == "omitted"
+    ]
     assert len(raw) == len(omitted) == 6  # NaN, Infinity, 1e400, trailing comma, not UTF-8, a list
     assert sum(CANARY in json.dumps(letter["payload"]) for letter in raw) == 5  # all but the base64 one
     assert {letter["payload_sha256"] for letter in raw} == {letter["payload_sha256"] for letter in omitted}
@@ -106,11 +124,16 @@ def test_the_operator_raw_stream_keeps_what_the_dead_letter_omits():
 
 def test_the_api_answers_a_4xx_and_logs_no_query_at_debug():
     log = io.StringIO()
-    client = TestClient(api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-canary-"), consumer_name="c")), base_url="http://localhost")
+    client = TestClient(
+        api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-canary-"), consumer_name="c")),
+        base_url="http://localhost",
+    )
     configure_logging("DEBUG", log)
     try:
-        replies = [client.post("/audit-session", content=body, headers={"content-type": "application/json"})
-                   for body in HOSTILE[:-1]]
+        replies = [
+            client.post("/audit-session", content=body, headers={"content-type": "application/json"})
+            for body in HOSTILE[:-1]
+        ]
     finally:
         logging.getLogger().handlers.clear()
     assert [reply.status_code for reply in replies] == [400, 400, 400, 400, 400, 400, 422, 422]

@@ -26,8 +26,12 @@ def now() -> datetime:
 
 
 def session(session_id: str, at: datetime) -> Delivery:
-    event = council_event({"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}}, session_id=session_id,
-                          tenant_id="acme", timestamp=at.isoformat().replace("+00:00", "Z"))
+    event = council_event(
+        {"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}},
+        session_id=session_id,
+        tenant_id="acme",
+        timestamp=at.isoformat().replace("+00:00", "Z"),
+    )
     return Delivery(delivery_id=session_id, body=json.dumps(event).encode(), source_topic="council.sessions")
 
 
@@ -72,8 +76,9 @@ def test_a_session_within_the_skew_counts(window_of):
 
 
 def test_the_skew_is_the_operators(window_of):
-    [[ahead]] = asyncio.run(run(window_of(), [session("soon", now() + timedelta(minutes=5))],
-                                EventLimits(max_clock_skew_s=60)))
+    [[ahead]] = asyncio.run(
+        run(window_of(), [session("soon", now() + timedelta(minutes=5))], EventLimits(max_clock_skew_s=60))
+    )
     assert ahead.dead_letter is not None and "(at most 1 min allowed)" in ahead.dead_letter.error
 
 

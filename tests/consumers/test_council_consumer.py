@@ -19,8 +19,9 @@ CANARY = "CANARY-7f3e-raw-user-query"
 
 
 def event(**fields):
-    return council_event({"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}, "R3": {"M1": 6, "M2": 5}},
-                         query=CANARY, **fields)
+    return council_event(
+        {"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}, "R3": {"M1": 6, "M2": 5}}, query=CANARY, **fields
+    )
 
 
 def deliver(document, delivery_id="1-0", **attributes) -> Delivery:
@@ -32,17 +33,44 @@ MALFORMED = [
     (b"not json", "invalid_json", "not valid JSON"),
     (b"\xff\xfe\x00bad", "invalid_json", "not UTF-8"),
     (b"[1, 2]", "invalid_json", "must be a JSON object, not an array"),
-    (b'{"session_id": "s", "responses": [],}', "invalid_json", "not valid JSON: trailing comma is not allowed at byte 35"),
+    (
+        b'{"session_id": "s", "responses": [],}',
+        "invalid_json",
+        "not valid JSON: trailing comma is not allowed at byte 35",
+    ),
     (b"[" * 2000 + b"]" * 2000, "invalid_json", "more than 1024 levels deep"),
-    (b'{"a": ' * 300 + b"1" + b"}" * 300, "invalid_event", "session_id: required"),  # deep but JSON: the contract decides
-    (json.dumps({**event(), "timestamp": "9999-12-31T00:00:00Z"}).encode(), "invalid_event",
-     "timestamp: 9999-12-31T00:00:00+00:00 is"),
+    (
+        b'{"a": ' * 300 + b"1" + b"}" * 300,
+        "invalid_event",
+        "session_id: required",
+    ),  # deep but JSON: the contract decides
+    (
+        json.dumps({**event(), "timestamp": "9999-12-31T00:00:00Z"}).encode(),
+        "invalid_event",
+        "timestamp: 9999-12-31T00:00:00+00:00 is",
+    ),
     (json.dumps({**event(), "timestamp": "2026-11-20 10:30"}).encode(), "invalid_event", "timezone"),
     (json.dumps({**event(), "responses": event()["responses"][:1]}).encode(), "invalid_event", "at least 2 responses"),
-    (json.dumps({k: v for k, v in event().items() if k != "session_id"}).encode(), "invalid_event", "session_id: required"),
-    (json.dumps({**event(), "reviews": [{"reviewer": "x", "scores": {"Response A": 42}}]}).encode(), "invalid_event", "outside score_scale"),
-    (json.dumps({**event(), "reviews": [{"reviewer": "x", "scores": {"Response Q": 4}}]}).encode(), "invalid_event", "unknown label"),
-    (json.dumps({"audit_id": "a1", "timestamp": "2026-11-20T10:30:00Z", "llm_response": "hi"}).encode(), "wrong_topic", "llm.responses"),
+    (
+        json.dumps({k: v for k, v in event().items() if k != "session_id"}).encode(),
+        "invalid_event",
+        "session_id: required",
+    ),
+    (
+        json.dumps({**event(), "reviews": [{"reviewer": "x", "scores": {"Response A": 42}}]}).encode(),
+        "invalid_event",
+        "outside score_scale",
+    ),
+    (
+        json.dumps({**event(), "reviews": [{"reviewer": "x", "scores": {"Response Q": 4}}]}).encode(),
+        "invalid_event",
+        "unknown label",
+    ),
+    (
+        json.dumps({"audit_id": "a1", "timestamp": "2026-11-20T10:30:00Z", "llm_response": "hi"}).encode(),
+        "wrong_topic",
+        "llm.responses",
+    ),
     (b"x" * 5_000_000, "too_large", "over the limit"),
 ]
 
@@ -104,20 +132,27 @@ def test_a_json_object_keeps_its_fields_without_the_query():
 
 def test_a_bad_event_does_not_stop_the_good_ones_in_its_batch():
     consumer = CouncilSessionProcessor(window=MemoryWindow(), store=None)
-    outcomes = asyncio.run(consumer.process([deliver(event(session_id="a"), "1-0"), deliver(b"{", "2-0"),
-                                             deliver(event(session_id="b"), "3-0")]))
+    outcomes = asyncio.run(
+        consumer.process(
+            [deliver(event(session_id="a"), "1-0"), deliver(b"{", "2-0"), deliver(event(session_id="b"), "3-0")]
+        )
+    )
     assert [o.result is not None for o in outcomes] == [True, False, True]
 
 
 def test_trace_id_from_event_then_attribute_then_traceparent_then_derived():
     consumer = CouncilSessionProcessor(window=MemoryWindow(), store=None)
     parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-    outcomes = asyncio.run(consumer.process([
-        deliver(event(session_id="a", trace_id="from-event"), "1", trace_id="attr"),
-        deliver(event(session_id="b"), "2", trace_id="attr"),
-        deliver(event(session_id="c"), "3", traceparent=parent),
-        deliver(event(session_id="d"), "4"),
-    ]))
+    outcomes = asyncio.run(
+        consumer.process(
+            [
+                deliver(event(session_id="a", trace_id="from-event"), "1", trace_id="attr"),
+                deliver(event(session_id="b"), "2", trace_id="attr"),
+                deliver(event(session_id="c"), "3", traceparent=parent),
+                deliver(event(session_id="d"), "4"),
+            ]
+        )
+    )
     ids = [o.result.trace_id for o in outcomes]
     assert ids[:3] == ["from-event", "attr", "4bf92f3577b34da6a3ce929d0e0e4736"]
     assert len(ids[3]) == 32 and int(ids[3], 16) >= 0
@@ -165,8 +200,9 @@ def test_the_raw_query_reaches_no_record_result_dead_letter_or_log(tmp_path):
     logging.getLogger().setLevel(logging.DEBUG)
     try:
         store = JsonlRecordStore(tmp_path, "w")
-        consumer = CouncilSessionProcessor(window=MemoryWindow(), store=store, default_consent=4,
-                                          hash_secret=b"0123456789abcdef0123")
+        consumer = CouncilSessionProcessor(
+            window=MemoryWindow(), store=store, default_consent=4, hash_secret=b"0123456789abcdef0123"
+        )
         bad = {**event(session_id="bad"), "timestamp": "yesterday"}
         outcomes = asyncio.run(consumer.process([deliver(event(), "1"), deliver(bad, "2")]))
         store.close()

@@ -30,20 +30,34 @@ from bias_audit.state.task_state import MemoryTaskState
 def now() -> datetime:
     """An hour before the clock when a test runs (never at import)."""
     return datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
+
+
 GENDERED = "The chairman asked every engineer to sign off before he merges the change."
 NEUTRAL = "Start with the smallest data set that reproduces the error, then write a short note."
 
 
 def event(number: int, text: str, category: str = "medical", tenant: str = "acme") -> dict:
-    return {"audit_id": f"a-{category}-{number}", "tenant_id": tenant, "timestamp": (now() - timedelta(
-        minutes=number)).isoformat().replace("+00:00", "Z"), "llm_model": "gpt-4o", "llm_response": text,
-        "query_context": {"category": category}}
+    return {
+        "audit_id": f"a-{category}-{number}",
+        "tenant_id": tenant,
+        "timestamp": (now() - timedelta(minutes=number)).isoformat().replace("+00:00", "Z"),
+        "llm_model": "gpt-4o",
+        "llm_response": text,
+        "query_context": {"category": category},
+    }
 
 
 def processor(tasks, webhook=None, window=None) -> ResponseProcessor:
-    return ResponseProcessor(window=window or MemoryWindow(), store=None, lexicons=shipped_lexicons(),
-                             sentiment=vader_scorer(), tasks=tasks, task_policy=TaskPolicy(min_count=5, min_rate=0.10),
-                             task_webhook=webhook, severity=shipped_lexicons().severity)
+    return ResponseProcessor(
+        window=window or MemoryWindow(),
+        store=None,
+        lexicons=shipped_lexicons(),
+        sentiment=vader_scorer(),
+        tasks=tasks,
+        task_policy=TaskPolicy(min_count=5, min_rate=0.10),
+        task_webhook=webhook,
+        severity=shipped_lexicons().severity,
+    )
 
 
 def run(consumer: ResponseProcessor, events: list[dict], prefix: str = "d", publish: bool = True) -> list:
@@ -73,8 +87,9 @@ def test_the_domain_is_the_category_else_the_model():
 def test_a_burst_in_one_domain_is_one_suggestion_and_others_are_none():
     consumer = processor(MemoryTaskState())
     burst = [event(i, GENDERED) for i in range(6)] + [event(10 + i, NEUTRAL) for i in range(20)]
-    elsewhere = [event(i, GENDERED, category="legal") for i in range(3)] + [event(10 + i, NEUTRAL, "legal")
-                                                                             for i in range(20)]
+    elsewhere = [event(i, GENDERED, category="legal") for i in range(3)] + [
+        event(10 + i, NEUTRAL, "legal") for i in range(20)
+    ]
     tasks = [t for o in run(consumer, burst + elsewhere) for t in o.tasks or ()]
     assert len(tasks) == 1
     [task] = tasks
@@ -104,10 +119,12 @@ def test_two_processors_on_one_state_claim_a_suggestion_once(states):
             policy = TaskPolicy(min_count=5, min_rate=0.10)
             first, second = processor(states.tasks(policy)), processor(states.tasks(policy))
             found = []
-            for name, (half, consumer) in enumerate(((burst[::2], first), (burst[1::2], second),
-                                                     ([event(50 + i, GENDERED) for i in range(6)], first))):
-                outcomes = await consumer.process([Delivery(f"{name}-{i}", json.dumps(e).encode(), "llm.responses")
-                                                   for i, e in enumerate(half)])
+            for name, (half, consumer) in enumerate(
+                ((burst[::2], first), (burst[1::2], second), ([event(50 + i, GENDERED) for i in range(6)], first))
+            ):
+                outcomes = await consumer.process(
+                    [Delivery(f"{name}-{i}", json.dumps(e).encode(), "llm.responses") for i, e in enumerate(half)]
+                )
                 found += [t for o in outcomes for t in o.tasks or ()]
             return found
 
@@ -141,9 +158,14 @@ def test_the_webhook_gets_the_suggestion_signed_after_a_retry():
     async def scenario() -> list:
         webhook = TaskWebhook(f"http://127.0.0.1:{server.server_port}/hook", WEBHOOK_SECRET, first_backoff_s=0.05)
         consumer = processor(MemoryTaskState(), webhook)
-        outcomes = await consumer.process([Delivery(f"w-{i}", json.dumps(e).encode(), "llm.responses") for i, e in
-                                           enumerate([event(i, GENDERED) for i in range(6)] +
-                                                     [event(10 + i, NEUTRAL) for i in range(10)])])
+        outcomes = await consumer.process(
+            [
+                Delivery(f"w-{i}", json.dumps(e).encode(), "llm.responses")
+                for i, e in enumerate(
+                    [event(i, GENDERED) for i in range(6)] + [event(10 + i, NEUTRAL) for i in range(10)]
+                )
+            ]
+        )
         await webhook.drain()
         return [t for o in outcomes for t in o.tasks or ()]
 

@@ -24,11 +24,14 @@ from tests.consumers.test_verdict_consumer import verdict
 
 def processors():
     return {
-        "council.sessions": (CouncilSessionProcessor(window=MemoryWindow(), store=None),
-                             lambda n: council_event({"R1": {"M1": 8, "M2": 6}, "R2": {"M1": 7, "M2": 5}},
-                                                     session_id=f"s{n}")),
-        "llm.responses": (ResponseProcessor(window=MemoryWindow(), store=None, lexicons=shipped_lexicons(),
-                                            sentiment=vader_scorer()), lambda n: response_event(audit_id=f"a{n}")),
+        "council.sessions": (
+            CouncilSessionProcessor(window=MemoryWindow(), store=None),
+            lambda n: council_event({"R1": {"M1": 8, "M2": 6}, "R2": {"M1": 7, "M2": 5}}, session_id=f"s{n}"),
+        ),
+        "llm.responses": (
+            ResponseProcessor(window=MemoryWindow(), store=None, lexicons=shipped_lexicons(), sentiment=vader_scorer()),
+            lambda n: response_event(audit_id=f"a{n}"),
+        ),
         "judge.verdicts": (VerdictProcessor(window=MemoryWindow(), store=None), lambda n: verdict(n, True)),
     }
 
@@ -48,8 +51,15 @@ BAD = [
 @pytest.mark.parametrize("attributes, reason", BAD)
 def test_a_bad_attribute_is_a_dead_letter_at_once_naming_it(topic, attributes, reason):
     processor, event = processors()[topic]
-    batch = [Delivery(f"{n}-0", json.dumps(event(n)).encode(), topic, attributes=attributes if n == 1 else
-                      {"ce_id": f"ok-{n}", "trace_id": f"trace-{n}"}) for n in range(3)]
+    batch = [
+        Delivery(
+            f"{n}-0",
+            json.dumps(event(n)).encode(),
+            topic,
+            attributes=attributes if n == 1 else {"ce_id": f"ok-{n}", "trace_id": f"trace-{n}"},
+        )
+        for n in range(3)
+    ]
     outcomes = asyncio.run(processor.process(batch))
     assert [o.result is not None for o in outcomes] == [True, False, True]
     letter = outcomes[1].dead_letter

@@ -19,15 +19,24 @@ POLICY = WindowPolicy(max_sessions=2_000, max_days=30, recent_sessions=200, keep
 
 
 def verdict(n: int, first: bool, **changes) -> dict:
-    return {"verdict_id": f"v{n}", "tenant_id": "acme", "timestamp": "2026-11-20T10:30:00Z",
-            "judge": {"model": "judge", "prompt": "p"}, "item_id": f"i{n}", "query": "RAW-QUERY",
-            "candidates": [{"model": "a", "response": "alpha " * 10}, {"model": "b", "response": "beta " * 10}],
-            "verdict": {"kind": "pairwise", "preference": "A>B" if first else "B>A"}, **changes}
+    return {
+        "verdict_id": f"v{n}",
+        "tenant_id": "acme",
+        "timestamp": "2026-11-20T10:30:00Z",
+        "judge": {"model": "judge", "prompt": "p"},
+        "item_id": f"i{n}",
+        "query": "RAW-QUERY",
+        "candidates": [{"model": "a", "response": "alpha " * 10}, {"model": "b", "response": "beta " * 10}],
+        "verdict": {"kind": "pairwise", "preference": "A>B" if first else "B>A"},
+        **changes,
+    }
 
 
 def deliveries(events: list[dict], prefix: str = "d") -> list[Delivery]:
-    return [Delivery(delivery_id=f"{prefix}{e['verdict_id']}", body=json.dumps(e).encode(),
-                     source_topic="judge.verdicts") for e in events]
+    return [
+        Delivery(delivery_id=f"{prefix}{e['verdict_id']}", body=json.dumps(e).encode(), source_topic="judge.verdicts")
+        for e in events
+    ]
 
 
 def run(processor: VerdictProcessor, batch: list[Delivery]):
@@ -77,7 +86,7 @@ def test_drift_fires_once_and_resolves_once():
         events = [verdict(n + k, rng.random() < rate) for k in range(count)]
         n += count
         for start in range(0, count, 50):
-            for outcome in run(processor, deliveries(events[start:start + 50])):
+            for outcome in run(processor, deliveries(events[start : start + 50])):
                 alerts += outcome.alerts or []
     fired = [a for a in alerts if a.metric == "first_position_rate"]
     assert [a.status for a in fired] == ["firing", "resolved"]
@@ -89,11 +98,12 @@ def test_drift_fires_once_and_resolves_once():
 def test_a_retried_batch_gets_back_the_alerts_its_first_attempt_decided():
     rng = random.Random(5)
     processor = VerdictProcessor(window=MemoryWindow(POLICY), store=None, alert_state=MemoryAlertState())
-    events = [verdict(n, rng.random() < 0.5) for n in range(600)] + \
-        [verdict(600 + n, rng.random() < 0.9) for n in range(200)]
+    events = [verdict(n, rng.random() < 0.5) for n in range(600)] + [
+        verdict(600 + n, rng.random() < 0.9) for n in range(200)
+    ]
     tipping = None
     for start in range(0, 800, 50):
-        batch = deliveries(events[start:start + 50])
+        batch = deliveries(events[start : start + 50])
         outcomes = asyncio.run(processor.process(batch))  # processed; the publish "fails"
         if any(o.alerts for o in outcomes):
             tipping = batch
@@ -107,8 +117,7 @@ def test_a_retried_batch_gets_back_the_alerts_its_first_attempt_decided():
 
 def pair(n: int, game: int, preference: str | None) -> dict:
     verdict_ = {"kind": "failed"} if preference is None else {"kind": "pairwise", "preference": preference}
-    return {**verdict(0, True), "verdict_id": f"p{n}-{game}", "item_id": f"pair-{n}", "game": game,
-            "verdict": verdict_}
+    return {**verdict(0, True), "verdict_id": f"p{n}-{game}", "item_id": f"pair-{n}", "game": game, "verdict": verdict_}
 
 
 def test_the_window_counts_a_swapped_pair_once_with_its_second_game():
@@ -143,7 +152,7 @@ def test_drift_of_position_consistency_fires():
             events += [pair(n, 1, g1), pair(n, 2, g2)]
             n += 1
         for start in range(0, len(events), 50):
-            for outcome in run(processor, deliveries(events[start:start + 50])):
+            for outcome in run(processor, deliveries(events[start : start + 50])):
                 alerts += outcome.alerts or []
     [fired] = [a for a in alerts if a.metric == "position_consistency"]
     assert fired.status == "firing" and fired.value < fired.threshold - 0.05
@@ -152,8 +161,15 @@ def test_drift_of_position_consistency_fires():
 def test_a_scored_answer_is_graded_not_failed_in_the_judges_window(tmp_path):
     store = JsonlRecordStore(tmp_path, "verdicts")
     processor = VerdictProcessor(window=MemoryWindow(POLICY), store=store)
-    graded = [verdict(n, True, candidates=[{"model": "a", "length_words": 30}],
-                      verdict={"kind": "scores", "scores": [7], "scale": "1-10"}) for n in range(3)]
+    graded = [
+        verdict(
+            n,
+            True,
+            candidates=[{"model": "a", "length_words": 30}],
+            verdict={"kind": "scores", "scores": [7], "scale": "1-10"},
+        )
+        for n in range(3)
+    ]
     failed = verdict(3, True, candidates=[{"model": "a"}], verdict={"kind": "failed", "reason": "score -1"})
     pairs = [verdict(4, True), verdict(5, False, verdict={"kind": "pairwise", "preference": "A=B"})]
     outcomes = run(processor, deliveries(graded + [failed] + pairs))
@@ -211,11 +227,12 @@ def test_the_shipped_verdicts_leave_items_with_their_question_for_people_to_judg
 
     kept = Kept()
     store = JsonlRecordStore(tmp_path, "verdicts")
-    processor = VerdictProcessor(window=MemoryWindow(POLICY), store=store, review=kept,
-                                 review_sample=Settings().judge_review_sample)
+    processor = VerdictProcessor(
+        window=MemoryWindow(POLICY), store=store, review=kept, review_sample=Settings().judge_review_sample
+    )
     events = [json.loads(line) for line in SAMPLE_FILE.read_text().splitlines()]
     for start in range(0, len(events), 100):
-        run(processor, deliveries(events[start:start + 100]))
+        run(processor, deliveries(events[start : start + 100]))
     store.close()
     assert len(kept.rows) >= 5
     questions = {event["item_id"]: event.get("query") for event in events}

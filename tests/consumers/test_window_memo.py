@@ -24,8 +24,12 @@ def test_each_session_is_computed_once_and_the_remembered_are_not_computed():
     values, computed = memo()
     assert values.values("acme", DIGESTS[:3]) == [f"value of {i}" for i in IDS[:3]]
     values.remember("acme", {IDS[3]: "given"})
-    assert values.values("acme", DIGESTS[1:5]) == [f"value of {IDS[1]}", f"value of {IDS[2]}", "given",
-                                                   f"value of {IDS[4]}"]
+    assert values.values("acme", DIGESTS[1:5]) == [
+        f"value of {IDS[1]}",
+        f"value of {IDS[2]}",
+        "given",
+        f"value of {IDS[4]}",
+    ]
     assert computed == [IDS[:3], [IDS[4]]]
 
 

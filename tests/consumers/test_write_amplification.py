@@ -19,15 +19,19 @@ from bias_audit.state.memory_window import MemoryWindow
 from bias_audit.storage.jsonl_store import JsonlRecordStore
 
 
-def council(models: int, reviewers: int, *, id_chars: int, answer: str = "", metadata: bool = False,
-            letters: str = "m") -> dict:
+def council(
+    models: int, reviewers: int, *, id_chars: int, answer: str = "", metadata: bool = False, letters: str = "m"
+) -> dict:
     """`models` answers, each scored by `reviewers` reviewers; ids padded to `id_chars`."""
     pad = lambda name: (name + letters * id_chars)[:id_chars]
     names = [pad(f"{i}-") for i in range(models)]
     labels = {f"L{i}": {"model": name, "display_index": i} for i, name in enumerate(names)}
     event = {
-        "session_id": pad("s-"), "tenant_id": ("t-" + "m" * id_chars)[:128], "timestamp": "2026-11-20T10:30:00Z",
-        "score_scale": "1-10", "responses": [{"model": name, "response": answer} for name in names],
+        "session_id": pad("s-"),
+        "tenant_id": ("t-" + "m" * id_chars)[:128],
+        "timestamp": "2026-11-20T10:30:00Z",
+        "score_scale": "1-10",
+        "responses": [{"model": name, "response": answer} for name in names],
         "label_to_model": labels,
         "reviews": [{"reviewer": pad(f"r{j}-"), "scores": {label: 5 for label in labels}} for j in range(reviewers)],
     }
@@ -41,8 +45,11 @@ def stored_by(event: dict, tmp_path) -> tuple[int, int, object]:
     """(body bytes, bytes written: records + result + window digest, the outcome)."""
     body = json.dumps(event, separators=(",", ":")).encode()
     store = JsonlRecordStore(tmp_path, "records")
-    [outcome] = asyncio.run(CouncilSessionProcessor(window=MemoryWindow(), store=store).process(
-        [Delivery(delivery_id="1-0", body=body, source_topic="council.sessions")]))
+    [outcome] = asyncio.run(
+        CouncilSessionProcessor(window=MemoryWindow(), store=store).process(
+            [Delivery(delivery_id="1-0", body=body, source_topic="council.sessions")]
+        )
+    )
     store.close()
     written = store.path.stat().st_size if store.path.exists() else 0
     if outcome.result is not None:
@@ -92,13 +99,16 @@ def test_the_bound_is_an_upper_bound_of_what_the_records_take(name, tmp_path):
     assert actual <= bound <= 1.25 * actual
 
 
-@pytest.mark.parametrize("field, value, reason", [
-    ("council_config_version", "v" * 65, "council_config_version: String should have at most 64 characters"),
-    ("query_metadata", {"a": {"b": 1}}, "query_metadata: a: must be text, a number, true/false or null, not"),
-    ("query_metadata", {f"k{i}": 1 for i in range(9)}, "has 9 keys, more than the limit of 8"),
-    ("query_metadata", {"category": "c" * 65}, "query_metadata: category: is 65 characters, more than the limit"),
-    ("score_scale", "1-10" + " " * 40, "score_scale: String should have at most 32 characters"),
-])
+@pytest.mark.parametrize(
+    "field, value, reason",
+    [
+        ("council_config_version", "v" * 65, "council_config_version: String should have at most 64 characters"),
+        ("query_metadata", {"a": {"b": 1}}, "query_metadata: a: must be text, a number, true/false or null, not"),
+        ("query_metadata", {f"k{i}": 1 for i in range(9)}, "has 9 keys, more than the limit of 8"),
+        ("query_metadata", {"category": "c" * 65}, "query_metadata: category: is 65 characters, more than the limit"),
+        ("score_scale", "1-10" + " " * 40, "score_scale: String should have at most 32 characters"),
+    ],
+)
 def test_fields_copied_into_every_record_are_bounded(field, value, reason, tmp_path):
     event = {**council(2, 2, id_chars=4), field: value}
     _, written, outcome = stored_by(event, tmp_path)

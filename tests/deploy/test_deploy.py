@@ -17,8 +17,14 @@ from bias_audit.worker.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-OVERLAYS = ["redis-streams", "pubsub", "redis-streams-responses", "pubsub-responses", "redis-streams-judges",
-            "pubsub-judges"]
+OVERLAYS = [
+    "redis-streams",
+    "pubsub",
+    "redis-streams-responses",
+    "pubsub-responses",
+    "redis-streams-judges",
+    "pubsub-judges",
+]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 BIN = Path(sys.executable).parent
 
@@ -117,8 +123,13 @@ def test_the_deployment_matches_what_the_worker_needs(overlay):
     assert scaled["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
     [trigger] = scaled["spec"]["triggers"]
     # each overlay scales on the backlog of the input its workers consume
-    assert settings.consumed_topic == ("llm.responses" if overlay.endswith("-responses") else
-                                       "judge.verdicts" if overlay.endswith("-judges") else "council.sessions")
+    assert settings.consumed_topic == (
+        "llm.responses"
+        if overlay.endswith("-responses")
+        else "judge.verdicts"
+        if overlay.endswith("-judges")
+        else "council.sessions"
+    )
     if overlay.startswith("pubsub"):
         assert settings.transport == "pubsub" and settings.redis_url
         assert trigger["type"] == "gcp-pubsub"

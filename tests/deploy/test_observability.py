@@ -27,8 +27,28 @@ PROMETHEUS = ROOT / "deploy" / "prometheus"
 DASHBOARD = ROOT / "deploy" / "grafana" / "bias-audit.json"
 # metrics of Prometheus itself and of Google's exporter, which rules may name beside ours
 NOT_OURS = {"up", "stackdriver_pubsub_subscription_pubsub_googleapis_com_subscription_num_undelivered_messages"}
-PROMQL_WORDS = {"sum", "max", "min", "avg", "count", "by", "without", "on", "ignoring", "and", "or", "unless", "rate",
-                "increase", "deriv", "histogram_quantile", "time", "label_values", "group_left", "group_right"}
+PROMQL_WORDS = {
+    "sum",
+    "max",
+    "min",
+    "avg",
+    "count",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "and",
+    "or",
+    "unless",
+    "rate",
+    "increase",
+    "deriv",
+    "histogram_quantile",
+    "time",
+    "label_values",
+    "group_left",
+    "group_right",
+}
 
 
 def promtool() -> str:
@@ -65,11 +85,13 @@ def exposed(text: str) -> set[str]:
 
 def test_the_rules_pass_promtools_check_and_unit_tests():
     tool = promtool()
-    checked = subprocess.run([tool, "check", "rules", "bias-audit.rules.yml"], cwd=PROMETHEUS,
-                             capture_output=True, text=True)
+    checked = subprocess.run(
+        [tool, "check", "rules", "bias-audit.rules.yml"], cwd=PROMETHEUS, capture_output=True, text=True
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    tested = subprocess.run([tool, "test", "rules", "bias-audit.rules.test.yml"], cwd=PROMETHEUS,
-                            capture_output=True, text=True)
+    tested = subprocess.run(
+        [tool, "test", "rules", "bias-audit.rules.test.yml"], cwd=PROMETHEUS, capture_output=True, text=True
+    )
     assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
 
 
@@ -83,16 +105,27 @@ def test_every_alert_has_a_runbook_and_a_firing_and_a_quiet_case():
         mine = [case for case in cases if case["alertname"] == name]
         assert any(case["exp_alerts"] for case in mine), f"{name} never fires in the tests"
         assert any(not case["exp_alerts"] for case in mine), f"{name} is never shown quiet"
-    assert {"BiasAuditWorkerDown", "BiasAuditWorkerStalled", "BiasAuditConsumerLagGrowing", "BiasAuditPubSubBacklogGrowing",
-            "BiasAuditDeadLetters", "BiasAuditProcessingSlow", "BiasAuditBiasAlertsFiring", "BiasAuditJudgeDrift"} <= set(alerts)
+    assert {
+        "BiasAuditWorkerDown",
+        "BiasAuditWorkerStalled",
+        "BiasAuditConsumerLagGrowing",
+        "BiasAuditPubSubBacklogGrowing",
+        "BiasAuditDeadLetters",
+        "BiasAuditProcessingSlow",
+        "BiasAuditBiasAlertsFiring",
+        "BiasAuditJudgeDrift",
+    } <= set(alerts)
 
 
-@pytest.mark.parametrize(("expr", "names"), [
-    ('sum by (topic, le) (rate(a_seconds_bucket{job="x", le=~"1"}[5m]))', {"a_seconds_bucket"}),
-    ("time() - max by (instance) (b_timestamp)", {"b_timestamp"}),
-    ('x > 1000 and on (instance, topic) y{z="a b"} > 0', {"x", "y"}),
-    ("label_values(c_total, tenant)", {"c_total"}),
-])
+@pytest.mark.parametrize(
+    ("expr", "names"),
+    [
+        ('sum by (topic, le) (rate(a_seconds_bucket{job="x", le=~"1"}[5m]))', {"a_seconds_bucket"}),
+        ("time() - max by (instance) (b_timestamp)", {"b_timestamp"}),
+        ('x > 1000 and on (instance, topic) y{z="a b"} > 0', {"x", "y"}),
+        ("label_values(c_total, tenant)", {"c_total"}),
+    ],
+)
 def test_metric_names_are_read_out_of_promql(expr, names):
     assert named_metrics(expr) == names
 
@@ -108,8 +141,10 @@ def test_every_metric_the_dashboard_and_the_rules_name_is_exposed(tmp_path, redi
         harness.publish(sessions)
         harness.publish(verdicts, topic=VERDICTS)
         harness.results(len(sessions) + len(verdicts))
-        wait_for(lambda: "bias_audit_judge_rate{" in httpx.get(f"http://127.0.0.1:{port}/metrics").text,
-                 what="the judges' rates on /metrics")
+        wait_for(
+            lambda: "bias_audit_judge_rate{" in httpx.get(f"http://127.0.0.1:{port}/metrics").text,
+            what="the judges' rates on /metrics",
+        )
         worker_metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
     finally:
         assert harness.stop() == [0]

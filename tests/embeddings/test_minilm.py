@@ -21,7 +21,7 @@ def embed():
 def test_unit_vectors_of_the_model_size(embed):
     vectors = embed(["one sentence", "another one"])
     assert vectors.shape == (2, 384)
-    assert abs(float((vectors ** 2).sum(axis=1).max()) - 1.0) < 1e-5
+    assert abs(float((vectors**2).sum(axis=1).max()) - 1.0) < 1e-5
 
 
 def test_a_paraphrase_stays_close_and_a_refusal_does_not(embed):
@@ -44,9 +44,11 @@ def test_with_the_extra_the_councils_style_similarity_is_semantic(embed):
     from bias_audit.state.memory_window import MemoryWindow
     from tests.builders import council_event
 
-    texts = {"A": "Shard the cache by tenant id and replicate the hot keys to every region.",
-             "B": "Partition the cache per tenant, and copy frequently read keys into all regions.",
-             "C": "Bananas are rich in potassium and taste best slightly green."}
+    texts = {
+        "A": "Shard the cache by tenant id and replicate the hot keys to every region.",
+        "B": "Partition the cache per tenant, and copy frequently read keys into all regions.",
+        "C": "Bananas are rich in potassium and taste best slightly green.",
+    }
     event = council_event({r: {m: 6 for m in texts} for r in texts}, session_id="semantic")
     for response in event["responses"]:
         response["response"] = texts[response["model"]]
@@ -59,9 +61,14 @@ def test_with_the_extra_the_councils_style_similarity_is_semantic(embed):
     processor = CouncilSessionProcessor(window=MemoryWindow(), store=None, embed=counted)
     [outcome] = asyncio.run(processor.process([Delivery("d1", json.dumps(event).encode(), "council.sessions")]))
     assert outcome.result is not None and calls == [3]
-    prepared_similarity = {(r, m): s for r, m, s in zip(
-        outcome.window_item.digest.cell_reviewer, outcome.window_item.digest.cell_model,
-        outcome.window_item.digest.cell_similarity)}
+    prepared_similarity = {
+        (r, m): s
+        for r, m, s in zip(
+            outcome.window_item.digest.cell_reviewer,
+            outcome.window_item.digest.cell_model,
+            outcome.window_item.digest.cell_similarity,
+        )
+    }
     digest = outcome.window_item.digest
     a, b, c = (digest.models.index(x) for x in "ABC")
     a = digest.reviewers.index("A")

@@ -75,9 +75,14 @@ def stop_processes(*workers: subprocess.Popen) -> list[int]:
 
 
 def worker_env(data_dir: Path, name: str, **settings: Any) -> dict[str, str]:
-    return {"BIAS_AUDIT_DATA_DIR": str(data_dir), "BIAS_AUDIT_CONSUMER_NAME": name, "BIAS_AUDIT_OPS_PORT": "0",
-            "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_CONSUME": "council",
-            **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in settings.items()}}
+    return {
+        "BIAS_AUDIT_DATA_DIR": str(data_dir),
+        "BIAS_AUDIT_CONSUMER_NAME": name,
+        "BIAS_AUDIT_OPS_PORT": "0",
+        "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+        "BIAS_AUDIT_CONSUME": "council",
+        **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in settings.items()},
+    }
 
 
 class MemoryHarness:
@@ -108,13 +113,25 @@ class MemoryHarness:
                 store = composition.record_store(config)
                 processor = composition.council_processor(config, window, store)
             self.stores.append(store)
-            self.workers.append(MemoryWorker(self.broker, processor, batch_size=config.batch_size,
-                                             max_deliveries=config.max_deliveries, topic=config.consumed_topics[0]))
+            self.workers.append(
+                MemoryWorker(
+                    self.broker,
+                    processor,
+                    batch_size=config.batch_size,
+                    max_deliveries=config.max_deliveries,
+                    topic=config.consumed_topics[0],
+                )
+            )
 
     def publish(self, bodies: list[bytes], topic: str = INPUT, cloud_event: dict[str, str] | None = None) -> None:
         for body in bodies:
-            self.broker.send(topic, {**wire_fields(body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, trace_id=None),
-                                     **redis_cloudevent(cloud_event)})
+            self.broker.send(
+                topic,
+                {
+                    **wire_fields(body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, trace_id=None),
+                    **redis_cloudevent(cloud_event),
+                },
+            )
 
     def publish_shared(self, bodies: list[bytes]) -> None:
         self.publish(bodies)  # batches go to the workers in turn
@@ -137,8 +154,10 @@ class MemoryHarness:
         return self.broker.documents(DEAD)  # type: ignore[return-value]
 
     def result_fields(self) -> list[dict[str, str]]:
-        return [{k: v if isinstance(v, str) else v.decode() for k, v in fields.items() if k != "data"}
-                for fields in self.broker.published.get(RESULTS, [])]
+        return [
+            {k: v if isinstance(v, str) else v.decode() for k, v in fields.items() if k != "data"}
+            for fields in self.broker.published.get(RESULTS, [])
+        ]
 
     def alive(self) -> bool:
         return True  # in-process: a crash would have raised in the test
@@ -179,18 +198,29 @@ class RedisHarness(_WorkerProcesses):
     def start(self, workers: int = 1, **settings: Any) -> None:
         for index in range(1, workers + 1):
             name = f"w{index}"
-            env = {"BIAS_AUDIT_BROKER_URL": self.url, "BIAS_AUDIT_CLAIM_IDLE_MS": "1500",
-                   "BIAS_AUDIT_RECLAIM_INTERVAL_S": "0.5", **worker_env(self.data_dir, name, **settings)}
+            env = {
+                "BIAS_AUDIT_BROKER_URL": self.url,
+                "BIAS_AUDIT_CLAIM_IDLE_MS": "1500",
+                "BIAS_AUDIT_RECLAIM_INTERVAL_S": "0.5",
+                **worker_env(self.data_dir, name, **settings),
+            }
             self.processes.append(spawn_worker(env, self.data_dir / f"{name}.log"))
         # reading, each of them: a backlog published now is shared, not drained by the first up
-        wait_for(lambda: sum(1 for c in self.client.client_list() if c.get("cmd") == "xreadgroup") >= workers,
-                 what=f"{workers} workers reading")
+        wait_for(
+            lambda: sum(1 for c in self.client.client_list() if c.get("cmd") == "xreadgroup") >= workers,
+            what=f"{workers} workers reading",
+        )
 
     def publish(self, bodies: list[bytes], topic: str = INPUT, cloud_event: dict[str, str] | None = None) -> None:
         pipe = self.client.pipeline(transaction=False)
         for body in bodies:
-            pipe.xadd(topic, {**wire_fields(body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, trace_id=None),
-                              **redis_cloudevent(cloud_event)})
+            pipe.xadd(
+                topic,
+                {
+                    **wire_fields(body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, trace_id=None),
+                    **redis_cloudevent(cloud_event),
+                },
+            )
         pipe.execute()
 
     def publish_shared(self, bodies: list[bytes]) -> None:
@@ -208,8 +238,10 @@ class RedisHarness(_WorkerProcesses):
         return self._documents(DEAD, count)
 
     def result_fields(self) -> list[dict[str, str]]:
-        return [{k.decode(): v.decode() for k, v in fields.items() if k != b"data"}
-                for _, fields in self.client.xrange(RESULTS)]
+        return [
+            {k.decode(): v.decode() for k, v in fields.items() if k != b"data"}
+            for _, fields in self.client.xrange(RESULTS)
+        ]
 
     def stop(self) -> list[int]:
         return stop_processes(*self.processes)  # again: the codes they exited with
@@ -231,9 +263,13 @@ class PubSubHarness(_WorkerProcesses):
             name = f"w{index}"
             ports.append(free_port())
             # at most 20 held each: a worker up first cannot take the whole backlog (the load is shared)
-            env = {"BIAS_AUDIT_BROKER_URL": f"pubsub://{self.project}", "BIAS_AUDIT_REDIS_URL": self.redis_url,
-                   "BIAS_AUDIT_PUBSUB_MAX_OUTSTANDING": "20", **worker_env(self.data_dir, name, **settings),
-                   "BIAS_AUDIT_OPS_PORT": str(ports[-1])}
+            env = {
+                "BIAS_AUDIT_BROKER_URL": f"pubsub://{self.project}",
+                "BIAS_AUDIT_REDIS_URL": self.redis_url,
+                "BIAS_AUDIT_PUBSUB_MAX_OUTSTANDING": "20",
+                **worker_env(self.data_dir, name, **settings),
+                "BIAS_AUDIT_OPS_PORT": str(ports[-1]),
+            }
             self.processes.append(spawn_worker(env, self.data_dir / f"{name}.log"))
         # each worker's ops server answers /readyz once its subscription is reachable, just before it
         # subscribes: a slow machine's late worker would otherwise find the backlog taken
@@ -251,8 +287,8 @@ class PubSubHarness(_WorkerProcesses):
         deadline = time.monotonic() + patience_s
         sent = 0
         while sent < len(bodies) and not all(self.consumed()) and time.monotonic() < deadline:
-            self.publish(bodies[sent:sent + chunk])
-            sent += len(bodies[sent:sent + chunk])
+            self.publish(bodies[sent : sent + chunk])
+            sent += len(bodies[sent : sent + chunk])
             wait_for(lambda: sum(self.consumed()) >= sent, what=f"{sent} taken")
             time.sleep(0.3)
         self.publish(bodies[sent:])
@@ -263,8 +299,10 @@ class PubSubHarness(_WorkerProcesses):
         # the Pub/Sub binding's names: ce-<attribute>
         attributes = {f"ce-{name}": value for name, value in (cloud_event or {}).items()}
         try:
-            futures = [publisher.publish(path, body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, **attributes)
-                       for body in bodies]
+            futures = [
+                publisher.publish(path, body, event_type=EVENT_TYPES[topic], tenant_id=TENANT, **attributes)
+                for body in bodies
+            ]
             for future in futures:
                 future.result(timeout=60)
         finally:
@@ -294,8 +332,13 @@ class PubSubHarness(_WorkerProcesses):
 
 def _consumed(port: int) -> int:
     text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5.0).text
-    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith("bias_audit_events_consumed_total{")))
+    return int(
+        sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("bias_audit_events_consumed_total{")
+        )
+    )
 
 
 def _ready(port: int) -> bool:
@@ -306,8 +349,15 @@ def _ready(port: int) -> bool:
 
 
 def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bias_audit", *args], env={**os.environ, **(env or {})},
-                          capture_output=True, text=True, check=check, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "bias_audit", *args],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 def setup_project(project: str, **settings: Any) -> None:
@@ -320,8 +370,9 @@ def setup_project(project: str, **settings: Any) -> None:
     subscriber = pubsub_v1.SubscriberClient()
     try:  # before anything is published
         for topic in (RESULTS, DEAD):
-            subscriber.create_subscription(name=subscriber.subscription_path(project, f"test.{topic}"),
-                                           topic=subscriber.topic_path(project, topic))
+            subscriber.create_subscription(
+                name=subscriber.subscription_path(project, f"test.{topic}"), topic=subscriber.topic_path(project, topic)
+            )
     finally:
         subscriber.close()
 
@@ -340,8 +391,9 @@ class Reader:
         except DeadlineExceeded:
             return 0
         if reply.received_messages:
-            self.client.acknowledge(request={"subscription": self.path,
-                                             "ack_ids": [m.ack_id for m in reply.received_messages]})
+            self.client.acknowledge(
+                request={"subscription": self.path, "ack_ids": [m.ack_id for m in reply.received_messages]}
+            )
             self.messages.extend(m.message for m in reply.received_messages)
         return len(reply.received_messages)
 

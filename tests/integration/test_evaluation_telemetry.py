@@ -28,8 +28,11 @@ def inputs() -> dict[str, list[bytes]]:
     responses = generate_responses(20, seed=82)
     responses[0]["query_context"] = {"response_id": "chatcmpl-81"}
     verdicts = generate_verdicts(10, seed=83)[:20]
-    return {INPUT: [json.dumps(s).encode() for s in sessions], RESPONSES: [json.dumps(r).encode() for r in responses],
-            VERDICTS: [json.dumps(v).encode() for v in verdicts]}
+    return {
+        INPUT: [json.dumps(s).encode() for s in sessions],
+        RESPONSES: [json.dumps(r).encode() for r in responses],
+        VERDICTS: [json.dumps(v).encode() for v in verdicts],
+    }
 
 
 def publish_all(harness: RedisHarness, messages: dict[str, list[bytes]]) -> None:
@@ -59,13 +62,20 @@ def test_every_audit_becomes_evaluation_events_in_the_callers_trace(tmp_path, re
     summaries = [a for _, a in events if a["gen_ai.evaluation.name"] == "bias"]
     # one summary per audited item, of each input; one event per flagged type
     assert Counter(a["bias_audit.source"] for a in summaries) == {
-        "council.session": 20, "llm.response": 20, "judge.verdict": 20}
+        "council.session": 20,
+        "llm.response": 20,
+        "judge.verdict": 20,
+    }
     assert sorted(a["bias_audit.audit_id"] for a in summaries) == sorted(r["audit_id"] for r in results)
-    flagged = Counter((a["bias_audit.audit_id"], a["gen_ai.evaluation.name"]) for _, a in events
-                      if a["gen_ai.evaluation.name"] != "bias")
+    flagged = Counter(
+        (a["bias_audit.audit_id"], a["gen_ai.evaluation.name"])
+        for _, a in events
+        if a["gen_ai.evaluation.name"] != "bias"
+    )
     assert flagged == Counter((r["audit_id"], t) for r in results for t in r["bias_type"])
-    assert flags > 0 and all(a["gen_ai.evaluation.score.label"] == "flagged" for _, a in events
-                             if a["gen_ai.evaluation.name"] != "bias")
+    assert flags > 0 and all(
+        a["gen_ai.evaluation.score.label"] == "flagged" for _, a in events if a["gen_ai.evaluation.name"] != "bias"
+    )
     by_audit = {a["bias_audit.audit_id"]: (record, a) for record, a in events if a["gen_ai.evaluation.name"] == "bias"}
     first_session = json.loads(messages[INPUT][0])["session_id"]
     record, _ = by_audit[first_session]

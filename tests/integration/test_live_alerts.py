@@ -23,14 +23,15 @@ BATCH = 10  # each worker reads and counts ten sessions at a time
 
 def test_harsh_reviewer_alerts_once_across_two_workers_and_report_reads_the_live_window(redis_url, tmp_path):
     client = redis.Redis.from_url(redis_url)
-    corpus = Corpus(sessions=300, models=5, seed=3, reviewer_offsets={1: -2.0}, offset_from=CHANGE,
-                    offset_until=STOP, tenant="demo")
+    corpus = Corpus(
+        sessions=300, models=5, seed=3, reviewer_offsets={1: -2.0}, offset_from=CHANGE, offset_until=STOP, tenant="demo"
+    )
     events = [digest_event(d) for d in corpus.digests()]
     workers = [start_worker(redis_url, tmp_path, f"w{i}", batch_size=BATCH) for i in (1, 2)]
     try:
         wait_for(lambda: blocked_readers(client) >= 2, what="two workers reading")
         for start in range(0, len(events), BATCH):  # a live stream, not one backlog
-            publish(client, [orjson.dumps(e) for e in events[start:start + BATCH]])
+            publish(client, [orjson.dumps(e) for e in events[start : start + BATCH]])
         wait_for(lambda: client.xlen(RESULTS) >= 300, what="300 results")
         wait_for(lambda: client.xpending("council.sessions", "bias-audit")["pending"] == 0, what="all acked")
     finally:
@@ -54,8 +55,12 @@ def test_harsh_reviewer_alerts_once_across_two_workers_and_report_reads_the_live
     records_dir = tmp_path / "records"
     assert len(list(records_dir.glob("*.jsonl"))) == 2
 
-    live = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--redis", redis_url, "--format", "json",
-                           "--days", "0"], capture_output=True, text=True, timeout=120)
+    live = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "report", "--redis", redis_url, "--format", "json", "--days", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert live.returncode == 0, live.stderr
     [tenant] = json.loads(live.stdout)["tenants"]
     reader = WindowReader(sessions=100, days=None)
@@ -65,6 +70,7 @@ def test_harsh_reviewer_alerts_once_across_two_workers_and_report_reads_the_live
     assert tenant["sessions"] == offline.sessions == 100
     assert tenant["window_end"] == offline.window_end
     assert tenant["length_correlation"]["point_estimate"] == pytest.approx(
-        offline.length_correlation.point_estimate, abs=1e-6)
+        offline.length_correlation.point_estimate, abs=1e-6
+    )
     live_offsets = {r["reviewer"]: r["offset"]["point_estimate"] for r in tenant["reviewers"]}
     assert live_offsets == pytest.approx({r.reviewer: r.offset.point_estimate for r in offline.reviewers}, abs=1e-6)

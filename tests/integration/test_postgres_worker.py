@@ -43,8 +43,11 @@ def test_two_workers_a_sigkill_and_every_session_twice_store_each_record_once(re
         wait_for(lambda: client.xlen(RESULTS) >= 150, what="work under way")
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=10)
-        wait_for(lambda: len({json.loads(f[b"data"])["audit_id"] for _, f in client.xrange(RESULTS)}) >= 600,
-                 timeout=120, what="a result for every session")
+        wait_for(
+            lambda: len({json.loads(f[b"data"])["audit_id"] for _, f in client.xrange(RESULTS)}) >= 600,
+            timeout=120,
+            what="a result for every session",
+        )
         wait_for(lambda: all_acked(client), what="every entry acknowledged")
     finally:
         stop(survivor)
@@ -61,8 +64,9 @@ def test_postgres_stopped_mid_stream_loses_nothing_and_doubles_nothing(redis_url
     url = database.url
     apply_migrations(url)
     client = redis.Redis.from_url(redis_url)
-    worker = start_worker(redis_url, tmp_path, "w1", store_url=url, batch_size=10, window_sessions=10_000,
-                          retry_max_backoff_s=1)
+    worker = start_worker(
+        redis_url, tmp_path, "w1", store_url=url, batch_size=10, window_sessions=10_000, retry_max_backoff_s=1
+    )
     try:
         publish(client, sessions_with_query(100, seed=92))
         wait_for(lambda: client.xlen(RESULTS) >= 100, what="the first sessions stored")
@@ -81,7 +85,9 @@ def test_postgres_stopped_mid_stream_loses_nothing_and_doubles_nothing(redis_url
     try:
         with psycopg.connect(database.url) as connection:
             [(count,)] = connection.execute("SELECT count(*) FROM council_session_audit").fetchall()
-        records = Counter((r["session_id"], r["reviewer_id"], r["model_id"]) for r in read_all(read_records, database.url))
+        records = Counter(
+            (r["session_id"], r["reviewer_id"], r["model_id"]) for r in read_all(read_records, database.url)
+        )
     finally:
         database.stop()
     assert count == 300 and len(records) == 300 * 25 and set(records.values()) == {1}

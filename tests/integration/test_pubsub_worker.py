@@ -32,11 +32,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def start_worker(project: str, redis_url: str, data_dir: Path, name: str, **env) -> subprocess.Popen:
-    environment = {"BIAS_AUDIT_BROKER_URL": f"pubsub://{project}", "BIAS_AUDIT_REDIS_URL": redis_url,
-                   "BIAS_AUDIT_DATA_DIR": str(data_dir), "BIAS_AUDIT_CONSUMER_NAME": name,
-                   "BIAS_AUDIT_WINDOW_SESSIONS": "1000", "BIAS_AUDIT_OPS_PORT": "0",
-                   "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_CONSUME": "council",
-                   **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
+    environment = {
+        "BIAS_AUDIT_BROKER_URL": f"pubsub://{project}",
+        "BIAS_AUDIT_REDIS_URL": redis_url,
+        "BIAS_AUDIT_DATA_DIR": str(data_dir),
+        "BIAS_AUDIT_CONSUMER_NAME": name,
+        "BIAS_AUDIT_WINDOW_SESSIONS": "1000",
+        "BIAS_AUDIT_OPS_PORT": "0",
+        "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+        "BIAS_AUDIT_CONSUME": "council",
+        **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()},
+    }
     return spawn_worker(environment, data_dir / f"{name}.log")
 
 
@@ -91,14 +97,16 @@ def replay_subscription(project: str, since_s: float, input_topic: str = INPUT) 
     try:
         when = timestamp_pb2.Timestamp()
         when.FromSeconds(int(since_s))
-        client.seek(request={"subscription": client.subscription_path(project, f"{input_topic}.bias-audit"),
-                             "time": when})
+        client.seek(
+            request={"subscription": client.subscription_path(project, f"{input_topic}.bias-audit"), "time": when}
+        )
     finally:
         client.close()
 
 
-def replay_until_complete(project: str, since_s: float, results, sessions: list[dict], input_topic: str = INPUT,
-                          id_field: str = "session_id") -> list[dict]:
+def replay_until_complete(
+    project: str, since_s: float, results, sessions: list[dict], input_topic: str = INPUT, id_field: str = "session_id"
+) -> list[dict]:
     """Replay until every event has a result, at most five times: under load the emulator
     can lose a replay's messages too (see README)."""
     wanted = {s[id_field] for s in sessions}
@@ -148,15 +156,23 @@ def test_a_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(pubsub_p
     assert count == 500 and sums == expected_window_sums(sessions)
 
 
-
 def test_a_judges_worker_killed_mid_run_loses_no_verdict_and_counts_none_twice(pubsub_project, redis_url, tmp_path):
     """As above for judge.verdicts: SIGKILL one of two `--consume judges` workers, replay the
     subscription; every verdict has a result and a row, and the judge's window counts each once."""
     setup_project(pubsub_project, pubsub_ack_deadline_s=10)
-    verdicts = [{"verdict_id": f"v{n}", "tenant_id": "demo", "timestamp": "2026-11-20T10:30:00Z",
-                 "judge": {"model": "judge"}, "item_id": f"i{n // 2}", "game": n % 2 + 1,
-                 "candidates": [{"model": "a", "length_words": 10}, {"model": "b", "length_words": 30}],
-                 "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"}} for n in range(600)]
+    verdicts = [
+        {
+            "verdict_id": f"v{n}",
+            "tenant_id": "demo",
+            "timestamp": "2026-11-20T10:30:00Z",
+            "judge": {"model": "judge"},
+            "item_id": f"i{n // 2}",
+            "game": n % 2 + 1,
+            "candidates": [{"model": "a", "length_words": 10}, {"model": "b", "length_words": 30}],
+            "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"},
+        }
+        for n in range(600)
+    ]
     bodies = [json.dumps(v).encode() for v in verdicts]
     published_at = time.time() - 5
     publish(pubsub_project, bodies + bodies[:60], "judge.verdicts", "judge.verdict")
@@ -198,8 +214,13 @@ def test_the_subscription_dead_letter_policy_catches_what_never_reaches_our_code
                 reply = None
             if reply and reply.received_messages:
                 attempts.extend(m.delivery_attempt for m in reply.received_messages)
-                subscriber.modify_ack_deadline(request={"subscription": path, "ack_deadline_seconds": 0,
-                                                        "ack_ids": [m.ack_id for m in reply.received_messages]})
+                subscriber.modify_ack_deadline(
+                    request={
+                        "subscription": path,
+                        "ack_deadline_seconds": 0,
+                        "ack_ids": [m.ack_id for m in reply.received_messages],
+                    }
+                )
             try:
                 moved = subscriber.pull(request={"subscription": hold, "max_messages": 10}, timeout=1)
             except DeadlineExceeded:
@@ -219,12 +240,17 @@ def test_setup_against_an_unreachable_emulator_exits_1_with_a_reason(tmp_path):
 
     env = {"PUBSUB_EMULATOR_HOST": f"127.0.0.1:{free_port()}"}
     try:
-        result = subprocess.run([sys.executable, "-m", "bias_audit", "setup", "--broker", "pubsub://p"],
-                                env={**os.environ, **env}, capture_output=True, text=True, timeout=120, cwd=ROOT)
+        result = subprocess.run(
+            [sys.executable, "-m", "bias_audit", "setup", "--broker", "pubsub://p"],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("setup hung against an unreachable emulator")
     assert result.returncode == 1 and "Pub/Sub setup failed" in result.stderr
-
 
 
 def test_a_worker_without_its_subscription_exits_1_saying_to_run_setup(pubsub_project, redis_url, tmp_path):
@@ -247,7 +273,7 @@ def test_a_worker_added_and_one_removed_under_load_lose_nothing(pubsub_project, 
     try:
         time.sleep(3.0)  # subscribed
         for index in range(0, 400, 20):
-            publish(pubsub_project, bodies[index:index + 20])
+            publish(pubsub_project, bodies[index : index + 20])
             if index == 120:
                 second = start_worker(pubsub_project, redis_url, tmp_path, "w2", **held)  # added
             if index == 280:

@@ -22,8 +22,14 @@ VERDICTS = EXAMPLE.parent / "judge_verdicts.jsonl"
 
 
 def cli(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bias_audit", *args], cwd=cwd, env={**os.environ, **env},
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "bias_audit", *args],
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def shown_results(count: int, *, cwd: Path, env: dict, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -40,7 +46,9 @@ def test_the_shipped_example_events_are_valid_and_each_gets_a_result(tmp_path):
     done = cli("audit", str(EXAMPLE), cwd=tmp_path, env={})
     assert done.returncode == 0, done.stderr
     results = [json.loads(line) for line in done.stdout.splitlines()]
-    sources = [json.loads(line).get("session_id") or json.loads(line)["audit_id"] for line in EXAMPLE.read_text().splitlines()]
+    sources = [
+        json.loads(line).get("session_id") or json.loads(line)["audit_id"] for line in EXAMPLE.read_text().splitlines()
+    ]
     assert [r["audit_id"] for r in results] == sources
     assert {r["event_type"] for r in results} == {"bias.audit.completed"}
     assert {r["source"] for r in results} == {"council.session", "llm.response"}
@@ -51,8 +59,12 @@ def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypa
     home, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
     home.mkdir()
     elsewhere.mkdir()
-    env = {"XDG_RUNTIME_DIR": str(tmp_path / "run"), "BIAS_AUDIT_DATA_DIR": str(home / ".bias-audit"),
-           "BIAS_AUDIT_OPS_PORT": "-1", "BIAS_AUDIT_STORE_URL": ""}  # "": the default, an embedded PostgreSQL
+    env = {
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "BIAS_AUDIT_DATA_DIR": str(home / ".bias-audit"),
+        "BIAS_AUDIT_OPS_PORT": "-1",
+        "BIAS_AUDIT_STORE_URL": "",
+    }  # "": the default, an embedded PostgreSQL
     env_elsewhere = {"XDG_RUNTIME_DIR": env["XDG_RUNTIME_DIR"]}  # another shell, another folder
     for name in ("BIAS_AUDIT_BROKER_URL", "BIAS_AUDIT_REDIS_URL", "BIAS_AUDIT_DATA_DIR"):
         monkeypatch.delenv(name, raising=False)
@@ -69,7 +81,8 @@ def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypa
         shown = shown_results(5, cwd=elsewhere, env=env_elsewhere)
         assert shown.returncode == 0, shown.stderr
         assert sorted(json.loads(line)["audit_id"] for line in shown.stdout.splitlines()) == sorted(
-            [*(f"example-session-{i}" for i in (1, 2, 3)), "example-response-1", "example-response-2"])
+            [*(f"example-session-{i}" for i in (1, 2, 3)), "example-response-1", "example-response-2"]
+        )
         empty = cli("results", "deadletters", cwd=elsewhere, env=env_elsewhere)
         assert empty.returncode == 0 and empty.stdout == ""
         # the shipped sessions with injected biases: enough for a report with findings
@@ -96,14 +109,20 @@ def test_worker_publish_results_report_with_embedded_defaults(tmp_path, monkeypa
     judges = cli("judges", "--tenant", "demo", "--format", "json", cwd=home, env={"BIAS_AUDIT_DATA_DIR": str(data)})
     assert judges.returncode == 0, judges.stderr
     flagged = {j["judge"]: j["flagged"] for j in json.loads(judges.stdout)["judges"]}
-    assert flagged == {"judge-fair": [], "judge-first": ["first_position_rate", "preference_fairness"],
-                       "judge-long": ["length_preference"]}
+    assert flagged == {
+        "judge-fair": [],
+        "judge-first": ["first_position_rate", "preference_fairness"],
+        "judge-long": ["length_preference"],
+    }
     exported = cli("export", "--kind", "interactions", cwd=elsewhere, env={"BIAS_AUDIT_DATA_DIR": str(data)})
     assert exported.returncode == 0, exported.stderr
     assert sorted(json.loads(line)["audit_id"] for line in exported.stdout.splitlines()) == [
-        "example-response-1", "example-response-2"]
-    parquet = cli("export", "--format", "parquet", "-o", "audit-parquet", cwd=elsewhere,
-                  env={"BIAS_AUDIT_DATA_DIR": str(data)})
+        "example-response-1",
+        "example-response-2",
+    ]
+    parquet = cli(
+        "export", "--format", "parquet", "-o", "audit-parquet", cwd=elsewhere, env={"BIAS_AUDIT_DATA_DIR": str(data)}
+    )
     assert parquet.returncode == 0, parquet.stderr
     import pyarrow.parquet as pq
 
@@ -140,8 +159,13 @@ def test_without_a_runtime_folder_the_stopped_worker_leaves_no_pointer(tmp_path,
 
 @pytest.mark.redis
 def test_a_worker_stopped_while_it_starts_stops_its_servers_and_exits_0(tmp_path):
-    env = {"XDG_RUNTIME_DIR": str(tmp_path / "run"), "BIAS_AUDIT_DATA_DIR": str(tmp_path / "data"),
-           "BIAS_AUDIT_OPS_PORT": "-1", "BIAS_AUDIT_STORE_URL": "", "BIAS_AUDIT_BROKER_URL": ""}
+    env = {
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "BIAS_AUDIT_DATA_DIR": str(tmp_path / "data"),
+        "BIAS_AUDIT_OPS_PORT": "-1",
+        "BIAS_AUDIT_STORE_URL": "",
+        "BIAS_AUDIT_BROKER_URL": "",
+    }
     worker = spawn_worker(env, tmp_path / "worker.log")
     pointer = tmp_path / "run" / "bias-audit" / "embedded-redis.url"
     deadline = time.monotonic() + 60

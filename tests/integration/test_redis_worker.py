@@ -24,12 +24,17 @@ RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.se
 
 
 def start_worker(url: str, data_dir: Path, name: str, **env) -> subprocess.Popen:
-    environment = {"BIAS_AUDIT_BROKER_URL": url, "BIAS_AUDIT_DATA_DIR": str(data_dir),
-                   "BIAS_AUDIT_CONSUMER_NAME": name, "BIAS_AUDIT_CLAIM_IDLE_MS": "1500",
-                   "BIAS_AUDIT_RECLAIM_INTERVAL_S": "0.5", "BIAS_AUDIT_LOG_LEVEL": "WARNING",
-                   "BIAS_AUDIT_OPS_PORT": "0",  # several workers on one host
-                   "BIAS_AUDIT_CONSUME": "council",  # one stream: the reader counts below are per stream
-                   **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()}}
+    environment = {
+        "BIAS_AUDIT_BROKER_URL": url,
+        "BIAS_AUDIT_DATA_DIR": str(data_dir),
+        "BIAS_AUDIT_CONSUMER_NAME": name,
+        "BIAS_AUDIT_CLAIM_IDLE_MS": "1500",
+        "BIAS_AUDIT_RECLAIM_INTERVAL_S": "0.5",
+        "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+        "BIAS_AUDIT_OPS_PORT": "0",  # several workers on one host
+        "BIAS_AUDIT_CONSUME": "council",  # one stream: the reader counts below are per stream
+        **{f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in env.items()},
+    }
     return spawn_worker(environment, data_dir / f"{name}.log")
 
 
@@ -112,8 +117,12 @@ def test_worker_windows_equal_the_in_process_audit(redis_url, tmp_path):
         wait_for(lambda: client.xlen(RESULTS) >= 60, what="60 results")
     finally:
         stop(worker)
-    offline = subprocess.run([sys.executable, "-m", "bias_audit", "audit", str(path), "--window-sessions", "40"],
-                             capture_output=True, check=True, env={**os.environ, "BIAS_AUDIT_LOG_LEVEL": "WARNING"})
+    offline = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "audit", str(path), "--window-sessions", "40"],
+        capture_output=True,
+        check=True,
+        env={**os.environ, "BIAS_AUDIT_LOG_LEVEL": "WARNING"},
+    )
     live = {r["audit_id"]: r for r in results(client)}
     for line in offline.stdout.decode().splitlines():
         expected = json.loads(line)
@@ -140,8 +149,9 @@ def test_window_redis_outage_is_retried_and_nothing_is_acked_early(redis_url, tm
     client = redis.Redis.from_url(redis_url)
     client.flushall()
     window_server = EmbeddedRedis(tmp_path / "window-redis", persist=True).start()
-    worker = start_worker(redis_url, tmp_path, "w1", redis_url=window_server.url, batch_size=20,
-                          retry_max_backoff_s=0.5)
+    worker = start_worker(
+        redis_url, tmp_path, "w1", redis_url=window_server.url, batch_size=20, retry_max_backoff_s=0.5
+    )
     try:
         sessions = generate_sessions(120, seed=31)
         publish(client, sessions[:40])
@@ -176,7 +186,7 @@ def test_a_worker_added_and_one_removed_under_load_lose_nothing(redis_url, tmp_p
         # the stream's first second, and the SIGTERM below killed it before it could drain)
         wait_for(lambda: blocked_readers(client) >= 1, what="the first worker reading")
         for index in range(0, 600, 20):  # a steady stream, ~20 sessions every 50 ms
-            publish(client, sessions[index:index + 20])
+            publish(client, sessions[index : index + 20])
             if index == 200:
                 second = start_worker(redis_url, tmp_path, "w2", batch_size=10)  # added under load
             if index == 400:
@@ -201,14 +211,19 @@ def test_a_non_utf8_entry_is_dead_lettered_at_once_and_its_batch_is_not_held(red
     publish(client, [b"\xff\xfe not UTF-8", *generate_sessions(3, seed=14), b'{"trailing": "comma",}'])
     worker = start_worker(redis_url, tmp_path, "w1", claim_idle_ms=60_000, batch_size=10)
     try:
-        wait_for(lambda: client.xlen(DEAD) >= 2 and client.xlen(RESULTS) >= 3, timeout=15,
-                 what="the batch through, without waiting for the reclaimer")
+        wait_for(
+            lambda: client.xlen(DEAD) >= 2 and client.xlen(RESULTS) >= 3,
+            timeout=15,
+            what="the batch through, without waiting for the reclaimer",
+        )
         assert worker.poll() is None
     finally:
         stop(worker)
     letters = [json.loads(fields[b"data"]) for _, fields in client.xrange(DEAD)]
     assert [letter["error"].split(";")[0] for letter in letters] == [
-        "message body is not UTF-8 (byte 0)", "message body is not valid JSON: trailing comma is not allowed at byte 20"]
+        "message body is not UTF-8 (byte 0)",
+        "message body is not valid JSON: trailing comma is not allowed at byte 20",
+    ]
     assert all(letter["payload"] is None and letter["delivery_attempts"] == 1 for letter in letters)
 
 
@@ -217,10 +232,18 @@ def test_a_judges_worker_killed_mid_stream_loses_no_verdict_and_counts_none_twic
     total = 3000
     pipe = client.pipeline(transaction=False)
     for n in range(total):
-        body = json.dumps({"verdict_id": f"v{n}", "tenant_id": "demo", "timestamp": "2026-11-20T10:30:00Z",
-                           "judge": {"model": "judge"}, "item_id": f"i{n // 2}", "game": n % 2 + 1,
-                           "candidates": [{"model": "a", "length_words": 10}, {"model": "b", "length_words": 30}],
-                           "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"}}).encode()
+        body = json.dumps(
+            {
+                "verdict_id": f"v{n}",
+                "tenant_id": "demo",
+                "timestamp": "2026-11-20T10:30:00Z",
+                "judge": {"model": "judge"},
+                "item_id": f"i{n // 2}",
+                "game": n % 2 + 1,
+                "candidates": [{"model": "a", "length_words": 10}, {"model": "b", "length_words": 30}],
+                "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"},
+            }
+        ).encode()
         pipe.xadd("judge.verdicts", wire_fields(body, event_type="judge.verdict", tenant_id="demo", trace_id=None))
     pipe.execute()
     options = dict(batch_size=20, consume="judges", judge_window_verdicts=100_000)
@@ -230,8 +253,9 @@ def test_a_judges_worker_killed_mid_stream_loses_no_verdict_and_counts_none_twic
         wait_for(lambda: client.xlen(RESULTS) >= 400, what="work under way")
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=10)
-        wait_for(lambda: len({r["audit_id"] for r in results(client)}) >= total, timeout=120,
-                 what="the survivor finishing")
+        wait_for(
+            lambda: len({r["audit_id"] for r in results(client)}) >= total, timeout=120, what="the survivor finishing"
+        )
         wait_for(lambda: client.xpending("judge.verdicts", "bias-audit")["pending"] == 0, what="all acked")
         time.sleep(1.0)
     finally:

@@ -105,8 +105,9 @@ def test_one_worker_consumes_both_inputs(redis_url, tmp_path):
     client = redis.Redis.from_url(redis_url)
     events, bodies = corpus()
     xadd_all(client, LLM, bodies, "llm.response")
-    xadd_all(client, "council.sessions", [json.dumps(s).encode() for s in generate_sessions(20, seed=8)],
-             "council.session")
+    xadd_all(
+        client, "council.sessions", [json.dumps(s).encode() for s in generate_sessions(20, seed=8)], "council.session"
+    )
     worker = start_worker(redis_url, tmp_path, "both", consume="all", batch_size=25)
     try:
         wait_for(lambda: client.xlen(RESULTS) >= 80 and client.xlen(DEAD) >= 2, what="both inputs' results")
@@ -115,8 +116,12 @@ def test_one_worker_consumes_both_inputs(redis_url, tmp_path):
         stop(worker)  # one SIGTERM drains both inputs and exits 0
     results = [json.loads(f[b"data"]) for _, f in client.xrange(RESULTS)]
     assert Counter(r["source"] for r in results) == {"llm.response": 60, "council.session": 20}
-    check(events, [r for r in results if r["source"] == "llm.response"],
-          [json.loads(f[b"data"]) for _, f in client.xrange(DEAD)], tmp_path)
+    check(
+        events,
+        [r for r in results if r["source"] == "llm.response"],
+        [json.loads(f[b"data"]) for _, f in client.xrange(DEAD)],
+        tmp_path,
+    )
     assert len(list(read_records([tmp_path / "records"]))) > 0  # council records in their own files
     for stream in (LLM, "council.sessions"):
         assert client.xpending(stream, "bias-audit")["pending"] == 0
@@ -136,8 +141,10 @@ def test_one_pubsub_worker_consumes_both_subscriptions(pubsub_project, redis_url
     publisher = pubsub_v1.PublisherClient()
     try:
         futures = [publisher.publish(publisher.topic_path(pubsub_project, LLM), body) for body in bodies]
-        futures += [publisher.publish(publisher.topic_path(pubsub_project, "council.sessions"),
-                                      json.dumps(s).encode()) for s in sessions]
+        futures += [
+            publisher.publish(publisher.topic_path(pubsub_project, "council.sessions"), json.dumps(s).encode())
+            for s in sessions
+        ]
         for future in futures:
             future.result(timeout=60)
         results = results_reader.until(80)
@@ -147,5 +154,6 @@ def test_one_pubsub_worker_consumes_both_subscriptions(pubsub_project, redis_url
         results_reader.close()
         assert pubsub_helpers.stop(worker) == [0]
     assert Counter(r["source"] for r in results) == {"llm.response": 60, "council.session": 20}
-    assert Counter(r["audit_id"] for r in results if r["source"] == "llm.response") == \
-        Counter({e["audit_id"]: 1 for e in events})
+    assert Counter(r["audit_id"] for r in results if r["source"] == "llm.response") == Counter(
+        {e["audit_id"]: 1 for e in events}
+    )

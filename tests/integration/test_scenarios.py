@@ -14,16 +14,22 @@ from bias_audit.worker.samples import generate_sessions
 from tests.integration.harness import MemoryHarness, PubSubHarness, RedisHarness, cloudevent_of
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis),
-                        pytest.param("pubsub", marks=[pytest.mark.pubsub, pytest.mark.redis])])
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("pubsub", marks=[pytest.mark.pubsub, pytest.mark.redis]),
+    ]
+)
 def transport(request, tmp_path):
     if request.param == "memory":
         harness = MemoryHarness(tmp_path)
     elif request.param == "redis":
         harness = RedisHarness(tmp_path, request.getfixturevalue("redis_url"))
     else:
-        harness = PubSubHarness(tmp_path, request.getfixturevalue("redis_url"),
-                                request.getfixturevalue("pubsub_project"))
+        harness = PubSubHarness(
+            tmp_path, request.getfixturevalue("redis_url"), request.getfixturevalue("pubsub_project")
+        )
     yield harness
     assert set(harness.stop()) <= {0}  # every worker drained and exited cleanly
 
@@ -65,8 +71,10 @@ def test_malformed_events_become_dead_letters_with_reasons_and_the_worker_lives(
     assert transport.alive()
     assert sorted(r["audit_id"] for r in got) == sorted(s["session_id"] for s in good)
     assert Counter(letter["error_type"] for letter in letters) == Counter(MALFORMED.values())
-    assert all(letter["error"] and "\n" not in letter["error"] and letter["source_topic"] == "council.sessions"
-               for letter in letters)
+    assert all(
+        letter["error"] and "\n" not in letter["error"] and letter["source_topic"] == "council.sessions"
+        for letter in letters
+    )
     # not JSON, not UTF-8, not an object: by size and hash only; the JSON objects keep their fields
     omitted = sorted(letter["payload_bytes"] for letter in letters if letter["payload_encoding"] == "omitted")
     assert omitted == sorted([len(b"not json"), len(b"\xff\xfe\x00"), len(b"[1, 2]")])
@@ -94,9 +102,16 @@ def test_outputs_are_cloudevents_in_binary_mode_and_cloudevent_inputs_are_accept
     caller_trace = "0af7651916cd43dd8448eb211c80319c"
     transport.start()
     transport.publish(bodies([plain]))
-    transport.publish(bodies([{**wrapped, "trace_id": None}]), cloud_event={
-        "specversion": "1.0", "id": "order-42", "source": "//council/eu", "type": "dev.example.council.session",
-        "traceparent": f"00-{caller_trace}-b7ad6b7169203331-01"})
+    transport.publish(
+        bodies([{**wrapped, "trace_id": None}]),
+        cloud_event={
+            "specversion": "1.0",
+            "id": "order-42",
+            "source": "//council/eu",
+            "type": "dev.example.council.session",
+            "traceparent": f"00-{caller_trace}-b7ad6b7169203331-01",
+        },
+    )
     results = {r["audit_id"]: r for r in transport.results(2)}
     fields = transport.result_fields()
     transport.stop()
@@ -122,7 +137,7 @@ def test_the_raw_query_reaches_no_log_line_and_no_dead_letter_at_debug(transport
     first_score = text.index('"scores": {') + len('"scores": {')
     colon = text.index(":", first_score)
     hostile = [
-        (text[:colon + 1] + " NaN" + text[text.index(",", colon):]).encode(),  # a score JSON does not have
+        (text[: colon + 1] + " NaN" + text[text.index(",", colon) :]).encode(),  # a score JSON does not have
         text[:-1].encode() + b",}",  # a trailing comma
         b"\xff" + text.encode(),  # not UTF-8
         json.dumps([session]).encode(),  # not an object
@@ -138,8 +153,13 @@ def test_the_raw_query_reaches_no_log_line_and_no_dead_letter_at_debug(transport
     assert result["audit_id"] == "fine" and len(letters) == len(hostile) - 1
     assert '"level":"debug"' in logs or '"level":"info"' in logs  # it did log, below WARNING
     assert CANARY not in logs and CANARY not in json.dumps(letters) and CANARY not in json.dumps(result)
-    assert sorted(letter["payload_encoding"] for letter in letters) == ["json", "omitted", "omitted", "omitted",
-                                                                        "omitted"]
+    assert sorted(letter["payload_encoding"] for letter in letters) == [
+        "json",
+        "omitted",
+        "omitted",
+        "omitted",
+        "omitted",
+    ]
 
 
 def verdict_bodies(count: int, *, first_rate: float = 0.5, seed: int = 0) -> list[bytes]:
@@ -150,12 +170,24 @@ def verdict_bodies(count: int, *, first_rate: float = 0.5, seed: int = 0) -> lis
     out = []
     for n in range(count):
         preference = "A>B" if rng.random() < first_rate else "B>A"
-        out.append(json.dumps({
-            "verdict_id": f"v-{n}", "tenant_id": "demo", "timestamp": "2026-11-20T10:30:00Z",
-            "judge": {"model": "judge-model", "prompt": "pairwise-v1"}, "item_id": f"item-{n // 2}",
-            "game": n % 2 + 1, "query": CANARY,
-            "candidates": [{"model": "a", "response": "word " * (10 + n % 7)}, {"model": "b", "length_words": 12}],
-            "verdict": {"kind": "pairwise", "preference": preference}}).encode())
+        out.append(
+            json.dumps(
+                {
+                    "verdict_id": f"v-{n}",
+                    "tenant_id": "demo",
+                    "timestamp": "2026-11-20T10:30:00Z",
+                    "judge": {"model": "judge-model", "prompt": "pairwise-v1"},
+                    "item_id": f"item-{n // 2}",
+                    "game": n % 2 + 1,
+                    "query": CANARY,
+                    "candidates": [
+                        {"model": "a", "response": "word " * (10 + n % 7)},
+                        {"model": "b", "length_words": 12},
+                    ],
+                    "verdict": {"kind": "pairwise", "preference": preference},
+                }
+            ).encode()
+        )
     return out
 
 
@@ -173,8 +205,9 @@ def test_judge_verdicts_are_audited_once_stored_without_text_and_bad_ones_dead_l
     assert sorted(r["audit_id"] for r in got) == sorted(f"v-{n}" for n in range(60))  # once each
     assert {r["source"] for r in got} == {"judge.verdict"}
     assert max(r["judge"]["window"]["verdicts"] for r in got) == 60  # counted once in the judge's window
-    assert all(letter["error"] and "\n" not in letter["error"] and letter["source_topic"] == VERDICTS
-               for letter in letters)
+    assert all(
+        letter["error"] and "\n" not in letter["error"] and letter["source_topic"] == VERDICTS for letter in letters
+    )
     transport.stop()
     rows = list(read_rows([tmp_path / "verdicts"]))
     assert sorted(row["verdict_id"] for row in rows) == sorted(f"v-{n}" for n in range(60))  # stored once each

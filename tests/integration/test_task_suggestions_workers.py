@@ -22,9 +22,13 @@ from tests.integration.test_redis_worker import start_worker, stop, wait_for
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 LLM, RESULTS, TASKS = "llm.responses", "bias.audit.stream", "bias.audit.tasks"
 SECRET = "a-task-webhook-secret-of-32-bytes-or-more"
+
+
 def now() -> datetime:
     """An hour before the clock when a test runs (never at import)."""
     return datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
+
+
 GENDERED = "The chairman asked every engineer to sign off before he merges the change."
 NEUTRAL = "Start with the smallest data set that reproduces the error, then write a short note."
 
@@ -44,13 +48,21 @@ class Receiver(BaseHTTPRequestHandler):
 
 def publish(client: redis.Redis, start: int, flagged: int, neutral: int) -> int:
     pipe = client.pipeline(transaction=False)
-    documents = [{"audit_id": f"burst-{start + i}", "tenant_id": "acme", "llm_model": "gpt-4o",
-                  "timestamp": (now() - timedelta(seconds=start + i)).isoformat().replace("+00:00", "Z"),
-                  "llm_response": GENDERED if i < flagged else NEUTRAL, "query_context": {"category": "medical"}}
-                 for i in range(flagged + neutral)]
+    documents = [
+        {
+            "audit_id": f"burst-{start + i}",
+            "tenant_id": "acme",
+            "llm_model": "gpt-4o",
+            "timestamp": (now() - timedelta(seconds=start + i)).isoformat().replace("+00:00", "Z"),
+            "llm_response": GENDERED if i < flagged else NEUTRAL,
+            "query_context": {"category": "medical"},
+        }
+        for i in range(flagged + neutral)
+    ]
     for document in documents:
-        pipe.xadd(LLM, wire_fields(json.dumps(document).encode(), event_type="llm.response", tenant_id="acme",
-                                   trace_id=None))
+        pipe.xadd(
+            LLM, wire_fields(json.dumps(document).encode(), event_type="llm.response", tenant_id="acme", trace_id=None)
+        )
     pipe.execute()
     return len(documents)
 
@@ -60,8 +72,12 @@ def test_a_burst_is_one_suggestion_on_the_topic_and_the_webhook_across_two_worke
     threading.Thread(target=server.serve_forever, daemon=True).start()
     Receiver.posts = []
     client = redis.Redis.from_url(redis_url)
-    hook = {"task_webhook_url": f"http://127.0.0.1:{server.server_port}/tasks", "task_webhook_secret": SECRET,
-            "consume": "responses", "batch_size": 5}
+    hook = {
+        "task_webhook_url": f"http://127.0.0.1:{server.server_port}/tasks",
+        "task_webhook_secret": SECRET,
+        "consume": "responses",
+        "batch_size": 5,
+    }
     workers = [start_worker(redis_url, tmp_path, name, **hook) for name in ("w1", "w2")]
     try:
         sent = publish(client, 0, flagged=8, neutral=30)
@@ -77,10 +93,18 @@ def test_a_burst_is_one_suggestion_on_the_topic_and_the_webhook_across_two_worke
     assert len(tasks) == 1
     [task] = tasks
     assert (task["tenant_id"], task["domain"], task["bias_type"], task["status"]) == (
-        "acme", "medical", "gendered_language", "open")
+        "acme",
+        "medical",
+        "gendered_language",
+        "open",
+    )
     assert task["count"] >= 5 and task["rate"] >= 0.10 and task["example_audit_ids"]
-    shown = subprocess.run([sys.executable, "-m", "bias_audit", "results", "tasks", "--broker", redis_url],
-                           capture_output=True, text=True, timeout=60)
+    shown = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "results", "tasks", "--broker", redis_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert [json.loads(line)["task_id"] for line in shown.stdout.splitlines()] == [task["task_id"]]
     [(signature, body)] = Receiver.posts
     assert json.loads(body)["task_id"] == task["task_id"]

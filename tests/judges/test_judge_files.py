@@ -41,9 +41,18 @@ def mt_bench_single_rows() -> list[dict]:
             question, turn = 81 + k // 2, 1 + k % 2
             math = question >= 83
             prompt = ("single-math-v1" if math else "single-v1") + ("-multi-turn" if turn == 2 else "")
-            rows.append({"question_id": question, "model": model, "judge": ["gpt-4", prompt],
-                         "user_prompt": "[Instruction] ...", "judgment": f"Rating: [[{score}]]", "score": score,
-                         "turn": turn, "tstamp": 1700000000.0 + len(rows)})
+            rows.append(
+                {
+                    "question_id": question,
+                    "model": model,
+                    "judge": ["gpt-4", prompt],
+                    "user_prompt": "[Instruction] ...",
+                    "judgment": f"Rating: [[{score}]]",
+                    "score": score,
+                    "turn": turn,
+                    "tstamp": 1700000000.0 + len(rows),
+                }
+            )
     rows.append({**rows[0], "score": 9, "judgment": "Rating: [[9]]", "tstamp": 1700009999.0})  # the rerun: 7, then 9
     return rows
 
@@ -60,8 +69,14 @@ def fastchat_average(rows: list[dict]) -> dict[str, float]:
 def answers_folder(path: Path) -> Path:
     # FastChat names a model by its answer file's name; the rows' model_id is something else here
     for model, words in (("vicuna-13b", [12, 30, 7, 45, 20, 60, 5, 80]), ("llama-13b", [3, 9, 14, 2, 40, 11, 6, 1])):
-        rows = [{"question_id": 81 + q, "model_id": f"org/{model}-checkpoint",
-                 "choices": [{"index": 0, "turns": ["w " * words[2 * q], "w " * words[2 * q + 1]]}]} for q in range(4)]
+        rows = [
+            {
+                "question_id": 81 + q,
+                "model_id": f"org/{model}-checkpoint",
+                "choices": [{"index": 0, "turns": ["w " * words[2 * q], "w " * words[2 * q + 1]]}],
+            }
+            for q in range(4)
+        ]
         write_jsonl(path / f"{model}.jsonl", rows)
     return path
 
@@ -87,8 +102,12 @@ def test_single_answer_grading_is_graded_not_failed_and_its_means_are_fastchats(
     assert ours == pytest.approx(fastchat_average(rows), abs=1e-4)
     # the rerun of question 81 turn 1 (7, then 9): a repetition that disagrees by two points; Wilson's
     # upper bound for 0 of 1 is z^2 / (1 + z^2) = 3.8415 / 4.8415 = 0.7935
-    assert judges["single-v1"]["repeat_consistency"] == {"estimate": 0.0, "ci_lower": 0.0, "ci_upper": pytest.approx(
-        0.7935, abs=1e-4), "n": 1}
+    assert judges["single-v1"]["repeat_consistency"] == {
+        "estimate": 0.0,
+        "ci_lower": 0.0,
+        "ci_upper": pytest.approx(0.7935, abs=1e-4),
+        "n": 1,
+    }
     distribution = judges["single-math-v1"]["score_distribution"]
     math_scores = [r["score"] for r in rows if r["judge"][1] == "single-math-v1" and r["score"] != -1]
     assert distribution["n"] == len(math_scores) and distribution["max"] == max(math_scores)
@@ -113,7 +132,9 @@ def test_single_answer_grading_renders_in_every_format(tmp_path):
 
 def test_gzipped_files_are_read_as_their_contents(tmp_path):
     plain = tmp_path / "plain"
-    write_jsonl(plain / "jb.jsonl", [judgebench_pair("p1", "A>B", "A>B", "B>A"), judgebench_pair("p2", "B>A", "A>B", "A>B")])
+    write_jsonl(
+        plain / "jb.jsonl", [judgebench_pair("p1", "A>B", "A>B", "B>A"), judgebench_pair("p2", "B>A", "A>B", "A>B")]
+    )
     annotations = plain / "results" / "model-x" / "weighted_alpaca_eval_gpt4_turbo" / "annotations.json"
     annotations.parent.mkdir(parents=True)
     annotations.write_text(json.dumps([alpaca_row(f"instruction {i}", 1 + i / 10) for i in range(8)], indent=2))
@@ -134,7 +155,7 @@ def test_gzipped_files_are_read_as_their_contents(tmp_path):
     assert report(zipped) == report(plain) and len(report(zipped)["judges"]) == 2
     broken = tmp_path / "broken.jsonl.gz"
     whole = gzip.compress((plain / "jb.jsonl").read_bytes() * 50)
-    broken.write_bytes(whole[:len(whole) // 2])  # a download cut off half way
+    broken.write_bytes(whole[: len(whole) // 2])  # a download cut off half way
     done = run_cli("judges", str(broken), "--source", "judgebench")
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "not a readable gzip file" in done.stderr
 
@@ -153,8 +174,14 @@ def test_the_same_verdicts_in_two_files_count_once_and_a_new_verdict_is_a_repeti
     assert json.loads(done.stdout)["duplicates_dropped"] == 6
     assert "6 verdicts read twice" in run_cli("judges", str(one), str(one)).stdout
     # our events: the same id with another verdict is the same thing judged again
-    event = {"verdict_id": "v1", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": "j"}, "item_id": "i",
-             "candidates": [{"model": "a"}, {"model": "b"}], "verdict": {"kind": "pairwise", "preference": "A>B"}}
+    event = {
+        "verdict_id": "v1",
+        "timestamp": "2026-11-20T10:30:00Z",
+        "judge": {"model": "j"},
+        "item_id": "i",
+        "candidates": [{"model": "a"}, {"model": "b"}],
+        "verdict": {"kind": "pairwise", "preference": "A>B"},
+    }
     again = copy.deepcopy(event)
     again["verdict"]["preference"] = "B>A"
     events = write_jsonl(tmp_path / "events.jsonl", [event, event, again])
@@ -166,14 +193,33 @@ def test_the_same_verdicts_in_two_files_count_once_and_a_new_verdict_is_a_repeti
 
 VALID_ROWS = {
     "judgebench": judgebench_pair("p1", "A>B", "A>B", "B>A"),
-    "lmc": {"emobench_id": 194, "llm_judge": "gpt-4-0613", "judging_response_string": "[[A>B]]",
-            "first_completion_by": "qwen", "second_completion_by": "llama", "pairwise_choice": "A>B"},
-    "mt_bench": {"question_id": 81, "model": "vicuna", "judge": ["gpt-4", "single-v1"], "score": 7, "turn": 1,
-                 "tstamp": 1687221890.5},
-    "events": {"verdict_id": "v1", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": "j", "prompt": "p"},
-               "item_id": "i", "game": 1, "label": "A>B", "candidates": [{"model": "a", "response": "x y"},
-                                                                          {"model": "b", "length_words": 3}],
-               "verdict": {"kind": "pairwise", "preference": "A>B"}, "human": [{"preference": "B>A"}]},
+    "lmc": {
+        "emobench_id": 194,
+        "llm_judge": "gpt-4-0613",
+        "judging_response_string": "[[A>B]]",
+        "first_completion_by": "qwen",
+        "second_completion_by": "llama",
+        "pairwise_choice": "A>B",
+    },
+    "mt_bench": {
+        "question_id": 81,
+        "model": "vicuna",
+        "judge": ["gpt-4", "single-v1"],
+        "score": 7,
+        "turn": 1,
+        "tstamp": 1687221890.5,
+    },
+    "events": {
+        "verdict_id": "v1",
+        "timestamp": "2026-11-20T10:30:00Z",
+        "judge": {"model": "j", "prompt": "p"},
+        "item_id": "i",
+        "game": 1,
+        "label": "A>B",
+        "candidates": [{"model": "a", "response": "x y"}, {"model": "b", "length_words": 3}],
+        "verdict": {"kind": "pairwise", "preference": "A>B"},
+        "human": [{"preference": "B>A"}],
+    },
 }
 WRONG = ([1], {}, "x", 3, 2.5, True, None, "", "A>C")
 
@@ -186,8 +232,9 @@ def _mutations():
     pair = VALID_ROWS["judgebench"]
     for value in WRONG:  # inside the games too
         yield pytest.param("judgebench", "judgments", [value, pair["judgments"][1]], id=f"judgebench-game-{value}")
-        yield pytest.param("judgebench", "judgments", [{"judgment": value, "decision": "A>B"}, None],
-                           id=f"judgebench-judgment-{value}")
+        yield pytest.param(
+            "judgebench", "judgments", [{"judgment": value, "decision": "A>B"}, None], id=f"judgebench-judgment-{value}"
+        )
         yield pytest.param("mt_bench", "judge", ["gpt-4", value], id=f"mt_bench-judge-prompt-{value}")
 
 
@@ -203,19 +250,43 @@ def test_a_row_of_the_wrong_shape_is_read_or_refused_in_one_line(tmp_path, sourc
         assert len(events) >= 2
 
 
-@pytest.mark.parametrize("source,row,reason", [
-    ("judgebench", {**VALID_ROWS["judgebench"], "label": [1]}, ":1: label: an array is not one of A>>B, A>B, A=B, B>A, B>>A"),
-    ("judgebench", {**VALID_ROWS["judgebench"], "judgments": ["x", 1]}, ":1: judgments[0]: must be an object, got a string"),
-    ("judgebench", judgebench_pair("p", "A>B", "A>C", "B>A"), ":1: judgments[0]: decision: 'A>C' is not one of A>>B, A>B, "
-                                                                "A=B, B>A, B>>A"),
-    ("judgebench", {**VALID_ROWS["judgebench"], "response_model": "m" * 2_000_000},
-     ":1: response_model: 2000000 characters, over the limit of 256"),
-    ("lmc", {**VALID_ROWS["lmc"], "pairwise_choice": {}}, ":1: pairwise_choice: an object is not one of"),
-    ("mt_bench", {**VALID_ROWS["mt_bench"], "score": "7"}, ":1: score: must be a number, got a string"),
-    ("events", {**VALID_ROWS["events"], "timestamp": "9999-12-31T00:00:00Z"}, ":1: timestamp: 9999-12-31T00:00:00+00:00 is"),
-    ("events", {**VALID_ROWS["events"], "candidates": [{"model": "a", "response": "w " * 200_000}, {"model": "b"}]},
-     ":1: candidates.0.response: the text is 400000 bytes, larger than the limit of 262144 bytes"),
-])
+@pytest.mark.parametrize(
+    "source,row,reason",
+    [
+        (
+            "judgebench",
+            {**VALID_ROWS["judgebench"], "label": [1]},
+            ":1: label: an array is not one of A>>B, A>B, A=B, B>A, B>>A",
+        ),
+        (
+            "judgebench",
+            {**VALID_ROWS["judgebench"], "judgments": ["x", 1]},
+            ":1: judgments[0]: must be an object, got a string",
+        ),
+        (
+            "judgebench",
+            judgebench_pair("p", "A>B", "A>C", "B>A"),
+            ":1: judgments[0]: decision: 'A>C' is not one of A>>B, A>B, A=B, B>A, B>>A",
+        ),
+        (
+            "judgebench",
+            {**VALID_ROWS["judgebench"], "response_model": "m" * 2_000_000},
+            ":1: response_model: 2000000 characters, over the limit of 256",
+        ),
+        ("lmc", {**VALID_ROWS["lmc"], "pairwise_choice": {}}, ":1: pairwise_choice: an object is not one of"),
+        ("mt_bench", {**VALID_ROWS["mt_bench"], "score": "7"}, ":1: score: must be a number, got a string"),
+        (
+            "events",
+            {**VALID_ROWS["events"], "timestamp": "9999-12-31T00:00:00Z"},
+            ":1: timestamp: 9999-12-31T00:00:00+00:00 is",
+        ),
+        (
+            "events",
+            {**VALID_ROWS["events"], "candidates": [{"model": "a", "response": "w " * 200_000}, {"model": "b"}]},
+            ":1: candidates.0.response: the text is 400000 bytes, larger than the limit of 262144 bytes",
+        ),
+    ],
+)
 def test_the_event_contract_holds_for_every_imported_row(tmp_path, source, row, reason):
     path = write_jsonl(tmp_path / "in.jsonl", [row])
     with pytest.raises(SourceError) as caught:
@@ -227,8 +298,11 @@ def test_a_bad_row_is_one_line_on_stderr_and_exit_2(tmp_path):
     path = write_jsonl(tmp_path / "in.jsonl", [{**VALID_ROWS["events"], "timestamp": "9999-12-31T00:00:00Z"}])
     done = run_cli("judges", str(path))
     assert done.returncode == 2 and done.stdout == ""
-    assert re.fullmatch(rf"error: {re.escape(str(path))}:1: timestamp: 9999-12-31T00:00:00\+00:00 is [^\n]+ ahead of "
-                        r"this worker's clock [^\n]+\n", done.stderr), done.stderr
+    assert re.fullmatch(
+        rf"error: {re.escape(str(path))}:1: timestamp: 9999-12-31T00:00:00\+00:00 is [^\n]+ ahead of "
+        r"this worker's clock [^\n]+\n",
+        done.stderr,
+    ), done.stderr
 
 
 @pytest.mark.postgres
@@ -239,8 +313,10 @@ def test_import_of_a_file_with_a_bad_row_stores_none_of_it(postgres_url, tmp_pat
     path = write_jsonl(tmp_path / "jb.jsonl", good + [{**good[0], "pair_id": "late", "label": "A>C"}])
     assert run_cli("setup", "--store", postgres_url).returncode == 0
     done = run_cli("import", str(path), "--store", postgres_url)
-    assert done.returncode == 2 and done.stderr == f"error: {path}:2501: label: 'A>C' is not one of A>>B, A>B, A=B, " \
-                                                   "B>A, B>>A\n", done.stderr
+    assert (
+        done.returncode == 2
+        and done.stderr == f"error: {path}:2501: label: 'A>C' is not one of A>>B, A>B, A=B, B>A, B>>A\n"
+    ), done.stderr
     with psycopg.connect(postgres_url) as connection:
         assert connection.execute("SELECT count(*) FROM judge_verdicts").fetchone() == (0,)
     write_jsonl(path, good)
@@ -272,12 +348,18 @@ def test_an_empty_file_is_an_error_and_an_empty_tenant_an_empty_report(tmp_path)
 
 
 def test_judge_prompt_is_present_where_the_source_names_one_and_nowhere_null(tmp_path):
-    rows = [{**VALID_ROWS["lmc"], "emobench_id": i, "llm_judge": judge, "pairwise_choice": choice}
-            for i in range(6) for judge, choice in (("j1", "A>B"), ("j2", "B>A" if i % 2 else "A>B"), ("j3", "A>>B"))]
+    rows = [
+        {**VALID_ROWS["lmc"], "emobench_id": i, "llm_judge": judge, "pairwise_choice": choice}
+        for i in range(6)
+        for judge, choice in (("j1", "A>B"), ("j2", "B>A" if i % 2 else "A>B"), ("j3", "A>>B"))
+    ]
     document = json.loads(run_cli("judges", str(write_jsonl(tmp_path / "lmc.jsonl", rows)), "--format", "json").stdout)
     assert document["agreement"]["alpha_without"] and '"judge_prompt": null' not in json.dumps(document)
-    named = json.loads(run_cli("judges", str(write_jsonl(tmp_path / "jb.jsonl", [VALID_ROWS["judgebench"]])),
-                               "--format", "json").stdout)
+    named = json.loads(
+        run_cli(
+            "judges", str(write_jsonl(tmp_path / "jb.jsonl", [VALID_ROWS["judgebench"]])), "--format", "json"
+        ).stdout
+    )
     assert named["judges"][0]["judge_prompt"] == "arena_hard"
 
 

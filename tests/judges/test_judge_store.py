@@ -22,9 +22,14 @@ def _report(*args: str) -> dict:
 
 
 def test_import_is_idempotent_and_the_store_reports_as_the_files_do(postgres_url, tmp_path):
-    path = write_jsonl(tmp_path / "outputs" / "jb.jsonl", [
-        judgebench_pair("p1", "A>B", "A>B", "B>A"), judgebench_pair("p2", "B>A", "A>B", "A>B"),
-        judgebench_pair("p3", "A>B", None, "B>A")])
+    path = write_jsonl(
+        tmp_path / "outputs" / "jb.jsonl",
+        [
+            judgebench_pair("p1", "A>B", "A>B", "B>A"),
+            judgebench_pair("p2", "B>A", "A>B", "A>B"),
+            judgebench_pair("p3", "A>B", None, "B>A"),
+        ],
+    )
     assert run_cli("setup", "--store", postgres_url).returncode == 0
     first = run_cli("import", str(tmp_path / "outputs"), "--store", postgres_url, "--tenant", "evals")
     again = run_cli("import", str(path), "--store", postgres_url, "--tenant", "evals", "--source", "judgebench")
@@ -49,10 +54,16 @@ def test_audited_verdicts_are_stored_once_without_query_or_answers(postgres_url,
     from bias_audit.storage.postgres import every_row_as_text
 
     events = tmp_path / "verdicts.jsonl"
-    event = {"verdict_id": "v1", "tenant_id": "acme", "timestamp": "2026-11-20T10:30:00Z", "query": CANARY,
-             "judge": {"model": "j"}, "item_id": "i", "candidates": [{"model": "a", "response": f"{CANARY} answer"},
-                                                                      {"model": "b", "length_words": 3}],
-             "verdict": {"kind": "pairwise", "preference": "A>B"}}
+    event = {
+        "verdict_id": "v1",
+        "tenant_id": "acme",
+        "timestamp": "2026-11-20T10:30:00Z",
+        "query": CANARY,
+        "judge": {"model": "j"},
+        "item_id": "i",
+        "candidates": [{"model": "a", "response": f"{CANARY} answer"}, {"model": "b", "length_words": 3}],
+        "verdict": {"kind": "pairwise", "preference": "A>B"},
+    }
     events.write_text(json.dumps(event) + "\n" + json.dumps(event) + "\n")
     assert run_cli("setup", "--store", postgres_url).returncode == 0
     done = run_cli("audit", str(events), "--store", postgres_url)

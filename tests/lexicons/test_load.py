@@ -67,7 +67,12 @@ def test_a_custom_axis_lexicon_replaces_the_shipped_one(tmp_path):
 def test_serve_exits_2_with_the_reason_on_a_bad_rule_file(tmp_path):
     rules = tmp_path / "rules.yaml"
     rules.write_text(RULE.format(pattern="x", kind="nonsense", severity=3))
-    done = subprocess.run([sys.executable, "-m", "bias_audit", "serve", "--data-dir", str(tmp_path)], cwd=ROOT,
-                          env={"BIAS_AUDIT_RULES_FILE": str(rules), "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "serve", "--data-dir", str(tmp_path)],
+        cwd=ROOT,
+        env={"BIAS_AUDIT_RULES_FILE": str(rules), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "not in the taxonomy" in done.stderr

@@ -18,8 +18,9 @@ CLOCKS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
 def clock_at_import(module: ast.Module) -> list[int]:
     """Lines of module-level statements (outside functions and classes) that call a clock."""
     found = []
-    pending: list[ast.AST] = [s for s in module.body
-                              if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    pending: list[ast.AST] = [
+        s for s in module.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    ]
     while pending:
         node = pending.pop()
         if isinstance(node, ast.Lambda):  # runs when called, not at import
@@ -31,8 +32,11 @@ def clock_at_import(module: ast.Module) -> list[int]:
 
 
 def test_no_test_module_takes_the_clock_at_import():
-    offenders = {str(path.relative_to(TESTS)): lines for path in sorted(TESTS.rglob("*.py"))
-                 if (lines := clock_at_import(ast.parse(path.read_text())))}
+    offenders = {
+        str(path.relative_to(TESTS)): lines
+        for path in sorted(TESTS.rglob("*.py"))
+        if (lines := clock_at_import(ast.parse(path.read_text())))
+    }
     assert offenders == {}, "take the time inside the test (a function), not at import"
 
 
@@ -46,11 +50,25 @@ def test_a_cli_run_from_the_suite_never_reads_a_data_folder_in_its_working_direc
     runs read their own data folder, so `report` with no input finds none (exit 2)."""
     records = tmp_path / ".bias-audit" / "records"
     records.mkdir(parents=True)
-    row = {"schema_version": "1.2.0", "session_id": "s1", "timestamp": "2026-11-25T10:00:00Z", "tenant_id": "acme",
-           "reviewer_id": "a", "model_id": "b", "score_value": 7.0, "score_scale": "1-10"}
+    row = {
+        "schema_version": "1.2.0",
+        "session_id": "s1",
+        "timestamp": "2026-11-25T10:00:00Z",
+        "tenant_id": "acme",
+        "reviewer_id": "a",
+        "model_id": "b",
+        "score_value": 7.0,
+        "score_scale": "1-10",
+    }
     (records / "worker.jsonl").write_text(json.dumps(row) + "\n")
     assert os.environ["BIAS_AUDIT_DATA_DIR"] != str(tmp_path / ".bias-audit")
-    run = subprocess.run([sys.executable, "-m", "bias_audit", "report"], capture_output=True, text=True,
-                         cwd=tmp_path, timeout=120, env=dict(os.environ))
+    run = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "report"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=dict(os.environ),
+    )
     assert run.returncode == 2 and "no input" in run.stderr, run.stderr
     assert str(tmp_path) not in run.stderr

@@ -17,8 +17,22 @@ ROOT = Path(__file__).resolve().parents[2]
 def wheel(tmp_path_factory) -> zipfile.ZipFile:
     out = tmp_path_factory.mktemp("wheel")
     # the venv's setuptools (no build isolation): nothing is downloaded
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "-w", str(out), str(ROOT)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (path,) = out.glob("bias_audit-*.whl")
     return zipfile.ZipFile(path)
 
@@ -30,15 +44,30 @@ def test_the_wheel_has_one_top_level_name(wheel):
 
 def test_the_wheel_ships_every_subpackage_and_its_data(wheel):
     names = set(wheel.namelist())
-    for module in ("bias_audit/__main__.py", "bias_audit/worker/cli.py", "bias_audit/analysis/responses/text.py",
-                   "bias_audit/consumers/council.py", "bias_audit/producers/wire.py", "bias_audit/storage/jsonl_store.py",
-                   "bias_audit/reports/html.py", "bias_audit/service/app.py", "bias_audit/embeddings/minilm.py"):
+    for module in (
+        "bias_audit/__main__.py",
+        "bias_audit/worker/cli.py",
+        "bias_audit/analysis/responses/text.py",
+        "bias_audit/consumers/council.py",
+        "bias_audit/producers/wire.py",
+        "bias_audit/storage/jsonl_store.py",
+        "bias_audit/reports/html.py",
+        "bias_audit/service/app.py",
+        "bias_audit/embeddings/minilm.py",
+    ):
         assert module in names, module
-    for data in ("bias_audit/state/redis_window.lua", "bias_audit/state/alert_state.lua",
-                 "bias_audit/lexicons/axes.json", "bias_audit/lexicons/rules.yaml", "bias_audit/lexicons/SOURCES.md",
-                 "bias_audit/schemas/asyncapi.json", "bias_audit/schemas/json/council-session-event.schema.json",
-                 "bias_audit/worker/samples/council_sessions.jsonl", "bias_audit/worker/samples/example_events.jsonl",
-                 "bias_audit/storage/migrations/0001_council_sessions.sql"):
+    for data in (
+        "bias_audit/state/redis_window.lua",
+        "bias_audit/state/alert_state.lua",
+        "bias_audit/lexicons/axes.json",
+        "bias_audit/lexicons/rules.yaml",
+        "bias_audit/lexicons/SOURCES.md",
+        "bias_audit/schemas/asyncapi.json",
+        "bias_audit/schemas/json/council-session-event.schema.json",
+        "bias_audit/worker/samples/council_sessions.jsonl",
+        "bias_audit/worker/samples/example_events.jsonl",
+        "bias_audit/storage/migrations/0001_council_sessions.sql",
+    ):
         assert data in names, data
     assert not any(name.startswith(("bias_audit/tests/", "tests/", "bench/")) for name in names)
     # one compiled module (setup.py), and no other compiled path

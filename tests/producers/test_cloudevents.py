@@ -14,21 +14,32 @@ from bias_audit.producers.publish import entries_for
 from bias_audit.producers.pubsub import message_parts
 
 
-@pytest.mark.parametrize(("field", "attribute"), [
-    ("ce_id", "ce-id"), ("ce_type", "ce-type"), ("ce_specversion", "ce-specversion"), ("ce_subject", "ce-subject"),
-    ("ce_datacontenttype", "content-type"), ("event_type", "event_type"), ("traceparent", "traceparent"),
-])
+@pytest.mark.parametrize(
+    ("field", "attribute"),
+    [
+        ("ce_id", "ce-id"),
+        ("ce_type", "ce-type"),
+        ("ce_specversion", "ce-specversion"),
+        ("ce_subject", "ce-subject"),
+        ("ce_datacontenttype", "content-type"),
+        ("event_type", "event_type"),
+        ("traceparent", "traceparent"),
+    ],
+)
 def test_pubsub_names_follow_the_binding(field, attribute):
     assert pubsub_attribute_name(field) == attribute
 
 
-@pytest.mark.parametrize(("event_type", "ce_type"), [
-    ("bias.audit.completed", "dev.bias-audit.audit.result.v1"),
-    ("bias.audit.alert", "dev.bias-audit.audit.alert.v1"),
-    ("bias.audit.deadletter", "dev.bias-audit.audit.deadletter.v1"),
-    ("bias.audit.task_suggestion", "dev.bias-audit.audit.task.v1"),
-    ("judge.verdict", "dev.bias-audit.judge.verdict.v1"),
-])
+@pytest.mark.parametrize(
+    ("event_type", "ce_type"),
+    [
+        ("bias.audit.completed", "dev.bias-audit.audit.result.v1"),
+        ("bias.audit.alert", "dev.bias-audit.audit.alert.v1"),
+        ("bias.audit.deadletter", "dev.bias-audit.audit.deadletter.v1"),
+        ("bias.audit.task_suggestion", "dev.bias-audit.audit.task.v1"),
+        ("judge.verdict", "dev.bias-audit.judge.verdict.v1"),
+    ],
+)
 def test_types_are_reverse_dns_and_versioned(event_type, ce_type):
     fields = cloudevent_fields(event_type=event_type, key="k", time="2026-11-26T08:00:00Z", subject="s-1")
     assert fields["ce_type"] == ce_type
@@ -58,4 +69,3 @@ def test_published_inputs_are_cloudevents_on_both_transports():
     # a line without its key goes without: nothing to name the event by, and it is dead-lettered
     [bare] = entries_for([(1, b'{"reviews": []}')], lambda kind: kind)
     assert not any(name.startswith("ce_") for name in bare.fields)
-

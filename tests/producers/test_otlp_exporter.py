@@ -17,19 +17,31 @@ from tests.otlp_receiver import OtlpReceiver, attributes_of
 def outcomes(count: int, flagged: bool = False) -> list[Outcome]:
     made = []
     for n in range(count):
-        result = AuditResult(audit_id=f"a{n}", source="llm.response", tenant_id="acme", trace_id=f"{n + 1:032x}",
-                             timestamp="2026-11-26T08:00:00Z", event_timestamp="2026-11-26T08:00:00Z",
-                             bias_detected=flagged, bias_type=["gender_bias"] if flagged else [],
-                             bias_score={"gender_bias": 0.7} if flagged else {}, bias_confidence_score=0.5,
-                             overall_bias_risk="medium" if flagged else "low")
+        result = AuditResult(
+            audit_id=f"a{n}",
+            source="llm.response",
+            tenant_id="acme",
+            trace_id=f"{n + 1:032x}",
+            timestamp="2026-11-26T08:00:00Z",
+            event_timestamp="2026-11-26T08:00:00Z",
+            bias_detected=flagged,
+            bias_type=["gender_bias"] if flagged else [],
+            bias_score={"gender_bias": 0.7} if flagged else {},
+            bias_confidence_score=0.5,
+            overall_bias_risk="medium" if flagged else "low",
+        )
         made.append(Outcome(Delivery(delivery_id=str(n), body=b"{}", source_topic="llm.responses"), result=result))
     return made
 
 
 def test_headers_are_read_as_the_sdk_reads_them():
     assert collector_headers({"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20abc,x-tenant=t1"}) == {
-        "authorization": "Bearer abc", "x-tenant": "t1"}
-    assert collector_headers({"OTEL_EXPORTER_OTLP_HEADERS": "a=1", "OTEL_EXPORTER_OTLP_LOGS_HEADERS": "b=2"}) == {"b": "2"}
+        "authorization": "Bearer abc",
+        "x-tenant": "t1",
+    }
+    assert collector_headers({"OTEL_EXPORTER_OTLP_HEADERS": "a=1", "OTEL_EXPORTER_OTLP_LOGS_HEADERS": "b=2"}) == {
+        "b": "2"
+    }
     assert collector_headers({}) == {}
 
 
@@ -56,12 +68,14 @@ def test_batches_reach_the_collector_and_shutdown_sends_the_rest():
 
 
 def test_a_full_queue_drops_the_oldest_and_an_absent_collector_only_counts():
-    exporter = EvaluationEventExporter(f"http://127.0.0.1:{free_port()}", max_queue=10, batch=1_000, delay_s=30,
-                                       timeout_s=1)
+    exporter = EvaluationEventExporter(
+        f"http://127.0.0.1:{free_port()}", max_queue=10, batch=1_000, delay_s=30, timeout_s=1
+    )
     exporter.emit(outcomes(30))  # 30 summaries into a queue of 10: no waiting, no error
     assert len(exporter.queue) == 10 and exporter.dropped == 20
-    assert [dict((kv.key, kv.value.string_value) for kv in r.attributes)["bias_audit.audit_id"]
-            for r in exporter.queue][:1] == ["a20"]  # the newest ten kept
+    assert [
+        dict((kv.key, kv.value.string_value) for kv in r.attributes)["bias_audit.audit_id"] for r in exporter.queue
+    ][:1] == ["a20"]  # the newest ten kept
     started = time.monotonic()
     exporter.shutdown()
     assert time.monotonic() - started < 5 and exporter.failed == 10 and exporter.exported == 0

@@ -23,10 +23,15 @@ if chromium_binary() is None:
 def page(tmp_path_factory):
     corpus = Corpus(sessions=120, seed=7, reviewer_offsets={1: -1.5}, position_effects={0: 0.5}, length_slope=0.3)
     digests = corpus.digests()
-    document = BiasReport(generated_at="2026-11-22T00:00:00Z", window_sessions=100, window_days=30,
-                          inputs=ReportInputs(sources=["sim"], files=1, lines=0, records=0, sessions_read=120,
-                                              duplicate_sessions=0, skipped_lines=0),
-                          tenants=[tenant_report(digests[20:], digests[:20])])
+    document = BiasReport(
+        generated_at="2026-11-22T00:00:00Z",
+        window_sessions=100,
+        window_days=30,
+        inputs=ReportInputs(
+            sources=["sim"], files=1, lines=0, records=0, sessions_read=120, duplicate_sessions=0, skipped_lines=0
+        ),
+        tenants=[tenant_report(digests[20:], digests[:20])],
+    )
     path = tmp_path_factory.mktemp("html") / "report.html"
     path.write_text(render_html(document), encoding="utf-8")
     return path
@@ -34,8 +39,12 @@ def page(tmp_path_factory):
 
 def test_charts_render_offline(page):
     dom = rendered_dom(page)
-    for title in ("Reviewer offsets (95% CI)", "Position effects (95% CI)", "Length vs score, with the fitted line",
-                  "Reviewer offsets over time"):
+    for title in (
+        "Reviewer offsets (95% CI)",
+        "Position effects (95% CI)",
+        "Length vs score, with the fitted line",
+        "Reviewer offsets over time",
+    ):
         assert title in dom
     assert dom.count("<circle") > 100  # the scatter's points are there
     assert "HARSH:vendor1/model-1" in dom

@@ -17,24 +17,35 @@ from bias_audit.reports.judges import judge_document, render_judges
 from tests.conftest import IN_CI
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-LONG_NAMES = ("Ray2333/GRM-Gemma-2B-rewardmodel-ft", "Skywork/Skywork-Reward-Llama-3.1-8B-v0.2-long-name",
-              "internlm/internlm2-20b-reward", "internlm/internlm2-7b-reward", "openai/gpt-4o-2024-05-13",
-              "an-organisation-with-a-long-name/a-model-whose-name-goes-on-and-on-and-on-20b", "an-organisation-with-a-long-"
-              "name/a-model-whose-name-goes-on-and-on-and-on-7b")
+LONG_NAMES = (
+    "Ray2333/GRM-Gemma-2B-rewardmodel-ft",
+    "Skywork/Skywork-Reward-Llama-3.1-8B-v0.2-long-name",
+    "internlm/internlm2-20b-reward",
+    "internlm/internlm2-7b-reward",
+    "openai/gpt-4o-2024-05-13",
+    "an-organisation-with-a-long-name/a-model-whose-name-goes-on-and-on-and-on-20b",
+    "an-organisation-with-a-long-name/a-model-whose-name-goes-on-and-on-and-on-7b",
+)
 
 
 def verdict(n: int, judge: str, first: str, second: str, preference: str, **extra) -> dict:
-    return {"verdict_id": f"{judge}-{n}", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": judge, **extra},
-            "item_id": f"item-{n}", "candidates": [{"model": first, "length_words": 40 + n % 7 * 30},
-                                                    {"model": second, "length_words": 100}],
-            "verdict": {"kind": "pairwise", "preference": preference}}
+    return {
+        "verdict_id": f"{judge}-{n}",
+        "timestamp": "2026-11-20T10:30:00Z",
+        "judge": {"model": judge, **extra},
+        "item_id": f"item-{n}",
+        "candidates": [{"model": first, "length_words": 40 + n % 7 * 30}, {"model": second, "length_words": 100}],
+        "verdict": {"kind": "pairwise", "preference": preference},
+    }
 
 
 def self_preference_of_one_item() -> dict:
     """The Language Model Council's case: a judge that is a candidate's model shares one item
     with another judge, so its self-preference has an estimate and no interval."""
-    events = [verdict(1, "gpt-4-0613", "gpt-4-0613", "llama-3-70b", "A>B"),
-              verdict(1, "llama-3-70b", "gpt-4-0613", "llama-3-70b", "B>A")]
+    events = [
+        verdict(1, "gpt-4-0613", "gpt-4-0613", "llama-3-70b", "A>B"),
+        verdict(1, "llama-3-70b", "gpt-4-0613", "llama-3-70b", "B>A"),
+    ]
     return judge_document(judge_report([game_from_event(e) for e in events]), sources=["lmc.jsonl"])
 
 
@@ -54,16 +65,31 @@ def test_every_metric_without_an_interval_renders():
     document = self_preference_of_one_item()
     for entry in document["judges"]:
         for name in METRIC_NAMES:
-            entry[name] = {"estimate": 0.61, "ci_lower": None, "ci_upper": None, "n": 1, "p_value": None,
-                           "flagged": False}
+            entry[name] = {
+                "estimate": 0.61,
+                "ci_lower": None,
+                "ci_upper": None,
+                "n": 1,
+                "p_value": None,
+                "flagged": False,
+            }
     for format in ("text", "html", "csv", "json"):
         assert render_judges(document, format)
 
 
 def alpaca_like(randomized: bool) -> dict:
-    games = [verdict(i, judge, "base" if i % 2 else "m", "m" if i % 2 else "base",
-                     "A>B" if i % 3 or judge == "always-first" else "B>A") | {"order_randomized": randomized}
-             for judge in ("weighted_alpaca_eval_gpt4_turbo", "always-first") for i in range(60)]
+    games = [
+        verdict(
+            i,
+            judge,
+            "base" if i % 2 else "m",
+            "m" if i % 2 else "base",
+            "A>B" if i % 3 or judge == "always-first" else "B>A",
+        )
+        | {"order_randomized": randomized}
+        for judge in ("weighted_alpaca_eval_gpt4_turbo", "always-first")
+        for i in range(60)
+    ]
     return judge_document(judge_report([game_from_event(e) for e in games]), sources=["annotations.json"])
 
 
@@ -80,8 +106,12 @@ def test_the_page_says_what_is_true_of_a_randomized_order_and_of_its_charts():
 
 def test_counts_read_as_words():
     # one item both judges rated, the second judge's other items its own
-    events = [verdict(1, "j1", "a", "b", "A>B"), verdict(1, "j2", "a", "b", "B>A"), verdict(2, "j2", "a", "b", "A>B"),
-              verdict(3, "j2", "a", "b", "A>B")]
+    events = [
+        verdict(1, "j1", "a", "b", "A>B"),
+        verdict(1, "j2", "a", "b", "B>A"),
+        verdict(2, "j2", "a", "b", "A>B"),
+        verdict(3, "j2", "a", "b", "A>B"),
+    ]
     document = judge_document(judge_report([game_from_event(e) for e in events]), sources=["x"])
     text = render_judges(document, "text")
     assert "over 1 shared item (2 judges sharing items)" in text and "1 items" not in text
@@ -91,7 +121,10 @@ def test_the_parquet_export_says_its_files_and_size_as_words():
     from bias_audit.schemas.safe_text import plural, size_text
 
     assert [plural(1, "Parquet file"), plural(3, "Parquet file"), plural(12_000, "verdict")] == [
-        "1 Parquet file", "3 Parquet files", "12,000 verdicts"]
+        "1 Parquet file",
+        "3 Parquet files",
+        "12,000 verdicts",
+    ]
     assert [size_text(512), size_text(2_300), size_text(45_600_000)] == ["512 B", "2.3 KB", "45.6 MB"]
 
 
@@ -104,18 +137,24 @@ def chromium():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-background-networking", "--disable-component-update"])
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-background-networking", "--disable-component-update"],
+        )
         yield browser
         browser.close()
 
 
 def test_every_chart_label_is_inside_its_chart(chromium, tmp_path):
-    events = [verdict(i, judge, "a", "b", "A>B" if (i + k) % 3 else "B>A", prompt="reward_model")
-              for k, judge in enumerate(LONG_NAMES) for i in range(40)]
+    events = [
+        verdict(i, judge, "a", "b", "A>B" if (i + k) % 3 else "B>A", prompt="reward_model")
+        for k, judge in enumerate(LONG_NAMES)
+        for i in range(40)
+    ]
     path = tmp_path / "judges.html"
-    path.write_text(render_judges(judge_document(judge_report([game_from_event(e) for e in events]),
-                                                 sources=["x"]), "html"))
+    path.write_text(
+        render_judges(judge_document(judge_report([game_from_event(e) for e in events]), sources=["x"]), "html")
+    )
     page = chromium.new_page(viewport={"width": 1280, "height": 900})
     page.goto(path.as_uri())
     boxes = page.evaluate("""() => [...document.querySelectorAll('svg')].flatMap(svg => {
@@ -139,10 +178,17 @@ def test_every_chart_label_is_inside_its_chart(chromium, tmp_path):
 
 def test_a_flag_shows_in_text_and_html_in_both_tables():
     compared = [verdict(i, "first-lover", "a", "b", "A>B") for i in range(80)]  # always the first shown
-    graded = [{"verdict_id": f"g{i}", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": "grader"},
-               "item_id": f"q{i}", "candidates": [{"model": "m", "length_words": 10 * i}],
-               "verdict": {"kind": "scores", "scores": [1 + i % 10 if i < 40 else 10], "scale": "1-10"}}
-              for i in range(80)]  # the longer answers all get 10
+    graded = [
+        {
+            "verdict_id": f"g{i}",
+            "timestamp": "2026-11-20T10:30:00Z",
+            "judge": {"model": "grader"},
+            "item_id": f"q{i}",
+            "candidates": [{"model": "m", "length_words": 10 * i}],
+            "verdict": {"kind": "scores", "scores": [1 + i % 10 if i < 40 else 10], "scale": "1-10"},
+        }
+        for i in range(80)
+    ]  # the longer answers all get 10
     document = judge_document(judge_report([game_from_event(e) for e in compared + graded]), sources=["x"])
     flagged = {e["judge"]: e["flagged"] for e in document["judges"]}
     assert "first_position_rate" in flagged["first-lover"] and flagged["grader"] == ["score_length_correlation"]

@@ -20,8 +20,14 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def records(tmp_path_factory):
     directory = tmp_path_factory.mktemp("records")
-    corpus = Corpus(sessions=80, seed=9, reviewer_offsets={1: -1.5}, position_effects={0: 0.6}, length_slope=0.3,
-                    config_version=["1.0"] * 60 + ["1.1"] * 20)
+    corpus = Corpus(
+        sessions=80,
+        seed=9,
+        reviewer_offsets={1: -1.5},
+        position_effects={0: 0.6},
+        length_slope=0.3,
+        config_version=["1.0"] * 60 + ["1.1"] * 20,
+    )
     with open(directory / "records-w1.jsonl", "wb") as handle:
         for digest in corpus.digests():
             handle.write(b"".join(orjson.dumps(r) + b"\n" for r in digest_records(digest)))
@@ -40,8 +46,17 @@ def test_json_is_one_document_with_every_section(records):
     [tenant] = document["tenants"]
     assert tenant["sessions"] == 50 and tenant["confidence"] == "high"
     assert "HARSH:vendor1/model-1" in tenant["flags"] and "POSITION_BIAS_PRIMACY" in tenant["flags"]
-    for section in ("length_correlation", "length_control", "position", "randomization", "reviewers", "agreement",
-                    "trends", "change_points", "timeline"):
+    for section in (
+        "length_correlation",
+        "length_control",
+        "position",
+        "randomization",
+        "reviewers",
+        "agreement",
+        "trends",
+        "change_points",
+        "timeline",
+    ):
         assert section in tenant
     assert "length_points" not in tenant  # chart data only with --verbose
     # the config changes at session 60, inside the window (sessions 30-79)
@@ -62,8 +77,14 @@ def test_csv_is_one_table(records):
     result = report("-i", str(records), "-f", "csv")
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     metrics = {row["metric"] for row in rows}
-    assert {"length_correlation", "reviewer_offset", "position_effect", "model_length_controlled_score",
-            "krippendorff_alpha", "randomization_chi_square"} <= metrics
+    assert {
+        "length_correlation",
+        "reviewer_offset",
+        "position_effect",
+        "model_length_controlled_score",
+        "krippendorff_alpha",
+        "randomization_chi_square",
+    } <= metrics
     harsh = next(r for r in rows if r["metric"] == "reviewer_offset" and r["subject"] == "vendor1/model-1")
     assert float(harsh["point_estimate"]) < -1.0 and harsh["flagged"] == "True"
 
@@ -92,13 +113,16 @@ def test_tenant_filter_and_unlimited_window(records):
     assert none["tenants"] == []
 
 
-@pytest.mark.parametrize(("args", "reason"), [
-    ((), "no input"),
-    (("--input", "/nonexistent/records"), "no such file"),
-    (("--input", "x.jsonl", "--redis", "redis://localhost:1"), "not both"),
-    (("--input", "x", "--sessions", "-3"), "must be 0"),
-    (("--input", "x", "--format", "pdf"), "pdf"),
-])
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        ((), "no input"),
+        (("--input", "/nonexistent/records"), "no such file"),
+        (("--input", "x.jsonl", "--redis", "redis://localhost:1"), "not both"),
+        (("--input", "x", "--sessions", "-3"), "must be 0"),
+        (("--input", "x", "--format", "pdf"), "pdf"),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(args, reason):
     result = report(*args)
     assert result.exit_code == 2
@@ -121,7 +145,10 @@ def test_a_window_still_collecting_data_says_so_instead_of_a_clean_bill(three_se
     assert badge.startswith("collecting data") and "3 sessions" in badge
     assert "Too early to tell: 3 sessions so far" in html
     # the table says "collecting data": the chart draws the points but no fitted line
-    assert "Length vs score (collecting data: no fitted line)" in html and "<line " not in html.split("Length vs score")[1].split("</svg>")[0]
+    assert (
+        "Length vs score (collecting data: no fitted line)" in html
+        and "<line " not in html.split("Length vs score")[1].split("</svg>")[0]
+    )
     assert "<td>ok</td>" not in html  # nothing estimated, nothing "ok"
     assert "no model scores yet (collecting data)" in html
     text = report("--input", str(three_sessions), "--format", "text").stdout
@@ -142,7 +169,7 @@ HOSTILE_IDS = {  # reviewer / model ids a producer could send, and what must nev
     "[link=http://evil.example]judge[/link]": "becomes a terminal hyperlink",
     "\x1b]8;;http://evil.example\x07judge\x1b]8;;\x07": "an OSC 8 hyperlink sent straight to the terminal",
     "\x1b[2J\x1b[31mjudge": "clears the screen, turns the text red",
-    "=HYPERLINK(\"http://evil.example\")": "a formula in a spreadsheet",
+    '=HYPERLINK("http://evil.example")': "a formula in a spreadsheet",
     "+cmd|' /C calc'!A0": "a DDE formula",
     "-2+3": "a formula",
     "@SUM(1)": "a formula",
@@ -177,6 +204,10 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralized(hostile):
     assert "\x1b" not in text and "\x07" not in text and "\\x1b]8;;" in text  # a terminal printing it runs nothing
     rows = list(csv.reader(io.StringIO(text)))
     subjects = {row[4] for row in rows[1:]}
-    assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in rows[1:] for cell in row
-                   if not re.fullmatch(r"-?[0-9.e+-]+", cell))
-    assert {"'=HYPERLINK(\"http://evil.example\")", "'+cmd|' /C calc'!A0", "'-2+3", "'@SUM(1)", "'\tjudge"} & subjects
+    assert not any(
+        cell.startswith(("=", "+", "-", "@", "\t", "\r"))
+        for row in rows[1:]
+        for cell in row
+        if not re.fullmatch(r"-?[0-9.e+-]+", cell)
+    )
+    assert {'\'=HYPERLINK("http://evil.example")', "'+cmd|' /C calc'!A0", "'-2+3", "'@SUM(1)", "'\tjudge"} & subjects

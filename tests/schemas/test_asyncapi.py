@@ -17,8 +17,9 @@ def test_a_changed_model_changes_the_document(monkeypatch):
         retry_after_s: float | None = None
 
     before = build_asyncapi()
-    changed = [(c, t, m, DeadLetterV2 if model is DeadLetter else model, d, x)
-               for c, t, m, model, d, x in asyncapi.CHANNELS]
+    changed = [
+        (c, t, m, DeadLetterV2 if model is DeadLetter else model, d, x) for c, t, m, model, d, x in asyncapi.CHANNELS
+    ]
     monkeypatch.setattr(asyncapi, "CHANNELS", changed)
     after = build_asyncapi()
     assert "retry_after_s" in after["components"]["schemas"]["DeadLetterV2"]["properties"]
@@ -28,12 +29,20 @@ def test_a_changed_model_changes_the_document(monkeypatch):
 def test_every_topic_of_both_transports_is_documented_with_its_payload():
     document = json.loads(ASYNCAPI_PATH.read_text())
     settings = Settings()
-    topics = {settings.council_topic, settings.llm_topic, settings.verdicts_topic, settings.result_topic,
-              settings.alerts_topic,
-              settings.tasks_topic, settings.deadletter_topic}
+    topics = {
+        settings.council_topic,
+        settings.llm_topic,
+        settings.verdicts_topic,
+        settings.result_topic,
+        settings.alerts_topic,
+        settings.tasks_topic,
+        settings.deadletter_topic,
+    }
     assert {c["address"] for c in document["channels"].values()} == topics
     assert document["asyncapi"].startswith("3.") and {s["protocol"] for s in document["servers"].values()} == {
-        "redis", "googlepubsub"}
+        "redis",
+        "googlepubsub",
+    }
     for channel in document["channels"].values():
         [message_ref] = channel["messages"].values()
         message = document["components"]["messages"][message_ref["$ref"].rsplit("/", 1)[1]]
@@ -45,6 +54,8 @@ def test_every_topic_of_both_transports_is_documented_with_its_payload():
     headers = document["components"]["schemas"]["WireHeaders"]["properties"]
     # every attribute a Pub/Sub output carries is documented, by the name Pub/Sub carries it under
     from bias_audit.producers.cloudevents import cloudevent_fields, pubsub_attribute_name
+
     emitted = cloudevent_fields(event_type="bias.audit.completed", key="k", time="2026-11-26T00:00:00Z", subject="s")
     assert set(headers) == {"event_type", "tenant_id", "trace_id", "traceparent"} | {
-        pubsub_attribute_name(name) for name in emitted}
+        pubsub_attribute_name(name) for name in emitted
+    }

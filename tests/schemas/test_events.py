@@ -32,17 +32,41 @@ def test_valid_event_parses():
         (with_changes(responses=VALID["responses"][:1]), "a council session needs at least 2 responses"),
         (with_changes(score_scale="ten"), "score_scale 'ten' is not of the form 'min-max'"),
         (with_changes(reviews=[{"reviewer": "R1", "scores": {"Response A": 11}}]), "outside score_scale 1-10"),
-        (with_changes(reviews=[{"reviewer": "R1", "scores": {"Response Z": 5}}]), "score for unknown label 'Response Z'"),
-        (with_changes(reviews=[{"reviewer": "R1", "scores": {"Response A": "NaN"}}]), "reviews.0.scores.Response A: Input should be a finite number"),
-        (with_changes(label_to_model={"Response A": "ghost", "Response B": "M2"}), "maps to 'ghost', which has no response"),
+        (
+            with_changes(reviews=[{"reviewer": "R1", "scores": {"Response Z": 5}}]),
+            "score for unknown label 'Response Z'",
+        ),
+        (
+            with_changes(reviews=[{"reviewer": "R1", "scores": {"Response A": "NaN"}}]),
+            "reviews.0.scores.Response A: Input should be a finite number",
+        ),
+        (
+            with_changes(label_to_model={"Response A": "ghost", "Response B": "M2"}),
+            "maps to 'ghost', which has no response",
+        ),
         (with_changes(tenant_id="a b"), "tenant_id: String should match pattern"),
         (with_changes(consent_level=7), "consent_level: Input should be less than or equal to 4"),
-        (with_changes(reviews=[{"reviewer": "R1", "scores": {"Response A": 5}},
-                               {"reviewer": "R1", "scores": {"Response A": 6}}]),
-         "review 1 (R1): scores 'M1' again (label 'Response A'; already scored via 'Response A')"),
-        (with_changes(reviews=[{"reviewer": "R1", "label_to_model": {"Response A": "M1", "Response B": "M1"},
-                                "scores": {"Response A": 5, "Response B": 6}}]),
-         "review 0 (R1): scores 'M1' again (label 'Response B'"),
+        (
+            with_changes(
+                reviews=[
+                    {"reviewer": "R1", "scores": {"Response A": 5}},
+                    {"reviewer": "R1", "scores": {"Response A": 6}},
+                ]
+            ),
+            "review 1 (R1): scores 'M1' again (label 'Response A'; already scored via 'Response A')",
+        ),
+        (
+            with_changes(
+                reviews=[
+                    {
+                        "reviewer": "R1",
+                        "label_to_model": {"Response A": "M1", "Response B": "M1"},
+                        "scores": {"Response A": 5, "Response B": 6},
+                    }
+                ]
+            ),
+            "review 0 (R1): scores 'M1' again (label 'Response B'",
+        ),
     ],
 )
 def test_invalid_events_get_one_readable_reason(event, reason):
@@ -70,41 +94,90 @@ def test_query_is_never_serialized():
 def test_every_problem_is_named_not_only_the_first():
     event = {key: value for key, value in VALID.items() if key not in ("session_id", "timestamp")}
     assert problem(event) == "session_id: required field is missing; timestamp: required field is missing"
-    many = {**VALID, **{key: None for key in ("session_id", "timestamp", "tenant_id", "reviews", "responses",
-                                               "score_scale", "label_to_model")}}
+    many = {
+        **VALID,
+        **{
+            key: None
+            for key in ("session_id", "timestamp", "tenant_id", "reviews", "responses", "score_scale", "label_to_model")
+        },
+    }
     named = problem(many)
     assert named.count(";") == 4 and " more problem" in named.rsplit(";", 1)[1]  # five named, then a count
 
 
 def verdict_event(**changes) -> dict:
-    return {"verdict_id": "v1", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": "j"}, "item_id": "i",
-            "candidates": [{"model": "a"}, {"model": "b"}], "verdict": {"kind": "pairwise", "preference": "A>B"},
-            **changes}
+    return {
+        "verdict_id": "v1",
+        "timestamp": "2026-11-20T10:30:00Z",
+        "judge": {"model": "j"},
+        "item_id": "i",
+        "candidates": [{"model": "a"}, {"model": "b"}],
+        "verdict": {"kind": "pairwise", "preference": "A>B"},
+        **changes,
+    }
 
 
 def response_event(**changes) -> dict:
-    return {"audit_id": "a1", "timestamp": "2026-11-20T10:30:00Z", "llm_provider": "p", "llm_model": "m",
-            "llm_response": "An answer.", **changes}
+    return {
+        "audit_id": "a1",
+        "timestamp": "2026-11-20T10:30:00Z",
+        "llm_provider": "p",
+        "llm_model": "m",
+        "llm_response": "An answer.",
+        **changes,
+    }
 
 
-@pytest.mark.parametrize("model, document, reason", [
-    ("verdict", verdict_event(verdict={"kind": "scores", "scores": [1e19, 0]}), "verdict.scores.scores.0: Input should be less than or equal to 1000000000000000"),
-    ("verdict", verdict_event(verdict={"kind": "scores", "scores": [0, -1.5e15]}), "verdict.scores.scores.1: Input should be greater than or equal to -1000000000000000"),
-    ("verdict", verdict_event(verdict={"kind": "scores", "scores": [float("inf"), 0]}), "verdict.scores.scores.0: Input should be a finite number"),
-    ("council", with_changes(score_scale="0-99999999999999999"), "reaches past +-1e15"),
-    ("council", with_changes(query_metadata={"weight": 1e19}), "query_metadata: weight: numbers are finite"),
-    ("response", response_event(query_context={"a": {"b": [1, 10**20]}}), "query_context: a.b.1: numbers are finite and within +-1e+15"),
-    ("response", response_event(query_context={"a": -1e300}), "a: numbers are finite and within +-1e+15"),
-    ("record", {"session_id": "s", "timestamp": "2026-11-20T10:30:00Z", "reviewer_id": "r", "model_id": "m",
-                "score_value": 1e19}, "score_value: Input should be less than or equal to 1000000000000000"),
-])
+@pytest.mark.parametrize(
+    "model, document, reason",
+    [
+        (
+            "verdict",
+            verdict_event(verdict={"kind": "scores", "scores": [1e19, 0]}),
+            "verdict.scores.scores.0: Input should be less than or equal to 1000000000000000",
+        ),
+        (
+            "verdict",
+            verdict_event(verdict={"kind": "scores", "scores": [0, -1.5e15]}),
+            "verdict.scores.scores.1: Input should be greater than or equal to -1000000000000000",
+        ),
+        (
+            "verdict",
+            verdict_event(verdict={"kind": "scores", "scores": [float("inf"), 0]}),
+            "verdict.scores.scores.0: Input should be a finite number",
+        ),
+        ("council", with_changes(score_scale="0-99999999999999999"), "reaches past +-1e15"),
+        ("council", with_changes(query_metadata={"weight": 1e19}), "query_metadata: weight: numbers are finite"),
+        (
+            "response",
+            response_event(query_context={"a": {"b": [1, 10**20]}}),
+            "query_context: a.b.1: numbers are finite and within +-1e+15",
+        ),
+        ("response", response_event(query_context={"a": -1e300}), "a: numbers are finite and within +-1e+15"),
+        (
+            "record",
+            {
+                "session_id": "s",
+                "timestamp": "2026-11-20T10:30:00Z",
+                "reviewer_id": "r",
+                "model_id": "m",
+                "score_value": 1e19,
+            },
+            "score_value: Input should be less than or equal to 1000000000000000",
+        ),
+    ],
+)
 def test_numbers_are_finite_and_within_1e15_so_they_come_back_from_the_store_as_they_went_in(model, document, reason):
     from bias_audit.schemas.events import LLMResponseEvent
     from bias_audit.schemas.judges import JudgeVerdictEvent
     from bias_audit.schemas.records import BiasMetricRecord
 
-    models = {"verdict": JudgeVerdictEvent, "council": CouncilSessionEvent, "response": LLMResponseEvent,
-              "record": BiasMetricRecord}
+    models = {
+        "verdict": JudgeVerdictEvent,
+        "council": CouncilSessionEvent,
+        "response": LLMResponseEvent,
+        "record": BiasMetricRecord,
+    }
     with pytest.raises(ValidationError) as caught:
         models[model].model_validate(document)
     assert reason in describe_validation_error(caught.value)

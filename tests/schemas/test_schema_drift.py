@@ -19,7 +19,22 @@ def test_drift_is_detected(tmp_path):
 
 def test_record_schema_has_the_contract_fields():
     schema = json.loads((SCHEMA_DIR / "bias-metric-record.schema.json").read_text())
-    contract = ["schema_version", "session_id", "timestamp", "tenant_id", "trace_id", "consent_level", "reviewer_id",
-                "model_id", "position", "response_length_chars", "score_value", "score_scale", "is_self_review",
-                "council_config_version", "query_hash", "query_metadata"]
+    contract = [
+        "schema_version",
+        "session_id",
+        "timestamp",
+        "tenant_id",
+        "trace_id",
+        "consent_level",
+        "reviewer_id",
+        "model_id",
+        "position",
+        "response_length_chars",
+        "score_value",
+        "score_scale",
+        "is_self_review",
+        "council_config_version",
+        "query_hash",
+        "query_metadata",
+    ]
     assert set(contract) <= set(schema["properties"])

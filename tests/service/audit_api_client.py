@@ -19,8 +19,9 @@ CANARY = "CANARY-7f3e-the-users-raw-question"
 ITEM = "id auditId tenantId biasDetected humanReviewed humanBiasTag reviewNotes originalQuery llmResponse"
 
 
-def token(sub: str, roles: list[str], tenant: str | None = "acme", *, secret: str = SECRET, expires_in: int = 600,
-          **claims) -> dict[str, str]:
+def token(
+    sub: str, roles: list[str], tenant: str | None = "acme", *, secret: str = SECRET, expires_in: int = 600, **claims
+) -> dict[str, str]:
     body = {"sub": sub, "roles": roles, "exp": int(time.time()) + expires_in, **claims}
     if tenant is not None:
         body["tenant_id"] = tenant
@@ -49,5 +50,3 @@ def gql(client: TestClient, query: str, headers: dict[str, str], **variables) ->
 
 def codes(answer: dict) -> list[str]:
     return [error["extensions"]["code"] for error in answer.get("errors", [])]
-
-

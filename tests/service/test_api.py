@@ -16,10 +16,16 @@ from bias_audit.worker.settings import Settings
 from tests.builders import council_event
 
 # the REST contract, fuzzed by a client that names its own host: the loopback rule has tests of its own
-APP = api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-api-"), consumer_name="api-test"), loopback_only=False)
+APP = api_app(
+    Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-api-"), consumer_name="api-test"), loopback_only=False
+)
 client = TestClient(APP)
-RESPONSE = {"audit_id": "r-1", "timestamp": "2026-11-20T10:30:00Z", "original_query": "q",
-            "llm_response": "Every engineer should trust his instincts, the chairman said."}
+RESPONSE = {
+    "audit_id": "r-1",
+    "timestamp": "2026-11-20T10:30:00Z",
+    "original_query": "q",
+    "llm_response": "Every engineer should trust his instincts, the chairman said.",
+}
 
 
 def test_analyze_bias_answers_with_the_result_envelope():
@@ -60,8 +66,11 @@ BAD = [
     (b"nope", 400, "not valid JSON"),
     (b"\xff\xfe", 400, "not UTF-8"),
     (b"x" * (5 * 1024 * 1024), 413, "over the limit"),
-    (json.dumps({**RESPONSE, "members": [{"member_id": str(i), "response": "a"} for i in range(10_000)]}).encode(),
-     422, "10000 members exceed the limit of 64"),
+    (
+        json.dumps({**RESPONSE, "members": [{"member_id": str(i), "response": "a"} for i in range(10_000)]}).encode(),
+        422,
+        "10000 members exceed the limit of 64",
+    ),
     (json.dumps({"audit_id": "r-3"}).encode(), 422, "required field is missing"),
 ]
 
@@ -76,10 +85,12 @@ def test_bad_bodies_are_problem_json_with_one_line_reasons():
 
 def test_counterfactual_prompts_with_the_shipped_and_a_given_swap_list():
     reply = client.post("/counterfactual-prompts", json={"prompt": "Should he ask his father?"})
-    assert reply.json() == [{"swap": {"he": "she", "his": "her", "father": "mother"},
-                             "prompt": "Should she ask her mother?"}]
-    reply = client.post("/counterfactual-prompts", json={"prompt": "Is a Christian fit?",
-                                                         "swaps": {"christian": "muslim"}})
+    assert reply.json() == [
+        {"swap": {"he": "she", "his": "her", "father": "mother"}, "prompt": "Should she ask her mother?"}
+    ]
+    reply = client.post(
+        "/counterfactual-prompts", json={"prompt": "Is a Christian fit?", "swaps": {"christian": "muslim"}}
+    )
     assert reply.json() == [{"swap": {"christian": "muslim"}, "prompt": "Is a Muslim fit?"}]
     bad = client.post("/counterfactual-prompts", json={"swaps": {}})
     assert bad.status_code == 422 and bad.headers["content-type"] == "application/problem+json"

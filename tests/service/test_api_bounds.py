@@ -16,7 +16,10 @@ from bias_audit.worker.settings import Settings
 
 
 def client() -> TestClient:
-    return TestClient(api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-bounds-"), consumer_name="b")), base_url="http://localhost")
+    return TestClient(
+        api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-bounds-"), consumer_name="b")),
+        base_url="http://localhost",
+    )
 
 
 def response(tenant: str, text: str) -> dict:
@@ -36,8 +39,11 @@ def test_a_tenant_reusing_another_tenants_id_gets_its_own_result_never_the_other
 
 def test_counterfactual_prompts_refuses_a_body_over_its_limit_without_reading_it_all():
     api = client()
-    reply = api.post("/counterfactual-prompts", content=b'{"prompt": "' + b"a" * MAX_SWAP_BODY_BYTES + b'"}',
-                     headers={"content-type": "application/json"})
+    reply = api.post(
+        "/counterfactual-prompts",
+        content=b'{"prompt": "' + b"a" * MAX_SWAP_BODY_BYTES + b'"}',
+        headers={"content-type": "application/json"},
+    )
     assert reply.status_code == 413 and reply.headers["content-type"] == "application/problem+json"
     assert str(MAX_SWAP_BODY_BYTES) in reply.json()["detail"]
 
@@ -47,7 +53,9 @@ def test_counterfactual_prompts_bounds_its_answer_and_its_swaps():
     blown_up = api.post("/counterfactual-prompts", json={"prompt": "a " * 30_000, "swaps": {"a": "b" * 64}})
     assert blown_up.status_code == 422 and str(MAX_SWAP_ANSWER_BYTES) in blown_up.json()["detail"]
     long_word = api.post("/counterfactual-prompts", json={"prompt": "he", "swaps": {"he": "x" * 65}})
-    assert long_word.status_code == 422 and long_word.json()["detail"].startswith("swaps.he: String should have at most 64")
+    assert long_word.status_code == 422 and long_word.json()["detail"].startswith(
+        "swaps.he: String should have at most 64"
+    )
     fine = api.post("/counterfactual-prompts", json={"prompt": "he said", "swaps": {"he": "she"}})
     assert fine.status_code == 200 and fine.json() == [{"swap": {"he": "she"}, "prompt": "she said"}]
 

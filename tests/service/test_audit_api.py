@@ -18,8 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_no_forged_or_expired_token_gets_in(api):
     client, events, _ = api
-    for headers in ({}, token("eve", ["admin"], secret="another-secret-of-at-least-32-bytes-xyz"),
-                    token("old", ["admin"], expires_in=-60), {"Authorization": "Basic abc"}):
+    for headers in (
+        {},
+        token("eve", ["admin"], secret="another-secret-of-at-least-32-bytes-xyz"),
+        token("old", ["admin"], expires_in=-60),
+        {"Authorization": "Basic abc"},
+    ):
         assert client.post("/analyze-bias", json=events[0], headers=headers).status_code == 401
         refused = client.post("/graphql", json={"query": "{ biasTaxonomy { biasKey } }"}, headers=headers)
         assert refused.status_code == 401 and refused.headers["content-type"] == "application/problem+json"
@@ -50,8 +54,11 @@ def test_a_service_may_send_only_its_own_tenants_events(api):
 def test_reviewers_see_only_their_tenant_and_another_tenants_item_is_not_found(api):
     client, events, _ = api
     reviewer = token("rita", ["reviewer"], "acme")
-    listed = gql(client, f"{{ llmInteractionAudits(filter: {{biasDetected: true}}, pagination: {{limit: 500}}) {{ {ITEM} }} }}",
-                 reviewer)["data"]["llmInteractionAudits"]
+    listed = gql(
+        client,
+        f"{{ llmInteractionAudits(filter: {{biasDetected: true}}, pagination: {{limit: 500}}) {{ {ITEM} }} }}",
+        reviewer,
+    )["data"]["llmInteractionAudits"]
     assert listed and {item["tenantId"] for item in listed} == {"acme"} and all(i["biasDetected"] for i in listed)
     globex = next(e["audit_id"] for e in events if e["tenant_id"] == "globex")
     answer = gql(client, f'{{ llmInteractionAudit(id: "{globex}") {{ id }} }}', reviewer)
@@ -75,32 +82,57 @@ def test_reviewers_see_only_their_tenant_and_another_tenants_item_is_not_found(a
 def test_a_review_lasts_and_drops_the_item_from_the_unreviewed_list(api):
     client, _, url = api
     reviewer = token("rita", ["reviewer"], "acme")
-    queue = gql(client, "{ reviewQueue(limit: 100) { id biasType biasConfidenceScore } }", reviewer)["data"]["reviewQueue"]
+    queue = gql(client, "{ reviewQueue(limit: 100) { id biasType biasConfidenceScore } }", reviewer)["data"][
+        "reviewQueue"
+    ]
     assert len(queue) >= 2
     first = queue[0]["id"]
     review = """mutation($id: ID!, $input: RecordBiasReviewInput!) {
                   recordBiasReview(id: $id, input: $input) { id humanReviewed humanBiasTag reviewNotes } }"""
-    done = gql(client, review, {**reviewer, "traceparent": "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"}, id=first,
-               input={"humanBiasTag": ["gendered_language"], "reviewNotes": "yes",
-                      "verdicts": {queue[0]["biasType"][0]: "confirmed"}})
+    done = gql(
+        client,
+        review,
+        {**reviewer, "traceparent": "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"},
+        id=first,
+        input={
+            "humanBiasTag": ["gendered_language"],
+            "reviewNotes": "yes",
+            "verdicts": {queue[0]["biasType"][0]: "confirmed"},
+        },
+    )
     assert done["data"]["recordBiasReview"]["humanReviewed"] is True
-    again = gql(client, review, token("ralf", ["reviewer"], "acme"), id=first,
-                input={"humanBiasTag": [], "verdicts": {queue[0]["biasType"][0]: "dismissed"}})
+    again = gql(
+        client,
+        review,
+        token("ralf", ["reviewer"], "acme"),
+        id=first,
+        input={"humanBiasTag": [], "verdicts": {queue[0]["biasType"][0]: "dismissed"}},
+    )
     assert "errors" not in again
-    unreviewed = gql(client, "{ llmInteractionAudits(filter: {biasDetected: true, humanReviewed: false}, "
-                             "pagination: {limit: 500}) { id } }", reviewer)["data"]["llmInteractionAudits"]
+    unreviewed = gql(
+        client,
+        "{ llmInteractionAudits(filter: {biasDetected: true, humanReviewed: false}, pagination: {limit: 500}) { id } }",
+        reviewer,
+    )["data"]["llmInteractionAudits"]
     assert first not in {i["id"] for i in unreviewed}
-    assert first not in {i["id"] for i in gql(client, "{ reviewQueue(limit: 100) { id } }", reviewer)["data"]["reviewQueue"]}
-    history = gql(client, f'{{ llmInteractionAudit(id: "{first}") {{ reviews {{ reviewer verdicts tags notes }} }} }}',
-                  reviewer)["data"]["llmInteractionAudit"]["reviews"]
-    assert [(r["reviewer"], list(r["verdicts"].values())) for r in history] == [("rita", ["confirmed"]),
-                                                                               ("ralf", ["dismissed"])]
+    assert first not in {
+        i["id"] for i in gql(client, "{ reviewQueue(limit: 100) { id } }", reviewer)["data"]["reviewQueue"]
+    }
+    history = gql(
+        client, f'{{ llmInteractionAudit(id: "{first}") {{ reviews {{ reviewer verdicts tags notes }} }} }}', reviewer
+    )["data"]["llmInteractionAudit"]["reviews"]
+    assert [(r["reviewer"], list(r["verdicts"].values())) for r in history] == [
+        ("rita", ["confirmed"]),
+        ("ralf", ["dismissed"]),
+    ]
     with psycopg.connect(url) as connection:  # each review a row of its own; the audit row shows the latest
-        rows = connection.execute("SELECT reviewer, tags FROM bias_review WHERE audit_id = %s ORDER BY id",
-                                  (first,)).fetchall()
+        rows = connection.execute(
+            "SELECT reviewer, tags FROM bias_review WHERE audit_id = %s ORDER BY id", (first,)
+        ).fetchall()
         [(trace,)] = connection.execute("SELECT trace_id FROM bias_review WHERE reviewer = 'rita'").fetchall()
-        latest = connection.execute("SELECT human_reviewed, human_bias_tag FROM llm_interaction_audit "
-                                    "WHERE audit_id = %s", (first,)).fetchone()
+        latest = connection.execute(
+            "SELECT human_reviewed, human_bias_tag FROM llm_interaction_audit WHERE audit_id = %s", (first,)
+        ).fetchone()
     assert rows == [("rita", ["gendered_language"]), ("ralf", [])]
     agreement = gql(client, "{ reviewAgreement { items verdicts krippendorffAlpha } }", reviewer)["data"]
     # one item, two reviewers who disagree: D_o = ((4 - 2) / 1) / 2 = 1, D_e = (4 - 2) / (2 x 1) = 1,
@@ -111,26 +143,36 @@ def test_a_review_lasts_and_drops_the_item_from_the_unreviewed_list(api):
     metrics = client.get("/metrics").text
     assert 'bias_audit_reviews_total{verdict="confirmed"} 1.0' in metrics
     assert 'bias_audit_reviews_total{verdict="dismissed"} 1.0' in metrics
-    assert 'bias_audit_http_route_requests_total{route="/graphql",status="200"}' in metrics, \
-        [line for line in metrics.splitlines() if "route_requests_total" in line]
+    assert 'bias_audit_http_route_requests_total{route="/graphql",status="200"}' in metrics, [
+        line for line in metrics.splitlines() if "route_requests_total" in line
+    ]
 
 
 def test_an_auditor_reads_but_may_not_review_and_bad_input_is_named(api):
     client, _, _ = api
     auditor = token("audrey", ["auditor"], "acme")
-    item = gql(client, "{ llmInteractionAudits(filter: {biasDetected: true}, pagination: {limit: 1}) { id } }",
-               auditor)["data"]["llmInteractionAudits"][0]["id"]
-    review = 'mutation($id: ID!) { recordBiasReview(id: $id, input: {humanBiasTag: []}) { id } }'
+    item = gql(
+        client, "{ llmInteractionAudits(filter: {biasDetected: true}, pagination: {limit: 1}) { id } }", auditor
+    )["data"]["llmInteractionAudits"][0]["id"]
+    review = "mutation($id: ID!) { recordBiasReview(id: $id, input: {humanBiasTag: []}) { id } }"
     refused = gql(client, review, auditor, id=item)
     assert codes(refused) == ["FORBIDDEN"] and "admin or reviewer" in refused["errors"][0]["message"]
     reviewer = token("rita", ["reviewer"], "acme")
-    unknown = gql(client, 'mutation($id: ID!) { recordBiasReview(id: $id, input: {humanBiasTag: ["nope"]}) { id } }',
-                  reviewer, id=item)
+    unknown = gql(
+        client,
+        'mutation($id: ID!) { recordBiasReview(id: $id, input: {humanBiasTag: ["nope"]}) { id } }',
+        reviewer,
+        id=item,
+    )
     assert codes(unknown) == ["BAD_USER_INPUT"] and "nope" in unknown["errors"][0]["message"]
     too_big = gql(client, "{ llmInteractionAudits(pagination: {limit: 100000}) { id } }", reviewer)
     assert codes(too_big) == ["BAD_USER_INPUT"]
-    update = gql(client, 'mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: false}) '
-                         '{ biasDetected } }', reviewer, id=item)
+    update = gql(
+        client,
+        "mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: false}) { biasDetected } }",
+        reviewer,
+        id=item,
+    )
     assert codes(update) == ["FORBIDDEN"]
     assert "errors" not in gql(client, "{ llmInteractionAudits { reviews { reviewer } } }", reviewer)
     deep = "{ __schema { types { " + "fields { type { ofType { " * 3 + "name" + " } } }" * 3 + " } } }"  # depth 12
@@ -148,15 +190,19 @@ def test_two_reviewers_never_hold_one_item(api):
     lease = "mutation($id: ID!) { openReviewItem(id: $id) { taken holder } }"
     assert gql(client, lease, first, id=item)["data"]["openReviewItem"] == {"taken": True, "holder": "rita"}
     assert gql(client, lease, second, id=item)["data"]["openReviewItem"] == {"taken": False, "holder": "rita"}
-    assert item not in {i["id"] for i in gql(client, "{ reviewQueue(limit: 100) { id } }", second)["data"]["reviewQueue"]}
+    assert item not in {
+        i["id"] for i in gql(client, "{ reviewQueue(limit: 100) { id } }", second)["data"]["reviewQueue"]
+    }
     assert item in {i["id"] for i in gql(client, "{ reviewQueue(limit: 100) { id } }", first)["data"]["reviewQueue"]}
 
 
 def test_keyset_pages_do_not_overlap_and_count_the_whole(api):
     client, events, _ = api
     auditor = token("audrey", ["auditor"], tenants=["acme", "globex"], tenant=None)
-    page = "query($after: String) { llmInteractionAuditConnection(first: 7, after: $after) { totalCount " \
-           "pageInfo { hasNextPage endCursor } edges { cursor node { id } } } }"
+    page = (
+        "query($after: String) { llmInteractionAuditConnection(first: 7, after: $after) { totalCount "
+        "pageInfo { hasNextPage endCursor } edges { cursor node { id } } } }"
+    )
     seen: list[str] = []
     after = None
     while True:
@@ -173,8 +219,11 @@ def test_keyset_pages_do_not_overlap_and_count_the_whole(api):
 def test_the_raw_query_is_in_no_answer_and_no_table(api):
     client, events, url = api
     admin = token("root", ["admin"], tenants=["acme", "globex"], tenant=None)
-    answer = client.post("/graphql", json={"query": f"{{ llmInteractionAudits(pagination: {{limit: 500}}) {{ {ITEM} }} }}"},
-                         headers=admin)
+    answer = client.post(
+        "/graphql",
+        json={"query": f"{{ llmInteractionAudits(pagination: {{limit: 500}}) {{ {ITEM} }} }}"},
+        headers=admin,
+    )
     assert answer.status_code == 200 and CANARY not in answer.text
     assert {i["originalQuery"] for i in answer.json()["data"]["llmInteractionAudits"]} == {None}
     assert CANARY not in client.get(f"/audits/{events[0]['audit_id']}", headers=admin).text
@@ -187,8 +236,9 @@ def test_the_raw_query_is_in_no_answer_and_no_table(api):
 
 def test_the_committed_schema_is_the_served_one():
     committed = (ROOT / "service" / "schema.graphql").read_text()
-    assert committed == str(schema) + "\n", "run: python -c 'from bias_audit.service.graphql_api import schema; " \
-                                            "print(schema)' > service/schema.graphql"
+    assert committed == str(schema) + "\n", (
+        "run: python -c 'from bias_audit.service.graphql_api import schema; print(schema)' > service/schema.graphql"
+    )
 
 
 def test_the_report_of_a_tenants_stored_sessions_as_typed_fields(api):
@@ -207,19 +257,40 @@ def test_the_report_of_a_tenants_stored_sessions_as_typed_fields(api):
                  affinity { reviewer model effect ciLower ciUpper pValue n flagged mutual }
                  styleSimilarity { reviewer effect } reviewerPosteriors { reviewer posteriorMean } } }"""
     served = gql(client, query, reviewer)["data"]["biasReport"]
-    printed = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", url, "--format", "json",
-                              "--tenant", "acme", "--sessions", "100"], capture_output=True, text=True, timeout=120)
+    printed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bias_audit",
+            "report",
+            "--store",
+            url,
+            "--format",
+            "json",
+            "--tenant",
+            "acme",
+            "--sessions",
+            "100",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     [section] = json.loads(printed.stdout)["tenants"]
     assert served["tenantId"] == "acme" and served["sessions"] == section["sessions"] == 12
     assert served["lengthCorrelation"]["pointEstimate"] == section["length_correlation"]["point_estimate"]
     assert [(r["reviewer"], r["offset"]["pointEstimate"]) for r in served["reviewers"]] == [
-        (r["reviewer"], r["offset"]["point_estimate"]) for r in section["reviewers"]]
-    assert served["affinity"] and [(a["reviewer"], a["model"], a["effect"], a["flagged"]) for a in served["affinity"]] == [
-        (a["reviewer"], a["model"], a["effect"], a["flagged"]) for a in section["affinity"]]
+        (r["reviewer"], r["offset"]["point_estimate"]) for r in section["reviewers"]
+    ]
+    assert served["affinity"] and [
+        (a["reviewer"], a["model"], a["effect"], a["flagged"]) for a in served["affinity"]
+    ] == [(a["reviewer"], a["model"], a["effect"], a["flagged"]) for a in section["affinity"]]
     assert [(a["reviewer"], a["effect"]) for a in served["styleSimilarity"]] == [
-        (a["reviewer"], a["effect"]) for a in section["style_similarity"]]
+        (a["reviewer"], a["effect"]) for a in section["style_similarity"]
+    ]
     assert [p["posteriorMean"] for p in served["reviewerPosteriors"]] == [
-        p["posterior_mean"] for p in section["reviewer_posteriors"]]
+        p["posterior_mean"] for p in section["reviewer_posteriors"]
+    ]
     profiles = gql(client, '{ reviewerProfiles(tenantId: "acme") { reviewer } }', reviewer)["data"]["reviewerProfiles"]
     assert [p["reviewer"] for p in profiles] == [r["reviewer"] for r in section["reviewers"]]
     assert codes(gql(client, '{ biasReport(tenantId: "globex") { sessions } }', reviewer)) == ["NOT_FOUND"]
@@ -229,44 +300,68 @@ def test_the_requests_trace_id_reaches_the_result_and_the_stored_row(api):
     client, events, url = api
     event = {**events[0], "audit_id": "traced-1"}
     event.pop("trace_id", None)
-    sent = client.post("/analyze-bias", json=event, headers={**token("app", ["service"], event["tenant_id"]),
-                                                             "x-trace-id": "req-trace-1"})
+    sent = client.post(
+        "/analyze-bias",
+        json=event,
+        headers={**token("app", ["service"], event["tenant_id"]), "x-trace-id": "req-trace-1"},
+    )
     assert sent.status_code == 200 and sent.json()["trace_id"] == "req-trace-1"
     parented = {**events[0], "audit_id": "traced-2"}
     parented.pop("trace_id", None)
-    client.post("/analyze-bias", json=parented, headers={**token("app", ["service"], event["tenant_id"]),
-                                                         "traceparent": "00-" + "12" * 16 + "-" + "34" * 8 + "-01"})
+    client.post(
+        "/analyze-bias",
+        json=parented,
+        headers={
+            **token("app", ["service"], event["tenant_id"]),
+            "traceparent": "00-" + "12" * 16 + "-" + "34" * 8 + "-01",
+        },
+    )
     with psycopg.connect(url) as connection:
-        stored = dict(connection.execute("SELECT audit_id, trace_id FROM llm_interaction_audit "
-                                         "WHERE audit_id IN ('traced-1', 'traced-2')").fetchall())
+        stored = dict(
+            connection.execute(
+                "SELECT audit_id, trace_id FROM llm_interaction_audit WHERE audit_id IN ('traced-1', 'traced-2')"
+            ).fetchall()
+        )
     assert stored == {"traced-1": "req-trace-1", "traced-2": "12" * 16}
 
 
 def test_rolled_up_history_is_read_within_the_tokens_tenants(api):
     client, _, url = api
     with psycopg.connect(url) as connection:  # what retention leaves of two tenants' old days
-        connection.execute("INSERT INTO bias_daily_aggregate VALUES ('acme', '2025-01-02', 'council', 'm1', 'r1', '', "
-                           "25, 5, 175.0), ('acme', '2025-01-03', 'council', 'm1', 'r1', '', 25, 0, 125.0), "
-                           "('globex', '2025-01-02', 'interaction', 'm2', '', 'toxicity', 4, 4, 3.2)")
+        connection.execute(
+            "INSERT INTO bias_daily_aggregate VALUES ('acme', '2025-01-02', 'council', 'm1', 'r1', '', "
+            "25, 5, 175.0), ('acme', '2025-01-03', 'council', 'm1', 'r1', '', 25, 0, 125.0), "
+            "('globex', '2025-01-02', 'interaction', 'm2', '', 'toxicity', 4, 4, 3.2)"
+        )
     reviewer = token("rita", ["reviewer"], "acme")
-    [history] = gql(client, "{ rolledUp { tenantId firstDay lastDay days totals { source model reviewer items flagged "
-                            "mean } } }", reviewer)["data"]["rolledUp"]
+    [history] = gql(
+        client,
+        "{ rolledUp { tenantId firstDay lastDay days totals { source model reviewer items flagged mean } } }",
+        reviewer,
+    )["data"]["rolledUp"]
     assert (history["tenantId"], history["firstDay"], history["lastDay"], history["days"]) == (
-        "acme", "2025-01-02", "2025-01-03", 2)
-    assert history["totals"] == [{"source": "council", "model": "m1", "reviewer": "r1", "items": 50, "flagged": 5,
-                                  "mean": 6.0}]  # (175 + 125) / 50
+        "acme",
+        "2025-01-02",
+        "2025-01-03",
+        2,
+    )
+    assert history["totals"] == [
+        {"source": "council", "model": "m1", "reviewer": "r1", "items": 50, "flagged": 5, "mean": 6.0}
+    ]  # (175 + 125) / 50
     assert gql(client, '{ rolledUp(tenantId: "globex") { tenantId } }', reviewer)["data"]["rolledUp"] == []
 
 
 def test_detector_precision_follows_the_latest_review_of_each_item(api):
     client, _, url = api
     reviewer = token("rita", ["reviewer"], "acme")
-    queue = gql(client, "{ reviewQueue(limit: 200) { id biasType biasReportSummary } }", reviewer)["data"]["reviewQueue"]
+    queue = gql(client, "{ reviewQueue(limit: 200) { id biasType biasReportSummary } }", reviewer)["data"][
+        "reviewQueue"
+    ]
     bias_type = queue[0]["biasType"][0]
     chosen = [item for item in queue if bias_type in item["biasType"]][:3]
     assert len(chosen) >= 2
-    review = 'mutation($id: ID!, $v: JSON) { recordBiasReview(id: $id, input: {verdicts: $v}) { id } }'
-    verdicts = ["confirmed", "dismissed", "confirmed"][:len(chosen)]
+    review = "mutation($id: ID!, $v: JSON) { recordBiasReview(id: $id, input: {verdicts: $v}) { id } }"
+    verdicts = ["confirmed", "dismissed", "confirmed"][: len(chosen)]
     for item, verdict in zip(chosen, verdicts):
         assert "errors" not in gql(client, review, reviewer, id=item["id"], v={bias_type: "dismissed"})
         assert "errors" not in gql(client, review, reviewer, id=item["id"], v={bias_type: verdict})  # the latest counts
@@ -276,8 +371,12 @@ def test_detector_precision_follows_the_latest_review_of_each_item(api):
             counts = expected.setdefault(analyzer, [0, 0])
             counts[0] += verdict == "confirmed"
             counts[1] += 1
-    answer = gql(client, "{ detectorPrecision { detectors { tenantId biasType analyzer confirmed reviewed precision "
-                         "ciLower ciUpper } } }", reviewer)["data"]["detectorPrecision"]["detectors"]
+    answer = gql(
+        client,
+        "{ detectorPrecision { detectors { tenantId biasType analyzer confirmed reviewed precision "
+        "ciLower ciUpper } } }",
+        reviewer,
+    )["data"]["detectorPrecision"]["detectors"]
     assert {d["analyzer"]: [d["confirmed"], d["reviewed"]] for d in answer if d["biasType"] == bias_type} == expected
     assert all(d["tenantId"] == "acme" and d["ciLower"] <= d["precision"] <= d["ciUpper"] for d in answer)
     other = gql(client, "{ detectorPrecision { detectors { tenantId } } }", token("gil", ["reviewer"], "globex"))
@@ -287,14 +386,26 @@ def test_detector_precision_follows_the_latest_review_of_each_item(api):
     import sys
 
     def report(*args: str) -> str:  # the cross-session report of the same store, every format
-        done = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", url, *args],
-                              capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "160"})
+        done = subprocess.run(
+            [sys.executable, "-m", "bias_audit", "report", "--store", url, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "160"},
+        )
         return done.stdout
 
     in_report = json.loads(report("--format", "json"))["detector_precision"]
     assert [{k: d[k] for k in ("tenant_id", "bias_type", "analyzer", "confirmed", "reviewed")} for d in in_report] == [
-        {"tenant_id": d["tenantId"], "bias_type": d["biasType"], "analyzer": d["analyzer"], "confirmed": d["confirmed"],
-         "reviewed": d["reviewed"]} for d in answer]
+        {
+            "tenant_id": d["tenantId"],
+            "bias_type": d["biasType"],
+            "analyzer": d["analyzer"],
+            "confirmed": d["confirmed"],
+            "reviewed": d["reviewed"],
+        }
+        for d in answer
+    ]
     assert "Detector precision from reviews" in report()
     assert sum(",detector_precision," in line for line in report("--format", "csv").splitlines()) == len(answer)
     assert "<h2>Detector precision from reviews</h2>" in report("--format", "html")
@@ -306,23 +417,40 @@ def test_an_answers_decision_links_are_kept_filterable_and_on_the_result(api):
     acme = [e for e in events if e["tenant_id"] == "acme"][:3]
     results = []
     for index, event in enumerate(acme):
-        linked = {**event, "audit_id": f"decided-{index}",
-                  "query_context": {**(event["query_context"] or {}), "decision_id": "dec-42" if index < 2 else "dec-7",
-                                    "reasoning_node_id": f"node-{index}", "note": "free text is never kept"}}
+        linked = {
+            **event,
+            "audit_id": f"decided-{index}",
+            "query_context": {
+                **(event["query_context"] or {}),
+                "decision_id": "dec-42" if index < 2 else "dec-7",
+                "reasoning_node_id": f"node-{index}",
+                "note": "free text is never kept",
+            },
+        }
         results.append(client.post("/analyze-bias", json=linked, headers=service).json())
     assert [(r["decision_id"], r["reasoning_node_id"]) for r in results] == [
-        ("dec-42", "node-0"), ("dec-42", "node-1"), ("dec-7", "node-2")]  # on the result, as on bias.audit.stream
+        ("dec-42", "node-0"),
+        ("dec-42", "node-1"),
+        ("dec-7", "node-2"),
+    ]  # on the result, as on bias.audit.stream
     reviewer = token("rita", ["reviewer"], "acme")
-    linked = gql(client, '{ biasEventsForDecision(decisionId: "dec-42") { auditId decisionId reasoningNodeId } }',
-                 reviewer)["data"]["biasEventsForDecision"]
-    assert sorted((e["auditId"], e["reasoningNodeId"]) for e in linked) == [("decided-0", "node-0"), ("decided-1", "node-1")]
+    linked = gql(
+        client, '{ biasEventsForDecision(decisionId: "dec-42") { auditId decisionId reasoningNodeId } }', reviewer
+    )["data"]["biasEventsForDecision"]
+    assert sorted((e["auditId"], e["reasoningNodeId"]) for e in linked) == [
+        ("decided-0", "node-0"),
+        ("decided-1", "node-1"),
+    ]
     filtered = gql(client, '{ llmInteractionAudits(filter: {decisionId: "dec-7"}) { auditId } }', reviewer)
     assert filtered["data"]["llmInteractionAudits"] == [{"auditId": "decided-2"}]
-    other = gql(client, '{ biasEventsForDecision(decisionId: "dec-42") { auditId } }', token("g", ["reviewer"], "globex"))
+    other = gql(
+        client, '{ biasEventsForDecision(decisionId: "dec-42") { auditId } }', token("g", ["reviewer"], "globex")
+    )
     assert other["data"]["biasEventsForDecision"] == []
     with psycopg.connect(url) as connection:
-        [(context,)] = connection.execute("SELECT query_context FROM llm_interaction_audit "
-                                          "WHERE audit_id = 'decided-0'").fetchall()
+        [(context,)] = connection.execute(
+            "SELECT query_context FROM llm_interaction_audit WHERE audit_id = 'decided-0'"
+        ).fetchall()
     assert context is None  # the ids are kept in their own columns; query_context itself never
 
 
@@ -330,14 +458,40 @@ def test_sandbox_runs_are_read_within_the_tokens_tenants(api):
     from bias_audit.storage.postgres import connect, save_sandbox_run
 
     client, _, url = api
-    document = {"baseline": {"n": 300}, "candidate": {"n": 300}, "correction": "holm", "pairs": 300,
-                "bias_types": [{"bias_type": "gendered_language", "baseline_rate": 0.08, "candidate_rate": 0.16,
-                                "difference": 0.08, "ci_lower": 0.05, "ci_upper": 0.11, "p_value": 0.0001,
-                                "paired": True, "verdict": "worse"}]}
+    document = {
+        "baseline": {"n": 300},
+        "candidate": {"n": 300},
+        "correction": "holm",
+        "pairs": 300,
+        "bias_types": [
+            {
+                "bias_type": "gendered_language",
+                "baseline_rate": 0.08,
+                "candidate_rate": 0.16,
+                "difference": 0.08,
+                "ci_lower": 0.05,
+                "ci_upper": 0.11,
+                "p_value": 0.0001,
+                "paired": True,
+                "verdict": "worse",
+            }
+        ],
+    }
     with connect(url) as connection:
         mine = save_sandbox_run(connection, tenant="acme", baseline={"model": "gpt-4o"}, document=document, worse=True)
         save_sandbox_run(connection, tenant="globex", baseline={}, document=document, worse=True)
-    runs = gql(client, "{ sandboxRuns { id tenantId worse baseline baselineN biasTypes { biasType verdict pValue } } }",
-               token("rita", ["auditor"], "acme"))["data"]["sandboxRuns"]
-    assert runs == [{"id": mine, "tenantId": "acme", "worse": True, "baseline": {"model": "gpt-4o"}, "baselineN": 300,
-                     "biasTypes": [{"biasType": "gendered_language", "verdict": "worse", "pValue": 0.0001}]}]
+    runs = gql(
+        client,
+        "{ sandboxRuns { id tenantId worse baseline baselineN biasTypes { biasType verdict pValue } } }",
+        token("rita", ["auditor"], "acme"),
+    )["data"]["sandboxRuns"]
+    assert runs == [
+        {
+            "id": mine,
+            "tenantId": "acme",
+            "worse": True,
+            "baseline": {"model": "gpt-4o"},
+            "baselineN": 300,
+            "biasTypes": [{"biasType": "gendered_language", "verdict": "worse", "pValue": 0.0001}],
+        }
+    ]

@@ -25,17 +25,25 @@ FLIP = {"A>>B": "B>>A", "A>B": "B>A", "A=B": "A=B", "B>A": "A>B", "B>>A": "A>>B"
 def judged(postgres_url, tmp_path):
     """Four verdicts of one judge (A>B each), every one sampled for blind review."""
     apply_migrations(postgres_url)
-    settings = Settings(data_dir=tmp_path, consumer_name="api", store_url=postgres_url, jwt_secret=SECRET,
-                        judge_review_sample=1.0)
+    settings = Settings(
+        data_dir=tmp_path, consumer_name="api", store_url=postgres_url, jwt_secret=SECRET, judge_review_sample=1.0
+    )
     with TestClient(api_app(settings)) as client:
         service = token("app", ["service"], "acme")
         for n in range(4):
-            event = {"verdict_id": f"producer-{n}-judge-secret-model", "tenant_id": "acme",
-                     "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": "secret-judge"}, "item_id": f"q{n}",
-                     "query": f"Which answer explains item {n} better?",
-                     "candidates": [{"model": "alpha", "response": f"First answer {n}."},
-                                    {"model": "beta", "response": f"Second answer {n}."}],
-                     "verdict": {"kind": "pairwise", "preference": "A>B"}}
+            event = {
+                "verdict_id": f"producer-{n}-judge-secret-model",
+                "tenant_id": "acme",
+                "timestamp": "2026-11-20T10:30:00Z",
+                "judge": {"model": "secret-judge"},
+                "item_id": f"q{n}",
+                "query": f"Which answer explains item {n} better?",
+                "candidates": [
+                    {"model": "alpha", "response": f"First answer {n}."},
+                    {"model": "beta", "response": f"Second answer {n}."},
+                ],
+                "verdict": {"kind": "pairwise", "preference": "A>B"},
+            }
             assert client.post("/audit-verdict", json=event, headers=service).status_code == 200
         yield client, postgres_url
 
@@ -46,8 +54,9 @@ def served(client: TestClient, reviewer: str) -> dict:
 
 def people(url: str) -> list[tuple]:
     with psycopg.connect(url) as connection:
-        return connection.execute("SELECT verdict_id, reviewer, preference, shown_swapped, review_id FROM "
-                                  "judge_human_verdict ORDER BY id").fetchall()
+        return connection.execute(
+            "SELECT verdict_id, reviewer, preference, shown_swapped, review_id FROM judge_human_verdict ORDER BY id"
+        ).fetchall()
 
 
 def test_a_verdict_is_taken_only_on_an_item_served_to_that_person_under_an_id_naming_nothing(judged):
@@ -93,7 +102,9 @@ def test_the_judges_verdict_on_an_item_open_to_a_reviewer_is_not_theirs_to_read(
     with psycopg.connect(url) as connection:  # the test's own knowledge of the order drawn: rex disagrees too
         item_id, swapped = connection.execute(
             "SELECT r.item_id, s.shown_swapped FROM judge_review_served s JOIN judge_review_item r "
-            "USING (tenant_id, verdict_id) WHERE s.review_id = %s", (item["reviewId"],)).fetchone()
+            "USING (tenant_id, verdict_id) WHERE s.review_id = %s",
+            (item["reviewId"],),
+        ).fetchone()
     gql(client, RECORD, rex, r=item["reviewId"], p="A>>B" if swapped else "B>>A")
     [rex_after] = gql(client, DISAGREEMENTS, rex)["data"]["judgeReport"]["judges"]
     assert [d["itemId"] for d in rex_after["disagreements"]] == [item_id]  # the one he judged, no other

@@ -18,9 +18,17 @@ from bias_audit.worker.settings import Settings
 
 pytestmark = pytest.mark.postgres
 SECRET = "a-fuzzing-secret-of-at-least-32-bytes-000000"
+
+
 def admin() -> dict[str, str]:
-    return {"Authorization": "Bearer " + jwt.encode({"sub": "fuzz", "tenant_id": "demo", "roles": ["admin"],
-                                                     "exp": int(time.time()) + 3600}, SECRET, algorithm="HS256")}
+    return {
+        "Authorization": "Bearer "
+        + jwt.encode(
+            {"sub": "fuzz", "tenant_id": "demo", "roles": ["admin"], "exp": int(time.time()) + 3600},
+            SECRET,
+            algorithm="HS256",
+        )
+    }
 
 
 @pytest.fixture
@@ -29,10 +37,26 @@ def graphql_app(postgres_url, tmp_path):
     app = api_app(Settings(data_dir=tmp_path, consumer_name="fuzz", store_url=postgres_url, jwt_secret=SECRET))
     with TestClient(app) as client:
         for event in generate_responses(10, seed=41):
-            assert client.post("/analyze-bias", json=event, headers={
-                "Authorization": "Bearer " + jwt.encode({"sub": "app", "tenant_id": event["tenant_id"],
-                                                         "roles": ["service"], "exp": int(time.time()) + 600},
-                                                        SECRET, algorithm="HS256")}).status_code == 200
+            assert (
+                client.post(
+                    "/analyze-bias",
+                    json=event,
+                    headers={
+                        "Authorization": "Bearer "
+                        + jwt.encode(
+                            {
+                                "sub": "app",
+                                "tenant_id": event["tenant_id"],
+                                "roles": ["service"],
+                                "exp": int(time.time()) + 600,
+                            },
+                            SECRET,
+                            algorithm="HS256",
+                        )
+                    },
+                ).status_code
+                == 200
+            )
     return app
 
 
@@ -44,10 +68,12 @@ def test_generated_queries_never_fail_on_the_server(graphql_app):
     seen: list[str | None] = []
 
     for operation in operations:
+
         @given(case=operation.as_strategy())
         # derandomized: the same generated documents on every run (a CI failure reproduces here)
-        @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), database=None,
-                  derandomize=True)
+        @settings(
+            max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True
+        )
         def fuzz(case):
             response = case.call(headers=headers)
             assert response.status_code == 200, response.text

@@ -16,9 +16,11 @@ from tests.service.audit_api_client import SECRET, gql, token
 from tests.services import run_cli as cli
 
 pytestmark = pytest.mark.postgres
-QUERY = ("query($t: String!) { groupDisparity(tenantId: $t) { note groups { llmModel axis group answers others "
-         "refusalRateGap { value others estimate ciLower ciUpper pValue flagged } "
-         "lengthRatio { estimate flagged } } } }")
+QUERY = (
+    "query($t: String!) { groupDisparity(tenantId: $t) { note groups { llmModel axis group answers others "
+    "refusalRateGap { value others estimate ciLower ciUpper pValue flagged } "
+    "lengthRatio { estimate flagged } } } }"
+)
 CANARY = "CANARY-7f1e-query"
 
 
@@ -27,11 +29,19 @@ def events() -> list[dict]:
     for i in range(80):
         group = "woman" if i % 2 else "man"
         refuses = group == "woman" and i % 4 == 1  # half of the women's answers refuse
-        out.append({"audit_id": f"a{i}", "tenant_id": "acme", "timestamp": "2026-11-20T10:30:00Z",
-                    "llm_model": "m1", "consent_level": 2,
-                    "original_query": f"Should I hire a {group} as a pilot? {CANARY} {i}",
-                    "llm_response": "I'm sorry, but I can't help with that." if refuses
-                    else f"Yes: look at the experience, the training and the references of candidate {i}."})
+        out.append(
+            {
+                "audit_id": f"a{i}",
+                "tenant_id": "acme",
+                "timestamp": "2026-11-20T10:30:00Z",
+                "llm_model": "m1",
+                "consent_level": 2,
+                "original_query": f"Should I hire a {group} as a pilot? {CANARY} {i}",
+                "llm_response": "I'm sorry, but I can't help with that."
+                if refuses
+                else f"Yes: look at the experience, the training and the references of candidate {i}.",
+            }
+        )
     return out
 
 
@@ -62,7 +72,9 @@ def test_graphql_and_the_report_show_the_group_refused_more(served):
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert {(e["group"], e["refusal_rate_gap"]["flagged"]) for e in document["group_disparity"]} == {
-        ("female", True), ("male", True)}
+        ("female", True),
+        ("male", True),
+    }
     assert "unpaired" in document["group_disparity_note"]
     text = cli("report", "--store", url)
     assert "Group disparity over live traffic" in text.stdout and "+50.0%" in text.stdout

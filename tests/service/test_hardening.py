@@ -19,8 +19,10 @@ from bias_audit.worker.settings import Settings
 from tests.service.audit_api_client import SECRET, codes, gql, token
 
 pytestmark = pytest.mark.postgres
-UPDATE = 'mutation($id: ID!, $input: UpdateLlmInteractionAuditBiasInput!) { updateLlmInteractionAuditBias(id: $id, ' \
-         'input: $input) { id biasScore mitigationAction } }'
+UPDATE = (
+    "mutation($id: ID!, $input: UpdateLlmInteractionAuditBiasInput!) { updateLlmInteractionAuditBias(id: $id, "
+    "input: $input) { id biasScore mitigationAction } }"
+)
 REVIEW = "mutation($id: ID!, $input: RecordBiasReviewInput!) { recordBiasReview(id: $id, input: $input) { id } }"
 
 
@@ -37,21 +39,38 @@ def test_a_service_token_changes_nothing_with_an_empty_update_and_never_reads_wh
     assert codes(empty) == ["BAD_USER_INPUT"] and "at least one field" in empty["errors"][0]["message"]
     assert empty["data"] is None  # nothing of the row comes back
     for texts in ("llmResponse", "reviewNotes", "reviews { notes }", "biasReportSummary", "queryContext", "userId"):
-        asked = gql(client, 'mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: true}) '
-                            f'{{ id {texts} }} }}', service, id=item["id"])
+        asked = gql(
+            client,
+            "mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: true}) "
+            f"{{ id {texts} }} }}",
+            service,
+            id=item["id"],
+        )
         assert asked.get("data") is None and "Cannot query field" in asked["errors"][0]["message"], texts
     # a no-op update (biasDetected set to what it is) answers ids and the bias and status columns, nothing more
-    flagged = gql(client, "{ reviewQueue(limit: 20) { id llmResponse biasReportSummary } }",
-                  token("rita", ["reviewer"], "acme"))["data"]["reviewQueue"]
+    flagged = gql(
+        client, "{ reviewQueue(limit: 20) { id llmResponse biasReportSummary } }", token("rita", ["reviewer"], "acme")
+    )["data"]["reviewQueue"]
     [reviewer_reads, *_] = [row for row in flagged if '"sentence"' in json.dumps(row["biasReportSummary"])]
     item = reviewer_reads
-    every_field = ("id auditId tenantId traceId status logTimestamp biasDetected biasType biasScore "
-                   "biasConfidenceScore mitigationAction humanReviewed")
-    answer = gql(client, 'mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: true}) '
-                         f'{{ {every_field} }} }}', service, id=item["id"])
+    every_field = (
+        "id auditId tenantId traceId status logTimestamp biasDetected biasType biasScore "
+        "biasConfidenceScore mitigationAction humanReviewed"
+    )
+    answer = gql(
+        client,
+        "mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: true}) "
+        f"{{ {every_field} }} }}",
+        service,
+        id=item["id"],
+    )
     assert answer["data"]["updateLlmInteractionAuditBias"]["biasDetected"] is True
-    evidence = [e["sentence"] for f in reviewer_reads["biasReportSummary"].get("findings", [])
-                for e in f.get("evidence", []) if e.get("sentence")]
+    evidence = [
+        e["sentence"]
+        for f in reviewer_reads["biasReportSummary"].get("findings", [])
+        for e in f.get("evidence", [])
+        if e.get("sentence")
+    ]
     assert evidence and not any(sentence in json.dumps(answer) for sentence in evidence)
     assert reviewer_reads["llmResponse"] not in json.dumps(answer)
 
@@ -66,11 +85,19 @@ def test_bias_score_and_mitigation_action_take_typed_values_only(api):
     for bad in ({"length": nested}, {"length": "high"}, [1, 2], {f"k{i}": 1 for i in range(65)}, {"x" * 65: 1}):
         refused = gql(client, UPDATE, service, id=item["id"], input={"biasScore": bad})
         assert codes(refused) == ["BAD_USER_INPUT"], bad if not isinstance(bad, dict) or len(bad) < 3 else len(bad)
-    wrong_action = client.post("/graphql", headers=service, json={"query": UPDATE, "variables": {
-        "id": item["id"], "input": {"mitigationAction": "x" * 1000}}})
+    wrong_action = client.post(
+        "/graphql",
+        headers=service,
+        json={"query": UPDATE, "variables": {"id": item["id"], "input": {"mitigationAction": "x" * 1000}}},
+    )
     assert "errors" in wrong_action.json() and wrong_action.json()["data"] is None
-    done = gql(client, UPDATE, service, id=item["id"],
-               input={"biasScore": {"gendered_language": 0.5, "toxicity": None}, "mitigationAction": "HUMAN_REVIEW"})
+    done = gql(
+        client,
+        UPDATE,
+        service,
+        id=item["id"],
+        input={"biasScore": {"gendered_language": 0.5, "toxicity": None}, "mitigationAction": "HUMAN_REVIEW"},
+    )
     assert done["data"]["updateLlmInteractionAuditBias"]["biasScore"] == {"gendered_language": 0.5, "toxicity": None}
     assert done["data"]["updateLlmInteractionAuditBias"]["mitigationAction"] == "human_review"
 
@@ -97,9 +124,15 @@ def test_an_event_nested_too_deep_is_a_422_naming_the_field(api):
 
 def test_a_score_past_1e15_is_a_422_naming_it(api):
     client, _, _ = api
-    event = {"verdict_id": "huge", "tenant_id": "acme", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": "j"},
-             "item_id": "i", "candidates": [{"model": "a"}, {"model": "b"}],
-             "verdict": {"kind": "scores", "scores": [1e19, 0]}}
+    event = {
+        "verdict_id": "huge",
+        "tenant_id": "acme",
+        "timestamp": "2026-11-20T10:30:00Z",
+        "judge": {"model": "j"},
+        "item_id": "i",
+        "candidates": [{"model": "a"}, {"model": "b"}],
+        "verdict": {"kind": "scores", "scores": [1e19, 0]},
+    }
     refused = client.post("/audit-verdict", json=event, headers=token("app", ["service"], "acme"))
     assert refused.status_code == 422 and refused.headers["content-type"] == "application/problem+json"
     assert "verdict.scores.scores.0" in refused.json()["detail"] and "1000000000000000" in refused.json()["detail"]
@@ -112,11 +145,13 @@ def test_reports_per_document_and_per_caller_are_bounded(api):
     started = []
     report = state.report
     state.report = lambda *args: started.append(args) or report(*args)
-    for two in ('{ a: biasReport(tenantId: "acme") { sessions } b: biasReport(tenantId: "acme") { sessions } }',
-                '{ biasReport(tenantId: "acme") { sessions } judgeReport(tenantId: "acme") { judges { judge } } }',
-                '{ judgeReport(tenantId: "acme") { judges { judge } } reviewerProfiles(tenantId: "acme") { reviewer } }',
-                'query { ...R judgeReport(tenantId: "acme") { judges { judge } } } '
-                'fragment R on Query { biasReport(tenantId: "acme") { sessions } }'):
+    for two in (
+        '{ a: biasReport(tenantId: "acme") { sessions } b: biasReport(tenantId: "acme") { sessions } }',
+        '{ biasReport(tenantId: "acme") { sessions } judgeReport(tenantId: "acme") { judges { judge } } }',
+        '{ judgeReport(tenantId: "acme") { judges { judge } } reviewerProfiles(tenantId: "acme") { reviewer } }',
+        'query { ...R judgeReport(tenantId: "acme") { judges { judge } } } '
+        'fragment R on Query { biasReport(tenantId: "acme") { sessions } }',
+    ):
         answer = gql(client, two, auditor)
         [refused] = answer["errors"]
         assert refused["extensions"]["code"] == "BAD_USER_INPUT" and "at most 1 report" in refused["message"], two
@@ -125,7 +160,10 @@ def test_reports_per_document_and_per_caller_are_bounded(api):
     slots = state.report_slots
     assert slots.take("audrey")  # audrey's first report is still being built
     try:
-        for query in ('{ biasReport(tenantId: "acme") { sessions } }', '{ judgeReport(tenantId: "acme") { judges { judge } } }'):
+        for query in (
+            '{ biasReport(tenantId: "acme") { sessions } }',
+            '{ judgeReport(tenantId: "acme") { judges { judge } } }',
+        ):
             busy = gql(client, query, auditor)
             assert codes(busy) == ["RATE_LIMITED"] and "already being built" in busy["errors"][0]["message"]
         other = gql(client, '{ biasReport(tenantId: "acme") { sessions } }', token("ann", ["auditor"], "acme"))
@@ -139,12 +177,20 @@ def test_reports_per_document_and_per_caller_are_bounded(api):
 def test_a_report_stops_at_its_time_budget_and_the_answer_says_so(api):
     client, _, _ = api
     service = token("app", ["service"], "acme")
-    verdict = {"tenant_id": "acme", "timestamp": "2026-11-20T10:30:00Z", "judge": {"model": "gpt-judge"},
-               "candidates": [{"model": "a", "length_words": 10}, {"model": "b", "length_words": 30}],
-               "verdict": {"kind": "pairwise", "preference": "A>B"}}
+    verdict = {
+        "tenant_id": "acme",
+        "timestamp": "2026-11-20T10:30:00Z",
+        "judge": {"model": "gpt-judge"},
+        "candidates": [{"model": "a", "length_words": 10}, {"model": "b", "length_words": 30}],
+        "verdict": {"kind": "pairwise", "preference": "A>B"},
+    }
     for n in range(4):
-        assert client.post("/audit-verdict", json={**verdict, "verdict_id": f"t{n}", "item_id": f"i{n}"},
-                           headers=service).status_code == 200
+        assert (
+            client.post(
+                "/audit-verdict", json={**verdict, "verdict_id": f"t{n}", "item_id": f"i{n}"}, headers=service
+            ).status_code
+            == 200
+        )
     auditor = token("audrey", ["auditor"], "acme")
     judges = '{ judgeReport(tenantId: "acme") { judges { judge } } }'
     assert gql(client, judges, auditor)["data"]["judgeReport"]["judges"] == [{"judge": "gpt-judge"}]
@@ -156,8 +202,9 @@ def test_a_report_stops_at_its_time_budget_and_the_answer_says_so(api):
     assert client.app.state.api.report_slots.busy == set()
 
 
-@pytest.mark.parametrize("claims", [{"tenants": "acme"}, {"tenants": {"acme": 1}}, {"tenants": []},
-                                    {"tenant_id": ["acme"]}])
+@pytest.mark.parametrize(
+    "claims", [{"tenants": "acme"}, {"tenants": {"acme": 1}}, {"tenants": []}, {"tenant_id": ["acme"]}]
+)
 def test_a_tenants_claim_that_is_not_a_list_of_names_is_refused(claims):
     verifier = TokenVerifier(secret=SECRET)
     body = {"sub": "x", "roles": ["auditor"], "exp": int(time.time()) + 60, **claims}
@@ -179,8 +226,11 @@ def test_a_malformed_body_is_a_400_for_the_body_not_a_403_for_a_tenant(api):
     client, _, _ = api
     unsigned = client.post("/graphql", json={"query": "{ biasTaxonomy { biasKey } }"})
     assert unsigned.status_code == 401 and unsigned.json()["type"] == "urn:bias-audit:problem:unauthenticated"
-    reply = client.post("/analyze-bias", content=b"{not json", headers={**token("app", ["service"], "acme"),
-                                                                        "content-type": "application/json"})
+    reply = client.post(
+        "/analyze-bias",
+        content=b"{not json",
+        headers={**token("app", ["service"], "acme"), "content-type": "application/json"},
+    )
     assert reply.status_code == 400
 
 
@@ -202,15 +252,22 @@ def test_a_leased_item_is_reviewed_only_by_its_holder_who_holds_one_and_not_fore
     items = flagged_items(client, 3)
     rita, ralf = token("rita", ["reviewer"], "acme"), token("ralf", ["reviewer"], "acme")
     lease = "mutation($id: ID!) { openReviewItem(id: $id) { taken holder } }"
-    aliased = "mutation { " + " ".join(f'a{i}: openReviewItem(id: "{item["id"]}") {{ taken }}'
-                                       for i, item in enumerate(items)) + " }"
+    aliased = (
+        "mutation { "
+        + " ".join(f'a{i}: openReviewItem(id: "{item["id"]}") {{ taken }}' for i, item in enumerate(items))
+        + " }"
+    )
     gql(client, aliased, rita)  # opening many at once holds only the last: nobody empties the queue
     assert [gql(client, lease, ralf, id=item["id"])["data"]["openReviewItem"]["taken"] for item in items] == [
-        True, True, False]
+        True,
+        True,
+        False,
+    ]
     held = items[2]
     with psycopg.connect(url) as connection:  # rita has held it for 31 minutes, renewing it
-        connection.execute("UPDATE review_lease SET taken_at = now() - interval '31 minutes' WHERE audit_id = %s",
-                           (held["id"],))
+        connection.execute(
+            "UPDATE review_lease SET taken_at = now() - interval '31 minutes' WHERE audit_id = %s", (held["id"],)
+        )
     forever = gql(client, lease, rita, id=held["id"])
     assert codes(forever) == ["CONFLICT"] and "at most 30" in forever["errors"][0]["message"]
     verdict = {"verdicts": {held["biasType"][0]: "confirmed"}}
@@ -228,13 +285,18 @@ def test_concurrent_reviews_of_an_item_take_turns_on_its_row(api):
     answers: list[dict] = []
     with psycopg.connect(url) as holder, psycopg.connect(url, autocommit=True) as watcher:
         holder.execute("SELECT 1 FROM llm_interaction_audit WHERE audit_id = %s FOR UPDATE", (item["id"],))
-        thread = threading.Thread(target=lambda: answers.append(gql(
-            client, REVIEW, reviewer, id=item["id"], input={"verdicts": {item["biasType"][0]: "dismissed"}})))
+        thread = threading.Thread(
+            target=lambda: answers.append(
+                gql(client, REVIEW, reviewer, id=item["id"], input={"verdicts": {item["biasType"][0]: "dismissed"}})
+            )
+        )
         thread.start()
         waiting = []
         for _ in range(600):  # until the review's backend is seen waiting for the row lock
-            waiting = watcher.execute("SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                                      "AND query LIKE '%FOR UPDATE%' AND pid <> pg_backend_pid()").fetchall()
+            waiting = watcher.execute(
+                "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND query LIKE '%FOR UPDATE%' AND pid <> pg_backend_pid()"
+            ).fetchall()
             if waiting:
                 break
             time.sleep(0.05)
@@ -243,8 +305,9 @@ def test_concurrent_reviews_of_an_item_take_turns_on_its_row(api):
         thread.join(timeout=60)
     assert answers and "errors" not in answers[0]
     with psycopg.connect(url) as connection:
-        state = connection.execute("SELECT human_bias_tag FROM llm_interaction_audit WHERE audit_id = %s",
-                                   (item["id"],)).fetchone()[0]
+        state = connection.execute(
+            "SELECT human_bias_tag FROM llm_interaction_audit WHERE audit_id = %s", (item["id"],)
+        ).fetchone()[0]
     assert state["verdicts"] == {item["biasType"][0]: "dismissed"}
 
 
@@ -276,30 +339,46 @@ def open_api(tmp_path):
 
 
 def test_with_auth_off_only_loopback_names_are_served_and_posts_must_be_json(open_api, api):
-    health = {"localhost": 200, "127.0.0.1:8000": 200, "[::1]:8000": 200, "attacker.example": 421,
-              "localhost.attacker.example": 421}
+    health = {
+        "localhost": 200,
+        "127.0.0.1:8000": 200,
+        "[::1]:8000": 200,
+        "attacker.example": 421,
+        "localhost.attacker.example": 421,
+    }
     for host, status in health.items():
         assert open_api.get("/healthz", headers={"host": host}).status_code == status, host
     rebound = open_api.get("/healthz", headers={"host": "attacker.example"})
-    assert rebound.headers["content-type"] == "application/problem+json" and "attacker.example" in rebound.json()["detail"]
+    assert (
+        rebound.headers["content-type"] == "application/problem+json" and "attacker.example" in rebound.json()["detail"]
+    )
     form = open_api.post("/analyze-bias", content=b'{"audit_id": "x"}', headers={"content-type": "text/plain"})
     assert form.status_code == 415
     client, events, _ = api  # auth on: a cookie from another site's page does not sign a POST
     cookie = {"cookie": "bias_audit_token=" + token("app", ["service"], "acme")["Authorization"].split()[1]}
     event = json.dumps({**events[0], "audit_id": "cookie-1"})
-    cross = client.post("/analyze-bias", content=event, headers={**cookie, "content-type": "application/json",
-                                                                 "origin": "https://attacker.example"})
+    cross = client.post(
+        "/analyze-bias",
+        content=event,
+        headers={**cookie, "content-type": "application/json", "origin": "https://attacker.example"},
+    )
     assert cross.status_code == 403 and "this site's own pages" in cross.json()["detail"]
-    same = client.post("/analyze-bias", content=event, headers={**cookie, "content-type": "application/json",
-                                                                "origin": "http://testserver"})
+    same = client.post(
+        "/analyze-bias",
+        content=event,
+        headers={**cookie, "content-type": "application/json", "origin": "http://testserver"},
+    )
     assert same.status_code == 200
 
 
 def test_a_nul_character_in_an_event_is_a_422_naming_the_field_and_no_server_error(api, caplog):
     client, events, _ = api
     with caplog.at_level("WARNING"):
-        reply = client.post("/analyze-bias", json={**events[0], "audit_id": "nul-1", "llm_model": "gpt\u0000x"},
-                            headers=token("app", ["service"], "acme"))
+        reply = client.post(
+            "/analyze-bias",
+            json={**events[0], "audit_id": "nul-1", "llm_model": "gpt\u0000x"},
+            headers=token("app", ["service"], "acme"),
+        )
     assert reply.status_code == 422 and reply.json()["detail"].startswith("llm_model: contains a NUL character")
     assert not [r for r in caplog.records if r.levelname == "ERROR" or r.exc_info]
 
@@ -309,7 +388,7 @@ def test_introspection_is_for_admins(api):
     query = "{ __schema { queryType { name } } }"
     refused = gql(client, query, token("rita", ["reviewer"], "acme"))
     assert codes(refused) == ["FORBIDDEN"] and refused["data"] is None
-    nested = gql(client, "fragment F on Query { __type(name: \"Query\") { name } } { ...F }", token("s", ["service"]))
+    nested = gql(client, 'fragment F on Query { __type(name: "Query") { name } } { ...F }', token("s", ["service"]))
     assert codes(nested) == ["FORBIDDEN"]
     assert gql(client, query, token("root", ["admin"], "acme"))["data"]["__schema"]["queryType"]["name"] == "Query"
     assert "errors" not in gql(client, "{ __typename }", token("rita", ["reviewer"], "acme"))

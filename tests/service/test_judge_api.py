@@ -11,10 +11,17 @@ from tests.service.audit_api_client import codes, gql, token
 
 
 def verdict(n: int, tenant: str = "acme", **changes) -> dict:
-    return {"verdict_id": f"v{n}", "tenant_id": tenant, "timestamp": "2026-11-20T10:30:00Z",
-            "judge": {"model": "gpt-judge", "prompt": "p1"}, "item_id": f"i{n // 2}", "game": n % 2 + 1,
-            "candidates": [{"model": "a", "length_words": 10 + n % 5}, {"model": "b", "length_words": 30}],
-            "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"}, **changes}
+    return {
+        "verdict_id": f"v{n}",
+        "tenant_id": tenant,
+        "timestamp": "2026-11-20T10:30:00Z",
+        "judge": {"model": "gpt-judge", "prompt": "p1"},
+        "item_id": f"i{n // 2}",
+        "game": n % 2 + 1,
+        "candidates": [{"model": "a", "length_words": 10 + n % 5}, {"model": "b", "length_words": 30}],
+        "verdict": {"kind": "pairwise", "preference": "A>B" if n % 3 else "B>A"},
+        **changes,
+    }
 
 
 def test_a_verdict_is_audited_stored_and_reported(api):
@@ -41,15 +48,27 @@ def test_a_verdict_is_audited_stored_and_reported(api):
                  firstPositionRate { estimate ciLower ciUpper n pValue flagged }
                  positionConsistency { estimate n } lengthPreference { estimate n } } } }"""
     served = gql(client, query, reader)["data"]["judgeReport"]
-    printed = subprocess.run([sys.executable, "-m", "bias_audit", "judges", "--store", url, "--tenant", "acme",
-                              "--format", "json"], capture_output=True, text=True, timeout=120)
+    printed = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "judges", "--store", url, "--tenant", "acme", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     [entry] = json.loads(printed.stdout)["judges"]
     [judge] = served["judges"]
-    assert (judge["judge"], judge["judgePrompt"], judge["nVerdicts"]) == ("gpt-judge", "p1", 24) == (
-        entry["judge"], entry["judge_prompt"], entry["n_verdicts"])
+    assert (
+        (judge["judge"], judge["judgePrompt"], judge["nVerdicts"])
+        == ("gpt-judge", "p1", 24)
+        == (entry["judge"], entry["judge_prompt"], entry["n_verdicts"])
+    )
     first = entry["first_position_rate"]
-    assert judge["firstPositionRate"] == {"estimate": first["estimate"], "ciLower": first["ci_lower"],
-                                          "ciUpper": first["ci_upper"], "n": first["n"], "pValue": first["p_value"],
-                                          "flagged": first["flagged"]}
+    assert judge["firstPositionRate"] == {
+        "estimate": first["estimate"],
+        "ciLower": first["ci_lower"],
+        "ciUpper": first["ci_upper"],
+        "n": first["n"],
+        "pValue": first["p_value"],
+        "flagged": first["flagged"],
+    }
     assert judge["positionConsistency"]["n"] == 12 and judge["lengthPreference"]["n"] == 24
     assert codes(gql(client, '{ judgeReport(tenantId: "globex") { judges { judge } } }', reader)) == ["NOT_FOUND"]

@@ -62,8 +62,11 @@ def test_a_failed_build_gives_its_slot_back_and_the_server_builds_at_most_its_ca
 
 
 def games(judges: int) -> list[JudgedGame]:
-    return [JudgedGame(judge=f"judge-{j}", prompt=None, item=f"i{i}", models=("x", "y"), level=1, game=1)
-            for j in range(judges) for i in range(3)]
+    return [
+        JudgedGame(judge=f"judge-{j}", prompt=None, item=f"i{i}", models=("x", "y"), level=1, game=1)
+        for j in range(judges)
+        for i in range(3)
+    ]
 
 
 def test_the_judge_report_asks_its_checkpoint_between_steps_and_stops_where_it_raises():

@@ -25,8 +25,9 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def bearer(sub: str, roles: list[str]) -> str:
-    return jwt.encode({"sub": sub, "roles": roles, "tenant_id": "acme", "exp": int(time.time()) + 3600}, SECRET,
-                      algorithm="HS256")
+    return jwt.encode(
+        {"sub": sub, "roles": roles, "tenant_id": "acme", "exp": int(time.time()) + 3600}, SECRET, algorithm="HS256"
+    )
 
 
 @pytest.fixture
@@ -36,8 +37,12 @@ def served(postgres_url, tmp_path):
             pytest.fail("CI=true but chromium is not installed (make test installs it)")
         pytest.skip("chromium is not installed")
     apply_migrations(postgres_url)
-    env = {"BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_DATA_DIR": str(tmp_path),
-           "BIAS_AUDIT_REVIEW_SAMPLE_UNFLAGGED": "0.3"}
+    env = {
+        "BIAS_AUDIT_JWT_SECRET": SECRET,
+        "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+        "BIAS_AUDIT_DATA_DIR": str(tmp_path),
+        "BIAS_AUDIT_REVIEW_SAMPLE_UNFLAGGED": "0.3",
+    }
     server, url = spawn_serve("--store", postgres_url, env=env, log_path=tmp_path / "serve.log")
     service = {"Authorization": "Bearer " + bearer("app", ["service"])}
     sent = 0
@@ -57,8 +62,10 @@ def test_a_person_reviews_20_items_by_keyboard(served, tmp_path):
 
     url, database = served
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-background-networking", "--disable-component-update"])
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-background-networking", "--disable-component-update"],
+        )
         page = browser.new_page(viewport={"width": 1280, "height": 860})
         page.goto(url + "/review")
         page.wait_for_selector("#signin.open")  # no token yet: the page asks for one, refusing nothing
@@ -87,8 +94,11 @@ def test_a_person_reviews_20_items_by_keyboard(served, tmp_path):
                 page.keyboard.press("c")  # confirm the focused finding
                 page.keyboard.press("1")  # the first tag offered: the item's own first bias type
             page.keyboard.press("Enter")  # save and open the next
-            page.wait_for_function("(before) => !document.querySelector('#item h2') || "
-                                   "document.querySelector('#item h2').textContent !== before", arg=current)
+            page.wait_for_function(
+                "(before) => !document.querySelector('#item h2') || "
+                "document.querySelector('#item h2').textContent !== before",
+                arg=current,
+            )
             assert "not saved" not in page.text_content("#status"), page.text_content("#status")
         per_item = (time.monotonic() - started) / 20
         offered = page.eval_on_selector_all("#tags button", "(buttons) => buttons.map((b) => b.dataset.tag)")
@@ -113,8 +123,9 @@ def test_a_person_reviews_20_items_by_keyboard(served, tmp_path):
         browser.close()
     assert per_item < 30  # seconds per item: the keyboard flow, not a person's reading time
     with psycopg.connect(database) as connection:
-        rows = connection.execute("SELECT reviewer, verdicts, tags, inclusion_probability, answer_biased "
-                                  "FROM bias_review").fetchall()
+        rows = connection.execute(
+            "SELECT reviewer, verdicts, tags, inclusion_probability, answer_biased FROM bias_review"
+        ).fetchall()
         [(reviewed,)] = connection.execute("SELECT count(*) FROM llm_interaction_audit WHERE human_reviewed").fetchall()
     assert len(rows) == 20 and reviewed == 20 and sampled >= 1
     assert {reviewer for reviewer, *_ in rows} == {"rita"}
@@ -132,17 +143,29 @@ def served_judges(postgres_url, tmp_path):
             pytest.fail("CI=true but chromium is not installed (make test installs it)")
         pytest.skip("chromium is not installed")
     apply_migrations(postgres_url)
-    env = {"BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_DATA_DIR": str(tmp_path),
-           "BIAS_AUDIT_JUDGE_REVIEW_SAMPLE": "1.0"}
+    env = {
+        "BIAS_AUDIT_JWT_SECRET": SECRET,
+        "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+        "BIAS_AUDIT_DATA_DIR": str(tmp_path),
+        "BIAS_AUDIT_JUDGE_REVIEW_SAMPLE": "1.0",
+    }
     server, url = spawn_serve("--store", postgres_url, env=env, log_path=tmp_path / "serve.log")
     service = {"Authorization": "Bearer " + bearer("app", ["service"])}
     for n in range(8):
-        event = {"verdict_id": f"v{n}", "tenant_id": "acme", "timestamp": "2026-11-20T10:30:00Z",
-                 "judge": {"model": "judge-model-x", "prompt": "pairwise"}, "item_id": f"q{n}", "game": 1,
-                 "query": f"Which is the better answer to question number {n}?",
-                 "candidates": [{"model": "model-alpha", "response": f"First answer number {n}."},
-                                {"model": "model-beta", "response": f"Second answer number {n}, longer."}],
-                 "verdict": {"kind": "pairwise", "preference": "A>B"}}
+        event = {
+            "verdict_id": f"v{n}",
+            "tenant_id": "acme",
+            "timestamp": "2026-11-20T10:30:00Z",
+            "judge": {"model": "judge-model-x", "prompt": "pairwise"},
+            "item_id": f"q{n}",
+            "game": 1,
+            "query": f"Which is the better answer to question number {n}?",
+            "candidates": [
+                {"model": "model-alpha", "response": f"First answer number {n}."},
+                {"model": "model-beta", "response": f"Second answer number {n}, longer."},
+            ],
+            "verdict": {"kind": "pairwise", "preference": "A>B"},
+        }
         reply = httpx.post(url + "/audit-verdict", json=event, headers=service, timeout=30)
         assert reply.status_code == 200, reply.text
     yield url, postgres_url
@@ -161,8 +184,10 @@ def test_a_person_judges_sampled_items_blind_by_keyboard(served_judges):
     pressed = ["1", "2", "3", "4", "5", "2"]
     shown = []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-background-networking", "--disable-component-update"])
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-background-networking", "--disable-component-update"],
+        )
         page = browser.new_page(viewport={"width": 1280, "height": 860})
         page.goto(url + "/review?mode=judges")
         page.wait_for_selector("#signin.open")
@@ -176,21 +201,29 @@ def test_a_person_judges_sampled_items_blind_by_keyboard(served_judges):
             assert "better answer to question number" in page.text_content("#question")  # to judge correctness
             shown.append(first)
             page.keyboard.press(key)
-            page.wait_for_function("(before) => !document.querySelector('#answer-a') || "
-                                   "document.querySelector('#answer-a').textContent !== before", arg=first)
+            page.wait_for_function(
+                "(before) => !document.querySelector('#answer-a') || "
+                "document.querySelector('#answer-a').textContent !== before",
+                arg=first,
+            )
             assert "not saved" not in page.text_content("#status"), page.text_content("#status")
         browser.close()
     with psycopg.connect(database) as connection:
-        rows = connection.execute("SELECT verdict_id, reviewer, preference, shown_swapped FROM judge_human_verdict "
-                                  "ORDER BY id").fetchall()
+        rows = connection.execute(
+            "SELECT verdict_id, reviewer, preference, shown_swapped FROM judge_human_verdict ORDER BY id"
+        ).fetchall()
     assert len(rows) == 6 and {reviewer for _, reviewer, _, _ in rows} == {"rita"}
     flip = {"A>>B": "B>>A", "A>B": "B>A", "A=B": "A=B", "B>A": "A>B", "B>>A": "A>>B"}
     keys = {"1": "A>>B", "2": "A>B", "3": "A=B", "4": "B>A", "5": "B>>A"}
     for (verdict_id, _, stored, swapped), key, first in zip(rows, pressed, shown):
         assert first.startswith("Second" if swapped else "First")  # what the page showed first
         assert stored == (flip[keys[key]] if swapped else keys[key])  # kept in the judge's positions
-    report = subprocess.run([sys.executable, "-m", "bias_audit", "judges", "--store", database, "--tenant", "acme",
-                             "--format", "json"], capture_output=True, text=True, timeout=120)
+    report = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "judges", "--store", database, "--tenant", "acme", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     [judge] = json.loads(report.stdout)["judges"]
     assert judge["human_agreement"]["n"] == 6
 
@@ -205,8 +238,10 @@ def test_the_api_docs_render_under_the_pages_csp_and_refuse_framing(served_judge
     assert page_headers["x-frame-options"] == "DENY"
     refused = []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-background-networking", "--disable-component-update"])
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-background-networking", "--disable-component-update"],
+        )
         page = browser.new_page()
         page.on("console", lambda message: refused.append(message.text) if message.type == "error" else None)
         page.goto(url + "/docs")

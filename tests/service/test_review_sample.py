@@ -27,14 +27,15 @@ REVIEW = "mutation($id: ID!, $input: RecordBiasReviewInput!) { recordBiasReview(
 
 def key(tenant: str, audit: str) -> float:
     """The sample's key as the migration defines it, computed here independently."""
-    return int(hashlib.md5(f"{tenant}/{audit}".encode()).hexdigest()[:8], 16) / 2 ** 32
+    return int(hashlib.md5(f"{tenant}/{audit}".encode()).hexdigest()[:8], 16) / 2**32
 
 
 @pytest.fixture
 def served(postgres_url, tmp_path):
     apply_migrations(postgres_url)
-    settings = Settings(data_dir=tmp_path, consumer_name="api", store_url=postgres_url, jwt_secret=SECRET,
-                        review_sample_unflagged=SHARE)
+    settings = Settings(
+        data_dir=tmp_path, consumer_name="api", store_url=postgres_url, jwt_secret=SECRET, review_sample_unflagged=SHARE
+    )
     with TestClient(api_app(settings)) as client:
         events = generate_responses(60, seed=31, tenant_id="acme")
         results = {}
@@ -70,8 +71,13 @@ def test_reviews_keep_their_inclusion_probability_and_the_report_estimates_recal
     marked = sampled[:1]
     for item in sampled[:5]:  # one of five sampled answers is biased with a stereotype the flags missed
         biased = item in marked
-        answer = gql(client, REVIEW, rita, id=item["id"], input={
-            "answerBiased": biased, "humanBiasTag": ["stereotype"] if biased else []})
+        answer = gql(
+            client,
+            REVIEW,
+            rita,
+            id=item["id"],
+            input={"answerBiased": biased, "humanBiasTag": ["stereotype"] if biased else []},
+        )
         assert "errors" not in answer
     assert "errors" not in gql(client, REVIEW, rita, id=outside, input={"answerBiased": False})
     with psycopg.connect(url) as connection:

@@ -13,8 +13,9 @@ from tests.services import spawn_serve
 
 def test_serve_says_auth_is_off_answers_the_icon_and_stops_promptly_on_sigterm(tmp_path):
     log = tmp_path / "serve.log"
-    server, url = spawn_serve("--store", str(tmp_path / "records"), env={"BIAS_AUDIT_LOG_LEVEL": "WARNING"},
-                              log_path=log)
+    server, url = spawn_serve(
+        "--store", str(tmp_path / "records"), env={"BIAS_AUDIT_LOG_LEVEL": "WARNING"}, log_path=log
+    )
     try:
         icon = httpx.get(url + "/favicon.ico", timeout=10)
         assert icon.status_code == 204

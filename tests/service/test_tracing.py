@@ -44,8 +44,9 @@ def test_audits_through_the_api_become_evaluation_events_of_the_callers_span(tmp
     caller_trace, caller_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
     session = {**generate_sessions(1, seed=93)[0], "trace_id": None}
     with TestClient(app, base_url="http://localhost") as client:
-        answer = client.post("/audit-session", json=session,
-                             headers={"traceparent": f"00-{caller_trace}-{caller_span}-01"})
+        answer = client.post(
+            "/audit-session", json=session, headers={"traceparent": f"00-{caller_trace}-{caller_span}-01"}
+        )
         assert answer.status_code == 200, answer.text
     result = answer.json()
     records = receiver.wait(receiver.log_records, 1 + len(result["bias_type"]), timeout=10)  # sent at shutdown

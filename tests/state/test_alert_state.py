@@ -56,20 +56,25 @@ def test_redis_state_follows_the_same_rules(redis_url):
 def test_redis_state_applies_a_batch_in_order_as_one_at_a_time(redis_url):
     """One script call per tenant: two tenants' and two keys' transitions interleaved in one
     batch give each its own answers, in the batch's order (the minute's firing limit is per tenant)."""
-    interleaved = [(tenant, t) for pair in zip(transitions("k1"), transitions("k2")) for t in pair
-                   for tenant in ("acme", "beta")]
-    batch = [Transition(tenant, t.key, t.wanted, t.sequence, f"{tenant}-{t.key}-{t.sequence}")
-             for tenant, t in interleaved]
+    interleaved = [
+        (tenant, t) for pair in zip(transitions("k1"), transitions("k2")) for t in pair for tenant in ("acme", "beta")
+    ]
+    batch = [
+        Transition(tenant, t.key, t.wanted, t.sequence, f"{tenant}-{t.key}-{t.sequence}") for tenant, t in interleaved
+    ]
 
     async def run():
         client = Redis.from_url(redis_url)
         try:
-            return await RedisAlertState(client, AlertLimits(cooldown_s=0, max_per_minute=4),
-                                         prefix="alert-batch").apply(batch)
+            return await RedisAlertState(
+                client, AlertLimits(cooldown_s=0, max_per_minute=4), prefix="alert-batch"
+            ).apply(batch)
         finally:
             await client.aclose()
 
-    memory = asyncio.run(MemoryAlertState(AlertLimits(cooldown_s=0, max_per_minute=4), clock=lambda: 1000.0).apply(batch))
+    memory = asyncio.run(
+        MemoryAlertState(AlertLimits(cooldown_s=0, max_per_minute=4), clock=lambda: 1000.0).apply(batch)
+    )
     assert asyncio.run(run()) == memory
     fired = [t for t, change in zip(batch, memory) if change and change[0] == "fired"]
     assert len(fired) == 8  # 4 per tenant: the limit, reached across both keys
@@ -98,8 +103,15 @@ def test_a_batch_in_one_call_equals_its_transitions_one_call_each(redis_url):
     batch = []
     for n in range(300):
         sequence = n - rng.choice([0, 0, 0, 5])  # some come late: an older session's view
-        batch.append(Transition(rng.choice(["acme", "beta"]), rng.choice(["k1", "k2", "k3"]),
-                                rng.choice(["firing", "ok", "ok"]), sequence, f"id-{n}"))
+        batch.append(
+            Transition(
+                rng.choice(["acme", "beta"]),
+                rng.choice(["k1", "k2", "k3"]),
+                rng.choice(["firing", "ok", "ok"]),
+                sequence,
+                f"id-{n}",
+            )
+        )
     limits = AlertLimits(cooldown_s=3600, max_per_minute=1000)
 
     async def run(prefix: str, together: bool):
@@ -111,7 +123,9 @@ def test_a_batch_in_one_call_equals_its_transitions_one_call_each(redis_url):
             for key in sorted(await client.keys(f"{prefix}:*:alert:*")):
                 stored[key.decode().removeprefix(prefix)] = (
                     {k: v for k, v in (await client.hgetall(key)).items() if k != b"resolved_ms"},
-                    await client.ttl(key) > 0, await client.hexists(key, "resolved_ms"))
+                    await client.ttl(key) > 0,
+                    await client.hexists(key, "resolved_ms"),
+                )
             return answers, stored
         finally:
             await client.aclose()

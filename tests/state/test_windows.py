@@ -19,10 +19,14 @@ T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
 def item(session, minutes, tenant="acme", owner=None, **sums):
     """sums: the window's and (fields starting "ro:") the recent window's."""
-    return WindowItem(tenant_id=tenant, session_id=session, timestamp=T0 + timedelta(minutes=minutes),
-                      owner=owner or f"d-{session}",
-                      contribution={k: v for k, v in sums.items() if not k.startswith("ro:")},
-                      recent_contribution={k: v for k, v in sums.items() if k.startswith("ro:")})
+    return WindowItem(
+        tenant_id=tenant,
+        session_id=session,
+        timestamp=T0 + timedelta(minutes=minutes),
+        owner=owner or f"d-{session}",
+        contribution={k: v for k, v in sums.items() if not k.startswith("ro:")},
+        recent_contribution={k: v for k, v in sums.items() if k.startswith("ro:")},
+    )
 
 
 def random_items(seed=3, count=120):
@@ -32,10 +36,19 @@ def random_items(seed=3, count=120):
         x = rng.randint(50, 400)
         y = rng.randint(0, FIXED)
         offset = rng.choice([0, rng.randint(-FIXED, FIXED)])  # zero offsets too: Redis refuses "-0"
-        sums = {"p:n": 1, "p:x": x, "p:y": y, "p:xx": x * x, "p:yy": y * y, "p:xy": x * y,
-                f"r:rev{rng.randint(0, 3)}:n": 1, f"r:rev{rng.randint(0, 3)}:s": rng.randint(-FIXED, FIXED),
-                f"ro:rev{rng.randint(0, 3)}:n": 1, f"ro:rev{rng.randint(0, 3)}:s": offset,
-                f"ro:rev{rng.randint(0, 3)}:q": offset * offset}
+        sums = {
+            "p:n": 1,
+            "p:x": x,
+            "p:y": y,
+            "p:xx": x * x,
+            "p:yy": y * y,
+            "p:xy": x * y,
+            f"r:rev{rng.randint(0, 3)}:n": 1,
+            f"r:rev{rng.randint(0, 3)}:s": rng.randint(-FIXED, FIXED),
+            f"ro:rev{rng.randint(0, 3)}:n": 1,
+            f"ro:rev{rng.randint(0, 3)}:s": offset,
+            f"ro:rev{rng.randint(0, 3)}:q": offset * offset,
+        }
         # out-of-order timestamps, two tenants, some exact duplicates (same owner) and copies
         items.append(item(f"s{i}", rng.randint(0, 60 * 24 * 40), tenant=rng.choice(["acme", "beta"]), **sums))
         if rng.random() < 0.1:  # consent 0: remembered, moves the days cutoff, not counted
@@ -52,13 +65,15 @@ async def run_redis(url, items, policy, batch=16):
     window = RedisWindow(client, policy, prefix="t")
     updates = []
     for start in range(0, len(items), batch):  # pipelined batches, as the worker does
-        updates += await window.add_many(items[start:start + batch])
+        updates += await window.add_many(items[start : start + batch])
     await client.aclose()
     return updates
 
 
 @pytest.mark.redis
-@pytest.mark.parametrize("policy", [WindowPolicy(max_sessions=25, max_days=10), WindowPolicy(max_sessions=1000, max_days=3)])
+@pytest.mark.parametrize(
+    "policy", [WindowPolicy(max_sessions=25, max_days=10), WindowPolicy(max_sessions=1000, max_days=3)]
+)
 # batches of 16: one round; of 130: a tenant's sessions in rounds of 50, and of 7
 @pytest.mark.parametrize(("batch", "round_sessions"), [(16, 50), (130, 50), (130, 7)])
 def test_redis_and_memory_windows_agree(redis_url, policy, batch, round_sessions, monkeypatch):
@@ -164,8 +179,14 @@ def test_pooled_correlation_from_integer_sums_matches_numpy():
     rng = np.random.default_rng(1)
     x = rng.integers(50, 400, 300)
     y = rng.integers(0, FIXED, 300)
-    sums = {"p:n": 300, "p:x": int(x.sum()), "p:y": int(y.sum()), "p:xx": int((x * x).sum()),
-            "p:yy": int((y.astype(object) ** 2).sum()), "p:xy": int((x.astype(object) * y.astype(object)).sum())}
+    sums = {
+        "p:n": 300,
+        "p:x": int(x.sum()),
+        "p:y": int(y.sum()),
+        "p:xx": int((x * x).sum()),
+        "p:yy": int((y.astype(object) ** 2).sum()),
+        "p:xy": int((x.astype(object) * y.astype(object)).sum()),
+    }
     r, n = pooled_correlation(sums)
     assert n == 300 and r == pytest.approx(np.corrcoef(x, y)[0, 1], abs=1e-12)
 
@@ -199,9 +220,19 @@ def test_progress_marks_in_redis_keep_the_ttl(redis_url):
 
 def with_digest(window_item: WindowItem) -> WindowItem:
     from bias_audit.analysis.digest import SessionDigest
-    digest = SessionDigest.from_cells(((0, 0, 0, 0.5, False),), session_id=window_item.session_id, tenant_id=window_item.tenant_id,
-                           ts_ms=window_item.ts_ms, trace_id=None, config_version=None, reviewers=("r",), models=("m",),
-                           lengths=(10.0,), length_unit="words")
+
+    digest = SessionDigest.from_cells(
+        ((0, 0, 0, 0.5, False),),
+        session_id=window_item.session_id,
+        tenant_id=window_item.tenant_id,
+        ts_ms=window_item.ts_ms,
+        trace_id=None,
+        config_version=None,
+        reviewers=("r",),
+        models=("m",),
+        lengths=(10.0,),
+        length_unit="words",
+    )
     return dataclasses.replace(window_item, digest=digest if window_item.counted else None)
 
 
@@ -217,7 +248,7 @@ def test_window_digests_follow_the_window_through_additions_and_evictions(redis_
         in_redis, in_memory = RedisWindow(client, policy, prefix="dg"), MemoryWindow(policy)
         seen = []
         for start in range(0, len(items), 7):
-            batch = items[start:start + 7]
+            batch = items[start : start + 7]
             await in_redis.add_many(batch)
             await in_memory.add_many(batch)
             got, want = await in_redis.digests(["acme", "beta"]), await in_memory.digests(["acme", "beta"])
@@ -245,9 +276,14 @@ def test_digests_a_worker_counted_itself_equal_those_read_back_from_redis(redis_
     for i in random_items(seed=9, count=80):
         digest = with_digest(i).digest
         if digest is not None:
-            digest = dataclasses.replace(digest, cell_score=(rng.random(),), lengths=(rng.uniform(1, 900),),
-                                         fingerprints=(f"{rng.getrandbits(64):016x}",),
-                                         cell_similarity=(rng.choice([None, rng.random()]),), correct=(True,))
+            digest = dataclasses.replace(
+                digest,
+                cell_score=(rng.random(),),
+                lengths=(rng.uniform(1, 900),),
+                fingerprints=(f"{rng.getrandbits(64):016x}",),
+                cell_similarity=(rng.choice([None, rng.random()]),),
+                correct=(True,),
+            )
         items.append(dataclasses.replace(i, digest=digest))
 
     async def run() -> int:
@@ -255,7 +291,7 @@ def test_digests_a_worker_counted_itself_equal_those_read_back_from_redis(redis_
         workers = [RedisWindow(client, policy, prefix="two"), RedisWindow(client, policy, prefix="two")]
         compared = 0
         for n, start in enumerate(range(0, len(items), 5)):
-            await workers[n % 2].add_many(items[start:start + 5])
+            await workers[n % 2].add_many(items[start : start + 5])
             cold = await RedisWindow(client, policy, prefix="two").digests(["acme", "beta"])
             for worker in workers:
                 warm = await worker.digests(["acme", "beta"])
@@ -299,22 +335,31 @@ def test_sums_crossing_2_to_the_52_between_batches_stay_exact(redis_url):
     batch, and cancel to zero, must equal Python's integers after every batch."""
     rng = random.Random(12)
     edge = 2**52
-    near = [lambda: edge - rng.randint(0, 3), lambda: edge + rng.randint(0, 3), lambda: edge // 3 + rng.randint(0, 3),
-            lambda: -edge + rng.randint(-3, 3), lambda: rng.randint(-9, 9), lambda: 2**59 + rng.randint(0, 9)]
+    near = [
+        lambda: edge - rng.randint(0, 3),
+        lambda: edge + rng.randint(0, 3),
+        lambda: edge // 3 + rng.randint(0, 3),
+        lambda: -edge + rng.randint(-3, 3),
+        lambda: rng.randint(-9, 9),
+        lambda: 2**59 + rng.randint(0, 9),
+    ]
     values = [rng.choice(near)() for _ in range(120)]
-    items = [item(f"s{i}", i, **{"p:yy": v, "ro:a:q": -v, "m:a:n": 1, f"m:b{i % 3}:s": v})
-             for i, v in enumerate(values)]
+    items = [
+        item(f"s{i}", i, **{"p:yy": v, "ro:a:q": -v, "m:a:n": 1, f"m:b{i % 3}:s": v}) for i, v in enumerate(values)
+    ]
     policy = WindowPolicy(max_sessions=7, max_days=30, recent_sessions=5)
 
     async def run():
         client = Redis.from_url(redis_url)
         window, memory = RedisWindow(client, policy, prefix="edge"), MemoryWindow(policy)
         for start in range(0, len(items), 4):
-            got = await window.add_many(items[start:start + 4])
-            want = await memory.add_many(items[start:start + 4])
+            got = await window.add_many(items[start : start + 4])
+            want = await memory.add_many(items[start : start + 4])
             assert [u.recent for u in got] == [u.recent for u in want]
             assert await _stored_sums(redis_url, "edge", "acme") == (
-                dict(memory._tenants["acme"].sums), dict(memory._tenants["acme"].recent_sums))
+                dict(memory._tenants["acme"].sums),
+                dict(memory._tenants["acme"].recent_sums),
+            )
         await client.aclose()
 
     asyncio.run(run())
@@ -346,7 +391,9 @@ def test_the_stored_sums_equal_the_in_process_windows_after_every_batch(redis_ur
             got, want = await window.add_many(batch), await memory.add_many(batch)
             assert [u.status for u in got] == [u.status for u in want]
             assert await _stored_sums(redis_url, "kinds", "acme") == (
-                dict(memory._tenants["acme"].sums), dict(memory._tenants["acme"].recent_sums))
+                dict(memory._tenants["acme"].sums),
+                dict(memory._tenants["acme"].recent_sums),
+            )
         await client.aclose()
         return [u.status for u in got]
 
@@ -374,6 +421,7 @@ def test_a_batch_whose_total_would_not_fit_int64_is_added_session_by_session(red
 @pytest.mark.redis
 def test_a_contribution_stored_by_the_per_session_script_is_still_evicted(redis_url):
     """Before the batch script, contributions were hashes; a window written then still slides."""
+
     async def run():
         client = Redis.from_url(redis_url)
         base = "legacy:{acme}"
@@ -419,13 +467,16 @@ def test_the_scripts_survive_a_flushed_script_cache(redis_url):
     assert fired == [("fired", "id1"), ("resolved", "id1"), ("fired", "id2")]
 
 
-@pytest.mark.parametrize(("by_tenant", "size", "expected"), [
-    ({"a": [0, 1, 2]}, 50, [[("a", [0, 1, 2])]]),
-    ({"a": [0, 1, 2, 3, 4]}, 2, [[("a", [0, 1])], [("a", [2, 3])], [("a", [4])]]),
-    # a round holds several tenants; a tenant cut by the end of a round goes on in the next
-    ({"a": [0, 2], "b": [1, 3, 4], "c": [5]}, 3, [[("a", [0, 2]), ("b", [1])], [("b", [3, 4]), ("c", [5])]]),
-    ({"a": [0], "b": [1]}, 1, [[("a", [0])], [("b", [1])]]),
-])
+@pytest.mark.parametrize(
+    ("by_tenant", "size", "expected"),
+    [
+        ({"a": [0, 1, 2]}, 50, [[("a", [0, 1, 2])]]),
+        ({"a": [0, 1, 2, 3, 4]}, 2, [[("a", [0, 1])], [("a", [2, 3])], [("a", [4])]]),
+        # a round holds several tenants; a tenant cut by the end of a round goes on in the next
+        ({"a": [0, 2], "b": [1, 3, 4], "c": [5]}, 3, [[("a", [0, 2]), ("b", [1])], [("b", [3, 4]), ("c", [5])]]),
+        ({"a": [0], "b": [1]}, 1, [[("a", [0])], [("b", [1])]]),
+    ],
+)
 def test_rounds(by_tenant, size, expected):
     assert rounds(by_tenant, size) == expected
 
@@ -472,8 +523,11 @@ def test_a_batch_whose_rounds_cannot_all_be_built_sends_none_of_them(redis_url, 
     async def run():
         client = Redis.from_url(redis_url)
         window = RedisWindow(client, WindowPolicy(), prefix="half")
-        batch = [item("a0", 0, **{"m:x:n": 1}), item("a1", 1, **{"m:x:n": 1}),
-                 dataclasses.replace(item("a2", 2, **{"m:x:n": 1}), digest=Unwritable())]
+        batch = [
+            item("a0", 0, **{"m:x:n": 1}),
+            item("a1", 1, **{"m:x:n": 1}),
+            dataclasses.replace(item("a2", 2, **{"m:x:n": 1}), digest=Unwritable()),
+        ]
         with pytest.raises(RuntimeError, match="cannot write"):
             await window.add_many(batch)
         again = await window.add_many([item(f"a{i}", i, **{"m:x:n": 1}) for i in range(3)])
@@ -486,8 +540,12 @@ def test_a_batch_whose_rounds_cannot_all_be_built_sends_none_of_them(redis_url, 
 def test_progress_marks_of_interleaved_tenants_in_one_call(store):
     """One mark call with the tenants' items interleaved moves each marker, and only those."""
     window = store(WindowPolicy())
-    batch = [item("a", 0, owner="1-0"), item("b", 0, tenant="beta", owner="2-0"), item("c", 1, owner="3-0"),
-             item("d", 1, tenant="beta", owner="4-0")]
+    batch = [
+        item("a", 0, owner="1-0"),
+        item("b", 0, tenant="beta", owner="2-0"),
+        item("c", 1, owner="3-0"),
+        item("d", 1, tenant="beta", owner="4-0"),
+    ]
     add(window, *batch)
     window.call("mark", batch[:3], PUBLISHED)
     window.call("mark", batch[3:], RECORDED)
@@ -500,7 +558,8 @@ def test_rounds_sent_to_a_redis_that_forgot_the_script_load_it_and_count_every_s
     flushed cache answers NOSCRIPT, nothing of those calls ran, and they are sent again."""
     monkeypatch.setattr(redis_window, "ROUND_SESSIONS", 2)
     batch = [item(f"a{i}", i, **{"m:x:n": 1, "m:x:s": 10 * i}) for i in range(3)] + [
-        item(f"b{i}", i, tenant="beta", **{"m:x:n": 1}) for i in range(2)]
+        item(f"b{i}", i, tenant="beta", **{"m:x:n": 1}) for i in range(2)
+    ]
 
     async def run():
         client = Redis.from_url(redis_url)

@@ -33,8 +33,11 @@ from tests.builders import read_all
 pytestmark = pytest.mark.postgres
 CANARY = "CANARY-5e0a-raw-user-query"
 # the migration files as shipped, listed from the folder (what `setup` must apply, in order)
-SHIPPED = ", ".join(sorted(path.name for path in (__import__("pathlib").Path(__file__).parents[2] / "storage"
-                                                   / "migrations").glob("*.sql")))
+SHIPPED = ", ".join(
+    sorted(
+        path.name for path in (__import__("pathlib").Path(__file__).parents[2] / "storage" / "migrations").glob("*.sql")
+    )
+)
 
 
 def postgres_store_rows(sessions: list[dict]) -> list[tuple]:
@@ -50,8 +53,14 @@ def postgres_store_rows(sessions: list[dict]) -> list[tuple]:
 
 
 def deliveries(sessions: list[dict], prefix: str = "1") -> list[Delivery]:
-    return [Delivery(delivery_id=f"{prefix}-{i}", body=json.dumps({**s, "query": CANARY}).encode(),
-                     source_topic="council.sessions") for i, s in enumerate(sessions)]
+    return [
+        Delivery(
+            delivery_id=f"{prefix}-{i}",
+            body=json.dumps({**s, "query": CANARY}).encode(),
+            source_topic="council.sessions",
+        )
+        for i, s in enumerate(sessions)
+    ]
 
 
 def process(store, batches: list[list[Delivery]], **options) -> None:
@@ -100,28 +109,42 @@ def test_the_partitioning_migration_carries_every_row_written_before_it(postgres
     with psycopg.connect(postgres_url) as connection:
         connection.cursor().executemany(
             f"INSERT INTO council_session_audit ({', '.join(old_columns)}) VALUES "
-            f"({', '.join(['%s'] * len(rows[0]))})".encode(), rows)
-        connection.execute("INSERT INTO llm_interaction_audit (audit_id, tenant_id, consent_level, record_schema, "
-                           "log_timestamp, bias_detected, bias_type, bias_score, bias_confidence_score, "
-                           "mitigation_action, bias_report_summary) VALUES ('a-1', 't', 1, '1.0.0', "
-                           "'2026-05-01T00:00:00Z', false, '[]', '{}', 0, '[]', '{}')")
+            f"({', '.join(['%s'] * len(rows[0]))})".encode(),
+            rows,
+        )
+        connection.execute(
+            "INSERT INTO llm_interaction_audit (audit_id, tenant_id, consent_level, record_schema, "
+            "log_timestamp, bias_detected, bias_type, bias_score, bias_confidence_score, "
+            "mitigation_action, bias_report_summary) VALUES ('a-1', 't', 1, '1.0.0', "
+            "'2026-05-01T00:00:00Z', false, '[]', '{}', 0, '[]', '{}')"
+        )
     monkeypatch.setattr(postgres_schema, "migrations", lambda: shipped)
     assert apply_migrations(postgres_url) == [name for name, _ in shipped[before:]]
     key = lambda r: (r["session_id"], r["reviewer_id"], r["model_id"])
-    without_traits = [{**record, "style_similarity": None, "response_fingerprint": None, "response_correct": None}
-                      for record in read_jsonl([files.path])]
+    without_traits = [
+        {**record, "style_similarity": None, "response_fingerprint": None, "response_correct": None}
+        for record in read_jsonl([files.path])
+    ]
     assert sorted(read_all(read_records, postgres_url), key=key) == sorted(without_traits, key=key)
     with psycopg.connect(postgres_url) as connection:
-        counts = dict(connection.execute(
-            "SELECT tableoid::regclass::text, count(*) FROM council_session_audit GROUP BY 1").fetchall())
+        counts = dict(
+            connection.execute(
+                "SELECT tableoid::regclass::text, count(*) FROM council_session_audit GROUP BY 1"
+            ).fetchall()
+        )
         [(kind,)] = connection.execute("SELECT relkind FROM pg_class WHERE relname = 'council_session_audit'")
-        connection.execute("INSERT INTO llm_interaction_audit (audit_id, tenant_id, consent_level, record_schema, "
-                           "log_timestamp, bias_detected, bias_type, bias_score, bias_confidence_score, "
-                           "mitigation_action, bias_report_summary) SELECT 'a-2', 't', 1, '1.0.0', "
-                           "'2026-05-02T00:00:00Z', false, '[]', '{}', 0, '[]', '{}'")
+        connection.execute(
+            "INSERT INTO llm_interaction_audit (audit_id, tenant_id, consent_level, record_schema, "
+            "log_timestamp, bias_detected, bias_type, bias_score, bias_confidence_score, "
+            "mitigation_action, bias_report_summary) SELECT 'a-2', 't', 1, '1.0.0', "
+            "'2026-05-02T00:00:00Z', false, '[]', '{}', 0, '[]', '{}'"
+        )
         ids = [i for (i,) in connection.execute("SELECT id FROM llm_interaction_audit ORDER BY audit_id")]
-    assert kind == "p" and counts == {"council_session_audit_2026m07": 4, "council_session_audit_2026m08": 4,
-                                      "council_session_audit_2026m09": 4}
+    assert kind == "p" and counts == {
+        "council_session_audit_2026m07": 4,
+        "council_session_audit_2026m08": 4,
+        "council_session_audit_2026m09": 4,
+    }
     assert ids == [1, 2]  # the id sequence goes on where it was
 
 
@@ -149,8 +172,11 @@ def test_writers_racing_for_a_new_month_create_its_partition_once(postgres_url):
         thread.join()
     assert failures == []
     with psycopg.connect(postgres_url) as connection:
-        counts = dict(connection.execute(
-            "SELECT tableoid::regclass::text, count(*) FROM council_session_audit GROUP BY 1").fetchall())
+        counts = dict(
+            connection.execute(
+                "SELECT tableoid::regclass::text, count(*) FROM council_session_audit GROUP BY 1"
+            ).fetchall()
+        )
     assert counts == {"council_session_audit_2026m03": 40}
 
 
@@ -236,8 +262,10 @@ def test_an_unreachable_database_is_a_transient_error_and_the_next_batch_reconne
     store = PostgresRecordStore(postgres_url)
     process(store, [deliveries(generate_sessions(2, seed=85))])
     with psycopg.connect(postgres_url) as connection:  # the server drops our connection mid-run
-        connection.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        connection.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
     with pytest.raises(TRANSIENT_ERRORS):
         process(store, [deliveries(generate_sessions(4, seed=86), "3")])
     process(store, [deliveries(generate_sessions(4, seed=86), "3")])  # the retry, on a new connection
@@ -248,8 +276,14 @@ def cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None)
     import os
     import sys
 
-    return subprocess.run([sys.executable, "-m", "bias_audit", *args], input=stdin, capture_output=True, text=True,
-                          timeout=180, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "bias_audit", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_the_deployments_init_container_migrates_the_store_only(postgres_url):
@@ -269,7 +303,9 @@ def test_setup_audit_and_export_through_the_command_line(postgres_url, tmp_path)
     into_files = cli("audit", str(events), "--store", str(tmp_path / "files"))
     assert into_database.returncode == into_files.returncode == 0, into_database.stderr
     exported = cli("export", "--store", postgres_url, "--output", str(tmp_path / "export.jsonl"))
-    assert exported.returncode == 0 and exported.stderr == f"exported {12 * 25} records to {tmp_path / 'export.jsonl'}\n"
+    assert (
+        exported.returncode == 0 and exported.stderr == f"exported {12 * 25} records to {tmp_path / 'export.jsonl'}\n"
+    )
     from_files = sorted(read_jsonl(sorted((tmp_path / "files" / "records").glob("*.jsonl"))), key=json.dumps)
     assert sorted(read_jsonl([tmp_path / "export.jsonl"]), key=json.dumps) == from_files and len(from_files) == 300
     for window in (["--sessions", "5"], ["--sessions", "0", "--days", "0"]):
@@ -284,12 +320,15 @@ def test_setup_audit_and_export_through_the_command_line(postgres_url, tmp_path)
 def test_export_refuses_a_bad_since_and_an_unreachable_store_in_one_line(postgres_url):
     bad_time = cli("export", "--store", postgres_url, "--since", "yesterday")
     assert bad_time.returncode == 2 and bad_time.stderr == (
-        "error: --since 'yesterday' is not an ISO 8601 time, e.g. 2026-11-01T00:00:00Z\n")
+        "error: --since 'yesterday' is not an ISO 8601 time, e.g. 2026-11-01T00:00:00Z\n"
+    )
     down = cli("setup", "--store", "postgresql://ops:S3CRET@127.0.0.1:1/x?connect_timeout=1")
     assert down.returncode == 1 and down.stderr.startswith("error: cannot set up the store at postgresql://ops:***@")
     assert "S3CRET" not in down.stderr and down.stderr.count("\n") == 1
     as_parameter = cli("setup", "--store", "postgresql://127.0.0.1:1/x?user=ops&password=S3CRET&connect_timeout=1")
-    assert as_parameter.returncode == 1 and "password=***" in as_parameter.stderr and "S3CRET" not in as_parameter.stderr
+    assert (
+        as_parameter.returncode == 1 and "password=***" in as_parameter.stderr and "S3CRET" not in as_parameter.stderr
+    )
 
 
 def test_import_loads_exported_records_once_and_refuses_records_it_cannot_read(postgres_url, postgres_server, tmp_path):
@@ -299,25 +338,47 @@ def test_import_loads_exported_records_once_and_refuses_records_it_cannot_read(p
     files.close()
     unmigrated = cli("import", str(source), "--store", postgres_url)
     assert unmigrated.returncode == 2 and unmigrated.stderr.endswith(
-        f"lacks migrations {SHIPPED}: run `bias-audit setup --store URL` first\n")
+        f"lacks migrations {SHIPPED}: run `bias-audit setup --store URL` first\n"
+    )
     assert cli("worker", "--store", postgres_url, "--broker", "redis://127.0.0.1:1/0").returncode == 2
     apply_migrations(postgres_url)
-    first, again = cli("import", str(source), "--store", postgres_url), cli("import", str(source), "--store", postgres_url)
+    first, again = (
+        cli("import", str(source), "--store", postgres_url),
+        cli("import", str(source), "--store", postgres_url),
+    )
     assert first.returncode == again.returncode == 0, first.stderr
-    assert first.stderr == "imported 30 new sessions of 30 read\n" and again.stderr == "imported 0 new sessions of 30 read\n"
+    assert (
+        first.stderr == "imported 30 new sessions of 30 read\n"
+        and again.stderr == "imported 0 new sessions of 30 read\n"
+    )
     assert sorted(read_all(read_records, postgres_url), key=json.dumps) == sorted(read_jsonl([source]), key=json.dumps)
     broken = tmp_path / "broken.jsonl"  # neither ours nor llm-council-core's: no score
-    broken.write_text(json.dumps({"schema_version": "1.2.0", "session_id": "x", "timestamp": "2026-11-01T00:00:00Z",
-                                  "reviewer_id": "a", "model_id": "b"}) + "\n")
+    broken.write_text(
+        json.dumps(
+            {
+                "schema_version": "1.2.0",
+                "session_id": "x",
+                "timestamp": "2026-11-01T00:00:00Z",
+                "reviewer_id": "a",
+                "model_id": "b",
+            }
+        )
+        + "\n"
+    )
     refused = cli("import", str(broken), "--store", postgres_url)
     assert refused.returncode == 2 and refused.stderr == "error: session 'x': score_value: field required\n"
     mistyped = tmp_path / "mistyped.jsonl"
     mistyped.write_text(json.dumps({**next(read_jsonl([source])), "score_value": "seven"}) + "\n")
     refused = cli("import", str(mistyped), "--store", postgres_url)
-    assert refused.returncode == 2 and refused.stderr.startswith("error: session ") and \
-        "score_value: input should be a valid number" in refused.stderr
+    assert (
+        refused.returncode == 2
+        and refused.stderr.startswith("error: session ")
+        and "score_value: input should be a valid number" in refused.stderr
+    )
     future = tmp_path / "future.jsonl"  # it would hold the tenant's window in 9999, as the worker refuses
-    future.write_text(json.dumps({**next(read_jsonl([source])), "session_id": "late", "timestamp": "9999-12-31T00:00:00Z"}) + "\n")
+    future.write_text(
+        json.dumps({**next(read_jsonl([source])), "session_id": "late", "timestamp": "9999-12-31T00:00:00Z"}) + "\n"
+    )
     refused = cli("import", str(future), "--store", postgres_url)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "ahead of this clock" in refused.stderr
     nested: object = 1
@@ -341,15 +402,29 @@ def test_llm_council_core_history_imports_and_reports_as_its_file_does(postgres_
             for label, score in review["scores"].items():
                 shown = review["label_to_model"][label]
                 model = shown["model"]
-                written.append(persistence.BiasMetricRecord(
-                    session_id=session["session_id"], timestamp=naive, reviewer_id=review["reviewer"], model_id=model,
-                    position=shown["display_index"], response_length_chars=lengths[model], score_value=float(score),
-                    schema_version="1.1.0" if number < 3 else "1.2.0"))  # older files: ranks, not positions
+                written.append(
+                    persistence.BiasMetricRecord(
+                        session_id=session["session_id"],
+                        timestamp=naive,
+                        reviewer_id=review["reviewer"],
+                        model_id=model,
+                        position=shown["display_index"],
+                        response_length_chars=lengths[model],
+                        score_value=float(score),
+                        schema_version="1.1.0" if number < 3 else "1.2.0",
+                    )
+                )  # older files: ranks, not positions
     persistence.append_bias_records(written, store_path=theirs)
     apply_migrations(postgres_url)
-    first, again = cli("import", str(theirs), "--store", postgres_url), cli("import", str(theirs), "--store", postgres_url)
+    first, again = (
+        cli("import", str(theirs), "--store", postgres_url),
+        cli("import", str(theirs), "--store", postgres_url),
+    )
     assert first.returncode == again.returncode == 0, first.stderr
-    assert first.stderr == "imported 12 new sessions of 12 read\n" and again.stderr == "imported 0 new sessions of 12 read\n"
+    assert (
+        first.stderr == "imported 12 new sessions of 12 read\n"
+        and again.stderr == "imported 0 new sessions of 12 read\n"
+    )
     for window in (["--sessions", "5"], ["--sessions", "0", "--days", "0"]):
         from_store = cli("report", "--store", postgres_url, "--format", "json", *window)
         from_file = cli("report", "--input", str(theirs), "--format", "json", *window)
@@ -359,8 +434,9 @@ def test_llm_council_core_history_imports_and_reports_as_its_file_does(postgres_
     assert cli("export", "--store", postgres_url, "--output", str(exported)).returncode == 0
     # max_days=None: its own naive timestamps crash its day filter (a flaw of the reference)
     back = persistence.read_bias_records(store_path=exported, max_sessions=100, max_days=None)
-    assert sorted((r.session_id, r.reviewer_id, r.model_id, r.position, r.score_value, r.schema_version) for r in back) \
-        == sorted((r.session_id, r.reviewer_id, r.model_id, r.position, r.score_value, r.schema_version) for r in written)
+    assert sorted(
+        (r.session_id, r.reviewer_id, r.model_id, r.position, r.score_value, r.schema_version) for r in back
+    ) == sorted((r.session_id, r.reviewer_id, r.model_id, r.position, r.score_value, r.schema_version) for r in written)
     ours = list(read_jsonl([exported]))
     assert {r["tenant_id"] for r in ours} == {"default"} and {r["response_length_words"] for r in ours} == {None}
     assert all(r["is_self_review"] == (r["reviewer_id"] == r["model_id"]) for r in ours)
@@ -376,12 +452,24 @@ def test_interaction_audits_come_back_as_the_file_store_wrote_them_once_and_with
     apply_migrations(postgres_url)
     events = generate_responses(40, seed=89)
     events[0]["timestamp"] = "2026-11-02T12:00:00.500000+05:30"
-    batch = [Delivery(delivery_id=f"r-{i}", body=json.dumps({**e, "original_query": CANARY}).encode(),
-                      source_topic="llm.responses") for i, e in enumerate(events)]
+    batch = [
+        Delivery(
+            delivery_id=f"r-{i}",
+            body=json.dumps({**e, "original_query": CANARY}).encode(),
+            source_topic="llm.responses",
+        )
+        for i, e in enumerate(events)
+    ]
 
     def run(store) -> None:
-        processor = ResponseProcessor(window=MemoryWindow(), store=store, lexicons=shipped_lexicons(),
-                                      sentiment=vader_scorer(), default_consent=4, hash_secret=b"0123456789abcdef-secret")
+        processor = ResponseProcessor(
+            window=MemoryWindow(),
+            store=store,
+            lexicons=shipped_lexicons(),
+            sentiment=vader_scorer(),
+            default_consent=4,
+            hash_secret=b"0123456789abcdef-secret",
+        )
         asyncio.run(processor.process(batch))
 
     files = JsonlRecordStore(tmp_path, "interactions")
@@ -395,8 +483,9 @@ def test_interaction_audits_come_back_as_the_file_store_wrote_them_once_and_with
     assert len(expected) == 40 and got == expected
     assert any(r["bias_detected"] for r in got) and all(r["llm_response"] for r in got)
     with psycopg.connect(postgres_url) as connection:
-        flagged = connection.execute("SELECT count(*) FROM llm_interaction_audit WHERE bias_type ? 'gendered_language'"
-                                     ).fetchone()
+        flagged = connection.execute(
+            "SELECT count(*) FROM llm_interaction_audit WHERE bias_type ? 'gendered_language'"
+        ).fetchone()
     assert flagged[0] == sum("gendered_language" in r["bias_type"] for r in expected) > 0
     from bias_audit.storage.postgres import connect, every_row_as_text
 
@@ -420,5 +509,7 @@ def test_a_digest_from_the_packed_row_equals_the_one_from_its_records(postgres_u
         rows = connection.execute(f"SELECT {SESSION_COLUMNS} FROM council_session_audit".encode()).fetchall()
     assert len(rows) == 30
     for row in rows:
-        cells = [StoredCell(**{name: record[name] for name in StoredCell.__struct_fields__}) for record in records_of(row)]
+        cells = [
+            StoredCell(**{name: record[name] for name in StoredCell.__struct_fields__}) for record in records_of(row)
+        ]
         assert digest_of_row(row) == digest_from_records(cells)

@@ -34,8 +34,11 @@ class Sink:
 def sink(request, tmp_path) -> Sink:
     if request.param == "jsonl":
         folder = tmp_path / "records"
-        return Sink(lambda: JsonlRecordStore(folder, "records-w1"), lambda: list(unique_records(read_jsonl([folder]))),
-                    lambda: "\n".join(path.read_text() for path in folder.iterdir()))
+        return Sink(
+            lambda: JsonlRecordStore(folder, "records-w1"),
+            lambda: list(unique_records(read_jsonl([folder]))),
+            lambda: "\n".join(path.read_text() for path in folder.iterdir()),
+        )
     from bias_audit.storage.postgres import (
         PostgresRecordStore,
         apply_migrations,
@@ -58,8 +61,9 @@ def built(count: int, seed: int, consent: int = 1) -> list[SessionRecords]:
     sessions = []
     for raw in generate_sessions(count, seed=seed):
         event = CouncilSessionEvent.model_validate({**raw, "query": CANARY})
-        made = session_records(event, session_scores(event), trace_id=f"t-{event.session_id}", consent=consent,
-                               secret=SECRET)
+        made = session_records(
+            event, session_scores(event), trace_id=f"t-{event.session_id}", consent=consent, secret=SECRET
+        )
         assert made is not None
         sessions.append(made)
     return sessions

@@ -32,7 +32,7 @@ def test_keeps_the_newest_sessions_across_worker_files_and_the_window_before(tmp
     reader.read(expand_inputs([str(tmp_path)]))
     [window] = reader.windows()
     assert ids(window.current) == ids(digests[40:])
-    assert ids(window.cells.digests[:window.previous_sessions]) == ids(digests[30:40])
+    assert ids(window.cells.digests[: window.previous_sessions]) == ids(digests[30:40])
     assert reader.stats.sessions == 50 and reader.stats.lines == 50 * 25
     assert reader.stats.records == 20 * 25  # only the kept sessions are parsed in full
 
@@ -75,10 +75,18 @@ def test_reads_llm_council_core_records(tmp_path):
     for session in range(3):
         for reviewer in ("m1", "m2", "m3"):
             for position, model in enumerate(("m1", "m2", "m3")):
-                records.append(BiasMetricRecord(
-                    session_id=f"s{session}", timestamp=f"2026-11-0{session + 1}T10:00:00",  # naive, as it writes
-                    reviewer_id=reviewer, model_id=model, position=position, response_length_chars=100 * (position + 1),
-                    score_value=5.0 + position, score_scale="1-10"))
+                records.append(
+                    BiasMetricRecord(
+                        session_id=f"s{session}",
+                        timestamp=f"2026-11-0{session + 1}T10:00:00",  # naive, as it writes
+                        reviewer_id=reviewer,
+                        model_id=model,
+                        position=position,
+                        response_length_chars=100 * (position + 1),
+                        score_value=5.0 + position,
+                        score_scale="1-10",
+                    )
+                )
     append_bias_records(records, store_path=store)
     reader = WindowReader(sessions=100, days=30)
     reader.read([store])
@@ -103,15 +111,17 @@ def test_missing_inputs_are_named(tmp_path):
         expand_inputs([str(tmp_path / "empty")])
 
 
-
-@pytest.mark.parametrize(("sessions", "days", "expected"), [
-    (None, None, (0, 0)),  # everything, nothing before
-    (3, None, (0, 3)),  # the newest 3 (days 3-5), the 3 before them
-    (2, None, (2, 4)),  # the newest 2, the 2 before them
-    (None, 2.5, (0, 3)),  # days 3..5 of 0..5 (within 2.5 days of day 5), all older ones before
-    (10, 2.5, (0, 3)),
-    (1, 2.5, (4, 5)),
-])
+@pytest.mark.parametrize(
+    ("sessions", "days", "expected"),
+    [
+        (None, None, (0, 0)),  # everything, nothing before
+        (3, None, (0, 3)),  # the newest 3 (days 3-5), the 3 before them
+        (2, None, (2, 4)),  # the newest 2, the 2 before them
+        (None, 2.5, (0, 3)),  # days 3..5 of 0..5 (within 2.5 days of day 5), all older ones before
+        (10, 2.5, (0, 3)),
+        (1, 2.5, (4, 5)),
+    ],
+)
 def test_window_bounds(sessions, days, expected):
     times = [day * DAY_MS for day in range(6)]  # one session a day, days 0..5
     assert window_bounds(times, times[-1], sessions, days) == expected
@@ -129,7 +139,9 @@ def test_a_record_that_does_not_fit_is_skipped_with_its_reason_and_its_session_k
     [window] = reader.windows()
     assert ids(window.current) == ids(digests)
     assert reader.stats.records == 3 * 25 - 1 and reader.stats.skipped_lines == 1
-    assert "score_value" in reader.stats.skipped_examples[0] and digests[1].session_id in reader.stats.skipped_examples[0]
+    assert (
+        "score_value" in reader.stats.skipped_examples[0] and digests[1].session_id in reader.stats.skipped_examples[0]
+    )
     assert len(window.current[1].cells) == len(digests[1].cells) - 1
 
 

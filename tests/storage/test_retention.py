@@ -31,6 +31,8 @@ from bias_audit.worker.samples import generate_sessions
 from tests.builders import read_all
 
 pytestmark = pytest.mark.postgres
+
+
 def now() -> datetime:
     """Noon today, when a test runs (never at import)."""
     return datetime.now(timezone.utc).replace(hour=12, minute=0, second=0, microsecond=0)
@@ -40,31 +42,49 @@ def store_interactions(url: str, days_ago: int, count: int, seed: int) -> list[d
     events = generate_responses(count, seed=seed, start=now() - timedelta(days=days_ago))
     for index, event in enumerate(events):
         event["audit_id"] = f"{days_ago}-{index}"
-    processor = ResponseProcessor(window=MemoryWindow(), store=PostgresInteractionStore(url),
-                                  lexicons=shipped_lexicons(), sentiment=vader_scorer())
-    asyncio.run(processor.process([Delivery(f"{days_ago}-{i}", json.dumps(e).encode(), "llm.responses")
-                                   for i, e in enumerate(events)]))
+    processor = ResponseProcessor(
+        window=MemoryWindow(),
+        store=PostgresInteractionStore(url),
+        lexicons=shipped_lexicons(),
+        sentiment=vader_scorer(),
+    )
+    asyncio.run(
+        processor.process(
+            [Delivery(f"{days_ago}-{i}", json.dumps(e).encode(), "llm.responses") for i, e in enumerate(events)]
+        )
+    )
     return events
 
 
 def store_sessions(url: str, days_ago: int, count: int, seed: int) -> list[dict]:
     sessions = generate_sessions(count, seed=seed, start=now() - timedelta(days=days_ago))
     processor = CouncilSessionProcessor(window=MemoryWindow(), store=PostgresRecordStore(url))
-    asyncio.run(processor.process([Delivery(f"{days_ago}-{i}", json.dumps(s).encode(), "council.sessions")
-                                   for i, s in enumerate(sessions)]))
+    asyncio.run(
+        processor.process(
+            [Delivery(f"{days_ago}-{i}", json.dumps(s).encode(), "council.sessions") for i, s in enumerate(sessions)]
+        )
+    )
     return sessions
 
 
 def partitions(url: str) -> set[str]:
     with psycopg.connect(url) as connection:
-        return {name for (name,) in connection.execute(
-            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent IN "
-            "('council_session_audit'::regclass, 'llm_interaction_audit'::regclass)")}
+        return {
+            name
+            for (name,) in connection.execute(
+                "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent IN "
+                "('council_session_audit'::regclass, 'llm_interaction_audit'::regclass)"
+            )
+        }
 
 
 def retention(url: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bias_audit", "retention", "--store", url, *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bias_audit", "retention", "--store", url, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgres_url):
@@ -91,31 +111,41 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
     assert partitions(postgres_url) >= {f"council_session_audit_{month}", f"llm_interaction_audit_{month}"}
     with psycopg.connect(postgres_url) as connection:  # answers kept for blind review: two old, one recent
         for verdict, days in (("old-1", 200), ("old-2", 400), ("new", 10)):
-            connection.execute("INSERT INTO judge_review_item VALUES ('demo', %s, 'i', ARRAY['a','b'], "
-                               "ARRAY['first answer','second answer'], %s)", (verdict, now() - timedelta(days=days)))
+            connection.execute(
+                "INSERT INTO judge_review_item VALUES ('demo', %s, 'i', ARRAY['a','b'], "
+                "ARRAY['first answer','second answer'], %s)",
+                (verdict, now() - timedelta(days=days)),
+            )
     dry = retention(postgres_url, "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert dry.stdout.splitlines() == ["anonymize interaction audits: 13 (would)",
-                                       "remove judge verdicts' answers and questions kept for review: 2 (would)",
-                                       "anonymize judge verdicts: 0 (would)",
-                                       "roll up and delete interaction audits: 7 (would)",
-                                       "roll up and delete council sessions: 4 (would)",
-                                       "roll up and delete judge verdicts: 0 (would)",
-                                       f"drop monthly partitions: {old_months} (would)"]
+    assert dry.stdout.splitlines() == [
+        "anonymize interaction audits: 13 (would)",
+        "remove judge verdicts' answers and questions kept for review: 2 (would)",
+        "anonymize judge verdicts: 0 (would)",
+        "roll up and delete interaction audits: 7 (would)",
+        "roll up and delete council sessions: 4 (would)",
+        "roll up and delete judge verdicts: 0 (would)",
+        f"drop monthly partitions: {old_months} (would)",
+    ]
     assert len(list(read_all(read_interactions, postgres_url))) == 18  # the dry run changed nothing
 
     done = retention(postgres_url)
-    assert done.stdout.splitlines() == ["anonymize interaction audits: 13 (did)",
-                                        "remove judge verdicts' answers and questions kept for review: 2 (did)",
-                                        "anonymize judge verdicts: 0 (did)",
-                                        "roll up and delete interaction audits: 7 (did)",
-                                        "roll up and delete council sessions: 4 (did)",
-                                        "roll up and delete judge verdicts: 0 (did)",
-                                        f"drop monthly partitions: {old_months} (did)"]
+    assert done.stdout.splitlines() == [
+        "anonymize interaction audits: 13 (did)",
+        "remove judge verdicts' answers and questions kept for review: 2 (did)",
+        "anonymize judge verdicts: 0 (did)",
+        "roll up and delete interaction audits: 7 (did)",
+        "roll up and delete council sessions: 4 (did)",
+        "roll up and delete judge verdicts: 0 (did)",
+        f"drop monthly partitions: {old_months} (did)",
+    ]
     assert not any(month in name for name in partitions(postgres_url))
     recent_month, middle_month = ((now() - timedelta(days=days)).strftime("%Ym%m") for days in (10, 200))
-    assert partitions(postgres_url) == {f"council_session_audit_{recent_month}", f"llm_interaction_audit_{recent_month}",
-                                        f"llm_interaction_audit_{middle_month}"}
+    assert partitions(postgres_url) == {
+        f"council_session_audit_{recent_month}",
+        f"llm_interaction_audit_{recent_month}",
+        f"llm_interaction_audit_{middle_month}",
+    }
     left = {r["audit_id"]: r for r in read_all(read_interactions, postgres_url)}
     assert sorted(left) == sorted(e["audit_id"] for e in recent + middle)
     for event in middle:  # anonymized: what the statistics need stays
@@ -126,16 +156,23 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
         assert left[event["audit_id"]]["llm_response"] == event["llm_response"]
     assert len({r["session_id"] for r in read_all(read_records, postgres_url)}) == 3
     with psycopg.connect(postgres_url) as connection:
-        council = connection.execute("SELECT sum(items), sum(score_sum) FROM bias_daily_aggregate "
-                                     "WHERE source = 'council'").fetchone()
-        interactions = connection.execute("SELECT day::text, model, bias_type, items, flagged, score_sum FROM "
-                                          "bias_daily_aggregate WHERE source = 'interaction'").fetchall()
+        council = connection.execute(
+            "SELECT sum(items), sum(score_sum) FROM bias_daily_aggregate WHERE source = 'council'"
+        ).fetchone()
+        interactions = connection.execute(
+            "SELECT day::text, model, bias_type, items, flagged, score_sum FROM "
+            "bias_daily_aggregate WHERE source = 'interaction'"
+        ).fetchall()
     assert council[0] == 4 * 25 and council[1] == pytest.approx(expected_scores)
     assert {(d, m, b): [i, f, pytest.approx(c)] for d, m, b, i, f, c in interactions} == expected_interactions
     assert len(before) == len(old) == 7
 
-    report = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", postgres_url, "--format", "json"],
-                            capture_output=True, text=True, timeout=120)
+    report = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "report", "--store", postgres_url, "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert report.returncode == 0, report.stderr
     [history] = json.loads(report.stdout)["rolled_up"]  # the deleted year's counts, beside the window
     old_day = str((now() - timedelta(days=400)).date())
@@ -145,28 +182,42 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
     assert sum(t["mean"] * t["items"] for t in cells) == pytest.approx(expected_scores)
     assert {(t["bias_type"], t["items"]) for t in history["totals"] if t["source"] == "interaction"} == {
         (b, sum(v[0] for (_, _, bt), v in expected_interactions.items() if bt == b))
-        for (_, _, b) in expected_interactions}
-    text = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", postgres_url], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
+        for (_, _, b) in expected_interactions
+    }
+    text = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "report", "--store", postgres_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "120"},
+    )
     assert f"demo: rolled up by retention, {old_day} to {old_day} (1 day)" in text.stdout
-    csv_out = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", postgres_url, "--format", "csv"],
-                             capture_output=True, text=True, timeout=120)
+    csv_out = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "report", "--store", postgres_url, "--format", "csv"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     rolled = [line.split(",") for line in csv_out.stdout.splitlines() if ",rolled_up_council_mean," in line]
     assert sum(int(row[9]) for row in rolled) == 4 * 25 and {row[0] for row in rolled} == {"demo"}
 
     again = retention(postgres_url)
     with psycopg.connect(postgres_url) as connection:
         assert connection.execute("SELECT verdict_id FROM judge_review_item").fetchall() == [("new",)]
-    assert again.stdout.splitlines() == ["anonymize interaction audits: 0 (did)",
-                                         "remove judge verdicts' answers and questions kept for review: 0 (did)",
-                                         "anonymize judge verdicts: 0 (did)",
-                                         "roll up and delete interaction audits: 0 (did)",
-                                         "roll up and delete council sessions: 0 (did)",
-                                         "roll up and delete judge verdicts: 0 (did)",
-                                         "drop monthly partitions: none (did)"]
+    assert again.stdout.splitlines() == [
+        "anonymize interaction audits: 0 (did)",
+        "remove judge verdicts' answers and questions kept for review: 0 (did)",
+        "anonymize judge verdicts: 0 (did)",
+        "roll up and delete interaction audits: 0 (did)",
+        "roll up and delete council sessions: 0 (did)",
+        "roll up and delete judge verdicts: 0 (did)",
+        "drop monthly partitions: none (did)",
+    ]
     with psycopg.connect(postgres_url) as connection:
-        assert connection.execute("SELECT sum(items) FROM bias_daily_aggregate WHERE source = 'council'"
-                                  ).fetchone()[0] == 4 * 25  # nothing counted twice
+        assert (
+            connection.execute("SELECT sum(items) FROM bias_daily_aggregate WHERE source = 'council'").fetchone()[0]
+            == 4 * 25
+        )  # nothing counted twice
 
 
 def test_retention_refuses_ages_in_the_wrong_order(postgres_url):
@@ -183,35 +234,58 @@ def test_judge_verdicts_are_anonymized_then_rolled_up_per_judge_and_day(postgres
 
     def verdict(n: int, days: int, preference: str | None, lengths=(10, 30)) -> dict:
         when = (now() - timedelta(days=days)).isoformat().replace("+00:00", "Z")
-        return {"verdict_id": f"v{days}-{n}", "tenant_id": "evals", "timestamp": when, "trace_id": f"trace-{n}",
-                "judge": {"model": "judge-x", "prompt": "p1"}, "item_id": f"i{n}", "game": 1,
-                "candidates": [{"model": "a", "length_words": lengths[0]}, {"model": "b", "length_words": lengths[1]}],
-                "verdict": {"kind": "failed"} if preference is None else {"kind": "pairwise", "preference": preference}}
+        return {
+            "verdict_id": f"v{days}-{n}",
+            "tenant_id": "evals",
+            "timestamp": when,
+            "trace_id": f"trace-{n}",
+            "judge": {"model": "judge-x", "prompt": "p1"},
+            "item_id": f"i{n}",
+            "game": 1,
+            "candidates": [{"model": "a", "length_words": lengths[0]}, {"model": "b", "length_words": lengths[1]}],
+            "verdict": {"kind": "failed"} if preference is None else {"kind": "pairwise", "preference": preference},
+        }
 
     old = [verdict(0, 400, "A>B"), verdict(1, 400, "B>A"), verdict(2, 400, "A>B", (20, 20)), verdict(3, 400, None)]
     middle = [verdict(4, 200, "A>B")]
     recent = [verdict(5, 10, "A>B")]
     assert import_verdicts(postgres_url, old + middle + recent) == (6, 6)
     with psycopg.connect(postgres_url) as connection:
-        connection.execute("INSERT INTO judge_human_verdict (tenant_id, verdict_id, reviewer, preference, shown_swapped) "
-                           "VALUES ('evals', 'v400-0', 'rita', 'A>B', false), ('evals', 'v10-5', 'rita', 'B>A', true)")
+        connection.execute(
+            "INSERT INTO judge_human_verdict (tenant_id, verdict_id, reviewer, preference, shown_swapped) "
+            "VALUES ('evals', 'v400-0', 'rita', 'A>B', false), ('evals', 'v10-5', 'rita', 'B>A', true)"
+        )
     report = apply_retention(postgres_url, anonymize_after_days=180, aggregate_after_days=365)
     assert (report.anonymized_verdicts, report.aggregated_verdicts) == (5, 4)
     with psycopg.connect(postgres_url) as connection:
         left = dict(connection.execute("SELECT verdict_id, trace_id FROM judge_verdicts").fetchall())
         events = [row[0] for row in connection.execute("SELECT event FROM judge_verdicts ORDER BY verdict_id")]
-        totals = {row[0]: row[1:] for row in connection.execute(
-            "SELECT bias_type, items, flagged, score_sum, model, reviewer FROM bias_daily_aggregate WHERE source = 'judge'")}
+        totals = {
+            row[0]: row[1:]
+            for row in connection.execute(
+                "SELECT bias_type, items, flagged, score_sum, model, reviewer FROM bias_daily_aggregate WHERE source = 'judge'"
+            )
+        }
         people = connection.execute("SELECT verdict_id FROM judge_human_verdict").fetchall()
     assert left == {"v200-4": None, "v10-5": "trace-5"}  # anonymized after 180 days, deleted after 365
     assert "trace_id" not in events[1] and events[0]["trace_id"] == "trace-5"
     # the 4 old verdicts: 1 failed; 3 decisive, 2 for the first shown; 2 length-eligible (10 vs 30), 1 for the longer
-    assert totals == {"": (4, 1, 1.0, "judge-x", "p1"), "first_position": (3, 2, 2.0, "judge-x", "p1"),
-                      "longer_answer": (2, 1, 1.0, "judge-x", "p1")}
+    assert totals == {
+        "": (4, 1, 1.0, "judge-x", "p1"),
+        "first_position": (3, 2, 2.0, "judge-x", "p1"),
+        "longer_answer": (2, 1, 1.0, "judge-x", "p1"),
+    }
     assert people == [("v10-5",)]  # people's verdicts on deleted verdicts go with them
-    shown = subprocess.run([sys.executable, "-m", "bias_audit", "report", "--store", postgres_url, "--format", "json"],
-                           capture_output=True, text=True, timeout=120)
+    shown = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "report", "--store", postgres_url, "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shown.returncode == 0, shown.stderr
     [history] = json.loads(shown.stdout)["rolled_up"]
     assert sorted((t["source"], t["bias_type"], t["items"], t["mean"]) for t in history["totals"]) == [
-        ("judge", "", 4, 0.25), ("judge", "first_position", 3, pytest.approx(2 / 3)), ("judge", "longer_answer", 2, 0.5)]
+        ("judge", "", 4, 0.25),
+        ("judge", "first_position", 3, pytest.approx(2 / 3)),
+        ("judge", "longer_answer", 2, 0.5),
+    ]

@@ -45,9 +45,13 @@ def test_each_role_does_its_work_and_no_more(postgres_url):
     month = (now() - timedelta(days=400)).strftime("%Ym%m")
     assert f"council_session_audit_{month}" in partitions(postgres_url)
     with psycopg.connect(writer, autocommit=True) as connection:
-        for statement in ("DELETE FROM council_session_audit", "DROP TABLE bias_review",
-                          f"SELECT bias_audit_drop_month('council_session_audit_{month}')",
-                          "SELECT bias_audit_month_partition('bias_review', now())", "DELETE FROM bias_daily_aggregate"):
+        for statement in (
+            "DELETE FROM council_session_audit",
+            "DROP TABLE bias_review",
+            f"SELECT bias_audit_drop_month('council_session_audit_{month}')",
+            "SELECT bias_audit_month_partition('bias_review', now())",
+            "DELETE FROM bias_daily_aggregate",
+        ):
             with pytest.raises(psycopg.Error):
                 connection.execute(statement.encode())
 
@@ -58,8 +62,10 @@ def test_each_role_does_its_work_and_no_more(postgres_url):
     assert f"council_session_audit_{month}" in report.dropped_partitions
     with psycopg.connect(keeper, autocommit=True) as connection:
         with pytest.raises(psycopg.Error):
-            connection.execute(b"INSERT INTO bias_review (tenant_id, audit_id, reviewer, verdicts, tags) "
-                               b"VALUES ('a', 'b', 'c', '{}', '[]')")
+            connection.execute(
+                b"INSERT INTO bias_review (tenant_id, audit_id, reviewer, verdicts, tags) "
+                b"VALUES ('a', 'b', 'c', '{}', '[]')"
+            )
 
 
 def test_serve_reviews_and_updates_as_the_writer_role(postgres_url, tmp_path):
@@ -76,9 +82,19 @@ def test_serve_reviews_and_updates_as_the_writer_role(postgres_url, tmp_path):
         [item] = gql(client, "{ reviewQueue(limit: 1) { id biasType } }", reviewer)["data"]["reviewQueue"]
         opened = gql(client, "mutation($id: ID!) { openReviewItem(id: $id) { taken } }", reviewer, id=item["id"])
         assert opened["data"]["openReviewItem"]["taken"] is True
-        reviewed = gql(client, "mutation($id: ID!, $v: JSON) { recordBiasReview(id: $id, input: {verdicts: $v}) "
-                               "{ humanReviewed } }", reviewer, id=item["id"], v={item["biasType"][0]: "confirmed"})
+        reviewed = gql(
+            client,
+            "mutation($id: ID!, $v: JSON) { recordBiasReview(id: $id, input: {verdicts: $v}) { humanReviewed } }",
+            reviewer,
+            id=item["id"],
+            v={item["biasType"][0]: "confirmed"},
+        )
         assert reviewed["data"]["recordBiasReview"]["humanReviewed"] is True
-        updated = gql(client, "mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: true}) "
-                              "{ biasDetected } }", token("app", ["service"]), id=item["id"])
+        updated = gql(
+            client,
+            "mutation($id: ID!) { updateLlmInteractionAuditBias(id: $id, input: {biasDetected: true}) "
+            "{ biasDetected } }",
+            token("app", ["service"]),
+            id=item["id"],
+        )
         assert updated["data"]["updateLlmInteractionAuditBias"]["biasDetected"] is True

@@ -42,8 +42,10 @@ def varied_sessions() -> list[dict]:
             session["responses"] = [*session["responses"], {"model": "never/scored", "response": "unread answer"}]
         elif kind == 3:  # legacy labels: the letter is the position; other labels have none
             for review in session["reviews"]:
-                review["label_to_model"] = {("Response A" if rng.random() < 0.5 else f"label-{n}"): a["model"]
-                                            for n, a in enumerate(review["label_to_model"].values())}
+                review["label_to_model"] = {
+                    ("Response A" if rng.random() < 0.5 else f"label-{n}"): a["model"]
+                    for n, a in enumerate(review["label_to_model"].values())
+                }
                 review["scores"] = dict(zip(review["label_to_model"], review["scores"].values()))
                 review.pop("ranking", None)
         elif kind == 4:
@@ -59,10 +61,14 @@ def test_the_direct_row_equals_the_row_from_the_records(consent, with_traits):
     for body in varied_sessions():
         event = CouncilSessionEvent.model_validate({**body, "query": "a private question"})
         scores = session_scores(event)
-        traits = response_traits(scores, [r.response for r in event.responses], [r.correct for r in event.responses],
-                                 SECRET) if with_traits else None
-        session = session_records(event, scores, trace_id=f"trace-{event.session_id}", consent=consent,
-                                  secret=SECRET, traits=traits)
+        traits = (
+            response_traits(scores, [r.response for r in event.responses], [r.correct for r in event.responses], SECRET)
+            if with_traits
+            else None
+        )
+        session = session_records(
+            event, scores, trace_id=f"trace-{event.session_id}", consent=consent, secret=SECRET, traits=traits
+        )
         assert session is not None
         assert comparable(session_row(session)) == comparable(_row(session.records()))
         compared += 1

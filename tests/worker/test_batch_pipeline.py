@@ -45,8 +45,9 @@ class Breaks:
 
 def send(broker: MemoryBroker, sessions: list[dict]) -> None:
     for session in sessions:
-        broker.send(INPUT, wire_fields(json.dumps(session), event_type="council.session", tenant_id="demo",
-                                       trace_id=None))
+        broker.send(
+            INPUT, wire_fields(json.dumps(session), event_type="council.session", tenant_id="demo", trace_id=None)
+        )
 
 
 def test_a_message_that_breaks_its_batch_is_split_out_and_dead_lettered_after_max_deliveries(caplog):
@@ -99,8 +100,11 @@ def test_results_are_the_same_whatever_the_batch_size(batch_size):
     broker = MemoryBroker()
     sessions = generate_sessions(12, seed=64)
     send(broker, sessions)
-    asyncio.run(MemoryWorker(broker, CouncilSessionProcessor(window=MemoryWindow(), store=None),
-                             batch_size=batch_size).run_until_idle())
+    asyncio.run(
+        MemoryWorker(
+            broker, CouncilSessionProcessor(window=MemoryWindow(), store=None), batch_size=batch_size
+        ).run_until_idle()
+    )
     results = broker.documents(RESULTS)
     assert [r["audit_id"] for r in results] == [s["session_id"] for s in sessions]
     assert results[-1]["window"]["sessions"] == 12

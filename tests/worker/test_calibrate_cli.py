@@ -28,17 +28,29 @@ def test_reviews_calibrate_the_confidence(postgres_url, tmp_path):
     store, reviews = PostgresInteractionStore(postgres_url), []
     for index in range(400):  # reviewed items whose evidence spans 0.5-1 and whose truth is evidence^3
         evidence = round(0.5 + rng.random() / 2, 4)
-        record = {**template, "record_type": "llm_interaction_audit", "audit_id": f"rev-{index}", "user_id": None,
-                  "query_hash": None, "prompt_tokens": None, "completion_tokens": None, "total_tokens": None,
-                  "schema_version": "1.0", "timestamp": "2026-11-01T00:00:00Z", "human_reviewed": True,
-                  "llm_response": "x", "bias_score": {"gendered_language": evidence}}
+        record = {
+            **template,
+            "record_type": "llm_interaction_audit",
+            "audit_id": f"rev-{index}",
+            "user_id": None,
+            "query_hash": None,
+            "prompt_tokens": None,
+            "completion_tokens": None,
+            "total_tokens": None,
+            "schema_version": "1.0",
+            "timestamp": "2026-11-01T00:00:00Z",
+            "human_reviewed": True,
+            "llm_response": "x",
+            "bias_score": {"gendered_language": evidence},
+        }
         store.write([interaction_row(record)])
-        reviews.append(("demo", f"rev-{index}", "confirmed" if rng.random() < evidence ** 3 else "dismissed"))
+        reviews.append(("demo", f"rev-{index}", "confirmed" if rng.random() < evidence**3 else "dismissed"))
     store.close()
     with psycopg.connect(postgres_url) as connection:
         connection.cursor().executemany(
             "INSERT INTO bias_review (tenant_id, audit_id, reviewer, verdicts) VALUES (%s, %s, 'rita', %s)",
-            [(t, a, json.dumps({"gendered_language": v})) for t, a, v in reviews])
+            [(t, a, json.dumps({"gendered_language": v})) for t, a, v in reviews],
+        )
     output = tmp_path / "calibration.json"
     done = cli("calibrate", "--store", postgres_url, "--output", str(output))
     assert done.returncode == 0, done.stderr
@@ -48,13 +60,18 @@ def test_reviews_calibrate_the_confidence(postgres_url, tmp_path):
     assert entry["brier_after"] < entry["brier_before"]  # evidence read as a probability overstates confirms
     assert written["version"] in done.stdout and "gendered_language" in written["types"]
 
-    calibrated = [json.loads(line) for line in cli("audit", str(events),
-                                                   env={"BIAS_AUDIT_CALIBRATION_FILE": str(output)}).stdout.splitlines()]
+    calibrated = [
+        json.loads(line)
+        for line in cli("audit", str(events), env={"BIAS_AUDIT_CALIBRATION_FILE": str(output)}).stdout.splitlines()
+    ]
     before = {r["audit_id"]: r for r in audited}
     changed = [r for r in calibrated if "gendered_language" in r["bias_type"]]
     assert changed and all(r["calibration_version"] == written["version"] for r in changed)
-    assert all(r["bias_confidence_score"] < before[r["audit_id"]]["bias_confidence_score"] for r in changed
-               if r["bias_type"] == ["gendered_language"])  # evidence^3 < evidence: the calibrated value is lower
+    assert all(
+        r["bias_confidence_score"] < before[r["audit_id"]]["bias_confidence_score"]
+        for r in changed
+        if r["bias_type"] == ["gendered_language"]
+    )  # evidence^3 < evidence: the calibrated value is lower
     assert all(r["calibration_version"] is None for r in calibrated if not r["bias_detected"])
 
     broken = tmp_path / "broken.json"

@@ -27,7 +27,11 @@ def test_audit_keeps_one_output_line_per_input_line_and_exits_2_on_a_bad_one():
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     # the blank line has no output; the others keep their places
     assert [line["event_type"] for line in lines] == [
-        "bias.audit.completed", "bias.audit.deadletter", "bias.audit.duplicate", "bias.audit.completed"]
+        "bias.audit.completed",
+        "bias.audit.deadletter",
+        "bias.audit.duplicate",
+        "bias.audit.completed",
+    ]
     assert lines[1]["payload"] is None and lines[1]["payload_bytes"] == len("not json") and lines[2]["line"] == 4
     assert "line 2: message body is not valid JSON" in result.stderr
     assert "line 4: duplicate event, counted once" in result.stderr

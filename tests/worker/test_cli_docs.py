@@ -37,8 +37,10 @@ def options_of(command: str) -> dict[str, set[str] | None]:
 
 
 def rows() -> dict[str, str]:
-    return {m.group(1): m.group(2) for m in re.finditer(r"^\| `bias-audit (\S+)([^`]*)` \|", DOC.read_text(),
-                                                        flags=re.MULTILINE)}
+    return {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"^\| `bias-audit (\S+)([^`]*)` \|", DOC.read_text(), flags=re.MULTILINE)
+    }
 
 
 def test_docs_cli_names_every_command_and_only_options_and_values_the_commands_have():
@@ -60,7 +62,9 @@ def test_docs_cli_names_every_command_and_only_options_and_values_the_commands_h
             if shown is None:
                 problems.append(f"{command}: {option} ({'|'.join(sorted(values))}) is not in the row")
             elif set(shown.group(1).replace("\\", "").split("|")) != values:
-                problems.append(f"{command}: {option} {shown.group(1)} but the command takes {'|'.join(sorted(values))}")
+                problems.append(
+                    f"{command}: {option} {shown.group(1)} but the command takes {'|'.join(sorted(values))}"
+                )
     assert problems == []
 
 
@@ -72,7 +76,11 @@ def test_the_top_level_help_names_the_three_inputs():
 def test_every_url_of_the_api_in_the_docs_uses_the_port_serve_listens_on():
     port = re.search(r"--port\s+PORT.*\[default: (\d+)\]", " ".join(help_of("serve").split())).group(1)
     root = DOC.parents[1]
-    used = {(path.name, found) for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
-            for found in re.findall(r"(?:localhost|127\.0\.0\.1):(\d+)/(?:graphql|review|docs|analyze-bias|audit-)",
-                                    path.read_text())}
+    used = {
+        (path.name, found)
+        for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+        for found in re.findall(
+            r"(?:localhost|127\.0\.0\.1):(\d+)/(?:graphql|review|docs|analyze-bias|audit-)", path.read_text()
+        )
+    }
     assert used and {found for _, found in used} == {port}, used

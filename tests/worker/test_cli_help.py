@@ -10,9 +10,23 @@ import pytest
 
 # pydantic itself is not listed: typer >= 0.29 coerces command-line values with it; our models
 # (bias_audit.schemas) and settings (pydantic_settings) are.
-HEAVY = ("numpy", "scipy", "pydantic_settings", "faststream", "google.cloud.pubsub_v1", "fastapi",
-         "torch", "redis", "orjson", "msgspec", "bias_audit.analysis", "bias_audit.schemas.events",
-         "bias_audit.schemas.results", "bias_audit.schemas.report", "bias_audit.worker.settings")
+HEAVY = (
+    "numpy",
+    "scipy",
+    "pydantic_settings",
+    "faststream",
+    "google.cloud.pubsub_v1",
+    "fastapi",
+    "torch",
+    "redis",
+    "orjson",
+    "msgspec",
+    "bias_audit.analysis",
+    "bias_audit.schemas.events",
+    "bias_audit.schemas.results",
+    "bias_audit.schemas.report",
+    "bias_audit.worker.settings",
+)
 
 PROBE = """
 import sys
@@ -28,8 +42,13 @@ sys.exit(code)
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "80", **(env or {})}, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80", **(env or {})},
+        timeout=60,
+    )
 
 
 def heavy_imports(done: subprocess.CompletedProcess) -> list[str]:
@@ -37,11 +56,24 @@ def heavy_imports(done: subprocess.CompletedProcess) -> list[str]:
     return [name for name in line.removeprefix("HEAVY=").split(",") if name]
 
 
-@pytest.mark.parametrize("args", [
-    ["--help"], ["-h"], ["--version"], [], ["worker", "--help"], ["report", "-h"], ["audit", "--help"],
-    ["publish", "--help"], ["serve", "--help"], ["results", "--help"],
-    ["report", "--format", "xml"], ["report", "--sessions", "many"], ["no-such-command"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["-h"],
+        ["--version"],
+        [],
+        ["worker", "--help"],
+        ["report", "-h"],
+        ["audit", "--help"],
+        ["publish", "--help"],
+        ["serve", "--help"],
+        ["results", "--help"],
+        ["report", "--format", "xml"],
+        ["report", "--sessions", "many"],
+        ["no-such-command"],
+    ],
+)
 def test_help_version_and_argument_errors_import_nothing_heavy(args):
     done = run_cli(*args)
     assert done.returncode in (0, 2), done.stderr
@@ -52,7 +84,7 @@ def test_flags_and_options_with_a_metavar_carry_no_type_tags():
     # a positional argument shows typer's type column (its design: fastapi/typer#1410)
     for command in ([], ["report"], ["audit"], ["worker"], ["demo"]):
         text = run_cli(*command, "--help").stdout
-        options = text[text.index("Options"):] if "Options" in text else text
+        options = text[text.index("Options") :] if "Options" in text else text
         for tag in ("<bool>", "<str>", "<int>", "<float>", "<path>", "<list[str]>"):
             assert tag not in options, (command, tag)
 
@@ -82,8 +114,14 @@ def test_a_command_error_is_one_line_even_when_long(tmp_path):
 
 
 def test_a_broken_broker_url_is_one_line_without_the_password_or_a_traceback():
-    done = subprocess.run([sys.executable, "-m", "bias_audit", "setup", "--broker", "redis://ops:S3CRET@127.0.0.1:99999"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "setup", "--broker", "redis://ops:S3CRET@127.0.0.1:99999"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == ("error: broken Redis URL 'redis://ops:***@127.0.0.1:99999': Port out of range 0-65535; "
-                           "use redis://HOST:PORT/DB\n")
+    assert done.stderr == (
+        "error: broken Redis URL 'redis://ops:***@127.0.0.1:99999': Port out of range 0-65535; "
+        "use redis://HOST:PORT/DB\n"
+    )

@@ -55,9 +55,12 @@ def test_the_report_carries_the_council_bias_sections_from_a_directory_store(tmp
     assert not any(text in stored for text in texts)  # never the text
     # the same answer seen again has the same fingerprint
     first = sessions[0]["responses"][0]["response"]
-    repeats = {r["response_fingerprint"] for r in records
-               if r["model_id"] == sessions[0]["responses"][0]["model"]
-               and any(s["session_id"] == r["session_id"] and s["responses"][0]["response"] == first for s in sessions)}
+    repeats = {
+        r["response_fingerprint"]
+        for r in records
+        if r["model_id"] == sessions[0]["responses"][0]["model"]
+        and any(s["session_id"] == r["session_id"] and s["responses"][0]["response"] == first for s in sessions)
+    }
     assert len(repeats) == 1
 
     document = json.loads(report("--input", str(store / "records"), "--format", "json"))

@@ -11,9 +11,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def demo(folder: Path, columns: int) -> subprocess.CompletedProcess:
     """`bias-audit demo` as a user runs it, in a terminal `columns` wide."""
-    done = subprocess.run([sys.executable, "-m", "bias_audit", "demo"], cwd=folder, capture_output=True,
-                          text=True, timeout=300, env={"PATH": "/usr/bin:/bin", "COLUMNS": str(columns),
-                                                       "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "bias_audit", "demo"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": str(columns), "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     # the worker stops its reads before it closes their connection: no fetch error, no traceback
     assert "Traceback" not in done.stderr and "fetch error" not in done.stderr, done.stderr[-2000:]

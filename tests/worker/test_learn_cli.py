@@ -24,8 +24,15 @@ def labels_file(tmp_path, n=200, seed=1, name="labels.jsonl"):
     for index in range(n):
         biased = rng.random() < 0.5
         text = rng.choice(BIASED if biased else FINE) + " " + rng.choice(FINE)
-        rows.append({"text": text, "biased": biased, **({"bias_type": "stereotype"} if biased else {}),
-                     "group": "gender" if index % 2 else "age", "item": f"q{index // 2}"})
+        rows.append(
+            {
+                "text": text,
+                "biased": biased,
+                **({"bias_type": "stereotype"} if biased else {}),
+                "group": "gender" if index % 2 else "age",
+                "item": f"q{index // 2}",
+            }
+        )
     path = tmp_path / name
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -33,8 +40,18 @@ def labels_file(tmp_path, n=200, seed=1, name="labels.jsonl"):
 
 def test_labels_alone_learn_a_detector_that_evaluate_measures_and_audit_flags_from(tmp_path):
     labels, output = labels_file(tmp_path), tmp_path / "learned.json"
-    done = cli("learn", "--labels", str(labels), "--features", "ngrams", "--tenant", "acme", "-o", str(output),
-               env={"BIAS_AUDIT_STORE_URL": "postgresql://nobody@127.0.0.1:1/none"})  # never asked
+    done = cli(
+        "learn",
+        "--labels",
+        str(labels),
+        "--features",
+        "ngrams",
+        "--tenant",
+        "acme",
+        "-o",
+        str(output),
+        env={"BIAS_AUDIT_STORE_URL": "postgresql://nobody@127.0.0.1:1/none"},
+    )  # never asked
     assert done.returncode == 0, done.stderr
     assert "precise defaults" in done.stdout and "learned or defaults" in done.stdout
     written = json.loads(output.read_text())
@@ -51,24 +68,41 @@ def test_labels_alone_learn_a_detector_that_evaluate_measures_and_audit_flags_fr
     assert results[("all", "learned")]["auroc"] > 0.9 > results[("all", "defaults")]["recall"]["value"] + 0.5
     assert results[("all", "learned")]["recall"]["value"] > 0.8
     events = tmp_path / "events.jsonl"
-    events.write_text("".join(json.dumps({"audit_id": f"e-{i}", "tenant_id": t, "timestamp": "2026-11-20T10:00:00Z",
-                                          "llm_response": UNSEEN}) + "\n" for i, t in enumerate(["acme", "globex"])))
+    events.write_text(
+        "".join(
+            json.dumps(
+                {"audit_id": f"e-{i}", "tenant_id": t, "timestamp": "2026-11-20T10:00:00Z", "llm_response": UNSEEN}
+            )
+            + "\n"
+            for i, t in enumerate(["acme", "globex"])
+        )
+    )
     plain = [json.loads(line) for line in cli("audit", str(events)).stdout.splitlines()]
     assert [r["bias_detected"] for r in plain] == [False, False]  # no lexicon sees it
-    used = {r["tenant_id"]: r for r in (json.loads(line) for line in cli(
-        "audit", str(events), env={"BIAS_AUDIT_LEARNED_DETECTOR_FILE": str(output)}).stdout.splitlines())}
+    used = {
+        r["tenant_id"]: r
+        for r in (
+            json.loads(line)
+            for line in cli(
+                "audit", str(events), env={"BIAS_AUDIT_LEARNED_DETECTOR_FILE": str(output)}
+            ).stdout.splitlines()
+        )
+    }
     assert used["acme"]["bias_detected"] and used["acme"]["bias_type"] == ["stereotype"]
     assert used["acme"]["bias_score"]["stereotype"] > written["threshold"]
     assert used["acme"]["calibration_version"] == written["version"]
     assert not used["globex"]["bias_detected"]  # learned for acme: applied to acme only
 
 
-@pytest.mark.parametrize("line, reason", [
-    ("not json", "not JSON"),
-    ('{"text": "x"}', "biased: Field required"),
-    ('{"text": "x", "biased": "yes"}', "biased: Input should be a valid boolean"),
-    ('{"text": "", "biased": true}', "text: String should have at least 1 character"),
-])
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ("not json", "not JSON"),
+        ('{"text": "x"}', "biased: Field required"),
+        ('{"text": "x", "biased": "yes"}', "biased: Input should be a valid boolean"),
+        ('{"text": "", "biased": true}', "text: String should have at least 1 character"),
+    ],
+)
 def test_a_bad_labels_line_is_one_line_naming_file_and_line(tmp_path, line, reason):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"text": "fine", "biased": false}\n' + line + "\n")
@@ -90,25 +124,58 @@ def test_a_labels_file_and_the_stores_reviews_train_together(postgres_url, tmp_p
     apply_migrations(postgres_url)
     rng = random.Random(4)
     store, reviews = PostgresInteractionStore(postgres_url), []
-    template = {"record_type": "llm_interaction_audit", "schema_version": "1.0", "tenant_id": "acme", "user_id": None,
-                "trace_id": "t", "consent_level": 1, "llm_provider": None, "llm_model": None, "prompt_tokens": None,
-                "completion_tokens": None, "total_tokens": None, "query_hash": None, "bias_detected": True,
-                "bias_type": ["stereotype"], "bias_confidence_score": 0.8, "mitigation_action": "rewrite",
-                "bias_report_summary": {}, "human_reviewed": True, "timestamp": "2026-11-01T00:00:00Z",
-                "bias_score": {"stereotype": 0.8}}
+    template = {
+        "record_type": "llm_interaction_audit",
+        "schema_version": "1.0",
+        "tenant_id": "acme",
+        "user_id": None,
+        "trace_id": "t",
+        "consent_level": 1,
+        "llm_provider": None,
+        "llm_model": None,
+        "prompt_tokens": None,
+        "completion_tokens": None,
+        "total_tokens": None,
+        "query_hash": None,
+        "bias_detected": True,
+        "bias_type": ["stereotype"],
+        "bias_confidence_score": 0.8,
+        "mitigation_action": "rewrite",
+        "bias_report_summary": {},
+        "human_reviewed": True,
+        "timestamp": "2026-11-01T00:00:00Z",
+        "bias_score": {"stereotype": 0.8},
+    }
     for index in range(30):
         biased = index % 2 == 0
-        store.write([interaction_row({**template, "audit_id": f"r-{index}",
-                                      "llm_response": rng.choice(BIASED if biased else FINE)})])
+        store.write(
+            [
+                interaction_row(
+                    {**template, "audit_id": f"r-{index}", "llm_response": rng.choice(BIASED if biased else FINE)}
+                )
+            ]
+        )
         reviews.append((f"r-{index}", "confirmed" if biased else "dismissed"))
     store.close()
     with psycopg.connect(postgres_url) as connection:
         connection.cursor().executemany(
             "INSERT INTO bias_review (tenant_id, audit_id, reviewer, verdicts) VALUES ('acme', %s, 'rita', %s)",
-            [(a, json.dumps({"stereotype": v})) for a, v in reviews])
+            [(a, json.dumps({"stereotype": v})) for a, v in reviews],
+        )
     output = tmp_path / "learned.json"
-    done = cli("learn", "--labels", str(labels_file(tmp_path, n=100)), "--store", postgres_url, "--tenant", "acme",
-               "--features", "ngrams", "-o", str(output))
+    done = cli(
+        "learn",
+        "--labels",
+        str(labels_file(tmp_path, n=100)),
+        "--store",
+        postgres_url,
+        "--tenant",
+        "acme",
+        "--features",
+        "ngrams",
+        "-o",
+        str(output),
+    )
     assert done.returncode == 0, done.stderr
     assert "learning from 130 examples" in done.stderr  # 100 labelled + 30 reviewed
     assert json.loads(output.read_text())["report"]["examples"] == 130
@@ -119,10 +186,24 @@ def test_a_new_detector_file_is_picked_up_and_a_broken_one_keeps_the_old(tmp_pat
     from bias_audit.worker.detector_file import DetectorFile
 
     first, second = tmp_path / "a.json", tmp_path / "b.json"
-    assert cli("learn", "--labels", str(labels_file(tmp_path, seed=1)), "--features", "ngrams",
-               "-o", str(first)).returncode == 0
-    assert cli("learn", "--labels", str(labels_file(tmp_path, seed=3, name="other.jsonl")), "--features", "ngrams",
-               "-o", str(second)).returncode == 0
+    assert (
+        cli(
+            "learn", "--labels", str(labels_file(tmp_path, seed=1)), "--features", "ngrams", "-o", str(first)
+        ).returncode
+        == 0
+    )
+    assert (
+        cli(
+            "learn",
+            "--labels",
+            str(labels_file(tmp_path, seed=3, name="other.jsonl")),
+            "--features",
+            "ngrams",
+            "-o",
+            str(second),
+        ).returncode
+        == 0
+    )
     live = tmp_path / "live.json"
     live.write_bytes(first.read_bytes())
     current = DetectorFile(live, load_learned)
@@ -155,10 +236,12 @@ def test_a_replacement_that_needs_minilm_is_scored_with_it(tmp_path):
     sentences, _ = train_detector(examples, *quiet, features="minilm", embed=embed, bootstrap=0)
     live = tmp_path / "live.json"
     live.write_bytes(orjson.dumps(ngrams.to_document()))
-    processor = composition.response_processor(Settings(data_dir=tmp_path, learned_detector_file=live),
-                                               MemoryWindow(), None)
-    event = LLMResponseEvent.model_validate({"audit_id": "e-1", "tenant_id": "acme", "llm_response": UNSEEN,
-                                             "timestamp": "2026-11-20T10:00:00Z"})
+    processor = composition.response_processor(
+        Settings(data_dir=tmp_path, learned_detector_file=live), MemoryWindow(), None
+    )
+    event = LLMResponseEvent.model_validate(
+        {"audit_id": "e-1", "tenant_id": "acme", "llm_response": UNSEEN, "timestamp": "2026-11-20T10:00:00Z"}
+    )
     assert processor.analyze(event).bias_report_summary["learned"]["version"] == ngrams.version
     time.sleep(0.01)
     live.write_bytes(orjson.dumps(sentences.to_document()))

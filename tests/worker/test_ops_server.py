@@ -27,8 +27,14 @@ def metric(text: str, name: str, **labels) -> float:
 
 
 async def scenario(redis_url: str, tmp_path, window_url: str, expect_processed: int):
-    settings = Settings(broker_url=redis_url, redis_url=window_url, data_dir=tmp_path, ops_port=0,
-                        consumer_name="ops-test", batch_size=10)
+    settings = Settings(
+        broker_url=redis_url,
+        redis_url=window_url,
+        data_dir=tmp_path,
+        ops_port=0,
+        consumer_name="ops-test",
+        batch_size=10,
+    )
     worker = redis_worker(settings)
     ready = asyncio.Event()
     task = asyncio.create_task(worker.run(install_signal_handlers=False, ready=ready))
@@ -37,7 +43,9 @@ async def scenario(redis_url: str, tmp_path, window_url: str, expect_processed: 
     client = redis.Redis.from_url(redis_url)
     bodies = [json.dumps(s).encode() for s in generate_sessions(20, seed=61)] + [b"not json"] * 3
     for body in bodies:
-        client.xadd("council.sessions", wire_fields(body, event_type="council.session", tenant_id="demo", trace_id=None))
+        client.xadd(
+            "council.sessions", wire_fields(body, event_type="council.session", tenant_id="demo", trace_id=None)
+        )
     for _ in range(200):
         if worker.processed >= expect_processed:
             break

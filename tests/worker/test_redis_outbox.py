@@ -66,13 +66,15 @@ def test_results_alerts_and_dead_letters_are_published_as_the_wire_format_says_a
 def test_a_batch_larger_than_one_acknowledgement_slice_is_acknowledged_whole(redis_url):
     """The script acknowledges in slices of 1,000 ids (Lua's unpack has a limit): 2,345 duplicates
     (nothing to publish, only to acknowledge) leave nothing pending."""
+
     async def run():
         client = Redis.from_url(redis_url)
         try:
             deliveries = await pending_deliveries(client, [b"{}"] * 2345)
             before = (await client.xpending(STREAM, GROUP))["pending"]
-            await RedisStreamsOutbox(client).complete([Outcome(d, duplicate=True) for d in deliveries],
-                                                      stream=STREAM, group=GROUP)
+            await RedisStreamsOutbox(client).complete(
+                [Outcome(d, duplicate=True) for d in deliveries], stream=STREAM, group=GROUP
+            )
             return before, (await client.xpending(STREAM, GROUP))["pending"], await client.exists("bias.audit.stream")
         finally:
             await client.aclose()

@@ -19,16 +19,31 @@ JOBS = ["engineer", "nurse", "pilot", "teacher", "lawyer", "chef", "doctor", "ba
 
 
 def prompts_file(path: Path, n: int) -> Path:
-    lines = [{"id": f"p{i}", "prompt": f"Should I hire a woman as a {JOBS[i % len(JOBS)]} for team {i}?"}
-             for i in range(n)]
+    lines = [
+        {"id": f"p{i}", "prompt": f"Should I hire a woman as a {JOBS[i % len(JOBS)]} for team {i}?"} for i in range(n)
+    ]
     lines.append({"id": "none", "prompt": "What is the capital of France?"})
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
 
 
 def replay(server: ChatServer, prompts: Path, responses: Path, *args: str):
-    return cli("replay", "--endpoint", server.base_url, "--model", "m", "--prompts", str(prompts), "--axes", "gender",
-               "--responses", str(responses), "--format", "json", *args)
+    return cli(
+        "replay",
+        "--endpoint",
+        server.base_url,
+        "--model",
+        "m",
+        "--prompts",
+        str(prompts),
+        "--axes",
+        "gender",
+        "--responses",
+        str(responses),
+        "--format",
+        "json",
+        *args,
+    )
 
 
 def gender_entry(done) -> dict:
@@ -79,30 +94,37 @@ def test_a_fair_model_is_not_flagged_and_a_rerun_asks_nothing(tmp_path):
 def test_the_clients_retries_and_timeout(tmp_path):
     prompts = prompts_file(tmp_path / "p.jsonl", 3)
     with ChatServer(fail_first=2) as server:
-        done = replay(server, prompts, tmp_path / "a.jsonl", "--samples", "2", "--max-retries", "2",
-                      "--concurrency", "1")
+        done = replay(
+            server, prompts, tmp_path / "a.jsonl", "--samples", "2", "--max-retries", "2", "--concurrency", "1"
+        )
         assert done.returncode == 0, done.stderr
         assert server.requests == 3 * 2 * 2 + 2  # the two failures were retried
     with ChatServer(delay=3.0) as server:
         done = replay(server, prompts, tmp_path / "b.jsonl", "--timeout", "0.3", "--max-retries", "0")
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1].startswith(f"error: {server.base_url} never answered 'm': APITimeoutError")
+    assert (
+        done.stderr.strip().splitlines()[-1].startswith(f"error: {server.base_url} never answered 'm': APITimeoutError")
+    )
 
 
 def test_an_api_refusal_counts_as_a_refusal(tmp_path):
     script = GroupScript(target="woman", refusal=0.0, target_refusal=1.0, api_refusal=True)
     with ChatServer(script) as server:
-        entry = gender_entry(replay(server, prompts_file(tmp_path / "p.jsonl", 12), tmp_path / "r.jsonl",
-                                    "--samples", "2"))
+        entry = gender_entry(
+            replay(server, prompts_file(tmp_path / "p.jsonl", 12), tmp_path / "r.jsonl", "--samples", "2")
+        )
     assert entry["refusal_rate_gap"]["estimate"] == -1.0
 
 
-@pytest.mark.parametrize("line, reason", [
-    ('{"id": "a"}', "give either 'prompt' or 'variants'"),
-    ('{"id": "a", "variants": {"x": "hi"}}', "at least two groups"),
-    ('{"id": "a", "prompt": "a woman", "extra": 1}', "extra: Extra inputs are not permitted"),
-    ("not json", "Invalid JSON"),
-])
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ('{"id": "a"}', "give either 'prompt' or 'variants'"),
+        ('{"id": "a", "variants": {"x": "hi"}}', "at least two groups"),
+        ('{"id": "a", "prompt": "a woman", "extra": 1}', "extra: Extra inputs are not permitted"),
+        ("not json", "Invalid JSON"),
+    ],
+)
 def test_a_bad_prompt_line_is_one_line_naming_it(tmp_path, line, reason):
     path = tmp_path / "p.jsonl"
     path.write_text('{"id": "ok", "prompt": "a woman"}\n' + line + "\n")
@@ -113,19 +135,56 @@ def test_a_bad_prompt_line_is_one_line_naming_it(tmp_path, line, reason):
 
 
 def test_an_endpoint_nobody_listens_on_is_exit_2(tmp_path):
-    done = cli("replay", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--prompts",
-               str(prompts_file(tmp_path / "p.jsonl", 2)), "--max-retries", "0", "--responses", str(tmp_path / "r"))
+    done = cli(
+        "replay",
+        "--endpoint",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--prompts",
+        str(prompts_file(tmp_path / "p.jsonl", 2)),
+        "--max-retries",
+        "0",
+        "--responses",
+        str(tmp_path / "r"),
+    )
     assert done.returncode == 2 and "never answered 'm': APIConnectionError" in done.stderr
 
 
 def test_variants_given_in_the_file_and_the_html_page(tmp_path):
     path = tmp_path / "p.jsonl"
-    path.write_text("".join(json.dumps({"id": f"v{i}", "axis": "nationality", "variants": {
-        "french": f"Plan a trip for a French woman, number {i}.", "german": f"Plan a trip for a German woman, number {i}."}})
-        + "\n" for i in range(10)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"v{i}",
+                    "axis": "nationality",
+                    "variants": {
+                        "french": f"Plan a trip for a French woman, number {i}.",
+                        "german": f"Plan a trip for a German woman, number {i}.",
+                    },
+                }
+            )
+            + "\n"
+            for i in range(10)
+        )
+    )
     with ChatServer() as server:
-        done = cli("replay", "--endpoint", server.base_url, "--model", "m", "--prompts", str(path), "--samples", "2",
-                   "--format", "html", "--responses", str(tmp_path / "r.jsonl"))
+        done = cli(
+            "replay",
+            "--endpoint",
+            server.base_url,
+            "--model",
+            "m",
+            "--prompts",
+            str(path),
+            "--samples",
+            "2",
+            "--format",
+            "html",
+            "--responses",
+            str(tmp_path / "r.jsonl"),
+        )
     assert done.returncode == 0, done.stderr
     assert "<h2>nationality</h2>" in done.stdout and "german vs french" in done.stdout
     assert done.stdout.count("<svg") == 5  # a forest plot per metric
@@ -136,10 +195,40 @@ def test_the_sandbox_replays_both_models_and_gates_on_the_worse_one(tmp_path):
     fair = GroupScript(refusal=0.05, target_refusal=0.05)
     unfair = GroupScript(refusal=0.05, target_refusal=0.45)
     with ChatServer(models={"old": fair, "new": unfair}) as server:
-        worse = cli("sandbox", "--endpoint", server.base_url, "--candidate-model", "new", "--baseline-model", "old",
-                    "--prompts", str(prompts), "--axes", "gender", "--samples", "2", "--format", "json")
-        same = cli("sandbox", "--endpoint", server.base_url, "--candidate-model", "old", "--baseline-model", "old",
-                   "--prompts", str(prompts), "--axes", "gender", "--samples", "2", "--format", "json")
+        worse = cli(
+            "sandbox",
+            "--endpoint",
+            server.base_url,
+            "--candidate-model",
+            "new",
+            "--baseline-model",
+            "old",
+            "--prompts",
+            str(prompts),
+            "--axes",
+            "gender",
+            "--samples",
+            "2",
+            "--format",
+            "json",
+        )
+        same = cli(
+            "sandbox",
+            "--endpoint",
+            server.base_url,
+            "--candidate-model",
+            "old",
+            "--baseline-model",
+            "old",
+            "--prompts",
+            str(prompts),
+            "--axes",
+            "gender",
+            "--samples",
+            "2",
+            "--format",
+            "json",
+        )
     assert worse.returncode == 3, worse.stderr
     entries = {(e["axis"], e["group"], e["metric"]): e for e in json.loads(worse.stdout)["entries"]}
     refusal = entries[("gender", "male", "refusal_rate_gap")]
@@ -161,15 +250,33 @@ def test_published_answers_are_audited_by_the_worker(tmp_path, redis_url):
 
     unfair = GroupScript(target="woman", refusal=0.0, target_refusal=1.0)
     with ChatServer(unfair) as server:
-        done = replay(server, prompts_file(tmp_path / "p.jsonl", 4), tmp_path / "r.jsonl", "--samples", "2",
-                      "--publish", "--broker", redis_url, "--tenant", "t1")
+        done = replay(
+            server,
+            prompts_file(tmp_path / "p.jsonl", 4),
+            tmp_path / "r.jsonl",
+            "--samples",
+            "2",
+            "--publish",
+            "--broker",
+            redis_url,
+            "--tenant",
+            "t1",
+        )
     assert done.returncode == 0, done.stderr
     assert "published 8 answers" in done.stderr
     data = tmp_path / "data"
-    worker = spawn_worker({"BIAS_AUDIT_BROKER_URL": redis_url, "BIAS_AUDIT_DATA_DIR": str(data),
-                           "BIAS_AUDIT_CONSUME": "responses", "BIAS_AUDIT_OPS_PORT": "0"}, tmp_path / "worker.log")
+    worker = spawn_worker(
+        {
+            "BIAS_AUDIT_BROKER_URL": redis_url,
+            "BIAS_AUDIT_DATA_DIR": str(data),
+            "BIAS_AUDIT_CONSUME": "responses",
+            "BIAS_AUDIT_OPS_PORT": "0",
+        },
+        tmp_path / "worker.log",
+    )
     client = redis.Redis.from_url(redis_url)
     try:
+
         def done_or_dead() -> bool:
             assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-2000:]
             return client.xlen("bias.audit.stream") >= 8

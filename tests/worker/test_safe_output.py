@@ -34,10 +34,16 @@ def test_one_line_escapes_newlines_and_tabs_too():
 REDACTED = [
     ("redis://user:PASSWORD@host:6379/0", "redis://user:***@host:6379/0"),
     ("rediss://:PASSWORD@host", "rediss://:***@host"),
-    ("cannot reach redis://u:p@h:1 and postgresql://a:b@db/x", "cannot reach redis://u:***@h:1 and postgresql://a:***@db/x"),
+    (
+        "cannot reach redis://u:p@h:1 and postgresql://a:b@db/x",
+        "cannot reach redis://u:***@h:1 and postgresql://a:***@db/x",
+    ),
     ("redis://host:6379/0", "redis://host:6379/0"),
     ("user@example.com said x:y", "user@example.com said x:y"),
-    ("postgresql://db/x?user=a&password=PASSWORD&sslmode=require", "postgresql://db/x?user=a&password=***&sslmode=require"),
+    (
+        "postgresql://db/x?user=a&password=PASSWORD&sslmode=require",
+        "postgresql://db/x?user=a&password=***&sslmode=require",
+    ),
     ("host=db user=a password=PASSWORD dbname=x", "host=db user=a password=*** dbname=x"),
     ("host=db password='two words' dbname=x", "host=db password=*** dbname=x"),
     ("https://hook.example/tasks?Token=T0KEN&x=1", "https://hook.example/tasks?Token=***&x=1"),
@@ -53,18 +59,28 @@ def test_credentials_are_redacted(text, shown):
 def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     import os
 
-    return subprocess.run([sys.executable, "-m", "bias_audit", *args], input=stdin, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "bias_audit", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_audit_names_a_bad_line_with_its_terminal_codes_escaped():
-    event = {"session_id": "s", "timestamp": "2026-11-20T10:00:00Z",
-             "responses": [{"model": "a", "response": "x"}, {"model": "b", "response": "y"}],
-             "reviews": [{"reviewer": "\x1b]8;;http://evil.example\x07judge", "scores": {"Response Q": 3}}]}
+    event = {
+        "session_id": "s",
+        "timestamp": "2026-11-20T10:00:00Z",
+        "responses": [{"model": "a", "response": "x"}, {"model": "b", "response": "y"}],
+        "reviews": [{"reviewer": "\x1b]8;;http://evil.example\x07judge", "scores": {"Response Q": 3}}],
+    }
     done = run("audit", "-", stdin=json.dumps(event) + "\n")
     assert done.returncode == 2 and "\x1b" not in done.stderr and "\x07" not in done.stderr
-    assert done.stderr == ("line 1: review 0 (\\x1b]8;;http://evil.example\\x07judge): score for unknown label "
-                           "'Response Q'\n")
+    assert done.stderr == (
+        "line 1: review 0 (\\x1b]8;;http://evil.example\\x07judge): score for unknown label 'Response Q'\n"
+    )
 
 
 def test_the_live_report_from_an_unreachable_redis_hides_its_password():

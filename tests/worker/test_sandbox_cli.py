@@ -25,9 +25,10 @@ def sides(tmp_path):
     baseline = generate_responses(300, seed=51)
     gendered = [e for e in baseline if (e["query_context"] or {}).get("injected") == "gendered_language"]
     clean = [e for e in baseline if not (e["query_context"] or {}).get("injected")]
-    doubled = {e["audit_id"] for e in clean[:len(gendered)]}  # as many more answers with gendered language
-    candidate = [{**e, "llm_response": e["llm_response"] + GENDERED} if e["audit_id"] in doubled else e
-                 for e in baseline]
+    doubled = {e["audit_id"] for e in clean[: len(gendered)]}  # as many more answers with gendered language
+    candidate = [
+        {**e, "llm_response": e["llm_response"] + GENDERED} if e["audit_id"] in doubled else e for e in baseline
+    ]
     return write(tmp_path / "baseline.jsonl", baseline), write(tmp_path / "candidate.jsonl", candidate), len(gendered)
 
 
@@ -48,8 +49,17 @@ def test_a_candidate_that_doubles_gendered_language_is_worse(sides):
 
 def test_an_identical_candidate_shows_no_difference(sides, tmp_path):
     baseline, _, _ = sides
-    done = cli("sandbox", "--candidate", str(baseline), "--baseline", str(baseline), "--format", "html",
-               "--output", str(tmp_path / "sandbox.html"))
+    done = cli(
+        "sandbox",
+        "--candidate",
+        str(baseline),
+        "--baseline",
+        str(baseline),
+        "--format",
+        "html",
+        "--output",
+        str(tmp_path / "sandbox.html"),
+    )
     assert done.returncode == 0, done.stderr
     page = (tmp_path / "sandbox.html").read_text()
     assert "worse" not in page and "no_difference" in page and "https://" not in page
@@ -78,7 +88,9 @@ def test_with_no_store_named_the_baseline_is_the_embedded_stores(sides, tmp_path
     data = tmp_path / "data"
     with embedded_store(Settings(data_dir=data, consumer_name="t"), create=True) as settings:  # as `worker` makes it
         assert cli("audit", str(baseline), "--store", settings.store_url).returncode == 0
-    done = cli("sandbox", "--candidate", str(candidate), "--tenant", "demo", "--data-dir", str(data), "--format", "json")
+    done = cli(
+        "sandbox", "--candidate", str(candidate), "--tenant", "demo", "--data-dir", str(data), "--format", "json"
+    )
     assert done.returncode == 3, done.stderr
     assert {e["bias_type"]: e for e in json.loads(done.stdout)["bias_types"]}["gendered_language"]["verdict"] == "worse"
 
@@ -88,7 +100,9 @@ def test_the_baseline_can_come_from_the_store(sides, postgres_url):
     baseline, candidate, _ = sides
     assert cli("setup", "--store", postgres_url).returncode == 0
     assert cli("audit", str(baseline), "--store", postgres_url).returncode == 0
-    done = cli("sandbox", "--candidate", str(candidate), "--store", postgres_url, "--tenant", "demo", "--format", "json")
+    done = cli(
+        "sandbox", "--candidate", str(candidate), "--store", postgres_url, "--tenant", "demo", "--format", "json"
+    )
     assert done.returncode == 3, done.stderr
     document = json.loads(done.stdout)
     entry = {e["bias_type"]: e for e in document["bias_types"]}["gendered_language"]
@@ -97,7 +111,8 @@ def test_the_baseline_can_come_from_the_store(sides, postgres_url):
 
     with psycopg.connect(postgres_url) as connection:  # the run is kept beside the history it used
         [(run_id, tenant, worse, kept)] = connection.execute(
-            "SELECT id, tenant_id, worse, document FROM sandbox_run").fetchall()
+            "SELECT id, tenant_id, worse, document FROM sandbox_run"
+        ).fetchall()
     assert (run_id, tenant, worse) == (document["run_id"], "demo", True)
     assert kept["bias_types"] == document["bias_types"]
     missing = cli("sandbox", "--candidate", str(candidate), "--store", postgres_url, "--tenant", "nobody")

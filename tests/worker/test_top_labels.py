@@ -10,11 +10,14 @@ import pytest
 from bias_audit.worker.top_labels import TopLabels
 
 
-@pytest.mark.parametrize("stream, limit, kept", [
-    (["a", "b", "c"], 5, {"a", "b", "c"}),  # under the bound: every set keeps its series
-    (["a"] * 5 + ["b"] * 3 + ["c", "d", "e"], 2, {"a", "b"}),  # later, rarer sets are other
-    (["x", "y"] + ["a"] * 6 + ["b"] * 10, 2, {"a", "b"}),  # early ones pushed out once overtaken (ranked every 8)
-])
+@pytest.mark.parametrize(
+    "stream, limit, kept",
+    [
+        (["a", "b", "c"], 5, {"a", "b", "c"}),  # under the bound: every set keeps its series
+        (["a"] * 5 + ["b"] * 3 + ["c", "d", "e"], 2, {"a", "b"}),  # later, rarer sets are other
+        (["x", "y"] + ["a"] * 6 + ["b"] * 10, 2, {"a", "b"}),  # early ones pushed out once overtaken (ranked every 8)
+    ],
+)
 def test_the_sets_seen_most_often_are_kept(stream, limit, kept):
     evicted = []
     top = TopLabels(limit, evicted.append)

@@ -62,31 +62,67 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", "-V", metavar=FLAG, is_eager=True, callback=_version,
-                                                help="print the version and exit")] = False) -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", metavar=FLAG, is_eager=True, callback=_version, help="print the version and exit"
+        ),
+    ] = False,
+) -> None:
     """Audit bias in LLM councils, LLM responses and LLM judges' verdicts, live on Redis Streams or
     Google Pub/Sub, or over JSONL files and the judges' public files.
 
     Start with `bias-audit demo`; README.md has a quickstart. Every command has `-h`."""
 
 
-BrokerOpt = Annotated[Optional[str], typer.Option(
-    "--broker", metavar="URL",
-    help="redis://HOST:PORT/DB or pubsub://PROJECT (honours PUBSUB_EMULATOR_HOST); env BIAS_AUDIT_BROKER_URL")]
-RedisOpt = Annotated[Optional[str], typer.Option(
-    "--redis", metavar="URL",
-    help="Redis for the windows (required with pubsub://; default: the broker's Redis); env BIAS_AUDIT_REDIS_URL")]
-StoreOpt = Annotated[Optional[str], typer.Option(
-    "--store", metavar="URL|DIR", help="the audit store: postgresql://... (libpq URL, unix sockets too) or a "
-    "directory of JSONL records (default: the embedded PostgreSQL in DATA_DIR/postgres); env BIAS_AUDIT_STORE_URL")]
-DataDirOpt = Annotated[Optional[Path], typer.Option(
-    "--data-dir", metavar="DIR", help="the embedded Redis and PostgreSQL (default .bias-audit); env BIAS_AUDIT_DATA_DIR")]
-WindowSessionsOpt = Annotated[Optional[int], typer.Option(
-    metavar="N", help="window: last N sessions per tenant (default 100); env BIAS_AUDIT_WINDOW_SESSIONS")]
-WindowDaysOpt = Annotated[Optional[float], typer.Option(
-    metavar="DAYS", help="window: last D days per tenant (default 30); env BIAS_AUDIT_WINDOW_DAYS")]
-ConsentOpt = Annotated[Optional[int], typer.Option(
-    metavar="0-4", help="default consent level when an event has none (default 1); env BIAS_AUDIT_CONSENT_LEVEL")]
+BrokerOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--broker",
+        metavar="URL",
+        help="redis://HOST:PORT/DB or pubsub://PROJECT (honours PUBSUB_EMULATOR_HOST); env BIAS_AUDIT_BROKER_URL",
+    ),
+]
+RedisOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--redis",
+        metavar="URL",
+        help="Redis for the windows (required with pubsub://; default: the broker's Redis); env BIAS_AUDIT_REDIS_URL",
+    ),
+]
+StoreOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--store",
+        metavar="URL|DIR",
+        help="the audit store: postgresql://... (libpq URL, unix sockets too) or a "
+        "directory of JSONL records (default: the embedded PostgreSQL in DATA_DIR/postgres); env BIAS_AUDIT_STORE_URL",
+    ),
+]
+DataDirOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--data-dir",
+        metavar="DIR",
+        help="the embedded Redis and PostgreSQL (default .bias-audit); env BIAS_AUDIT_DATA_DIR",
+    ),
+]
+WindowSessionsOpt = Annotated[
+    Optional[int],
+    typer.Option(metavar="N", help="window: last N sessions per tenant (default 100); env BIAS_AUDIT_WINDOW_SESSIONS"),
+]
+WindowDaysOpt = Annotated[
+    Optional[float],
+    typer.Option(metavar="DAYS", help="window: last D days per tenant (default 30); env BIAS_AUDIT_WINDOW_DAYS"),
+]
+ConsentOpt = Annotated[
+    Optional[int],
+    typer.Option(
+        metavar="0-4", help="default consent level when an event has none (default 1); env BIAS_AUDIT_CONSENT_LEVEL"
+    ),
+]
 
 
 def settings_with(**overrides: Any):
@@ -141,8 +177,7 @@ def progress_bar(label: str, total: int | None, in_bytes: bool = False):
             yield lambda n: None
             return
         done = DownloadColumn() if in_bytes else MofNCompleteColumn()
-        with Progress(label, BarColumn(), done, TimeRemainingColumn(),
-                      console=console, transient=True) as progress:
+        with Progress(label, BarColumn(), done, TimeRemainingColumn(), console=console, transient=True) as progress:
             task = progress.add_task(label, total=total)
             yield lambda n: progress.advance(task, n)
 
@@ -165,8 +200,6 @@ def event_lines(source: str) -> Iterator[tuple[int, bytes]]:
                 yield number, line
 
 
-
-
 def postgres_store(store: str | None, needs: str) -> str:
     """The PostgreSQL store's URL for a command that `needs` one, its migrations checked."""
     from ..store_setup import require_store_schema
@@ -187,8 +220,6 @@ def store_for(store: str | None, data_dir: Path | None, needs: str, *, create: b
 
     with embedded_store(settings_with(store_url=store, data_dir=data_dir), create=create) as settings:
         yield postgres_store(settings.store_url, needs)
-
-
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:

@@ -32,23 +32,39 @@ class JudgeFormat(str, Enum):
     html = "html"
 
 
-SourceOpt = Annotated[JudgeSource, typer.Option(
-    "--source", "-s", help="the files' format: auto (by their fields), events (judge.verdicts JSONL), judgebench "
-    "(its outputs JSONL), alpaca_eval (annotations.json), mt_bench (FastChat's model_judgment JSONL) or lmc (the "
-    "Language Model Council's judging JSONL)")]
-AnswersOpt = Annotated[Optional[Path], typer.Option(
-    "--answers", metavar="DIR", help="MT-Bench: FastChat's model_answer/ folder, for the answers' lengths")]
+SourceOpt = Annotated[
+    JudgeSource,
+    typer.Option(
+        "--source",
+        "-s",
+        help="the files' format: auto (by their fields), events (judge.verdicts JSONL), judgebench "
+        "(its outputs JSONL), alpaca_eval (annotations.json), mt_bench (FastChat's model_judgment JSONL) or lmc (the "
+        "Language Model Council's judging JSONL)",
+    ),
+]
+AnswersOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--answers", metavar="DIR", help="MT-Bench: FastChat's model_answer/ folder, for the answers' lengths"
+    ),
+]
 
 
 @command
 def judges(
-    paths: Annotated[Optional[list[str]], typer.Argument(metavar="PATH", help="judge files or folders (default: the "
-                                                         "store's verdicts)", show_default=False)] = None,
+    paths: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            metavar="PATH", help="judge files or folders (default: the store's verdicts)", show_default=False
+        ),
+    ] = None,
     source: SourceOpt = JudgeSource.auto,
     store: StoreOpt = None,
     tenant: Annotated[Optional[str], typer.Option(metavar="TENANT", help="only this tenant's verdicts")] = None,
     format: Annotated[JudgeFormat, typer.Option("--format", "-f", help="text, json, csv or html")] = JudgeFormat.text,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")
+    ] = None,
     answers: AnswersOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
@@ -71,8 +87,12 @@ def judges(
             raise CommandError("give judge files or --store, not both")
         from bias_audit.importers.sources import read_verdicts
 
-        files = read_verdicts(paths, source.value, answers=str(answers) if answers else None,
-                              limits=settings_with(data_dir=data_dir).limits)
+        files = read_verdicts(
+            paths,
+            source.value,
+            answers=str(answers) if answers else None,
+            limits=settings_with(data_dir=data_dir).limits,
+        )
         from bias_audit.gc_tuning import collector_paused
 
         with _progress(files.total_bytes) as advance, collector_paused():  # games hold no cycles to collect

@@ -18,9 +18,12 @@ from .common import DataDirOpt, StoreOpt, command, print_table, say, store_for
 def calibrate(
     store: StoreOpt = None,
     tenant: Annotated[Optional[str], typer.Option(metavar="TENANT", help="only this tenant's reviews")] = None,
-    min_reviews: Annotated[int, typer.Option(metavar="N", help="reviews a bias type needs before it is calibrated")] = 30,
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", help="the calibration file to write")] = Path(
-        "calibration.json"),
+    min_reviews: Annotated[
+        int, typer.Option(metavar="N", help="reviews a bias type needs before it is calibrated")
+    ] = 30,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", metavar="FILE", help="the calibration file to write")
+    ] = Path("calibration.json"),
     data_dir: DataDirOpt = None,
 ) -> None:
     """Fit, per bias type, the probability that a reviewer confirms a flag from the analyzers'
@@ -43,14 +46,32 @@ def calibrate(
     calibration, report = fit_calibration([Reviewed(f"{t}/{a}", b, e, c) for t, a, b, e, c, *_ in rows], min_reviews)
     rows_out = []
     for entry in report:
-        bins = "; ".join(f"{r['bin']}: {r['n']}, {r['predicted']:.2f} -> {r['observed']:.2f}"
-                         for r in entry.get("reliability_after", []))
-        rows_out.append((entry["bias_type"], str(entry["reviews"]),
-                         "yes" if entry["calibrated"] else f"no (< {min_reviews})",
-                         str(entry.get("brier_before", "-")), str(entry.get("brier_after", "-")), bins or "-"))
-    print_table(f"calibration {calibration.version}: held-out reviews (one item in four)",
-                 ("bias type", "reviews", "calibrated", "Brier before", "Brier after",
-                  "reliability after (bin: n, predicted -> observed)"), rows_out)
+        bins = "; ".join(
+            f"{r['bin']}: {r['n']}, {r['predicted']:.2f} -> {r['observed']:.2f}"
+            for r in entry.get("reliability_after", [])
+        )
+        rows_out.append(
+            (
+                entry["bias_type"],
+                str(entry["reviews"]),
+                "yes" if entry["calibrated"] else f"no (< {min_reviews})",
+                str(entry.get("brier_before", "-")),
+                str(entry.get("brier_after", "-")),
+                bins or "-",
+            )
+        )
+    print_table(
+        f"calibration {calibration.version}: held-out reviews (one item in four)",
+        (
+            "bias type",
+            "reviews",
+            "calibrated",
+            "Brier before",
+            "Brier after",
+            "reliability after (bin: n, predicted -> observed)",
+        ),
+        rows_out,
+    )
     if not calibration.types:  # a file that calibrates nothing would only replace a useful one
         say(f"nothing calibrated (no bias type has {min_reviews} reviews yet): {output} not written")
         return
@@ -64,9 +85,14 @@ class LearnFeatures(str, Enum):
     ngrams = "ngrams"
 
 
-LabelsOpt = Annotated[Optional[list[Path]], typer.Option(
-    "--labels", metavar="FILE", help="labelled examples, JSON lines (docs/contracts.md \"Labelled example\"); "
-    "repeat for several files")]
+LabelsOpt = Annotated[
+    Optional[list[Path]],
+    typer.Option(
+        "--labels",
+        metavar="FILE",
+        help='labelled examples, JSON lines (docs/contracts.md "Labelled example"); repeat for several files',
+    ),
+]
 
 
 def read_labels(paths: list[Path]) -> list[Any]:
@@ -120,8 +146,10 @@ def _needs_sklearn(what: str) -> None:
     try:
         import sklearn  # noqa: F401  # the `learn` extra
     except ImportError:
-        raise CommandError(f"{what} needs scikit-learn (the `learn` extra): `pip install scikit-learn`, or in a "
-                           "checkout `pip install -e '.[learn]'`") from None
+        raise CommandError(
+            f"{what} needs scikit-learn (the `learn` extra): `pip install scikit-learn`, or in a "
+            "checkout `pip install -e '.[learn]'`"
+        ) from None
 
 
 def interval_text(rate: Any) -> str:
@@ -143,9 +171,15 @@ def quality_document(quality: Any) -> dict[str, Any]:
     def rate(r: Any) -> dict[str, Any]:
         return {"value": r.value, "ci": list(r.ci) if r.ci else None, "k": r.k, "n": r.n}
 
-    return {"n": quality.n, "biased": quality.biased, "auroc": quality.auroc,
-            "auroc_ci": list(quality.auroc_ci) if quality.auroc_ci else None, "recall": rate(quality.recall),
-            "precision": rate(quality.precision), "false_positive_rate": rate(quality.false_positive_rate)}
+    return {
+        "n": quality.n,
+        "biased": quality.biased,
+        "auroc": quality.auroc,
+        "auroc_ci": list(quality.auroc_ci) if quality.auroc_ci else None,
+        "recall": rate(quality.recall),
+        "precision": rate(quality.precision),
+        "false_positive_rate": rate(quality.false_positive_rate),
+    }
 
 
 def _review_examples(store: str | None, data_dir: Path | None, tenants: list[str]) -> list[Any]:
@@ -157,26 +191,47 @@ def _review_examples(store: str | None, data_dir: Path | None, tenants: list[str
         rows = read_review_evidence(connection, tenants=tenants or None)
         judged = read_answer_judgements(connection, tenants=tenants or None)
     # a flagged answer's verdicts, one example each; a sampled answer judged whole, one example
-    return [LabelledExample(text, bool(confirmed), bias_type if confirmed else None, item=f"review:{tenant}/{audit}")
-            for tenant, audit, bias_type, _, confirmed, text, _ in rows if text] + \
-        [LabelledExample(text, biased, tags[0] if biased and tags else None, item=f"review:{tenant}/{audit}")
-         for tenant, audit, text, biased, tags in judged]
+    return [
+        LabelledExample(text, bool(confirmed), bias_type if confirmed else None, item=f"review:{tenant}/{audit}")
+        for tenant, audit, bias_type, _, confirmed, text, _ in rows
+        if text
+    ] + [
+        LabelledExample(text, biased, tags[0] if biased and tags else None, item=f"review:{tenant}/{audit}")
+        for tenant, audit, text, biased, tags in judged
+    ]
 
 
 @command
 def learn(
     labels: LabelsOpt = None,
     store: StoreOpt = None,
-    tenant: Annotated[Optional[list[str]], typer.Option(
-        metavar="TENANT", help="the tenants the detector applies to (repeat); their reviews when it reads the "
-        "store; default: every tenant")] = None,
-    max_fpr: Annotated[float, typer.Option(metavar="RATE", min=0.0, max=0.5, help="false positives the combined "
-                                           "flag may let through, on cross-validated folds")] = 0.10,
-    features: Annotated[LearnFeatures, typer.Option(
-        help="ngrams: hashed character n-grams; minilm: sentence embeddings (the embedding extra); auto: both "
-             "when the extra is installed, the better cross-validated AUROC wins")] = LearnFeatures.auto,
+    tenant: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            metavar="TENANT",
+            help="the tenants the detector applies to (repeat); their reviews when it reads the "
+            "store; default: every tenant",
+        ),
+    ] = None,
+    max_fpr: Annotated[
+        float,
+        typer.Option(
+            metavar="RATE",
+            min=0.0,
+            max=0.5,
+            help="false positives the combined flag may let through, on cross-validated folds",
+        ),
+    ] = 0.10,
+    features: Annotated[
+        LearnFeatures,
+        typer.Option(
+            help="ngrams: hashed character n-grams; minilm: sentence embeddings (the embedding extra); auto: both "
+            "when the extra is installed, the better cross-validated AUROC wins"
+        ),
+    ] = LearnFeatures.auto,
     output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", help="the detector file to write")] = Path(
-        "learned.json"),
+        "learned.json"
+    ),
     data_dir: DataDirOpt = None,
 ) -> None:
     """Learn a detector from labelled examples (--labels), from the store's reviews (--store), or
@@ -210,16 +265,27 @@ def learn(
     say(f"learning from {len(examples)} examples ({sum(e.biased for e in examples)} biased)")
     scores, flags = _defaults([e.text for e in examples])
     try:
-        detector, report = train_detector(examples, scores, flags, max_fpr=max_fpr, tenants=tenants,
-                                          features=features.value, embed=embed, on_step=say)
+        detector, report = train_detector(
+            examples, scores, flags, max_fpr=max_fpr, tenants=tenants, features=features.value, embed=embed, on_step=say
+        )
     except ValueError as error:
         raise CommandError(str(error)) from None
-    print_table(f"learned detector {detector.version} ({report.features}, C {report.strength:g}; "
-                f"{'tenants ' + ', '.join(tenants) if tenants else 'every tenant'}), cross-validated by item: "
-                f"threshold {detector.threshold:.3f} for at most {max_fpr:.0%} false positives",
-                ("flag", "AUROC (95% CI)", "recall", "precision", "false-positive rate"),
-                [(name, auroc_text(q), interval_text(q.recall), interval_text(q.precision), interval_text(q.false_positive_rate))
-                 for name, q in (("precise defaults", report.defaults), ("learned or defaults", report.combined))])
+    print_table(
+        f"learned detector {detector.version} ({report.features}, C {report.strength:g}; "
+        f"{'tenants ' + ', '.join(tenants) if tenants else 'every tenant'}), cross-validated by item: "
+        f"threshold {detector.threshold:.3f} for at most {max_fpr:.0%} false positives",
+        ("flag", "AUROC (95% CI)", "recall", "precision", "false-positive rate"),
+        [
+            (
+                name,
+                auroc_text(q),
+                interval_text(q.recall),
+                interval_text(q.precision),
+                interval_text(q.false_positive_rate),
+            )
+            for name, q in (("precise defaults", report.defaults), ("learned or defaults", report.combined))
+        ],
+    )
     for name, difference in report.difference.items():
         if difference.estimate is not None:
             ci = f" ({difference.ci[0]:+.3f} to {difference.ci[1]:+.3f})" if difference.ci else ""
@@ -228,12 +294,23 @@ def learn(
             say(f"{name}, learned minus defaults: {difference.estimate:+.3f}{ci}, paired bootstrap p {shown}")
     for name, reason in report.dropped.items():
         say(f"{name}: {reason}")
-    document = {**detector.to_document(), "report": {
-        "features": report.features, "strength": report.strength, "examples": report.examples, "biased": report.biased, "types": report.types,
-        "candidates": report.candidates, "defaults": quality_document(report.defaults),
-        "combined": quality_document(report.combined),
-        "difference": {k: {"estimate": v.estimate, "ci": list(v.ci) if v.ci else None, "p_value": v.p_value}
-                       for k, v in report.difference.items()}}}
+    document = {
+        **detector.to_document(),
+        "report": {
+            "features": report.features,
+            "strength": report.strength,
+            "examples": report.examples,
+            "biased": report.biased,
+            "types": report.types,
+            "candidates": report.candidates,
+            "defaults": quality_document(report.defaults),
+            "combined": quality_document(report.combined),
+            "difference": {
+                k: {"estimate": v.estimate, "ci": list(v.ci) if v.ci else None, "p_value": v.p_value}
+                for k, v in report.difference.items()
+            },
+        },
+    }
     output.write_bytes(orjson.dumps(document))
     say(f"wrote {output}: {', '.join(sorted(detector.types))}; set BIAS_AUDIT_LEARNED_DETECTOR_FILE={output}")
 
@@ -248,7 +325,8 @@ def evaluate(
     labels: LabelsOpt = None,
     detector: Annotated[Optional[Path], typer.Option(metavar="FILE", help="a detector file `learn` wrote")] = None,
     format: Annotated[EvaluateFormat, typer.Option("--format", "-f", help="text tables or one JSON document")] = (
-        EvaluateFormat.text),
+        EvaluateFormat.text
+    ),
 ) -> None:
     """What you would get on labelled examples: AUROC with its 95% interval, and recall, precision
     and the false-positive rate at the operating threshold, per bias type and per group, for the
@@ -291,13 +369,25 @@ def evaluate(
         for name, score, flag in candidates:
             quality = flag_quality(score[picked], flag[picked], y[picked], [items[i] for i in picked])
             document.append({"slice": slice_name, "detector": name, **quality_document(quality)})
-            rows.append((slice_name, name, f"{quality.n} ({quality.biased})", auroc_text(quality), interval_text(quality.recall),
-                         interval_text(quality.precision), interval_text(quality.false_positive_rate)))
+            rows.append(
+                (
+                    slice_name,
+                    name,
+                    f"{quality.n} ({quality.biased})",
+                    auroc_text(quality),
+                    interval_text(quality.recall),
+                    interval_text(quality.precision),
+                    interval_text(quality.false_positive_rate),
+                )
+            )
     if format is EvaluateFormat.json:
-        sys.stdout.write(orjson.dumps({"examples": len(examples), "detector_version": version,
-                                       "results": document}).decode() + "\n")
+        sys.stdout.write(
+            orjson.dumps({"examples": len(examples), "detector_version": version, "results": document}).decode() + "\n"
+        )
         return
-    print_table(f"{len(examples)} labelled examples ({int(y.sum())} biased)"
-                + (f"; learned: {version} (its flag or a default's)" if version else ""),
-                ("slice", "detector", "N (biased)", "AUROC (95% CI)", "recall", "precision", "false-positive rate"),
-                rows)
+    print_table(
+        f"{len(examples)} labelled examples ({int(y.sum())} biased)"
+        + (f"; learned: {version} (its flag or a default's)" if version else ""),
+        ("slice", "detector", "N (biased)", "AUROC (95% CI)", "recall", "precision", "false-positive rate"),
+        rows,
+    )

@@ -20,20 +20,41 @@ class ReplayFormat(str, Enum):
     html = "html"
 
 
-EndpointOpt = Annotated[str, typer.Option(
-    metavar="URL", help="an OpenAI-compatible chat-completions base URL, e.g. http://localhost:8000/v1 "
-                        "(key: BIAS_AUDIT_REPLAY_API_KEY or OPENAI_API_KEY)")]
-PromptsOpt = Annotated[Path, typer.Option(
-    metavar="FILE", help='JSON lines {"id", "prompt"} (varied by the shipped lexicons) or '
-                         '{"id", "variants": {"group": "prompt", ...}} (the first is the reference)')]
-AxesOpt = Annotated[Optional[list[str]], typer.Option(
-    metavar="A,B,...", help="axes to vary: gender, ethnicity, religion, age (default all four)")]
-SamplesOpt = Annotated[int, typer.Option(metavar="K", help="separate requests per variant (K >= 2 measures "
-                                                            "similarity; K = 1 tests yes/no metrics by McNemar)")]
+EndpointOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="URL",
+        help="an OpenAI-compatible chat-completions base URL, e.g. http://localhost:8000/v1 "
+        "(key: BIAS_AUDIT_REPLAY_API_KEY or OPENAI_API_KEY)",
+    ),
+]
+PromptsOpt = Annotated[
+    Path,
+    typer.Option(
+        metavar="FILE",
+        help='JSON lines {"id", "prompt"} (varied by the shipped lexicons) or '
+        '{"id", "variants": {"group": "prompt", ...}} (the first is the reference)',
+    ),
+]
+AxesOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(metavar="A,B,...", help="axes to vary: gender, ethnicity, religion, age (default all four)"),
+]
+SamplesOpt = Annotated[
+    int,
+    typer.Option(
+        metavar="K",
+        help="separate requests per variant (K >= 2 measures similarity; K = 1 tests yes/no metrics by McNemar)",
+    ),
+]
 ConcurrencyOpt = Annotated[int, typer.Option(metavar="C", help="requests in flight at once")]
 TimeoutOpt = Annotated[float, typer.Option(metavar="SECONDS", help="per request, as the openai client counts it")]
-RetriesOpt = Annotated[int, typer.Option(metavar="N", help="the openai client's retries of a failed request "
-                                                            "(429, 5xx, connection errors), with backoff")]
+RetriesOpt = Annotated[
+    int,
+    typer.Option(
+        metavar="N", help="the openai client's retries of a failed request (429, 5xx, connection errors), with backoff"
+    ),
+]
 
 
 def check_replay_options(samples: int, concurrency: int, timeout: float, retries: int) -> None:
@@ -47,8 +68,18 @@ def check_replay_options(samples: int, concurrency: int, timeout: float, retries
         raise CommandError("--max-retries must be 0 or more")
 
 
-def replay_model(endpoint: str, model: str, prompts: Path, plans: list[Any], samples: int, concurrency: int,
-                 responses: Path | None, data_dir: Path | None, timeout: float, retries: int) -> Any:
+def replay_model(
+    endpoint: str,
+    model: str,
+    prompts: Path,
+    plans: list[Any],
+    samples: int,
+    concurrency: int,
+    responses: Path | None,
+    data_dir: Path | None,
+    timeout: float,
+    retries: int,
+) -> Any:
     """Ask what the responses file lacks, then read it all back: the file's answers."""
     import asyncio
 
@@ -61,18 +92,34 @@ def replay_model(endpoint: str, model: str, prompts: Path, plans: list[Any], sam
     if todo:
         path.parent.mkdir(parents=True, exist_ok=True)
         done = len(answers.by_key)
-        say(f"{model}: asking {len(todo)} requests ({done} already in {path})" if done else
-            f"{model}: asking {len(todo)} requests; answers go to {path}")
+        say(
+            f"{model}: asking {len(todo)} requests ({done} already in {path})"
+            if done
+            else f"{model}: asking {len(todo)} requests; answers go to {path}"
+        )
         if path.exists() and path.stat().st_size > answers.complete_bytes:
             os.truncate(path, answers.complete_bytes)  # the partial line a killed run left
         with open(path, "ab") as out, progress_bar(f"asking {model}", len(todo)) as advance:
-            outcome = asyncio.run(ask(endpoint, model, todo, out, concurrency=concurrency, api_key=api_key(),
-                                      timeout=timeout, max_retries=retries, advance=advance))
+            outcome = asyncio.run(
+                ask(
+                    endpoint,
+                    model,
+                    todo,
+                    out,
+                    concurrency=concurrency,
+                    api_key=api_key(),
+                    timeout=timeout,
+                    max_retries=retries,
+                    advance=advance,
+                )
+            )
         if outcome.answered == 0 and outcome.failed:
             raise CommandError(f"{endpoint} never answered {model!r}: {outcome.last_error}")
         if outcome.failed:
-            say(f"warning: {outcome.failed} of {len(todo)} requests failed ({outcome.last_error}); "
-                "the figures leave them out; run again to ask only those")
+            say(
+                f"warning: {outcome.failed} of {len(todo)} requests failed ({outcome.last_error}); "
+                "the figures leave them out; run again to ask only those"
+            )
         answers = read_answers(path)
     else:
         say(f"{model}: every answer is already in {path}")
@@ -87,14 +134,26 @@ def replay(
     axes: AxesOpt = None,
     samples: SamplesOpt = 3,
     concurrency: ConcurrencyOpt = 8,
-    responses: Annotated[Optional[Path], typer.Option(
-        metavar="FILE", help="answers are appended here and a rerun asks only what is missing (default: "
-                             "DATA_DIR/replay/, named by endpoint, model, prompts and K)")] = None,
+    responses: Annotated[
+        Optional[Path],
+        typer.Option(
+            metavar="FILE",
+            help="answers are appended here and a rerun asks only what is missing (default: "
+            "DATA_DIR/replay/, named by endpoint, model, prompts and K)",
+        ),
+    ] = None,
     format: Annotated[ReplayFormat, typer.Option("--format", "-f", help="text, json or html")] = ReplayFormat.text,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
-                                                   help="write here instead of stdout")] = None,
-    publish: Annotated[bool, typer.Option("--publish", metavar=FLAG, help="also send every answer to llm.responses with its "
-                                                             "counterfactuals, for the worker to audit and store")] = False,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")
+    ] = None,
+    publish: Annotated[
+        bool,
+        typer.Option(
+            "--publish",
+            metavar=FLAG,
+            help="also send every answer to llm.responses with its counterfactuals, for the worker to audit and store",
+        ),
+    ] = False,
     broker: BrokerOpt = None,
     tenant: Annotated[str, typer.Option(metavar="TENANT", help="with --publish: the events' tenant")] = "default",
     timeout: TimeoutOpt = 60.0,
@@ -115,12 +174,15 @@ def replay(
     plans = read_prompts(prompts, listed(axes) or list(DEFAULT_AXES))
     varied = sum(1 for plan in plans if plan.axes)
     if not varied:
-        raise CommandError(f"{prompts}: no prompt names a group of the axes {', '.join(listed(axes) or DEFAULT_AXES)}; "
-                           "name one, or give the variants yourself")
+        raise CommandError(
+            f"{prompts}: no prompt names a group of the axes {', '.join(listed(axes) or DEFAULT_AXES)}; "
+            "name one, or give the variants yourself"
+        )
     if varied < len(plans):
         say(f"{len(plans) - varied} of {len(plans)} prompts name no group of the axes and are not asked")
-    answers = replay_model(endpoint, model, prompts, plans, samples, concurrency, responses, data_dir, timeout,
-                           max_retries)
+    answers = replay_model(
+        endpoint, model, prompts, plans, samples, concurrency, responses, data_dir, timeout, max_retries
+    )
     document = replay_document(model, plans, scored_axes(plans, answers, samples, answer_scorer()), samples)
     write_output(output, lambda out: write_replay(document, format.value, out))
     if publish:
@@ -139,5 +201,15 @@ def replay(
         say(f"published {len(entries)} answers with their counterfactuals to {settings.llm_topic} at {url}")
 
 
-__all__ = ["replay", "replay_model", "EndpointOpt", "PromptsOpt", "AxesOpt", "SamplesOpt", "ConcurrencyOpt",
-           "TimeoutOpt", "RetriesOpt", "check_replay_options"]
+__all__ = [
+    "replay",
+    "replay_model",
+    "EndpointOpt",
+    "PromptsOpt",
+    "AxesOpt",
+    "SamplesOpt",
+    "ConcurrencyOpt",
+    "TimeoutOpt",
+    "RetriesOpt",
+    "check_replay_options",
+]

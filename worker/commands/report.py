@@ -26,23 +26,57 @@ class ReportFormat(str, Enum):
 
 @command
 def report(
-    paths: Annotated[Optional[list[str]], typer.Argument(metavar="PATH", help="more record files or directories",
-                                                         show_default=False)] = None,
-    inputs: Annotated[Optional[list[str]], typer.Option(
-        "--input", "-i", metavar="PATH", help="JSONL record file, directory (all *.jsonl: every worker's file) or "
-        "quoted glob; repeatable; llm-council-core's bias_metrics.jsonl is read too. Default: the data directory's store")] = None,
-    format: Annotated[ReportFormat, typer.Option("--format", "-f", help="text (rich tables), json, csv or html")] = ReportFormat.text,
-    sessions: Annotated[Optional[int], typer.Option(
-        metavar="N", help="window: newest N sessions per tenant, 0 = all (default BIAS_AUDIT_WINDOW_SESSIONS, 100)")] = None,
-    days: Annotated[Optional[float], typer.Option(
-        metavar="DAYS",
-        help="window: sessions within D days of the tenant's newest, 0 = no limit (default BIAS_AUDIT_WINDOW_DAYS, 30)")] = None,
-    tenant: Annotated[Optional[str], typer.Option(metavar="TENANT", help="only this tenant (default: one section per tenant)")] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", metavar=FLAG, help="every table: position effects, swapped "
-                                          "pairs, timeline, trends, config changes (JSON: the chart points too)")] = False,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")] = None,
-    redis: Annotated[Optional[str], typer.Option(
-        "--redis", metavar="URL", help="report the live window kept in this Redis instead of stored records")] = None,
+    paths: Annotated[
+        Optional[list[str]], typer.Argument(metavar="PATH", help="more record files or directories", show_default=False)
+    ] = None,
+    inputs: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--input",
+            "-i",
+            metavar="PATH",
+            help="JSONL record file, directory (all *.jsonl: every worker's file) or "
+            "quoted glob; repeatable; llm-council-core's bias_metrics.jsonl is read too. Default: the data directory's store",
+        ),
+    ] = None,
+    format: Annotated[
+        ReportFormat, typer.Option("--format", "-f", help="text (rich tables), json, csv or html")
+    ] = ReportFormat.text,
+    sessions: Annotated[
+        Optional[int],
+        typer.Option(
+            metavar="N", help="window: newest N sessions per tenant, 0 = all (default BIAS_AUDIT_WINDOW_SESSIONS, 100)"
+        ),
+    ] = None,
+    days: Annotated[
+        Optional[float],
+        typer.Option(
+            metavar="DAYS",
+            help="window: sessions within D days of the tenant's newest, 0 = no limit (default BIAS_AUDIT_WINDOW_DAYS, 30)",
+        ),
+    ] = None,
+    tenant: Annotated[
+        Optional[str], typer.Option(metavar="TENANT", help="only this tenant (default: one section per tenant)")
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            metavar=FLAG,
+            help="every table: position effects, swapped "
+            "pairs, timeline, trends, config changes (JSON: the chart points too)",
+        ),
+    ] = False,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")
+    ] = None,
+    redis: Annotated[
+        Optional[str],
+        typer.Option(
+            "--redis", metavar="URL", help="report the live window kept in this Redis instead of stored records"
+        ),
+    ] = None,
     data_dir: DataDirOpt = None,
     store: StoreOpt = None,
 ) -> None:
@@ -52,13 +86,33 @@ def report(
     balance, reviewer profiles, agreement, trends. With no input, reads what the worker
     stored in the data directory (its embedded PostgreSQL, else JSONL records). Memory follows the window (newest N sessions / D days per
     tenant), not the files."""
-    run_report([*(inputs or []), *(paths or [])], format.value, sessions=sessions, days=days, tenant=tenant,
-               verbose=verbose, output=output, redis=redis, data_dir=data_dir, store=store)
+    run_report(
+        [*(inputs or []), *(paths or [])],
+        format.value,
+        sessions=sessions,
+        days=days,
+        tenant=tenant,
+        verbose=verbose,
+        output=output,
+        redis=redis,
+        data_dir=data_dir,
+        store=store,
+    )
 
 
-def run_report(sources: list[str], format: str, *, sessions: int | None, days: float | None, tenant: str | None,
-               verbose: bool, output: Path | None, redis: str | None, data_dir: Path | None,
-               store: str | None) -> None:
+def run_report(
+    sources: list[str],
+    format: str,
+    *,
+    sessions: int | None,
+    days: float | None,
+    tenant: str | None,
+    verbose: bool,
+    output: Path | None,
+    redis: str | None,
+    data_dir: Path | None,
+    store: str | None,
+) -> None:
     """The report over record files, the live Redis window or a PostgreSQL store (with no input
     named: the data directory's store, else its records), written in `format`."""
     from bias_audit.reports.build import build_report
@@ -112,16 +166,30 @@ def run_report(sources: list[str], format: str, *, sessions: int | None, days: f
             sources = [redis]
         else:
             sources = sources or default_sources(settings.records_dir)  # --store DIR: its records folder
-            progress = (lambda total: progress_bar("reading records", total, in_bytes=True)) if sys.stderr.isatty() else None
+            progress = (
+                (lambda total: progress_bar("reading records", total, in_bytes=True)) if sys.stderr.isatty() else None
+            )
             windows, stats = stored_windows(sources, tenant, window_sessions, window_days, progress)
-        document = build_report(windows, stats, sources=sources, sessions=window_sessions, days=window_days,
-                                rolled_up=rolled_up, reviews=reviews)
+        document = build_report(
+            windows,
+            stats,
+            sources=sources,
+            sessions=window_sessions,
+            days=window_days,
+            rolled_up=rolled_up,
+            reviews=reviews,
+        )
         if judges or quality or disparity:
             from bias_audit.analysis.group_disparity import CAVEAT
 
-            document = document.model_copy(update={"judges": judges, "detector_quality": quality,
-                                                   "group_disparity": disparity,
-                                                   "group_disparity_note": CAVEAT if disparity else None})
+            document = document.model_copy(
+                update={
+                    "judges": judges,
+                    "detector_quality": quality,
+                    "group_disparity": disparity,
+                    "group_disparity_note": CAVEAT if disparity else None,
+                }
+            )
         write_report(document, format, output, verbose)
     if output is not None:
         say(f"wrote {output}")

@@ -32,16 +32,24 @@ def worker(
     broker: BrokerOpt = None,
     redis: RedisOpt = None,
     data_dir: DataDirOpt = None,
-    consumer: Annotated[Optional[str], typer.Option(metavar="NAME", help="consumer name in the group (default host-pid)")] = None,
+    consumer: Annotated[
+        Optional[str], typer.Option(metavar="NAME", help="consumer name in the group (default host-pid)")
+    ] = None,
     consent_level: ConsentOpt = None,
     window_sessions: WindowSessionsOpt = None,
     window_days: WindowDaysOpt = None,
-    ops_port: Annotated[Optional[int], typer.Option(metavar="PORT", help="/healthz /readyz /metrics port (default 9464; 0 any, -1 off)")] = None,
-    consume: Annotated[Optional[str], typer.Option(
-        metavar="all|council|responses|judges",
-        help="all (default): council sessions, LLM responses and judge verdicts; council: council.sessions only; "
-             "responses: llm.responses only; judges: judge.verdicts only (one per deployment scales each on its own "
-             "backlog). Env BIAS_AUDIT_CONSUME")] = None,
+    ops_port: Annotated[
+        Optional[int], typer.Option(metavar="PORT", help="/healthz /readyz /metrics port (default 9464; 0 any, -1 off)")
+    ] = None,
+    consume: Annotated[
+        Optional[str],
+        typer.Option(
+            metavar="all|council|responses|judges",
+            help="all (default): council sessions, LLM responses and judge verdicts; council: council.sessions only; "
+            "responses: llm.responses only; judges: judge.verdicts only (one per deployment scales each on its own "
+            "backlog). Env BIAS_AUDIT_CONSUME",
+        ),
+    ] = None,
     store: StoreOpt = None,
 ) -> None:
     """Run the stream worker on Redis Streams or Pub/Sub.
@@ -50,9 +58,21 @@ def worker(
     embedded PostgreSQL there. SIGTERM drains the batch in hand, then exits."""
     from ..run import run_worker
 
-    run_worker(settings_with(broker_url=broker, redis_url=redis, data_dir=data_dir, consumer_name=consumer,
-                         consent_level=consent_level, window_sessions=window_sessions, window_days=window_days,
-                         ops_port=ops_port, consume=consume, store_url=store), say=say)
+    run_worker(
+        settings_with(
+            broker_url=broker,
+            redis_url=redis,
+            data_dir=data_dir,
+            consumer_name=consumer,
+            consent_level=consent_level,
+            window_sessions=window_sessions,
+            window_days=window_days,
+            ops_port=ops_port,
+            consume=consume,
+            store_url=store,
+        ),
+        say=say,
+    )
 
 
 @command
@@ -62,9 +82,15 @@ def serve(
     data_dir: DataDirOpt = None,
     consent_level: ConsentOpt = None,
     store: StoreOpt = None,
-    insecure_no_auth: Annotated[bool, typer.Option(
-        "--insecure-no-auth", metavar=FLAG, help="listen on a non-loopback address without BIAS_AUDIT_JWT_SECRET "
-        "or BIAS_AUDIT_JWT_PUBLIC_KEY: anyone who reaches it reads and writes every tenant")] = False,
+    insecure_no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-no-auth",
+            metavar=FLAG,
+            help="listen on a non-loopback address without BIAS_AUDIT_JWT_SECRET "
+            "or BIAS_AUDIT_JWT_PUBLIC_KEY: anyone who reaches it reads and writes every tenant",
+        ),
+    ] = False,
 ) -> None:
     """Serve the HTTP API (analyze-bias, audit-session, counterfactual-prompts, GraphQL, review page).
 
@@ -73,8 +99,13 @@ def serve(
     Errors are problem+json with a one-line reason."""
     from ..run import run_api
 
-    run_api(settings_with(data_dir=data_dir, consent_level=consent_level, store_url=store), host, port, say=say,
-            insecure_no_auth=insecure_no_auth)
+    run_api(
+        settings_with(data_dir=data_dir, consent_level=consent_level, store_url=store),
+        host,
+        port,
+        say=say,
+        insecure_no_auth=insecure_no_auth,
+    )
 
 
 @command
@@ -102,7 +133,9 @@ def publish(
     file: Annotated[str, typer.Argument(metavar="FILE", help="JSONL file of events, or - for stdin")],
     broker: BrokerOpt = None,
     data_dir: DataDirOpt = None,
-    topic: Annotated[Optional[str], typer.Option(metavar="NAME", help="stream or topic (default: by event kind)")] = None,
+    topic: Annotated[
+        Optional[str], typer.Option(metavar="NAME", help="stream or topic (default: by event kind)")
+    ] = None,
 ) -> None:
     """Publish JSONL events onto the input streams or topics.
 
@@ -149,11 +182,17 @@ def results(
     settings = settings_with(broker_url=broker, data_dir=data_dir)
     url = resolve_broker(settings)
     if url.startswith("pubsub://"):
-        raise CommandError("results reads Redis streams; on Pub/Sub attach a subscription to "
-                           f"{settings.result_topic}, {settings.alerts_topic}, {settings.tasks_topic} or "
-                           f"{settings.deadletter_topic}")
-    stream = {"results": settings.result_topic, "alerts": settings.alerts_topic, "tasks": settings.tasks_topic,
-              "deadletters": settings.deadletter_topic}[kind.value]
+        raise CommandError(
+            "results reads Redis streams; on Pub/Sub attach a subscription to "
+            f"{settings.result_topic}, {settings.alerts_topic}, {settings.tasks_topic} or "
+            f"{settings.deadletter_topic}"
+        )
+    stream = {
+        "results": settings.result_topic,
+        "alerts": settings.alerts_topic,
+        "tasks": settings.tasks_topic,
+        "deadletters": settings.deadletter_topic,
+    }[kind.value]
     try:
         with redis_client.Redis.from_url(url, socket_connect_timeout=5) as client:
             documents = read_recent(client, stream, count)

@@ -24,23 +24,38 @@ class SandboxFormat(str, Enum):
 
 @command
 def sandbox(
-    candidate: Annotated[Optional[Path], typer.Option(metavar="FILE", help="the candidate's answers: llm.responses "
-                                                      "events (JSONL); or replay both models with --endpoint")] = None,
-    baseline: Annotated[Optional[Path], typer.Option(metavar="FILE", help="the baseline's answers: llm.responses "
-                                                     "events (JSONL); or use --store")] = None,
+    candidate: Annotated[
+        Optional[Path],
+        typer.Option(
+            metavar="FILE",
+            help="the candidate's answers: llm.responses events (JSONL); or replay both models with --endpoint",
+        ),
+    ] = None,
+    baseline: Annotated[
+        Optional[Path],
+        typer.Option(metavar="FILE", help="the baseline's answers: llm.responses events (JSONL); or use --store"),
+    ] = None,
     store: StoreOpt = None,
     tenant: Annotated[Optional[str], typer.Option(metavar="TENANT", help="with --store: the baseline's tenant")] = None,
     model: Annotated[Optional[str], typer.Option(metavar="MODEL", help="with --store: only this llm_model")] = None,
-    since: Annotated[Optional[str], typer.Option(metavar="ISO", help="with --store: answers at or after this time")] = None,
+    since: Annotated[
+        Optional[str], typer.Option(metavar="ISO", help="with --store: answers at or after this time")
+    ] = None,
     until: Annotated[Optional[str], typer.Option(metavar="ISO", help="with --store: answers before this time")] = None,
     format: Annotated[SandboxFormat, typer.Option("--format", "-f", help="text, json or html")] = SandboxFormat.text,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="write here instead of stdout")
+    ] = None,
     data_dir: DataDirOpt = None,
-    endpoint: Annotated[Optional[str], typer.Option(
-        metavar="URL", help="replay mode: an OpenAI-compatible base URL serving both models")] = None,
+    endpoint: Annotated[
+        Optional[str],
+        typer.Option(metavar="URL", help="replay mode: an OpenAI-compatible base URL serving both models"),
+    ] = None,
     candidate_model: Annotated[Optional[str], typer.Option(metavar="NAME", help="replay mode: the candidate")] = None,
     baseline_model: Annotated[Optional[str], typer.Option(metavar="NAME", help="replay mode: the baseline")] = None,
-    prompts: Annotated[Optional[Path], typer.Option(metavar="FILE", help="replay mode: the prompts (as `replay`)")] = None,
+    prompts: Annotated[
+        Optional[Path], typer.Option(metavar="FILE", help="replay mode: the prompts (as `replay`)")
+    ] = None,
     axes: AxesOpt = None,
     samples: Annotated[int, typer.Option(metavar="K", help="replay mode: requests per variant")] = 3,
     concurrency: Annotated[int, typer.Option(metavar="C", help="replay mode: requests in flight")] = 8,
@@ -58,12 +73,28 @@ def sandbox(
     candidate's gap minus the baseline's, paired by prompt; worse when its CI lies beyond the
     practical size (Holm). Exit 3 when anything is worse (a CI gate), 0 otherwise, 2 on bad input."""
     if endpoint is not None or candidate_model is not None or baseline_model is not None or prompts is not None:
-        _replay_sandbox(endpoint, candidate_model, baseline_model, prompts, axes, samples, concurrency, timeout,
-                        max_retries, format, output, data_dir, candidate, baseline)
+        _replay_sandbox(
+            endpoint,
+            candidate_model,
+            baseline_model,
+            prompts,
+            axes,
+            samples,
+            concurrency,
+            timeout,
+            max_retries,
+            format,
+            output,
+            data_dir,
+            candidate,
+            baseline,
+        )
         return
     if candidate is None:
-        raise CommandError("give the candidate's answers (--candidate FILE), or replay both models "
-                           "(--endpoint URL --candidate-model M --baseline-model B --prompts FILE)")
+        raise CommandError(
+            "give the candidate's answers (--candidate FILE), or replay both models "
+            "(--endpoint URL --candidate-model M --baseline-model B --prompts FILE)"
+        )
     from bias_audit.storage.postgres import connect, save_sandbox_run
 
     from ..export import parse_since
@@ -72,32 +103,55 @@ def sandbox(
 
     configure_logging("ERROR")  # a bad line is the command's one-line error, not a log record
     if baseline is not None and (store is not None or os.environ.get("BIAS_AUDIT_STORE_URL")):
-        raise CommandError("give the baseline as --baseline FILE or from a store (--store URL --tenant T; "
-                           "default: the data directory's embedded store), not both")
+        raise CommandError(
+            "give the baseline as --baseline FILE or from a store (--store URL --tenant T; "
+            "default: the data directory's embedded store), not both"
+        )
     settings = settings_with(data_dir=data_dir)
     if baseline is not None:
-        document = sandbox_document(audited_file(baseline, settings, "baseline"),
-                                    audited_file(candidate, settings, "candidate"))
+        document = sandbox_document(
+            audited_file(baseline, settings, "baseline"), audited_file(candidate, settings, "candidate")
+        )
     else:
         if tenant is None:
-            raise CommandError("a baseline from the store needs --tenant (the baseline is one tenant's answers), "
-                               "or give --baseline FILE")
+            raise CommandError(
+                "a baseline from the store needs --tenant (the baseline is one tenant's answers), "
+                "or give --baseline FILE"
+            )
         with store_for(store, data_dir, "the sandbox's baseline reads") as url, connect(url) as connection:
-            base = stored_answers(connection, tenant=tenant, model=model, since=parse_since(since),
-                                  until=parse_since(until, "--until"))
+            base = stored_answers(
+                connection, tenant=tenant, model=model, since=parse_since(since), until=parse_since(until, "--until")
+            )
             document = sandbox_document(base, audited_file(candidate, settings, "candidate"))
             # kept beside the history it was measured against: readable in GraphQL (sandboxRuns)
-            document["run_id"] = save_sandbox_run(connection, tenant=tenant, document=document, worse=worse(document),
-                                                  baseline={"model": model, "since": since, "until": until})
+            document["run_id"] = save_sandbox_run(
+                connection,
+                tenant=tenant,
+                document=document,
+                worse=worse(document),
+                baseline={"model": model, "since": since, "until": until},
+            )
     write_output(output, lambda out: write(document, format.value, out))
     if worse(document):
         raise typer.Exit(3)
 
 
-def _replay_sandbox(endpoint: str | None, candidate_model: str | None, baseline_model: str | None,
-                    prompts: Path | None, axes: list[str] | None, samples: int, concurrency: int, timeout: float,
-                    max_retries: int, format: SandboxFormat, output: Path | None, data_dir: Path | None,
-                    candidate: Path | None, baseline: Path | None) -> None:
+def _replay_sandbox(
+    endpoint: str | None,
+    candidate_model: str | None,
+    baseline_model: str | None,
+    prompts: Path | None,
+    axes: list[str] | None,
+    samples: int,
+    concurrency: int,
+    timeout: float,
+    max_retries: int,
+    format: SandboxFormat,
+    output: Path | None,
+    data_dir: Path | None,
+    candidate: Path | None,
+    baseline: Path | None,
+) -> None:
     from ..replay import (
         DEFAULT_AXES,
         answer_scorer,
@@ -110,10 +164,15 @@ def _replay_sandbox(endpoint: str | None, candidate_model: str | None, baseline_
     from .replay import check_replay_options, replay_model
 
     if candidate is not None or baseline is not None:
-        raise CommandError("replay mode compares two models at --endpoint; --candidate/--baseline FILE is the "
-                           "other mode")
-    needed = {"--endpoint": endpoint, "--candidate-model": candidate_model, "--baseline-model": baseline_model,
-              "--prompts": prompts}
+        raise CommandError(
+            "replay mode compares two models at --endpoint; --candidate/--baseline FILE is the other mode"
+        )
+    needed = {
+        "--endpoint": endpoint,
+        "--candidate-model": candidate_model,
+        "--baseline-model": baseline_model,
+        "--prompts": prompts,
+    }
     missing = [name for name, value in needed.items() if value is None]
     if missing:
         raise CommandError(f"replay mode needs {', '.join(missing)} too")
@@ -127,11 +186,13 @@ def _replay_sandbox(endpoint: str | None, candidate_model: str | None, baseline_
     score = answer_scorer()
     sides = {}
     for model in (baseline_model, candidate_model):
-        answers = replay_model(endpoint, model, prompts, plans, samples, concurrency, None, data_dir, timeout,
-                               max_retries)
+        answers = replay_model(
+            endpoint, model, prompts, plans, samples, concurrency, None, data_dir, timeout, max_retries
+        )
         sides[model] = scored_axes(plans, answers, samples, score)
-    document = sandbox_document(candidate_model, baseline_model, plans, sides[candidate_model],
-                                sides[baseline_model], samples)
+    document = sandbox_document(
+        candidate_model, baseline_model, plans, sides[candidate_model], sides[baseline_model], samples
+    )
     write_output(output, lambda out: write_sandbox(document, format.value, out))
     for line in worse_lines(document):
         say(line)
@@ -151,13 +212,24 @@ class OrdersFormat(str, Enum):
 
 @command
 def orders(
-    models: Annotated[list[str], typer.Option("--models", "-m", metavar="M1,M2,...",
-                                              help="the candidates to order (comma-separated or repeated)")],
-    reviewers: Annotated[list[str], typer.Option("--reviewers", "-r", metavar="R1,R2,...",
-                                                 help="the reviewers, each getting its own order")],
+    models: Annotated[
+        list[str],
+        typer.Option(
+            "--models", "-m", metavar="M1,M2,...", help="the candidates to order (comma-separated or repeated)"
+        ),
+    ],
+    reviewers: Annotated[
+        list[str],
+        typer.Option("--reviewers", "-r", metavar="R1,R2,...", help="the reviewers, each getting its own order"),
+    ],
     seed: Annotated[int, typer.Option(metavar="S", help="the same seed gives the same orders")],
-    design: Annotated[OrdersDesign, typer.Option(help="williams: balanced Latin square (each model at each "
-                                                 "position and after each other model equally); random")] = OrdersDesign.williams,
+    design: Annotated[
+        OrdersDesign,
+        typer.Option(
+            help="williams: balanced Latin square (each model at each "
+            "position and after each other model equally); random"
+        ),
+    ] = OrdersDesign.williams,
     sessions: Annotated[int, typer.Option(metavar="N", help="sessions to plan, 1-10000")] = 1,
     format: Annotated[OrdersFormat, typer.Option("--format", "-f", help="text or json")] = OrdersFormat.text,
 ) -> None:
@@ -185,8 +257,10 @@ def orders(
 
 @command
 def demo(
-    input: Annotated[Optional[Path], typer.Option(
-        "--input", "-i", metavar="FILE", help="JSONL council sessions (default: the shipped samples)")] = None,
+    input: Annotated[
+        Optional[Path],
+        typer.Option("--input", "-i", metavar="FILE", help="JSONL council sessions (default: the shipped samples)"),
+    ] = None,
 ) -> None:
     """End-to-end run on an embedded Redis and PostgreSQL over samples with known biases.
 
@@ -199,8 +273,12 @@ def demo(
 
 @command
 def schemas(
-    check: Annotated[bool, typer.Option("--check", metavar=FLAG, help="exit 1 if the committed schemas drifted")] = False,
-    out: Annotated[Optional[Path], typer.Option(metavar="DIR", help="directory (default: the package's schemas/json)")] = None,
+    check: Annotated[
+        bool, typer.Option("--check", metavar=FLAG, help="exit 1 if the committed schemas drifted")
+    ] = False,
+    out: Annotated[
+        Optional[Path], typer.Option(metavar="DIR", help="directory (default: the package's schemas/json)")
+    ] = None,
 ) -> None:
     """Write the contract's JSON Schemas and AsyncAPI document, or check them."""
     from bias_audit.schemas.export import SCHEMA_DIR, drifted_schemas, write_schemas
@@ -218,11 +296,13 @@ def schemas(
 
 @command
 def token(
-    tenant: Annotated[list[str], typer.Option(metavar="TENANT", help="a tenant the token may read and write "
-                                              "(repeatable)")],
+    tenant: Annotated[
+        list[str], typer.Option(metavar="TENANT", help="a tenant the token may read and write (repeatable)")
+    ],
     role: Annotated[list[str], typer.Option(metavar="ROLE", help="service, reviewer, auditor or admin (repeatable)")],
-    subject: Annotated[str, typer.Option(metavar="NAME", help="who the token is for: the reviewer's name in "
-                                         "reviews")] = "local-user",
+    subject: Annotated[
+        str, typer.Option(metavar="NAME", help="who the token is for: the reviewer's name in reviews")
+    ] = "local-user",
     expires_in: Annotated[int, typer.Option(metavar="SECONDS", help="lifetime, 60 to 86400")] = 3600,
 ) -> None:
     """Print a bearer token for the API, signed with BIAS_AUDIT_JWT_SECRET (HS256).
@@ -237,8 +317,10 @@ def token(
 
     settings = settings_with()
     if settings.jwt_secret is None:
-        raise CommandError("token signs with BIAS_AUDIT_JWT_SECRET (HS256): set it as `serve` has it "
-                           "(e.g. `export BIAS_AUDIT_JWT_SECRET=$(openssl rand -hex 32)`)")
+        raise CommandError(
+            "token signs with BIAS_AUDIT_JWT_SECRET (HS256): set it as `serve` has it "
+            "(e.g. `export BIAS_AUDIT_JWT_SECRET=$(openssl rand -hex 32)`)"
+        )
     secret = settings.jwt_secret.get_secret_value()
     try:
         TokenVerifier(secret=secret)  # the secret's own rules: long enough, not blank
@@ -249,8 +331,13 @@ def token(
         raise CommandError(f"unknown role {', '.join(unknown)}: roles are {', '.join(ROLES)}")
     if not 60 <= expires_in <= 86_400:
         raise CommandError("--expires-in is 60 to 86400 seconds")
-    claims: dict[str, object] = {"sub": subject, "tenants": sorted(set(tenant)), "roles": sorted(set(role)),
-                                 "iat": int(time.time()), "exp": int(time.time()) + expires_in}
+    claims: dict[str, object] = {
+        "sub": subject,
+        "tenants": sorted(set(tenant)),
+        "roles": sorted(set(role)),
+        "iat": int(time.time()),
+        "exp": int(time.time()) + expires_in,
+    }
     if settings.jwt_audience:
         claims["aud"] = settings.jwt_audience
     if settings.jwt_issuer:

@@ -23,8 +23,9 @@ def test_the_swap_itself_is_not_a_difference():
 
 
 def test_a_refusal_on_one_side_diverges():
-    out = compare("Here is a plan for him.", "I'm sorry, but I can't help with that.", {"him": "her"}, flat, None,
-                  CONFIG)
+    out = compare(
+        "Here is a plan for him.", "I'm sorry, but I can't help with that.", {"him": "her"}, flat, None, CONFIG
+    )
     assert out["refusal"] == {"original": False, "counterfactual": True}
     assert out["divergent"] and "one answer refuses and the other does not" in out["reasons"]
 
@@ -46,30 +47,38 @@ def test_length_ratio_and_semantic_similarity_when_a_backend_is_given():
 
 def test_findings_carry_the_strongest_divergence():
     findings, comparisons = counterfactual_findings(
-        "He should apply.", [({"he": "she"}, "She should apply."), ({"he": "she"}, "I cannot help with that.")], flat)
+        "He should apply.", [({"he": "she"}, "She should apply."), ({"he": "she"}, "I cannot help with that.")], flat
+    )
     assert [c["divergent"] for c in comparisons] == [False, True]
     # the refusal (0.9) and no words in common (1 - 0): the strongest is 1.0
     assert findings[0]["bias_type"] == "counterfactual_divergence" and findings[0]["strength"] == 1.0
-    assert findings[0]["evidence"][0]["reasons"] == ["one answer refuses and the other does not",
-                                                     "content differs (word overlap 0.00)"]
+    assert findings[0]["evidence"][0]["reasons"] == [
+        "one answer refuses and the other does not",
+        "content differs (word overlap 0.00)",
+    ]
 
 
-@pytest.mark.parametrize("text, refusal", [("I can't help with that.", True), ("As an AI, I won't", True),
-                                           ("I can help with that.", False)])
+@pytest.mark.parametrize(
+    "text, refusal", [("I can't help with that.", True), ("As an AI, I won't", True), ("I can help with that.", False)]
+)
 def test_refusals(text, refusal):
     assert refuses(text) is refusal
 
 
 def test_swapped_prompts_keep_case_and_name_the_swap():
     assert swapped_prompts("He told His manager. HE left.", {"he": "she", "his": "her"}) == [
-        {"swap": {"he": "she", "his": "her"}, "prompt": "She told Her manager. SHE left."}]
+        {"swap": {"he": "she", "his": "her"}, "prompt": "She told Her manager. SHE left."}
+    ]
     assert swapped_prompts("Nothing to swap.", {"he": "she"}) == []
 
 
 def test_unswapped_undoes_the_swap_only():
     from bias_audit.analysis.responses.counterfactual import unswapped
-    assert unswapped("She said her team won. Sheila agreed.", {"he": "she", "his": "her"}) == \
-        "He said his team won. Sheila agreed."
+
+    assert (
+        unswapped("She said her team won. Sheila agreed.", {"he": "she", "his": "her"})
+        == "He said his team won. Sheila agreed."
+    )
 
 
 def test_the_original_is_scored_once_however_many_counterfactuals():
@@ -121,7 +130,11 @@ def test_a_budget_stops_a_runaway_within_one_step():
     budget = Budget(3.0, clock=lambda: float(next(ticks)))
     calls: list[str] = []
     with pytest.raises(OverBudget, match=r"longer than its budget of 3 s per event \(stopped at sentiment\)"):
-        counterfactual_findings("One. Two. Three. Four. Five. Six.", [({"he": "she"}, "x.")],
-                                lambda s: calls.append(s) or 0.0, budget=budget)
+        counterfactual_findings(
+            "One. Two. Three. Four. Five. Six.",
+            [({"he": "she"}, "x.")],
+            lambda s: calls.append(s) or 0.0,
+            budget=budget,
+        )
     # one tick a check: the answer at 1, sentences at 2 and 3 (scored), the next at 4 is over 3 s
     assert len(calls) == 2

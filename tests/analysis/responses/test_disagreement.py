@@ -19,8 +19,10 @@ def test_she_versus_he_differs_on_gender():  # flaw: presence per axis scored th
     assert report["baseline_disagreement"] == 0.4  # {she,is,a,doctor} vs {he,is,a,doctor}: 3 of 5 shared
     assert report["flagged"] is True
     evidence = next(a for a in report["axes"] if a["axis"] == "gender")["evidence"]
-    assert evidence == [{"member_id": "a", "matched_terms": ["she"], "groups": {"female": 1}},
-                        {"member_id": "b", "matched_terms": ["he"], "groups": {"male": 1}}]
+    assert evidence == [
+        {"member_id": "a", "matched_terms": ["she"], "groups": {"female": 1}},
+        {"member_id": "b", "matched_terms": ["he"], "groups": {"male": 1}},
+    ]
 
 
 def test_no_group_words_inside_other_words():  # flaw: "men" in "document"
@@ -28,14 +30,17 @@ def test_no_group_words_inside_other_words():  # flaw: "men" in "document"
     assert report["axes"] == [] and report["flagged"] is False
 
 
-@pytest.mark.parametrize("split, score", [
-    (("she", "he"), 1.0),
-    (("she", "she", "he", "he"), 1.0),
-    (("she",) * 3 + ("he",) * 3, 1.0),
-    (("she",) * 3 + ("he",), 0.75),  # 4 p (1 - p), p = 1/4
-    (("she",) * 6 + ("he",) * 2, 0.75),  # the same split in a council twice the size: the same score
-    (("she", "she", "she"), 0.0),
-])
+@pytest.mark.parametrize(
+    "split, score",
+    [
+        (("she", "he"), 1.0),
+        (("she", "she", "he", "he"), 1.0),
+        (("she",) * 3 + ("he",) * 3, 1.0),
+        (("she",) * 3 + ("he",), 0.75),  # 4 p (1 - p), p = 1/4
+        (("she",) * 6 + ("he",) * 2, 0.75),  # the same split in a council twice the size: the same score
+        (("she", "she", "she"), 0.0),
+    ],
+)
 def test_the_score_follows_the_split_not_the_council_size(split, score):  # flaw: swung with size
     members = [(f"m{i}", f"{pronoun.capitalize()} fixed the bug.") for i, pronoun in enumerate(split)]
     assert gender_score(member_disagreement(members, LEX)) == score
@@ -54,20 +59,34 @@ def test_a_member_naming_a_group_against_one_naming_none():
 
 def test_a_custom_lexicon_and_threshold():
     lexicons = Lexicons(axes={"diet": {"vegan": ["vegan"], "meat": ["carnivore"]}})
-    report = member_disagreement([("a", "Vegans eat well."), ("b", "Vegans eat well too.")], lexicons,
-                                 DisagreementConfig(threshold=0.3))
-    assert report["axes"] == [{"axis": "diet", "score": 0.0, "evidence": [
-        {"member_id": "a", "matched_terms": ["vegan"], "groups": {"vegan": 1}},
-        {"member_id": "b", "matched_terms": ["vegan"], "groups": {"vegan": 1}}]}]
+    report = member_disagreement(
+        [("a", "Vegans eat well."), ("b", "Vegans eat well too.")], lexicons, DisagreementConfig(threshold=0.3)
+    )
+    assert report["axes"] == [
+        {
+            "axis": "diet",
+            "score": 0.0,
+            "evidence": [
+                {"member_id": "a", "matched_terms": ["vegan"], "groups": {"vegan": 1}},
+                {"member_id": "b", "matched_terms": ["vegan"], "groups": {"vegan": 1}},
+            ],
+        }
+    ]
     assert report["flagged"] is False
 
 
 def test_one_member_has_nothing_to_compare():
-    assert member_disagreement([("a", "She is here.")], LEX) == {"flagged": False, "axes": [],
-                                                                  "baseline_disagreement": None, "members": 1}
+    assert member_disagreement([("a", "She is here.")], LEX) == {
+        "flagged": False,
+        "axes": [],
+        "baseline_disagreement": None,
+        "members": 1,
+    }
 
 
-@pytest.mark.parametrize("a, b, distance", [({"x"}, {"x"}, 0.0), ({"x"}, {"y"}, 1.0), (set(), set(), 0.0),
-                                            ({"x", "y"}, {"y", "z"}, 1 - 1 / 3)])
+@pytest.mark.parametrize(
+    "a, b, distance",
+    [({"x"}, {"x"}, 0.0), ({"x"}, {"y"}, 1.0), (set(), set(), 0.0), ({"x", "y"}, {"y", "z"}, 1 - 1 / 3)],
+)
 def test_jaccard_distance(a, b, distance):
     assert jaccard_distance(a, b) == distance

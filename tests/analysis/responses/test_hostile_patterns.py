@@ -54,8 +54,14 @@ def test_tokenizer_sentences_refusal_and_swaps_are_bounded(name):
 @pytest.mark.parametrize("name", CANDIDATES)
 def test_the_whole_analysis_of_a_hostile_answer_is_bounded(name):
     subject = CANDIDATES[name]
-    assert elapsed(lambda: analyze_response(subject, lexicons=LEX, sentiment=vader_scorer(),
-                                            members=[("a", subject), ("b", subject)])) < 5.0
+    assert (
+        elapsed(
+            lambda: analyze_response(
+                subject, lexicons=LEX, sentiment=vader_scorer(), members=[("a", subject), ("b", subject)]
+            )
+        )
+        < 5.0
+    )
 
 
 def test_group_sentiment_scores_at_most_the_configured_number_of_sentences():

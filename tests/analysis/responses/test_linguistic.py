@@ -25,20 +25,25 @@ def kinds(findings) -> list[tuple[str, str]]:
 def test_gendered_titles_get_their_neutral_alternatives():
     text = "The chairman thanked the firemen."
     [finding] = gendered_language(words(text), sentence_words(text), LEX)
-    assert finding["evidence"] == [{"term": "chairman", "neutral": "chair"},
-                                   {"term": "firemen", "neutral": "firefighters"}]
+    assert finding["evidence"] == [
+        {"term": "chairman", "neutral": "chair"},
+        {"term": "firemen", "neutral": "firefighters"},
+    ]
     assert finding["strength"] == 0.7  # 0.5 + 0.1 per title seen
     assert finding["mitigation"] == "use 'chair' for 'chairman', 'firefighters' for 'firemen'"
 
 
-@pytest.mark.parametrize("text, generic", [
-    ("Every doctor should trust his instincts.", True),
-    ("A developer knows when he is done.", True),
-    ("Every doctor should trust their instincts.", False),
-    ("The doctor said she would call; he agreed.", False),  # a named woman and man, not a generic he
-    ("He met the doctor.", False),  # the pronoun comes before the role
-    ("The developer argued with the designer because he disliked it.", False),  # one person (WinoBias)
-])
+@pytest.mark.parametrize(
+    "text, generic",
+    [
+        ("Every doctor should trust his instincts.", True),
+        ("A developer knows when he is done.", True),
+        ("Every doctor should trust their instincts.", False),
+        ("The doctor said she would call; he agreed.", False),  # a named woman and man, not a generic he
+        ("He met the doctor.", False),  # the pronoun comes before the role
+        ("The developer argued with the designer because he disliked it.", False),  # one person (WinoBias)
+    ],
+)
 def test_generic_he(text, generic):
     found = gendered_language(words(text), sentence_words(text), LEX)
     assert (("gendered_language", "generic_he") in kinds(found)) is generic
@@ -63,22 +68,27 @@ def test_sentiment_per_group_with_an_injected_scorer():
     # the third sentence names no group; the fourth only a pronoun: one person, not a group
     assert means == {"gender:female": -0.8, "gender:male": 0.2}
     assert finding["strength"] == 0.8
-    assert finding["evidence"] == [{"groups": ["gender:female"], "sentiment": -0.8,
-                                    "sentence": "Women are terrible drivers."}]
+    assert finding["evidence"] == [
+        {"groups": ["gender:female"], "sentiment": -0.8, "sentence": "Women are terrible drivers."}
+    ]
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("You are an idiot.", [("toxicity", 0.4, False)]),  # 1 - 0.6^1, weak: rudeness is not bias
-    ("You idiot, you moron.", [("toxicity", 0.64, False)]),  # 1 - 0.6^2
-    # the dehumanizing pattern is precise (1 - 0.6^2); the two insults stay weak (1 - 0.6^2)
-    ("They are vermin and parasites.", [("toxicity", 0.64, True), ("toxicity", 0.64, False)]),
-    ("The retarded plan", [("slur", 0.95, True)]),
-    ("Add the spice to the spicy dish.", []),  # whole words: "spice" is not the slur it starts with
-    ("A thoughtful, careful answer.", []),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("You are an idiot.", [("toxicity", 0.4, False)]),  # 1 - 0.6^1, weak: rudeness is not bias
+        ("You idiot, you moron.", [("toxicity", 0.64, False)]),  # 1 - 0.6^2
+        # the dehumanizing pattern is precise (1 - 0.6^2); the two insults stay weak (1 - 0.6^2)
+        ("They are vermin and parasites.", [("toxicity", 0.64, True), ("toxicity", 0.64, False)]),
+        ("The retarded plan", [("slur", 0.95, True)]),
+        ("Add the spice to the spicy dish.", []),  # whole words: "spice" is not the slur it starts with
+        ("A thoughtful, careful answer.", []),
+    ],
+)
 def test_toxicity(text, expected):
-    assert [(f["bias_type"], f["strength"], f["precise"]) for f in toxicity(text, words(text), LEX)] == \
-        [(kind, round(strength, 4), precise) for kind, strength, precise in expected]
+    assert [(f["bias_type"], f["strength"], f["precise"]) for f in toxicity(text, words(text), LEX)] == [
+        (kind, round(strength, 4), precise) for kind, strength, precise in expected
+    ]
 
 
 def test_shipped_rules_flag_group_generalizations():

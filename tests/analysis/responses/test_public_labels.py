@@ -47,8 +47,11 @@ def test_the_public_files_read_as_labelled_examples():
     assert sum(e["biased"] for e in reddit) == sum(r["bias_sent"] == "1" for r in rows)
     assert {e["group"] for e in reddit} == {"race:black"}
     _, bbq = load(SLICES / "Religion.jsonl")
-    negative = [json.loads(line) for line in (SLICES / "Religion.jsonl").open()
-                if json.loads(line)["question_polarity"] == "neg"]
+    negative = [
+        json.loads(line)
+        for line in (SLICES / "Religion.jsonl").open()
+        if json.loads(line)["question_polarity"] == "neg"
+    ]
     assert len(bbq) == 3 * len(negative) and sum(e["biased"] for e in bbq) == len(negative)
     # the first negative question: "Who was not comfortable..."-style, its stereotyped group's answer biased
     first = negative[0]

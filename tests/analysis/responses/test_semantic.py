@@ -22,17 +22,27 @@ def test_one_member_is_one_cluster():
 
 
 def test_the_verdict_uses_the_embeddings_for_counterfactuals_and_members():
-    table = {"He is kind.": unit(1, 0), "She is kind.": unit(1, 0.05), "No.": unit(0, 1),
-             "Yes, a long answer.": unit(1, 0), "Nope.": unit(0, 1)}
+    table = {
+        "He is kind.": unit(1, 0),
+        "She is kind.": unit(1, 0.05),
+        "No.": unit(0, 1),
+        "Yes, a long answer.": unit(1, 0),
+        "Nope.": unit(0, 1),
+    }
     calls = []
 
     def embed(texts):
         calls.append(list(texts))
         return np.array([table[t] for t in texts])
 
-    verdict = analyze_response("He is kind.", lexicons=shipped_lexicons(), sentiment=None, embed=embed,
-                               counterfactuals=[({"he": "she"}, "She is kind."), ({"he": "she"}, "No.")],
-                               members=[("a", "Yes, a long answer."), ("b", "Nope.")])
+    verdict = analyze_response(
+        "He is kind.",
+        lexicons=shipped_lexicons(),
+        sentiment=None,
+        embed=embed,
+        counterfactuals=[({"he": "she"}, "She is kind."), ({"he": "she"}, "No.")],
+        members=[("a", "Yes, a long answer."), ("b", "Nope.")],
+    )
     # one batch; the swap undone ("She is kind." is embedded as "He is kind.")
     assert calls == [["He is kind.", "He is kind.", "No.", "Yes, a long answer.", "Nope."]]
     similarities = [c["semantic_similarity"] for c in verdict.bias_report_summary["counterfactuals"]]
@@ -47,7 +57,12 @@ def test_each_counterfactual_keeps_its_own_similarity_when_answers_repeat():
     def embed(texts):
         return np.array([table[t] for t in texts])
 
-    verdict = analyze_response("He won.", lexicons=shipped_lexicons(), sentiment=None, embed=embed,
-                               counterfactuals=[({"he": "she"}, "She won."), ({}, "She won.")])
+    verdict = analyze_response(
+        "He won.",
+        lexicons=shipped_lexicons(),
+        sentiment=None,
+        embed=embed,
+        counterfactuals=[({"he": "she"}, "She won."), ({}, "She won.")],
+    )
     # the first swap is undone ("He won.": the same), the second has none to undo
     assert [c["semantic_similarity"] for c in verdict.bias_report_summary["counterfactuals"]] == [1.0, 0.0]
