@@ -289,10 +289,12 @@ def train_detector(
     min_biased: int = MIN_BIASED,
     bootstrap: int = 1_000,
     on_step: Callable[[str], None] | None = None,
+    strengths: Sequence[float] = STRENGTHS,
 ) -> tuple[LearnedDetector, TrainingReport]:
     """features: "ngrams", "minilm" (needs `embed`) or "auto" (both when `embed` is given; the
-    higher cross-validated AUROC wins). on_step hears each cross-validation as it starts. Raises
-    ValueError when the examples cannot train one."""
+    higher cross-validated AUROC wins). on_step hears each cross-validation as it starts.
+    strengths: the regression's inverse regularizations tried on the folds. Raises ValueError
+    when the examples cannot train one."""
     from sklearn.model_selection import StratifiedGroupKFold
 
     y = np.array([e.biased for e in examples], dtype=bool)
@@ -328,9 +330,9 @@ def train_detector(
         else:
             matrices[kind] = hashed_counts(texts)
     oof = {}
-    for step, (kind, c) in enumerate((k, c) for k in kinds for c in STRENGTHS):
+    for step, (kind, c) in enumerate((k, c) for k in kinds for c in strengths):
         if on_step is not None:
-            on_step(f"cross-validating {kind}, C {c:g} ({step + 1} of {len(kinds) * len(STRENGTHS)})")
+            on_step(f"cross-validating {kind}, C {c:g} ({step + 1} of {len(kinds) * len(strengths)})")
         oof[(kind, c)] = _out_of_fold(matrices[kind], kind, c, kept, model_of, fold_list, types)
     areas = {key: auroc(scores, y) or 0.0 for key, scores in oof.items()}
     kind, strength = max(areas, key=lambda key: areas[key])

@@ -140,14 +140,14 @@ def run_demo(sessions_file: Path | None = None) -> int:
         ),
         (
             samples.LENGTH_LOVING,
-            "length r: driver",
+            "length r",
             *_value_p(report.length_correlation if report else None),
             samples.LENGTH_LOVING in (drivers.get("LENGTH_BIAS"), drivers.get("LENGTH_PREFERENCE_IN_SCORES")),
             None,
         ),
         (
             samples.PRIMACY,
-            "position: driver",
+            "position",
             None,
             position.p_value if position else None,
             any(flag.startswith("POSITION_BIAS_") and name == samples.PRIMACY for flag, name in drivers.items()),

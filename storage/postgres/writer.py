@@ -46,6 +46,10 @@ class _CopyWriter(OneConnection):
         super().__init__(url)
         self._months: set[tuple[int, int]] = set()  # partitions known to exist, (year, month)
 
+    def close(self) -> None:
+        super().close()
+        self._months.clear()  # a new connection checks the months again: retention may have dropped one
+
     def write(self, rows: list[tuple[Any, ...]]) -> int:
         """The rows not stored yet; returns how many that was."""
         if not rows:

@@ -361,9 +361,9 @@ def _found_target(injected: Injected, found: dict) -> bool:
     return False
 
 
-@pytest.mark.parametrize("noise", [0.8, 1.0, 1.2])
-def test_unbiased_corpora_raise_each_flag_in_at_most_5_percent(noise):
-    rates = _rates(Injected(), noise=noise, seed=int(noise * 10), corpora=NULL_CORPORA)
+def test_unbiased_corpora_raise_each_flag_in_at_most_5_percent():
+    # at the simulation's noise; bench/council_biases.py sweeps noise SD 0.8-1.2
+    rates = _rates(Injected(), noise=1.0, seed=10, corpora=NULL_CORPORA)
     assert max(rates[name] for name in ("affinity", "anchoring", "style", "consistency")) <= 0.05, rates
 
 

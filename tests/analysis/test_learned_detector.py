@@ -43,6 +43,8 @@ NOTHING = ResponseVerdict(
     bias_report_summary={},
 )
 
+ONE = (4.0,)  # the grid of strengths is the first test's; the others need one fit per fold
+
 
 def labelled(n: int, seed: int, bias_type: str | None = "stereotype") -> list[LabelledExample]:
     rng = random.Random(seed)
@@ -76,7 +78,9 @@ def test_the_threshold_holds_the_combined_false_positives_on_the_folds():
     examples = labelled(300, 2)
     rng = random.Random(9)
     flags = [rng.random() < 0.04 for _ in examples]  # a default flags 4% of everything
-    detector, report = train_detector(examples, [float(f) for f in flags], flags, max_fpr=0.10, bootstrap=0)
+    detector, report = train_detector(
+        examples, [float(f) for f in flags], flags, max_fpr=0.10, bootstrap=0, strengths=ONE
+    )
     unbiased = sum(not e.biased for e in examples)
     fp = report.combined.false_positive_rate
     assert fp.n == unbiased and fp.k <= int(0.10 * unbiased)  # counted by the report on the folds
@@ -93,13 +97,13 @@ def test_types_with_enough_examples_get_their_own_model_and_the_rest_are_learned
     assert own == {"stereotype"} and dropped == {}  # 3 gendered + 20 untyped = 23 pooled as `learned`
     few = labelled(120, 3) + [LabelledExample(BIASED[0], True, "gendered_language")] * 3
     assert training_types(few)[1] == {LEARNED: "3 biased examples without a type of 20+: not learned"}
-    detector, report = train_detector(examples, *quiet_defaults(len(examples)), bootstrap=0)
+    detector, report = train_detector(examples, *quiet_defaults(len(examples)), bootstrap=0, strengths=ONE)
     assert set(detector.types) == {"stereotype", LEARNED} and report.types[LEARNED] == 23
 
 
 def test_the_file_keeps_no_text_and_scores_as_the_trained_model():
     examples = labelled(200, 4)
-    detector, _ = train_detector(examples, *quiet_defaults(200), bootstrap=0, tenants=["acme"])
+    detector, _ = train_detector(examples, *quiet_defaults(200), bootstrap=0, strengths=ONE, tenants=["acme"])
     document = detector.to_document()
     text = json.dumps(document)
     assert not any(word in text for word in ("Nurses", "invoice", "nurs", "staff"))  # no n-gram, no text
@@ -120,9 +124,9 @@ def test_an_item_never_straddles_folds():
         biased = rng.random() < 0.5
         text = " ".join(f"{rng.getrandbits(40):x}" for _ in range(4))  # the label is not in the text
         rows += [LabelledExample(text, biased, "stereotype" if biased else None, item=f"i{index}")] * 2
-    _, grouped = train_detector(rows, *quiet_defaults(240), bootstrap=0)
+    _, grouped = train_detector(rows, *quiet_defaults(240), bootstrap=0, strengths=ONE)
     ungrouped = [LabelledExample(r.text, r.biased, r.bias_type) for r in rows]
-    _, leaky = train_detector(ungrouped, *quiet_defaults(240), bootstrap=0)
+    _, leaky = train_detector(ungrouped, *quiet_defaults(240), bootstrap=0, strengths=ONE)
     assert grouped.combined.auroc < 0.7 and leaky.combined.auroc > 0.9  # copies across folds would be memorized
 
 
@@ -140,10 +144,14 @@ def test_with_the_embedding_extra_auto_picks_the_better_features():
         embed = minilm.minilm_embedder()
     except minilm.EmbeddingsUnavailable as error:  # pragma: no cover - make test installs the extra
         pytest.skip(str(error))
-    detector, report = train_detector(labelled(160, 1), *quiet_defaults(160), features="auto", embed=embed, bootstrap=0)
+    detector, report = train_detector(
+        labelled(160, 1), *quiet_defaults(160), features="auto", embed=embed, bootstrap=0, strengths=ONE
+    )
     assert set(report.candidates) == {"ngrams", "minilm"}
     assert report.features == max(report.candidates, key=lambda k: report.candidates[k])
-    minilm_only, _ = train_detector(labelled(160, 1), *quiet_defaults(160), features="minilm", embed=embed, bootstrap=0)
+    minilm_only, _ = train_detector(
+        labelled(160, 1), *quiet_defaults(160), features="minilm", embed=embed, bootstrap=0, strengths=ONE
+    )
     again = LearnedDetector.from_document(minilm_only.to_document())
     assert again.needs_embeddings
     assert np.allclose(

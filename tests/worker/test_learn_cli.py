@@ -232,8 +232,8 @@ def test_a_replacement_that_needs_minilm_is_scored_with_it(tmp_path):
     rows = [json.loads(line) for line in labels_file(tmp_path).read_text().splitlines()]
     examples = [LabelledExample(r["text"], r["biased"], r.get("bias_type"), item=r["item"]) for r in rows]
     quiet = ([0.0] * len(examples), [False] * len(examples))
-    ngrams, _ = train_detector(examples, *quiet, features="ngrams", bootstrap=0)
-    sentences, _ = train_detector(examples, *quiet, features="minilm", embed=embed, bootstrap=0)
+    ngrams, _ = train_detector(examples, *quiet, features="ngrams", bootstrap=0, strengths=(4.0,))
+    sentences, _ = train_detector(examples, *quiet, features="minilm", embed=embed, bootstrap=0, strengths=(4.0,))
     live = tmp_path / "live.json"
     live.write_bytes(orjson.dumps(ngrams.to_document()))
     processor = composition.response_processor(
