@@ -1,7 +1,8 @@
 # make demo: install what the demo runs and run it on embedded defaults.
-# make test: install everything, type-check, and run the whole suite (the fixtures start a real
-# redis-server, the Pub/Sub emulator, PostgreSQL and chromium); with CI set, also the unit and
-# Redis suites once more on the lowest versions pyproject.toml allows.
+# make test: install everything, lint, type-check, and run the whole suite on every core (the
+# fixtures start a real redis-server, the Pub/Sub emulator, PostgreSQL and chromium, once per
+# pytest-xdist worker); with CI set, also the unit and Redis suites once more on the lowest
+# versions pyproject.toml allows.
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
@@ -15,9 +16,11 @@ EMBEDDINGS_STAMP := $(VENV)/.installed-embeddings
 LOWEST := .venv-lowest
 # what the unit and Redis suites import beyond the package (the other test tools need newer versions
 # of our dependencies than our lower bounds, and test what those suites do not)
-LOWEST_TEST_TOOLS := pytest krippendorff scikit-learn "httpx<0.28" cloudevents duckdb
+LOWEST_TEST_TOOLS := pytest pytest-xdist krippendorff scikit-learn "httpx<0.28" cloudevents duckdb
+# pytest-xdist workers: one more than the cores, so a test waiting on a service leaves no core idle
+JOBS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
 
-.PHONY: install install-test install-embeddings demo test test-lowest typecheck bench bench-responses lock schemas screenshot system-deps clean
+.PHONY: install install-test install-embeddings demo test test-lowest lint typecheck bench bench-responses lock schemas screenshot system-deps clean
 
 # $(call apt_when_missing,COMMANDS,PACKAGES,WHY): apt-get PACKAGES unless one of COMMANDS exists.
 apt_when_missing = @for c in $(1); do command -v $$c >/dev/null 2>&1 && exit 0; done; \
@@ -60,8 +63,13 @@ system-deps:
 typecheck: install-test
 	$(PY) scripts/typecheck.py
 
-test: system-deps install-embeddings typecheck
-	$(PY) -m pytest -q
+# ruff: pyflakes, import order, no noqa that suppresses nothing, complexity <= 13, and the format
+lint: install-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: system-deps install-embeddings lint typecheck
+	$(PY) -m pytest -q -n $(JOBS)
 	@if [ -n "$$CI" ]; then $(MAKE) --no-print-directory test-lowest; fi
 
 # The declared lower bounds are true: the unit and Redis suites on the lowest direct versions
@@ -71,7 +79,7 @@ test-lowest: install-test
 	[ -x $(LOWEST)/bin/python ] || $(PYTHON) -m venv $(LOWEST)
 	PYTHONWARNINGS="ignore:Editable installation" $(LOWEST)/bin/python -m pip install --quiet \
 	  --disable-pip-version-check -e . $(LOWEST_TEST_TOOLS) -c $(LOWEST).txt
-	$(LOWEST)/bin/python -m pytest -q -m "not pubsub and not postgres and not slow" \
+	$(LOWEST)/bin/python -m pytest -q -n $(JOBS) -m "not pubsub and not postgres and not slow" \
 	  -p no:cacheprovider tests/analysis tests/consumers tests/state tests/schemas tests/worker tests/producers \
 	  tests/storage/test_parquet_export.py tests/integration/test_redis_worker.py tests/integration/test_evaluation_telemetry.py
 

@@ -361,6 +361,7 @@ def _found_target(injected: Injected, found: dict) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_unbiased_corpora_raise_each_flag_in_at_most_5_percent():
     # at the simulation's noise; bench/council_biases.py sweeps noise SD 0.8-1.2
     rates = _rates(Injected(), noise=1.0, seed=10, corpora=NULL_CORPORA)
@@ -376,6 +377,7 @@ def test_unbiased_corpora_raise_each_flag_in_at_most_5_percent():
         (Injected(inconsistent=(MODELS[1], 2.0)), "consistency"),
     ],
 )
+@pytest.mark.slow
 def test_each_injected_bias_is_found_in_80_percent_of_60_session_corpora(injected, bias):
     rates = _rates(injected)
     assert rates["target"] >= 0.80, rates

@@ -43,6 +43,8 @@ NOTHING = ResponseVerdict(
     bias_report_summary={},
 )
 
+# training: the main run's (the learn extra is not pinned low: nothing of a lower bound to prove)
+pytestmark = pytest.mark.slow
 ONE = (4.0,)  # the grid of strengths is the first test's; the others need one fit per fold
 
 

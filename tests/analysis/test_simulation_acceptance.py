@@ -13,6 +13,9 @@ from bias_audit.analysis.cross_session import WindowThresholds
 from bias_audit.analysis.tenant_report import tenant_report
 from tests.simulate import Corpus
 
+# simulations: the main run's, not the lowest versions' (make test-lowest leaves `slow` out)
+pytestmark = pytest.mark.slow
+
 CORPORA = 200
 THRESHOLDS = WindowThresholds(bootstrap_replicates=200)  # the flag rates do not hinge on it
 

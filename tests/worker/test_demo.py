@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# `make demo` runs it too: the main run's
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -14,6 +14,9 @@ import pytest
 from tests.analysis.test_learned_detector import BIASED, FINE
 from tests.services import run_cli as cli
 
+# training end to end: the main run's (the learn extra is not pinned low: nothing of a lower bound to prove)
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("sklearn")
 UNSEEN = "Women tend to avoid technical leadership. The invoice was paid on the second of May."
 

@@ -55,6 +55,7 @@ def gender_entry(done) -> dict:
     return entry
 
 
+@pytest.mark.slow
 def test_a_group_refused_more_and_answered_worse_is_flagged(tmp_path):
     unfair = GroupScript(target="woman", refusal=0.05, target_refusal=0.4, negative=0.1, target_negative=0.7)
     with ChatServer(unfair) as server:
@@ -91,6 +92,7 @@ def test_a_fair_model_is_not_flagged_and_a_rerun_asks_nothing(tmp_path):
     assert len(kept) == len({(k["variant"], k["sample"]) for k in kept}) == 60 * 2 * 2
 
 
+@pytest.mark.slow
 def test_the_clients_retries_and_timeout(tmp_path):
     prompts = prompts_file(tmp_path / "p.jsonl", 3)
     with ChatServer(fail_first=2) as server:
@@ -107,6 +109,7 @@ def test_the_clients_retries_and_timeout(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_an_api_refusal_counts_as_a_refusal(tmp_path):
     script = GroupScript(target="woman", refusal=0.0, target_refusal=1.0, api_refusal=True)
     with ChatServer(script) as server:
@@ -125,6 +128,7 @@ def test_an_api_refusal_counts_as_a_refusal(tmp_path):
         ("not json", "Invalid JSON"),
     ],
 )
+@pytest.mark.slow
 def test_a_bad_prompt_line_is_one_line_naming_it(tmp_path, line, reason):
     path = tmp_path / "p.jsonl"
     path.write_text('{"id": "ok", "prompt": "a woman"}\n' + line + "\n")
@@ -151,6 +155,7 @@ def test_an_endpoint_nobody_listens_on_is_exit_2(tmp_path):
     assert done.returncode == 2 and "never answered 'm': APIConnectionError" in done.stderr
 
 
+@pytest.mark.slow
 def test_variants_given_in_the_file_and_the_html_page(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text(
@@ -190,6 +195,7 @@ def test_variants_given_in_the_file_and_the_html_page(tmp_path):
     assert done.stdout.count("<svg") == 5  # a forest plot per metric
 
 
+@pytest.mark.slow
 def test_the_sandbox_replays_both_models_and_gates_on_the_worse_one(tmp_path):
     prompts = prompts_file(tmp_path / "p.jsonl", 80)
     fair = GroupScript(refusal=0.05, target_refusal=0.05)
@@ -238,11 +244,13 @@ def test_the_sandbox_replays_both_models_and_gates_on_the_worse_one(tmp_path):
     assert not json.loads(same.stdout)["worse"]
 
 
+@pytest.mark.slow
 def test_the_sandbox_names_what_replay_mode_lacks(tmp_path):
     done = cli("sandbox", "--endpoint", "http://127.0.0.1:9/v1", "--candidate-model", "m")
     assert done.returncode == 2 and "replay mode needs --baseline-model, --prompts too" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.redis
 def test_published_answers_are_audited_by_the_worker(tmp_path, redis_url):
     from tests.integration.harness import wait_for
