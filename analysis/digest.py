@@ -224,6 +224,12 @@ def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
     """One session's records (ours or llm-council-core's) -> its digest. Repeated
     (reviewer, model) records, left by a redelivered batch, count once (the first).
     Column by column rather than record by record: this runs for every reported session."""
+    columns = list(zip(*map(_FIELDS, rows)))
+    pairs = list(zip(columns[0], columns[1]))
+    if len(set(pairs)) < len(pairs):
+        first_of_pair = sorted({pair: i for i, pair in reversed(list(enumerate(pairs)))}.values())
+        rows = [rows[i] for i in first_of_pair]
+        columns = [tuple(column[i] for i in first_of_pair) for column in columns]
     (
         reviewer_ids,
         model_ids,
@@ -237,31 +243,11 @@ def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
         fingerprint_column,
         correct_column,
         similarity,
-    ) = zip(*map(_FIELDS, rows))
+    ) = columns
     reviewers = {name: i for i, name in enumerate(dict.fromkeys(reviewer_ids))}
     models = {name: i for i, name in enumerate(dict.fromkeys(model_ids))}
     reviewer_column = list(map(reviewers.__getitem__, reviewer_ids))
     model_column = list(map(models.__getitem__, model_ids))
-    pairs = list(zip(reviewer_column, model_column))
-    if len(set(pairs)) < len(pairs):
-        first_of_pair = sorted({pair: i for i, pair in reversed(list(enumerate(pairs)))}.values())
-        rows = [rows[i] for i in first_of_pair]
-        (
-            reviewer_ids,
-            model_ids,
-            values,
-            scales,
-            positions,
-            versions,
-            self_flags,
-            word_counts,
-            char_counts,
-            fingerprint_column,
-            correct_column,
-            similarity,
-        ) = zip(*map(_FIELDS, rows))
-        reviewer_column = [reviewer_column[i] for i in first_of_pair]
-        model_column = [model_column[i] for i in first_of_pair]
     # one unit per session: words where our records carry them, else characters; a model's first
     # record gives its length (zip over the reversed columns: the first record is assigned last)
     words = word_counts[0] is not None
