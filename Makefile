@@ -45,10 +45,11 @@ $(TEST_STAMP): $(STAMP)
 	$(PIP) $(PIN) -e ".[test]"
 	touch $(TEST_STAMP)
 
-# torch comes from the constraints' CPU version, which sorts above PyPI's CUDA build of it
-$(EMBEDDINGS_STAMP): $(TEST_STAMP)
+# torch comes from the constraints' CPU version, which sorts above PyPI's CUDA build of it; one
+# pip run for both extras (a second run would resolve everything again)
+$(EMBEDDINGS_STAMP): $(STAMP)
 	$(PIP) $(PIN) -e ".[test,embeddings]"
-	touch $(EMBEDDINGS_STAMP)
+	touch $(TEST_STAMP) $(EMBEDDINGS_STAMP)
 
 demo: install
 	$(VENV)/bin/bias-audit demo
@@ -69,7 +70,7 @@ lint: install-test
 	$(VENV)/bin/ruff format --check .
 
 test: system-deps install-embeddings lint typecheck
-	$(PY) -m pytest -q -n $(JOBS)
+	$(PY) -m pytest -q -n $(JOBS) --dist worksteal
 	@if [ -n "$$CI" ]; then $(MAKE) --no-print-directory test-lowest; fi
 
 # The declared lower bounds are true: the unit and Redis suites on the lowest direct versions
@@ -79,7 +80,7 @@ test-lowest: install-test
 	[ -x $(LOWEST)/bin/python ] || $(PYTHON) -m venv $(LOWEST)
 	PYTHONWARNINGS="ignore:Editable installation" $(LOWEST)/bin/python -m pip install --quiet \
 	  --disable-pip-version-check -e . $(LOWEST_TEST_TOOLS) -c $(LOWEST).txt
-	$(LOWEST)/bin/python -m pytest -q -n $(JOBS) -m "not pubsub and not postgres and not slow" \
+	$(LOWEST)/bin/python -m pytest -q -n $(JOBS) --dist worksteal -m "not pubsub and not postgres and not slow" \
 	  -p no:cacheprovider tests/analysis tests/consumers tests/state tests/schemas tests/worker tests/producers \
 	  tests/storage/test_parquet_export.py tests/integration/test_redis_worker.py tests/integration/test_evaluation_telemetry.py
 

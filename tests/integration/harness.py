@@ -397,10 +397,16 @@ class Reader:
             self.messages.extend(m.message for m in reply.received_messages)
         return len(reply.received_messages)
 
-    def until(self, count: int, timeout: float = 120.0, settle: float = 3.0) -> list:
+    def until(self, count: int, timeout: float = 120.0, settle: float = 3.0, stall: float | None = None) -> list:
+        """Everything read once `count` messages came (or `timeout` passed, or, with `stall`, no
+        message came for that long: the rest was lost), then nothing more for `settle` seconds."""
         deadline = time.monotonic() + timeout
+        last = time.monotonic()
         while len(self.messages) < count and time.monotonic() < deadline:
-            self.pull()
+            if self.pull():
+                last = time.monotonic()
+            elif stall is not None and time.monotonic() - last > stall:
+                break
         quiet_until = time.monotonic() + settle  # anything extra (a second result) arrives too
         while time.monotonic() < quiet_until:
             if self.pull():
