@@ -48,11 +48,15 @@ def pearson_arrays(x: np.ndarray, y: np.ndarray, mask: np.ndarray | None = None)
     """Pearson r along the last axis over the masked cells (every cell without a mask):
     (r, defined); r is undefined below 2 points or without variance on either side."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    w = np.ones(x.shape) if mask is None else mask.astype(np.float64)
-    n = w.sum(-1)
-    safe_n = np.maximum(n, 1.0)[..., None]
-    dx = np.where(w > 0, x - (x * w).sum(-1, keepdims=True) / safe_n, 0.0)
-    dy = np.where(w > 0, y - (y * w).sum(-1, keepdims=True) / safe_n, 0.0)
+    if mask is None:
+        n = np.full(x.shape[:-1], float(x.shape[-1]))
+        dx, dy = x - x.mean(-1, keepdims=True), y - y.mean(-1, keepdims=True)
+    else:
+        w = mask.astype(np.float64)
+        n = w.sum(-1)
+        safe_n = np.maximum(n, 1.0)[..., None]
+        dx = (x - (x * w).sum(-1, keepdims=True) / safe_n) * w
+        dy = (y - (y * w).sum(-1, keepdims=True) / safe_n) * w
     sxx, syy = (dx * dx).sum(-1), (dy * dy).sum(-1)
     defined = (n >= 2) & (sxx > 1e-300) & (syy > 1e-300)
     r = (dx * dy).sum(-1) / np.sqrt(np.where(defined, sxx * syy, 1.0))
