@@ -116,9 +116,10 @@ def main() -> None:
             runs["reference"].append((wall, rss, float(out.split()[0])))
             wall, rss, _ = timed(ours_command)
             runs["ours"].append((wall, rss, float("nan")))
+        size_mb = path.stat().st_size / 1e6  # the temporary folder goes with the block
     table = Table(
         title=f"report over {args.sessions:,} 5x5 sessions in llm-council-core's record format "
-        f"({path.stat().st_size / 1e6:.0f} MB), {args.rounds} runs each"
+        f"({size_mb:.0f} MB), {args.rounds} runs each"
     )
     for column in (
         "tool",
