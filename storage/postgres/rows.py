@@ -152,15 +152,7 @@ def _row(records: list[dict[str, Any]]) -> tuple[Any, ...]:
         first["council_config_version"],
         first["query_hash"],
         None if metadata is None else Jsonb(metadata),
-        list(members),
-        chars,
-        words,
-        cells,
-        b"".join(_NO_FINGERPRINT if f is None else bytes.fromhex(f) for f in fingerprints)
-        if any(fingerprints)
-        else None,
-        correct if any(c is not None for c in correct) else None,
-        _packed_similarity(similarity) if any(v is not None for v in similarity) else None,
+        *_member_columns(members, chars, words, cells, fingerprints, correct, similarity),
     )
 
 
@@ -217,15 +209,31 @@ def session_row(session: SessionRecords) -> tuple[Any, ...]:
         event.council_config_version,
         session.query_hash,
         None if metadata is None else Jsonb(metadata),
+        *_member_columns(members, chars, words, packed, fingerprints, correct, list(similarity)),
+    )
+
+
+def _member_columns(
+    members: dict[str, int],
+    chars: list[int],
+    words: list[int],
+    cells: bytes,
+    fingerprints: list[str | None],
+    correct: list[bool | None],
+    similarity: list[float | None],
+) -> tuple[Any, ...]:
+    """The row's columns after the session's own: members, their lengths, the packed cells, and
+    the fingerprints, correctness and similarities when any is known."""
+    return (
         list(members),
         chars,
         words,
-        packed,
+        cells,
         b"".join(_NO_FINGERPRINT if f is None else bytes.fromhex(f) for f in fingerprints)
         if any(fingerprints)
         else None,
         correct if any(c is not None for c in correct) else None,
-        _packed_similarity(list(similarity)) if any(v is not None for v in similarity) else None,
+        _packed_similarity(similarity) if any(v is not None for v in similarity) else None,
     )
 
 
