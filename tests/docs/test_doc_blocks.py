@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import re
 import shlex
 import shutil
@@ -23,7 +24,7 @@ from tests.worker.test_cli_docs import help_of, options_of
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 ROOT = DOCS.parent
-IN_CI = __import__("os").environ.get("CI", "").lower() in ("1", "true", "yes")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 BLOCK = re.compile(r"^ *```(\w*)\n(.*?)^ *```", re.S | re.M)
 # blocks that are pictures or layouts, not something to run: (file, first words)
 NOT_CODE = {
