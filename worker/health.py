@@ -7,11 +7,13 @@ import time
 
 
 def unread(waiting_since: float | None, last_read: float, limit_s: float, now: float) -> tuple[bool, str]:
-    """Alive unless entries have waited for the group longer than `limit_s` with no batch read
-    since they began to wait (the read loop no longer reads). `waiting_since`: when entries were
-    first seen waiting (None: none wait); `last_read`: when the batch handler last ran."""
-    if waiting_since is not None and last_read < waiting_since and now - waiting_since > limit_s:
-        return False, f"entries have waited {now - waiting_since:.0f}s with no batch read (limit {limit_s:.0f}s)"
+    """Alive unless entries wait for the group and no batch has been read for longer than
+    `limit_s` (the read loop no longer reads): a read before the wait began counts from the wait.
+    `waiting_since`: when entries were first seen waiting (None: none wait); `last_read`: when
+    the batch handler last ran."""
+    if waiting_since is not None and now - max(waiting_since, last_read) > limit_s:
+        quiet = now - max(waiting_since, last_read)
+        return False, f"entries wait and no batch was read for {quiet:.0f}s (limit {limit_s:.0f}s)"
     return True, "consuming"
 
 
