@@ -14,12 +14,10 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from scipy.stats import fisher_exact
-from scipy.stats import t as student_t
-
 from .multiple_tests import holm
 from .proportions import newcombe_difference, wilson_interval
 from .replay import ALPHA, PRACTICAL, past_practical
+from .special import fisher_exact_p, stdtrit
 from .stats import welch
 
 MIN_ANSWERS = 10  # a group with fewer answers is listed, not tested
@@ -69,7 +67,7 @@ Row = tuple[float, tuple[float, float], float, float, float, float, float]  # va
 def _rate_gap(group: list[bool], others: list[bool]) -> Row:
     k1, n1, k2, n2 = sum(group), len(group), sum(others), len(others)
     low, high = newcombe_difference(k1, n1, k2, n2)
-    p = float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
+    p = fisher_exact_p(k1, n1 - k1, k2, n2 - k2)
     return k1 / n1, wilson_interval(k1, n1), k2 / n2, k1 / n1 - k2 / n2, low, high, p
 
 
@@ -79,7 +77,7 @@ def _mean_ci(values: list[float]) -> tuple[float, float]:
     m = sum(values) / n
     if n < 2:
         return m, m
-    half = float(student_t.ppf(0.975, n - 1)) * math.sqrt(sum((x - m) ** 2 for x in values) / (n - 1) / n)
+    half = float(stdtrit(n - 1, 0.975)) * math.sqrt(sum((x - m) ** 2 for x in values) / (n - 1) / n)
     return m - half, m + half
 
 

@@ -244,13 +244,13 @@ def _fit(features: Any, labels: np.ndarray, kind: str, strength: float) -> TypeM
         regression.fit(features, labels)
         return TypeModel("minilm", float(regression.intercept_[0]), regression.coef_[0].astype(float))
     tfidf = _tfidf()
-    regression.fit(tfidf.fit_transform(features), labels)
-    return TypeModel(
-        "ngrams",
-        float(regression.intercept_[0]),
-        regression.coef_[0].astype(float),
-        np.asarray(tfidf.idf_, dtype=float),
-    )
+    weighted = tfidf.fit_transform(features).tocsc()
+    # a bucket no training text fills keeps weight 0 at the optimum: the solver works on the filled ones
+    filled = np.flatnonzero(np.diff(weighted.indptr))
+    regression.fit(weighted[:, filled], labels)
+    coef = np.zeros(weighted.shape[1])
+    coef[filled] = regression.coef_[0]
+    return TypeModel("ngrams", float(regression.intercept_[0]), coef, np.asarray(tfidf.idf_, dtype=float))
 
 
 def _out_of_fold(

@@ -14,10 +14,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import fisher_exact
-
 from .multiple_tests import binomial_two_sided_half, holm
 from .proportions import Z95, newcombe_difference
+from .special import fisher_exact_p
 
 ALPHA = 0.05
 CORRECTION = "holm"
@@ -77,7 +76,7 @@ def compare(
             k0 = sum(1 for flags in baseline if bias_type in flags)
             cand, base = k1 / len(candidate), k0 / len(baseline)
             lower, upper = newcombe_difference(k1, len(candidate), k0, len(baseline))
-            p = float(fisher_exact([[k1, len(candidate) - k1], [k0, len(baseline) - k0]]).pvalue)
+            p = fisher_exact_p(k1, len(candidate) - k1, k0, len(baseline) - k0)
         raw.append((bias_type, base, cand, lower, upper, p))
     adjusted = holm([entry[5] for entry in raw])
     out = []

@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
 
 Embed = Callable[[Sequence[str]], np.ndarray]  # texts -> (n, d) unit vectors
 
@@ -15,6 +14,9 @@ Embed = Callable[[Sequence[str]], np.ndarray]  # texts -> (n, d) unit vectors
 def member_clusters(member_ids: Sequence[str], vectors: np.ndarray, similarity: float = 0.7) -> dict[str, Any]:
     """Average-linkage clusters at cosine >= `similarity`: members whose answers say the same thing
     share a cluster; `min_similarity` is the least similar pair."""
+    # only workers with the embedding extra cluster: the others start without scipy.cluster
+    from scipy.cluster.hierarchy import fcluster, linkage
+
     cosine = np.clip(vectors @ vectors.T, -1.0, 1.0)
     if len(member_ids) < 2:
         return {"clusters": [list(member_ids)], "min_similarity": None}
