@@ -250,9 +250,10 @@ class RedisHarness(_WorkerProcesses):
 class PubSubHarness(_WorkerProcesses):
     name = "pubsub"
 
-    def __init__(self, data_dir: Path, redis_url: str, project: str) -> None:
+    def __init__(self, data_dir: Path, redis_url: str, project: str, **setup: Any) -> None:
+        """setup: settings for `bias-audit setup` (pubsub_ack_deadline_s=10...)."""
         self.data_dir, self.redis_url, self.project = data_dir, redis_url, project
-        setup_project(project)  # topics, subscriptions and the test's readers of the outputs
+        setup_project(project, **setup)  # topics, subscriptions and the test's readers of the outputs
         self.processes: list[subprocess.Popen] = []
         self.readers: dict[str, Reader] = {}
         self.ports: list[int] = []
@@ -280,18 +281,20 @@ class PubSubHarness(_WorkerProcesses):
         """Messages each worker has taken, from its /metrics."""
         return [_consumed(port) for port in self.ports]
 
-    def publish_shared(self, bodies: list[bytes], chunk: int = 10, patience_s: float = 60.0) -> None:
+    def publish_shared(
+        self, bodies: list[bytes], chunk: int = 10, patience_s: float = 60.0, topic: str = INPUT
+    ) -> None:
         """A backlog for every worker: a streaming pull opens some time after /readyz, with no
         signal of it, and a worker whose pull is open takes a backlog alone. So a chunk at a time,
         each taken before the next, until every worker has taken one; then the rest at once."""
         deadline = time.monotonic() + patience_s
         sent = 0
         while sent < len(bodies) and not all(self.consumed()) and time.monotonic() < deadline:
-            self.publish(bodies[sent : sent + chunk])
+            self.publish(bodies[sent : sent + chunk], topic)
             sent += len(bodies[sent : sent + chunk])
             wait_for(lambda: sum(self.consumed()) >= sent, what=f"{sent} taken")
             time.sleep(0.3)
-        self.publish(bodies[sent:])
+        self.publish(bodies[sent:], topic)
 
     def publish(self, bodies: list[bytes], topic: str = INPUT, cloud_event: dict[str, str] | None = None) -> None:
         publisher = pubsub_v1.PublisherClient()
@@ -308,19 +311,20 @@ class PubSubHarness(_WorkerProcesses):
         finally:
             publisher.stop()
 
-    def _reader(self, topic: str) -> Reader:
+    def reader(self, topic: str) -> Reader:
+        """The test's reader of an output topic (one per topic, closed by stop)."""
         if topic not in self.readers:
             self.readers[topic] = Reader(self.project, topic)
         return self.readers[topic]
 
     def results(self, count: int) -> list[dict]:
-        return self._reader(RESULTS).until(count)
+        return self.reader(RESULTS).until(count)
 
     def dead_letters(self, count: int) -> list[dict]:
-        return self._reader(DEAD).until(count)
+        return self.reader(DEAD).until(count)
 
     def result_fields(self) -> list[dict[str, str]]:
-        return [dict(m.attributes) for m in self._reader(RESULTS).messages]
+        return [dict(m.attributes) for m in self.reader(RESULTS).messages]
 
     def stop(self) -> list[int]:
         codes = stop_processes(*self.processes)
@@ -361,12 +365,10 @@ def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> su
 
 
 def setup_project(project: str, **settings: Any) -> None:
-    """`bias-audit setup` twice (idempotent), then the test's readers of the outputs."""
+    """`bias-audit setup` (test_pubsub_worker runs it twice), then the test's readers of the outputs."""
     env = {f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in settings.items()}
     first = cli("setup", "--broker", f"pubsub://{project}", env=env)
-    again = cli("setup", "--broker", f"pubsub://{project}", env=env)
     assert "subscription council.sessions.bias-audit: created" in first.stdout
-    assert "subscription council.sessions.bias-audit: already exists" in again.stdout
     subscriber = pubsub_v1.SubscriberClient()
     try:  # before anything is published
         for topic in (RESULTS, DEAD):
