@@ -97,31 +97,35 @@ class MemoryHarness:
         self.workers: list[MemoryWorker] = []
         self.stores: list[Any] = []
         self.log = io.StringIO()
+        self.marks: dict[str, int] = {}
 
     def start(self, workers: int = 1, **settings: Any) -> None:
         if "log_level" in settings:  # the workers' JSON log lines, as a process would write them
             configure_logging(settings["log_level"], self.log)
-        window = None
+        windows: dict[str, MemoryWindow] = {}  # one per input, shared by the workers as Redis is
         for index in range(1, workers + 1):
             config = Settings(data_dir=self.data_dir, consumer_name=f"w{index}", **settings)
-            if config.consume == "judges":
-                window = window or MemoryWindow(config.judge_window_policy)
-                store = composition.verdict_store(config)
-                processor = composition.verdict_processor(config, window, store)
-            else:
-                window = window or MemoryWindow(config.window_policy)
-                store = composition.record_store(config)
-                processor = composition.council_processor(config, window, store)
-            self.stores.append(store)
-            self.workers.append(
-                MemoryWorker(
-                    self.broker,
-                    processor,
-                    batch_size=config.batch_size,
-                    max_deliveries=config.max_deliveries,
-                    topic=config.consumed_topics[0],
+            for topic in config.consumed_topics:
+                if topic == config.verdicts_topic:
+                    window = windows.setdefault(topic, MemoryWindow(config.judge_window_policy))
+                    store = composition.verdict_store(config)
+                    processor = composition.verdict_processor(config, window, store)
+                elif topic == config.council_topic:
+                    window = windows.setdefault(topic, MemoryWindow(config.window_policy))
+                    store = composition.record_store(config)
+                    processor = composition.council_processor(config, window, store)
+                else:
+                    continue  # LLM responses: their worker has suites of its own (test_responses_worker)
+                self.stores.append(store)
+                self.workers.append(
+                    MemoryWorker(
+                        self.broker,
+                        processor,
+                        batch_size=config.batch_size,
+                        max_deliveries=config.max_deliveries,
+                        topic=topic,
+                    )
                 )
-            )
 
     def publish(self, bodies: list[bytes], topic: str = INPUT, cloud_event: dict[str, str] | None = None) -> None:
         for body in bodies:
@@ -145,18 +149,22 @@ class MemoryHarness:
 
         asyncio.run(run())
 
+    def begin(self) -> None:
+        """A scenario starts: what was published before it is another scenario's."""
+        self.marks = {topic: len(self.broker.published.get(topic, [])) for topic in (RESULTS, DEAD)}
+
     def results(self, count: int) -> list[dict]:
         self._drain()
-        return self.broker.documents(RESULTS)  # type: ignore[return-value]
+        return self.broker.documents(RESULTS)[self.marks.get(RESULTS, 0) :]  # type: ignore[return-value]
 
     def dead_letters(self, count: int) -> list[dict]:
         self._drain()
-        return self.broker.documents(DEAD)  # type: ignore[return-value]
+        return self.broker.documents(DEAD)[self.marks.get(DEAD, 0) :]  # type: ignore[return-value]
 
     def result_fields(self) -> list[dict[str, str]]:
         return [
             {k: v if isinstance(v, str) else v.decode() for k, v in fields.items() if k != "data"}
-            for fields in self.broker.published.get(RESULTS, [])
+            for fields in self.broker.published.get(RESULTS, [])[self.marks.get(RESULTS, 0) :]
         ]
 
     def alive(self) -> bool:
@@ -194,6 +202,7 @@ class RedisHarness(_WorkerProcesses):
         self.data_dir, self.url = data_dir, redis_url
         self.client = redis.Redis.from_url(redis_url)
         self.processes: list[subprocess.Popen] = []
+        self.marks: dict[str, int] = {}
 
     def start(self, workers: int = 1, **settings: Any) -> None:
         for index in range(1, workers + 1):
@@ -205,10 +214,12 @@ class RedisHarness(_WorkerProcesses):
                 **worker_env(self.data_dir, name, **settings),
             }
             self.processes.append(spawn_worker(env, self.data_dir / f"{name}.log"))
-        # reading, each of them: a backlog published now is shared, not drained by the first up
+        # reading, each of them (a reader per input): a backlog published now is shared, not
+        # drained by the first up
+        readers = workers * len(Settings(consume=settings.get("consume", "council")).consumed_topics)
         wait_for(
-            lambda: sum(1 for c in self.client.client_list() if c.get("cmd") == "xreadgroup") >= workers,
-            what=f"{workers} workers reading",
+            lambda: sum(1 for c in self.client.client_list() if c.get("cmd") == "xreadgroup") >= readers,
+            what=f"{readers} inputs of {workers} workers reading",
         )
 
     def publish(self, bodies: list[bytes], topic: str = INPUT, cloud_event: dict[str, str] | None = None) -> None:
@@ -226,10 +237,18 @@ class RedisHarness(_WorkerProcesses):
     def publish_shared(self, bodies: list[bytes]) -> None:
         self.publish(bodies)  # every worker is blocked in XREADGROUP already
 
+    def begin(self) -> None:
+        """A scenario starts: what was published before it is another scenario's."""
+        self.marks = {stream: self.client.xlen(stream) for stream in (RESULTS, DEAD)}
+
+    def _entries(self, stream: str) -> list:
+        return self.client.xrange(stream)[self.marks.get(stream, 0) :]
+
     def _documents(self, stream: str, count: int) -> list[dict]:
-        wait_for(lambda: self.client.xlen(stream) >= count, what=f"{count} on {stream}")
+        mark = self.marks.get(stream, 0)
+        wait_for(lambda: self.client.xlen(stream) - mark >= count, what=f"{count} on {stream}")
         time.sleep(0.5)  # anything extra (a repeated result) arrives too
-        return [json.loads(fields[b"data"]) for _, fields in self.client.xrange(stream)]
+        return [json.loads(fields[b"data"]) for _, fields in self._entries(stream)]
 
     def results(self, count: int) -> list[dict]:
         return self._documents(RESULTS, count)
@@ -239,8 +258,7 @@ class RedisHarness(_WorkerProcesses):
 
     def result_fields(self) -> list[dict[str, str]]:
         return [
-            {k.decode(): v.decode() for k, v in fields.items() if k != b"data"}
-            for _, fields in self.client.xrange(RESULTS)
+            {k.decode(): v.decode() for k, v in fields.items() if k != b"data"} for _, fields in self._entries(RESULTS)
         ]
 
     def stop(self) -> list[int]:
@@ -257,6 +275,7 @@ class PubSubHarness(_WorkerProcesses):
         self.processes: list[subprocess.Popen] = []
         self.readers: dict[str, Reader] = {}
         self.ports: list[int] = []
+        self.marks: dict[str, int] = {}
 
     def start(self, workers: int = 1, **settings: Any) -> None:
         ports = self.ports = []
@@ -288,11 +307,16 @@ class PubSubHarness(_WorkerProcesses):
         signal of it, and a worker whose pull is open takes a backlog alone. So a chunk at a time,
         each taken before the next, until every worker has taken one; then the rest at once."""
         deadline = time.monotonic() + patience_s
+        before = self.consumed()  # what earlier scenarios gave them
         sent = 0
-        while sent < len(bodies) and not all(self.consumed()) and time.monotonic() < deadline:
+
+        def taken() -> list[int]:
+            return [now - then for now, then in zip(self.consumed(), before)]
+
+        while sent < len(bodies) and not all(taken()) and time.monotonic() < deadline:
             self.publish(bodies[sent : sent + chunk], topic)
             sent += len(bodies[sent : sent + chunk])
-            wait_for(lambda: sum(self.consumed()) >= sent, what=f"{sent} taken")
+            wait_for(lambda: sum(taken()) >= sent, what=f"{sent} taken")
             time.sleep(0.3)
         self.publish(bodies[sent:], topic)
 
@@ -317,14 +341,22 @@ class PubSubHarness(_WorkerProcesses):
             self.readers[topic] = Reader(self.project, topic)
         return self.readers[topic]
 
+    def begin(self) -> None:
+        """A scenario starts: what was read before it is another scenario's."""
+        self.marks = {topic: len(self.reader(topic).messages) for topic in (RESULTS, DEAD)}
+
+    def _documents(self, topic: str, count: int) -> list[dict]:
+        mark = self.marks.get(topic, 0)
+        return self.reader(topic).until(mark + count)[mark:]
+
     def results(self, count: int) -> list[dict]:
-        return self.reader(RESULTS).until(count)
+        return self._documents(RESULTS, count)
 
     def dead_letters(self, count: int) -> list[dict]:
-        return self.reader(DEAD).until(count)
+        return self._documents(DEAD, count)
 
     def result_fields(self) -> list[dict[str, str]]:
-        return [dict(m.attributes) for m in self.reader(RESULTS).messages]
+        return [dict(m.attributes) for m in self.reader(RESULTS).messages[self.marks.get(RESULTS, 0) :]]
 
     def stop(self) -> list[int]:
         codes = stop_processes(*self.processes)

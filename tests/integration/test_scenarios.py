@@ -1,6 +1,10 @@
 """One scenario suite, run on every transport: the in-memory broker, Redis Streams and Pub/Sub.
 What a transport must guarantee is written once; transport-specific behaviour (a killed worker,
-an outage, scaling, the subscription's own dead-letter policy) stays in the per-transport files."""
+an outage, scaling, the subscription's own dead-letter policy) stays in the per-transport files.
+
+Each transport starts one set of workers (two, every input, at DEBUG) and runs every scenario on
+it in turn, each a subtest with its own tenant: what the scenarios ask of a worker does not
+depend on a fresh one, and starting workers is most of a scenario's time."""
 
 from __future__ import annotations
 
@@ -11,7 +15,10 @@ import pytest
 
 from bias_audit.storage.jsonl_store import read_records
 from bias_audit.worker.samples import generate_sessions
-from tests.integration.harness import MemoryHarness, PubSubHarness, RedisHarness, cloudevent_of
+from tests.integration.harness import VERDICTS, MemoryHarness, PubSubHarness, RedisHarness, cloudevent_of
+
+WORKERS = {"workers": 2, "batch_size": 10, "window_sessions": 1000, "log_level": "DEBUG", "consume": "all"}
+CANARY = "CANARY-3b7d-raw-user-query"
 
 
 @pytest.fixture(
@@ -34,23 +41,30 @@ def transport(request, tmp_path):
     assert set(harness.stop()) <= {0}  # every worker drained and exited cleanly
 
 
-def bodies(sessions: list[dict]) -> list[bytes]:
-    return [json.dumps({**s, "tenant_id": "demo"}).encode() for s in sessions]
+def bodies(sessions: list[dict], tenant: str = "demo") -> list[bytes]:
+    return [json.dumps({**s, "tenant_id": tenant}).encode() for s in sessions]
 
 
-def test_duplicates_are_counted_once_and_two_workers_share_the_load(transport, tmp_path):
+def records_of(tmp_path, sessions: list[dict]) -> dict[str, list[dict]]:
+    """The scenario's own records, by the file (the worker) that holds them."""
+    wanted = {s["session_id"] for s in sessions}
+    return {
+        path.name: [r for r in read_records([path]) if r["session_id"] in wanted]
+        for path in sorted((tmp_path / "records").glob("*.jsonl"))
+    }
+
+
+def duplicates_are_counted_once_and_two_workers_share_the_load(transport, tmp_path):
     sessions = generate_sessions(120, seed=71)
-    transport.start(workers=2, batch_size=10, window_sessions=1000)
-    transport.publish_shared(bodies(sessions) + bodies(sessions[:30]))  # a quarter delivered twice
+    transport.publish_shared(bodies(sessions, "shared") + bodies(sessions[:30], "shared"))  # a quarter twice
     got = transport.results(120)
     assert sorted(r["audit_id"] for r in got) == sorted(s["session_id"] for s in sessions)  # once each
     assert max(r["window"]["sessions"] for r in got) == 120  # each counted once in the shared window
-    transport.stop()
-    records = list(read_records([tmp_path / "records"]))
+    by_file = records_of(tmp_path, sessions)
+    records = [r for rows in by_file.values() for r in rows]
     per_pair = Counter((r["session_id"], r["reviewer_id"], r["model_id"]) for r in records)
     assert len(per_pair) == 120 * 25 and set(per_pair.values()) == {1}  # one record per scored pair
-    files = sorted((tmp_path / "records").glob("*.jsonl"))
-    assert len(files) == 2 and all(f.stat().st_size > 0 for f in files)  # both workers took a share
+    assert len(by_file) == 2 and all(by_file.values())  # both workers took a share
 
 
 MALFORMED = {
@@ -62,10 +76,9 @@ MALFORMED = {
 }
 
 
-def test_malformed_events_become_dead_letters_with_reasons_and_the_worker_lives(transport):
+def malformed_events_become_dead_letters_with_reasons_and_the_worker_lives(transport, tmp_path):
     good = generate_sessions(3, seed=72)
-    transport.start(batch_size=10)
-    transport.publish(list(MALFORMED) + bodies(good))
+    transport.publish(list(MALFORMED) + bodies(good, "malformed"))
     letters = transport.dead_letters(len(MALFORMED))
     got = transport.results(3)
     assert transport.alive()
@@ -81,9 +94,8 @@ def test_malformed_events_become_dead_letters_with_reasons_and_the_worker_lives(
     assert all("sample private question" not in json.dumps(letter["payload"]) for letter in letters)
 
 
-def test_results_are_plain_json_with_the_contract_fields(transport, tmp_path):
+def results_are_plain_json_with_the_contract_fields(transport, tmp_path):
     session = {**generate_sessions(1, seed=73)[0], "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"}
-    transport.start()
     transport.publish(bodies([session]))
     [result] = transport.results(1)
     [fields] = transport.result_fields()
@@ -92,18 +104,16 @@ def test_results_are_plain_json_with_the_contract_fields(transport, tmp_path):
     assert fields["trace_id"] == result["trace_id"] == session["trace_id"]
     assert fields["tenant_id"] == result["tenant_id"] == "demo"
     assert fields["traceparent"].split("-")[1] == session["trace_id"]
-    transport.stop()
-    record = next(read_records([tmp_path / "records"]))
+    [record, *_] = [r for rows in records_of(tmp_path, [session]).values() for r in rows]
     assert record["trace_id"] == session["trace_id"]
 
 
-def test_outputs_are_cloudevents_in_binary_mode_and_cloudevent_inputs_are_accepted(transport):
+def outputs_are_cloudevents_in_binary_mode_and_cloudevent_inputs_are_accepted(transport, tmp_path):
     plain, wrapped = generate_sessions(2, seed=75)
     caller_trace = "0af7651916cd43dd8448eb211c80319c"
-    transport.start()
-    transport.publish(bodies([plain]))
+    transport.publish(bodies([plain], "cloudevents"))
     transport.publish(
-        bodies([{**wrapped, "trace_id": None}]),
+        bodies([{**wrapped, "trace_id": None}], "cloudevents"),
         cloud_event={
             "specversion": "1.0",
             "id": "order-42",
@@ -114,7 +124,6 @@ def test_outputs_are_cloudevents_in_binary_mode_and_cloudevent_inputs_are_accept
     )
     results = {r["audit_id"]: r for r in transport.results(2)}
     fields = transport.result_fields()
-    transport.stop()
     events = [cloudevent_of(f, b"{}") for f in fields]  # raises unless each is a valid CloudEvent 1.0
     by_subject = {event.get_subject(): event for event in events}
     assert set(by_subject) == {plain["session_id"], wrapped["session_id"]}
@@ -128,11 +137,8 @@ def test_outputs_are_cloudevents_in_binary_mode_and_cloudevent_inputs_are_accept
     assert results[plain["session_id"]]["cloudevent_id"] is None
 
 
-CANARY = "CANARY-3b7d-raw-user-query"
-
-
-def test_the_raw_query_reaches_no_log_line_and_no_dead_letter_at_debug(transport):
-    session = {**generate_sessions(1, seed=74)[0], "tenant_id": "demo", "query": CANARY}
+def the_raw_query_reaches_no_log_line_and_no_dead_letter_at_debug(transport, tmp_path):
+    session = {**generate_sessions(1, seed=74)[0], "tenant_id": "raw-query", "query": CANARY}
     text = json.dumps(session)
     first_score = text.index('"scores": {') + len('"scores": {')
     colon = text.index(":", first_score)
@@ -144,12 +150,10 @@ def test_the_raw_query_reaches_no_log_line_and_no_dead_letter_at_debug(transport
         json.dumps({**session, "timestamp": "9999-12-31T00:00:00Z"}).encode(),  # from the future
         json.dumps({**session, "session_id": "fine"}).encode(),
     ]
-    transport.start(log_level="DEBUG")
     transport.publish(hostile)
     letters = transport.dead_letters(len(hostile) - 1)
     [result] = transport.results(1)
-    transport.stop()
-    logs = transport.logs()
+    logs = transport.logs()  # so far: the test reads them again once the workers have exited
     assert result["audit_id"] == "fine" and len(letters) == len(hostile) - 1
     assert '"level":"debug"' in logs or '"level":"info"' in logs  # it did log, below WARNING
     assert CANARY not in logs and CANARY not in json.dumps(letters) and CANARY not in json.dumps(result)
@@ -191,13 +195,9 @@ def verdict_bodies(count: int, *, first_rate: float = 0.5, seed: int = 0) -> lis
     return out
 
 
-def test_judge_verdicts_are_audited_once_stored_without_text_and_bad_ones_dead_lettered(transport, tmp_path):
-    from bias_audit.storage.jsonl_store import read_records as read_rows
-    from tests.integration.harness import VERDICTS
-
+def judge_verdicts_are_audited_once_stored_without_text_and_bad_ones_dead_lettered(transport, tmp_path):
     verdicts = verdict_bodies(60, seed=75)
     bad = [b'{"verdict_id": "v-bad", "judge": {"model": "j"}}', b"not json"]
-    transport.start(batch_size=10, consume="judges")
     transport.publish(verdicts + verdicts[:20] + bad, topic=VERDICTS)
     letters = transport.dead_letters(2)
     got = transport.results(60)
@@ -208,10 +208,29 @@ def test_judge_verdicts_are_audited_once_stored_without_text_and_bad_ones_dead_l
     assert all(
         letter["error"] and "\n" not in letter["error"] and letter["source_topic"] == VERDICTS for letter in letters
     )
-    transport.stop()
-    rows = list(read_rows([tmp_path / "verdicts"]))
+    rows = list(read_records([tmp_path / "verdicts"]))
     assert sorted(row["verdict_id"] for row in rows) == sorted(f"v-{n}" for n in range(60))  # stored once each
     stored = json.dumps(rows)
     assert CANARY not in stored and "word word" not in stored  # neither the query nor an answer's text
     assert rows[0]["candidates"][0]["length_words"] >= 10
     assert CANARY not in json.dumps(got) and CANARY not in transport.logs()
+
+
+SCENARIOS = [
+    duplicates_are_counted_once_and_two_workers_share_the_load,
+    malformed_events_become_dead_letters_with_reasons_and_the_worker_lives,
+    results_are_plain_json_with_the_contract_fields,
+    outputs_are_cloudevents_in_binary_mode_and_cloudevent_inputs_are_accepted,
+    the_raw_query_reaches_no_log_line_and_no_dead_letter_at_debug,
+    judge_verdicts_are_audited_once_stored_without_text_and_bad_ones_dead_lettered,
+]
+
+
+def test_every_scenario_holds_on_the_transport(transport, tmp_path, subtests):
+    transport.start(**WORKERS)
+    for scenario in SCENARIOS:
+        with subtests.test(scenario.__name__):
+            transport.begin()
+            scenario(transport, tmp_path)
+    assert set(transport.stop()) <= {0}
+    assert CANARY not in transport.logs()  # nor in what the workers logged on their way out
