@@ -130,7 +130,8 @@ def pubsub_project(pubsub_emulator, request) -> str:
 
 # A worker started with its embedded Redis leaves a pointer for commands run elsewhere
 # (worker.run.running_pointer): keep the suite's pointers out of the user's runtime folder.
-os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="bias-audit-test-runtime-")
+_RUNTIME = tempfile.TemporaryDirectory(prefix="bias-audit-test-runtime-")  # removed when the process exits
+os.environ["XDG_RUNTIME_DIR"] = _RUNTIME.name
 
 
 @pytest.fixture(scope="session")

@@ -41,17 +41,19 @@ def corpus(
     m = len(models)
     index = {name: i for i, name in enumerate(models)}
     contents: list[tuple[int, float]] = []  # (model, quality) of each distinct answer so far
+    owned: list[list[int]] = [[] for _ in range(m)]  # each model's answers among them, in order
     digests = []
     for s in range(sessions):
         content = np.empty(m, dtype=np.int64)
         quality = np.empty(m)
         for i in range(m):
-            earlier = [c for c, (owner, _) in enumerate(contents) if owner == i]
+            earlier = owned[i]
             if earlier and rng.random() < repeat_rate:
                 content[i] = earlier[int(rng.integers(len(earlier)))]
             else:
                 contents.append((i, float(rng.normal(5.5, 1.5))))
                 content[i] = len(contents) - 1
+                earlier.append(content[i])
             quality[i] = contents[content[i]][1]
         similarity = rng.uniform(0.05, 0.75, (m, m))
         similarity = (similarity + similarity.T) / 2

@@ -5,7 +5,6 @@ and the report's randomization check recognising the design."""
 from __future__ import annotations
 
 import json
-import tempfile
 from collections import Counter
 from itertools import pairwise
 
@@ -101,9 +100,9 @@ def test_the_cli_prints_json_orders_and_refuses_a_repeated_model_with_exit_2():
     assert refused.exit_code == 2 and "model 'a' is listed twice" in refused.output
 
 
-def test_the_api_answers_orders_and_problem_json_for_a_bad_request():
+def test_the_api_answers_orders_and_problem_json_for_a_bad_request(tmp_path):
     client = TestClient(
-        api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-orders-"), consumer_name="o")),
+        api_app(Settings(data_dir=tmp_path, consumer_name="o")),
         base_url="http://localhost",
     )
     reply = client.post(

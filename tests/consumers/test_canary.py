@@ -7,7 +7,6 @@ import asyncio
 import io
 import json
 import logging
-import tempfile
 
 import pytest
 from fastapi.testclient import TestClient
@@ -122,10 +121,10 @@ def test_the_operator_raw_stream_keeps_what_the_dead_letter_omits():
     assert {letter["payload_sha256"] for letter in raw} == {letter["payload_sha256"] for letter in omitted}
 
 
-def test_the_api_answers_a_4xx_and_logs_no_query_at_debug():
+def test_the_api_answers_a_4xx_and_logs_no_query_at_debug(tmp_path):
     log = io.StringIO()
     client = TestClient(
-        api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-canary-"), consumer_name="c")),
+        api_app(Settings(data_dir=tmp_path, consumer_name="c")),
         base_url="http://localhost",
     )
     configure_logging("DEBUG", log)

@@ -16,9 +16,8 @@ from bias_audit.worker.settings import Settings
 from tests.builders import council_event
 
 # the REST contract, fuzzed by a client that names its own host: the loopback rule has tests of its own
-APP = api_app(
-    Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-api-"), consumer_name="api-test"), loopback_only=False
-)
+DATA = tempfile.TemporaryDirectory(prefix="bias-audit-api-")  # built at import, removed when the process exits
+APP = api_app(Settings(data_dir=DATA.name, consumer_name="api-test"), loopback_only=False)
 client = TestClient(APP)
 RESPONSE = {
     "audit_id": "r-1",

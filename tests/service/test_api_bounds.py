@@ -3,7 +3,6 @@ body, ask for an unbounded answer, or grow the process's caches without end."""
 
 from __future__ import annotations
 
-import tempfile
 from datetime import datetime, timezone
 
 from fastapi.testclient import TestClient
@@ -15,9 +14,9 @@ from bias_audit.worker.composition import api_app
 from bias_audit.worker.settings import Settings
 
 
-def client() -> TestClient:
+def client(data_dir) -> TestClient:
     return TestClient(
-        api_app(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-bounds-"), consumer_name="b")),
+        api_app(Settings(data_dir=data_dir, consumer_name="b")),
         base_url="http://localhost",
     )
 
@@ -26,8 +25,8 @@ def response(tenant: str, text: str) -> dict:
     return {"audit_id": "shared-1", "tenant_id": tenant, "timestamp": "2026-11-20T10:30:00Z", "llm_response": text}
 
 
-def test_a_tenant_reusing_another_tenants_id_gets_its_own_result_never_the_other_ones():
-    api = client()
+def test_a_tenant_reusing_another_tenants_id_gets_its_own_result_never_the_other_ones(tmp_path):
+    api = client(tmp_path)
     theirs = api.post("/analyze-bias", json=response("tenant-b", "The chairman said he would decide."))
     mine = api.post("/analyze-bias", json=response("tenant-a", "The weather is fine."))
     assert theirs.status_code == mine.status_code == 200
@@ -37,8 +36,8 @@ def test_a_tenant_reusing_another_tenants_id_gets_its_own_result_never_the_other
     assert again.headers["Idempotent-Replay"] == "true" and again.json() == mine.json()
 
 
-def test_counterfactual_prompts_refuses_a_body_over_its_limit_without_reading_it_all():
-    api = client()
+def test_counterfactual_prompts_refuses_a_body_over_its_limit_without_reading_it_all(tmp_path):
+    api = client(tmp_path)
     reply = api.post(
         "/counterfactual-prompts",
         content=b'{"prompt": "' + b"a" * MAX_SWAP_BODY_BYTES + b'"}',
@@ -48,8 +47,8 @@ def test_counterfactual_prompts_refuses_a_body_over_its_limit_without_reading_it
     assert str(MAX_SWAP_BODY_BYTES) in reply.json()["detail"]
 
 
-def test_counterfactual_prompts_bounds_its_answer_and_its_swaps():
-    api = client()
+def test_counterfactual_prompts_bounds_its_answer_and_its_swaps(tmp_path):
+    api = client(tmp_path)
     blown_up = api.post("/counterfactual-prompts", json={"prompt": "a " * 30_000, "swaps": {"a": "b" * 64}})
     assert blown_up.status_code == 422 and str(MAX_SWAP_ANSWER_BYTES) in blown_up.json()["detail"]
     long_word = api.post("/counterfactual-prompts", json={"prompt": "he", "swaps": {"he": "x" * 65}})
@@ -82,10 +81,10 @@ def test_the_in_process_window_forgets_the_oldest_markers_and_idle_tenants():
     assert window.add(WindowItem(tenant_id="t3", session_id="s19", timestamp=at, owner="x")).status == "duplicate"
 
 
-def test_the_audit_commands_window_remembers_every_session_of_its_file():
+def test_the_audit_commands_window_remembers_every_session_of_its_file(tmp_path):
     from bias_audit.worker.composition import in_process_processor
 
-    audit = in_process_processor(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-bounds-")))
-    serve = in_process_processor(Settings(data_dir=tempfile.mkdtemp(prefix="bias-audit-bounds-")), long_running=True)
+    audit = in_process_processor(Settings(data_dir=tmp_path / "audit"))
+    serve = in_process_processor(Settings(data_dir=tmp_path / "serve"), long_running=True)
     assert (audit.council.window.max_seen, audit.council.window.max_tenants) == (None, None)
     assert (serve.council.window.max_seen, serve.council.window.max_tenants) == (50_000, 1_000)
