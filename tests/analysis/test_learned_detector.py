@@ -13,9 +13,11 @@ import pytest
 pytest.importorskip("sklearn")
 
 from bias_audit.analysis.learned_detector import (
+    HASH_BUCKETS,
     LEARNED,
     LabelledExample,
     LearnedDetector,
+    hashed_counts,
     train_detector,
     training_types,
 )
@@ -74,6 +76,21 @@ def test_a_notion_the_lexicons_cannot_see_is_learned_and_flags_on_its_own():
     assert flagged.mitigation_action == "human_review"
     fine = detector.apply(NOTHING, FINE[0] + " " + FINE[1])
     assert not fine.bias_detected and fine.bias_score["stereotype"] < detector.threshold  # a score, no flag
+
+
+def test_the_weights_are_the_regression_over_every_bucket():
+    # the oracle: scikit-learn's fit over all HASH_BUCKETS columns, the ones no text fills included
+    from sklearn.feature_extraction.text import TfidfTransformer
+    from sklearn.linear_model import LogisticRegression
+
+    examples = labelled(120, 5)
+    detector, _ = train_detector(examples, *quiet_defaults(120), bootstrap=0, strengths=ONE)
+    x = TfidfTransformer(sublinear_tf=True).fit_transform(hashed_counts([e.text for e in examples]))
+    full = LogisticRegression(C=ONE[0], class_weight="balanced", max_iter=3_000).fit(x, [e.biased for e in examples])
+    model = detector.types["stereotype"]
+    assert x.shape[1] == HASH_BUCKETS and model.coef.shape == (HASH_BUCKETS,)
+    assert np.allclose(model.coef, full.coef_[0], rtol=0, atol=1e-9)
+    assert abs(model.intercept - full.intercept_[0]) < 1e-9
 
 
 def test_the_threshold_holds_the_combined_false_positives_on_the_folds():
