@@ -107,11 +107,15 @@ class MemoryHarness:
             config = Settings(data_dir=self.data_dir, consumer_name=f"w{index}", **settings)
             for topic in config.consumed_topics:
                 if topic == config.verdicts_topic:
-                    window = windows.setdefault(topic, MemoryWindow(config.judge_window_policy))
+                    if topic not in windows:
+                        windows[topic] = MemoryWindow(config.judge_window_policy)
+                    window = windows[topic]
                     store = composition.verdict_store(config)
                     processor = composition.verdict_processor(config, window, store)
                 elif topic == config.council_topic:
-                    window = windows.setdefault(topic, MemoryWindow(config.window_policy))
+                    if topic not in windows:
+                        windows[topic] = MemoryWindow(config.window_policy)
+                    window = windows[topic]
                     store = composition.record_store(config)
                     processor = composition.council_processor(config, window, store)
                 else:
@@ -202,7 +206,8 @@ class RedisHarness(_WorkerProcesses):
         self.data_dir, self.url = data_dir, redis_url
         self.client = redis.Redis.from_url(redis_url)
         self.processes: list[subprocess.Popen] = []
-        self.marks: dict[str, int] = {}
+        self.marks: dict[str, int] = {}  # each output's length when the scenario began
+        self.after: dict[str, bytes] = {}  # and its last entry's id then
 
     def start(self, workers: int = 1, **settings: Any) -> None:
         for index in range(1, workers + 1):
@@ -240,9 +245,19 @@ class RedisHarness(_WorkerProcesses):
     def begin(self) -> None:
         """A scenario starts: what was published before it is another scenario's."""
         self.marks = {stream: self.client.xlen(stream) for stream in (RESULTS, DEAD)}
+        self.after = {
+            stream: (last[0][0] if last else b"0")
+            for stream in (RESULTS, DEAD)
+            for last in [self.client.xrevrange(stream, count=1)]
+        }
 
     def _entries(self, stream: str) -> list:
-        return self.client.xrange(stream)[self.marks.get(stream, 0) :]
+        """The stream's entries since the scenario began (all of them before any scenario)."""
+        return (
+            self.client.xrange(stream, min=b"(" + self.after[stream])
+            if stream in self.after
+            else self.client.xrange(stream)
+        )
 
     def _documents(self, stream: str, count: int) -> list[dict]:
         mark = self.marks.get(stream, 0)
