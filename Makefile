@@ -10,6 +10,9 @@ PY := $(VENV)/bin/python
 PIP := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet --disable-pip-version-check
 # constraints.txt pins every package Docker and CI install (make lock writes it anew)
 PIN := -c constraints.txt
+# the test-only packages (torch, transformers, playwright, ...) are not compiled to bytecode at
+# install, which is most of pip's time: the suite compiles and caches the modules it imports
+NO_COMPILE := --no-compile
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 EMBEDDINGS_STAMP := $(VENV)/.installed-embeddings
@@ -43,13 +46,13 @@ $(STAMP): pyproject.toml setup.py constraints.txt analysis/_text.c
 	touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP)
-	$(PIP) $(PIN) -e ".[test]"
+	$(PIP) $(NO_COMPILE) $(PIN) -e ".[test]"
 	touch $(TEST_STAMP)
 
 # torch comes from the constraints' CPU version, which sorts above PyPI's CUDA build of it; one
 # pip run for both extras (a second run would resolve everything again)
 $(EMBEDDINGS_STAMP): $(STAMP)
-	$(PIP) $(PIN) -e ".[test,embeddings]"
+	$(PIP) $(NO_COMPILE) $(PIN) -e ".[test,embeddings]"
 	touch $(TEST_STAMP) $(EMBEDDINGS_STAMP)
 
 demo: install
@@ -86,7 +89,7 @@ $(LOWEST_STAMP): $(TEST_STAMP) scripts/lowest_versions.py setup.py analysis/_tex
 	$(PY) scripts/lowest_versions.py > $(LOWEST).txt
 	[ -x $(LOWEST)/bin/python ] || $(PYTHON) -m venv $(LOWEST)
 	PYTHONWARNINGS="ignore:Editable installation" $(LOWEST)/bin/python -m pip install --quiet \
-	  --disable-pip-version-check -e . $(LOWEST_TEST_TOOLS) -c $(LOWEST).txt
+	  --disable-pip-version-check $(NO_COMPILE) -e . $(LOWEST_TEST_TOOLS) -c $(LOWEST).txt
 	touch $(LOWEST_STAMP)
 
 test-lowest: install-lowest

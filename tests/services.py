@@ -7,6 +7,9 @@ it as a child, so it runs in its own process group and is stopped as a group.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import shutil
 import signal
@@ -30,7 +33,51 @@ _DIE_WITH_PARENT = (
 )
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout_s: float = 300) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, stdin: str | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess:
+    """`bias-audit ARGS` run in this process through the script's own `main()` (its exit codes and
+    one-line errors), with `env` on top of ours, `stdin` as its input and its output captured as
+    text: a child process would spend a second importing what this one has loaded. The tests of
+    the script as a process (its imports, signals, the quickstart) start one."""
+    from bias_audit.worker.cli import main
+    from bias_audit.worker.logging_setup import FASTSTREAM_LOGGER
+
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (
+        io.TextIOWrapper(io.BytesIO((stdin or "").encode()), encoding="utf-8"),
+        io.TextIOWrapper(out, encoding="utf-8", write_through=True),
+        io.TextIOWrapper(err, encoding="utf-8", write_through=True),
+    )
+    saved_streams = (sys.stdin, sys.stdout, sys.stderr)
+    saved_environ = dict(os.environ)
+    root = logging.getLogger()
+    saved_logging = (root.handlers[:], root.level, logging.getLogger(FASTSTREAM_LOGGER).level)
+    code: int | str | None = 0
+    try:
+        os.environ.update(env or {})
+        sys.stdin, sys.stdout, sys.stderr = streams
+        with contextlib.chdir(cwd):
+            main(list(args))
+    except SystemExit as done:
+        code = done.code
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        os.environ.clear()
+        os.environ.update(saved_environ)
+        # commands that log set the root logger up for their run (configure_logging)
+        root.handlers[:], level, faststream_level = saved_logging
+        root.setLevel(level)
+        logging.getLogger(FASTSTREAM_LOGGER).setLevel(faststream_level)
+    returncode = code if isinstance(code, int) else (0 if code is None else 1)
+    return subprocess.CompletedProcess(
+        ["bias-audit", *args], returncode, out.getvalue().decode("utf-8"), err.getvalue().decode("utf-8")
+    )
+
+
+def run_cli_process(
+    *args: str, env: dict[str, str] | None = None, timeout_s: float = 300
+) -> subprocess.CompletedProcess:
     """`bias-audit ARGS` in a child process (the installed package, as a user runs it), its
     output captured as text."""
     return subprocess.run(

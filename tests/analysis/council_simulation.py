@@ -44,17 +44,16 @@ def corpus(
     owned: list[list[int]] = [[] for _ in range(m)]  # each model's answers among them, in order
     digests = []
     for s in range(sessions):
-        content = np.empty(m, dtype=np.int64)
-        quality = np.empty(m)
+        content: list[int] = []
         for i in range(m):
             earlier = owned[i]
             if earlier and rng.random() < repeat_rate:
-                content[i] = earlier[int(rng.integers(len(earlier)))]
+                content.append(earlier[int(rng.integers(len(earlier)))])
             else:
                 contents.append((i, float(rng.normal(5.5, 1.5))))
-                content[i] = len(contents) - 1
+                content.append(len(contents) - 1)
                 earlier.append(content[i])
-            quality[i] = contents[content[i]][1]
+        quality = np.array([contents[c][1] for c in content])
         similarity = rng.uniform(0.05, 0.75, (m, m))
         similarity = (similarity + similarity.T) / 2
         sd = np.full(m, noise)
@@ -81,13 +80,14 @@ def corpus(
             consensus = np.mean([raw[k, first] for k in range(m) if k not in (i, first)])
             for later in orders[i][1:]:
                 raw[i, later] += beta * (raw[i, first] - consensus)
-        scores = np.clip(raw if round_to is None else np.rint(raw / round_to) * round_to, 1, 10)
+        scores = np.clip(raw if round_to is None else np.rint(raw / round_to) * round_to, 1, 10).tolist()
+        similarities = similarity.tolist()
         cells = []
         sims = []
         for r in range(m):
-            for position, j in enumerate(orders[r]):
-                cells.append((r, int(j), position, (float(scores[r, j]) - 1) / 9, False))
-                sims.append(round(float(similarity[r, j]), 6))
+            for position, j in enumerate(orders[r].tolist()):
+                cells.append((r, j, position, (scores[r][j] - 1) / 9, False))
+                sims.append(round(similarities[r][j], 6))
         digests.append(
             SessionDigest.from_cells(
                 cells,
@@ -98,7 +98,7 @@ def corpus(
                 config_version=None,
                 reviewers=models,
                 models=models,
-                lengths=tuple(float(x) for x in rng.integers(50, 400, m)),
+                lengths=tuple(map(float, rng.integers(50, 400, m).tolist())),
                 length_unit="words",
                 fingerprints=tuple(f"c{c}" for c in content),
                 cell_similarity=tuple(sims),

@@ -34,13 +34,14 @@ def simulated(
     self_bias: dict[int, float],
 ) -> SessionScores:
     names = tuple(f"m{i}" for i in range(members))
-    quality = rng.normal(6.0, 1.5, members)
+    quality = rng.normal(6.0, 1.5, members).tolist()
     cells: list[float] = []
     for r in range(members):
         order = rng.permutation(members)
         for position, m in enumerate(order.tolist()):
             raw = quality[m] + bias.get(r, 0.0) + (self_bias.get(r, 0.0) if r == m else 0.0) + rng.normal(0, noise)
-            score = float(np.clip(np.round(raw / step) * step, 1.0, 10.0))
+            # Python's round is numpy's (halves to even), without a numpy scalar per cell
+            score = min(max(round(raw / step) * step, 1.0), 10.0)
             cells.extend((float(r), float(m), score, float(position), 1.0 if r == m else 0.0))
     candidates = {name: Candidate(name, 100, 600) for name in names}
     return SessionScores(names, names, cells, candidates, 1.0, 10.0)

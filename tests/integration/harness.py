@@ -8,10 +8,8 @@ import asyncio
 import io
 import json
 import logging
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,7 @@ from bias_audit.worker.embedded_redis import free_port
 from bias_audit.worker.logging_setup import configure_logging
 from bias_audit.worker.memory_worker import MemoryBroker, MemoryWorker
 from bias_audit.worker.settings import Settings
-from tests.services import ROOT, spawn_worker
+from tests.services import run_cli, spawn_worker
 
 RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"
 VERDICTS = "judge.verdicts"
@@ -400,15 +398,10 @@ def _ready(port: int) -> bool:
 
 
 def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "bias_audit", *args],
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        check=check,
-        timeout=120,
-        cwd=ROOT,
-    )
+    done = run_cli(*args, env=env)
+    if check and done.returncode != 0:
+        raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+    return done
 
 
 def setup_project(project: str, **settings: Any) -> None:

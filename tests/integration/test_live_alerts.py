@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import orjson
 import pytest
@@ -13,6 +11,7 @@ import redis
 from bias_audit.analysis.tenant_report import tenant_report
 from bias_audit.storage.report_reader import WindowReader
 from tests.integration.test_redis_worker import RESULTS, blocked_readers, publish, start_worker, stop, wait_for
+from tests.services import run_cli
 from tests.simulate import Corpus, digest_event
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -55,12 +54,7 @@ def test_harsh_reviewer_alerts_once_across_two_workers_and_report_reads_the_live
     records_dir = tmp_path / "records"
     assert len(list(records_dir.glob("*.jsonl"))) == 2
 
-    live = subprocess.run(
-        [sys.executable, "-m", "bias_audit", "report", "--redis", redis_url, "--format", "json", "--days", "0"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    live = run_cli("report", "--redis", redis_url, "--format", "json", "--days", "0")
     assert live.returncode == 0, live.stderr
     [tenant] = json.loads(live.stdout)["tenants"]
     reader = WindowReader(sessions=100, days=None)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +15,7 @@ from bias_audit.producers.redis_streams import wire_fields
 from bias_audit.storage.jsonl_store import read_records, unique_records
 from bias_audit.worker.samples import generate_sessions
 from tests.integration.harness import wait_for
-from tests.services import spawn_worker
+from tests.services import run_cli, spawn_worker
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"
@@ -117,14 +115,10 @@ def test_worker_windows_equal_the_in_process_audit(redis_url, tmp_path):
         wait_for(lambda: client.xlen(RESULTS) >= 60, what="60 results")
     finally:
         stop(worker)
-    offline = subprocess.run(
-        [sys.executable, "-m", "bias_audit", "audit", str(path), "--window-sessions", "40"],
-        capture_output=True,
-        check=True,
-        env={**os.environ, "BIAS_AUDIT_LOG_LEVEL": "WARNING"},
-    )
+    offline = run_cli("audit", str(path), "--window-sessions", "40", env={"BIAS_AUDIT_LOG_LEVEL": "WARNING"})
+    assert offline.returncode == 0, offline.stderr
     live = {r["audit_id"]: r for r in results(client)}
-    for line in offline.stdout.decode().splitlines():
+    for line in offline.stdout.splitlines():
         expected = json.loads(line)
         assert live[expected["audit_id"]]["window"] == expected["window"]
         assert live[expected["audit_id"]]["audit"] == expected["audit"]

@@ -7,8 +7,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import subprocess
-import sys
 import threading
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -18,6 +16,7 @@ import redis
 
 from bias_audit.producers.redis_streams import wire_fields
 from tests.integration.test_redis_worker import start_worker, stop, wait_for
+from tests.services import run_cli
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 LLM, RESULTS, TASKS = "llm.responses", "bias.audit.stream", "bias.audit.tasks"
@@ -99,12 +98,7 @@ def test_a_burst_is_one_suggestion_on_the_topic_and_the_webhook_across_two_worke
         "open",
     )
     assert task["count"] >= 5 and task["rate"] >= 0.10 and task["example_audit_ids"]
-    shown = subprocess.run(
-        [sys.executable, "-m", "bias_audit", "results", "tasks", "--broker", redis_url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    shown = run_cli("results", "tasks", "--broker", redis_url)
     assert [json.loads(line)["task_id"] for line in shown.stdout.splitlines()] == [task["task_id"]]
     [(signature, body)] = Receiver.posts
     assert json.loads(body)["task_id"] == task["task_id"]

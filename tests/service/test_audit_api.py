@@ -11,6 +11,7 @@ import pytest
 
 from bias_audit.service.graphql_api import schema
 from tests.service.audit_api_client import CANARY, ITEM, codes, gql, token
+from tests.services import run_cli
 
 pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parents[2]
@@ -382,17 +383,9 @@ def test_detector_precision_follows_the_latest_review_of_each_item(api):
     other = gql(client, "{ detectorPrecision { detectors { tenantId } } }", token("gil", ["reviewer"], "globex"))
     assert other["data"]["detectorPrecision"]["detectors"] == []  # acme's reviews stay acme's
     import json
-    import os
-    import sys
 
     def report(*args: str) -> str:  # the cross-session report of the same store, every format
-        done = subprocess.run(
-            [sys.executable, "-m", "bias_audit", "report", "--store", url, *args],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, "COLUMNS": "160"},
-        )
+        done = run_cli("report", "--store", url, *args, env={"COLUMNS": "160"})
         return done.stdout
 
     in_report = json.loads(report("--format", "json"))["detector_precision"]

@@ -4,10 +4,9 @@ answers what `bias-audit judges` prints over the same store, scoped to the calle
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from tests.service.audit_api_client import codes, gql, token
+from tests.services import run_cli
 
 
 def verdict(n: int, tenant: str = "acme", **changes) -> dict:
@@ -48,12 +47,7 @@ def test_a_verdict_is_audited_stored_and_reported(api):
                  firstPositionRate { estimate ciLower ciUpper n pValue flagged }
                  positionConsistency { estimate n } lengthPreference { estimate n } } } }"""
     served = gql(client, query, reader)["data"]["judgeReport"]
-    printed = subprocess.run(
-        [sys.executable, "-m", "bias_audit", "judges", "--store", url, "--tenant", "acme", "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    printed = run_cli("judges", "--store", url, "--tenant", "acme", "--format", "json")
     [entry] = json.loads(printed.stdout)["judges"]
     [judge] = served["judges"]
     assert (

@@ -16,7 +16,7 @@ import pytest
 from bias_audit.storage.postgres import apply_migrations
 from bias_audit.worker.response_samples import generate_responses
 from tests.conftest import IN_CI
-from tests.services import spawn_serve
+from tests.services import run_cli, spawn_serve
 
 pytestmark = pytest.mark.postgres
 SECRET = "a-browser-test-secret-of-32-bytes-or-more-42"
@@ -175,8 +175,6 @@ def served_judges(postgres_url, tmp_path):
 
 def test_a_person_judges_sampled_items_blind_by_keyboard(served_judges):
     import json
-    import subprocess
-    import sys
 
     from playwright.sync_api import sync_playwright
 
@@ -218,12 +216,7 @@ def test_a_person_judges_sampled_items_blind_by_keyboard(served_judges):
     for (verdict_id, _, stored, swapped), key, first in zip(rows, pressed, shown):
         assert first.startswith("Second" if swapped else "First")  # what the page showed first
         assert stored == (flip[keys[key]] if swapped else keys[key])  # kept in the judge's positions
-    report = subprocess.run(
-        [sys.executable, "-m", "bias_audit", "judges", "--store", database, "--tenant", "acme", "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    report = run_cli("judges", "--store", database, "--tenant", "acme", "--format", "json")
     [judge] = json.loads(report.stdout)["judges"]
     assert judge["human_agreement"]["n"] == 6
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from datetime import datetime, timezone
 
 import psycopg
@@ -29,6 +28,8 @@ from bias_audit.storage.postgres import schema as postgres_schema
 from bias_audit.worker.batch_pipeline import BASE_TRANSIENT
 from bias_audit.worker.samples import generate_sessions
 from tests.builders import read_all
+from tests.services import run_cli as cli
+from tests.services import run_cli_process
 
 pytestmark = pytest.mark.postgres
 CANARY = "CANARY-5e0a-raw-user-query"
@@ -272,20 +273,6 @@ def test_an_unreachable_database_is_a_transient_error_and_the_next_batch_reconne
     assert len({r["session_id"] for r in read_all(read_records, postgres_url)}) == 2 + 4
 
 
-def cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    import os
-    import sys
-
-    return subprocess.run(
-        [sys.executable, "-m", "bias_audit", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, **(env or {})},
-    )
-
-
 def test_the_deployments_init_container_migrates_the_store_only(postgres_url):
     # deploy/kustomize: `setup` with the store's URL from a Secret and the broker's blanked out
     done = cli("setup", env={"BIAS_AUDIT_STORE_URL": postgres_url, "BIAS_AUDIT_BROKER_URL": ""})
@@ -340,7 +327,7 @@ def test_import_loads_exported_records_once_and_refuses_records_it_cannot_read(p
     assert unmigrated.returncode == 2 and unmigrated.stderr.endswith(
         f"lacks migrations {SHIPPED}: run `bias-audit setup --store URL` first\n"
     )
-    assert cli("worker", "--store", postgres_url, "--broker", "redis://127.0.0.1:1/0").returncode == 2
+    assert run_cli_process("worker", "--store", postgres_url, "--broker", "redis://127.0.0.1:1/0").returncode == 2
     apply_migrations(postgres_url)
     first, again = (
         cli("import", str(source), "--store", postgres_url),

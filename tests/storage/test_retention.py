@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 
 import psycopg
@@ -29,6 +27,7 @@ from bias_audit.storage.postgres import (
 from bias_audit.worker.response_samples import generate_responses
 from bias_audit.worker.samples import generate_sessions
 from tests.builders import read_all
+from tests.services import run_cli
 
 pytestmark = pytest.mark.postgres
 
@@ -79,12 +78,7 @@ def partitions(url: str) -> set[str]:
 
 
 def retention(url: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "bias_audit", "retention", "--store", url, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli("retention", "--store", url, *args)
 
 
 def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgres_url):
@@ -167,12 +161,7 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
     assert {(d, m, b): [i, f, pytest.approx(c)] for d, m, b, i, f, c in interactions} == expected_interactions
     assert len(before) == len(old) == 7
 
-    report = subprocess.run(
-        [sys.executable, "-m", "bias_audit", "report", "--store", postgres_url, "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    report = run_cli("report", "--store", postgres_url, "--format", "json")
     assert report.returncode == 0, report.stderr
     [history] = json.loads(report.stdout)["rolled_up"]  # the deleted year's counts, beside the window
     old_day = str((now() - timedelta(days=400)).date())
@@ -184,20 +173,9 @@ def test_retention_anonymizes_then_rolls_up_and_deletes_and_is_idempotent(postgr
         (b, sum(v[0] for (_, _, bt), v in expected_interactions.items() if bt == b))
         for (_, _, b) in expected_interactions
     }
-    text = subprocess.run(
-        [sys.executable, "-m", "bias_audit", "report", "--store", postgres_url],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "120"},
-    )
+    text = run_cli("report", "--store", postgres_url, env={"COLUMNS": "120"})
     assert f"demo: rolled up by retention, {old_day} to {old_day} (1 day)" in text.stdout
-    csv_out = subprocess.run(
-        [sys.executable, "-m", "bias_audit", "report", "--store", postgres_url, "--format", "csv"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    csv_out = run_cli("report", "--store", postgres_url, "--format", "csv")
     rolled = [line.split(",") for line in csv_out.stdout.splitlines() if ",rolled_up_council_mean," in line]
     assert sum(int(row[9]) for row in rolled) == 4 * 25 and {row[0] for row in rolled} == {"demo"}
 
@@ -276,12 +254,7 @@ def test_judge_verdicts_are_anonymized_then_rolled_up_per_judge_and_day(postgres
         "longer_answer": (2, 1, 1.0, "judge-x", "p1"),
     }
     assert people == [("v10-5",)]  # people's verdicts on deleted verdicts go with them
-    shown = subprocess.run(
-        [sys.executable, "-m", "bias_audit", "report", "--store", postgres_url, "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    shown = run_cli("report", "--store", postgres_url, "--format", "json")
     assert shown.returncode == 0, shown.stderr
     [history] = json.loads(shown.stdout)["rolled_up"]
     assert sorted((t["source"], t["bias_type"], t["items"], t["mean"]) for t in history["totals"]) == [

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
 from bias_audit.schemas.safe_text import one_line, redact, visible
+from tests.services import run_cli
 
 VISIBLE = [  # (text from an event, what a terminal is given)
     ("judge", "judge"),
@@ -57,16 +57,7 @@ def test_credentials_are_redacted(text, shown):
 
 
 def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "bias_audit", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+    return run_cli(*args, stdin=stdin, env=env)
 
 
 def test_audit_names_a_bad_line_with_its_terminal_codes_escaped():
