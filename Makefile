@@ -74,8 +74,9 @@ lint: install-test
 	$(VENV)/bin/ruff format --check .
 
 # lint and mypy (one core) while pip fetches the lowest versions (the network): side by side.
-# The suite's ~300 processes import the same modules, so their bytecode is cached even where the
-# environment says otherwise (PYTHONDONTWRITEBYTECODE= below).
+# The suite's pytest, worker and serve processes import the same modules, and the test extras
+# were installed without bytecode: it is cached even where the environment says otherwise
+# (PYTHONDONTWRITEBYTECODE= below).
 test: system-deps install-embeddings
 	$(MAKE) --no-print-directory --output-sync=target -j3 lint typecheck $(if $(CI),install-lowest)
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(JOBS) --dist worksteal
