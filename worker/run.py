@@ -14,7 +14,7 @@ from bias_audit.schemas.errors import CommandError
 
 from .embedded_redis import EmbeddedRedis
 from .settings import Settings, check_broker_url, check_pubsub_settings
-from .stopping import deferred_stop, stop_cleanly_while_starting
+from .stopping import deferred_stop, stopping_cleanly_while_starting
 from .store_setup import embedded_store
 
 
@@ -61,44 +61,44 @@ def run_worker(settings: Settings, say: Callable[[str], None]) -> None:
     from .logging_setup import configure_logging
 
     configure_logging(settings.log_level)
-    stop_cleanly_while_starting()
-    if settings.broker_url:
-        check_broker_url(settings.broker_url)
-    if settings.transport == "pubsub":
-        check_pubsub_settings(settings)
-    with _embedded_broker(settings, say) as settings, embedded_store(settings, say, create=True) as settings:
-        from bias_audit.gc_tuning import tune_gc
+    with stopping_cleanly_while_starting():
+        if settings.broker_url:
+            check_broker_url(settings.broker_url)
+        if settings.transport == "pubsub":
+            check_pubsub_settings(settings)
+        with _embedded_broker(settings, say) as settings, embedded_store(settings, say, create=True) as settings:
+            from bias_audit.gc_tuning import tune_gc
 
-        from . import composition
+            from . import composition
 
-        async def serve() -> None:
-            from bias_audit.producers.otlp import evaluation_exporter
+            async def serve() -> None:
+                from bias_audit.producers.otlp import evaluation_exporter
 
-            build = composition.pubsub_worker if settings.transport == "pubsub" else composition.redis_worker
-            evaluations = evaluation_exporter(settings.otlp_endpoint)  # one for every input of the process
-            service = build(settings, evaluations)
-            tune_gc()  # after imports and wiring: the startup heap leaves every collection
+                build = composition.pubsub_worker if settings.transport == "pubsub" else composition.redis_worker
+                evaluations = evaluation_exporter(settings.otlp_endpoint)  # one for every input of the process
+                service = build(settings, evaluations)
+                tune_gc()  # after imports and wiring: the startup heap leaves every collection
+                try:
+                    await service.run()
+                finally:
+                    if evaluations is not None:  # what is queued goes out, bounded by its timeout
+                        await asyncio.to_thread(evaluations.shutdown)
+
             try:
-                await service.run()
-            finally:
-                if evaluations is not None:  # what is queued goes out, bounded by its timeout
-                    await asyncio.to_thread(evaluations.shutdown)
+                asyncio.run(serve())
+            except (LexiconError, EmbeddingsUnavailable) as error:
+                raise CommandError(str(error)) from None
+            except Exception as error:
+                if settings.transport == "pubsub":
+                    from google.api_core.exceptions import NotFound
 
-        try:
-            asyncio.run(serve())
-        except (LexiconError, EmbeddingsUnavailable) as error:
-            raise CommandError(str(error)) from None
-        except Exception as error:
-            if settings.transport == "pubsub":
-                from google.api_core.exceptions import NotFound
-
-                if isinstance(error, NotFound):
-                    raise CommandError(
-                        f"subscription not found ({error.message}); run `bias-audit setup "
-                        f"--broker {settings.broker_url}` first",
-                        exit_code=1,
-                    ) from None
-            raise
+                    if isinstance(error, NotFound):
+                        raise CommandError(
+                            f"subscription not found ({error.message}); run `bias-audit setup "
+                            f"--broker {settings.broker_url}` first",
+                            exit_code=1,
+                        ) from None
+                raise
 
 
 @contextmanager
@@ -194,35 +194,35 @@ def run_api(
     from .logging_setup import configure_logging
 
     configure_logging(settings.log_level)
-    stop_cleanly_while_starting()
-    with embedded_store(settings, say, create=True) as settings:
-        try:
-            # with auth off, only on loopback: a DNS-rebound name reaches no tenant's data
-            application = api_app(settings, loopback_only=verifier is None and not insecure_no_auth)
-        except (LexiconError, EmbeddingsUnavailable) as error:
-            raise CommandError(str(error)) from None
-        say(
-            f"bias-audit API on http://{host}:{port} (/docs, /graphql, /review); "
-            + (
-                "auth off: requests to loopback names only, every tenant open to them (set BIAS_AUDIT_JWT_SECRET "
-                "for bearer tokens)"
-                if verifier is None
-                else "auth: bearer tokens (`bias-audit token` makes one)"
+    with stopping_cleanly_while_starting():
+        with embedded_store(settings, say, create=True) as settings:
+            try:
+                # with auth off, only on loopback: a DNS-rebound name reaches no tenant's data
+                application = api_app(settings, loopback_only=verifier is None and not insecure_no_auth)
+            except (LexiconError, EmbeddingsUnavailable) as error:
+                raise CommandError(str(error)) from None
+            say(
+                f"bias-audit API on http://{host}:{port} (/docs, /graphql, /review); "
+                + (
+                    "auth off: requests to loopback names only, every tenant open to them (set BIAS_AUDIT_JWT_SECRET "
+                    "for bearer tokens)"
+                    if verifier is None
+                    else "auth: bearer tokens (`bias-audit token` makes one)"
+                )
             )
-        )
-        # a browser's open connection must not hold the stop: the requests in flight get this long
-        server = uvicorn.Server(
-            uvicorn.Config(
-                application,
-                host=host,
-                port=port,
-                log_level="warning",
-                access_log=False,  # ours is a JSON line per request
-                timeout_graceful_shutdown=API_STOP_GRACE_S,
+            # a browser's open connection must not hold the stop: the requests in flight get this long
+            server = uvicorn.Server(
+                uvicorn.Config(
+                    application,
+                    host=host,
+                    port=port,
+                    log_level="warning",
+                    access_log=False,  # ours is a JSON line per request
+                    timeout_graceful_shutdown=API_STOP_GRACE_S,
+                )
             )
-        )
-        _serve_until_signalled(server, say)
-    say("stopped")
+            _serve_until_signalled(server, say)
+        say("stopped")
 
 
 API_STOP_GRACE_S = 5

@@ -5,17 +5,32 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
-def stop_cleanly_while_starting() -> None:
+@contextmanager
+def stopping_cleanly_while_starting() -> Iterator[None]:
     """SIGTERM before the worker's own handlers are in place (it is still starting its embedded
     servers or loading lexicons) unwinds like a normal stop: the embedded Redis and PostgreSQL
-    are stopped and their pointer files removed, and the exit code is 0, not a kill's 143."""
+    are stopped and their pointer files removed, and the exit code is 0, not a kill's 143.
+
+    The stop is raised wherever the main thread is; a library that wraps what its callbacks
+    raise (pydantic's serializers do) turns it into an error of its own, read here as the stop."""
+    asked = False
 
     def stop(signum: int, frame: object) -> None:
+        nonlocal asked
+        asked = True
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    except Exception:
+        if asked:
+            raise SystemExit(0) from None
+        raise
 
 
 class deferred_stop:
