@@ -103,21 +103,22 @@ class MemoryHarness:
         windows: dict[str, MemoryWindow] = {}  # one per input, shared by the workers as Redis is
         for index in range(1, workers + 1):
             config = Settings(data_dir=self.data_dir, consumer_name=f"w{index}", **settings)
+            kinds: dict[str, tuple[Any, Any, Any]] = {  # topic: (window policy, store, processor)
+                config.verdicts_topic: (
+                    config.judge_window_policy,
+                    composition.verdict_store,
+                    composition.verdict_processor,
+                ),
+                config.council_topic: (config.window_policy, composition.record_store, composition.council_processor),
+            }
             for topic in config.consumed_topics:
-                if topic == config.verdicts_topic:
-                    if topic not in windows:
-                        windows[topic] = MemoryWindow(config.judge_window_policy)
-                    window = windows[topic]
-                    store = composition.verdict_store(config)
-                    processor = composition.verdict_processor(config, window, store)
-                elif topic == config.council_topic:
-                    if topic not in windows:
-                        windows[topic] = MemoryWindow(config.window_policy)
-                    window = windows[topic]
-                    store = composition.record_store(config)
-                    processor = composition.council_processor(config, window, store)
-                else:
+                if topic not in kinds:
                     continue  # LLM responses: their worker has suites of its own (test_responses_worker)
+                policy, make_store, make_processor = kinds[topic]
+                if topic not in windows:
+                    windows[topic] = MemoryWindow(policy)
+                store = make_store(config)
+                processor = make_processor(config, windows[topic], store)
                 self.stores.append(store)
                 self.workers.append(
                     MemoryWorker(
