@@ -20,7 +20,7 @@ LOWEST := .venv-lowest
 LOWEST_STAMP := $(LOWEST)/.installed
 # what the unit and Redis suites import beyond the package (the other test tools need newer versions
 # of our dependencies than our lower bounds, and test what those suites do not)
-LOWEST_TEST_TOOLS := pytest pytest-xdist krippendorff scikit-learn "httpx<0.28" cloudevents duckdb
+LOWEST_TEST_TOOLS := pytest pytest-xdist pytest-timeout krippendorff scikit-learn "httpx<0.28" cloudevents duckdb
 # pytest-xdist workers: one more than the cores, so a test waiting on a service leaves no core idle
 JOBS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
 

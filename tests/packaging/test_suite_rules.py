@@ -72,3 +72,20 @@ def test_a_cli_run_from_the_suite_never_reads_a_data_folder_in_its_working_direc
     )
     assert run.returncode == 2 and "no input" in run.stderr, run.stderr
     assert str(tmp_path) not in run.stderr
+
+
+def test_a_test_that_hangs_fails_and_the_run_goes_on(tmp_path):
+    """Commands run in the test's process (tests.services.run_cli) have no child to time out: the
+    suite's timeout (pytest-timeout, pyproject.toml) fails a test that hangs, and the rest runs."""
+    (tmp_path / "test_hang.py").write_text(
+        "import time\n\ndef test_hangs():\n    time.sleep(60)\n\ndef test_after():\n    assert True\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout", "2", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 1, run.stdout
+    assert "Timeout (>2.0s)" in run.stdout and "1 failed, 1 passed" in run.stdout, run.stdout
