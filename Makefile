@@ -10,8 +10,9 @@ PY := $(VENV)/bin/python
 PIP := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet --disable-pip-version-check
 # constraints.txt pins every package Docker and CI install (make lock writes it anew)
 PIN := -c constraints.txt
-# the test-only packages (torch, transformers, playwright, ...) are not compiled to bytecode at
-# install, which is most of pip's time: the suite compiles and caches the modules it imports
+# the test extras (torch, transformers, playwright, ...) and the lowest versions' venv are not
+# compiled to bytecode at install, which is most of pip's time: the suite compiles and caches what
+# it imports (`make install`, which users and the demo run, compiles)
 NO_COMPILE := --no-compile
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
@@ -73,7 +74,7 @@ lint: install-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# lint and mypy (one core) while pip fetches the lowest versions (the network): side by side.
+# lint and mypy beside pip installing the lowest versions: each leaves most of a core free.
 # The suite's pytest, worker and serve processes import the same modules, and the test extras
 # were installed without bytecode: it is cached even where the environment says otherwise
 # (PYTHONDONTWRITEBYTECODE= below).

@@ -76,7 +76,7 @@ def run_cli(
 
 
 def run_cli_process(
-    *args: str, env: dict[str, str] | None = None, timeout_s: float = 300
+    *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT, timeout_s: float = 300
 ) -> subprocess.CompletedProcess:
     """`bias-audit ARGS` in a child process (the installed package, as a user runs it), its
     output captured as text."""
@@ -84,7 +84,7 @@ def run_cli_process(
         [sys.executable, "-m", "bias_audit", *args],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=cwd,
         timeout=timeout_s,
         env={**os.environ, **(env or {})},
     )

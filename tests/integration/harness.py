@@ -398,18 +398,11 @@ def _ready(port: int) -> bool:
         return False
 
 
-def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    done = run_cli(*args, env=env)
-    if check and done.returncode != 0:
-        raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
-    return done
-
-
 def setup_project(project: str, **settings: Any) -> None:
     """`bias-audit setup` (test_pubsub_worker runs it twice), then the test's readers of the outputs."""
     env = {f"BIAS_AUDIT_{k.upper()}": str(v) for k, v in settings.items()}
-    first = cli("setup", "--broker", f"pubsub://{project}", env=env)
-    assert "subscription council.sessions.bias-audit: created" in first.stdout
+    first = run_cli("setup", "--broker", f"pubsub://{project}", env=env)
+    assert first.returncode == 0 and "subscription council.sessions.bias-audit: created" in first.stdout, first.stderr
     subscriber = pubsub_v1.SubscriberClient()
     try:  # before anything is published
         for topic in (RESULTS, DEAD):

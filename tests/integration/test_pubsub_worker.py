@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,15 +20,14 @@ from bias_audit.analysis.window import session_contribution
 from bias_audit.schemas.events import CouncilSessionEvent
 from bias_audit.storage.jsonl_store import read_records
 from bias_audit.worker.samples import generate_sessions
-from tests.integration.harness import VERDICTS, PubSubHarness, Reader, cli, setup_project
+from tests.integration.harness import VERDICTS, PubSubHarness, Reader, setup_project
 from tests.integration.harness import stop_processes as stop
-from tests.services import spawn_worker
+from tests.services import run_cli, run_cli_process, spawn_worker
 
 pytestmark = [pytest.mark.redis, pytest.mark.pubsub, pytest.mark.slow]
 RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.sessions"
 # a worker holds at most 40 messages and extends their leases by 10 s: a killed one's wait briefly
 HELD = {"batch_size": 10, "pubsub_max_outstanding": 40, "pubsub_lease_extension_s": 10, "window_sessions": 1000}
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def start_worker(project: str, redis_url: str, data_dir: Path, name: str, **env) -> subprocess.Popen:
@@ -231,7 +228,7 @@ def test_the_subscription_dead_letter_policy_catches_what_never_reaches_our_code
 
 def test_setup_run_again_finds_everything_in_place(pubsub_project):
     setup_project(pubsub_project)
-    again = cli("setup", "--broker", f"pubsub://{pubsub_project}")
+    again = run_cli("setup", "--broker", f"pubsub://{pubsub_project}")
     assert "subscription council.sessions.bias-audit: already exists" in again.stdout
     assert "created" not in again.stdout
 
@@ -241,14 +238,7 @@ def test_setup_against_an_unreachable_emulator_exits_1_with_a_reason(tmp_path):
 
     env = {"PUBSUB_EMULATOR_HOST": f"127.0.0.1:{free_port()}"}
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "bias_audit", "setup", "--broker", "pubsub://p"],
-            env={**os.environ, **env},
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=ROOT,
-        )
+        result = run_cli_process("setup", "--broker", "pubsub://p", env=env, timeout_s=120)
     except subprocess.TimeoutExpired:
         pytest.fail("setup hung against an unreachable emulator")
     assert result.returncode == 1 and "Pub/Sub setup failed" in result.stderr

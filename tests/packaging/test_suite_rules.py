@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.services import run_cli_process
+
 TESTS = Path(__file__).resolve().parents[1]
 CLOCKS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
 
@@ -62,14 +64,7 @@ def test_a_cli_run_from_the_suite_never_reads_a_data_folder_in_its_working_direc
     }
     (records / "worker.jsonl").write_text(json.dumps(row) + "\n")
     assert os.environ["BIAS_AUDIT_DATA_DIR"] != str(tmp_path / ".bias-audit")
-    run = subprocess.run(
-        [sys.executable, "-m", "bias_audit", "report"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-        env=dict(os.environ),
-    )
+    run = run_cli_process("report", cwd=tmp_path, timeout_s=120)
     assert run.returncode == 2 and "no input" in run.stderr, run.stderr
     assert str(tmp_path) not in run.stderr
 
