@@ -2,4 +2,5 @@
 
 from bias_audit.worker.cli import main
 
-main()
+if __name__ == "__main__":  # not again in a process started by spawning (serve's processes)
+    main()

@@ -20,12 +20,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bias_audit.consumers.router import EventRouter
 from bias_audit.schemas.events import CouncilSessionEvent, LLMResponseEvent
+from bias_audit.state.result_cache import FirstAnswers, ResultCache
 
 from .auth import TokenVerifier
 from .guard import RequestGuard
 from .problems import PROBLEMS, Problem, problem
 from .routes import events, ops
-from .routes.events import ResultCache, SwapRequest
+from .routes.events import SwapRequest
 from .state import ApiState, ReportSlots, trace_id_of
 
 
@@ -46,6 +47,7 @@ def create_app(
     evaluations: Any = None,
     report_budget_s: float = 60.0,
     group_disparity: Any = None,
+    first_answers: FirstAnswers | None = None,
 ) -> FastAPI:
     """verifier None: no auth (loopback, or --insecure-no-auth). audit_store (storage.postgres.audit_api's
     AuditStore, a PostgreSQL store): the GraphQL API, GET /audits/{id} and the review page.
@@ -81,7 +83,7 @@ def create_app(
         verifier=verifier,
         audit_store=audit_store,
         report=report,
-        cache=ResultCache(),
+        cache=ResultCache() if first_answers is None else first_answers,
         verdicts_topic=verdicts_topic,
         judge_report=judge_report,
         group_disparity=group_disparity,

@@ -14,6 +14,7 @@ from graphql import (
     InlineFragmentNode,
     ValidationRule,
 )
+from graphql.validation import ASTValidationRule
 from strawberry.extensions import (
     AddValidationRules,
     MaxAliasesLimiter,
@@ -108,13 +109,19 @@ class _IntrospectionForAdmins(SchemaExtension):
         yield
 
 
+# A query's cost is bounded before it runs: nesting, aliases (one field asked 1,000 times), reports.
+# The limiters make a new rule class per instance and the validation cache is keyed by the rules, so
+# the classes are made once: per-request limiters would make every request miss the cache.
+LIMIT_RULES: tuple[type[ASTValidationRule], ...] = (
+    *QueryDepthLimiter(max_depth=8).validation_rules,
+    *MaxAliasesLimiter(max_alias_count=20).validation_rules,
+    _ReportFieldsLimit,
+)
+
 # Factories: a fresh extension per request; the parse and validation caches live at module level
 EXTENSIONS: list[Any] = [
-    # a query's cost is bounded before it runs: nesting, aliases (one field asked 1,000 times) and size
-    lambda: QueryDepthLimiter(max_depth=8),
-    lambda: MaxAliasesLimiter(max_alias_count=20),
-    lambda: MaxTokensLimiter(max_token_count=2_000),
-    lambda: AddValidationRules([_ReportFieldsLimit]),
+    lambda: AddValidationRules(list(LIMIT_RULES)),
+    lambda: MaxTokensLimiter(max_token_count=2_000),  # a document's size, before it is parsed
     # clients send the same few documents again and again: parse and validate each once
     lambda: ParserCache(maxsize=256),
     lambda: ValidationCache(maxsize=256),

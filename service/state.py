@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import HTTPConnection
 
@@ -40,6 +42,17 @@ class ApiMetrics:
             registry=registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
         )
+
+    def exposition(self) -> bytes:
+        """This process's metrics; with several `serve` processes on the port, all of theirs summed
+        (prometheus_client's multiprocess mode, which `serve` turns on for them), since a scrape
+        reaches whichever process takes it."""
+        shared = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        if not shared:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=shared)
+        return generate_latest(registry)
 
 
 class ReportSlots:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from functools import cache, partial
 from pathlib import Path
@@ -231,9 +232,23 @@ def _sink(settings: Settings, postgres: Any, folder: Path, kind: str) -> RecordS
     return JsonlRecordStore(folder, f"{kind}-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name))
 
 
+def shared_window_processor(settings: Settings, window_client: Redis, metrics: WorkerMetrics, *, verdicts: bool):
+    """The pipeline with its windows, alerts and exactly-once markers in Redis: one window for every
+    process that points at that Redis (scaled-out workers, `serve`'s processes)."""
+    window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
+    alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
+    return event_processor(
+        settings,
+        window,
+        alerts,
+        council_store=record_store(settings),
+        response_store=interaction_store(settings),
+        tasks=task_state(settings, window_client),
+        verdicts=_redis_verdicts(settings, window_client, alerts, metrics) if verdicts else None,
+    )
+
+
 def _redis_verdicts(settings: Settings, window_client: Redis, alerts, metrics):
-    if settings.verdicts_topic not in settings.consumed_topics:
-        return None
     from bias_audit.state.game_memory import RedisGameMemory
 
     policy = settings.judge_window_policy
@@ -306,16 +321,8 @@ def redis_worker(settings: Settings, evaluations=None):
     broker_url = _required(settings.broker_url, "a redis:// broker URL")
     client = Redis.from_url(broker_url)
     window_client = Redis.from_url(settings.redis_url) if settings.redis_url else client
-    window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
-    alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
-    processor = event_processor(
-        settings,
-        window,
-        alerts,
-        council_store=record_store(settings),
-        response_store=interaction_store(settings),
-        tasks=task_state(settings, window_client),
-        verdicts=_redis_verdicts(settings, window_client, alerts, metrics),
+    processor = shared_window_processor(
+        settings, window_client, metrics, verdicts=settings.verdicts_topic in settings.consumed_topics
     )
     outbox = RedisStreamsOutbox(client, output_topics(settings), max_len=settings.result_max_len)
     limits = _worker_limits(settings)
@@ -355,16 +362,8 @@ def pubsub_worker(settings: Settings, evaluations=None):
 
     metrics = WorkerMetrics("pubsub")
     window_client = Redis.from_url(_required(settings.redis_url, "a Redis URL for the windows"))
-    window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
-    alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
-    processor = event_processor(
-        settings,
-        window,
-        alerts,
-        council_store=record_store(settings),
-        response_store=interaction_store(settings),
-        tasks=task_state(settings, window_client),
-        verdicts=_redis_verdicts(settings, window_client, alerts, metrics),
+    processor = shared_window_processor(
+        settings, window_client, metrics, verdicts=settings.verdicts_topic in settings.consumed_topics
     )
     workers = []
     limits = _worker_limits(settings)
@@ -400,27 +399,51 @@ def pubsub_worker(settings: Settings, evaluations=None):
     )
 
 
+SERVE_LOOPBACK_ONLY = "BIAS_AUDIT_SERVE_LOOPBACK_ONLY"  # serve's word to its processes: Host names allowed
+
+
+def served_app():
+    """One `serve` process's app: uvicorn's factory, run in each process `serve` starts, with the
+    settings `serve` left in the environment."""
+    from .logging_setup import configure_logging
+
+    settings = Settings()
+    configure_logging(settings.log_level)
+    return api_app(settings, loopback_only=os.environ.get(SERVE_LOOPBACK_ONLY) == "1")
+
+
 def api_app(settings: Settings, *, loopback_only: bool | None = None):
-    """`bias-audit serve`: the HTTP API over the in-process consumers (window in memory),
-    appending records and interaction records like a worker does."""
+    """`bias-audit serve`: the HTTP API over the in-process consumers, appending records and
+    interaction records like a worker does. Windows in memory; in Redis when a Redis URL is set
+    (`serve`'s processes share one)."""
     from bias_audit.lexicons.load import shipped_lexicons
     from bias_audit.producers.otlp import evaluation_exporter
     from bias_audit.service.app import create_app
     from bias_audit.service.tracing import tracer_for  # OpenTelemetry itself only when an endpoint is set
 
-    processor = in_process_processor(
-        settings,
-        record_store(settings),
-        interaction_store(settings),
-        long_running=True,
-        verdicts=verdict_store(settings),
-    )
+    first_answers = None
+    if settings.redis_url:
+        from bias_audit.state.result_cache import RedisResultCache
+
+        client = Redis.from_url(settings.redis_url)
+        processor = shared_window_processor(settings, client, WorkerMetrics("http"), verdicts=True)
+        first_answers = RedisResultCache(client, prefix=settings.key_prefix)  # a retry may reach another process
+    else:
+        processor = in_process_processor(
+            settings,
+            record_store(settings),
+            interaction_store(settings),
+            long_running=True,
+            verdicts=verdict_store(settings),
+        )
     audit_store = report = judges = disparity = None
     if settings.store_is_postgres:  # the audit log's API reads the PostgreSQL store
         from bias_audit.storage.postgres.audit_api import AuditStore
 
         url = settings.store_url or ""
-        audit_store = AuditStore(url, review_sample=settings.review_sample_unflagged)
+        audit_store = AuditStore(
+            url, review_sample=settings.review_sample_unflagged, max_connections=settings.api_connections_per_process
+        )
         report = partial(tenant_report_json, url)
         judges = partial(judge_report_json, url)
         disparity = partial(group_disparity_json, url)
@@ -441,6 +464,7 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
         group_disparity=disparity,
         evaluations=evaluation_exporter(settings.otlp_endpoint),
         report_budget_s=settings.report_budget_s,
+        first_answers=first_answers,
     )
 
 

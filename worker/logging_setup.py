@@ -20,6 +20,7 @@ class JsonFormatter(logging.Formatter):
             "ts": datetime.fromtimestamp(record.created, tz=timezone.utc).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
+            "pid": record.process,  # which of several processes (serve's, scaled-out workers) said it
             "message": record.getMessage(),
         }
         for key, value in vars(record).items():

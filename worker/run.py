@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -172,8 +173,9 @@ def set_up_broker(settings: Settings, url: str) -> Iterator[str]:
 def run_api(
     settings: Settings, host: str, port: int, say: Callable[[str], None], *, insecure_no_auth: bool = False
 ) -> None:
-    """`bias-audit serve`: the HTTP API until interrupted. Without a JWT key it listens only on
-    loopback, unless told otherwise: every tenant's data would be open to whoever reaches it."""
+    """`bias-audit serve`: the HTTP API until interrupted, in `settings.serve_processes` processes
+    on one socket (uvicorn's process model). Without a JWT key it listens only on loopback, unless
+    told otherwise: every tenant's data would be open to whoever reaches it."""
     from .composition import token_verifier
 
     try:
@@ -185,8 +187,6 @@ def run_api(
             f"refusing to serve on {host} without auth: set BIAS_AUDIT_JWT_SECRET (>= 32 bytes) or "
             "BIAS_AUDIT_JWT_PUBLIC_KEY, or pass --insecure-no-auth"
         )
-    import uvicorn
-
     from bias_audit.embeddings.minilm import EmbeddingsUnavailable
     from bias_audit.lexicons.load import LexiconError
 
@@ -194,15 +194,20 @@ def run_api(
     from .logging_setup import configure_logging
 
     configure_logging(settings.log_level)
+    loopback_only = verifier is None and not insecure_no_auth  # a DNS-rebound name reaches no tenant's data
+    processes = settings.serve_processes
     with stopping_cleanly_while_starting():
-        with embedded_store(settings, say, create=True) as settings:
-            try:
-                # with auth off, only on loopback: a DNS-rebound name reaches no tenant's data
-                application = api_app(settings, loopback_only=verifier is None and not insecure_no_auth)
+        with (
+            embedded_store(settings, say, create=True) as settings,
+            _shared_windows(settings, processes, say) as settings,
+        ):
+            try:  # built once here, so a bad lexicon or detector is one line, not a traceback per process
+                api_app(settings, loopback_only=loopback_only)
             except (LexiconError, EmbeddingsUnavailable) as error:
                 raise CommandError(str(error)) from None
             say(
-                f"bias-audit API on http://{host}:{port} (/docs, /graphql, /review); "
+                f"bias-audit API on http://{host}:{port} (/docs, /graphql, /review), {processes} "
+                + ("process; " if processes == 1 else "processes; ")
                 + (
                     "auth off: requests to loopback names only, every tenant open to them (set BIAS_AUDIT_JWT_SECRET "
                     "for bearer tokens)"
@@ -210,53 +215,98 @@ def run_api(
                     else "auth: bearer tokens (`bias-audit token` makes one)"
                 )
             )
-            # a browser's open connection must not hold the stop: the requests in flight get this long
-            server = uvicorn.Server(
-                uvicorn.Config(
-                    application,
-                    host=host,
-                    port=port,
-                    log_level="warning",
-                    access_log=False,  # ours is a JSON line per request
-                    timeout_graceful_shutdown=API_STOP_GRACE_S,
-                )
-            )
-            _serve_until_signalled(server, say)
+            _serve_until_signalled(_processes_config(settings, host, port, loopback_only), say)
         say("stopped")
 
 
 API_STOP_GRACE_S = 5
 
 
-def _serve_until_signalled(server, say: Callable[[str], None]) -> None:
-    """uvicorn's server until SIGTERM / SIGINT, which end it with exit code 0 after the requests in
-    flight are answered, as the worker does. uvicorn handles signals itself only on the main
-    thread (and then re-raises them: exit 143), so it runs on another, and the main thread's
-    handlers ask it to stop through its public `should_exit`."""
+@contextmanager
+def _shared_windows(settings: Settings, processes: int, say: Callable[[str], None]) -> Iterator[Settings]:
+    """Several processes keep one window, in Redis: the configured one, else an embedded one in
+    the data directory for the block's duration (not the worker's: nothing is published there)."""
+    if processes == 1 or settings.redis_url:
+        yield settings
+        return
+    directory = settings.data_dir / "serve-redis"
+    server = EmbeddedRedis(directory)
+    try:
+        with deferred_stop():
+            try:
+                server.start()
+            except RuntimeError as error:
+                raise CommandError(str(error), exit_code=1) from None
+            say(f"the {processes} processes keep their windows in an embedded Redis at {server.url}")
+        yield settings.replaced(redis_url=server.url)
+    finally:
+        server.stop()
+
+
+def _processes_config(settings: Settings, host: str, port: int, loopback_only: bool):
+    """uvicorn's configuration for `serve`'s processes. Each builds its app from the environment
+    (they are started afresh, not forked), so the settings this process arrived at are left there."""
+    import uvicorn
+
+    from .composition import SERVE_LOOPBACK_ONLY
+
+    exported = {
+        "BIAS_AUDIT_DATA_DIR": str(settings.data_dir),
+        "BIAS_AUDIT_STORE_URL": settings.store_url,
+        "BIAS_AUDIT_REDIS_URL": settings.redis_url,
+        "BIAS_AUDIT_CONSENT_LEVEL": str(settings.consent_level),
+        "BIAS_AUDIT_SERVE_WORKERS": str(settings.serve_processes),
+        SERVE_LOOPBACK_ONLY: "1" if loopback_only else "0",
+    }
+    if settings.serve_processes > 1:  # each process writes its metrics here; a scrape sums them
+        metrics = settings.data_dir / "serve-metrics"
+        shutil.rmtree(metrics, ignore_errors=True)  # a stopped run's counts are not this run's
+        metrics.mkdir(parents=True)
+        exported["PROMETHEUS_MULTIPROC_DIR"] = str(metrics.resolve())
+    for name, value in exported.items():
+        if value is not None:
+            os.environ[name] = value
+    return uvicorn.Config(
+        "bias_audit.worker.composition:served_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=settings.serve_processes,
+        log_config=None,  # each process sets up our JSON lines (served_app)
+        log_level="warning",
+        access_log=False,  # ours is a JSON line per request
+        # a browser's open connection must not hold the stop: the requests in flight get this long
+        timeout_graceful_shutdown=API_STOP_GRACE_S,
+    )
+
+
+def _serve_until_signalled(config, say: Callable[[str], None]) -> None:
+    """uvicorn's supervisor and its processes until SIGTERM / SIGINT, which stop them after the
+    requests in flight are answered, then return (exit code 0, as the worker's). A process that
+    dies is started again; one that cannot start stops the whole (an error, exit 1)."""
     import signal
-    import threading
 
-    failed: list[BaseException] = []
+    from uvicorn.supervisors import Multiprocess
 
-    def serve() -> None:
-        try:
-            asyncio.run(server.serve())
-        except BaseException as error:  # re-raised on the main thread
-            failed.append(error)
+    try:
+        socket = config.bind_socket()
+    except SystemExit:  # uvicorn has logged why (the port is taken, say)
+        raise CommandError(f"cannot listen on {config.host}:{config.port}", exit_code=1) from None
+    supervisor = Multiprocess(config, sockets=[socket])
+    asked: list[int] = []
 
     def stop(signum, frame) -> None:
-        if not server.should_exit:
+        if not asked:
             say(f"stopping: answering the requests in flight (at most {API_STOP_GRACE_S} s)")
-        server.should_exit = True
+        asked.append(signum)
+        supervisor.should_exit.set()
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        thread = threading.Thread(target=serve, name="uvicorn")
-        thread.start()
-        while thread.is_alive():
-            thread.join(0.5)  # the main thread stays free to run the signal handlers
+        supervisor.run()
     finally:
+        socket.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if failed:
-        raise failed[0]
+    if not asked:
+        raise CommandError("a serve process could not start (its reason is logged above)", exit_code=1)

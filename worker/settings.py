@@ -142,6 +142,12 @@ class Settings(BaseSettings):
         gt=0,
         description="a report the API builds (biasReport, judgeReport) stops after this long, and its answer says so",
     )
+    serve_workers: int | None = Field(
+        None, ge=1, le=64, description="`serve` processes; unset = one per core this process may run on"
+    )
+    api_store_connections: int = Field(
+        20, ge=1, le=1000, description="the store connections `serve` may hold in all, split among its processes"
+    )
 
     length_correlation_threshold: float = 0.3
     calibration_threshold: float = Field(1.5, description="points on a 1-10 scale, scaled to others")
@@ -332,6 +338,16 @@ class Settings(BaseSettings):
         """Where JSONL council records go: DIR/records of a store directory, else DATA_DIR/records
         (when the store is not PostgreSQL)."""
         return self._jsonl_root / "records"
+
+    @property
+    def serve_processes(self) -> int:
+        """How many processes `serve` runs: as set, else one per core it may run on."""
+        return self.serve_workers or len(os.sched_getaffinity(0))
+
+    @property
+    def api_connections_per_process(self) -> int:
+        """Each `serve` process's share of the store connections (at least 2: a page and its count)."""
+        return max(2, self.api_store_connections // self.serve_processes)
 
     @property
     def store_is_postgres(self) -> bool:

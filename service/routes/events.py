@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import OrderedDict
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -84,38 +83,6 @@ class SwappedPrompt(BaseModel):
     prompt: str
 
 
-class ResultCache:
-    """The first answer per (tenant, kind, id), as the JSON sent, bounded by count and by bytes
-    (oldest out first): a repeated request gets it again, and only its own tenant's."""
-
-    def __init__(self, size: int = 10_000, max_bytes: int = 32 * 1024 * 1024) -> None:
-        self.size, self.max_bytes = size, max_bytes
-        self.bytes = 0
-        self._answers: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
-        self._digests: dict[tuple[str, str, str], str] = {}  # sha256 of the body each answer came from
-
-    def get(self, key: tuple[str, str, str]) -> bytes | None:
-        return self._answers.get(key)
-
-    def digest(self, key: tuple[str, str, str]) -> str | None:
-        return self._digests.get(key)
-
-    def put(self, key: tuple[str, str, str], answer: bytes, digest: str = "") -> None:
-        if len(answer) > self.max_bytes:
-            return
-        old = self._answers.pop(key, None)
-        self.bytes += len(answer) - (len(old) if old is not None else 0)
-        self._answers[key] = answer
-        self._digests[key] = digest
-        while len(self._answers) > self.size or self.bytes > self.max_bytes:
-            gone, answer_gone = self._answers.popitem(last=False)
-            self._digests.pop(gone, None)
-            self.bytes -= len(answer_gone)
-
-    def __len__(self) -> int:
-        return len(self._answers)
-
-
 async def _audit(
     request: Request, caller: Principal, state: ApiState, topic: str, kind: str, id_field: str
 ) -> Response:
@@ -173,13 +140,12 @@ async def _answer(
         if state.evaluations is not None:
             state.evaluations.emit([outcome])
         answer = outcome.result.model_dump_json().encode()
-        cache.put((outcome.result.tenant_id, kind, outcome.result.audit_id), answer, _sha256(body))
+        await cache.put((outcome.result.tenant_id, kind, outcome.result.audit_id), answer, _sha256(body))
         return Response(answer, media_type="application/json")
-    # a repeat of an id this tenant already had audited in this process: the first answer again
+    # a repeat of an id this tenant already had audited: the first answer again
     tenant_id, event_id = _event_key(body, id_field)  # a body audited once already: an object
-    key = (tenant_id or "default", kind, event_id or "")
-    cached = cache.get(key) if event_id else None
-    first_digest = cache.digest(key) if event_id else None
+    first = await cache.first((tenant_id or "default", kind, event_id)) if event_id else None
+    cached, first_digest = first if first is not None else (None, None)
     if cached is not None and first_digest and first_digest != _sha256(body):
         return problem(
             409,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.responses import PlainTextResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from ..problems import packaged_page
 from ..state import ApiState, state_of
@@ -44,7 +44,7 @@ async def readyz() -> dict[str, str]:
 
 @router.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics")
 async def metrics(state: Annotated[ApiState, Depends(state_of)]) -> PlainTextResponse:
-    return PlainTextResponse(generate_latest(state.metrics.registry).decode(), media_type=CONTENT_TYPE_LATEST)
+    return PlainTextResponse(state.metrics.exposition().decode(), media_type=CONTENT_TYPE_LATEST)
 
 
 def mount_docs(app: FastAPI) -> None:

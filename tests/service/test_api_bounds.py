@@ -3,13 +3,15 @@ body, ask for an unbounded answer, or grow the process's caches without end."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timezone
 
 from fastapi.testclient import TestClient
 
-from bias_audit.service.routes.events import MAX_SWAP_ANSWER_BYTES, MAX_SWAP_BODY_BYTES, ResultCache
+from bias_audit.service.routes.events import MAX_SWAP_ANSWER_BYTES, MAX_SWAP_BODY_BYTES
 from bias_audit.state.base import WindowItem
 from bias_audit.state.memory_window import MemoryWindow
+from bias_audit.state.result_cache import ResultCache
 from bias_audit.worker.composition import api_app
 from bias_audit.worker.settings import Settings
 
@@ -61,14 +63,18 @@ def test_counterfactual_prompts_bounds_its_answer_and_its_swaps(tmp_path):
 
 def test_the_result_cache_is_bounded_by_bytes_and_by_count():
     cache = ResultCache(size=3, max_bytes=100)
-    for index in range(5):
-        cache.put(("t", "k", str(index)), b"x" * 40)
+
+    async def fill(keys, answer: bytes) -> None:
+        for key in keys:
+            await cache.put(("t", "k", key), answer, "d-" + key)
+
+    asyncio.run(fill([str(i) for i in range(5)], b"x" * 40))
     assert len(cache) == 2 and cache.bytes == 80  # 3 x 40 > 100: the oldest left
-    assert cache.get(("t", "k", "4")) == b"x" * 40 and cache.get(("t", "k", "0")) is None
-    cache.put(("t", "k", "huge"), b"x" * 101)  # larger than the whole cache: not kept
-    assert cache.get(("t", "k", "huge")) is None and cache.bytes == 80
-    for index in range(5, 10):
-        cache.put(("t", "k", str(index)), b"y")
+    assert asyncio.run(cache.first(("t", "k", "4"))) == (b"x" * 40, "d-4")
+    assert asyncio.run(cache.first(("t", "k", "0"))) is None
+    asyncio.run(fill(["huge"], b"x" * 101))  # larger than the whole cache: not kept
+    assert asyncio.run(cache.first(("t", "k", "huge"))) is None and cache.bytes == 80
+    asyncio.run(fill([str(i) for i in range(5, 10)], b"y"))
     assert len(cache) == 3 and cache.bytes == 3
 
 

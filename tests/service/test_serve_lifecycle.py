@@ -3,6 +3,7 @@ browser's icon request is no 404, and SIGTERM stops it within seconds, saying so
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 
@@ -31,3 +32,52 @@ def test_serve_says_auth_is_off_answers_the_icon_and_stops_promptly_on_sigterm(t
     assert "auth off: requests to loopback names only" in said and f"on {url}" in said
     assert "stopping: answering the requests in flight" in said and said.rstrip().endswith("stopped")
     assert '"status":404' not in said
+
+
+def _sessions_audited(metrics: str) -> float:
+    for line in metrics.splitlines():
+        if line.startswith("bias_audit_http_requests_total{") and 'endpoint="council.session"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_two_serve_processes_keep_one_window_and_count_a_repeated_session_once(tmp_path):
+    from tests.builders import council_event
+
+    log = tmp_path / "serve.log"
+    server, url = spawn_serve(
+        "--store", str(tmp_path / "records"), "--workers", "2", env={"BIAS_AUDIT_LOG_LEVEL": "INFO"}, log_path=log
+    )
+    scores = {"M1": {"M1": 9, "M2": 6}, "M2": {"M1": 7, "M2": 8}, "R3": {"M1": 6, "M2": 5}}
+
+    def audit(number: int) -> httpx.Response:
+        session = council_event(scores, session_id=f"s-{number}", timestamp=f"2026-11-20T10:{number:02d}:00Z")
+        with httpx.Client(timeout=10) as client:  # a connection each: either process may take it
+            return client.post(url + "/audit-session", json=session)
+
+    try:
+        answers = [audit(number) for number in range(24)]
+        counted = [answer.json()["window"]["sessions"] for answer in answers]
+        repeated = [audit(3) for _ in range(6)]  # a client's retries, to either process
+        newer = audit(30)
+        scraped = set()
+        for _ in range(6):
+            with httpx.Client(timeout=10) as client:  # whichever process takes the scrape
+                scraped.add(_sessions_audited(client.get(url + "/metrics").text))
+    finally:
+        server.send_signal(signal.SIGTERM)
+        code = server.wait(timeout=30)
+    said = log.read_text()
+    assert code == 0 and "2 processes" in said and said.rstrip().endswith("stopped"), said[-2000:]
+    answered_by = {
+        line["pid"]
+        for line in map(json.loads, (text for text in said.splitlines() if text.startswith("{")))
+        if line.get("path") == "/audit-session"
+    }
+    assert len(answered_by) == 2  # both processes answered
+    assert scraped == {24 + 6 + 1}  # every process's count, from either
+    assert counted == list(range(1, 25))  # one window, whichever process answered
+    for again in repeated:  # the first answer again, whichever process took the retry
+        assert again.status_code == 200 and again.headers["Idempotent-Replay"] == "true", again.text
+        assert again.json() == answers[3].json()
+    assert newer.json()["window"]["sessions"] == 25  # the repeat counted once

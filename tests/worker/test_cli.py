@@ -1,4 +1,5 @@
 import json
+import os
 
 import pytest
 from typer.testing import CliRunner
@@ -77,3 +78,27 @@ def test_settings_copies_are_validated_like_the_original():
     assert settings.replaced(window_sessions=20).window_sessions == 20
     with pytest.raises(ValidationError, match="window_sessions"):
         settings.replaced(window_sessions=0)  # model_copy(update=...) would have kept it
+
+
+@pytest.mark.parametrize(
+    "workers,connections,processes,each",
+    [
+        (None, 20, len(os.sched_getaffinity(0)), max(2, 20 // len(os.sched_getaffinity(0)))),
+        (4, 20, 4, 5),
+        (3, 20, 3, 6),
+        (16, 20, 16, 2),
+        (1, 7, 1, 7),
+    ],
+)
+def test_serve_runs_a_process_per_core_unless_told_and_splits_the_store_connections(
+    workers, connections, processes, each
+):
+    from bias_audit.worker.settings import Settings
+
+    settings = Settings(serve_workers=workers, api_store_connections=connections)
+    assert (settings.serve_processes, settings.api_connections_per_process) == (processes, each)
+
+
+def test_serve_refuses_a_process_count_out_of_range(tmp_path):
+    result = runner.invoke(app, ["serve", "--workers", "0", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "--workers" in result.stderr

@@ -82,6 +82,17 @@ def serve(
     data_dir: DataDirOpt = None,
     consent_level: ConsentOpt = None,
     store: StoreOpt = None,
+    workers: Annotated[
+        Optional[int],
+        typer.Option(
+            "--workers",
+            metavar="N",
+            min=1,
+            max=64,
+            help="processes answering requests on the port (default: one per core; BIAS_AUDIT_SERVE_WORKERS); "
+            "with more than one their windows are kept in Redis: BIAS_AUDIT_REDIS_URL, else an embedded one",
+        ),
+    ] = None,
     insecure_no_auth: Annotated[
         bool,
         typer.Option(
@@ -100,7 +111,7 @@ def serve(
     from ..run import run_api
 
     run_api(
-        settings_with(data_dir=data_dir, consent_level=consent_level, store_url=store),
+        settings_with(data_dir=data_dir, consent_level=consent_level, store_url=store, serve_workers=workers),
         host,
         port,
         say=say,
