@@ -1,18 +1,31 @@
-"""The audit API under load: concurrent GraphQL list queries against stored interaction audits.
+"""The audit API under load: GraphQL list queries and /analyze-bias against `bias-audit serve`.
 
-    python bench/api_load.py [AUDITS] [CONCURRENT] [ROUNDS]   # defaults: 100000 200 5
+    python bench/api_load.py                       # 100,000 audits; this checkout's serve, its defaults
+    python bench/api_load.py --python /tmp/before/.venv/bin/python --python .venv/bin/python --rounds 3
 
 An embedded PostgreSQL gets AUDITS llm_interaction_audit rows (real audits of generated responses,
-copied under new ids, tenants and times, written with the store's own COPY), then one `bias-audit
-serve` process answers ROUNDS waves of CONCURRENT GraphQL queries sent at once: a reviewer's first
-page of flagged items (with totalCount), filtered by model or bias type, and the page after it.
-Latency is measured at the client, per request. Prints a table; record it in bench/RESULTS.md.
+copied under new ids, tenants and times, written with the store's own COPY), one database per
+interpreter, migrated by that interpreter's own `bias-audit setup` (a checkout is measured on its
+own schema). Then, for each round and each interpreter in turn (alternated), one `bias-audit serve`
+(its defaults, or `--workers N`) answers three loads, measured at the client per request:
+
+- open loop: GraphQL list queries (a reviewer's first page of flagged items with totalCount, one
+  model, one bias type, the design document's list) sent at `--rate` per second for `--seconds`,
+  each on its schedule whether or not the ones before were answered; latency from the scheduled
+  moment, so a server that falls behind is charged for the wait (no coordinated omission);
+- burst: `--burst` concurrent list queries at once, `--waves` times;
+- /analyze-bias at `--analyze-rate` per second, open loop, each a new audit_id.
+
+A request that fails to connect or is cut (a dropped connection) counts as an error.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -54,16 +67,14 @@ QUERIES = [
 ]
 
 
-def fill(url: str, audits: int) -> None:
-    """`audits` rows: the audited records of 500 generated responses, copied with new ids,
-    tenants and times (one month), through the interaction store's COPY."""
+def templates() -> list[dict]:
+    """The audited records of 500 generated responses, through the response consumer."""
     from bias_audit.consumers.envelope import Delivery
     from bias_audit.consumers.responses import ResponseProcessor
     from bias_audit.lexicons.load import shipped_lexicons
     from bias_audit.lexicons.sentiment import vader_scorer
     from bias_audit.state.memory_window import MemoryWindow
     from bias_audit.storage.jsonl_store import JsonlRecordStore, read_records
-    from bias_audit.storage.postgres import PostgresInteractionStore, interaction_row
     from bias_audit.worker.response_samples import generate_responses
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -76,12 +87,22 @@ def fill(url: str, audits: int) -> None:
             processor.process([Delivery(str(i), json.dumps(e).encode(), "llm.responses") for i, e in enumerate(events)])
         )
         files.close()
-        templates = list(read_records([files.path]))
+        return list(read_records([files.path]))
+
+
+def fill(url: str, audits: int) -> None:
+    """`audits` rows: the templates copied with new ids, tenants and times (one month), through the
+    interaction store's COPY; then VACUUM ANALYZE, as autovacuum leaves a loaded table."""
+    import psycopg
+
+    from bias_audit.storage.postgres import PostgresInteractionStore, interaction_row
+
+    rows = templates()
     store = PostgresInteractionStore(url)
     start = datetime(2026, 10, 1, tzinfo=timezone.utc)
     batch = []
     for number in range(audits):
-        record = dict(templates[number % len(templates)])
+        record = dict(rows[number % len(rows)])
         record["audit_id"] = f"load-{number}"
         record["tenant_id"] = TENANTS[number % len(TENANTS)]
         record["timestamp"] = (start + timedelta(seconds=number * 26)).isoformat().replace("+00:00", "Z")
@@ -92,89 +113,218 @@ def fill(url: str, audits: int) -> None:
     if batch:
         store.write(batch)
     store.close()
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as connection:  # as autovacuum leaves a loaded table
+    with psycopg.connect(url, autocommit=True) as connection:
         connection.execute("VACUUM ANALYZE")
 
 
-async def wave(client, base: str, concurrent: int, tokens: list[str]) -> list[tuple[str, float, int]]:
-    async def one(index: int) -> tuple[str, float, int]:
-        name, query = QUERIES[index % len(QUERIES)]
-        started = time.perf_counter()
-        async with client.post(
-            base + "/graphql", json={"query": query}, headers={"Authorization": "Bearer " + tokens[index % len(tokens)]}
-        ) as reply:
-            ok = reply.status == 200 and "errors" not in await reply.json()
-        return name, (time.perf_counter() - started) * 1000, 1 if ok else 0
+def database(server_url: str, name: str) -> str:
+    import re
 
-    return await asyncio.gather(*(one(i) for i in range(concurrent)))
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return re.sub(r"(postgresql://[^/]*/)[^?]*", lambda m: m.group(1) + name, server_url, count=1)
 
 
-def main(audits: int = 100_000, concurrent: int = 200, rounds: int = 5) -> None:
-    from bias_audit.storage.embedded_postgres import EmbeddedPostgres
-    from bias_audit.storage.postgres import apply_migrations
-    from tests.services import spawn_serve
+def spawn(python: str, store: str, data_dir: str, workers: int | None) -> tuple[subprocess.Popen, str]:
+    """`bias-audit serve` of the interpreter's checkout on a free port, once /healthz answers."""
+    import httpx
 
-    tokens = [
+    from tests.services import free_port
+
+    port = free_port()
+    extra = [] if workers is None else ["--workers", str(workers)]
+    env = {
+        **os.environ,
+        "BIAS_AUDIT_JWT_SECRET": SECRET,
+        "BIAS_AUDIT_LOG_LEVEL": "WARNING",
+        "BIAS_AUDIT_DATA_DIR": data_dir,
+    }
+    process = subprocess.Popen(
+        [python, "-m", "bias_audit", "serve", "--port", str(port), "--store", store, *extra],
+        env=env,
+        cwd=data_dir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    process.kill()
+    raise RuntimeError(f"{python} -m bias_audit serve did not start")
+
+
+def tokens(role: str) -> list[str]:
+    return [
         jwt.encode(
-            {"sub": f"reviewer-{t}", "tenant_id": t, "roles": ["reviewer"], "exp": int(time.time()) + 3600},
+            {"sub": f"{role}-{t}", "tenant_id": t, "roles": [role], "exp": int(time.time()) + 3600},
             SECRET,
             algorithm="HS256",
         )
         for t in TENANTS
     ]
-    with tempfile.TemporaryDirectory() as tmp, EmbeddedPostgres(Path(tmp) / "pg") as database:
-        apply_migrations(database.url)
-        started = time.perf_counter()
-        fill(database.url, audits)
-        filled = time.perf_counter() - started
-        server, base = spawn_serve(
-            "--store",
-            database.url,
-            env={"BIAS_AUDIT_JWT_SECRET": SECRET, "BIAS_AUDIT_LOG_LEVEL": "WARNING", "BIAS_AUDIT_DATA_DIR": tmp},
+
+
+Result = tuple[str, float, bool]  # (what, ms, answered well)
+
+
+async def _send(client, url: str, body: dict, token: str, what: str, since: float) -> Result:
+    import aiohttp
+
+    try:
+        async with client.post(url, json=body, headers={"Authorization": "Bearer " + token}) as reply:
+            answer = await reply.json()
+            ok = reply.status == 200 and "errors" not in answer
+    except (aiohttp.ClientError, asyncio.TimeoutError):
+        ok = False  # refused, cut or timed out: a dropped request
+    return what, (time.perf_counter() - since) * 1000, ok
+
+
+async def open_loop(client, base: str, rate: float, seconds: float, request) -> list[Result]:
+    """`request(i)` -> (path, body, token, what), sent at i / rate seconds from the start."""
+    started = time.perf_counter()
+    pending = []
+    for index in range(int(rate * seconds)):
+        moment = started + index / rate
+        await asyncio.sleep(max(0.0, moment - time.perf_counter()))
+        path, body, token, what = request(index)
+        pending.append(asyncio.create_task(_send(client, base + path, body, token, what, moment)))
+    return list(await asyncio.gather(*pending))
+
+
+async def burst(client, base: str, concurrent: int, waves: int, readers: list[str]) -> list[Result]:
+    results: list[Result] = []
+    for _ in range(waves):
+        began = time.perf_counter()
+        results += await asyncio.gather(
+            *(
+                _send(
+                    client,
+                    base + "/graphql",
+                    {"query": QUERIES[i % len(QUERIES)][1]},
+                    readers[i % len(readers)],
+                    QUERIES[i % len(QUERIES)][0],
+                    began,
+                )
+                for i in range(concurrent)
+            )
         )
-        try:
+    return results
 
-            async def run() -> tuple[list[tuple[str, float, int]], float]:
-                import aiohttp
 
-                # aiohttp: httpx's async client spent a whole core of its own on 200 connections,
-                # and the latency measured was the client's; keep-alive shorter than the server's 5 s
-                connector = aiohttp.TCPConnector(limit=concurrent, keepalive_timeout=3.0)
-                async with aiohttp.ClientSession(
-                    connector=connector, timeout=aiohttp.ClientTimeout(total=120)
-                ) as client:
-                    await wave(client, base, 20, tokens)  # warm: connections, the pool, PostgreSQL's caches
-                    results = []
-                    begun = time.perf_counter()
-                    for _ in range(rounds):
-                        results += await wave(client, base, concurrent, tokens)
-                    return results, time.perf_counter() - begun
+def measure(base: str, args, events: list[dict]) -> dict[str, list[Result]]:
+    import aiohttp
 
-            results, elapsed = asyncio.run(run())
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-    table = Table(
-        title=f"{concurrent} concurrent GraphQL queries x {rounds} waves, {audits:,} stored interaction "
-        f"audits (10 tenants), one serve process (ms, at the client)"
+    readers, senders = tokens("reviewer"), tokens("service")
+    serial = iter(range(10**9))
+
+    def list_query(index: int):
+        name, query = QUERIES[index % len(QUERIES)]
+        return "/graphql", {"query": query}, readers[index % len(readers)], name
+
+    def analyze(index: int):
+        event = dict(events[index % len(events)])
+        event["audit_id"] = f"bench-{os.getpid()}-{time.time_ns()}-{next(serial)}"
+        event["tenant_id"] = TENANTS[index % len(TENANTS)]
+        return "/analyze-bias", event, senders[index % len(senders)], "analyze-bias"
+
+    async def run() -> dict[str, list[Result]]:
+        # aiohttp: httpx's async client spent a core of its own on 200 connections; keep-alive
+        # shorter than the server's 5 s, so the client never reuses a connection the server closes
+        connector = aiohttp.TCPConnector(limit=1000, keepalive_timeout=3.0)
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as client:
+            await open_loop(client, base, 20, 1, list_query)  # warm: connections, pools, caches
+            await open_loop(client, base, 20, 1, analyze)
+            measured = {}
+            if "lists" in args.loads:
+                name = f"GraphQL lists, open loop {args.rate:g}/s"
+                measured[name] = await open_loop(client, base, args.rate, args.seconds, list_query)
+            if "burst" in args.loads:
+                name = f"GraphQL lists, {args.burst} at once x {args.waves}"
+                measured[name] = await burst(client, base, args.burst, args.waves, readers)
+            if "analyze" in args.loads:
+                name = f"/analyze-bias, open loop {args.analyze_rate:g}/s"
+                measured[name] = await open_loop(client, base, args.analyze_rate, args.seconds, analyze)
+            return measured
+
+    return asyncio.run(run())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--audits", type=int, default=100_000)
+    parser.add_argument("--python", action="append", help="the interpreter whose checkout serves (repeatable)")
+    parser.add_argument("--workers", type=int, help="serve --workers N (default: serve's own default)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds, each interpreter in turn")
+    parser.add_argument("--rate", type=float, default=150.0, help="GraphQL list queries a second")
+    parser.add_argument("--analyze-rate", type=float, default=100.0, help="/analyze-bias requests a second")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--burst", type=int, default=200)
+    parser.add_argument("--waves", type=int, default=3)
+    parser.add_argument(
+        "--loads", default="lists,burst,analyze", help="which loads, comma-separated (lists, burst, analyze)"
     )
-    for column in ("query", "requests", "ok", "p50", "p90", "p99", "max"):
+    args = parser.parse_args()
+    pythons = [os.path.abspath(p) for p in args.python or [sys.executable]]  # serve runs in a data folder
+
+    from bias_audit.storage.embedded_postgres import EmbeddedPostgres
+    from bias_audit.worker.response_samples import generate_responses
+
+    events = generate_responses(500, seed=7)
+    for event in events:
+        event.pop("original_query", None)
+    results: dict[tuple[str, str], list[Result]] = {}
+    console = Console(width=150)
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedPostgres(Path(tmp) / "pg") as server:
+        stores = {}
+        for number, python in enumerate(pythons):
+            stores[python] = database(server.url, f"bench_{number}")
+            subprocess.run(
+                [python, "-m", "bias_audit", "setup", "--store", stores[python]],
+                check=True,
+                capture_output=True,
+                cwd=tmp,
+            )
+            began = time.perf_counter()
+            fill(stores[python], args.audits)
+            console.print(f"{python}: {args.audits:,} audits filled in {time.perf_counter() - began:.0f} s")
+        for round_number in range(args.rounds):
+            for python in pythons:
+                data = Path(tmp) / f"data-{round_number}-{pythons.index(python)}"
+                data.mkdir()
+                process, base = spawn(python, stores[python], str(data), args.workers)
+                try:
+                    for load, measured in measure(base, args, events).items():
+                        results.setdefault((python, load), []).extend(measured)
+                finally:
+                    process.terminate()
+                    process.wait(timeout=60)
+    table = Table(
+        title=f"bias-audit serve, {args.audits:,} stored interaction audits (10 tenants), "
+        f"{'its default processes' if args.workers is None else f'--workers {args.workers}'}, "
+        f"{args.rounds} round(s) alternated; ms at the client"
+    )
+    for column in ("serve of", "load", "requests", "errors", "p50", "p90", "p99", "max"):
         table.add_column(column, justify="right")
-    for name in [*dict.fromkeys(n for n, _ in QUERIES), "all"]:
-        times = sorted(t for n, t, _ in results if name in (n, "all"))
-        ok = sum(o for n, _, o in results if name in (n, "all"))
+    for (python, load), measured in results.items():
+        times = sorted(ms for _, ms, _ in measured)
         table.add_row(
-            name,
-            str(len(times)),
-            str(ok),
+            python.replace(str(ROOT), "."),
+            load,
+            str(len(measured)),
+            str(sum(1 for *_, ok in measured if not ok)),
             *(f"{percentile(times, q):,.0f}" for q in (0.5, 0.9, 0.99)),
             f"{times[-1]:,.0f}",
         )
-    Console().print(table)
-    Console().print(f"filled {audits:,} rows in {filled:.1f} s; {len(results) / elapsed:,.0f} requests/s overall")
+    console.print(table)
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:4]))
+    main()

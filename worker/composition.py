@@ -232,9 +232,12 @@ def _sink(settings: Settings, postgres: Any, folder: Path, kind: str) -> RecordS
     return JsonlRecordStore(folder, f"{kind}-" + re.sub(r"[^A-Za-z0-9._-]", "_", settings.consumer_name))
 
 
-def shared_window_processor(settings: Settings, window_client: Redis, metrics: WorkerMetrics, *, verdicts: bool):
+def shared_window_processor(
+    settings: Settings, window_client: Redis, metrics: WorkerMetrics, *, verdicts: bool, tasks: bool = True
+):
     """The pipeline with its windows, alerts and exactly-once markers in Redis: one window for every
-    process that points at that Redis (scaled-out workers, `serve`'s processes)."""
+    process that points at that Redis (scaled-out workers, `serve`'s processes). tasks: count what
+    task suggestions are made from (the workers do; `serve` answers without them, as in memory)."""
     window = TimedWindow(RedisWindow(window_client, settings.window_policy, prefix=settings.key_prefix), metrics)
     alerts = RedisAlertState(window_client, settings.alert_limits, prefix=settings.key_prefix)
     return event_processor(
@@ -243,7 +246,7 @@ def shared_window_processor(settings: Settings, window_client: Redis, metrics: W
         alerts,
         council_store=record_store(settings),
         response_store=interaction_store(settings),
-        tasks=task_state(settings, window_client),
+        tasks=task_state(settings, window_client) if tasks else None,
         verdicts=_redis_verdicts(settings, window_client, alerts, metrics) if verdicts else None,
     )
 
@@ -426,7 +429,7 @@ def api_app(settings: Settings, *, loopback_only: bool | None = None):
         from bias_audit.state.result_cache import RedisResultCache
 
         client = Redis.from_url(settings.redis_url)
-        processor = shared_window_processor(settings, client, WorkerMetrics("http"), verdicts=True)
+        processor = shared_window_processor(settings, client, WorkerMetrics("http"), verdicts=True, tasks=False)
         first_answers = RedisResultCache(client, prefix=settings.key_prefix)  # a retry may reach another process
     else:
         processor = in_process_processor(

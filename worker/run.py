@@ -280,6 +280,21 @@ def _processes_config(settings: Settings, host: str, port: int, loopback_only: b
     )
 
 
+def listening_socket(config):
+    """The port's socket, which `serve`'s processes share. uvicorn makes it with protocol 0, so
+    asyncio does not turn Nagle off on the connections it accepts, and a response written in two
+    parts waits for a delayed ACK (40 ms a request); set on the listening socket, TCP_NODELAY is
+    inherited by every connection it accepts."""
+    from socket import IPPROTO_TCP, TCP_NODELAY
+
+    try:
+        listening = config.bind_socket()
+    except SystemExit:  # uvicorn has logged why (the port is taken, say)
+        raise CommandError(f"cannot listen on {config.host}:{config.port}", exit_code=1) from None
+    listening.setsockopt(IPPROTO_TCP, TCP_NODELAY, 1)
+    return listening
+
+
 def _serve_until_signalled(config, say: Callable[[str], None]) -> None:
     """uvicorn's supervisor and its processes until SIGTERM / SIGINT, which stop them after the
     requests in flight are answered, then return (exit code 0, as the worker's). A process that
@@ -288,10 +303,7 @@ def _serve_until_signalled(config, say: Callable[[str], None]) -> None:
 
     from uvicorn.supervisors import Multiprocess
 
-    try:
-        socket = config.bind_socket()
-    except SystemExit:  # uvicorn has logged why (the port is taken, say)
-        raise CommandError(f"cannot listen on {config.host}:{config.port}", exit_code=1) from None
+    socket = listening_socket(config)
     supervisor = Multiprocess(config, sockets=[socket])
     asked: list[int] = []
 

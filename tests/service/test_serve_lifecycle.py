@@ -81,3 +81,22 @@ def test_two_serve_processes_keep_one_window_and_count_a_repeated_session_once(t
         assert again.status_code == 200 and again.headers["Idempotent-Replay"] == "true", again.text
         assert again.json() == answers[3].json()
     assert newer.json()["window"]["sessions"] == 25  # the repeat counted once
+
+
+def test_the_connections_serve_accepts_send_at_once_without_waiting_for_an_ack():
+    import socket
+
+    import uvicorn
+
+    from bias_audit.worker.run import listening_socket
+    from tests.services import free_port
+
+    listening = listening_socket(uvicorn.Config("x:y", host="127.0.0.1", port=free_port()))
+    listening.listen()  # as the server does when it starts
+    try:
+        with socket.create_connection(listening.getsockname()[:2], timeout=5):
+            accepted, _ = listening.accept()
+            with accepted:  # Nagle off, or each two-part response waits for a delayed ACK
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    finally:
+        listening.close()
