@@ -71,9 +71,8 @@ def tenant_report(
         earlier = [] if isinstance(previous, int) else list(previous)
         combined, before = window_cells([*earlier, *window]), len(earlier)
     cells = combined.slice(before, combined.sessions) if before else combined
-    digests = cells.digests
-    sessions = len(digests)
-    units = {d.length_unit for d in digests}
+    sessions = cells.sessions
+    units = cells.length_units
     warnings = []
     if len(units) > 1:
         warnings.append(
@@ -119,11 +118,11 @@ def tenant_report(
         warnings.append("position effects are not identifiable: no model was seen at more than one position")
     _, x, y = cells.length_points
     return TenantReport(
-        tenant_id=digests[0].tenant_id if digests else "default",
+        tenant_id=cells.tenant_id,
         sessions=sessions,
         scores=int(cells.peer.sum()),
-        window_start=iso_ms(digests[0].ts_ms) if digests else None,
-        window_end=iso_ms(digests[-1].ts_ms) if digests else None,
+        window_start=iso_ms(int(cells.ts_ms[0])) if sessions else None,
+        window_end=iso_ms(int(cells.ts_ms[-1])) if sessions else None,
         confidence=confidence_tier(sessions),
         length_unit=units.pop() if len(units) == 1 else "mixed" if units else "words",
         length_correlation=length,

@@ -45,8 +45,8 @@ def timeline(cells: WindowCells, buckets: int = 10) -> list[TimeBucket]:
                 reviewer_offsets[name] = round(float(np.nanmean(column)), 4)
         out.append(
             TimeBucket(
-                start=iso_ms(cells.digests[lo].ts_ms),
-                end=iso_ms(cells.digests[hi - 1].ts_ms),
+                start=iso_ms(int(cells.ts_ms[lo])),
+                end=iso_ms(int(cells.ts_ms[hi - 1])),
                 sessions=int(hi - lo),
                 mean_score=rounded(np.nanmean(means) + 1.0) if (~np.isnan(means)).any() else None,
                 length_correlation=rounded(r),
@@ -142,24 +142,18 @@ def _model_session_means(cells: WindowCells, model: str) -> np.ndarray:
 def change_points(cells: WindowCells, *, limit: int = 5, alpha: float = 0.01) -> list[ChangePoint]:
     """Where council_config_version changes between consecutive sessions (time order): the
     sessions since the previous change vs those until the next, compared like two windows."""
-    digests = cells.digests
-    versions = [d.config_version for d in digests]
-    marks = [
-        i
-        for i in range(1, len(digests))
-        if versions[i] is not None and versions[i - 1] is not None and versions[i] != versions[i - 1]
-    ]
+    marks = sorted(cells.change_traces)
     out = []
-    bounds = [0, *marks, len(digests)]
+    bounds = [0, *marks, cells.sessions]
     for k, at in enumerate(marks[-limit:], start=len(marks) - min(limit, len(marks))):
         before = cells.slice(bounds[k], at)
         after = cells.slice(at, bounds[k + 2])
         out.append(
             ChangePoint(
-                at=iso_ms(digests[at].ts_ms),
-                trace_id=digests[at].trace_id,
-                from_version=str(versions[at - 1]),
-                to_version=str(versions[at]),
+                at=iso_ms(int(cells.ts_ms[at])),
+                trace_id=cells.change_traces[at],
+                from_version=str(cells.config_version(at - 1)),
+                to_version=str(cells.config_version(at)),
                 tests=compare_windows(before, after, alpha=alpha),
             )
         )

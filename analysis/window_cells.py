@@ -21,10 +21,19 @@ from .session_noise import REFERENCE_SPAN
 
 @dataclass(frozen=True)
 class WindowCells:
-    digests: Sequence[SessionDigest]  # oldest first
+    # per session, oldest first (no per-session object: a year of sessions stays columns)
+    session_ids: Sequence[str]
+    ts_ms: np.ndarray  # (sessions,) int: the session's time, ms since the epoch
+    config: np.ndarray  # (sessions,) int: council_config_version, index into configs; -1 unknown
+    configs: list[str]
+    unit: np.ndarray  # (sessions,) int: the length unit, index into units
+    units: list[str]
+    change_traces: dict[int, str | None]  # session -> its trace id, where the config differs from the one before
+    tenant_id: str
+    # per cell
     reviewers: list[str]
     models: list[str]
-    session: np.ndarray  # (n,) int: index into digests
+    session: np.ndarray  # (n,) int: index of the session
     reviewer: np.ndarray  # (n,) int: index into reviewers
     model: np.ndarray  # (n,) int: index into models
     position: np.ndarray  # (n,) int: display position, -1 unknown
@@ -38,7 +47,16 @@ class WindowCells:
 
     @property
     def sessions(self) -> int:
-        return len(self.digests)
+        return len(self.session_ids)
+
+    @property
+    def length_units(self) -> set[str]:
+        """The length units the sessions use."""
+        return {self.units[i] for i in np.unique(self.unit).tolist()}
+
+    def config_version(self, session: int) -> str | None:
+        index = int(self.config[session])
+        return None if index < 0 else self.configs[index]
 
     @property
     def peer(self) -> np.ndarray:
@@ -46,19 +64,27 @@ class WindowCells:
 
     def slice(self, start: int, stop: int) -> WindowCells:
         """The sessions start..stop-1 (names keep their indices; some may have no cells)."""
-        return self._cells((self.session >= start) & (self.session < stop), self.digests[start:stop], start)
+        start, stop, _ = slice(start, stop).indices(self.sessions)
+        return self._cells((self.session >= start) & (self.session < stop), start, max(start, stop))
 
     def without_reviewer(self, index: int) -> WindowCells:
         """The window without the scores reviewer `index` gave (names keep their indices)."""
-        return self._cells(self.reviewer != index, self.digests, 0)
+        return self._cells(self.reviewer != index, 0, self.sessions)
 
-    def _cells(self, keep: np.ndarray, digests: Sequence[SessionDigest], first_session: int) -> WindowCells:
-        """The cells `keep` selects, over `digests` (the sessions from `first_session` on)."""
+    def _cells(self, keep: np.ndarray, start: int, stop: int) -> WindowCells:
+        """The cells `keep` selects, over the sessions start..stop-1."""
         return WindowCells(
-            digests=digests,
+            session_ids=self.session_ids[start:stop],
+            ts_ms=self.ts_ms[start:stop],
+            config=self.config[start:stop],
+            configs=self.configs,
+            unit=self.unit[start:stop],
+            units=self.units,
+            change_traces={at - start: trace for at, trace in self.change_traces.items() if start < at < stop},
+            tenant_id=self.tenant_id,
             reviewers=self.reviewers,
             models=self.models,
-            session=self.session[keep] - first_session,
+            session=self.session[keep] - start,
             reviewer=self.reviewer[keep],
             model=self.model[keep],
             position=self.position[keep],
@@ -160,65 +186,122 @@ class WindowCells:
 
 
 def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
-    """Columns of every cell of the window. Names are mapped to window-wide indices once per
-    session; each cell column is read in one C-level pass (no per-cell Python)."""
-    reviewer_index: dict[str, int] = {}
-    model_index: dict[str, int] = {}
-    reviewer_map: list[int] = []  # per session, its reviewers' window indices, concatenated
-    model_map: list[int] = []
-    lengths: list[float] = []
-    counts: list[int] = []
-    fingerprint_index: dict[str, int] = {}
-    content: list[int] = []  # per session and model: the answer's fingerprint index, -1 unknown
-    correct: list[int] = []  # per session and model: 1, 0, -1 unknown
-    similarity: list[float] = []
-    for digest in digests:
-        models = len(digest.models)
-        content.extend(
-            [-1 if f is None else fingerprint_index.setdefault(f, len(fingerprint_index)) for f in digest.fingerprints]
-            if digest.fingerprints
-            else [-1] * models
-        )
-        correct.extend([-1 if c is None else int(c) for c in digest.correct] if digest.correct else [-1] * models)
-        similarity.extend(
-            [np.nan if v is None else v for v in digest.cell_similarity]
-            if digest.cell_similarity
-            else [np.nan] * len(digest.cell_reviewer)
-        )
-        reviewer_map.extend(reviewer_index.setdefault(name, len(reviewer_index)) for name in digest.reviewers)
-        model_map.extend(model_index.setdefault(name, len(model_index)) for name in digest.models)
-        lengths.extend(digest.lengths)
-        counts.append(len(digest.cell_reviewer))
-    total = sum(counts)
+    """Columns of every cell of the window's digests (oldest first)."""
+    builder = WindowCellsBuilder()
+    builder.add(digests)
+    return builder.build()
 
-    def column(name: str, dtype: type) -> np.ndarray:
-        return np.fromiter(chain.from_iterable(getattr(d, name) for d in digests), dtype, count=total)
 
-    session = np.repeat(np.arange(len(digests)), counts)
-    reviewer_start = np.cumsum([0, *(len(d.reviewers) for d in digests)])[:-1]
-    model_start = np.cumsum([0, *(len(d.models) for d in digests)])[:-1]
-    local_reviewer = column("cell_reviewer", np.int64)
-    local_model = column("cell_model", np.int64)
-    score = column("cell_score", np.float64)
-    model_slot = model_start[session] + local_model if len(digests) else local_model
-    return WindowCells(
-        digests=digests,
-        reviewers=list(reviewer_index),
-        models=list(model_index),
-        session=session,
-        reviewer=np.asarray(reviewer_map, dtype=np.int64)[reviewer_start[session] + local_reviewer]
-        if len(digests)
-        else local_reviewer,
-        model=np.asarray(model_map, dtype=np.int64)[model_slot] if len(digests) else local_model,
-        position=column("cell_position", np.int64),
-        score=score * REFERENCE_SPAN,
-        own=column("cell_own", np.bool_),
-        length=np.asarray(lengths, dtype=np.float64)[model_slot] if len(digests) else score * 0,
-        similarity=np.asarray(similarity, dtype=np.float64),
-        fingerprint=np.asarray(content, dtype=np.int64)[model_slot] if len(digests) else local_model,
-        correct=np.asarray(correct, dtype=np.int8)[model_slot] if len(digests) else local_model.astype(np.int8),
-        fingerprints=list(fingerprint_index),
-    )
+class WindowCellsBuilder:
+    """A window's columns built from its digests a batch at a time (oldest first), so no more than
+    a batch of digests is held: names are mapped to window-wide indices once per session, and each
+    cell column is read in one C-level pass (no per-cell Python)."""
+
+    def __init__(self) -> None:
+        self.reviewer_index: dict[str, int] = {}
+        self.model_index: dict[str, int] = {}
+        self.fingerprint_index: dict[str, int] = {}
+        self.config_index: dict[str, int] = {}
+        self.unit_index: dict[str, int] = {}
+        self.session_ids: list[str] = []
+        self.change_traces: dict[int, str | None] = {}
+        self.tenant_id: str | None = None
+        self.last_config: str | None = None
+        self.parts: dict[str, list[np.ndarray]] = {}
+
+    def add(self, digests: Sequence[SessionDigest]) -> None:
+        first = len(self.session_ids)
+        reviewer_map: list[int] = []  # per session, its reviewers' window indices, concatenated
+        model_map: list[int] = []
+        lengths: list[float] = []
+        counts: list[int] = []
+        content: list[int] = []  # per session and model: the answer's fingerprint index, -1 unknown
+        correct: list[int] = []  # per session and model: 1, 0, -1 unknown
+        similarity: list[float] = []
+        configs: list[int] = []
+        units: list[int] = []
+        for number, digest in enumerate(digests, start=first):
+            if self.tenant_id is None:
+                self.tenant_id = digest.tenant_id
+            self.session_ids.append(digest.session_id)
+            version = digest.config_version
+            if number and version is not None and self.last_config is not None and version != self.last_config:
+                self.change_traces[number] = digest.trace_id
+            self.last_config = version
+            configs.append(-1 if version is None else self.config_index.setdefault(version, len(self.config_index)))
+            units.append(self.unit_index.setdefault(digest.length_unit, len(self.unit_index)))
+            models = len(digest.models)
+            content.extend(
+                [
+                    -1 if f is None else self.fingerprint_index.setdefault(f, len(self.fingerprint_index))
+                    for f in digest.fingerprints
+                ]
+                if digest.fingerprints
+                else [-1] * models
+            )
+            correct.extend([-1 if c is None else int(c) for c in digest.correct] if digest.correct else [-1] * models)
+            similarity.extend(
+                [np.nan if v is None else v for v in digest.cell_similarity]
+                if digest.cell_similarity
+                else [np.nan] * len(digest.cell_reviewer)
+            )
+            reviewer_map.extend(
+                self.reviewer_index.setdefault(name, len(self.reviewer_index)) for name in digest.reviewers
+            )
+            model_map.extend(self.model_index.setdefault(name, len(self.model_index)) for name in digest.models)
+            lengths.extend(digest.lengths)
+            counts.append(len(digest.cell_reviewer))
+        total = sum(counts)
+
+        def column(name: str, dtype: type) -> np.ndarray:
+            return np.fromiter(chain.from_iterable(getattr(d, name) for d in digests), dtype, count=total)
+
+        session = np.repeat(np.arange(len(digests)), counts)
+        reviewer_start = np.cumsum([0, *(len(d.reviewers) for d in digests)])[:-1]
+        model_start = np.cumsum([0, *(len(d.models) for d in digests)])[:-1]
+        local_reviewer = column("cell_reviewer", np.int64)
+        local_model = column("cell_model", np.int64)
+        model_slot = model_start[session] + local_model
+        parts = {
+            "ts_ms": np.fromiter((d.ts_ms for d in digests), np.int64, count=len(digests)),
+            "config": np.asarray(configs, dtype=np.int64),
+            "unit": np.asarray(units, dtype=np.int64),
+            "session": session + first,
+            "reviewer": np.asarray(reviewer_map, dtype=np.int64)[reviewer_start[session] + local_reviewer],
+            "model": np.asarray(model_map, dtype=np.int64)[model_slot],
+            "position": column("cell_position", np.int64),
+            "score": column("cell_score", np.float64) * REFERENCE_SPAN,
+            "own": column("cell_own", np.bool_),
+            "length": np.asarray(lengths, dtype=np.float64)[model_slot],
+            "similarity": np.asarray(similarity, dtype=np.float64),
+            "fingerprint": np.asarray(content, dtype=np.int64)[model_slot],
+            "correct": np.asarray(correct, dtype=np.int8)[model_slot],
+        }
+        for name, part in parts.items():
+            self.parts.setdefault(name, []).append(part)
+
+    def build(self) -> WindowCells:
+        empty = {
+            "ts_ms": np.int64, "config": np.int64, "unit": np.int64, "session": np.int64, "reviewer": np.int64,
+            "model": np.int64, "position": np.int64, "score": np.float64, "own": np.bool_, "length": np.float64,
+            "similarity": np.float64, "fingerprint": np.int64, "correct": np.int8,
+        }  # fmt: skip
+        columns = {
+            name: np.concatenate(self.parts[name]) if self.parts.get(name) else np.zeros(0, dtype)
+            for name, dtype in empty.items()
+        }
+        self.parts = {}  # the parts' memory goes as the window's columns come
+        return WindowCells(
+            session_ids=self.session_ids,
+            configs=list(self.config_index),
+            units=list(self.unit_index),
+            change_traces=self.change_traces,
+            tenant_id=self.tenant_id or "default",
+            reviewers=list(self.reviewer_index),
+            models=list(self.model_index),
+            fingerprints=list(self.fingerprint_index),
+            **columns,
+        )
 
 
 SESSIONS_PER_FIT = 2048  # sessions fitted together: bounds the padded arrays' memory

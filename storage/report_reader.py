@@ -2,10 +2,11 @@
 
 A session's records are contiguous in a file (a worker appends a session in one write), so
 the reader finds where one session ends and the next begins, parses only the first line of
-each session, and keeps the raw lines of a session only while it can still be among the
-newest 2N of its tenant (the window, and the window before it for the trend tests). The file is
-read in blocks; every other line costs a `startswith` and a `find` on the block, and lines are
-parsed in full only for the sessions reported.
+each session, and keeps where a session's lines are (file offsets, not the lines) only while it
+can still be among the newest 2N of its tenant (the window, and the window before it for the
+trend tests). The file is read in blocks; every other line costs a `startswith` and a `find` on
+the block, and lines are read again and parsed in full only for the sessions reported, in file
+order, a bounded batch at a time.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import msgspec
 
 from bias_audit.analysis.digest import BadRecord, SessionDigest, StoredCell, digest_from_records, timestamp_ms
 from bias_audit.analysis.window import window_bounds
-from bias_audit.analysis.window_cells import WindowCells, window_cells
+from bias_audit.analysis.window_cells import WindowCells, WindowCellsBuilder
 from bias_audit.gc_tuning import collector_paused
 
 from .jsonl_store import record_files
@@ -70,7 +71,16 @@ class _Run:
     ts_ms: int
     order: int
     session_id: str
-    lines: list[bytes]
+    file: int  # index into the files read
+    spans: list[tuple[int, int]]  # (start, end) byte offsets of the session's lines in its file
+
+    def hold(self, start: int, end: int) -> None:
+        """The lines at start..end belong to the session too (adjacent ones join the last span)."""
+        last = self.spans[-1]
+        if last[1] == start:
+            self.spans[-1] = (last[0], end)
+        else:
+            self.spans.append((start, end))
 
 
 @dataclass
@@ -120,9 +130,9 @@ class TenantWindows:
     previous_sessions: int
 
     @property
-    def current(self) -> list[SessionDigest]:
-        """The window's sessions (metadata)."""
-        return list(self.cells.digests[self.previous_sessions :])
+    def current_ids(self) -> list[str]:
+        """The window's sessions' ids, oldest first."""
+        return list(self.cells.session_ids[self.previous_sessions :])
 
 
 def _session_prefix(line: bytes) -> bytes | None:
@@ -163,17 +173,19 @@ READ_BLOCK = 1 << 22  # 4 MB reads: few system calls, few carried-over lines
 class _FileScan:
     """Where one file's scan is: the current session, its line prefix, its held lines."""
 
-    def __init__(self, reader: WindowReader, path: Path) -> None:
+    def __init__(self, reader: WindowReader, path: Path, file: int) -> None:
         self.reader = reader
         self.path = path
+        self.file = file
         self.prefix: bytes | None = None
         self.current_id: str | None = None
-        self.held: list[bytes] | None = None  # the current session's lines while it is held
+        self.held: _Run | None = None  # the current session while it is held
         self.lines = 0
 
-    def scan(self, data: bytes, pos: int, end: int) -> None:
-        """The lines data[pos:end] (end follows a newline). The hot loop: each line of a run of
-        the current session costs a `startswith` and a `find`, and the run one slice."""
+    def scan(self, data: bytes, pos: int, end: int, base: int) -> None:
+        """The lines data[pos:end] (end follows a newline), data[0] being at `base` in the file.
+        The hot loop: each line of a run of the current session costs a `startswith` and a
+        `find`, and the run one span."""
         lines = self.lines
         prefix = self.prefix
         find, startswith = data.find, data.startswith
@@ -186,11 +198,11 @@ class _FileScan:
                     pos = find(b"\n", pos, end) + 1
                     lines += 1
                 if self.held is not None:
-                    self.held.append(data[run:pos])
+                    self.held.hold(base + run, base + pos)
                 continue
             line_end = find(b"\n", pos, end) + 1
             lines += 1
-            self.reader._offer(lines, data[pos:line_end], self)
+            self.reader._offer(lines, data[pos:line_end], base + pos, self)
             prefix = self.prefix
             pos = line_end
         self.lines = lines
@@ -204,6 +216,7 @@ class WindowReader:
         self.stats = ReadStats()
         self._tenants: dict[str, _TenantWindow] = {}
         self._order = 0
+        self._files: list[Path] = []
 
     def _window(self, tenant: str) -> _TenantWindow:
         window = self._tenants.get(tenant)
@@ -216,19 +229,20 @@ class WindowReader:
         self.stats.files = len(files)
         with collector_paused():
             for path in files:
+                self._files.append(path)
                 self._read_file(path, progress)
 
     def _read_file(self, path: Path, progress: Callable[[int], None] | None) -> None:
         """The file in large blocks: a session's lines are found with `startswith`/`find` on the
-        block and kept as one slice per block, never as one object per line."""
-        scan = _FileScan(self, path)
+        block and kept as one span per block, never as one object per line."""
+        scan = _FileScan(self, path, len(self._files) - 1)
         try:
             handle = open(path, "rb", buffering=0)
         except OSError as error:
             raise InputError(f"{path}: {error.strerror}") from None
         with handle:
             carry = b""  # a line cut by the end of the previous block
-            fd, done = handle.fileno(), 0
+            fd, done, offset = handle.fileno(), 0, 0
             drop = _ADVISE and os.fstat(fd).st_size > DROP_CACHE_ABOVE
             if _ADVISE:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)  # a larger read-ahead
@@ -236,25 +250,27 @@ class WindowReader:
                 if drop:
                     os.posix_fadvise(fd, done, len(block), os.POSIX_FADV_DONTNEED)
                     done += len(block)
+                at = offset  # the block's place in the file
+                offset += len(block)
                 first = block.find(b"\n") + 1
                 if not first:  # no line ends in this block (a very long line)
                     carry += block
                     continue
                 if carry:
-                    scan.scan(carry + block[:first], 0, len(carry) + first)
+                    scan.scan(carry + block[:first], 0, len(carry) + first, at - len(carry))
                     start = first
                 else:
                     start = 0
                 last = block.rfind(b"\n") + 1
-                scan.scan(block, start, last)
+                scan.scan(block, start, last, at)
                 carry = block[last:]
                 if progress is not None:
                     progress(len(block))
-            if carry:
-                scan.scan(carry + b"\n", 0, len(carry) + 1)
+            if carry:  # a last line without its newline: the span ends at the file's end
+                scan.scan(carry + b"\n", 0, len(carry) + 1, offset - len(carry))
         self.stats.lines += scan.lines
 
-    def _offer(self, number: int, line: bytes, scan: _FileScan) -> None:
+    def _offer(self, number: int, line: bytes, at: int, scan: _FileScan) -> None:
         """A line that does not continue the current session: a new session, the current one
         with its fields in another order, a blank line, or an unreadable one."""
         stats = self.stats
@@ -269,7 +285,7 @@ class WindowReader:
             return
         if session_id == scan.current_id:  # same session, fields in another order
             if scan.held is not None:
-                scan.held.append(line)
+                scan.held.hold(at, at + len(line))
             return
         scan.current_id, scan.prefix = session_id, _session_prefix(line)
         stats.sessions += 1
@@ -281,17 +297,17 @@ class WindowReader:
             stats.duplicate_sessions += 1  # a redelivered batch appended again
             return
         self._order += 1
-        run = _Run(ts, self._order, session_id, [line])
+        run = _Run(ts, self._order, session_id, scan.file, [(at, at + len(line))])
         if window.offer(run):
-            scan.held = run.lines
+            scan.held = run
 
     def _cells(self, runs: list[_Run]) -> tuple[WindowCells, set[str]]:
         """The runs' cells, and the ids of the sessions read (an unreadable one is left out)."""
-        cells, records, skipped = _digested(runs)
+        cells, records, skipped = _digested(runs, self._files)
         self.stats.records += records
         for where in skipped:
             self.stats.skip(where)
-        return cells, {d.session_id for d in cells.digests}
+        return cells, set(cells.session_ids)
 
     def windows(self) -> list[TenantWindows]:
         """Per tenant, oldest first: the window (newest N sessions within D days of the newest)
@@ -315,28 +331,47 @@ class WindowReader:
         return out
 
 
-def _digested(runs: list[_Run]) -> tuple[WindowCells, int, list[str]]:
-    """The runs' cells, their records' count and the reasons of what was skipped. Session by
-    session: a session's records are parsed, reduced to its digest and dropped, which stays in
-    the CPU cache."""
-    digests: list[SessionDigest] = []
+DIGEST_BATCH = 4096  # sessions digested before their columns are added: bounds the digests held
+
+
+def _digested(runs: list[_Run], files: list[Path]) -> tuple[WindowCells, int, list[str]]:
+    """The runs' cells (oldest first), their records' count and the reasons of what was skipped.
+    A session's lines are read back, parsed and reduced to its digest; a batch of digests becomes
+    columns and is dropped, so memory holds the window's columns, not its sessions' objects."""
+    builder = WindowCellsBuilder()
+    batch: list[SessionDigest] = []
     skipped: list[str] = []
     records = 0
-    for run in runs:
-        rows = _rows(run, skipped)
-        if not rows:
-            continue
-        try:
-            digests.append(digest_from_records(rows))
-        except BadRecord as error:
-            skipped.append(str(error))
-            continue
-        records += len(rows)
-    return window_cells(digests), records, skipped
+    handles: dict[int, int] = {}
+    try:
+        for run in runs:
+            fd = handles.get(run.file)
+            if fd is None:
+                try:
+                    fd = handles[run.file] = os.open(files[run.file], os.O_RDONLY)
+                except OSError as error:
+                    raise InputError(f"{files[run.file]}: {error.strerror}") from None
+            rows = _rows(run, b"".join(os.pread(fd, end - start, start) for start, end in run.spans), skipped)
+            if not rows:
+                continue
+            try:
+                batch.append(digest_from_records(rows))
+            except BadRecord as error:
+                skipped.append(str(error))
+                continue
+            records += len(rows)
+            if len(batch) == DIGEST_BATCH:
+                builder.add(batch)
+                batch = []
+    finally:
+        for fd in handles.values():
+            os.close(fd)
+    builder.add(batch)
+    return builder.build(), records, skipped
 
 
-def _rows(run: _Run, skipped: list[str]) -> list[StoredCell]:
-    raw = b"".join(run.lines)  # whole records, each ending in a newline (JSON never holds one)
+def _rows(run: _Run, raw: bytes, skipped: list[str]) -> list[StoredCell]:
+    """The session's records from its lines (whole records; the last may lack its newline)."""
     try:  # the session as one JSON array: one parser call instead of one per line
         return _SESSION.decode(b"[" + raw.rstrip().replace(b"\n", b",") + b"]")
     except msgspec.DecodeError:
