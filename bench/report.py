@@ -2,13 +2,19 @@
 
     python bench/report.py                  # 10,000 5x5 sessions
     python bench/report.py --sessions 1000 --dir /tmp/files   # keep the file for the next run
+    python bench/report.py --repeat 30 --dir /tmp/files --python /tmp/before/.venv/bin/python \
+        --python .venv/bin/python --rounds 1   # 300,000 sessions, two checkouts alternated
 
 The file: the shipped sample generator's 5x5 council sessions (~1 KB answers) written by
 llm-council-core's own writer (`create_bias_records_from_session`, `append_bias_records`), in its
 record format. The reference runs `run_aggregated_bias_audit(store_path=...)` without
-`max_sessions` (its session filter is quadratic); ours runs `bias-audit report --sessions N
---days 0 --format json`. Each run is a fresh process, timed from the outside, with its peak RSS;
-the package is compiled to bytecode first, as the installed wheel has it.
+`max_sessions` (its session filter is quadratic); ours runs `bias-audit report --sessions 0
+--days 0 --format json` (every session). Each run is a fresh process, timed from the outside, with
+its peak RSS; the package is compiled to bytecode first, as the installed wheel has it.
+
+`--repeat K` writes the file K times over, each copy's sessions under new ids: a year of sessions
+from the generator's real records (the reference is left out: it would take hours). `--python`
+(repeatable) names the interpreters whose checkouts run `bias-audit report`, alternated.
 """
 
 from __future__ import annotations
@@ -73,18 +79,29 @@ def timed(command: list[str]) -> tuple[float, float, str]:
         return elapsed, usage.ru_maxrss / 1024, out.read().decode()
 
 
+def repeated(source: Path, copies: int, target: Path) -> None:
+    """The file `copies` times, each copy's session ids prefixed with the copy's number."""
+    data = source.read_bytes()
+    with open(target, "wb") as out:
+        for copy in range(copies):
+            out.write(data.replace(b'"session_id": "', b'"session_id": "c%d-' % copy))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, default=10_000)
+    parser.add_argument("--sessions", type=int, default=10_000, help="sessions the reference's writer makes")
+    parser.add_argument("--repeat", type=int, default=1, help="the file this many times over (new session ids)")
     parser.add_argument("--rounds", type=int, default=5, help="runs of each, interleaved")
-    parser.add_argument("--dir", type=Path, help="write the file here and keep it (default: a temp dir)")
+    parser.add_argument("--python", action="append", help="an interpreter whose checkout reports (repeatable)")
+    parser.add_argument("--dir", type=Path, help="write the files here and keep them (default: a temp dir)")
     parser.add_argument("--generate", type=Path, help=argparse.SUPPRESS)  # the child that writes the file
     args = parser.parse_args()
     if args.generate:
         reference_records(args.sessions, args.generate)
         return
     compile_package()
-    console = Console()
+    pythons = [os.path.abspath(p) for p in args.python or [sys.executable]]
+    console = Console(width=150)
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
         directory = args.dir or Path(tmp)
         directory.mkdir(parents=True, exist_ok=True)
@@ -93,67 +110,56 @@ def main() -> None:
             subprocess.run(
                 [sys.executable, __file__, "--generate", str(path), "--sessions", str(args.sessions)], check=True
             )
-        ours_command = [
-            sys.executable,
-            "-m",
-            "bias_audit",
-            "report",
-            "--input",
-            str(path),
-            "--sessions",
-            str(args.sessions),
-            "--days",
-            "0",
-            "--format",
-            "json",
-            "--output",
-            os.devnull,
-        ]
-        reference_command = [sys.executable, "-c", REFERENCE, str(path)]
-        runs: dict[str, list[tuple[float, float, float]]] = {"reference": [], "ours": []}
+        if args.repeat > 1:
+            copies = directory / f"bias_metrics-{args.sessions}x{args.repeat}.jsonl"
+            if not copies.exists():
+                repeated(path, args.repeat, copies)
+            path = copies
+        total = args.sessions * args.repeat
+        runs: dict[str, list[tuple[float, float, float]]] = {}
         for _ in range(args.rounds):
-            wall, rss, out = timed(reference_command)
-            runs["reference"].append((wall, rss, float(out.split()[0])))
-            wall, rss, _ = timed(ours_command)
-            runs["ours"].append((wall, rss, float("nan")))
+            if args.repeat == 1:
+                wall, rss, out = timed([sys.executable, "-c", REFERENCE, str(path)])
+                runs.setdefault("reference", []).append((wall, rss, float(out.split()[0])))
+            for python in pythons:
+                command = [python, "-m", "bias_audit", "report", "--input", str(path), "--sessions", "0"]
+                command += ["--days", "0", "--format", "json", "--output", os.devnull]
+                wall, rss, _ = timed(command)
+                runs.setdefault(python, []).append((wall, rss, float("nan")))
         size_mb = path.stat().st_size / 1e6  # the temporary folder goes with the block
     table = Table(
-        title=f"report over {args.sessions:,} 5x5 sessions in llm-council-core's record format "
-        f"({size_mb:.0f} MB), {args.rounds} runs each"
+        title=f"report over {total:,} 5x5 sessions in llm-council-core's record format "
+        f"({size_mb:,.0f} MB), {args.rounds} run(s) each, alternated"
     )
-    for column in (
-        "tool",
-        "process s (median)",
-        "process s (best)",
-        "call s (median)",
-        "peak RSS MB",
-        "reference process / ours",
-        "reference call / ours",
-    ):
+    reference = runs.pop("reference", None)
+    columns = ["tool", "process s (median)", "process s (best)", "call s (median)", "peak RSS MB"]
+    for column in columns + (["reference process / ours", "reference call / ours"] if reference else []):
         table.add_column(column, justify="right")
-    ours_wall = statistics.median(r[0] for r in runs["ours"])
-    ref_wall = statistics.median(r[0] for r in runs["reference"])
-    ref_call = statistics.median(r[2] for r in runs["reference"])
-    table.add_row(
-        "llm-council-core run_aggregated_bias_audit",
-        f"{ref_wall:.2f}",
-        f"{min(r[0] for r in runs['reference']):.2f}",
-        f"{ref_call:.2f}",
-        f"{max(r[1] for r in runs['reference']):.0f}",
-        "",
-        "",
-    )
-    table.add_row(
-        "bias-audit report",
-        f"{ours_wall:.2f}",
-        f"{min(r[0] for r in runs['ours']):.2f}",
-        "",
-        f"{max(r[1] for r in runs['ours']):.0f}",
-        f"{ref_wall / ours_wall:.2f}x",
-        f"{ref_call / ours_wall:.2f}x",
-    )
+    if reference:
+        ref_wall = statistics.median(r[0] for r in reference)
+        ref_call = statistics.median(r[2] for r in reference)
+        table.add_row(
+            "llm-council-core run_aggregated_bias_audit",
+            f"{ref_wall:.2f}",
+            f"{min(r[0] for r in reference):.2f}",
+            f"{ref_call:.2f}",
+            f"{max(r[1] for r in reference):.0f}",
+            "",
+            "",
+        )
+    for python, measured in runs.items():
+        wall = statistics.median(r[0] for r in measured)
+        table.add_row(
+            f"bias-audit report ({python.replace(str(ROOT), '.')})",
+            f"{wall:.2f}",
+            f"{min(r[0] for r in measured):.2f}",
+            "",
+            f"{max(r[1] for r in measured):.0f}",
+            *([f"{ref_wall / wall:.2f}x", f"{ref_call / wall:.2f}x"] if reference else []),
+        )
     console.print(table)
-    console.print("target: ours, whole process, >= 1.2x the reference's fastest path (its call, imports excluded)")
+    if reference:
+        console.print("target: ours, whole process, >= 1.2x the reference's fastest path (its call, imports excluded)")
 
 
 if __name__ == "__main__":

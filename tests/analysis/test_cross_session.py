@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import krippendorff
 import numpy as np
 import pytest
@@ -21,6 +23,7 @@ from bias_audit.analysis.digest import SessionDigest
 from bias_audit.analysis.fixed_effects import absorbed_least_squares
 from bias_audit.analysis.stats import average_ranks, fisher_ci, welch
 from bias_audit.analysis.tenant_report import tenant_report
+from bias_audit.analysis.trends import change_points
 from bias_audit.analysis.window_cells import window_cells
 from tests.analysis.test_fixed_effects import one_hot
 from tests.simulate import Corpus
@@ -248,3 +251,36 @@ def test_a_models_mean_score_trend_reads_on_the_1_to_10_scale():
     after = window_cells([session(12 + i, 8.0) for i in range(12)])
     [trend] = [t for t in compare_windows(before, after) if t.metric == "model_mean_score" and t.subject == "a"]
     assert (trend.previous, trend.current) == (7.0, 8.0) and trend.difference == pytest.approx(1.0)
+
+
+def _versioned(session: int, version: str | None) -> SessionDigest:
+    plain = digest(session, [(0, 1, 0, 6.0, False), (1, 0, 1, 7.0, False), (2, 2, 0, 5.0, False)])
+    return dataclasses.replace(plain, config_version=version, trace_id=f"t{session}")
+
+
+def test_config_changes_are_marked_where_a_known_version_follows_another_in_every_slice():
+    versions = [None] * 3 + ["1.0"] * 10 + ["1.1"] * 10 + [None] + ["1.2"] * 6
+    cells = window_cells([_versioned(i, v) for i, v in enumerate(versions)])
+    assert cells.change_traces == {13: "t13"}  # None -> 1.0, 1.1 -> None -> 1.2: no known pair
+    assert [(c.from_version, c.to_version, c.trace_id) for c in change_points(cells)] == [("1.0", "1.1", "t13")]
+    assert cells.slice(10, 30).change_traces == {3: "t13"}
+    assert cells.slice(13, 30).change_traces == {}  # its first session has no session before it
+    assert cells.slice(10, 30).config_version(3) == "1.1" and cells.slice(0, 5).config_version(0) is None
+
+
+def test_a_window_built_a_batch_at_a_time_equals_one_built_at_once():
+    from bias_audit.analysis.window_cells import WindowCellsBuilder
+
+    digests = Corpus(sessions=40, seed=21).digests()
+    whole = window_cells(digests)
+    builder = WindowCellsBuilder()
+    for batch in (digests[:7], [], digests[7:31], digests[31:]):
+        builder.add(batch)
+    batched = builder.build()
+    for name, value in vars(whole).items():
+        other = getattr(batched, name)
+        if isinstance(value, np.ndarray):
+            assert value.dtype == other.dtype and np.array_equal(value, other, equal_nan=value.dtype.kind == "f"), name
+        else:
+            assert value == other, name
+    assert whole.sessions == 40 and whole.tenant_id == digests[0].tenant_id
