@@ -92,7 +92,8 @@ def templates() -> list[dict]:
 
 def fill(url: str, audits: int) -> None:
     """`audits` rows: the templates copied with new ids, tenants and times (one month), through the
-    interaction store's COPY; then VACUUM ANALYZE, as autovacuum leaves a loaded table."""
+    interaction store's COPY; then VACUUM ANALYZE, as autovacuum leaves a loaded table, and a
+    checkpoint."""
     import psycopg
 
     from bias_audit.storage.postgres import PostgresInteractionStore, interaction_row
@@ -115,6 +116,9 @@ def fill(url: str, audits: int) -> None:
     store.close()
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute("VACUUM ANALYZE")
+        # the fill's WAL would otherwise be checkpointed during a measurement: a stall of every
+        # commit for a few hundred ms, at a moment that differs from run to run
+        connection.execute("CHECKPOINT")
 
 
 def database(server_url: str, name: str) -> str:

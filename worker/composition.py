@@ -410,9 +410,13 @@ def served_app():
     settings `serve` left in the environment."""
     from .logging_setup import configure_logging
 
+    from bias_audit.gc_tuning import tune_gc
+
     settings = Settings()
     configure_logging(settings.log_level)
-    return api_app(settings, loopback_only=os.environ.get(SERVE_LOOPBACK_ONLY) == "1")
+    app = api_app(settings, loopback_only=os.environ.get(SERVE_LOOPBACK_ONLY) == "1")
+    tune_gc()  # the startup heap leaves every collection, as in a worker
+    return app
 
 
 def api_app(settings: Settings, *, loopback_only: bool | None = None):
