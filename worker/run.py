@@ -283,7 +283,7 @@ def _processes_config(settings: Settings, host: str, port: int, loopback_only: b
 def listening_socket(config):
     """The port's socket, which `serve`'s processes share. uvicorn makes it with protocol 0, so
     asyncio does not turn Nagle off on the connections it accepts, and a response written in two
-    parts waits for a delayed ACK (40 ms a request); set on the listening socket, TCP_NODELAY is
+    parts waits for the client's delayed ACK; set on the listening socket, TCP_NODELAY is
     inherited by every connection it accepts."""
     from socket import IPPROTO_TCP, TCP_NODELAY
 
