@@ -408,9 +408,9 @@ SERVE_LOOPBACK_ONLY = "BIAS_AUDIT_SERVE_LOOPBACK_ONLY"  # serve's word to its pr
 def served_app():
     """One `serve` process's app: uvicorn's factory, run in each process `serve` starts, with the
     settings `serve` left in the environment."""
-    from .logging_setup import configure_logging
-
     from bias_audit.gc_tuning import tune_gc
+
+    from .logging_setup import configure_logging
 
     settings = Settings()
     configure_logging(settings.log_level)
