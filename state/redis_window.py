@@ -58,6 +58,7 @@ def tenant_keys(prefix: str, tenant_id: str) -> dict[str, str]:
         "recent_sums": f"{base}:recent-sums",
         "recent_order": f"{base}:recent-order",
         "recent_contribution": f"{base}:rc:",
+        "answer": f"{base}:answer:",  # + kind:id: the API's first answer (state.result_cache)
     }
 
 

@@ -9,6 +9,8 @@ from typing import Protocol
 
 from redis.asyncio import Redis
 
+from .redis_window import tenant_keys
+
 Key = tuple[str, str, str]  # (tenant, kind, id)
 DIGEST_CHARS = 64  # a sha256 in hex: the body the answer came from
 
@@ -56,7 +58,7 @@ class RedisResultCache:
 
     def _key(self, key: Key) -> str:
         tenant, kind, event_id = key
-        return f"{self.prefix}:{{{tenant}}}:answer:{kind}:{event_id}"  # the tenant's slot, as its window's keys
+        return f"{tenant_keys(self.prefix, tenant)['answer']}{kind}:{event_id}"  # in the tenant's slot
 
     async def first(self, key: Key) -> tuple[bytes, str] | None:
         value = await self.client.get(self._key(key))
