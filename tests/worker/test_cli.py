@@ -83,20 +83,23 @@ def test_settings_copies_are_validated_like_the_original():
 @pytest.mark.parametrize(
     "workers,connections,processes,each",
     [
-        (None, 20, len(os.sched_getaffinity(0)), max(2, 20 // len(os.sched_getaffinity(0)))),
         (4, 20, 4, 5),
         (3, 20, 3, 6),
         (16, 20, 16, 2),
         (1, 7, 1, 7),
     ],
 )
-def test_serve_runs_a_process_per_core_unless_told_and_splits_the_store_connections(
-    workers, connections, processes, each
-):
+def test_serve_splits_the_store_connections_among_its_processes(workers, connections, processes, each):
     from bias_audit.worker.settings import Settings
 
     settings = Settings(serve_workers=workers, api_store_connections=connections)
     assert (settings.serve_processes, settings.api_connections_per_process) == (processes, each)
+
+
+def test_serve_runs_a_process_per_core_it_may_run_on_unless_told():
+    from bias_audit.worker.settings import Settings
+
+    assert Settings().serve_processes == len(os.sched_getaffinity(0))  # the cores this process may use
 
 
 def test_serve_refuses_a_process_count_out_of_range(tmp_path):
