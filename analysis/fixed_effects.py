@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import Union
 
 import numpy as np
+from scipy import sparse
 
 from .special import fdtrc, stdtr, stdtrit
 
 ALPHA_95 = 0.05
+RCOND = 1e-10  # eigenvalues of X'X below this share of the largest are the design's null space
 
 
 @dataclass(frozen=True)
@@ -114,23 +116,24 @@ class AbsorbedDesign:
     indicator block the per-group shares of each level, for dense columns the demeaned values.
     X'X, X'y and X v then cost a pass over the rows per block, not rows x columns: an indicator
     column less its group mean is D - G M, so X_a'X_b = D_a'D_b - M_a' C M_b (C the group sizes,
-    G'D = C M) and X'y_d = D'y_d (the demeaned y sums to 0 in every group)."""
+    G'D = C M) and X'y_d = D'y_d (the demeaned y sums to 0 in every group). The shares M are
+    sparse: a (session, model) group meets a few of the window's (reviewer, model) pairs."""
 
     def __init__(self, blocks: Sequence[Block], groups: np.ndarray) -> None:
         self.groups = groups
         size = int(groups.max()) + 1 if len(groups) else 0
         self.count = np.bincount(groups, minlength=size).astype(np.float64)
-        share = np.where(self.count > 0, self.count, 1.0)[:, None]
-        self.indicators: list[tuple[np.ndarray, np.ndarray, int, int, np.ndarray]] = []
+        share = np.where(self.count > 0, self.count, 1.0)
+        self.indicators: list[tuple[np.ndarray, np.ndarray, int, int, sparse.csr_matrix]] = []
         self.dense: list[tuple[int, np.ndarray]] = []
         offset = 0
         for block in blocks:
             if isinstance(block, Indicators):
                 on = block.index >= 0
-                counts = np.bincount(groups[on] * block.width + block.index[on], minlength=size * block.width)
-                self.indicators.append(
-                    (block.index, on, block.width, offset, counts.reshape(size, block.width) / share)
-                )
+                member = groups[on]
+                # duplicate (group, level) entries add up: each is one of the group's rows
+                means = sparse.csr_matrix((1.0 / share[member], (member, block.index[on])), shape=(size, block.width))
+                self.indicators.append((block.index, on, block.width, offset, means))
                 offset += block.width
             else:
                 values = np.asarray(block, dtype=np.float64).reshape(len(groups), -1)
@@ -148,11 +151,11 @@ class AbsorbedDesign:
             xtx[offset_b : offset_b + cols, offset_a : offset_a + rows] = block.T
 
         for at, (index_a, on_a, width_a, offset_a, means_a) in enumerate(self.indicators):
-            weighted = means_a * self.count[:, None]
+            weighted = sparse.csr_matrix(means_a.multiply(self.count[:, None]))
             for index_b, on_b, width_b, offset_b, means_b in self.indicators[at:]:
                 both = on_a & on_b
                 raw = np.bincount(index_a[both] * width_b + index_b[both], minlength=width_a * width_b)
-                put(offset_a, offset_b, raw.reshape(width_a, width_b) - weighted.T @ means_b)
+                put(offset_a, offset_b, raw.reshape(width_a, width_b) - (weighted.T @ means_b).toarray())
             for offset_d, values in self.dense:
                 put(
                     offset_a,
@@ -197,9 +200,12 @@ def absorbed_least_squares(design: np.ndarray | Sequence[Block], y: np.ndarray, 
     n_groups = int(np.count_nonzero(x.count))
     yd = demean_by_group(y, groups, len(x.count))
     xtx = x.gram()
-    pinv = np.linalg.pinv(xtx, rcond=1e-10, hermitian=True)
+    pinv = np.linalg.pinv(xtx, rcond=RCOND, hermitian=True)
     beta = pinv @ x.transpose_times(yd)
-    rank = int(np.linalg.matrix_rank(xtx, hermitian=True))
+    # the rank pinv used: matrix_rank's default cut (near machine epsilon) can count a null
+    # direction that rounding left at 1e-8 of a 1e5 eigenvalue
+    size = np.abs(np.linalg.eigvalsh(xtx))
+    rank = int(np.count_nonzero(size > RCOND * size.max())) if len(size) else 0
     df = n - rank - n_groups
     if df < 1:
         return None

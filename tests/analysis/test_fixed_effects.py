@@ -69,3 +69,20 @@ def test_a_dense_matrix_is_one_block():
     groups, x, y = np.repeat(np.arange(30), 4), rng.normal(size=(120, 3)), rng.normal(size=120)
     as_matrix, as_blocks = absorbed_least_squares(x, y, groups), absorbed_least_squares([x[:, :2], x[:, 2]], y, groups)
     assert as_matrix.beta == pytest.approx(as_blocks.beta, abs=1e-12) and as_matrix.df == as_blocks.df
+
+
+def test_the_residual_df_counts_the_null_directions_of_a_large_crossed_design():
+    """10,000 sessions, each scoring 5 models by 4 of 5 reviewers at 5 shuffled positions: three
+    indicator blocks, each summing to one in every row, so the session effect takes one direction
+    of each and the design's rank is 15 - 3 = 12. X'X's eigenvalues reach 5e4 and rounding leaves
+    its null directions near 1e-8, which a cut at machine epsilon would count as rank."""
+    rng = np.random.default_rng(1)
+    sessions, k = 10_000, 5
+    session = np.repeat(np.arange(sessions), k * 4)
+    model = np.tile(np.repeat(np.arange(k), 4), sessions)
+    reviewer = np.concatenate([rng.permutation(k)[:4] for _ in range(sessions * k)])
+    position = np.concatenate([np.repeat(rng.permutation(k), 4) for _ in range(sessions)])
+    y = rng.normal(size=len(session)) + 0.3 * (position == 0)
+    fit = absorbed_least_squares([Indicators(model, k), Indicators(reviewer, k), Indicators(position, k)], y, session)
+    assert fit is not None
+    assert fit.df == 200_000 - 12 - 10_000
