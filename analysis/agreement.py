@@ -113,52 +113,59 @@ def position_consistency(cells: WindowCells) -> list[PositionConsistency]:
     (or a tie) both times. Primacy-preferred: the first shown won both times; recency: the
     second. PF = (recency - primacy) / pairs."""
     use = cells.peer & (cells.position >= 0)
-    session, reviewer, model = cells.session[use], cells.reviewer[use], cells.model[use]
-    position, score = cells.position[use], cells.score[use]
-    review = session * len(cells.reviewers) + reviewer
-    order = np.argsort(review, kind="stable")
-    i, j = _within_group_pairs(review[order])
+    out = []
+    # one reviewer at a time: its pairs are matched only with its own, and the pair arrays of
+    # the whole window would be many times its cells
+    for k in np.flatnonzero(np.bincount(cells.reviewer[use], minlength=len(cells.reviewers))):
+        mine = use & (cells.reviewer == k)
+        total, n_consistent, n_primacy, n_recency = _swapped_pair_counts(
+            cells.session[mine], cells.model[mine], cells.position[mine], cells.score[mine], len(cells.models)
+        )
+        if total == 0:
+            continue
+        out.append(
+            PositionConsistency(
+                reviewer=cells.reviewers[k],
+                pairs=total,
+                position_consistency=round(n_consistent / total, 4),
+                preference_fairness=round((n_recency - n_primacy) / total, 4),
+                primacy_preferred=n_primacy,
+                recency_preferred=n_recency,
+            )
+        )
+    return out
+
+
+def _swapped_pair_counts(
+    session: np.ndarray, model: np.ndarray, position: np.ndarray, score: np.ndarray, n_models: int
+) -> tuple[int, int, int, int]:
+    """One reviewer's (matched pairs, consistent, primacy-preferred, recency-preferred) from its
+    scores: the k-th time it saw a pair with the lower model first is matched with the k-th time
+    it saw it the other way round."""
+    order = np.argsort(session, kind="stable")
+    i, j = _within_group_pairs(session[order])
     i, j = order[i], order[j]
     lo = np.minimum(model[i], model[j])
     swap = model[i] != lo  # orient each pair as (lower model index, higher)
     a, b = np.where(swap, j, i), np.where(swap, i, j)
+    del i, j, lo, swap
     lo_first = position[a] < position[b]
-    preference = np.sign(score[a] - score[b]).astype(np.int64)  # +1: the lower-index model won
-    n_models = len(cells.models)
-    pair_key = (reviewer[a] * n_models + model[a]) * n_models + model[b]
+    preference = np.sign(score[a] - score[b]).astype(np.int8)  # +1: the lower-index model won
+    pair_key = model[a].astype(np.int64) * n_models + model[b]
     # rank of each observation within (pair, orientation), in time (session) order
     sort = np.lexsort((session[a], lo_first, pair_key))
+    del a, b
     group = pair_key[sort] * 2 + lo_first[sort]
     starts = np.r_[0, np.flatnonzero(np.diff(group)) + 1]
+    del group
     rank = np.empty(len(sort), np.int64)
     rank[sort] = np.arange(len(sort)) - np.repeat(starts, np.diff(np.r_[starts, len(sort)]))
+    del sort
     stride = int(rank.max()) + 1 if len(rank) else 1
     match_id = pair_key * stride + rank
     first_ids, second_ids = match_id[lo_first], match_id[~lo_first]
     _, ia, ib = np.intersect1d(first_ids, second_ids, assume_unique=True, return_indices=True)
     pa, pb = preference[lo_first][ia], preference[~lo_first][ib]
-    who = reviewer[a][lo_first][ia]
-    consistent = pa == pb
     primacy = (pa == 1) & (pb == -1)  # lower model won when first, higher model won when first
     recency = (pa == -1) & (pb == 1)
-    out = []
-    size = len(cells.reviewers)
-    pairs = np.bincount(who, minlength=size)
-    n_consistent = np.bincount(who, weights=consistent, minlength=size)
-    n_primacy = np.bincount(who, weights=primacy, minlength=size)
-    n_recency = np.bincount(who, weights=recency, minlength=size)
-    for k, name in enumerate(cells.reviewers):
-        total = int(pairs[k])
-        if total == 0:
-            continue
-        out.append(
-            PositionConsistency(
-                reviewer=name,
-                pairs=total,
-                position_consistency=round(n_consistent[k] / total, 4),
-                preference_fairness=round((n_recency[k] - n_primacy[k]) / total, 4),
-                primacy_preferred=int(n_primacy[k]),
-                recency_preferred=int(n_recency[k]),
-            )
-        )
-    return out
+    return len(pa), int(np.count_nonzero(pa == pb)), int(np.count_nonzero(primacy)), int(np.count_nonzero(recency))
