@@ -72,12 +72,24 @@ def session_length_sums(cells: WindowCells) -> np.ndarray:
     return np.column_stack([np.bincount(session, weights=c, minlength=cells.sessions) for c in columns])
 
 
+BOOTSTRAP_CLUSTERS = 20_000  # a longer window's sessions are resampled in this many clusters
+
+
 def cluster_bootstrap_ci(per_session: np.ndarray, replicates: int, seed: int) -> tuple[float, float] | None:
-    """Percentile CI of pooled r, resampling whole sessions (points of a session move together)."""
+    """Percentile CI of pooled r, resampling whole sessions (points of a session move together).
+    Past BOOTSTRAP_CLUSTERS sessions, the sessions are dealt at random into that many clusters
+    and the clusters are resampled: clusters of independent sessions are independent too, and
+    the work is replicates x clusters however long the window."""
     sessions = per_session.shape[0]
     if sessions < MIN_SESSIONS:
         return None
     rng = np.random.default_rng(seed)
+    if sessions > BOOTSTRAP_CLUSTERS:
+        cluster = rng.permutation(sessions) % BOOTSTRAP_CLUSTERS
+        per_session = np.column_stack(
+            [np.bincount(cluster, weights=column, minlength=BOOTSTRAP_CLUSTERS) for column in per_session.T]
+        )
+        sessions = BOOTSTRAP_CLUSTERS
     estimates = []
     # a few hundred thousand draws at a time: the counts stay in the CPU cache (a 64 MB chunk took 2x longer)
     chunk = max(1, min(replicates, 250_000 // sessions))

@@ -170,19 +170,23 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
     active = set(cells.active_reviewers)
     if len(active) < 3:  # with two reviewers, either one alone is half the council
         return {}
-    drivers = {}
-    for flag in flags:
-        flagged = position_flagged if flag.startswith("POSITION_BIAS_") else tests.get(flag)
-        if flagged is None:
+    checks = {
+        flag: position_flagged if flag.startswith("POSITION_BIAS_") else tests[flag]
+        for flag in flags
+        if flag.startswith("POSITION_BIAS_") or flag in tests
+    }
+    if not checks:
+        return {}
+    gone: dict[str, list[str]] = {flag: [] for flag in checks}
+    for index, name in enumerate(cells.reviewers):
+        if name not in active:
             continue
-        gone = [
-            name
-            for index, name in enumerate(cells.reviewers)
-            if name in active and not flagged(cells.without_reviewer(index))
-        ]
-        if len(gone) == 1:
-            drivers[flag] = gone[0]
-    return drivers
+        without = cells.without_reviewer(index)  # one copy of the window serves every flag
+        for flag, flagged in checks.items():
+            if not flagged(without):
+                gone[flag].append(name)
+        del without
+    return {flag: names[0] for flag, names in gone.items() if len(names) == 1}
 
 
 _WindowMetrics = tuple[

@@ -187,17 +187,32 @@ class WindowCells:
 
 def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
     """Columns of every cell of the window's digests (oldest first)."""
-    builder = WindowCellsBuilder()
+    builder = WindowCellsBuilder(len(digests), sum(len(d.cell_reviewer) for d in digests))
     builder.add(digests)
     return builder.build()
+
+
+_SESSION_COLUMNS = {"ts_ms": np.int64, "config": np.int64, "unit": np.int64}
+_CELL_COLUMNS = {
+    "session": np.int64, "reviewer": np.int64, "model": np.int64, "position": np.int64, "score": np.float64,
+    "own": np.bool_, "length": np.float64, "similarity": np.float64, "fingerprint": np.int64, "correct": np.int8,
+}  # fmt: skip
 
 
 class WindowCellsBuilder:
     """A window's columns built from its digests a batch at a time (oldest first), so no more than
     a batch of digests is held: names are mapped to window-wide indices once per session, and each
-    cell column is read in one C-level pass (no per-cell Python)."""
+    cell column is read in one C-level pass (no per-cell Python).
 
-    def __init__(self) -> None:
+    The columns are allocated once, at the sizes the caller expects (`sessions`, `cells`: upper
+    bounds, as a file's lines bound its records' cells), and each batch is copied into them: a
+    batch's parts would otherwise be freed in the middle of the allocator's heap once joined,
+    and the process would keep that memory, as much again as the window."""
+
+    def __init__(self, sessions: int, cells: int) -> None:
+        self.columns = {name: np.empty(sessions, dtype) for name, dtype in _SESSION_COLUMNS.items()}
+        self.columns |= {name: np.empty(cells, dtype) for name, dtype in _CELL_COLUMNS.items()}
+        self.cells = 0
         self.reviewer_index: dict[str, int] = {}
         self.model_index: dict[str, int] = {}
         self.fingerprint_index: dict[str, int] = {}
@@ -207,7 +222,6 @@ class WindowCellsBuilder:
         self.change_traces: dict[int, str | None] = {}
         self.tenant_id: str | None = None
         self.last_config: str | None = None
-        self.parts: dict[str, list[np.ndarray]] = {}
 
     def add(self, digests: Sequence[SessionDigest]) -> None:
         first = len(self.session_ids)
@@ -278,19 +292,23 @@ class WindowCellsBuilder:
             "correct": np.asarray(correct, dtype=np.int8)[model_slot],
         }
         for name, part in parts.items():
-            self.parts.setdefault(name, []).append(part)
+            self._put(name, first if name in _SESSION_COLUMNS else self.cells, part)
+        self.cells += total
+
+    def _put(self, name: str, at: int, part: np.ndarray) -> None:
+        column = self.columns[name]
+        if at + len(part) > len(column):  # more than the caller expected: grow, as a list would
+            grown = np.empty(max(at + len(part), 2 * len(column)), column.dtype)
+            grown[:at] = column[:at]
+            column = self.columns[name] = grown
+        column[at : at + len(part)] = part
 
     def build(self) -> WindowCells:
-        empty = {
-            "ts_ms": np.int64, "config": np.int64, "unit": np.int64, "session": np.int64, "reviewer": np.int64,
-            "model": np.int64, "position": np.int64, "score": np.float64, "own": np.bool_, "length": np.float64,
-            "similarity": np.float64, "fingerprint": np.int64, "correct": np.int8,
-        }  # fmt: skip
+        sessions = len(self.session_ids)
         columns = {
-            name: np.concatenate(self.parts[name]) if self.parts.get(name) else np.zeros(0, dtype)
-            for name, dtype in empty.items()
+            name: column[: sessions if name in _SESSION_COLUMNS else self.cells]
+            for name, column in self.columns.items()
         }
-        self.parts = {}  # the parts' memory goes as the window's columns come
         return WindowCells(
             session_ids=self.session_ids,
             configs=list(self.config_index),
@@ -319,25 +337,30 @@ def _session_effects(
     session: np.ndarray, reviewer: np.ndarray, model: np.ndarray, score: np.ndarray, sessions: int, reviewers: int
 ) -> np.ndarray:
     """(sessions, reviewers) effects of each session's two-way fit, from the cells that count;
-    NaN where a reviewer has none."""
+    NaN where a reviewer has none. A chunk of sessions at a time, each chunk's cells found by
+    bisection (cells are in session order), so the work and the temporaries follow the chunk."""
     out = np.full((sessions, reviewers), np.nan)
     if not len(score):
         return out
-    local_reviewer, reviewer_keys = _local_index(session, reviewer, reviewers)
-    local_model, _ = _local_index(session, model, int(model.max()) + 1)
-    rows, cols = int(local_reviewer.max()) + 1, int(local_model.max()) + 1
+    if len(session) > 1 and bool(np.any(session[1:] < session[:-1])):
+        order = np.argsort(session, kind="stable")
+        session, reviewer, model, score = session[order], reviewer[order], model[order], score[order]
+    models = int(model.max()) + 1
     for start in range(0, sessions, SESSIONS_PER_FIT):
         stop = min(start + SESSIONS_PER_FIT, sessions)
-        here = (session >= start) & (session < stop)
-        grid = np.zeros((stop - start, rows, cols))
-        used = np.zeros((stop - start, rows, cols), dtype=bool)
-        at = (session[here] - start, local_reviewer[here], local_model[here])
-        grid[at] = score[here]
-        used[at] = True
+        lo, hi = np.searchsorted(session, [start, stop])
+        if lo == hi:
+            continue
+        here = session[lo:hi] - start
+        local_reviewer, reviewer_keys = _local_index(here, reviewer[lo:hi], reviewers)
+        local_model, _ = _local_index(here, model[lo:hi], models)
+        shape = (stop - start, int(local_reviewer.max()) + 1, int(local_model.max()) + 1)
+        grid = np.zeros(shape)
+        used = np.zeros(shape, dtype=bool)
+        grid[here, local_reviewer, local_model] = score[lo:hi]
+        used[here, local_reviewer, local_model] = True
         effects = reviewer_effects(grid, used)
-        keys = reviewer_keys[(reviewer_keys // reviewers >= start) & (reviewer_keys // reviewers < stop)]
-        key_session = keys // reviewers
-        first = np.searchsorted(reviewer_keys, key_session * reviewers)
-        position = np.searchsorted(reviewer_keys, keys) - first
-        out[key_session, keys % reviewers] = effects[key_session - start, position]
+        key_session = reviewer_keys // reviewers
+        position = np.arange(len(reviewer_keys)) - np.searchsorted(reviewer_keys, key_session * reviewers)
+        out[start + key_session, reviewer_keys % reviewers] = effects[key_session, position]
     return out

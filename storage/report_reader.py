@@ -66,16 +66,18 @@ def expand_inputs(inputs: Iterable[str]) -> list[Path]:
     return files
 
 
-@dataclass
+@dataclass(slots=True)
 class _Run:
     ts_ms: int
     order: int
     session_id: str
     file: int  # index into the files read
     spans: list[tuple[int, int]]  # (start, end) byte offsets of the session's lines in its file
+    lines: int = 1  # bounds its records, so the window's columns are allocated once
 
-    def hold(self, start: int, end: int) -> None:
-        """The lines at start..end belong to the session too (adjacent ones join the last span)."""
+    def hold(self, start: int, end: int, lines: int) -> None:
+        """The `lines` lines at start..end belong to the session too (adjacent ones join the last span)."""
+        self.lines += lines
         last = self.spans[-1]
         if last[1] == start:
             self.spans[-1] = (last[0], end)
@@ -191,14 +193,14 @@ class _FileScan:
         find, startswith = data.find, data.startswith
         while pos < end:
             if prefix is not None and startswith(prefix, pos, end):
-                run = pos
+                run, first = pos, lines
                 pos = find(b"\n", pos, end) + 1
                 lines += 1
                 while startswith(prefix, pos, end):
                     pos = find(b"\n", pos, end) + 1
                     lines += 1
                 if self.held is not None:
-                    self.held.hold(base + run, base + pos)
+                    self.held.hold(base + run, base + pos, lines - first)
                 continue
             line_end = find(b"\n", pos, end) + 1
             lines += 1
@@ -285,7 +287,7 @@ class WindowReader:
             return
         if session_id == scan.current_id:  # same session, fields in another order
             if scan.held is not None:
-                scan.held.hold(at, at + len(line))
+                scan.held.hold(at, at + len(line), 1)
             return
         scan.current_id, scan.prefix = session_id, _session_prefix(line)
         stats.sessions += 1
@@ -338,7 +340,7 @@ def _digested(runs: list[_Run], files: list[Path]) -> tuple[WindowCells, int, li
     """The runs' cells (oldest first), their records' count and the reasons of what was skipped.
     A session's lines are read back, parsed and reduced to its digest; a batch of digests becomes
     columns and is dropped, so memory holds the window's columns, not its sessions' objects."""
-    builder = WindowCellsBuilder()
+    builder = WindowCellsBuilder(len(runs), sum(run.lines for run in runs))
     batch: list[SessionDigest] = []
     skipped: list[str] = []
     records = 0

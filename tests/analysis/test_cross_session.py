@@ -13,8 +13,10 @@ from scipy import stats
 from bias_audit.analysis.agreement import krippendorff_alpha_interval, position_consistency
 from bias_audit.analysis.alerts import _z, robust_location
 from bias_audit.analysis.cross_session import (
+    BOOTSTRAP_CLUSTERS,
     WindowThresholds,
     chi_square_independence,
+    cluster_bootstrap_ci,
     length_correlation,
     randomization_balance,
     reviewer_profiles,
@@ -24,7 +26,7 @@ from bias_audit.analysis.fixed_effects import absorbed_least_squares
 from bias_audit.analysis.stats import average_ranks, fisher_ci, welch
 from bias_audit.analysis.tenant_report import tenant_report
 from bias_audit.analysis.trends import change_points
-from bias_audit.analysis.window_cells import window_cells
+from bias_audit.analysis.window_cells import SESSIONS_PER_FIT, window_cells
 from tests.analysis.test_fixed_effects import one_hot
 from tests.simulate import Corpus
 
@@ -84,6 +86,20 @@ def test_pooled_length_correlation_matches_scipy_and_fisher():
     # the cluster bootstrap interval brackets the estimate
     assert result.bootstrap_ci_lower < result.point_estimate < result.bootstrap_ci_upper
     assert result.flagged
+
+
+@pytest.mark.parametrize("sessions", [BOOTSTRAP_CLUSTERS, 3 * BOOTSTRAP_CLUSTERS])
+def test_the_cluster_bootstrap_of_independent_points_is_fishers_interval(sessions):
+    """One point a session, drawn from a bivariate normal with rho 0.3: the points are independent,
+    so the bootstrap's percentile interval is Fisher's z interval (scipy's pearsonr) up to Monte
+    Carlo error, whether the sessions are resampled one by one or dealt into clusters."""
+    rng = np.random.default_rng(7)
+    x, y = rng.multivariate_normal([0.0, 0.0], [[1.0, 0.3], [0.3, 1.0]], sessions).T
+    per_session = np.column_stack([np.ones(sessions), x, y, x * x, y * y, x * y])
+    got = cluster_bootstrap_ci(per_session, 1000, 11)
+    want = stats.pearsonr(x, y).confidence_interval(0.95)
+    assert got is not None
+    assert got == pytest.approx((want.low, want.high), abs=0.0025)
 
 
 def test_below_ten_sessions_every_metric_is_collecting_data():
@@ -273,7 +289,7 @@ def test_a_window_built_a_batch_at_a_time_equals_one_built_at_once():
 
     digests = Corpus(sessions=40, seed=21).digests()
     whole = window_cells(digests)
-    builder = WindowCellsBuilder()
+    builder = WindowCellsBuilder(1, 1)  # fewer than it gets: the columns grow
     for batch in (digests[:7], [], digests[7:31], digests[31:]):
         builder.add(batch)
     batched = builder.build()
@@ -284,3 +300,14 @@ def test_a_window_built_a_batch_at_a_time_equals_one_built_at_once():
         else:
             assert value == other, name
     assert whole.sessions == 40 and whole.tenant_id == digests[0].tenant_id
+
+
+def test_session_offsets_do_not_depend_on_the_cells_order():
+    """The per-session fits, SESSIONS_PER_FIT sessions at a time, find a chunk's cells by bisection
+    on the session column; cells given out of session order are put in order first."""
+    cells = window_cells(Corpus(sessions=2 * SESSIONS_PER_FIT + 10, seed=9, reviewer_offsets={1: -1.0}).digests())
+    shuffled = np.random.default_rng(3).permutation(len(cells.score))
+    per_cell = ("session", "reviewer", "model", "position", "score", "own", "length", "similarity", "fingerprint")
+    moved = dataclasses.replace(cells, **{name: getattr(cells, name)[shuffled] for name in (*per_cell, "correct")})
+    assert np.isfinite(cells.session_offsets).sum() == cells.sessions * 5  # 5 reviewers by default
+    np.testing.assert_allclose(moved.session_offsets, cells.session_offsets, rtol=0, atol=1e-12)
