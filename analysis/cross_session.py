@@ -232,6 +232,7 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
             status="not identifiable", coefficient=collecting(len(y), sessions, "not identifiable"), models=models
         )
     term = np.tanh(diff / spread)
+    del length, diff  # the fit's temporaries come next
     fit = absorbed_least_squares([Indicators(model, n_models), Indicators(reviewer, n_reviewers), term], y, session)
     if fit is None:
         return LengthControl(status="not identifiable", coefficient=collecting(len(y), sessions, "not identifiable"))
@@ -267,10 +268,15 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     return LengthControl(status="ok", coefficient=estimate, models=models, rank_changes=changes)
 
 
-def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> PositionAnalysis:
+def position_effects(
+    cells: WindowCells, thresholds: WindowThresholds, without_reviewer: int | None = None
+) -> PositionAnalysis:
     """score ~ model + reviewer + position + session effect; effects relative to the first
-    position, a joint F test over all of them, and a flag that needs both p and size."""
+    position, a joint F test over all of them, and a flag that needs both p and size.
+    `without_reviewer`: leave that reviewer's scores out (as cells.without_reviewer, no copy)."""
     placed = cells.peer & (cells.position >= 0)
+    if without_reviewer is not None:
+        placed &= cells.reviewer != without_reviewer
     sessions = int(np.count_nonzero(np.bincount(cells.session[placed]))) if placed.any() else 0
     if sessions < MIN_SESSIONS:
         return PositionAnalysis(status="collecting data")

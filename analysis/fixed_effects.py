@@ -130,9 +130,15 @@ class AbsorbedDesign:
         for block in blocks:
             if isinstance(block, Indicators):
                 on = block.index >= 0
-                member = groups[on]
-                # duplicate (group, level) entries add up: each is one of the group's rows
-                means = sparse.csr_matrix((1.0 / share[member], (member, block.index[on])), shape=(size, block.width))
+                if size * block.width <= len(groups):  # few groups: count densely, no per-row triplets
+                    counts = np.bincount(groups[on] * block.width + block.index[on], minlength=size * block.width)
+                    means = sparse.csr_matrix(counts.reshape(size, block.width) / share[:, None])
+                    del counts
+                else:  # duplicate (group, level) entries add up: each is one of the group's rows
+                    member = groups[on]
+                    means = sparse.csr_matrix(
+                        (1.0 / share[member], (member, block.index[on])), shape=(size, block.width)
+                    )
                 self.indicators.append((block.index, on, block.width, offset, means))
                 offset += block.width
             else:
@@ -182,8 +188,12 @@ class AbsorbedDesign:
         """X v: each row's demeaned design times v."""
         out = np.zeros(len(self.groups))
         for index, on, width, offset, means in self.indicators:
+            if not width:
+                continue
             part = vector[offset : offset + width]
-            out += np.where(on, part[np.where(on, index, 0)], 0.0) - (means @ part)[self.groups]
+            # index -1 (no column) reads part[-1], which `on` then drops; in place: rows-long temporaries
+            out += np.where(on, part[index], 0.0)
+            out -= (means @ part)[self.groups]
         for offset, values in self.dense:
             out += values @ vector[offset : offset + values.shape[1]]
         return out

@@ -160,9 +160,6 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
     def control_flagged(c: WindowCells) -> bool:
         return bool(length_control(c, thresholds).coefficient.flagged)
 
-    def position_flagged(c: WindowCells) -> bool:
-        return bool(position_effects(c, thresholds).flagged)
-
     tests: dict[str, Callable[[WindowCells], bool]] = {
         "LENGTH_BIAS": length_flagged,
         "LENGTH_PREFERENCE_IN_SCORES": control_flagged,
@@ -170,22 +167,21 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
     active = set(cells.active_reviewers)
     if len(active) < 3:  # with two reviewers, either one alone is half the council
         return {}
-    checks = {
-        flag: position_flagged if flag.startswith("POSITION_BIAS_") else tests[flag]
-        for flag in flags
-        if flag.startswith("POSITION_BIAS_") or flag in tests
-    }
-    if not checks:
-        return {}
-    gone: dict[str, list[str]] = {flag: [] for flag in checks}
+    position = [flag for flag in flags if flag.startswith("POSITION_BIAS_")]
+    checks = {flag: tests[flag] for flag in flags if flag in tests}
+    gone: dict[str, list[str]] = {flag: [] for flag in flags if flag in position or flag in checks}
     for index, name in enumerate(cells.reviewers):
         if name not in active:
             continue
-        without = cells.without_reviewer(index)  # one copy of the window serves every flag
-        for flag, flagged in checks.items():
-            if not flagged(without):
+        if position and not position_effects(cells, thresholds, without_reviewer=index).flagged:
+            for flag in position:
                 gone[flag].append(name)
-        del without
+        if checks:  # the length tests read the window's cached per-session quantities: one copy for them
+            without = cells.without_reviewer(index)
+            for flag, flagged in checks.items():
+                if not flagged(without):
+                    gone[flag].append(name)
+            del without
     return {flag: names[0] for flag, names in gone.items() if len(names) == 1}
 
 
@@ -220,13 +216,16 @@ def _window_metrics(
 def _council_metrics(cells: WindowCells, thresholds: WindowThresholds) -> _CouncilMetrics:
     """Reviewers, agreement between them, favouritism, anchoring, style mimicry, self-consistency,
     the calibrated view."""
+    profiles, alpha = reviewer_profiles(cells, thresholds), agreement(cells)
+    consistency, calibrated = self_consistency(cells), calibrated_view(cells)
+    # the pair fit holds a few arrays the length of the window's cells: built last, dropped first
     fitted = pair_fit(cells)
     return (
-        reviewer_profiles(cells, thresholds),
-        agreement(cells),
+        profiles,
+        alpha,
         affinity(cells, fitted),
         anchoring(cells, fitted),
         style_similarity(cells, fitted),
-        self_consistency(cells),
-        calibrated_view(cells),
+        consistency,
+        calibrated,
     )

@@ -47,6 +47,7 @@ def test_indicator_blocks_fit_as_their_dense_matrix_with_a_dummy_per_group():
     own = np.where(rng.random(n) < 0.2, reviewer, -1)  # reviewer x self-review: columns only on some rows
     term = rng.normal(size=n)
     y = rng.normal(size=n) + 0.4 * model - 0.3 * reviewer + 1.2 * (own >= 0) + 0.5 * term + 0.1 * group_of
+    # 122 group keys: model's 4 levels are counted densely (488 <= 500 rows), the 5-level blocks as triplets
     blocks = [Indicators(model, 4), Indicators(reviewer, 5), Indicators(own, 5), term]
     fit = absorbed_least_squares(blocks, y, groups)
 
