@@ -400,7 +400,7 @@ def _per_reviewer_balance(cells: WindowCells, alpha: float) -> dict[str, object]
     placed = cells.position >= 0
     width = int(cells.position[placed].max()) + 1
     n_models, n_reviewers = len(cells.models), len(cells.reviewers)
-    key = (cells.reviewer[placed] * n_models + cells.model[placed]) * width + cells.position[placed]
+    key = (cells.reviewer[placed].astype(np.int64) * n_models + cells.model[placed]) * width + cells.position[placed]
     tables = np.bincount(key, minlength=n_reviewers * n_models * width).reshape(n_reviewers, n_models, width)
     total, dof_total, even, named, tested = 0.0, 0, True, [], []
     for reviewer, table in enumerate(tables):

@@ -194,8 +194,8 @@ def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:
 
 _SESSION_COLUMNS = {"ts_ms": np.int64, "config": np.int64, "unit": np.int64}
 _CELL_COLUMNS = {
-    "session": np.int64, "reviewer": np.int64, "model": np.int64, "position": np.int64, "score": np.float64,
-    "own": np.bool_, "length": np.float64, "similarity": np.float64, "fingerprint": np.int64, "correct": np.int8,
+    "session": np.int64, "reviewer": np.int32, "model": np.int32, "position": np.int32, "score": np.float64,
+    "own": np.bool_, "length": np.float64, "similarity": np.float64, "fingerprint": np.int32, "correct": np.int8,
 }  # fmt: skip
 
 
