@@ -73,8 +73,12 @@ def pair_fit(cells: WindowCells) -> PairFit:
     peer = cells.peer
     group_size = np.bincount(cells.group[peer], minlength=cells.sessions * max(len(cells.models), 1))
     used = np.flatnonzero(peer & (group_size[cells.group] >= 2))
-    key = cells.reviewer[used] * len(cells.models) + cells.model[used]
-    keys, pair = np.unique(key, return_inverse=True)
+    key = cells.reviewer[used].astype(np.int64) * len(cells.models) + cells.model[used]
+    # np.unique's sorted keys and inverse, by counting: the keys are few (reviewers x models)
+    present = np.bincount(key, minlength=len(cells.reviewers) * len(cells.models)) > 0
+    keys = np.flatnonzero(present)
+    pair = (np.cumsum(present) - 1)[key]
+    del key, present
     pairs = [(int(k) // len(cells.models), int(k) % len(cells.models)) for k in keys]
     fit = None
     if len(used) and len(pairs) <= MAX_PAIRS:

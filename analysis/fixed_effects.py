@@ -113,37 +113,28 @@ Block = Union[Indicators, np.ndarray]  # indicators, or dense columns: (n,) or (
 
 class AbsorbedDesign:
     """A design's columns with the group means taken out, held as what they are made of: for an
-    indicator block the per-group shares of each level, for dense columns the demeaned values.
-    X'X, X'y and X v then cost a pass over the rows per block, not rows x columns: an indicator
-    column less its group mean is D - G M, so X_a'X_b = D_a'D_b - M_a' C M_b (C the group sizes,
-    G'D = C M) and X'y_d = D'y_d (the demeaned y sums to 0 in every group). The shares M are
-    sparse: a (session, model) group meets a few of the window's (reviewer, model) pairs."""
+    indicator block its index, for dense columns the demeaned values. X'X, X'y and X v then cost
+    a pass over the rows per block, not rows x columns: an indicator column less its group mean
+    is D - G M (M the per-group shares of each level), so X_a'X_b = D_a'D_b - M_a' C M_b (C the
+    group sizes, G'D = C M), X'y_d = D'y_d (the demeaned y sums to 0 in every group), and
+    X v = D v less each row's group mean of D v. The shares are built, sparse, only for X'X: a
+    (session, model) group meets a few of the window's (reviewer, model) pairs."""
 
     def __init__(self, blocks: Sequence[Block], groups: np.ndarray) -> None:
         self.groups = groups
-        size = int(groups.max()) + 1 if len(groups) else 0
-        self.count = np.bincount(groups, minlength=size).astype(np.float64)
-        share = np.where(self.count > 0, self.count, 1.0)
-        self.indicators: list[tuple[np.ndarray, np.ndarray, int, int, sparse.csr_matrix]] = []
+        self.size = int(groups.max()) + 1 if len(groups) else 0
+        self.count = np.bincount(groups, minlength=self.size).astype(np.float64)
+        self.share = np.where(self.count > 0, self.count, 1.0)  # a group's size, 1 for an absent one
+        self.indicators: list[tuple[np.ndarray, np.ndarray, int, int]] = []
         self.dense: list[tuple[int, np.ndarray]] = []
         offset = 0
         for block in blocks:
             if isinstance(block, Indicators):
-                on = block.index >= 0
-                if size * block.width <= len(groups):  # few groups: count densely, no per-row triplets
-                    counts = np.bincount(groups[on] * block.width + block.index[on], minlength=size * block.width)
-                    means = sparse.csr_matrix(counts.reshape(size, block.width) / share[:, None])
-                    del counts
-                else:  # duplicate (group, level) entries add up: each is one of the group's rows
-                    member = groups[on]
-                    means = sparse.csr_matrix(
-                        (1.0 / share[member], (member, block.index[on])), shape=(size, block.width)
-                    )
-                self.indicators.append((block.index, on, block.width, offset, means))
+                self.indicators.append((block.index, block.index >= 0, block.width, offset))
                 offset += block.width
             else:
                 values = np.asarray(block, dtype=np.float64).reshape(len(groups), -1)
-                self.dense.append((offset, demean_by_group(values, groups, size)))
+                self.dense.append((offset, demean_by_group(values, groups, self.size)))
                 offset += values.shape[1]
         self.width = offset
 
@@ -156,12 +147,13 @@ class AbsorbedDesign:
             xtx[offset_a : offset_a + rows, offset_b : offset_b + cols] = block
             xtx[offset_b : offset_b + cols, offset_a : offset_a + rows] = block.T
 
-        for at, (index_a, on_a, width_a, offset_a, means_a) in enumerate(self.indicators):
-            weighted = sparse.csr_matrix(means_a.multiply(self.count[:, None]))
-            for index_b, on_b, width_b, offset_b, means_b in self.indicators[at:]:
+        # M_a' C M_b = K_a' C^-1 K_b with K the per-group counts: with L = C^-1/2 K, L_a' L_b
+        scaled = [self._scaled_counts(index, on, width) for index, on, width, _ in self.indicators]
+        for at, (index_a, on_a, width_a, offset_a) in enumerate(self.indicators):
+            for (index_b, on_b, width_b, offset_b), scaled_b in zip(self.indicators[at:], scaled[at:]):
                 both = on_a & on_b
                 raw = np.bincount(index_a[both] * width_b + index_b[both], minlength=width_a * width_b)
-                put(offset_a, offset_b, raw.reshape(width_a, width_b) - (weighted.T @ means_b).toarray())
+                put(offset_a, offset_b, raw.reshape(width_a, width_b) - (scaled[at].T @ scaled_b).toarray())
             for offset_d, values in self.dense:
                 put(
                     offset_a,
@@ -175,10 +167,19 @@ class AbsorbedDesign:
                 put(offset_a, offset_b, values_a.T @ values_b)
         return xtx
 
+    def _scaled_counts(self, index: np.ndarray, on: np.ndarray, width: int) -> sparse.csr_matrix:
+        """(groups, width) count of each group's rows at each level over the root of its size."""
+        root = np.sqrt(self.share)
+        if self.size * width <= len(self.groups):  # few groups: count densely, no per-row triplets
+            counts = np.bincount(self.groups[on] * width + index[on], minlength=self.size * width)
+            return sparse.csr_matrix(counts.reshape(self.size, width) / root[:, None])
+        member = self.groups[on]  # duplicate (group, level) entries add up: each is one of the group's rows
+        return sparse.csr_matrix((1.0 / root[member], (member, index[on])), shape=(self.size, width))
+
     def transpose_times(self, demeaned: np.ndarray) -> np.ndarray:
         """X'y for a y already demeaned by group."""
         out = np.zeros(self.width)
-        for index, on, width, offset, _ in self.indicators:
+        for index, on, width, offset in self.indicators:
             out[offset : offset + width] = np.bincount(index[on], weights=demeaned[on], minlength=width)
         for offset, values in self.dense:
             out[offset : offset + values.shape[1]] = values.T @ demeaned
@@ -187,13 +188,14 @@ class AbsorbedDesign:
     def times(self, vector: np.ndarray) -> np.ndarray:
         """X v: each row's demeaned design times v."""
         out = np.zeros(len(self.groups))
-        for index, on, width, offset, means in self.indicators:
+        for index, on, width, offset in self.indicators:
             if not width:
                 continue
             part = vector[offset : offset + width]
-            # index -1 (no column) reads part[-1], which `on` then drops; in place: rows-long temporaries
-            out += np.where(on, part[index], 0.0)
-            out -= (means @ part)[self.groups]
+            # index -1 (no column) reads part[-1], which `on` then drops
+            picked = np.where(on, part[index], 0.0)
+            out += picked
+            out -= (np.bincount(self.groups, weights=picked, minlength=self.size) / self.share)[self.groups]
         for offset, values in self.dense:
             out += values @ vector[offset : offset + values.shape[1]]
         return out
