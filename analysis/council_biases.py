@@ -30,7 +30,7 @@ from .cross_session import MIN_SESSIONS, collecting, contrast_estimate
 from .fixed_effects import Block, FitResult, Indicators, absorbed_least_squares
 from .multiple_tests import benjamini_hochberg
 from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
-from .stats import confidence_tier, rounded
+from .stats import confidence_tier, present_levels, rounded
 from .window_cells import WindowCells
 
 Interval = tuple[float, float, float, float, float]  # estimate, se, ci_lower, ci_upper, p
@@ -73,12 +73,7 @@ def pair_fit(cells: WindowCells) -> PairFit:
     peer = cells.peer
     group_size = np.bincount(cells.group[peer], minlength=cells.sessions * max(len(cells.models), 1))
     used = np.flatnonzero(peer & (group_size[cells.group] >= 2))
-    key = cells.reviewer[used].astype(np.int64) * len(cells.models) + cells.model[used]
-    # np.unique's sorted keys and inverse, by counting: the keys are few (reviewers x models)
-    present = np.bincount(key, minlength=len(cells.reviewers) * len(cells.models)) > 0
-    keys = np.flatnonzero(present)
-    pair = (np.cumsum(present) - 1)[key]
-    del key, present
+    keys, pair = present_levels(cells.reviewer[used].astype(np.int64) * len(cells.models) + cells.model[used])
     pairs = [(int(k) // len(cells.models), int(k) % len(cells.models)) for k in keys]
     fit = None
     if len(used) and len(pairs) <= MAX_PAIRS:

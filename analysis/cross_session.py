@@ -24,7 +24,16 @@ from bias_audit.schemas.report import (
 
 from .fixed_effects import FitResult, Indicators, absorbed_least_squares
 from .special import chdtrc
-from .stats import average_ranks, confidence_tier, fisher_ci, fisher_p, pearson_arrays, pearson_from_sums, rounded
+from .stats import (
+    average_ranks,
+    confidence_tier,
+    fisher_ci,
+    fisher_p,
+    pearson_arrays,
+    pearson_from_sums,
+    present_levels,
+    rounded,
+)
 from .window_cells import WindowCells
 
 MIN_SESSIONS = 10  # below this a metric says "collecting data"
@@ -280,12 +289,9 @@ def position_effects(
     sessions = int(np.count_nonzero(np.bincount(cells.session[placed]))) if placed.any() else 0
     if sessions < MIN_SESSIONS:
         return PositionAnalysis(status="collecting data")
-    positions = np.flatnonzero(np.bincount(cells.position[placed]))
+    positions, position_index = present_levels(cells.position[placed])
     if len(positions) < 2:
         return PositionAnalysis(status="not identifiable")
-    lookup = np.zeros(int(positions[-1]) + 1, dtype=np.int64)
-    lookup[positions] = np.arange(len(positions))
-    position_index = lookup[cells.position[placed]]
     n_models, n_reviewers = len(cells.models), len(cells.reviewers)
     design = [
         Indicators(cells.model[placed], n_models),
@@ -440,12 +446,10 @@ def _successions(cells: WindowCells) -> np.ndarray:
     """(models, models) how often each model was shown right after each other one, per
     reviewer's order (display positions p and p + 1 of the same session and reviewer)."""
     placed = np.flatnonzero(cells.position >= 0)
-    present = np.flatnonzero(np.bincount(cells.model[placed], minlength=len(cells.models)))
-    lookup = np.full(len(cells.models), -1)
-    lookup[present] = np.arange(len(present))
+    present, local = present_levels(cells.model[placed], len(cells.models))
     review = cells.session[placed] * len(cells.reviewers) + cells.reviewer[placed]
     order = np.lexsort((cells.position[placed], review))
-    review, position, model = review[order], cells.position[placed][order], lookup[cells.model[placed][order]]
+    review, position, model = review[order], cells.position[placed][order], local[order]
     follows = (review[1:] == review[:-1]) & (position[1:] == position[:-1] + 1)
     counts = np.zeros((len(present), len(present)), dtype=np.int64)
     np.add.at(counts, (model[:-1][follows], model[1:][follows]), 1)

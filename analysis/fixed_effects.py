@@ -148,7 +148,8 @@ class AbsorbedDesign:
             xtx[offset_b : offset_b + cols, offset_a : offset_a + rows] = block.T
 
         # M_a' C M_b = K_a' C^-1 K_b with K the per-group counts: with L = C^-1/2 K, L_a' L_b
-        scaled = [self._scaled_counts(index, on, width) for index, on, width, _ in self.indicators]
+        root = np.sqrt(self.share)
+        scaled = [self._scaled_counts(index, on, width, root) for index, on, width, _ in self.indicators]
         for at, (index_a, on_a, width_a, offset_a) in enumerate(self.indicators):
             for (index_b, on_b, width_b, offset_b), scaled_b in zip(self.indicators[at:], scaled[at:]):
                 both = on_a & on_b
@@ -167,9 +168,8 @@ class AbsorbedDesign:
                 put(offset_a, offset_b, values_a.T @ values_b)
         return xtx
 
-    def _scaled_counts(self, index: np.ndarray, on: np.ndarray, width: int) -> sparse.csr_matrix:
-        """(groups, width) count of each group's rows at each level over the root of its size."""
-        root = np.sqrt(self.share)
+    def _scaled_counts(self, index: np.ndarray, on: np.ndarray, width: int, root: np.ndarray) -> sparse.csr_matrix:
+        """(groups, width) count of each group's rows at each level over `root`, the root of its size."""
         if self.size * width <= len(self.groups):  # few groups: count densely, no per-row triplets
             counts = np.bincount(self.groups[on] * width + index[on], minlength=self.size * width)
             return sparse.csr_matrix(counts.reshape(self.size, width) / root[:, None])

@@ -237,6 +237,13 @@ def average_ranks(values: np.ndarray, mask: np.ndarray | None = None) -> np.ndar
     return ranks
 
 
+def present_levels(values: np.ndarray, size: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct values, ascending; each value's place among them) for small non-negative
+    ints: np.unique's values and inverse, by counting instead of sorting."""
+    present = np.bincount(values, minlength=size) > 0
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
+
+
 def rounded(value: float | None, digits: int = 4) -> float | None:
     """value at `digits` decimals for a report; None for None, NaN or an infinity."""
     return None if value is None or not np.isfinite(value) else round(float(value), digits)

@@ -13,6 +13,7 @@ from bias_audit.analysis.stats import (
     pearson,
     pearson_arrays,
     pearson_from_sums,
+    present_levels,
 )
 
 CORRELATION_TABLE = [
@@ -150,3 +151,20 @@ def test_fishers_p_is_the_normal_tail_of_z_over_its_se(r, n, rank):
     se = math.sqrt((1 + r * r / 2 if rank else 1) / (n - 3))
     assert fisher_p(r, n, rank=rank) == pytest.approx(2 * sps.norm.sf(abs(math.atanh(r)) / se), rel=1e-12)
     assert fisher_p(1.0, n) == 0.0
+
+
+@pytest.mark.parametrize(
+    "values,size,levels,index",
+    [
+        ([5, 2, 5, 9, 2], 0, [2, 5, 9], [1, 0, 1, 2, 0]),
+        ([3, 3, 3], 10, [3], [0, 0, 0]),  # a size past the values changes nothing
+        ([0, 4, 1], 0, [0, 1, 4], [0, 2, 1]),
+        ([], 5, [], []),
+    ],
+)
+def test_present_levels_are_numpys_unique_values_and_inverse(values, size, levels, index):
+    got_levels, got_index = present_levels(np.array(values, dtype=np.int64), size)
+    assert got_levels.tolist() == levels and got_index.tolist() == index
+    if values:
+        unique, inverse = np.unique(values, return_inverse=True)
+        assert got_levels.tolist() == unique.tolist() and got_index.tolist() == inverse.tolist()
