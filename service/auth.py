@@ -9,6 +9,7 @@ Roles: `service` sends events and updates the bias columns; `reviewer` reads and
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ REVIEW = frozenset({"reviewer", "admin"})
 SEND = frozenset({"service", "admin"})
 UPDATE_BIAS = frozenset({"service", "admin"})
 MIN_SECRET_BYTES = 32
+VERIFIED_TOKENS = 4096  # tokens remembered as verified, per process
 TOKEN_COOKIE = "bias_audit_token"  # set by the operator's proxy: the page and the API take the token from it too
 
 
@@ -86,6 +88,8 @@ class TokenVerifier:
         self._keys: dict[str | None, Any] = {}
         if public_key is not None:
             self._keys = _load_public_keys(public_key)
+        # a client sends the same token with every request: verified once, trusted until its exp
+        self._verified: dict[str, tuple[Principal, float]] = {}
 
     def verify(self, authorization: str | None) -> Principal:
         if not authorization:
@@ -94,6 +98,9 @@ class TokenVerifier:
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthenticated("the Authorization header is not 'Bearer <JWT>'")
         token = token.strip()
+        known = self._verified.get(token)
+        if known is not None and time.time() < known[1]:
+            return known[0]
         try:
             header = jwt.get_unverified_header(token)
             if self._secret is not None and header.get("alg") == "HS256":
@@ -115,7 +122,11 @@ class TokenVerifier:
             )
         except jwt.PyJWTError as error:
             raise Unauthenticated(f"the token does not verify: {error}") from None
-        return principal_of(claims)
+        principal = principal_of(claims)
+        if len(self._verified) >= VERIFIED_TOKENS:  # the oldest goes: the dict keeps insertion order
+            del self._verified[next(iter(self._verified))]
+        self._verified[token] = (principal, float(claims["exp"]))
+        return principal
 
 
 def principal_of(claims: dict[str, Any]) -> Principal:

@@ -40,6 +40,7 @@ from .graphql_types import (
     SandboxComparison,
     SandboxRun,
     UpdateLlmInteractionAuditBiasInput,
+    audit_columns,
     audit_of,
     authorized,
     bias_columns_of,
@@ -124,6 +125,31 @@ async def _visible(info: Info, principal: Principal, audit_id: str) -> dict[str,
     return row
 
 
+def _item_columns(info: Info) -> set[str] | None:
+    """The columns a list of items needs: its selected fields' (the field may be asked for more
+    than once under one name: GraphQL merges them)."""
+    return audit_columns([part for field in info.selected_fields for part in field.selections])
+
+
+def _node_columns(info: Info) -> set[str] | None:
+    """The columns a connection's nodes need (edges { node { ... } }); None, all, when its
+    selection is not plain fields."""
+    columns: set[str] = set()
+    for selected in (part for field in info.selected_fields for part in field.selections):
+        if hasattr(selected, "type_condition"):
+            return None  # a fragment over the connection: not worth following
+        if selected.name == "edges":
+            for part in selected.selections:
+                if hasattr(part, "type_condition"):
+                    return None
+                if part.name == "node":
+                    inner = audit_columns(part.selections)
+                    if inner is None:
+                        return None
+                    columns |= inner
+    return columns
+
+
 @strawberry.type
 class Query:
     @strawberry.field
@@ -144,7 +170,11 @@ class Query:
             raise fail("BAD_USER_INPUT", "offset must be 0 or more")
         found = _filter(filter)
         page = await _store(info).interactions(
-            principal.scope(found.tenant_id), found, limit=_limit(pagination.limit), offset=pagination.offset
+            principal.scope(found.tenant_id),
+            found,
+            limit=_limit(pagination.limit),
+            offset=pagination.offset,
+            columns=_item_columns(info),
         )
         return [audit_of(row) for row in page.rows]
 
@@ -168,7 +198,12 @@ class Query:
         )
         try:
             page = await _store(info).interactions(
-                principal.scope(found.tenant_id), found, limit=_limit(first, "first"), after=after, count=counted
+                principal.scope(found.tenant_id),
+                found,
+                limit=_limit(first, "first"),
+                after=after,
+                count=counted,
+                columns=_node_columns(info),
             )
         except ValueError as error:
             raise fail("BAD_USER_INPUT", str(error)) from None
@@ -193,7 +228,10 @@ class Query:
     ) -> list[LlmInteractionAudit]:
         principal = authorized(info, READ, "reading audits")
         page = await _store(info).interactions(
-            principal.scope(tenant_id), InteractionFilter(decision_id=decision_id), limit=_limit(limit)
+            principal.scope(tenant_id),
+            InteractionFilter(decision_id=decision_id),
+            limit=_limit(limit),
+            columns=_item_columns(info),
         )
         return [audit_of(row) for row in page.rows]
 
@@ -208,7 +246,11 @@ class Query:
         principal = authorized(info, REVIEW, "the review queue")
         found = _filter(filter)
         rows = await _store(info).review_queue(
-            principal.scope(found.tenant_id), found, limit=_limit(limit), holder=principal.subject
+            principal.scope(found.tenant_id),
+            found,
+            limit=_limit(limit),
+            holder=principal.subject,
+            columns=_item_columns(info),
         )
         return [audit_of(row) for row in rows]
 

@@ -138,36 +138,91 @@ def bias_columns_of(row: dict[str, Any]) -> LlmInteractionAuditBias:
     )
 
 
+# the store's columns each LlmInteractionAudit field is made from; a page reads only those its query asks for
+AUDIT_FIELD_COLUMNS: dict[str, tuple[str, ...]] = {
+    "id": ("audit_id",),
+    "auditId": ("audit_id",),
+    "tenantId": ("tenant_id",),
+    "traceId": ("trace_id",),
+    "status": ("status",),
+    "logTimestamp": ("log_timestamp",),
+    "biasDetected": ("bias_detected",),
+    "biasType": ("bias_type",),
+    "biasScore": ("bias_score",),
+    "biasConfidenceScore": ("bias_confidence_score",),
+    "mitigationAction": ("mitigation_action",),
+    "humanReviewed": ("human_reviewed",),
+    "userId": ("user_id",),
+    "originalQuery": (),
+    "queryContext": ("query_context",),
+    "llmProvider": ("llm_provider",),
+    "llmModel": ("llm_model",),
+    "promptTokens": ("prompt_tokens",),
+    "responseTokens": ("response_tokens",),
+    "totalTokens": ("total_tokens",),
+    "errorMessage": ("error_message",),
+    "biasReportSummary": ("bias_report_summary",),
+    "humanBiasTag": ("human_bias_tag",),
+    "createdAt": ("created_at",),
+    "decisionId": ("decision_id",),
+    "reasoningNodeId": ("reasoning_node_id",),
+    "llmResponse": ("llm_response",),
+    "reviewNotes": ("review_notes",),
+    "reviews": ("tenant_id", "audit_id"),
+    "taxonomy": ("bias_type",),
+    "__typename": (),
+}
+
+
+def audit_columns(selections: list[Any]) -> set[str] | None:
+    """The columns the selected LlmInteractionAudit fields are made from (fragments followed);
+    None, read them all, for a field this map does not know."""
+    columns: set[str] = set()
+    for selection in selections:
+        if hasattr(selection, "type_condition"):  # a fragment (spread or inline): its own selections
+            inner = audit_columns(selection.selections)
+            if inner is None:
+                return None
+            columns |= inner
+        elif selection.name in AUDIT_FIELD_COLUMNS:
+            columns.update(AUDIT_FIELD_COLUMNS[selection.name])
+        else:
+            return None
+    return columns
+
+
 def audit_of(row: dict[str, Any]) -> LlmInteractionAudit:
+    """The item of a stored row; a field whose column was not read (not asked for) is None."""
+    get: Any = row.get  # what a column holds is checked by the schema's types, not here
     return LlmInteractionAudit(
         id=strawberry.ID(row["audit_id"]),
         audit_id=row["audit_id"],
         tenant_id=row["tenant_id"],
-        user_id=row["user_id"],
-        trace_id=row["trace_id"],
+        user_id=get("user_id"),
+        trace_id=get("trace_id"),
         original_query=None,
-        query_context=row["query_context"],
-        llm_provider=row["llm_provider"],
-        llm_model=row["llm_model"],
-        answer=row["llm_response"],
-        prompt_tokens=row["prompt_tokens"],
-        response_tokens=row["response_tokens"],
-        total_tokens=row["total_tokens"],
-        status=row["status"],
-        error_message=row["error_message"],
+        query_context=get("query_context"),
+        llm_provider=get("llm_provider"),
+        llm_model=get("llm_model"),
+        answer=get("llm_response"),
+        prompt_tokens=get("prompt_tokens"),
+        response_tokens=get("response_tokens"),
+        total_tokens=get("total_tokens"),
+        status=get("status"),
+        error_message=get("error_message"),
         log_timestamp=row["log_timestamp"],
-        bias_detected=row["bias_detected"],
-        bias_type=list(row["bias_type"] or []),
-        bias_score=row["bias_score"],
-        bias_confidence_score=row["bias_confidence_score"],
-        mitigation_action=row["mitigation_action"],
-        bias_report_summary=row["bias_report_summary"],
-        human_reviewed=row["human_reviewed"],
-        human_bias_tag=row["human_bias_tag"],
-        notes=row["review_notes"],
-        created_at=row["created_at"],
-        decision_id=row["decision_id"],
-        reasoning_node_id=row["reasoning_node_id"],
+        bias_detected=get("bias_detected"),
+        bias_type=list(get("bias_type") or []),
+        bias_score=get("bias_score"),
+        bias_confidence_score=get("bias_confidence_score"),
+        mitigation_action=get("mitigation_action"),
+        bias_report_summary=get("bias_report_summary"),
+        human_reviewed=get("human_reviewed"),
+        human_bias_tag=get("human_bias_tag"),
+        notes=get("review_notes"),
+        created_at=get("created_at"),
+        decision_id=get("decision_id"),
+        reasoning_node_id=get("reasoning_node_id"),
     )
 
 

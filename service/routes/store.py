@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 import orjson
@@ -70,8 +71,17 @@ def graphql_router() -> APIRouter:
             **loaders(state.audit_store),
         }
 
+    class Router(GraphQLRouter):
+        def encode_json(self, data: object) -> bytes:
+            # a page's answer is hundreds of values: orjson writes them several times faster; the
+            # standard library only for what orjson refuses (an integer past 64 bits in a JSON field)
+            try:
+                return orjson.dumps(data)
+            except TypeError:
+                return json.dumps(data, separators=(",", ":")).encode()
+
     # no subscriptions (over WebSocket) and no queries over GET: every operation is a bounded POST
-    return GraphQLRouter(
+    return Router(
         schema,
         path="/graphql",
         context_getter=graphql_context,

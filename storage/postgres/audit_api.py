@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,12 +35,48 @@ class LeaseRefused(Exception):
 
 LEASE_SECONDS = 120  # an opened item is held this long (renewed by opening it again)
 MAX_HOLD_SECONDS = 30 * 60  # renewals end here: an item left open (or reopened by a script) goes back to the queue
-_COLUMNS = (
-    "id, audit_id, tenant_id, user_id, trace_id, query_context, llm_provider, llm_model, llm_response, "
-    "prompt_tokens, response_tokens, total_tokens, status, error_message, log_timestamp, bias_detected, "
-    "bias_type, bias_score, bias_confidence_score, mitigation_action, bias_report_summary, human_reviewed, "
-    "human_bias_tag, review_notes, created_at, decision_id, reasoning_node_id"
-)
+INTERACTION_COLUMNS = (
+    "id",
+    "audit_id",
+    "tenant_id",
+    "user_id",
+    "trace_id",
+    "query_context",
+    "llm_provider",
+    "llm_model",
+    "llm_response",
+    "prompt_tokens",
+    "response_tokens",
+    "total_tokens",
+    "status",
+    "error_message",
+    "log_timestamp",
+    "bias_detected",
+    "bias_type",
+    "bias_score",
+    "bias_confidence_score",
+    "mitigation_action",
+    "bias_report_summary",
+    "human_reviewed",
+    "human_bias_tag",
+    "review_notes",
+    "created_at",
+    "decision_id",
+    "reasoning_node_id",
+)  # what the API reads of an interaction (never query_hash)
+KEY_COLUMNS = ("id", "audit_id", "tenant_id", "log_timestamp")  # a row's identity and its page cursor
+_COLUMNS = ", ".join(INTERACTION_COLUMNS)
+
+
+def _selected(columns: Collection[str] | None) -> str:
+    """The SELECT list of `columns` (all when None) and the key columns: a page reads only what its
+    query asks for, not each row's answer text and JSON documents."""
+    if columns is None:
+        return _COLUMNS
+    unknown = set(columns) - set(INTERACTION_COLUMNS)
+    if unknown:
+        raise ValueError(f"not interaction columns: {', '.join(sorted(unknown))}")
+    return ", ".join(c for c in INTERACTION_COLUMNS if c in KEY_COLUMNS or c in columns)
 
 
 @dataclass
@@ -129,7 +165,9 @@ def count_query(tenants: list[str] | None, found: InteractionFilter) -> tuple[by
 
 def as_audit(row: dict[str, Any]) -> dict[str, Any]:
     row = dict(row)
-    row["bias_confidence_score"] = float(row["bias_confidence_score"] / 100)  # stored in percent; divided exactly
+    row.pop("total_count", None)  # a counted page's rows carry its total
+    if "bias_confidence_score" in row:  # stored in percent; divided exactly
+        row["bias_confidence_score"] = float(row["bias_confidence_score"] / 100)
     return row
 
 
@@ -196,32 +234,47 @@ class AuditStore:
         offset: int = 0,
         after: str | None = None,
         count: bool = False,
+        columns: Collection[str] | None = None,
     ) -> Page:
+        """A page of the interactions `found` keeps, newest first; `columns` (default all) and the
+        key columns of each row; the total only when `count`."""
         clauses, values = _where(tenants, found)
         page_clauses, page_values = list(clauses), list(values)
         if after is not None:
             moment, row_id = decode_cursor(after)
             page_clauses.append("(log_timestamp, id) < (%s, %s)")
             page_values += [moment, row_id]
-        async with self._connection() as connection:
-            cursor = await connection.execute(
-                f"SELECT {_COLUMNS} FROM llm_interaction_audit {_where_clause(page_clauses)} "
-                "ORDER BY log_timestamp DESC, id DESC "
-                "LIMIT %s OFFSET %s".encode(),
-                [*page_values, limit + 1, offset],
+        sql = (
+            f"SELECT {_selected(columns)} FROM llm_interaction_audit {_where_clause(page_clauses)} "
+            "ORDER BY log_timestamp DESC, id DESC LIMIT %s OFFSET %s"
+        )
+        page_values += [limit + 1, offset]
+        if count:  # one round trip: the count's one row joined to the page (an empty page keeps its total)
+            counted, count_values = count_query(tenants, found)
+            sql = (
+                f"SELECT total.n AS total_count, page.* FROM ({counted.decode()}) total LEFT JOIN ({sql}) page "
+                "ON true ORDER BY page.log_timestamp DESC, page.id DESC"
             )
-            rows = await cursor.fetchall()
-            total = -1
-            if count:
-                counted = await connection.execute(*count_query(tenants, found))
-                total = int((await counted.fetchone())["n"])
+            page_values = [*count_values, *page_values]
+        async with self._connection() as connection:
+            rows = await (await connection.execute(sql.encode(), page_values)).fetchall()
+        total = -1
+        if count:
+            total = int(rows[0]["total_count"])
+            rows = [] if rows[0]["id"] is None else rows
         more = len(rows) > limit
         rows = rows[:limit]
         cursor_out = encode_cursor(rows[-1]["log_timestamp"], rows[-1]["id"]) if more and rows else None
         return Page([as_audit(r) for r in rows], total, cursor_out)
 
     async def review_queue(
-        self, tenants: list[str] | None, found: InteractionFilter, *, limit: int, holder: str
+        self,
+        tenants: list[str] | None,
+        found: InteractionFilter,
+        *,
+        limit: int,
+        holder: str,
+        columns: Collection[str] | None = None,
     ) -> list[dict[str, Any]]:
         """Unreviewed items, flagged ones and the uniform sample of unflagged ones, in an order
         fixed by a hash of their key (random, so the reviewed ones are a uniform sample and the
@@ -236,7 +289,7 @@ class AuditStore:
         values += [self.review_sample, holder]
         async with self._connection() as connection:
             cursor = await connection.execute(
-                f"SELECT {_COLUMNS} FROM llm_interaction_audit a WHERE {' AND '.join(clauses)} "
+                f"SELECT {_selected(columns)} FROM llm_interaction_audit a WHERE {' AND '.join(clauses)} "
                 "ORDER BY md5(tenant_id || '#' || audit_id) LIMIT %s".encode(),
                 [*values, limit],
             )

@@ -3,6 +3,7 @@ without existence leaks, reviews that last, leases, keyset pages, and no raw que
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import psycopg
 import pytest
 
 from bias_audit.service.graphql_api import schema
+from bias_audit.storage.postgres.audit_api import AuditStore, InteractionFilter
 from tests.service.audit_api_client import CANARY, ITEM, codes, gql, token
 from tests.services import run_cli
 
@@ -214,6 +216,16 @@ def test_keyset_pages_do_not_overlap_and_count_the_whole(api):
             break
         after = connection["pageInfo"]["endCursor"]
     assert len(seen) == len(set(seen)) == len(events)
+    beyond = gql(client, page, auditor, after=connection["edges"][-1]["cursor"])["data"][
+        "llmInteractionAuditConnection"
+    ]
+    assert beyond["edges"] == [] and beyond["totalCount"] == len(events)  # an empty page still counts the whole
+    nothing = gql(
+        client,
+        '{ llmInteractionAuditConnection(filter: {userId: "none-such"}) { totalCount edges { node { id } } } }',
+        auditor,
+    )["data"]["llmInteractionAuditConnection"]
+    assert nothing == {"totalCount": 0, "edges": []}
     assert codes(gql(client, page, auditor, after="not-a-cursor")) == ["BAD_USER_INPUT"]
 
 
@@ -488,3 +500,57 @@ def test_sandbox_runs_are_read_within_the_tokens_tenants(api):
             "biasTypes": [{"biasType": "gendered_language", "verdict": "worse", "pValue": 0.0001}],
         }
     ]
+
+
+def test_a_page_reads_only_the_columns_its_fields_need_and_answers_as_the_whole_row_does(api):
+    client, _, url = api
+    reviewer = token("rita", ["reviewer"], "acme")
+    whole = "id auditId tenantId llmModel biasType biasConfidenceScore biasScore logTimestamp llmResponse createdAt"
+    full = gql(client, f"{{ llmInteractionAudits(pagination: {{limit: 500}}) {{ {whole} }} }}", reviewer)
+    expected = [
+        {"id": i["id"], "biasType": i["biasType"], "biasConfidenceScore": i["biasConfidenceScore"]}
+        for i in full["data"]["llmInteractionAudits"]
+    ]
+    assert len(expected) == 20 and any(i["biasType"] for i in expected)
+    assert all(isinstance(i["biasConfidenceScore"], float) for i in expected)
+    narrow = "llmInteractionAudits(pagination: {limit: 500})"
+    asked = [
+        f"{{ {narrow} {{ id biasType biasConfidenceScore }} }}",
+        f"{{ {narrow} {{ id ...parts }} }} fragment parts on LlmInteractionAudit {{ biasType biasConfidenceScore }}",
+        f"{{ {narrow} {{ id ... on LlmInteractionAudit {{ biasType }} biasConfidenceScore }} }}",
+    ]
+    for query in asked:
+        assert gql(client, query, reviewer)["data"]["llmInteractionAudits"] == expected, query
+    pages = gql(
+        client,
+        "{ llmInteractionAuditConnection(first: 500) { edges { cursor node { id biasType biasConfidenceScore } } } }",
+        reviewer,
+    )["data"]["llmInteractionAuditConnection"]["edges"]
+    assert [edge["node"] for edge in pages] == expected and all(edge["cursor"] for edge in pages)
+    queue = gql(client, "{ reviewQueue(limit: 500) { id biasType biasConfidenceScore } }", reviewer)["data"][
+        "reviewQueue"
+    ]
+    assert queue and all(item in expected for item in queue)
+
+    async def narrow_rows() -> list[dict]:
+        store = AuditStore(url, max_connections=2)
+        try:
+            return (await store.interactions(["acme"], InteractionFilter(), limit=5, columns={"bias_type"})).rows
+        finally:
+            await store.close()
+
+    assert [set(row) for row in asyncio.run(narrow_rows())] == [
+        {"id", "audit_id", "tenant_id", "log_timestamp", "bias_type"}
+    ] * 5
+
+
+def test_an_integer_past_64_bits_in_a_json_field_is_answered_whole(api):
+    client, events, url = api
+    own = next(e["audit_id"] for e in events if e["tenant_id"] == "acme")
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(
+            "UPDATE llm_interaction_audit SET query_context = '{\"n\": 1180591620717411303424}' WHERE audit_id = %s",
+            (own,),
+        )
+    answer = gql(client, f'{{ llmInteractionAudit(id: "{own}") {{ queryContext }} }}', token("r", ["reviewer"]))
+    assert answer["data"]["llmInteractionAudit"]["queryContext"] == {"n": 2**70}

@@ -212,6 +212,19 @@ def test_a_tenants_claim_that_is_not_a_list_of_names_is_refused(claims):
         verifier.verify("Bearer " + jwt.encode(body, SECRET, algorithm="HS256"))
 
 
+def test_a_token_verified_once_is_refused_once_it_expires_and_a_changed_one_is_verified_again():
+    verifier = TokenVerifier(secret=SECRET)
+    body = {"sub": "x", "roles": ["auditor"], "tenant_id": "acme", "exp": int(time.time()) + 2}
+    signed = "Bearer " + jwt.encode(body, SECRET, algorithm="HS256")
+    assert verifier.verify(signed).subject == verifier.verify(signed).subject == "x"
+    forged = signed[:-2] + ("AA" if signed[-2:] != "AA" else "BB")
+    with pytest.raises(Unauthenticated, match="does not verify"):
+        verifier.verify(forged)
+    time.sleep(body["exp"] - time.time() + 0.05)
+    with pytest.raises(Unauthenticated, match="expired"):
+        verifier.verify(signed)
+
+
 def test_a_blank_secret_and_a_token_for_another_audience_are_refused():
     with pytest.raises(ValueError, match="different characters"):
         TokenVerifier(secret=" " * 34)
