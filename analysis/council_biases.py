@@ -72,8 +72,11 @@ def pair_fit(cells: WindowCells) -> PairFit:
     """Peer scores of answers that at least two reviewers scored (a lone score has no consensus)."""
     peer = cells.peer
     group_size = np.bincount(cells.group[peer], minlength=cells.sessions * max(len(cells.models), 1))
-    used = np.flatnonzero(peer & (group_size[cells.group] >= 2))
+    # 32-bit while they fit: the fit and the sections after it keep these for the window's cells
+    small = np.int32 if len(peer) < np.iinfo(np.int32).max else np.int64
+    used = np.flatnonzero(peer & (group_size[cells.group] >= 2)).astype(small)
     keys, pair = present_levels(cells.reviewer[used].astype(np.int64) * len(cells.models) + cells.model[used])
+    pair = pair.astype(small)
     pairs = [(int(k) // len(cells.models), int(k) % len(cells.models)) for k in keys]
     fit = None
     if len(used) and len(pairs) <= MAX_PAIRS:
@@ -254,13 +257,13 @@ def anchoring(
         return []
     residual = fitted.residual
     index = fitted.cells
-    session, reviewer, position = cells.session[index], cells.reviewer[index], cells.position[index]
+    position = cells.position[index]
     placed = position >= 0
     if not placed.any():
         return []
-    key = session * len(cells.reviewers) + reviewer
+    key = cells.session[index] * len(cells.reviewers) + cells.reviewer[index]
     size = cells.sessions * len(cells.reviewers)
-    first_position = np.full(size, np.iinfo(np.int64).max)
+    first_position = np.full(size, np.iinfo(position.dtype).max, dtype=position.dtype)
     np.minimum.at(first_position, key[placed], position[placed])
     is_first = placed & (position == first_position[key])
     later = placed & ~is_first
@@ -284,15 +287,13 @@ def style_similarity(
     answers, or a peer's, would otherwise read as mimicry)."""
     if cells.sessions < MIN_SESSIONS or fitted.fit is None:
         return []
-    residual = fitted.residual
     similarity = cells.similarity[fitted.cells]
-    reviewer = cells.reviewer[fitted.cells]
-    session = cells.session[fitted.cells]
-    length = np.log1p(cells.length[fitted.cells])
-    known = ~np.isnan(similarity)
+    known = np.flatnonzero(~np.isnan(similarity))  # only these cells are read: records may carry none
+    similarity, residual, index = similarity[known], fitted.residual[known], fitted.cells[known]
+    reviewer, session, length = cells.reviewer[index], cells.session[index], np.log1p(cells.length[index])
     points: Points = {}
-    for r in np.unique(reviewer[known]):
-        mine = known & (reviewer == r)
+    for r in np.unique(reviewer):
+        mine = reviewer == r
         points[int(r)] = (similarity[mine], residual[mine], length[mine], len(np.unique(session[mine])))
     return _slopes(cells, points, thresholds.style, thresholds)
 

@@ -211,11 +211,15 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     if sessions < MIN_SESSIONS or peer.sum() == 0:
         return LengthControl(status="collecting data", coefficient=collecting(int(peer.sum()), sessions))
     session, model, reviewer, y = cells.session[peer], cells.model[peer], cells.reviewer[peer], cells.score[peer]
+    if sessions < np.iinfo(np.int32).max:  # the fit keeps its groups: 32-bit, as the name indices
+        session = session.astype(np.int32)
     length = cells.length[peer]
     # length difference from the session's mean response length (each response counted once)
     ls, lx, _ = cells.length_points
     session_mean = np.bincount(ls, weights=lx, minlength=sessions) / np.maximum(np.bincount(ls, minlength=sessions), 1)
-    diff = length - session_mean[session]
+    diff = session_mean[session]
+    np.subtract(length, diff, out=diff)
+    del length
     point_diff = lx - session_mean[ls]
     spread = float(point_diff.std())
     n_models, n_reviewers = len(cells.models), len(cells.reviewers)
@@ -240,8 +244,9 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
         return LengthControl(
             status="not identifiable", coefficient=collecting(len(y), sessions, "not identifiable"), models=models
         )
-    term = np.tanh(diff / spread)
-    del length, diff  # the fit's temporaries come next
+    # in place: the fit's temporaries come next, a window's cells long each
+    term = np.tanh(np.divide(diff, spread, out=diff), out=diff)
+    del diff
     fit = absorbed_least_squares([Indicators(model, n_models), Indicators(reviewer, n_reviewers), term], y, session)
     if fit is None:
         return LengthControl(status="not identifiable", coefficient=collecting(len(y), sessions, "not identifiable"))
@@ -489,7 +494,7 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
             est = fit.contrast(c) if k else (0.0,)
             if est is not None:
                 relative[k] = est[0]
-    loo = cells.loo_difference
+    loo = cells.loo_difference()
     size = cells.sessions * n_reviewers
     key = cells.session * n_reviewers + cells.reviewer
     scored_in = (np.bincount(key, minlength=size).reshape(-1, n_reviewers) > 0).sum(0)

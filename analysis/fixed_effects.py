@@ -8,7 +8,7 @@ a contrast the design cannot separate (a model always shown first) reports None.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Union
 
@@ -18,6 +18,7 @@ from scipy import sparse
 from .special import fdtrc, stdtr, stdtrit
 
 ALPHA_95 = 0.05
+CHUNK_ROWS = 1 << 18  # rows whose temporaries X'X and X v hold at once
 RCOND = 1e-10  # eigenvalues of X'X below this share of the largest are the design's null space
 
 
@@ -38,8 +39,10 @@ class FitResult:
         if self.df < 1 or not self.estimable(contrast):
             return None
         estimate = float(contrast @ self.beta)
-        leverage = self.design.times(self.xtx_pinv @ contrast)
-        variance = float((leverage * leverage) @ (self.residual * self.residual)) * self.n / self.df
+        # each row's term of the sandwich, (x_i' P c) e_i, made in place: sum (l e)^2 = sum l^2 e^2
+        terms = self.design.times(self.xtx_pinv @ contrast)
+        terms *= self.residual
+        variance = float(terms @ terms) * self.n / self.df
         se = float(np.sqrt(max(variance, 0.0)))
         t_crit = float(stdtrit(self.df, 1 - ALPHA_95 / 2))
         p = float(2.0 * stdtr(self.df, -abs(estimate) / se)) if se > 0 else (0.0 if estimate != 0.0 else 1.0)
@@ -82,20 +85,23 @@ def demean_by_group(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np
         # cells arrive in session order: one pass over contiguous runs for all columns at once
         starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
         run_lengths = np.diff(np.r_[starts, len(groups)])
-        demeaned: np.ndarray = values - np.repeat(
+        demeaned: np.ndarray = np.repeat(
             np.add.reduceat(values, starts, axis=0) / run_lengths[:, None], run_lengths, axis=0
         )
+        np.subtract(values, demeaned, out=demeaned)  # the means' rows become the answer: one copy
         return demeaned
     counts = np.bincount(groups, minlength=n_groups).astype(np.float64)
     counts[counts == 0] = 1.0
     if values.ndim == 1:
-        demeaned = values - (np.bincount(groups, weights=values, minlength=n_groups) / counts)[groups]
+        demeaned = (np.bincount(groups, weights=values, minlength=n_groups) / counts)[groups]
+        np.subtract(values, demeaned, out=demeaned)
         return demeaned
     means = (
         np.column_stack([np.bincount(groups, weights=values[:, j], minlength=n_groups) for j in range(values.shape[1])])
         / counts[:, None]
     )
-    demeaned = values - means[groups]
+    demeaned = means[groups]
+    np.subtract(values, demeaned, out=demeaned)
     return demeaned
 
 
@@ -120,9 +126,12 @@ class AbsorbedDesign:
     X v = D v less each row's group mean of D v. The shares are built, sparse, only for X'X: a
     (session, model) group meets a few of the window's (reviewer, model) pairs."""
 
-    def __init__(self, blocks: Sequence[Block], groups: np.ndarray) -> None:
+    def __init__(self, blocks: Sequence[Block], groups: np.ndarray, chunk_rows: int = CHUNK_ROWS) -> None:
         self.groups = groups
         self.size = int(groups.max()) + 1 if len(groups) else 0
+        # X'X and X v are sums over whole groups: taken over ranges of rows that split no group,
+        # they hold a range's temporaries at once, not the window's
+        self.chunks = row_chunks(groups, chunk_rows)
         self.count = np.bincount(groups, minlength=self.size).astype(np.float64)
         self.share = np.where(self.count > 0, self.count, 1.0)  # a group's size, 1 for an absent one
         self.indicators: list[tuple[np.ndarray, np.ndarray, int, int]] = []
@@ -147,40 +156,59 @@ class AbsorbedDesign:
             xtx[offset_a : offset_a + rows, offset_b : offset_b + cols] = block
             xtx[offset_b : offset_b + cols, offset_a : offset_a + rows] = block.T
 
+        blocks = self.indicators
         # M_a' C M_b = K_a' C^-1 K_b with K the per-group counts: with L = C^-1/2 K, L_a' L_b
+        products = {
+            (a, b): np.zeros((blocks[a][2], blocks[b][2])) for a in range(len(blocks)) for b in range(a, len(blocks))
+        }
+        crossed = {
+            (a, d): np.zeros((blocks[a][2], values.shape[1]))
+            for a in range(len(blocks))
+            for d, (_, values) in enumerate(self.dense)
+        }
         root = np.sqrt(self.share)
-        scaled = [self._scaled_counts(index, on, width, root) for index, on, width, _ in self.indicators]
-        for at, (index_a, on_a, width_a, offset_a) in enumerate(self.indicators):
-            for (index_b, on_b, width_b, offset_b), scaled_b in zip(self.indicators[at:], scaled[at:]):
-                both = on_a & on_b
-                raw = np.bincount(index_a[both] * width_b + index_b[both], minlength=width_a * width_b)
-                put(offset_a, offset_b, raw.reshape(width_a, width_b) - (scaled[at].T @ scaled_b).toarray())
-            for offset_d, values in self.dense:
-                put(
-                    offset_a,
-                    offset_d,
-                    np.column_stack(
-                        [np.bincount(index_a[on_a], weights=column[on_a], minlength=width_a) for column in values.T]
-                    ),
-                )
+        for rows, groups, lo, hi in self._chunked():
+            parts = [(index[rows], on[rows], width) for index, on, width, _ in blocks]
+            scaled = [_scaled_counts(groups, hi - lo, index, on, width, root[lo:hi]) for index, on, width in parts]
+            for a, (index_a, on_a, width_a) in enumerate(parts):
+                for b in range(a, len(parts)):
+                    index_b, on_b, width_b = parts[b]
+                    both = on_a & on_b
+                    raw = np.bincount(index_a[both] * width_b + index_b[both], minlength=width_a * width_b)
+                    products[a, b] += raw.reshape(width_a, width_b) - (scaled[a].T @ scaled[b]).toarray()
+                for d, (_, values) in enumerate(self.dense):
+                    chunk = values[rows][on_a]
+                    crossed[a, d] += np.column_stack(
+                        [np.bincount(index_a[on_a], weights=column, minlength=width_a) for column in chunk.T]
+                    )
+        for (a, b), block in products.items():
+            put(blocks[a][3], blocks[b][3], block)
+        for (a, d), block in crossed.items():
+            put(blocks[a][3], self.dense[d][0], block)
         for at, (offset_a, values_a) in enumerate(self.dense):
             for offset_b, values_b in self.dense[at:]:
                 put(offset_a, offset_b, values_a.T @ values_b)
         return xtx
 
-    def _scaled_counts(self, index: np.ndarray, on: np.ndarray, width: int, root: np.ndarray) -> sparse.csr_matrix:
-        """(groups, width) count of each group's rows at each level over `root`, the root of its size."""
-        if self.size * width <= len(self.groups):  # few groups: count densely, no per-row triplets
-            counts = np.bincount(self.groups[on] * width + index[on], minlength=self.size * width)
-            return sparse.csr_matrix(counts.reshape(self.size, width) / root[:, None])
-        member = self.groups[on]  # duplicate (group, level) entries add up: each is one of the group's rows
-        return sparse.csr_matrix((1.0 / root[member], (member, index[on])), shape=(self.size, width))
+    def _chunked(self) -> Iterator[tuple[slice, np.ndarray, int, int]]:
+        """Per range of rows: (its rows, its groups less the first key, first key, last key + 1)."""
+        for start, stop in self.chunks:
+            rows = slice(start, stop)
+            if (start, stop) == (0, len(self.groups)):
+                yield rows, self.groups, 0, self.size
+                continue
+            groups = self.groups[rows]
+            lo, hi = int(groups.min()), int(groups.max()) + 1
+            yield rows, groups - lo, lo, hi
 
     def transpose_times(self, demeaned: np.ndarray) -> np.ndarray:
         """X'y for a y already demeaned by group."""
         out = np.zeros(self.width)
-        for index, on, width, offset in self.indicators:
-            out[offset : offset + width] = np.bincount(index[on], weights=demeaned[on], minlength=width)
+        for rows, *_ in self._chunked():
+            part = demeaned[rows]
+            for index, on, width, offset in self.indicators:
+                here = on[rows]
+                out[offset : offset + width] += np.bincount(index[rows][here], weights=part[here], minlength=width)
         for offset, values in self.dense:
             out[offset : offset + values.shape[1]] = values.T @ demeaned
         return out
@@ -188,27 +216,75 @@ class AbsorbedDesign:
     def times(self, vector: np.ndarray) -> np.ndarray:
         """X v: each row's demeaned design times v."""
         out = np.zeros(len(self.groups))
-        for index, on, width, offset in self.indicators:
-            if not width:
-                continue
-            part = vector[offset : offset + width]
-            # index -1 (no column) reads part[-1], which `on` then drops
-            picked = np.where(on, part[index], 0.0)
-            out += picked
-            out -= (np.bincount(self.groups, weights=picked, minlength=self.size) / self.share)[self.groups]
-        for offset, values in self.dense:
-            out += values @ vector[offset : offset + values.shape[1]]
+        for rows, groups, lo, hi in self._chunked():
+            part_out = out[rows]  # a view: the range's rows of the answer
+            for index, on, width, offset in self.indicators:
+                if not width:
+                    continue
+                # index -1 (no column) reads the block's last entry, which `on` then drops
+                picked = vector[offset : offset + width][index[rows]]
+                picked[~on[rows]] = 0.0
+                part_out += picked
+                part_out -= (np.bincount(groups, weights=picked, minlength=hi - lo) / self.share[lo:hi])[groups]
+            for offset, values in self.dense:
+                part_out += values[rows] @ vector[offset : offset + values.shape[1]]
         return out
 
 
-def absorbed_least_squares(design: np.ndarray | Sequence[Block], y: np.ndarray, groups: np.ndarray) -> FitResult | None:
+def row_chunks(groups: np.ndarray, chunk_rows: int, probe: int = 4096) -> list[tuple[int, int]]:
+    """[start, stop) ranges of rows, about chunk_rows each, that split no group: a cut falls where
+    every group key before it is below every key after it (rows in group order, or in session
+    order with groups inside sessions). Rows in no such order are one range."""
+    n = len(groups)
+    if n <= chunk_rows:
+        return [(0, n)]
+    starts = np.arange(0, n, probe)
+    # a cut inside probe block b needs every key before the block below every key after it
+    before = np.maximum.accumulate(np.maximum.reduceat(groups, starts).astype(np.int64))
+    after = np.minimum.accumulate(np.minimum.reduceat(groups, starts).astype(np.int64)[::-1])[::-1]
+    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    candidates = np.flatnonzero(np.r_[low, before[:-1]] < np.r_[after[1:], high])
+    cuts = [0]
+    for block in candidates:
+        first = int(starts[block])
+        if first + probe < cuts[-1] + chunk_rows:
+            continue  # the range is not full by this block's end
+        local = groups[first : first + probe].astype(np.int64)  # beside the int64 bounds
+        prior = int(before[block - 1]) if block else low
+        later = int(after[block + 1]) if block + 1 < len(starts) else high
+        # cut i of the block (before its row i, 0..len): the largest key before it, the smallest after
+        largest = np.r_[prior, np.maximum(np.maximum.accumulate(local), prior)]
+        smallest = np.r_[np.minimum(np.minimum.accumulate(local[::-1])[::-1], later), later]
+        valid = first + np.flatnonzero(largest < smallest)
+        valid = valid[(valid >= cuts[-1] + chunk_rows) & (valid < n)]
+        if len(valid):
+            cuts.append(int(valid[0]))
+    if n - cuts[-1] < chunk_rows // 2 and len(cuts) > 1:
+        cuts.pop()  # a short last range joins the one before
+    return list(zip(cuts, [*cuts[1:], n]))
+
+
+def _scaled_counts(
+    groups: np.ndarray, size: int, index: np.ndarray, on: np.ndarray, width: int, root: np.ndarray
+) -> sparse.csr_matrix:
+    """(size, width) count of each group's rows at each level over `root`, the root of its size."""
+    if size * width <= len(groups):  # few groups: count densely, no per-row triplets
+        counts = np.bincount(groups[on] * width + index[on], minlength=size * width)
+        return sparse.csr_matrix(counts.reshape(size, width) / root[:, None])
+    member = groups[on]  # duplicate (group, level) entries add up: each is one of the group's rows
+    return sparse.csr_matrix((1.0 / root[member], (member, index[on])), shape=(size, width))
+
+
+def absorbed_least_squares(
+    design: np.ndarray | Sequence[Block], y: np.ndarray, groups: np.ndarray, *, chunk_rows: int = CHUNK_ROWS
+) -> FitResult | None:
     """y ~ design + group fixed effects (groups: non-negative ints, need not be dense). The design
     is a list of blocks (Indicators or dense columns), or one dense matrix. None when there are
-    no residual degrees of freedom."""
+    no residual degrees of freedom. chunk_rows: see AbsorbedDesign."""
     n = len(y)
     if n == 0:
         return None
-    x = AbsorbedDesign([design] if isinstance(design, np.ndarray) else design, groups)
+    x = AbsorbedDesign([design] if isinstance(design, np.ndarray) else design, groups, chunk_rows)
     n_groups = int(np.count_nonzero(x.count))
     yd = demean_by_group(y, groups, len(x.count))
     xtx = x.gram()
@@ -221,7 +297,8 @@ def absorbed_least_squares(design: np.ndarray | Sequence[Block], y: np.ndarray, 
     df = n - rank - n_groups
     if df < 1:
         return None
-    residual = yd - x.times(beta)
+    residual = x.times(beta)
+    np.subtract(yd, residual, out=residual)  # in place: a window's cells long
     return FitResult(
         beta=beta,
         xtx=xtx,

@@ -109,8 +109,9 @@ class WindowCells:
 
     @cached_property
     def group(self) -> np.ndarray:
-        """(session, model) group of each cell."""
-        group: np.ndarray = self.session * len(self.models) + self.model
+        """(session, model) group of each cell: 32-bit while the keys fit, as the name indices."""
+        small = self.sessions * max(len(self.models), 1) < np.iinfo(np.int32).max
+        group: np.ndarray = self.session.astype(np.int32 if small else np.int64) * len(self.models) + self.model
         return group
 
     @cached_property
@@ -121,10 +122,10 @@ class WindowCells:
         count = np.bincount(self.group[peer], minlength=size).astype(np.float64)
         return total, count
 
-    @cached_property
     def loo_difference(self) -> np.ndarray:
         """Peer cell: score minus the mean of the other peers' scores of the same response
-        (NaN for self-reviews and responses with one peer score)."""
+        (NaN for self-reviews and responses with one peer score). Made when asked, not kept:
+        one section reads it, and it is a window's cells long."""
         total, count = self._peer_sums
         g = self.group
         others = count[g] - 1.0

@@ -7,7 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bias_audit.analysis.fixed_effects import Indicators, absorbed_least_squares, demean_by_group
+from bias_audit.analysis.fixed_effects import (
+    AbsorbedDesign,
+    Indicators,
+    absorbed_least_squares,
+    demean_by_group,
+    row_chunks,
+)
 
 VALUES = np.array([[1.0, 10.0], [3.0, 20.0], [5.0, 5.0], [6.0, 6.0], [7.0, 7.0]])
 EXPECTED = np.array([[-1.0, -5.0], [1.0, 5.0], [-1.0, -1.0], [0.0, 0.0], [1.0, 1.0]])  # group means 2|15, 6|6
@@ -63,6 +69,50 @@ def test_indicator_blocks_fit_as_their_dense_matrix_with_a_dummy_per_group():
     means = np.array([x[group_of == g].mean(axis=0) for g in range(kinds)])
     v = rng.normal(size=15)
     assert fit.design.times(v) == pytest.approx((x - means[group_of]) @ v, abs=1e-9)  # the sandwich's leverage
+
+
+@pytest.mark.parametrize(
+    ("groups", "chunk_rows", "probe", "ranges"),
+    [
+        ([0, 0, 1, 1, 2, 2, 3, 3], 2, 2, [(0, 2), (2, 4), (4, 6), (6, 8)]),
+        ([0, 0, 1, 1, 2, 2, 3, 3], 3, 2, [(0, 4), (4, 8)]),  # a range ends at the first cut past its size
+        ([0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5], 3, 4, [(0, 4), (4, 8), (8, 12)]),  # groups inside sessions
+        ([0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5], 3, 3, [(0, 4), (4, 8), (8, 12)]),  # cuts need not be on a probe edge
+        ([0, 0, 1, 1, 2], 2, 2, [(0, 2), (2, 4), (4, 5)]),
+        ([0, 0, 0, 0, 1, 1, 1, 1, 2], 4, 2, [(0, 4), (4, 9)]),  # a short last range joins the one before
+        ([3, 0, 2, 1, 4, 5], 1, 2, [(0, 4), (4, 5), (5, 6)]),  # no cut inside the out-of-order part
+        ([5, 4, 3, 2, 1, 0], 1, 2, [(0, 6)]),
+        ([0, 1, 2], 5, 2, [(0, 3)]),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_rows_are_cut_into_ranges_that_split_no_group(groups, chunk_rows, probe, ranges, dtype):
+    assert row_chunks(np.array(groups, dtype=dtype), chunk_rows, probe) == ranges
+
+
+def session_ordered(rng, n: int):
+    """Rows in session order, each session's rows interleaving its (session, model) groups."""
+    session = np.sort(rng.integers(0, n // 5, n))
+    model = rng.integers(0, 3, n)
+    return session, session * 3 + model
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, 64, 499, 10_000])
+def test_x_x_and_x_v_over_ranges_of_rows_are_the_dense_designs(chunk_rows):
+    rng = np.random.default_rng(6)
+    n = 500
+    _, groups = session_ordered(rng, n)
+    model, reviewer = rng.integers(0, 4, n), np.where(rng.random(n) < 0.9, rng.integers(0, 5, n), -1)
+    blocks = [Indicators(model, 4), Indicators(reviewer, 5), rng.normal(size=(n, 2))]
+    x = dense(blocks, n)
+    _, dense_group = np.unique(groups, return_inverse=True)
+    means = np.array([x[dense_group == g].mean(axis=0) for g in range(dense_group.max() + 1)])
+    demeaned = x - means[dense_group]
+    design = AbsorbedDesign(blocks, groups, chunk_rows)
+    assert len(design.chunks) > 1 or chunk_rows >= n // 2
+    assert design.gram() == pytest.approx(demeaned.T @ demeaned, abs=1e-9)
+    v = rng.normal(size=11)
+    assert design.times(v) == pytest.approx(demeaned @ v, abs=1e-9)
 
 
 def test_a_dense_matrix_is_one_block():
