@@ -14,7 +14,10 @@ own schema). Then, for each round and each interpreter in turn (alternated), one
   each on its schedule whether or not the ones before were answered; latency from the scheduled
   moment, so a server that falls behind is charged for the wait (no coordinated omission);
 - burst: `--burst` concurrent list queries at once, `--waves` times;
-- /analyze-bias at `--analyze-rate` per second, open loop, each a new audit_id.
+- /analyze-bias at `--analyze-rate` per second, open loop, each a new audit_id;
+- cpu (`--loads cpu`): `--serial` list queries, then as many /analyze-bias, one at a time: the CPU
+  a request costs `serve` (its processes and its embedded Redis) and PostgreSQL (its processes),
+  from /proc.
 
 A request that fails to connect or is cut (a dropped connection) counts as an error.
 """
@@ -38,6 +41,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import jwt
 from percentiles import percentile
+from process_cpu import cpu_of, named_processes, process_tree
 from rich.console import Console
 from rich.table import Table
 
@@ -223,7 +227,8 @@ async def burst(client, base: str, concurrent: int, waves: int, readers: list[st
     return results
 
 
-def measure(base: str, args, events: list[dict]) -> dict[str, list[Result]]:
+def measure(base: str, pid: int, args, events: list[dict]) -> tuple[dict[str, list[Result]], dict[str, tuple]]:
+    """The loads' results, and for the cpu load (serve's ms, PostgreSQL's ms, wall ms) a request."""
     import aiohttp
 
     readers, senders = tokens("reviewer"), tokens("service")
@@ -239,7 +244,7 @@ def measure(base: str, args, events: list[dict]) -> dict[str, list[Result]]:
         event["tenant_id"] = TENANTS[index % len(TENANTS)]
         return "/analyze-bias", event, senders[index % len(senders)], "analyze-bias"
 
-    async def run() -> dict[str, list[Result]]:
+    async def run() -> tuple[dict[str, list[Result]], dict[str, tuple]]:
         # aiohttp: httpx's async client spent a core of its own on 200 connections; keep-alive
         # shorter than the server's 5 s, so the client never reuses a connection the server closes
         connector = aiohttp.TCPConnector(limit=1000, keepalive_timeout=3.0)
@@ -256,7 +261,17 @@ def measure(base: str, args, events: list[dict]) -> dict[str, list[Result]]:
             if "analyze" in args.loads:
                 name = f"/analyze-bias, open loop {args.analyze_rate:g}/s"
                 measured[name] = await open_loop(client, base, args.analyze_rate, args.seconds, analyze)
-            return measured
+            spent = {}
+            if "cpu" in args.loads:
+                for name, request in (("GraphQL list", list_query), ("/analyze-bias", analyze)):
+                    serve, postgres = process_tree(pid), named_processes("postgres")
+                    before = cpu_of(serve), cpu_of(postgres), time.perf_counter()
+                    for index in range(args.serial):
+                        path, body, token, what = request(index)
+                        await _send(client, base + path, body, token, what, time.perf_counter())
+                    after = cpu_of(serve), cpu_of(postgres), time.perf_counter()
+                    spent[name] = tuple((b - a) / args.serial * 1000 for a, b in zip(before, after))
+            return measured, spent
 
     return asyncio.run(run())
 
@@ -272,8 +287,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--waves", type=int, default=3)
+    parser.add_argument("--serial", type=int, default=600, help="requests of each kind the cpu load sends")
     parser.add_argument(
-        "--loads", default="lists,burst,analyze", help="which loads, comma-separated (lists, burst, analyze)"
+        "--loads", default="lists,burst,analyze", help="which loads, comma-separated (lists, burst, analyze, cpu)"
     )
     args = parser.parse_args()
     pythons = [os.path.abspath(p) for p in args.python or [sys.executable]]  # serve runs in a data folder
@@ -285,6 +301,7 @@ def main() -> None:
     for event in events:
         event.pop("original_query", None)
     results: dict[tuple[str, str], list[Result]] = {}
+    costs: dict[tuple[str, str], list[tuple]] = {}
     console = Console(width=150)
     with tempfile.TemporaryDirectory() as tmp, EmbeddedPostgres(Path(tmp) / "pg") as server:
         stores = {}
@@ -305,8 +322,11 @@ def main() -> None:
                 data.mkdir()
                 process, base = spawn(python, stores[python], str(data), args.workers)
                 try:
-                    for load, measured in measure(base, args, events).items():
+                    measured_loads, spent = measure(base, process.pid, args, events)
+                    for load, measured in measured_loads.items():
                         results.setdefault((python, load), []).extend(measured)
+                    for load, figures in spent.items():
+                        costs.setdefault((python, load), []).append(figures)
                 finally:
                     process.terminate()
                     process.wait(timeout=60)
@@ -327,7 +347,19 @@ def main() -> None:
             *(f"{percentile(times, q):,.0f}" for q in (0.5, 0.9, 0.99)),
             f"{times[-1]:,.0f}",
         )
-    console.print(table)
+    if results:
+        console.print(table)
+    if costs:
+        spent = Table(title=f"one request at a time ({args.serial} of each), ms a request, each round")
+        for column in ("serve of", "request", "serve's CPU", "PostgreSQL's CPU", "wall"):
+            spent.add_column(column, justify="right")
+        for (python, load), rounds in costs.items():
+            spent.add_row(
+                python.replace(str(ROOT), "."),
+                load,
+                *(" / ".join(f"{figures[i]:.2f}" for figures in rounds) for i in range(3)),
+            )
+        console.print(spent)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 import redis
 from bytecode import compile_package
 from percentiles import percentile
+from process_cpu import process_cpu
 from rich.console import Console
 from rich.table import Table
 
@@ -160,12 +161,6 @@ def _store(tmp: str):
         database.stop()
 
 
-def _process_cpu(pid: int) -> float:
-    """User + system CPU seconds of a process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _redis_cpu(client) -> float:
     info = client.info("cpu")
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
@@ -185,11 +180,11 @@ def bench_throughput(count: int = 10_000) -> dict:
             time.sleep(0.005)
         started = time.perf_counter()
         first = client.xlen("bias.audit.stream")
-        cpu_before = _process_cpu(worker.pid), _redis_cpu(client)
+        cpu_before = process_cpu(worker.pid), _redis_cpu(client)
         while client.xlen("bias.audit.stream") < count:
             time.sleep(0.01)
         elapsed = time.perf_counter() - started
-        worker_cpu, redis_cpu = _process_cpu(worker.pid) - cpu_before[0], _redis_cpu(client) - cpu_before[1]
+        worker_cpu, redis_cpu = process_cpu(worker.pid) - cpu_before[0], _redis_cpu(client) - cpu_before[1]
         worker.terminate()
         worker.wait(timeout=30)
         record_bytes = sum(p.stat().st_size for p in (Path(tmp) / "records").glob("*.jsonl"))
@@ -241,11 +236,11 @@ def bench_verdicts(count: int = 40_000) -> None:
             time.sleep(0.005)
         started = time.perf_counter()
         first = client.xlen("bias.audit.stream")
-        cpu_before = _process_cpu(worker.pid)
+        cpu_before = process_cpu(worker.pid)
         while client.xlen("bias.audit.stream") < count:
             time.sleep(0.01)
         elapsed = time.perf_counter() - started
-        worker_cpu = _process_cpu(worker.pid) - cpu_before
+        worker_cpu = process_cpu(worker.pid) - cpu_before
         worker.terminate()
         worker.wait(timeout=30)
     done = count - first
