@@ -255,10 +255,9 @@ def row_chunks(groups: np.ndarray, chunk_rows: int, probe: int = 4096) -> list[t
         # cut i of the block (before its row i, 0..len): the largest key before it, the smallest after
         largest = np.r_[prior, np.maximum(np.maximum.accumulate(local), prior)]
         smallest = np.r_[np.minimum(np.minimum.accumulate(local[::-1])[::-1], later), later]
-        valid = first + np.flatnonzero(largest < smallest)
-        valid = valid[(valid >= cuts[-1] + chunk_rows) & (valid < n)]
-        if len(valid):
-            cuts.append(int(valid[0]))
+        for cut in (first + np.flatnonzero(largest < smallest)).tolist():  # ascending
+            if cuts[-1] + chunk_rows <= cut < n:
+                cuts.append(cut)
     if n - cuts[-1] < chunk_rows // 2 and len(cuts) > 1:
         cuts.pop()  # a short last range joins the one before
     return list(zip(cuts, [*cuts[1:], n]))

@@ -75,6 +75,7 @@ def test_indicator_blocks_fit_as_their_dense_matrix_with_a_dummy_per_group():
     ("groups", "chunk_rows", "probe", "ranges"),
     [
         ([0, 0, 1, 1, 2, 2, 3, 3], 2, 2, [(0, 2), (2, 4), (4, 6), (6, 8)]),
+        ([0, 0, 1, 1, 2, 2, 3, 3], 2, 8, [(0, 2), (2, 4), (4, 6), (6, 8)]),  # several cuts in one probe block
         ([0, 0, 1, 1, 2, 2, 3, 3], 3, 2, [(0, 4), (4, 8)]),  # a range ends at the first cut past its size
         ([0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5], 3, 4, [(0, 4), (4, 8), (8, 12)]),  # groups inside sessions
         ([0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5], 3, 3, [(0, 4), (4, 8), (8, 12)]),  # cuts need not be on a probe edge
@@ -113,6 +114,21 @@ def test_x_x_and_x_v_over_ranges_of_rows_are_the_dense_designs(chunk_rows):
     assert design.gram() == pytest.approx(demeaned.T @ demeaned, abs=1e-9)
     v = rng.normal(size=11)
     assert design.times(v) == pytest.approx(demeaned @ v, abs=1e-9)
+
+
+def test_a_fit_over_ranges_of_rows_is_the_fit_over_all_of_them():
+    rng = np.random.default_rng(8)
+    n = 600
+    session, groups = session_ordered(rng, n)
+    model, reviewer = rng.integers(0, 4, n), rng.integers(0, 5, n)
+    y = rng.normal(size=n) + 0.3 * model - 0.2 * reviewer + 0.05 * session
+    blocks = [Indicators(model, 4), Indicators(reviewer, 5), rng.normal(size=n)]
+    whole, ranged = (absorbed_least_squares(blocks, y, groups, chunk_rows=rows) for rows in (n, 50))
+    assert len(ranged.design.chunks) >= 8 and len(whole.design.chunks) == 1
+    assert ranged.df == whole.df and ranged.sigma2 == pytest.approx(whole.sigma2, rel=1e-12)
+    assert ranged.beta == pytest.approx(whole.beta, abs=1e-12)
+    contrast = np.eye(10)[1] - np.eye(10)[0]
+    assert ranged.robust_contrast(contrast) == pytest.approx(whole.robust_contrast(contrast), rel=1e-10)
 
 
 def test_a_dense_matrix_is_one_block():
