@@ -9,6 +9,7 @@ Roles: `service` sends events and updates the bias columns; `reviewer` reads and
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,7 @@ class TokenVerifier:
             self._keys = _load_public_keys(public_key)
         # a client sends the same token with every request: verified once, trusted until its exp
         self._verified: dict[str, tuple[Principal, float]] = {}
+        self._remembering = threading.Lock()
 
     def verify(self, authorization: str | None) -> Principal:
         if not authorization:
@@ -123,9 +125,10 @@ class TokenVerifier:
         except jwt.PyJWTError as error:
             raise Unauthenticated(f"the token does not verify: {error}") from None
         principal = principal_of(claims)
-        if len(self._verified) >= VERIFIED_TOKENS:  # the oldest goes: the dict keeps insertion order
-            del self._verified[next(iter(self._verified))]
-        self._verified[token] = (principal, float(claims["exp"]))
+        with self._remembering:  # FastAPI runs this dependency in its worker threads
+            if len(self._verified) >= VERIFIED_TOKENS:  # the oldest goes: the dict keeps insertion order
+                del self._verified[next(iter(self._verified))]
+            self._verified[token] = (principal, float(claims["exp"]))
         return principal
 
 
