@@ -27,7 +27,7 @@ from bias_audit.schemas.report import (
 )
 
 from .cross_session import MIN_SESSIONS, collecting, contrast_estimate
-from .fixed_effects import Block, FitResult, Indicators, absorbed_least_squares
+from .fixed_effects import RCOND, Block, FitResult, Indicators, absorbed_least_squares
 from .multiple_tests import benjamini_hochberg
 from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
 from .stats import confidence_tier, present_levels, rounded
@@ -192,23 +192,34 @@ def affinity(
     ]
 
 
+SPREAD = 1e-8  # a column whose spread is below this share of its size has none: rounding's, not the data's
+
+
 def _slope(x: np.ndarray, y: np.ndarray, covariate: np.ndarray | None = None) -> Interval | None:
     """OLS slope of y on x with an intercept (and a covariate held fixed): (slope, se, ci_lower,
-    ci_upper, two-sided p), t on the residual df; None without residual df or spread in x."""
-    columns = [np.ones_like(x), x] + ([] if covariate is None else [covariate])
-    design = np.column_stack(columns)
-    n, width = design.shape
+    ci_upper, two-sided p), t on the residual df; None without residual df or spread in x, or
+    with x a mix of the intercept and the covariate."""
+    columns = np.column_stack([x] + ([] if covariate is None else [covariate]))
+    n, width = len(x), columns.shape[1] + 1
     df = n - width
     if df < 1:
         return None
-    xtx = design.T @ design
-    if np.linalg.matrix_rank(xtx) < width:
+    # the intercept taken out by centering (Frisch-Waugh: same slopes, residuals and their
+    # covariance block), so x far from zero does not make X'X ill-conditioned
+    centered = columns - columns.mean(axis=0)
+    spread = np.sqrt(np.einsum("ij,ij->j", centered, centered))
+    if not np.all(spread > SPREAD * np.sqrt(np.einsum("ij,ij->j", columns, columns))):
+        return None
+    xtx = centered.T @ centered
+    size = np.linalg.eigvalsh(xtx / np.outer(spread, spread))  # unit diagonal: units do not decide
+    if size.min() <= RCOND * size.max():
         return None
     inverse = np.linalg.inv(xtx)
-    beta = inverse @ (design.T @ y)
-    residual = y - design @ beta
-    slope = float(beta[1])
-    se = float(np.sqrt(max(float(residual @ residual) / df, 0.0) * inverse[1, 1]))
+    yc = y - y.mean()
+    beta = inverse @ (centered.T @ yc)
+    residual = yc - centered @ beta
+    slope = float(beta[0])
+    se = float(np.sqrt(max(float(residual @ residual) / df, 0.0) * inverse[0, 0]))
     t_crit = float(stdtrit(df, 0.975))
     p = float(2 * stdtr(df, -abs(slope) / se)) if se > 0 else (0.0 if slope else 1.0)
     return slope, se, slope - t_crit * se, slope + t_crit * se, p

@@ -75,6 +75,25 @@ def test_slope_with_a_covariate_matches_least_squares_by_hand():
     assert p == pytest.approx(2 * stats.t.sf(abs(beta[1]) / oracle_se, 27), rel=1e-9)
 
 
+@pytest.mark.parametrize("n", [5, 37, 250])
+@pytest.mark.parametrize("value", [0.1, 1 / 3, 0.7, 2.2, 123.456])
+def test_no_slope_without_spread_in_x_or_with_x_made_of_the_intercept_and_the_covariate(n, value):
+    rng = np.random.default_rng(n)
+    y = rng.normal(size=n)
+    assert _slope(np.full(n, value), y) is None
+    x = rng.normal(size=n)
+    assert _slope(x, y, value * x + 0.1) is None
+
+
+def test_a_slope_in_large_units_is_still_a_slope():
+    rng = np.random.default_rng(9)
+    x = 1e6 + rng.normal(size=40) * 10.0  # far from zero, small spread: the intercept nearly collinear
+    y = 0.02 * x + rng.normal(size=40)
+    slope, se, *_ = _slope(x, y)
+    oracle = stats.linregress(x, y)
+    assert (slope, se) == pytest.approx((oracle.slope, oracle.stderr), rel=1e-6)
+
+
 def test_fingerprint_is_the_keyed_hash_of_the_normalized_text():
     expected = hmac.new(b"k", b"the same answer", hashlib.sha256).hexdigest()[:16]
     assert response_fingerprint("The  same\nANSWER ", b"k") == expected
