@@ -30,7 +30,7 @@ from .cross_session import MIN_SESSIONS, collecting, contrast_estimate
 from .fixed_effects import RCOND, Block, FitResult, Indicators, absorbed_least_squares
 from .multiple_tests import benjamini_hochberg
 from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
-from .stats import confidence_tier, present_levels, rounded
+from .stats import confidence_tier, index_type, present_levels, rounded
 from .window_cells import WindowCells
 
 Interval = tuple[float, float, float, float, float]  # estimate, se, ci_lower, ci_upper, p
@@ -72,8 +72,8 @@ def pair_fit(cells: WindowCells) -> PairFit:
     """Peer scores of answers that at least two reviewers scored (a lone score has no consensus)."""
     peer = cells.peer
     group_size = np.bincount(cells.group[peer], minlength=cells.sessions * max(len(cells.models), 1))
-    # 32-bit while they fit: the fit and the sections after it keep these for the window's cells
-    small = np.int32 if len(peer) < np.iinfo(np.int32).max else np.int64
+    # the fit and the sections after it keep these, a window's cells long
+    small = index_type(len(peer))
     used = np.flatnonzero(peer & (group_size[cells.group] >= 2)).astype(small)
     keys, pair = present_levels(cells.reviewer[used].astype(np.int64) * len(cells.models) + cells.model[used])
     pair = pair.astype(small)

@@ -29,6 +29,7 @@ from .stats import (
     confidence_tier,
     fisher_ci,
     fisher_p,
+    index_type,
     pearson_arrays,
     pearson_from_sums,
     present_levels,
@@ -211,8 +212,7 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     if sessions < MIN_SESSIONS or peer.sum() == 0:
         return LengthControl(status="collecting data", coefficient=collecting(int(peer.sum()), sessions))
     session, model, reviewer, y = cells.session[peer], cells.model[peer], cells.reviewer[peer], cells.score[peer]
-    if sessions < np.iinfo(np.int32).max:  # the fit keeps its groups: 32-bit, as the name indices
-        session = session.astype(np.int32)
+    session = session.astype(index_type(sessions))  # the fit keeps its groups
     length = cells.length[peer]
     # length difference from the session's mean response length (each response counted once)
     ls, lx, _ = cells.length_points

@@ -132,6 +132,12 @@ class AbsorbedDesign:
         # X'X and X v are sums over whole groups: taken over ranges of rows that split no group,
         # they hold a range's temporaries at once, not the window's
         self.chunks = row_chunks(groups, chunk_rows)
+        # each range's first and last group key, found once: X v runs once per contrast
+        self._keys = [
+            (0, self.size) if (start, stop) == (0, len(groups)) else (int(part.min()), int(part.max()) + 1)
+            for start, stop in self.chunks
+            for part in [groups[start:stop]]
+        ]
         self.count = np.bincount(groups, minlength=self.size).astype(np.float64)
         self.share = np.where(self.count > 0, self.count, 1.0)  # a group's size, 1 for an absent one
         self.indicators: list[tuple[np.ndarray, np.ndarray, int, int]] = []
@@ -192,19 +198,15 @@ class AbsorbedDesign:
 
     def _chunked(self) -> Iterator[tuple[slice, np.ndarray, int, int]]:
         """Per range of rows: (its rows, its groups less the first key, first key, last key + 1)."""
-        for start, stop in self.chunks:
+        for (start, stop), (lo, hi) in zip(self.chunks, self._keys):
             rows = slice(start, stop)
-            if (start, stop) == (0, len(self.groups)):
-                yield rows, self.groups, 0, self.size
-                continue
-            groups = self.groups[rows]
-            lo, hi = int(groups.min()), int(groups.max()) + 1
-            yield rows, groups - lo, lo, hi
+            yield rows, (self.groups if (start, stop) == (0, len(self.groups)) else self.groups[rows] - lo), lo, hi
 
     def transpose_times(self, demeaned: np.ndarray) -> np.ndarray:
         """X'y for a y already demeaned by group."""
         out = np.zeros(self.width)
-        for rows, *_ in self._chunked():
+        for start, stop in self.chunks:
+            rows = slice(start, stop)
             part = demeaned[rows]
             for index, on, width, offset in self.indicators:
                 here = on[rows]

@@ -244,6 +244,12 @@ def present_levels(values: np.ndarray, size: int = 0) -> tuple[np.ndarray, np.nd
     return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
 
 
+def index_type(bound: int) -> type[np.signedinteger]:
+    """The integer type for keys and indices below `bound`: 32-bit while they fit (half the
+    memory of a window's cells long array), else 64-bit."""
+    return np.int32 if bound <= np.iinfo(np.int32).max else np.int64
+
+
 def rounded(value: float | None, digits: int = 4) -> float | None:
     """value at `digits` decimals for a report; None for None, NaN or an infinity."""
     return None if value is None or not np.isfinite(value) else round(float(value), digits)

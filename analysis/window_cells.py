@@ -17,6 +17,7 @@ import numpy as np
 from .digest import SessionDigest
 from .reviewer_offset import offsets_from_effects, reviewer_effects
 from .session_noise import REFERENCE_SPAN
+from .stats import index_type
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,8 @@ class WindowCells:
     @cached_property
     def group(self) -> np.ndarray:
         """(session, model) group of each cell: 32-bit while the keys fit, as the name indices."""
-        small = self.sessions * max(len(self.models), 1) < np.iinfo(np.int32).max
-        group: np.ndarray = self.session.astype(np.int32 if small else np.int64) * len(self.models) + self.model
+        keys = index_type(self.sessions * max(len(self.models), 1))
+        group: np.ndarray = self.session.astype(keys) * len(self.models) + self.model
         return group
 
     @cached_property

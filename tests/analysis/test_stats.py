@@ -9,6 +9,7 @@ from bias_audit.analysis.stats import (
     correlation_t,
     fisher_ci,
     fisher_p,
+    index_type,
     one_sample_t_p,
     pearson,
     pearson_arrays,
@@ -168,3 +169,10 @@ def test_present_levels_are_numpys_unique_values_and_inverse(values, size, level
     if values:
         unique, inverse = np.unique(values, return_inverse=True)
         assert got_levels.tolist() == unique.tolist() and got_index.tolist() == inverse.tolist()
+
+
+@pytest.mark.parametrize(
+    ("bound", "expected"), [(0, np.int32), (2**31 - 1, np.int32), (2**31, np.int64), (10**12, np.int64)]
+)
+def test_keys_are_32_bit_while_they_fit(bound, expected):
+    assert index_type(bound) is expected
