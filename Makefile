@@ -21,7 +21,8 @@ LOWEST := .venv-lowest
 LOWEST_STAMP := $(LOWEST)/.installed
 # what the unit and Redis suites import beyond the package (the other test tools need newer versions
 # of our dependencies than our lower bounds, and test what those suites do not)
-LOWEST_TEST_TOOLS := pytest pytest-xdist pytest-timeout krippendorff scikit-learn "httpx<0.28" cloudevents duckdb
+LOWEST_TEST_TOOLS := pytest pytest-xdist pytest-timeout krippendorff scikit-learn "httpx<0.28" cloudevents \
+  llm-council-core==0.53.0
 # pytest-xdist workers: one more than the cores, so a test waiting on a service leaves no core idle
 JOBS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
 
@@ -98,7 +99,7 @@ test-lowest: install-lowest
 	PYTHONDONTWRITEBYTECODE= $(LOWEST)/bin/python -m pytest -q -n $(JOBS) --dist worksteal \
 	  -m "not pubsub and not postgres and not slow" \
 	  -p no:cacheprovider tests/analysis tests/consumers tests/state tests/schemas tests/worker tests/producers \
-	  tests/storage/test_parquet_export.py tests/integration/test_redis_worker.py tests/integration/test_evaluation_telemetry.py
+	  tests/storage/test_parquet_export.py tests/storage/test_report_reader.py tests/integration/test_redis_worker.py tests/integration/test_evaluation_telemetry.py
 
 bench: install-test
 	$(PY) bench/run.py

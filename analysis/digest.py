@@ -10,18 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from functools import lru_cache
-from operator import attrgetter
 from typing import Any
 
 import msgspec
+import numpy as np
 
-from .observations import SessionScores, score_bounds
+from .observations import SessionScores
+from .record_cells import RecordColumns, session_cells
 from .response_traits import ResponseTraits
 
-# The record schema from which `position` is the display index (llm-council-core #611): older
-# records hold the ranking there, which must not be read as position.
-DISPLAY_POSITION_SINCE = (1, 2, 0)
 STORED_DIGITS = 9  # a stored digest's scores (fractions of the scale): compact JSON, far below any signal
 
 
@@ -165,16 +162,6 @@ def digest_from_scores(
     )
 
 
-@lru_cache(maxsize=16)
-def position_is_display_order(schema_version: str) -> bool:
-    try:
-        parts = [int(x) for x in str(schema_version).split(".")[:3]]
-    except ValueError:
-        return False
-    parts += [0] * (3 - len(parts))
-    return tuple(parts) >= DISPLAY_POSITION_SINCE
-
-
 class BadRecord(ValueError):
     """A stored record that cannot be read as a scored cell; the message says why."""
 
@@ -202,117 +189,80 @@ class StoredCell(msgspec.Struct, gc=False):
     response_correct: bool | None = None
 
 
-# a record's fields as one tuple, in this order: map() over a session's records and zip(*) turn
-# them into columns without a Python loop per field
-_FIELDS = attrgetter(
-    "reviewer_id",
-    "model_id",
-    "score_value",
-    "score_scale",
-    "position",
-    "schema_version",
-    "is_self_review",
-    "response_length_words",
-    "response_length_chars",
-    "response_fingerprint",
-    "response_correct",
-    "style_similarity",
-)
-
-
 def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
-    """One session's records (ours or llm-council-core's) -> its digest. Repeated
-    (reviewer, model) records, left by a redelivered batch, count once (the first).
-    Column by column rather than record by record: this runs for every reported session."""
-    columns = list(zip(*map(_FIELDS, rows)))
-    pairs = list(zip(columns[0], columns[1]))
-    if len(set(pairs)) < len(pairs):
-        first_of_pair = sorted({pair: i for i, pair in reversed(list(enumerate(pairs)))}.values())
-        rows = [rows[i] for i in first_of_pair]
-        columns = [tuple(column[i] for i in first_of_pair) for column in columns]
-    (
-        reviewer_ids,
-        model_ids,
-        values,
-        scales,
-        positions,
-        versions,
-        self_flags,
-        word_counts,
-        char_counts,
-        fingerprint_column,
-        correct_column,
-        similarity,
-    ) = columns
-    reviewers = {name: i for i, name in enumerate(dict.fromkeys(reviewer_ids))}
-    models = {name: i for i, name in enumerate(dict.fromkeys(model_ids))}
-    reviewer_column = list(map(reviewers.__getitem__, reviewer_ids))
-    model_column = list(map(models.__getitem__, model_ids))
-    # one unit per session: words where our records carry them, else characters; a model's first
-    # record gives its length (zip over the reversed columns: the first record is assigned last)
-    words = word_counts[0] is not None
-    first_length = dict(zip(reversed(model_ids), reversed(word_counts if words else char_counts)))
+    """One session's records (ours or llm-council-core's) -> its digest, by the record rules of
+    analysis.record_cells (which the report's file reader runs on thousands of sessions at once)."""
     first = rows[0]
+    names: dict[str, int] = {}
+    scales: dict[str, int] = {}
+    versions: dict[str, int] = {}
+    fingerprints: dict[str, int] = {}
+
+    def code(table: dict[str, int], value: str | None) -> int:
+        return -1 if value is None else table.setdefault(value, len(table))
+
+    def flag(value: bool | None) -> int:
+        return -1 if value is None else int(value)
+
+    def number(value: float | None) -> float:
+        return np.nan if value is None else value
+
+    records = RecordColumns(
+        starts=np.array([0, len(rows)]),
+        reviewer=np.array([code(names, row.reviewer_id) for row in rows]),
+        model=np.array([code(names, row.model_id) for row in rows]),
+        score=np.array([row.score_value for row in rows], dtype=np.float64),
+        scale=np.array([code(scales, row.score_scale) for row in rows]),
+        position=np.array([number(row.position) for row in rows], dtype=np.float64),
+        version=np.array([code(versions, row.schema_version) for row in rows]),
+        self_review=np.array([flag(row.is_self_review) for row in rows], dtype=np.int8),
+        words=np.array([number(row.response_length_words) for row in rows], dtype=np.float64),
+        chars=np.array([number(row.response_length_chars) for row in rows], dtype=np.float64),
+        fingerprint=np.array([code(fingerprints, row.response_fingerprint or None) for row in rows]),
+        correct=np.array([flag(row.response_correct) for row in rows], dtype=np.int8),
+        similarity=np.array([number(row.style_similarity) for row in rows], dtype=np.float64),
+    )
+    cells = session_cells(records, list(scales), list(versions))
     try:
-        # a session's records share their scale and schema version: parse each distinct one once
-        distinct_scales = set(scales)
-        if len(distinct_scales) == 1:
-            low, high = score_bounds(scales[0] or "1-10")
-            scores = [(value - low) / (high - low) for value in values]
-        else:
-            bounds = {scale: score_bounds(scale or "1-10") for scale in distinct_scales}
-            scores = [
-                (value - bounds[scale][0]) / (bounds[scale][1] - bounds[scale][0])
-                for value, scale in zip(values, scales)
-            ]
-        distinct_versions = set(versions)
-        if len(distinct_versions) == 1 and position_is_display_order(versions[0]):
-            cell_position = [-1 if position is None else position for position in positions]
-        else:
-            display = {version: position_is_display_order(version) for version in distinct_versions}
-            cell_position = [
-                -1 if position is None or not display[version] else position
-                for position, version in zip(positions, versions)
-            ]
-        # llm-council-core does not store is_self_review
-        own = (
-            self_flags
-            if None not in self_flags
-            else tuple(r == m if flag is None else flag for r, m, flag in zip(reviewer_ids, model_ids, self_flags))
-        )
+        if cells.unreadable:
+            raise ValueError(cells.unreadable[0][1])
         ts = timestamp_ms(first.timestamp)
     except (TypeError, ValueError) as error:
-        raise BadRecord(f"session {first.session_id!r}: unreadable record ({type(error).__name__}: {error})") from None
+        reason = str(error) if cells.unreadable else f"{type(error).__name__}: {error}"
+        raise BadRecord(f"session {first.session_id!r}: unreadable record ({reason})") from None
+    name = list(names)
+    local_reviewer = {index: i for i, index in enumerate(dict.fromkeys(cells.reviewer.tolist()))}
+    models = cells.slot_model.tolist()
+    fingerprint_names = list(fingerprints)
     return SessionDigest(
         session_id=first.session_id,
         tenant_id=first.tenant_id or "default",
         ts_ms=ts,
         trace_id=first.trace_id,
         config_version=first.council_config_version,
-        reviewers=tuple(reviewers),
-        models=tuple(models),
-        lengths=tuple(float(first_length[name] or 0) for name in models),
-        length_unit="words" if words else "chars",
-        cell_reviewer=tuple(reviewer_column),
-        cell_model=tuple(model_column),
-        cell_position=tuple(cell_position),
-        cell_score=tuple(scores),
-        cell_own=own,
+        reviewers=tuple(name[index] for index in local_reviewer),
+        models=tuple(name[index] for index in models),
+        lengths=tuple(cells.length.tolist()),
+        length_unit="words" if bool(cells.words[0]) else "chars",
+        cell_reviewer=tuple(local_reviewer[index] for index in cells.reviewer.tolist()),
+        cell_model=tuple(cells.slot.tolist()),
+        cell_position=tuple(cells.position.tolist()),
+        cell_score=tuple(cells.fraction.tolist()),
+        cell_own=tuple(cells.own.tolist()),
         # for the council biases: each () when no record carries it (older records, llm-council-core's)
-        fingerprints=_first_per_model(model_ids, fingerprint_column, models) if any(fingerprint_column) else (),
-        correct=(
-            _first_per_model(model_ids, correct_column, models)
-            if correct_column.count(None) < len(correct_column)
+        fingerprints=(
+            tuple(None if index < 0 else fingerprint_names[index] for index in cells.slot_fingerprint.tolist())
+            if (cells.slot_fingerprint >= 0).any()
             else ()
         ),
-        cell_similarity=similarity if similarity.count(None) < len(similarity) else (),
+        correct=(
+            tuple(None if value < 0 else bool(value) for value in cells.slot_correct.tolist())
+            if (cells.slot_correct >= 0).any()
+            else ()
+        ),
+        cell_similarity=(
+            tuple(None if value != value else value for value in cells.similarity.tolist())
+            if not np.isnan(cells.similarity).all()
+            else ()
+        ),
     )
-
-
-def _first_per_model(model_ids: Sequence[str], column: Sequence[Any], models: Mapping[str, int]) -> tuple[Any, ...]:
-    """Per model, in the session's model order, the first known value of its records (else None)."""
-    first: dict[str, Any] = {}
-    for model_id, value in zip(model_ids, column):
-        if value is not None and first.get(model_id) is None:
-            first[model_id] = value
-    return tuple(first.get(m) for m in models)

@@ -181,7 +181,7 @@ class AbsorbedDesign:
                     index_b, on_b, width_b = parts[b]
                     both = on_a & on_b
                     raw = np.bincount(index_a[both] * width_b + index_b[both], minlength=width_a * width_b)
-                    products[a, b] += raw.reshape(width_a, width_b) - (scaled[a].T @ scaled[b]).toarray()
+                    products[a, b] += raw.reshape(width_a, width_b) - _cross(scaled[a], scaled[b])
                 for d, (_, values) in enumerate(self.dense):
                     chunk = values[rows][on_a]
                     crossed[a, d] += np.column_stack(
@@ -267,13 +267,20 @@ def row_chunks(groups: np.ndarray, chunk_rows: int, probe: int = 4096) -> list[t
 
 def _scaled_counts(
     groups: np.ndarray, size: int, index: np.ndarray, on: np.ndarray, width: int, root: np.ndarray
-) -> sparse.csr_matrix:
-    """(size, width) count of each group's rows at each level over `root`, the root of its size."""
+) -> np.ndarray | sparse.csr_matrix:
+    """(size, width) count of each group's rows at each level over `root`, the root of its size:
+    dense while the table is no larger than the rows (its product is then one BLAS call)."""
     if size * width <= len(groups):  # few groups: count densely, no per-row triplets
-        counts = np.bincount(groups[on] * width + index[on], minlength=size * width)
-        return sparse.csr_matrix(counts.reshape(size, width) / root[:, None])
+        counts = np.bincount(groups[on] * width + index[on], minlength=size * width).reshape(size, width)
+        return counts / root[:, None]
     member = groups[on]  # duplicate (group, level) entries add up: each is one of the group's rows
     return sparse.csr_matrix((1.0 / root[member], (member, index[on])), shape=(size, width))
+
+
+def _cross(a: np.ndarray | sparse.csr_matrix, b: np.ndarray | sparse.csr_matrix) -> np.ndarray:
+    """a'b as a dense array, whichever of them is sparse."""
+    product = a.T @ b
+    return product.toarray() if sparse.issparse(product) else np.asarray(product)
 
 
 def absorbed_least_squares(

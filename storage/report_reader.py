@@ -1,45 +1,86 @@
 """Stream stored records into per-tenant windows, with memory bounded by the window.
 
-A session's records are contiguous in a file (a worker appends a session in one write), so
-the reader finds where one session ends and the next begins, parses only the first line of
-each session, and keeps where a session's lines are (file offsets, not the lines) only while it
-can still be among the newest 2N of its tenant (the window, and the window before it for the
-trend tests). The file is read in blocks; every other line costs a `startswith` and a `find` on
-the block, and lines are read again and parsed in full only for the sessions reported, in file
-order, a bounded batch at a time.
+DuckDB's JSON reader parses the files (in C++, on every core) into Arrow batches of typed
+columns, in file order. A session's records are contiguous in a file (a worker appends a session
+in one write), so a batch's sessions begin where its session_id changes. Each session is offered
+to its tenant's window, which holds the newest 2N (the window, and the one before it for the
+trend tests); the sessions held are reduced to their cells by analysis.record_cells a batch at a
+time, and evicted sessions' cells are dropped once they outnumber the held ones, so memory follows
+the window and never holds a session as Python objects.
+
+A line the engine cannot read (torn by a crash, not JSON, a field of the wrong type) or that the
+record type refuses ends the fast scan of its file: the rest of that file is checked line by line
+(msgspec, as StoredCell), each bad line skipped with its number and reason, and the good ones are
+read on from a cleaned copy.
 """
 
 from __future__ import annotations
 
 import glob
 import heapq
-import os
-from collections.abc import Callable, Iterable
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import msgspec
+import numpy as np
 
-from bias_audit.analysis.digest import BadRecord, SessionDigest, StoredCell, digest_from_records, timestamp_ms
+from bias_audit.analysis.digest import StoredCell, timestamp_ms
+from bias_audit.analysis.record_cells import RecordColumns, session_cells
+from bias_audit.analysis.session_noise import REFERENCE_SPAN
 from bias_audit.analysis.window import window_bounds
-from bias_audit.analysis.window_cells import WindowCells, WindowCellsBuilder
+from bias_audit.analysis.window_cells import WindowCells
 from bias_audit.gc_tuning import collector_paused
 
 from .jsonl_store import record_files
 
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
 
 class _SessionHead(msgspec.Struct, gc=False):
-    """What the first line of a session says about where it belongs."""
+    """Enough of a bad line to name its session."""
 
     session_id: str
-    timestamp: str
-    tenant_id: str | None = None
 
 
-# strict=False: numbers written as strings ("7") are read as numbers, as json.loads + float() did
-_SESSION = msgspec.json.Decoder(list[StoredCell], strict=False)
+# strict=False: numbers written as strings ("7") are read as numbers, as the engine reads them
 _RECORD = msgspec.json.Decoder(StoredCell, strict=False)
 _HEAD = msgspec.json.Decoder(_SessionHead, strict=False)
+
+# The fields the report reads, as the engine's types; every other field of a line is skipped.
+_TYPES = {
+    "session_id": "VARCHAR",
+    "timestamp": "VARCHAR",
+    "tenant_id": "VARCHAR",
+    "trace_id": "VARCHAR",
+    "council_config_version": "VARCHAR",
+    "reviewer_id": "VARCHAR",
+    "model_id": "VARCHAR",
+    "score_value": "DOUBLE",
+    "score_scale": "VARCHAR",
+    "position": "DOUBLE",  # a number: a fraction is refused below, as the record type refuses it
+    "schema_version": "VARCHAR",
+    "is_self_review": "BOOLEAN",
+    "response_length_words": "DOUBLE",
+    "response_length_chars": "DOUBLE",
+    "response_fingerprint": "VARCHAR",
+    "response_correct": "BOOLEAN",
+    "style_similarity": "DOUBLE",
+}
+_REQUIRED = ("session_id", "timestamp", "reviewer_id", "model_id", "score_value")  # StoredCell's
+_QUERY = (
+    "SELECT * FROM read_json($path, format := 'newline_delimited', columns := {"
+    + ", ".join(f"'{name}': '{kind}'" for name, kind in _TYPES.items())
+    + "})"
+)
+BATCH_ROWS = 1 << 16  # records a batch: the engine's batches, and the cells reduced at once
+# Evicted sessions are dropped once they outnumber the held ones and this: a small window over a
+# year of records is compacted every few thousand sessions, not on every batch.
+COMPACT_AFTER = 1 << 13
 
 
 class InputError(ValueError):
@@ -64,49 +105,6 @@ def expand_inputs(inputs: Iterable[str]) -> list[Path]:
     if not files:
         raise InputError("no .jsonl files under " + ", ".join(inputs))
     return files
-
-
-@dataclass(slots=True)
-class _Run:
-    ts_ms: int
-    order: int
-    session_id: str
-    file: int  # index into the files read
-    spans: list[tuple[int, int]]  # (start, end) byte offsets of the session's lines in its file
-    lines: int = 1  # bounds its records, so the window's columns are allocated once
-
-    def hold(self, start: int, end: int, lines: int) -> None:
-        """The `lines` lines at start..end belong to the session too (adjacent ones join the last span)."""
-        self.lines += lines
-        last = self.spans[-1]
-        if last[1] == start:
-            self.spans[-1] = (last[0], end)
-        else:
-            self.spans.append((start, end))
-
-
-@dataclass
-class _TenantWindow:
-    keep: int | None  # sessions to hold; None = all
-    # (ts, read order, run): tuples compare in C, oldest first, then read order
-    heap: list[tuple[int, int, _Run]] = field(default_factory=list)
-    held: dict[str, _Run] = field(default_factory=dict)
-    newest_ms: int | None = None
-
-    def offer(self, run: _Run) -> bool:
-        """Hold the run if it is among the newest `keep`; False if it was not taken."""
-        if self.newest_ms is None or run.ts_ms > self.newest_ms:
-            self.newest_ms = run.ts_ms
-        entry = (run.ts_ms, run.order, run)
-        if self.keep is not None and len(self.heap) >= self.keep:
-            if entry[:2] <= self.heap[0][:2]:
-                return False
-            evicted = heapq.heapreplace(self.heap, entry)[2]
-            del self.held[evicted.session_id]
-        else:
-            heapq.heappush(self.heap, entry)
-        self.held[run.session_id] = run
-        return True
 
 
 @dataclass
@@ -137,253 +135,611 @@ class TenantWindows:
         return list(self.cells.session_ids[self.previous_sessions :])
 
 
-def _session_prefix(line: bytes) -> bytes | None:
-    """The line up to the end of its session_id value: every record of the session starts so
-    when session_id precedes the per-record fields (ours and llm-council-core's do)."""
-    at = line.find(b'"session_id"')
-    if at < 0:
-        return None
-    start = line.find(b'"', line.find(b":", at) + 1)
-    end = line.find(b'"', start + 1)
-    return line[: end + 1] if start > 0 and end > start else None
+@dataclass
+class _TenantWindow:
+    code: int  # the tenant's index in the reader
+    keep: int | None  # sessions to hold; None = all
+    held: dict[str, int] = field(default_factory=dict)  # session id -> its run
+    # (ts, read order, run), kept only when `keep` is set: tuples compare in C, oldest first
+    heap: list[tuple[int, int, int]] = field(default_factory=list)
+    newest_ms: int | None = None
 
 
-_ADVISE = hasattr(os, "posix_fadvise")
+def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """The indices of the ranges starts[i]..stops[i]-1, one range after another."""
+    lengths = stops - starts
+    return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
 
 
-def _half_of_memory() -> int:
-    """Half of the memory this process may use: the machine's, or its container's limit (cgroup v2)."""
-    try:
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        memory = 1 << 63
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-    except OSError:
-        limit = "max"
-    if limit.isdigit():
-        memory = min(memory, int(limit))
-    return memory // 2
+class _Columns:
+    """Columns of one length (cells, or slots), appended a batch at a time into room reserved for
+    what the files may hold: the OS gives a page only once it is written, so the reservation
+    costs no memory and the columns are not copied as they fill."""
+
+    def __init__(self, types: dict[str, Any], room: int) -> None:
+        self.size = 0
+        self.data = {name: np.empty(max(room, 1 << 12), kind) for name, kind in types.items()}
+
+    def append(self, parts: dict[str, np.ndarray]) -> int:
+        """Where the parts begin."""
+        at = self.size
+        for name, part in parts.items():
+            column = self.data[name]
+            if at + len(part) > len(column):  # more than reserved: grow by half again
+                grown = np.empty(max(at + len(part), len(column) * 3 // 2), column.dtype)
+                grown[:at] = column[:at]
+                column = self.data[name] = grown
+            column[at : at + len(part)] = part
+        self.size = at + len(next(iter(parts.values()))) if parts else at
+        return at
+
+    def take(self, starts: np.ndarray, stops: np.ndarray, *, last: bool = False) -> dict[str, np.ndarray]:
+        """The ranges' rows, one range after another: views where the ranges lie end to end in
+        order (a window read whole from time-ordered files), else copies. `last`: nothing is
+        taken after, so each column is let go as soon as it is taken."""
+        contiguous = len(starts) > 0 and bool(np.array_equal(starts[1:], stops[:-1]))
+        index = None if contiguous else _ranges(starts, stops)
+        lo, hi = (int(starts[0]), int(stops[-1])) if contiguous else (0, 0)
+        out = {}
+        for name in list(self.data):
+            column = self.data.pop(name) if last else self.data[name]
+            out[name] = column[lo:hi] if index is None else column[index]
+        return out
+
+    def keep_rows(self, rows: np.ndarray) -> None:
+        """Keep the rows (indices, ascending) and drop the rest."""
+        self.data = {
+            name: np.concatenate([column[rows], np.empty(1 << 12, column.dtype)]) for name, column in self.data.items()
+        }
+        self.size = len(rows)
+
+    def keep_only(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        """Keep the ranges, in their order, and drop the rest; where each range now begins."""
+        index = _ranges(starts, stops)
+        self.data = {
+            name: np.concatenate([column[index], np.empty(1 << 12, column.dtype)]) for name, column in self.data.items()
+        }
+        lengths = stops - starts
+        self.size = int(lengths.sum())
+        begins: np.ndarray = np.cumsum(lengths) - lengths
+        return begins
 
 
-# A file larger than this is read once, front to back, and would only evict its own first pages
-# from the page cache: its pages are dropped as they are read.
-DROP_CACHE_ABOVE = _half_of_memory()
-READ_BLOCK = 1 << 22  # 4 MB reads: few system calls, few carried-over lines
+_CELLS = {
+    "reviewer": np.int32, "model": np.int32, "position": np.int32, "fraction": np.float64, "own": np.bool_,
+    "similarity": np.float64, "slot": np.int32,  # the slot within its session
+}  # fmt: skip
+_SLOTS = {"length": np.float64, "fingerprint": np.int32, "correct": np.int8}
+# the sessions offered, one row each (no object per session): their time, read order, records,
+# tenant and config (indices), where their cells and slots are, and whether they are still held
+_RUNS = {
+    "ts": np.int64, "order": np.int64, "records": np.int64, "tenant": np.int32, "config": np.int32,
+    "cells_from": np.int64, "cells_to": np.int64, "slots_from": np.int64, "slots_to": np.int64,
+    "live": np.bool_, "readable": np.bool_, "words": np.bool_,
+}  # fmt: skip
 
 
-class _FileScan:
-    """Where one file's scan is: the current session, its line prefix, its held lines."""
+def _codes(column: pa.Array, table: dict[str, int], *, empty_is_none: bool = False) -> np.ndarray:
+    """Text as indices into `table` (which grows), -1 for null: one lookup per distinct value."""
+    import pyarrow.compute as pc
 
-    def __init__(self, reader: WindowReader, path: Path, file: int) -> None:
-        self.reader = reader
-        self.path = path
-        self.file = file
-        self.prefix: bytes | None = None
-        self.current_id: str | None = None
-        self.held: _Run | None = None  # the current session while it is held
-        self.lines = 0
+    encoded = pc.dictionary_encode(column)
+    values = encoded.dictionary.to_pylist()
+    mapping = np.array(
+        [-1 if empty_is_none and not value else table.setdefault(value, len(table)) for value in values] + [-1],
+        dtype=np.int64,
+    )
+    indices = pc.fill_null(encoded.indices, -1).to_numpy()
+    codes: np.ndarray = mapping[indices]  # -1 picks the last entry: null
+    return codes
 
-    def scan(self, data: bytes, pos: int, end: int, base: int) -> None:
-        """The lines data[pos:end] (end follows a newline), data[0] being at `base` in the file.
-        The hot loop: each line of a run of the current session costs a `startswith` and a
-        `find`, and the run one span."""
-        lines = self.lines
-        prefix = self.prefix
-        find, startswith = data.find, data.startswith
-        while pos < end:
-            if prefix is not None and startswith(prefix, pos, end):
-                run, first = pos, lines
-                pos = find(b"\n", pos, end) + 1
-                lines += 1
-                while startswith(prefix, pos, end):
-                    pos = find(b"\n", pos, end) + 1
-                    lines += 1
-                if self.held is not None:
-                    self.held.hold(base + run, base + pos, lines - first)
-                continue
-            line_end = find(b"\n", pos, end) + 1
-            lines += 1
-            self.reader._offer(lines, data[pos:line_end], base + pos, self)
-            prefix = self.prefix
-            pos = line_end
-        self.lines = lines
+
+def _flags(column: pa.Array) -> np.ndarray:
+    """A boolean column as int8: 1, 0, -1 for null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    flags: np.ndarray = pc.fill_null(pc.cast(column, pa.int8()), -1).to_numpy()
+    return flags
+
+
+def _numbers(column: pa.Array) -> np.ndarray:
+    numbers: np.ndarray = column.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)  # null -> NaN
+    return numbers
+
+
+def _readable_rows(batch: pa.RecordBatch) -> int:
+    """The rows before the first one the record type refuses: a required field missing, a
+    position that is not a whole number."""
+    bad: list[int] = [batch.num_rows]
+    for name in _REQUIRED:
+        column = batch.column(name)
+        if column.null_count:
+            bad.append(int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0]))
+    position = _numbers(batch.column("position"))
+    with np.errstate(invalid="ignore"):
+        fractional = ~np.isnan(position) & ~(np.isfinite(position) & (position == np.floor(position)))
+    if fractional.any():
+        bad.append(int(np.flatnonzero(fractional)[0]))
+    return min(bad)
+
+
+@dataclass
+class _Rows:
+    """Records in read order as columns, and the sessions they are runs of."""
+
+    starts: np.ndarray  # (runs + 1,) int
+    session_ids: list[str]  # per run, from its first record
+    tenants: list[str | None]
+    timestamps: list[str]
+    traces: list[str | None]
+    configs: list[str | None]
+    columns: dict[str, np.ndarray]  # RecordColumns' record columns
+
+    @property
+    def runs(self) -> int:
+        return len(self.session_ids)
+
+    def last(self) -> _Rows:
+        """The last run alone (it may go on in the next batch)."""
+        at = int(self.starts[-2])
+        return _Rows(
+            np.array([0, int(self.starts[-1]) - at]),
+            self.session_ids[-1:],
+            self.tenants[-1:],
+            self.timestamps[-1:],
+            self.traces[-1:],
+            self.configs[-1:],
+            {name: column[at:] for name, column in self.columns.items()},
+        )
+
+    def then(self, after: _Rows) -> _Rows:
+        """This one run followed by `after`'s runs; its session goes on if `after` begins with it."""
+        size = int(self.starts[-1])
+        goes_on = self.session_ids[0] == after.session_ids[0]
+        tail = 1 if goes_on else 0
+        return _Rows(
+            np.concatenate(([0], after.starts[tail:] + size)),
+            self.session_ids + after.session_ids[tail:],
+            self.tenants + after.tenants[tail:],
+            self.timestamps + after.timestamps[tail:],
+            self.traces + after.traces[tail:],
+            self.configs + after.configs[tail:],
+            {name: np.concatenate([column, after.columns[name]]) for name, column in self.columns.items()},
+        )
+
+    def records(self, runs: np.ndarray) -> RecordColumns:
+        """The records of the runs (indices, ascending) as one batch."""
+        starts, stops = self.starts[runs], self.starts[runs + 1]
+        if len(runs) and int(runs[-1]) == len(runs) - 1:  # the first runs, all of them: a slice
+            columns = {name: column[: int(stops[-1])] for name, column in self.columns.items()}
+        else:
+            index = _ranges(starts, stops)
+            columns = {name: column[index] for name, column in self.columns.items()}
+        lengths = stops - starts
+        return RecordColumns(starts=np.concatenate(([0], np.cumsum(lengths))), **columns)
+
+
+def _bytes_per_record(path: Path) -> float:
+    """From the file's first 64 KB: what the progress and the reserved room are estimated with."""
+    with open(path, "rb") as handle:
+        sample = handle.read(1 << 16)
+    return max(1.0, len(sample) / max(1, sample.count(b"\n")))
+
+
+class _Progress:
+    """Bytes read, estimated from the records parsed (the engine reads ahead on its own), the
+    estimate never past the file's size and the rest given when the file is done."""
+
+    def __init__(self, size: int, per_record: float, advance: Callable[[int], None] | None) -> None:
+        self.advance, self.size, self.per_record, self.sent = advance, size, per_record, 0
+
+    def rows(self, count: int) -> None:
+        step = min(self.size - self.sent, int(count * self.per_record))
+        if self.advance is not None and step > 0:
+            self.advance(step)
+            self.sent += step
+
+    def done(self) -> None:
+        if self.advance is not None and self.size > self.sent:
+            self.advance(self.size - self.sent)
+            self.sent = self.size
 
 
 class WindowReader:
-    def __init__(self, *, sessions: int | None, days: float | None, tenant: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        sessions: int | None,
+        days: float | None,
+        tenant: str | None = None,
+        batch_rows: int = BATCH_ROWS,
+        compact_after: int = COMPACT_AFTER,
+    ) -> None:
         self.sessions = sessions
         self.days = days
         self.tenant = tenant
+        self.batch_rows = batch_rows
+        self.compact_after = compact_after
         self.stats = ReadStats()
         self._tenants: dict[str, _TenantWindow] = {}
         self._order = 0
-        self._files: list[Path] = []
+        # text as indices: reviewers and models in one table (reviewer == model is a self-review)
+        self._names: dict[str, int] = {}
+        self._scales: dict[str, int] = {}
+        self._versions: dict[str, int] = {}
+        self._fingerprints: dict[str, int] = {}
+        self._configs: dict[str, int] = {}
+        self._cells = _Columns(_CELLS, 0)
+        self._slots = _Columns(_SLOTS, 0)
+        self._runs = _Columns(_RUNS, 0)
+        self._session_ids: list[str] = []  # per run
+        self._traces: list[str | None] = []  # per run
+        self._dead = 0  # runs evicted, still in the columns
 
     def _window(self, tenant: str) -> _TenantWindow:
         window = self._tenants.get(tenant)
         if window is None:
-            window = self._tenants[tenant] = _TenantWindow(None if self.sessions is None else 2 * self.sessions)
+            keep = None if self.sessions is None else 2 * self.sessions
+            window = self._tenants[tenant] = _TenantWindow(len(self._tenants), keep)
         return window
 
     def read(self, files: list[Path], progress: Callable[[int], None] | None = None) -> None:
-        """progress(bytes) is called after each block read."""
-        self.stats.files = len(files)
-        with collector_paused():
-            for path in files:
-                self._files.append(path)
-                self._read_file(path, progress)
+        """progress(bytes) is called as the files are read; its steps add up to their sizes."""
+        import duckdb
 
-    def _read_file(self, path: Path, progress: Callable[[int], None] | None) -> None:
-        """The file in large blocks: a session's lines are found with `startswith`/`find` on the
-        block and kept as one span per block, never as one object per line."""
-        scan = _FileScan(self, path, len(self._files) - 1)
+        self.stats.files = len(files)
+        sizes, per_record = [], []
+        for path in files:
+            try:
+                sizes.append(path.stat().st_size)
+                per_record.append(_bytes_per_record(path))
+            except OSError as error:
+                raise InputError(f"{path}: {error.strerror}") from None
+        room = int(sum(size / each for size, each in zip(sizes, per_record)) * 1.1)  # every record a cell
+        self._cells = _Columns(_CELLS, room)
+        self._slots = _Columns(_SLOTS, room)
+        with collector_paused(), duckdb.connect() as connection:
+            for path, size, each in zip(files, sizes, per_record):
+                self._read_file(connection, path, _Progress(size, each, progress))
+
+    def _batches(self, connection: duckdb.DuckDBPyConnection, path: Path | str) -> Iterator[pa.RecordBatch]:
+        """The file's records in order, a batch at a time; _Refused at a line the engine cannot read."""
+        import duckdb
+
         try:
-            handle = open(path, "rb", buffering=0)
+            yield from connection.sql(_QUERY, params={"path": str(path)}).to_arrow_reader(self.batch_rows)
+        except (duckdb.Error, OSError) as error:  # past the first batch, Arrow's reader raises it as OSError
+            raise _Refused(str(error).splitlines()[0]) from None
+
+    def _read_file(self, connection: duckdb.DuckDBPyConnection, path: Path, meter: _Progress) -> None:
+        carry: list[_Rows] = []  # the last session read, which the next batch may go on with
+        read = 0
+        try:
+            for batch in self._batches(connection, path):
+                good = _readable_rows(batch)
+                self._take(batch.slice(0, good), carry, path)
+                read += good
+                meter.rows(good)
+                if good < batch.num_rows:
+                    raise _Refused(f"record {read + 1}")
+        except _Refused:
+            read += self._read_rest(connection, path, read, carry)
+        if carry:
+            self._offer(carry[0], 1, path)
+        self.stats.lines += read
+        meter.done()
+
+    def _read_rest(self, connection: duckdb.DuckDBPyConnection, path: Path, done: int, carry: list[_Rows]) -> int:
+        """The file after its first `done` records, line by line: each bad line skipped with its
+        number and reason, the others read from a cleaned copy. How many lines were read."""
+        lines = 0
+        try:
+            source = open(path, "rb")
         except OSError as error:
             raise InputError(f"{path}: {error.strerror}") from None
-        with handle:
-            carry = b""  # a line cut by the end of the previous block
-            fd, done, offset = handle.fileno(), 0, 0
-            drop = _ADVISE and os.fstat(fd).st_size > DROP_CACHE_ABOVE
-            if _ADVISE:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)  # a larger read-ahead
-            while block := handle.read(READ_BLOCK):
-                if drop:
-                    os.posix_fadvise(fd, done, len(block), os.POSIX_FADV_DONTNEED)
-                    done += len(block)
-                at = offset  # the block's place in the file
-                offset += len(block)
-                first = block.find(b"\n") + 1
-                if not first:  # no line ends in this block (a very long line)
-                    carry += block
+        with source, tempfile.NamedTemporaryFile(suffix=".jsonl") as clean:
+            for number, line in enumerate(source, start=1):
+                if not line.strip():
                     continue
-                if carry:
-                    scan.scan(carry + block[:first], 0, len(carry) + first, at - len(carry))
-                    start = first
-                else:
-                    start = 0
-                last = block.rfind(b"\n") + 1
-                scan.scan(block, start, last, at)
-                carry = block[last:]
-                if progress is not None:
-                    progress(len(block))
-            if carry:  # a last line without its newline: the span ends at the file's end
-                scan.scan(carry + b"\n", 0, len(carry) + 1, offset - len(carry))
-        self.stats.lines += scan.lines
+                if done:
+                    done -= 1
+                    continue
+                lines += 1
+                try:
+                    record = _RECORD.decode(line)
+                except msgspec.DecodeError as error:
+                    self.stats.skip(f"{path}:{number}: {_session_of(line)}{error}")
+                    continue
+                clean.write(msgspec.json.encode(record) + b"\n")
+            clean.flush()
+            try:
+                for batch in self._batches(connection, clean.name):
+                    self._take(batch, carry, path)
+            except _Refused as error:  # records the record type took and the engine refuses
+                raise InputError(f"{path}: {error}") from None
+        return lines
 
-    def _offer(self, number: int, line: bytes, at: int, scan: _FileScan) -> None:
-        """A line that does not continue the current session: a new session, the current one
-        with its fields in another order, a blank line, or an unreadable one."""
+    def _take(self, batch: pa.RecordBatch, carry: list[_Rows], path: Path) -> None:
+        """Offer the batch's sessions, all but its last, which waits in `carry` for the next batch."""
+        if not batch.num_rows:
+            return
+        rows = self._rows(batch)
+        if carry:
+            rows = carry.pop().then(rows)
+        self._offer(rows, rows.runs - 1, path)
+        carry.append(rows.last())
+
+    def _rows(self, batch: pa.RecordBatch) -> _Rows:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        session = batch.column("session_id")
+        n = batch.num_rows
+        change = pc.not_equal(session.slice(1), session.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        starts = np.concatenate(([0], np.flatnonzero(change) + 1, [n]))
+        first = pa.array(starts[:-1])
+
+        def per_run(name: str) -> list[Any]:
+            values: list[Any] = batch.column(name).take(first).to_pylist()
+            return values
+
+        return _Rows(
+            starts=starts,
+            session_ids=per_run("session_id"),
+            tenants=per_run("tenant_id"),
+            timestamps=per_run("timestamp"),
+            traces=per_run("trace_id"),
+            configs=per_run("council_config_version"),
+            columns={
+                "reviewer": _codes(batch.column("reviewer_id"), self._names),
+                "model": _codes(batch.column("model_id"), self._names),
+                "score": _numbers(batch.column("score_value")),
+                "scale": _codes(batch.column("score_scale"), self._scales),
+                "position": _numbers(batch.column("position")),
+                "version": _codes(batch.column("schema_version"), self._versions),
+                "self_review": _flags(batch.column("is_self_review")),
+                "words": _numbers(batch.column("response_length_words")),
+                "chars": _numbers(batch.column("response_length_chars")),
+                "fingerprint": _codes(batch.column("response_fingerprint"), self._fingerprints, empty_is_none=True),
+                "correct": _flags(batch.column("response_correct")),
+                "similarity": _numbers(batch.column("style_similarity")),
+            },
+        )
+
+    def _offer(self, rows: _Rows, runs: int, path: Path) -> None:
+        """Offer the first `runs` sessions to their tenants' windows, and reduce the ones held."""
         stats = self.stats
-        if not line.strip():
+        first = len(self._session_ids)  # the run the batch's first session held becomes
+        taken: list[int] = []  # the rows' runs held, in order
+        columns: dict[str, list[int]] = {"ts": [], "order": [], "records": [], "tenant": [], "config": []}
+        gone: list[int] = []  # runs of this batch evicted by later ones
+        for index in range(runs):
+            stats.sessions += 1
+            tenant = rows.tenants[index] or "default"
+            if self.tenant is not None and tenant != self.tenant:
+                continue
+            session_id = rows.session_ids[index]
+            records = int(rows.starts[index + 1] - rows.starts[index])
+            try:
+                ts = timestamp_ms(rows.timestamps[index])
+            except ValueError as error:
+                stats.skip(f"{path}: session {session_id!r}: {error}")
+                stats.skipped_lines += records - 1
+                continue
+            window = self._window(tenant)
+            if session_id in window.held:
+                stats.duplicate_sessions += 1  # a redelivered batch appended again
+                continue
+            if window.newest_ms is None or ts > window.newest_ms:
+                window.newest_ms = ts
+            self._order += 1
+            run = len(self._session_ids)
+            if not self._hold(window, (ts, self._order, run), first, gone):
+                continue  # older than every session held
+            window.held[session_id] = run
+            self._session_ids.append(session_id)
+            self._traces.append(rows.traces[index])
+            config = rows.configs[index]
+            for name, value in (
+                ("ts", ts),
+                ("order", self._order),
+                ("records", records),
+                ("tenant", window.code),
+                ("config", -1 if config is None else self._configs.setdefault(config, len(self._configs))),
+            ):
+                columns[name].append(value)
+            taken.append(index)
+        if not taken:
             return
-        try:
-            head = _HEAD.decode(line)
-            session_id, tenant = head.session_id, head.tenant_id or "default"
-            ts = timestamp_ms(head.timestamp)
-        except (msgspec.DecodeError, ValueError) as error:
-            stats.skip(f"{scan.path}:{number}: {error}")
-            return
-        if session_id == scan.current_id:  # same session, fields in another order
-            if scan.held is not None:
-                scan.held.hold(at, at + len(line), 1)
-            return
-        scan.current_id, scan.prefix = session_id, _session_prefix(line)
-        stats.sessions += 1
-        scan.held = None
-        if self.tenant is not None and tenant != self.tenant:
-            return
-        window = self._window(tenant)
-        if session_id in window.held:
-            stats.duplicate_sessions += 1  # a redelivered batch appended again
-            return
-        self._order += 1
-        run = _Run(ts, self._order, session_id, scan.file, [(at, at + len(line))])
-        if window.offer(run):
-            scan.held = run
+        held = np.ones(len(taken), dtype=bool)
+        held[gone] = False
+        count = len(taken)
+        empty = np.zeros(count, dtype=np.int64)
+        at = self._runs.append(
+            {name: np.array(values, dtype=_RUNS[name]) for name, values in columns.items()}
+            | {"live": held, "readable": np.ones(count, dtype=bool), "words": np.ones(count, dtype=bool)}
+            | {"cells_from": empty, "cells_to": empty, "slots_from": empty, "slots_to": empty}
+        )
+        if held.any():
+            self._reduce(rows, np.array(taken)[held], at + np.flatnonzero(held))
+        if self._dead > max(self._runs.size - self._dead, self.compact_after):
+            self._compact()
 
-    def _cells(self, runs: list[_Run]) -> tuple[WindowCells, set[str]]:
-        """The runs' cells, and the ids of the sessions read (an unreadable one is left out)."""
-        cells, records, skipped = _digested(runs, self._files)
-        self.stats.records += records
-        for where in skipped:
-            self.stats.skip(where)
-        return cells, set(cells.session_ids)
+    def _hold(self, window: _TenantWindow, entry: tuple[int, int, int], first: int, gone: list[int]) -> bool:
+        """Whether the run of `entry` (ts, read order, run) is among its tenant's newest; the
+        oldest held is evicted for it (`gone` gets those of this batch, from run `first` on)."""
+        if window.keep is None:
+            return True
+        if len(window.heap) < window.keep:
+            heapq.heappush(window.heap, entry)
+            return True
+        if entry[:2] <= window.heap[0][:2]:
+            return False
+        evicted = heapq.heapreplace(window.heap, entry)[2]
+        del window.held[self._session_ids[evicted]]
+        self._dead += 1
+        if evicted >= first:
+            gone.append(evicted - first)
+        else:
+            self._runs.data["live"][evicted] = False
+        return True
+
+    def _reduce(self, rows: _Rows, indices: np.ndarray, runs: np.ndarray) -> None:
+        """The cells and slots of the rows' runs `indices` (reader runs `runs`), appended."""
+        cells = session_cells(rows.records(indices), list(self._scales), list(self._versions))
+        count = len(indices)
+        cell_counts = np.bincount(cells.session, minlength=count)
+        slot_counts = np.bincount(cells.slot_session, minlength=count)
+        slot_starts = np.cumsum(slot_counts) - slot_counts
+        cell_at = self._cells.append(
+            {
+                "reviewer": cells.reviewer,
+                "model": cells.model,
+                "position": cells.position,
+                "fraction": cells.fraction,
+                "own": cells.own,
+                "similarity": cells.similarity,
+                "slot": cells.slot - slot_starts[cells.session],
+            }
+        )
+        slot_at = self._slots.append(
+            {"length": cells.length, "fingerprint": cells.slot_fingerprint, "correct": cells.slot_correct}
+        )
+        data = self._runs.data
+        data["cells_to"][runs] = np.cumsum(cell_counts) + cell_at
+        data["cells_from"][runs] = data["cells_to"][runs] - cell_counts
+        data["slots_to"][runs] = np.cumsum(slot_counts) + slot_at
+        data["slots_from"][runs] = data["slots_to"][runs] - slot_counts
+        data["words"][runs] = cells.words
+        for number, why in cells.unreadable:
+            data["readable"][runs[number]] = False
+            self.stats.skip(f"session {self._session_ids[runs[number]]!r}: unreadable record ({why})")
+
+    def _compact(self) -> None:
+        """Drop the evicted sessions and their cells: memory follows the sessions held."""
+        data = self._runs.data
+        kept = np.flatnonzero(data["live"][: self._runs.size])
+        for columns, span in ((self._cells, "cells"), (self._slots, "slots")):
+            lo, hi = data[f"{span}_from"][kept], data[f"{span}_to"][kept]
+            begins = columns.keep_only(lo, hi)  # runs are in the order of their cells
+            data[f"{span}_from"][kept] = begins
+            data[f"{span}_to"][kept] = begins + (hi - lo)
+        renumber = np.full(self._runs.size, -1, dtype=np.int64)
+        renumber[kept] = np.arange(len(kept))
+        self._runs.keep_rows(kept)
+        self._session_ids = [self._session_ids[run] for run in kept.tolist()]
+        self._traces = [self._traces[run] for run in kept.tolist()]
+        for window in self._tenants.values():
+            window.held = {session_id: int(renumber[run]) for session_id, run in window.held.items()}
+            window.heap = [(ts, order, int(renumber[run])) for ts, order, run in window.heap]  # the same order
+        self._dead = 0
 
     def windows(self) -> list[TenantWindows]:
         """Per tenant, oldest first: the window (newest N sessions within D days of the newest)
-        and the N sessions before it."""
-        with collector_paused():
-            return self._windows()
-
-    def _windows(self) -> list[TenantWindows]:
+        and the N sessions before it. Once: the windows are made of the reader's columns."""
+        size = self._runs.size
+        runs = {name: column[:size] for name, column in self._runs.data.items()}
         out = []
-        for tenant in sorted(self._tenants):
+        tenants = sorted(self._tenants)
+        for tenant in tenants:
             window = self._tenants[tenant]
-            runs = [run for _, _, run in sorted(window.heap, key=lambda entry: entry[:2])]
+            mine = np.flatnonzero((runs["tenant"] == window.code) & runs["live"])
+            mine = mine[np.lexsort((runs["order"][mine], runs["ts"][mine]))]  # oldest first, then read order
             first_previous, first_current = window_bounds(
-                [run.ts_ms for run in runs], window.newest_ms, self.sessions, self.days
+                runs["ts"][mine].tolist(), window.newest_ms, self.sessions, self.days
             )
-            previous = runs[first_previous:first_current]
-            cells, kept = self._cells(runs[first_previous:])
+            readable = runs["readable"]
+            chosen = mine[first_previous:][readable[mine[first_previous:]]]
             # a session dropped as unreadable shifts the split: count the previous ones kept
-            before = sum(1 for run in previous if run.session_id in kept)
+            before = int(readable[mine[first_previous:first_current]].sum())
+            self.stats.records += int(runs["records"][chosen].sum())
+            cells = self._window_cells(tenant, chosen, runs, last=tenant == tenants[-1])
             out.append(TenantWindows(tenant, cells, before))
         return out
 
+    def _window_cells(self, tenant: str, chosen: np.ndarray, runs: dict[str, np.ndarray], *, last: bool) -> WindowCells:
+        """The chosen runs' cells as a window's columns, names numbered in the order they first appear."""
+        cells = self._cells.take(runs["cells_from"][chosen], runs["cells_to"][chosen], last=last)
+        slots = self._slots.take(runs["slots_from"][chosen], runs["slots_to"][chosen], last=last)
+        cell_counts = runs["cells_to"][chosen] - runs["cells_from"][chosen]
+        slot_counts = runs["slots_to"][chosen] - runs["slots_from"][chosen]
+        session = np.repeat(np.arange(len(chosen)), cell_counts)
+        slot = (np.cumsum(slot_counts) - slot_counts)[session] + cells.pop("slot")
+        names = list(self._names)
+        reviewer, reviewers = _first_seen(cells.pop("reviewer"))
+        model, models = _first_seen(cells.pop("model"))
+        by_slot, fingerprints = _first_seen_known(slots["fingerprint"])
+        every_fingerprint = list(self._fingerprints) if len(fingerprints) else []
+        config, configs = _first_seen_known(runs["config"][chosen])
+        every_config = list(self._configs)
+        unit, units = _first_seen(runs["words"][chosen].astype(np.int32))
+        changed = np.flatnonzero((config[1:] >= 0) & (config[:-1] >= 0) & (config[1:] != config[:-1])) + 1
+        score = cells.pop("fraction")
+        np.multiply(score, REFERENCE_SPAN, out=score)  # in place: the columns are the window's now
+        similarity = cells.pop("similarity")
+        # a column no record carries (llm-council-core's records carry none of these three) is one
+        # value seen through a zero stride: a window's cells long, in no memory
+        if np.isnan(similarity).all():
+            similarity = _unknown(len(similarity), np.nan, np.float64)
+        correct = slots["correct"]
+        n = len(score)
+        correct = _unknown(n, -1, np.int8) if (correct < 0).all() else correct[slot]
+        fingerprint = by_slot[slot] if len(fingerprints) else _unknown(n, -1, np.int32)
+        return WindowCells(
+            session_ids=[self._session_ids[run] for run in chosen.tolist()],
+            ts_ms=runs["ts"][chosen],
+            config=config.astype(np.int64),
+            configs=[every_config[code] for code in configs.tolist()],
+            unit=unit.astype(np.int64),
+            units=["words" if words else "chars" for words in units.tolist()],
+            change_traces={number: self._traces[int(chosen[number])] for number in changed.tolist()},
+            tenant_id=tenant,
+            reviewers=[names[code] for code in reviewers.tolist()],
+            models=[names[code] for code in models.tolist()],
+            session=session,
+            reviewer=reviewer,
+            model=model,
+            position=cells.pop("position"),
+            score=score,
+            own=cells.pop("own"),
+            length=slots["length"][slot],
+            similarity=similarity,
+            fingerprint=fingerprint,
+            correct=correct,
+            fingerprints=[every_fingerprint[code] for code in fingerprints.tolist()],
+        )
 
-DIGEST_BATCH = 4096  # sessions digested before their columns are added: bounds the digests held
+
+class _Refused(Exception):
+    """The engine cannot read a line, or the record type refuses a record: the message says which."""
 
 
-def _digested(runs: list[_Run], files: list[Path]) -> tuple[WindowCells, int, list[str]]:
-    """The runs' cells (oldest first), their records' count and the reasons of what was skipped.
-    A session's lines are read back, parsed and reduced to its digest; a batch of digests becomes
-    columns and is dropped, so memory holds the window's columns, not its sessions' objects."""
-    builder = WindowCellsBuilder(len(runs), sum(run.lines for run in runs))
-    batch: list[SessionDigest] = []
-    skipped: list[str] = []
-    records = 0
-    handles: dict[int, int] = {}
+def _session_of(line: bytes) -> str:
+    """'session 'id': ' when the line names its session, else ''."""
     try:
-        for run in runs:
-            fd = handles.get(run.file)
-            if fd is None:
-                try:
-                    fd = handles[run.file] = os.open(files[run.file], os.O_RDONLY)
-                except OSError as error:
-                    raise InputError(f"{files[run.file]}: {error.strerror}") from None
-            rows = _rows(run, b"".join(os.pread(fd, end - start, start) for start, end in run.spans), skipped)
-            if not rows:
-                continue
-            try:
-                batch.append(digest_from_records(rows))
-            except BadRecord as error:
-                skipped.append(str(error))
-                continue
-            records += len(rows)
-            if len(batch) == DIGEST_BATCH:
-                builder.add(batch)
-                batch = []
-    finally:
-        for fd in handles.values():
-            os.close(fd)
-    builder.add(batch)
-    return builder.build(), records, skipped
-
-
-def _rows(run: _Run, raw: bytes, skipped: list[str]) -> list[StoredCell]:
-    """The session's records from its lines (whole records; the last may lack its newline)."""
-    try:  # the session as one JSON array: one parser call instead of one per line
-        return _SESSION.decode(b"[" + raw.rstrip().replace(b"\n", b",") + b"]")
+        return f"session {_HEAD.decode(line).session_id!r}: "
     except msgspec.DecodeError:
-        pass
-    rows = []
-    for line in raw.splitlines():  # find the bad lines, keep the rest
-        if not line.strip():
-            continue
-        try:
-            rows.append(_RECORD.decode(line))
-        except msgspec.DecodeError as error:
-            skipped.append(f"session {run.session_id}: {error}")
-    return rows
+        return ""
+
+
+def _unknown(size: int, value: float, kind: Any) -> np.ndarray:
+    """`size` copies of `value`, read-only, in the memory of one."""
+    return np.broadcast_to(np.array(value, dtype=kind), (size,))
+
+
+def _first_seen_known(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """_first_seen of the codes that are not -1 (unknown), which stay -1."""
+    known = codes >= 0
+    out = np.full(len(codes), -1, dtype=np.int32)
+    out[known], order = _first_seen(codes[known])
+    return out, order
+
+
+def _first_seen(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each code renumbered in the order the codes first appear, as int32; the codes in that order)."""
+    unique, first = np.unique(codes, return_index=True)
+    ordered = unique[np.argsort(first)]
+    renumber = np.zeros(int(unique[-1]) + 1 if len(unique) else 0, dtype=np.int32)
+    renumber[ordered] = np.arange(len(ordered), dtype=np.int32)
+    return renumber[codes], ordered

@@ -408,8 +408,9 @@ def digest_of_row(
     """A stored session's digest straight from its packed cells: what digest_from_records gives
     for its records (tested), without building them. None when a (reviewer, model) repeats.
     Column by column (zip, map): this runs for every session a report reads."""
-    from bias_audit.analysis.digest import SessionDigest, position_is_display_order
+    from bias_audit.analysis.digest import SessionDigest
     from bias_audit.analysis.observations import score_bounds
+    from bias_audit.analysis.record_cells import position_is_display_order
 
     (
         tenant_id,

@@ -43,6 +43,11 @@ CASES = [
         [stored("a", "x", 4.0, position=2, schema_version="1.1.0")],
         ((0, 0, -1, 3 / 9, False),),
     ),
+    (
+        "models are numbered in the order of their first record, not of their names",
+        [stored("x", "y", 4.0), stored("x", "x", 10.0), stored("b", "y", 7.0)],
+        ((0, 0, 0, 3 / 9, False), (0, 1, 0, 1.0, False), (1, 0, 0, 6 / 9, False)),
+    ),
     ("no position stored: unknown", [stored("a", "x", 4.0, position=None)], ((0, 0, -1, 3 / 9, False),)),
     (
         "llm-council-core stores no is_self_review: the ids decide",

@@ -109,6 +109,10 @@ def test_reads_llm_council_core_records(tmp_path):
     # reviewer == model is a self-review though the reference does not store the flag
     assert int(cells.own[first].sum()) == 3
     assert (cells.position[first] >= 0).all()  # schema 1.2.0: display positions
+    # it stores no similarity, fingerprint or correctness: each column is one value, in no memory
+    for column, unknown in ((cells.similarity, None), (cells.fingerprint, -1), (cells.correct, -1)):
+        assert column.strides == (0,) and len(column) == 27
+        assert [None if v != v else v for v in column.tolist()] == [unknown] * 27
 
 
 def test_missing_inputs_are_named(tmp_path):
@@ -165,28 +169,139 @@ def test_progress_adds_up_to_every_byte_of_every_file(tmp_path):
     assert sum(steps) == (tmp_path / "a.jsonl").stat().st_size + (tmp_path / "b.jsonl").stat().st_size
 
 
-@pytest.mark.parametrize("block", [97, 700, 4096])  # shorter than a line, about a line, several lines
-def test_small_blocks_and_dropped_pages_read_the_same_windows(tmp_path, monkeypatch, block):
-    """Sessions, lines and a torn last line cut anywhere by the block boundaries: the same
-    windows, counts and skipped line (with its line number) as one large block."""
-    import bias_audit.storage.report_reader as reader_module
-
+@pytest.mark.parametrize("batch_rows", [1, 24, 25, 26, 4096])  # a record, about a session, many sessions
+def test_batches_of_any_size_read_the_same_windows(tmp_path, batch_rows):
+    """Sessions cut anywhere by the engine's batches, blank lines and a torn last line: the same
+    windows, counts and skipped line (with its line number) as one large batch."""
     digests = Corpus(sessions=40, seed=12).digests()
     write(tmp_path / "a.jsonl", digests[:30])
     with open(tmp_path / "a.jsonl", "ab") as handle:
         handle.write(b"\n  \n")  # blank lines between sessions
     write(tmp_path / "a.jsonl", digests[30:], torn=True)  # ends without a newline
 
-    def read() -> tuple[list, list, WindowReader]:
-        reader = WindowReader(sessions=15, days=None)
+    def read(rows: int) -> tuple[list, list, WindowReader]:
+        reader = WindowReader(sessions=15, days=None, batch_rows=rows)
         reader.read([tmp_path / "a.jsonl"])
         return [_columns(w.cells) for w in reader.windows()], reader.stats.skipped_examples, reader
 
-    expected_windows, expected_skips, expected = read()
-    monkeypatch.setattr(reader_module, "READ_BLOCK", block)
-    monkeypatch.setattr(reader_module, "DROP_CACHE_ABOVE", 0)  # and the pages dropped as read
-    windows, skips, small = read()
+    expected_windows, expected_skips, expected = read(1 << 16)
+    windows, skips, small = read(batch_rows)
     assert windows == expected_windows and len(windows[0]["session_ids"]) == 30
-    assert small.stats.lines == expected.stats.lines == 40 * 25 + 3
+    assert small.stats.lines == expected.stats.lines == 40 * 25 + 1  # the blank lines are not counted
     assert skips == expected_skips and len(skips) == 1
     assert skips[0].startswith(f"{tmp_path / 'a.jsonl'}:{40 * 25 + 3}: ")  # the torn line: 30 + 10 sessions, 2 blank
+
+
+def test_evicted_sessions_are_dropped_and_the_windows_stay_the_same(tmp_path):
+    """A small window over many sessions: dropping the evicted sessions' cells as the read goes
+    keeps what the reader holds near the window, and changes no window."""
+    acme = Corpus(sessions=200, seed=31, tenant="acme").digests()
+    beta = Corpus(sessions=60, seed=32, tenant="beta").digests()
+    write(tmp_path / "r.jsonl", [*acme[:100], *beta, *acme[100:]])
+    write(tmp_path / "r.jsonl", acme[150:160] + acme[190:195])  # redelivered: evicted ones, then held ones
+
+    def read(compact_after: int) -> tuple[list, WindowReader]:
+        reader = WindowReader(sessions=8, days=None, batch_rows=50, compact_after=compact_after)
+        reader.read([tmp_path / "r.jsonl"])
+        return [_columns(w.cells) for w in reader.windows()], reader
+
+    kept, never = read(1 << 20)
+    dropped, often = read(4)
+    assert dropped == kept and [w["session_ids"] for w in kept] == [ids(acme[184:]), ids(beta[44:])]
+    assert often.stats == never.stats and never.stats.duplicate_sessions == 5
+    assert never._runs.size > 200 and often._runs.size <= 2 * 32 + 2  # twice the held runs, and a batch's
+
+
+def test_a_bad_line_past_the_engines_first_buffers_is_skipped_and_the_rest_read(tmp_path):
+    """A file larger than the engine's first read: it has handed over batches when it meets the
+    bad lines, and the reader goes on from there line by line. The windows equal those of the
+    same file without the bad lines; each skip names its line."""
+    digests = Corpus(sessions=40, seed=14).digests()
+    block = b"".join(orjson.dumps(r) + b"\n" for d in digests for r in digest_records(d))
+    copies = 120  # ~44 MB: past the engine's 32 MiB buffers
+    lines = [
+        line
+        for copy in range(copies)
+        for line in block.replace(b'"session_id":"', b'"session_id":"c%d-' % copy).splitlines(keepends=True)
+    ]
+    bad_at = len(lines) - 500  # 20 sessions before the end
+    bad = orjson.loads(lines[bad_at])
+    bad["score_value"] = "high"
+    clean = b"".join(lines)
+    (tmp_path / "clean.jsonl").write_bytes(b"".join(lines[:bad_at] + lines[bad_at + 1 :]))
+    lines[bad_at] = orjson.dumps(bad) + b"\n"
+    (tmp_path / "bad.jsonl").write_bytes(b"".join(lines) + b'{"session_id": "torn')
+    assert len(clean) > 40 << 20
+
+    def read(name: str) -> tuple[list, WindowReader]:
+        reader = WindowReader(sessions=None, days=None)
+        reader.read([tmp_path / name])
+        return [_columns(w.cells) for w in reader.windows()], reader
+
+    expected, clean_reader = read("clean.jsonl")
+    got, reader = read("bad.jsonl")
+    assert got == expected and len(got[0]["session_ids"]) == 40 * copies
+    assert reader.stats.skipped_lines == 2 and reader.stats.records == clean_reader.stats.records
+    first, last = reader.stats.skipped_examples
+    assert first.startswith(f"{tmp_path / 'bad.jsonl'}:{bad_at + 1}: session ") and "score_value" in first
+    assert last.startswith(f"{tmp_path / 'bad.jsonl'}:{len(lines) + 1}: ")
+
+
+def _stored(digest, rng) -> list[dict]:
+    """The digest's records with what the council biases read (a fingerprint, correctness and a
+    similarity for some answers), some sessions with characters only, some records repeated."""
+    records = digest_records(digest)
+    fingerprints = {m: (None if rng.random() < 0.3 else f"fp{rng.randrange(40)}") for m in digest.models}
+    correct = {m: rng.choice([None, True, False]) for m in digest.models}
+    chars_only = rng.random() < 0.3
+    for record in records:
+        record["response_fingerprint"] = fingerprints[record["model_id"]]
+        record["response_correct"] = correct[record["model_id"]]
+        record["style_similarity"] = None if rng.random() < 0.5 else round(rng.random(), 3)
+        if chars_only:
+            record["response_length_words"] = None
+    if rng.random() < 0.2:  # a (reviewer, model) scored twice: the first counts
+        records.append({**records[0], "score_value": 2.5})
+    return records
+
+
+@pytest.mark.parametrize("batch_rows", [7, 1 << 16])
+def test_the_window_equals_the_one_built_from_each_sessions_digest(tmp_path, batch_rows):
+    """The oracle: each session's records decoded one by one (msgspec) and digested alone, the
+    digests assembled by WindowCellsBuilder, against the engine's batches reduced column-wise."""
+    import random
+
+    import msgspec
+
+    from bias_audit.analysis.digest import StoredCell, digest_from_records
+    from bias_audit.analysis.window_cells import window_cells
+
+    rng = random.Random(3)
+    acme = Corpus(sessions=120, models=4, seed=21, tenant="acme").digests()
+    beta = Corpus(sessions=30, models=3, seed=22, tenant="beta").digests()
+    stored = {d.session_id: _stored(d, rng) for d in [*acme, *beta]}
+    for number, digest in enumerate(acme):  # the council's config changes twice
+        for record in stored[digest.session_id]:
+            record["council_config_version"] = "v1" if number < 50 else "v2" if number < 90 else "v1"
+    with open(tmp_path / "r.jsonl", "wb") as out:
+        for digest in [*acme[:60], *beta, *acme[60:]]:
+            out.write(b"".join(orjson.dumps(r) + b"\n" for r in stored[digest.session_id]))
+    reader = WindowReader(sessions=None, days=None, batch_rows=batch_rows)
+    reader.read([tmp_path / "r.jsonl"])
+    got = {w.tenant_id: _columns(w.cells) for w in reader.windows()}
+    decode = msgspec.json.Decoder(StoredCell)
+    for tenant, digests in (("acme", acme), ("beta", beta)):
+        oracle = window_cells(
+            [digest_from_records([decode.decode(orjson.dumps(r)) for r in stored[d.session_id]]) for d in digests]
+        )
+        assert got[tenant] == _columns(oracle)
+    assert reader.stats.records == sum(len(records) for records in stored.values())
+    assert (
+        got["acme"]["change_traces"]
+        and got["acme"]["fingerprints"]
+        and set(got["acme"]["units"])
+        == {
+            "words",
+            "chars",
+        }
+    )
