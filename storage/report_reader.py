@@ -510,22 +510,24 @@ class WindowReader:
     def _offer(self, rows: _Rows, runs: int, path: Path) -> None:
         """Offer the first `runs` sessions to their tenants' windows, and reduce the ones held."""
         stats = self.stats
+        stats.sessions += runs
         first = len(self._session_ids)  # the run the batch's first session held becomes
-        taken: list[int] = []  # the rows' runs held, in order
-        columns: dict[str, list[int]] = {"ts": [], "order": [], "records": [], "tenant": [], "config": []}
+        taken: list[int] = []  # the rows' runs held, in order, and their times, read order, tenant, config
+        times: list[int] = []
+        orders: list[int] = []
+        tenants: list[int] = []
+        configs: list[int] = []
         gone: list[int] = []  # runs of this batch evicted by later ones
         for index in range(runs):
-            stats.sessions += 1
             tenant = rows.tenants[index] or "default"
             if self.tenant is not None and tenant != self.tenant:
                 continue
             session_id = rows.session_ids[index]
-            records = int(rows.starts[index + 1] - rows.starts[index])
             try:
                 ts = timestamp_ms(rows.timestamps[index])
             except ValueError as error:
                 stats.skip(f"{path}: session {session_id!r}: {error}")
-                stats.skipped_lines += records - 1
+                stats.skipped_lines += int(rows.starts[index + 1] - rows.starts[index]) - 1
                 continue
             window = self._window(tenant)
             if session_id in window.held:
@@ -541,28 +543,28 @@ class WindowReader:
             self._session_ids.append(session_id)
             self._traces.append(rows.traces[index])
             config = rows.configs[index]
-            for name, value in (
-                ("ts", ts),
-                ("order", self._order),
-                ("records", records),
-                ("tenant", window.code),
-                ("config", -1 if config is None else self._configs.setdefault(config, len(self._configs))),
-            ):
-                columns[name].append(value)
+            configs.append(-1 if config is None else self._configs.setdefault(config, len(self._configs)))
+            times.append(ts)
+            orders.append(self._order)
+            tenants.append(window.code)
             taken.append(index)
-        if not taken:
-            return
+        if taken:
+            self._add(rows, np.array(taken), {"ts": times, "order": orders, "tenant": tenants, "config": configs}, gone)
+
+    def _add(self, rows: _Rows, taken: np.ndarray, columns: dict[str, list[int]], gone: list[int]) -> None:
+        """The runs held (the rows' runs `taken`) as rows of the run columns, the live ones reduced."""
         held = np.ones(len(taken), dtype=bool)
         held[gone] = False
         count = len(taken)
         empty = np.zeros(count, dtype=np.int64)
         at = self._runs.append(
             {name: np.array(values, dtype=_RUNS[name]) for name, values in columns.items()}
-            | {"live": held, "readable": np.ones(count, dtype=bool), "words": np.ones(count, dtype=bool)}
+            | {"records": (rows.starts[taken + 1] - rows.starts[taken]), "live": held}
+            | {"readable": np.ones(count, dtype=bool), "words": np.ones(count, dtype=bool)}
             | {"cells_from": empty, "cells_to": empty, "slots_from": empty, "slots_to": empty}
         )
         if held.any():
-            self._reduce(rows, np.array(taken)[held], at + np.flatnonzero(held))
+            self._reduce(rows, taken[held], at + np.flatnonzero(held))
         if self._dead > max(self._runs.size - self._dead, self.compact_after):
             self._compact()
 
@@ -737,9 +739,13 @@ def _first_seen_known(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _first_seen(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(each code renumbered in the order the codes first appear, as int32; the codes in that order)."""
-    unique, first = np.unique(codes, return_index=True)
-    ordered = unique[np.argsort(first)]
-    renumber = np.zeros(int(unique[-1]) + 1 if len(unique) else 0, dtype=np.int32)
+    """(each code renumbered in the order the codes first appear, as int32; the codes in that order).
+    Each code's first place by one unbuffered minimum, not a sort of the window's cells."""
+    size = int(codes.max()) + 1 if len(codes) else 0
+    first = np.full(size, len(codes), dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(len(codes)))
+    present = np.flatnonzero(first < len(codes))
+    ordered = present[np.argsort(first[present])]
+    renumber = np.zeros(size, dtype=np.int32)
     renumber[ordered] = np.arange(len(ordered), dtype=np.int32)
     return renumber[codes], ordered
