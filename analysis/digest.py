@@ -223,13 +223,12 @@ def digest_from_records(rows: Sequence[StoredCell]) -> SessionDigest:
         similarity=np.array([number(row.style_similarity) for row in rows], dtype=np.float64),
     )
     cells = session_cells(records, list(scales), list(versions))
+    if cells.unreadable:
+        raise BadRecord(f"session {first.session_id!r}: unreadable record ({cells.unreadable[0][1]})")
     try:
-        if cells.unreadable:
-            raise ValueError(cells.unreadable[0][1])
         ts = timestamp_ms(first.timestamp)
     except (TypeError, ValueError) as error:
-        reason = str(error) if cells.unreadable else f"{type(error).__name__}: {error}"
-        raise BadRecord(f"session {first.session_id!r}: unreadable record ({reason})") from None
+        raise BadRecord(f"session {first.session_id!r}: unreadable record ({type(error).__name__}: {error})") from None
     name = list(names)
     local_reviewer = {index: i for i, index in enumerate(dict.fromkeys(cells.reviewer.tolist()))}
     models = cells.slot_model.tolist()

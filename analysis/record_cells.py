@@ -64,8 +64,6 @@ class SessionCells:
     """The readable sessions' cells and their (session, model) slots, sessions in order."""
 
     unreadable: list[tuple[int, str]]  # (session, why) of the sessions left out
-    readable: np.ndarray  # (sessions,) bool
-    records: np.ndarray  # (sessions,) int: records read, repeats included
     words: np.ndarray  # (sessions,) bool: lengths in words, else characters
     # per cell, in record order (repeats dropped): session index, names, scored values
     session: np.ndarray
@@ -169,8 +167,6 @@ def session_cells(records: RecordColumns, scales: Sequence[str], versions: Seque
     reviewer = records.reviewer[keep]
     return SessionCells(
         unreadable=unreadable,
-        readable=readable,
-        records=counts,
         words=words,
         session=kept_session,
         reviewer=reviewer,

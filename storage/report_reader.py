@@ -140,8 +140,9 @@ class _TenantWindow:
     code: int  # the tenant's index in the reader
     keep: int | None  # sessions to hold; None = all
     held: dict[str, int] = field(default_factory=dict)  # session id -> its run
-    # (ts, read order, run), kept only when `keep` is set: tuples compare in C, oldest first
-    heap: list[tuple[int, int, int]] = field(default_factory=list)
+    # (ts, run), kept only when `keep` is set: runs are numbered in read order, and tuples
+    # compare in C, oldest first, then read order
+    heap: list[tuple[int, int]] = field(default_factory=list)
     newest_ms: int | None = None
 
 
@@ -195,12 +196,8 @@ class _Columns:
 
     def keep_only(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Keep the ranges, in their order, and drop the rest; where each range now begins."""
-        index = _ranges(starts, stops)
-        self.data = {
-            name: np.concatenate([column[index], np.empty(1 << 12, column.dtype)]) for name, column in self.data.items()
-        }
+        self.keep_rows(_ranges(starts, stops))
         lengths = stops - starts
-        self.size = int(lengths.sum())
         begins: np.ndarray = np.cumsum(lengths) - lengths
         return begins
 
@@ -210,10 +207,10 @@ _CELLS = {
     "similarity": np.float64, "slot": np.int32,  # the slot within its session
 }  # fmt: skip
 _SLOTS = {"length": np.float64, "fingerprint": np.int32, "correct": np.int8}
-# the sessions offered, one row each (no object per session): their time, read order, records,
+# the sessions held, one row each in read order (no object per session): their time, records,
 # tenant and config (indices), where their cells and slots are, and whether they are still held
 _RUNS = {
-    "ts": np.int64, "order": np.int64, "records": np.int64, "tenant": np.int32, "config": np.int32,
+    "ts": np.int64, "records": np.int64, "tenant": np.int32, "config": np.int32,
     "cells_from": np.int64, "cells_to": np.int64, "slots_from": np.int64, "slots_to": np.int64,
     "live": np.bool_, "readable": np.bool_, "words": np.bool_,
 }  # fmt: skip
@@ -363,7 +360,6 @@ class WindowReader:
         self.compact_after = compact_after
         self.stats = ReadStats()
         self._tenants: dict[str, _TenantWindow] = {}
-        self._order = 0
         # text as indices: reviewers and models in one table (reviewer == model is a self-review)
         self._names: dict[str, int] = {}
         self._scales: dict[str, int] = {}
@@ -512,9 +508,8 @@ class WindowReader:
         stats = self.stats
         stats.sessions += runs
         first = len(self._session_ids)  # the run the batch's first session held becomes
-        taken: list[int] = []  # the rows' runs held, in order, and their times, read order, tenant, config
+        taken: list[int] = []  # the rows' runs held, in order, and their times, tenant, config
         times: list[int] = []
-        orders: list[int] = []
         tenants: list[int] = []
         configs: list[int] = []
         gone: list[int] = []  # runs of this batch evicted by later ones
@@ -535,9 +530,8 @@ class WindowReader:
                 continue
             if window.newest_ms is None or ts > window.newest_ms:
                 window.newest_ms = ts
-            self._order += 1
             run = len(self._session_ids)
-            if not self._hold(window, (ts, self._order, run), first, gone):
+            if not self._hold(window, (ts, run), first, gone):
                 continue  # older than every session held
             window.held[session_id] = run
             self._session_ids.append(session_id)
@@ -545,11 +539,10 @@ class WindowReader:
             config = rows.configs[index]
             configs.append(-1 if config is None else self._configs.setdefault(config, len(self._configs)))
             times.append(ts)
-            orders.append(self._order)
             tenants.append(window.code)
             taken.append(index)
         if taken:
-            self._add(rows, np.array(taken), {"ts": times, "order": orders, "tenant": tenants, "config": configs}, gone)
+            self._add(rows, np.array(taken), {"ts": times, "tenant": tenants, "config": configs}, gone)
 
     def _add(self, rows: _Rows, taken: np.ndarray, columns: dict[str, list[int]], gone: list[int]) -> None:
         """The runs held (the rows' runs `taken`) as rows of the run columns, the live ones reduced."""
@@ -568,17 +561,17 @@ class WindowReader:
         if self._dead > max(self._runs.size - self._dead, self.compact_after):
             self._compact()
 
-    def _hold(self, window: _TenantWindow, entry: tuple[int, int, int], first: int, gone: list[int]) -> bool:
-        """Whether the run of `entry` (ts, read order, run) is among its tenant's newest; the
+    def _hold(self, window: _TenantWindow, entry: tuple[int, int], first: int, gone: list[int]) -> bool:
+        """Whether the run of `entry` (ts, run) is among its tenant's newest; the
         oldest held is evicted for it (`gone` gets those of this batch, from run `first` on)."""
         if window.keep is None:
             return True
         if len(window.heap) < window.keep:
             heapq.heappush(window.heap, entry)
             return True
-        if entry[:2] <= window.heap[0][:2]:
+        if entry <= window.heap[0]:
             return False
-        evicted = heapq.heapreplace(window.heap, entry)[2]
+        evicted = heapq.heapreplace(window.heap, entry)[1]
         del window.held[self._session_ids[evicted]]
         self._dead += 1
         if evicted >= first:
@@ -634,7 +627,7 @@ class WindowReader:
         self._traces = [self._traces[run] for run in kept.tolist()]
         for window in self._tenants.values():
             window.held = {session_id: int(renumber[run]) for session_id, run in window.held.items()}
-            window.heap = [(ts, order, int(renumber[run])) for ts, order, run in window.heap]  # the same order
+            window.heap = [(ts, int(renumber[run])) for ts, run in window.heap]  # runs keep their order
         self._dead = 0
 
     def windows(self) -> list[TenantWindows]:
@@ -647,7 +640,7 @@ class WindowReader:
         for tenant in tenants:
             window = self._tenants[tenant]
             mine = np.flatnonzero((runs["tenant"] == window.code) & runs["live"])
-            mine = mine[np.lexsort((runs["order"][mine], runs["ts"][mine]))]  # oldest first, then read order
+            mine = mine[np.argsort(runs["ts"][mine], kind="stable")]  # oldest first, then read order
             first_previous, first_current = window_bounds(
                 runs["ts"][mine].tolist(), window.newest_ms, self.sessions, self.days
             )
