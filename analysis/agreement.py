@@ -17,7 +17,8 @@ def krippendorff_alpha_interval(values: np.ndarray, units: np.ndarray) -> tuple[
     """Alpha with the interval metric, in O(n): for squared differences the pairable sums
     reduce to sums and sums of squares per unit. Units with one value are not pairable.
     Returns (alpha or None, pairable values)."""
-    _, units = np.unique(units, return_inverse=True)
+    if len(units) and (units.min() < 0 or units.max() > 4 * len(units)):  # else count by the keys as they are
+        _, units = np.unique(units, return_inverse=True)
     m = np.bincount(units).astype(np.float64)
     pairable = m[units] >= 2
     v, u = values[pairable], units[pairable]
@@ -151,21 +152,18 @@ def _swapped_pair_counts(
     del i, j, lo, swap
     lo_first = position[a] < position[b]
     preference = np.sign(score[a] - score[b]).astype(np.int8)  # +1: the lower-index model won
-    pair_key = model[a].astype(np.int64) * n_models + model[b]
-    # rank of each observation within (pair, orientation), in time (session) order
-    sort = np.lexsort((session[a], lo_first, pair_key))
+    # (pair, orientation) blocks, each in time (session) order: one stable sort of a packed key
+    kind = (model[a].astype(np.int64) * n_models + model[b]) * 2 + lo_first
+    sessions = int(session.max()) + 1
+    sort = np.argsort(kind * sessions + session[a], kind="stable")
     del a, b
-    group = pair_key[sort] * 2 + lo_first[sort]
-    starts = np.r_[0, np.flatnonzero(np.diff(group)) + 1]
-    del group
-    rank = np.empty(len(sort), np.int64)
-    rank[sort] = np.arange(len(sort)) - np.repeat(starts, np.diff(np.r_[starts, len(sort)]))
-    del sort
-    stride = int(rank.max()) + 1 if len(rank) else 1
-    match_id = pair_key * stride + rank
-    first_ids, second_ids = match_id[lo_first], match_id[~lo_first]
-    _, ia, ib = np.intersect1d(first_ids, second_ids, assume_unique=True, return_indices=True)
-    pa, pb = preference[lo_first][ia], preference[~lo_first][ib]
+    counts = np.bincount(kind, minlength=2 * n_models * n_models)
+    starts = np.cumsum(counts) - counts
+    # the k-th time a pair was seen lower model first meets the k-th time it was seen the other way
+    matched = np.minimum(counts[1::2], counts[0::2])
+    pair = np.repeat(np.arange(len(matched)), matched)
+    k = np.arange(len(pair)) - np.repeat(np.cumsum(matched) - matched, matched)
+    pa, pb = preference[sort[starts[1::2][pair] + k]], preference[sort[starts[0::2][pair] + k]]
     primacy = (pa == 1) & (pb == -1)  # lower model won when first, higher model won when first
     recency = (pa == -1) & (pb == 1)
     return len(pa), int(np.count_nonzero(pa == pb)), int(np.count_nonzero(primacy)), int(np.count_nonzero(recency))

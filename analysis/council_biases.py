@@ -63,7 +63,7 @@ class PairFit:
     @property
     def residual(self) -> np.ndarray:
         """Each fitted cell's residual (zeros when nothing could be fitted)."""
-        if self.fit is None:
+        if self.fit is None or self.fit.residual is None:
             return np.zeros(len(self.cells))
         return self.fit.residual
 
@@ -80,7 +80,9 @@ def pair_fit(cells: WindowCells) -> PairFit:
     pairs = [(int(k) // len(cells.models), int(k) % len(cells.models)) for k in keys]
     fit = None
     if len(used) and len(pairs) <= MAX_PAIRS:
-        fit = absorbed_least_squares([Indicators(pair, len(pairs))], cells.score[used], cells.group[used])
+        fit = absorbed_least_squares(
+            [Indicators(pair, len(pairs))], cells.score[used], cells.group[used], keep_residual=True
+        )
     return PairFit(used, pair, pairs, fit)
 
 

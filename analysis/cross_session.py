@@ -360,7 +360,7 @@ def randomization_balance(cells: WindowCells, thresholds: WindowThresholds) -> R
     session = unique // (n_models * width)
     model = (unique // width) % n_models
     position = unique % width
-    sessions = len(np.unique(session))
+    sessions = int(np.count_nonzero(np.diff(session))) + 1  # the keys are sorted: a new session where it changes
     table = np.zeros((n_models, width), dtype=np.int64)
     np.add.at(table, (model, position), 1)
     keep_rows, keep_cols = table.sum(1) > 0, table.sum(0) > 0

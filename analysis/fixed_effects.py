@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Union
+from functools import cached_property
+from typing import Any, Union
 
 import numpy as np
 from scipy import sparse
@@ -30,8 +31,15 @@ class FitResult:
     sigma2: float
     df: int
     n: int
-    residual: np.ndarray  # y less its fit, in the cells' order
     design: AbsorbedDesign  # the design with the groups absorbed, for robust SEs (indices and per-group shares)
+    residual: np.ndarray | None  # y less its fit, in the cells' order, when the fit was asked to keep it
+
+    @cached_property
+    def meat(self) -> np.ndarray:
+        """X' diag(e^2) X: the sandwich's middle, made once for every contrast's robust SE."""
+        if self.residual is None:
+            raise ValueError("robust SEs need the residuals: fit with keep_residual=True")
+        return self.design.gram(np.square(self.residual))
 
     def robust_contrast(self, contrast: np.ndarray) -> tuple[float, float, float, float, float] | None:
         """contrast() with a heteroscedasticity-robust SE (White's sandwich, HC1: a noisier
@@ -39,10 +47,8 @@ class FitResult:
         if self.df < 1 or not self.estimable(contrast):
             return None
         estimate = float(contrast @ self.beta)
-        # each row's term of the sandwich, (x_i' P c) e_i, made in place: sum (l e)^2 = sum l^2 e^2
-        terms = self.design.times(self.xtx_pinv @ contrast)
-        terms *= self.residual
-        variance = float(terms @ terms) * self.n / self.df
+        leverage = self.xtx_pinv @ contrast
+        variance = float(leverage @ self.meat @ leverage) * self.n / self.df
         se = float(np.sqrt(max(variance, 0.0)))
         t_crit = float(stdtrit(self.df, 1 - ALPHA_95 / 2))
         p = float(2.0 * stdtr(self.df, -abs(estimate) / se)) if se > 0 else (0.0 if estimate != 0.0 else 1.0)
@@ -140,12 +146,14 @@ class AbsorbedDesign:
         ]
         self.count = np.bincount(groups, minlength=self.size).astype(np.float64)
         self.share = np.where(self.count > 0, self.count, 1.0)  # a group's size, 1 for an absent one
-        self.indicators: list[tuple[np.ndarray, np.ndarray, int, int]] = []
+        self.indicators: list[tuple[np.ndarray, np.ndarray | None, int, int]] = []
         self.dense: list[tuple[int, np.ndarray]] = []
         offset = 0
         for block in blocks:
             if isinstance(block, Indicators):
-                self.indicators.append((block.index, block.index >= 0, block.width, offset))
+                on = block.index >= 0
+                # a block with a column on every row (most) skips the mask's gathers
+                self.indicators.append((block.index, None if on.all() else on, block.width, offset))
                 offset += block.width
             else:
                 values = np.asarray(block, dtype=np.float64).reshape(len(groups), -1)
@@ -153,8 +161,12 @@ class AbsorbedDesign:
                 offset += values.shape[1]
         self.width = offset
 
-    def gram(self) -> np.ndarray:
-        """X'X of the demeaned design."""
+    def gram(self, weights: np.ndarray | None = None) -> np.ndarray:
+        """X'X of the demeaned design, or X' diag(weights) X (the sandwich's meat).
+
+        An indicator block's X_a'X_b is D_a'D_b - K_a'C^-1 K_b (K the per-group counts, C the group
+        sizes). With row weights w (W a group's sum): D_a'WD_b - U_a'C^-1 K_b - K_a'C^-1 U_b, where U
+        counts each row as w - W / 2C: the two cross terms and the group means' own term in one."""
         xtx = np.zeros((self.width, self.width))
 
         def put(offset_a: int, offset_b: int, block: np.ndarray) -> None:  # the block and its mirror
@@ -163,7 +175,7 @@ class AbsorbedDesign:
             xtx[offset_b : offset_b + cols, offset_a : offset_a + rows] = block.T
 
         blocks = self.indicators
-        # M_a' C M_b = K_a' C^-1 K_b with K the per-group counts: with L = C^-1/2 K, L_a' L_b
+        # K_a' C^-1 K_b: with L = C^-1/2 K, L_a' L_b
         products = {
             (a, b): np.zeros((blocks[a][2], blocks[b][2])) for a in range(len(blocks)) for b in range(a, len(blocks))
         }
@@ -174,26 +186,44 @@ class AbsorbedDesign:
         }
         root = np.sqrt(self.share)
         for rows, groups, lo, hi in self._chunked():
-            parts = [(index[rows], on[rows], width) for index, on, width, _ in blocks]
-            scaled = [_scaled_counts(groups, hi - lo, index, on, width, root[lo:hi]) for index, on, width in parts]
+            size = hi - lo
+            parts = [(index[rows], _rows_of(on, rows), width) for index, on, width, _ in blocks]
+            scaled = [_scaled_counts(groups, size, index, on, width, root[lo:hi]) for index, on, width in parts]
+            w = None if weights is None else weights[rows]
+            halved: list[Any] = [None] * len(parts)
+            if w is not None:
+                half_mean = np.bincount(groups, weights=w, minlength=size) / (2.0 * self.share[lo:hi])
+                centred = w - half_mean[groups]
+                halved = [_scaled_counts(groups, size, i, on, width, root[lo:hi], centred) for i, on, width in parts]
             for a, (index_a, on_a, width_a) in enumerate(parts):
                 for b in range(a, len(parts)):
                     index_b, on_b, width_b = parts[b]
-                    both = on_a & on_b
-                    raw = np.bincount(index_a[both] * width_b + index_b[both], minlength=width_a * width_b)
-                    products[a, b] += raw.reshape(width_a, width_b) - _cross(scaled[a], scaled[b])
-                for d, (_, values) in enumerate(self.dense):
-                    chunk = values[rows][on_a]
-                    crossed[a, d] += np.column_stack(
-                        [np.bincount(index_a[on_a], weights=column, minlength=width_a) for column in chunk.T]
+                    both = on_a if on_b is None else on_b if on_a is None else on_a & on_b
+                    raw = np.bincount(
+                        _kept(index_a, both) * width_b + _kept(index_b, both),
+                        weights=None if w is None else _kept(w, both),
+                        minlength=width_a * width_b,
                     )
+                    shift = _means_term(scaled[a], scaled[b], halved[a], halved[b], a == b)
+                    products[a, b] += raw.reshape(width_a, width_b) - shift
+                for d, (_, values) in enumerate(self.dense):
+                    chunk = values[rows] if w is None else values[rows] * w[:, None]
+                    crossed[a, d] += np.column_stack(
+                        [
+                            np.bincount(_kept(index_a, on_a), weights=column, minlength=width_a)
+                            for column in _kept(chunk, on_a).T
+                        ]
+                    )
+                    if w is not None:  # weighted, the demeaned values no longer sum to 0 in a group
+                        sums = np.column_stack([np.bincount(groups, weights=c, minlength=size) for c in chunk.T])
+                        crossed[a, d] -= _cross(scaled[a], sums / root[lo:hi, None])
         for (a, b), block in products.items():
             put(blocks[a][3], blocks[b][3], block)
         for (a, d), block in crossed.items():
             put(blocks[a][3], self.dense[d][0], block)
         for at, (offset_a, values_a) in enumerate(self.dense):
             for offset_b, values_b in self.dense[at:]:
-                put(offset_a, offset_b, values_a.T @ values_b)
+                put(offset_a, offset_b, values_a.T @ (values_b if weights is None else values_b * weights[:, None]))
         return xtx
 
     def _chunked(self) -> Iterator[tuple[slice, np.ndarray, int, int]]:
@@ -209,8 +239,10 @@ class AbsorbedDesign:
             rows = slice(start, stop)
             part = demeaned[rows]
             for index, on, width, offset in self.indicators:
-                here = on[rows]
-                out[offset : offset + width] += np.bincount(index[rows][here], weights=part[here], minlength=width)
+                here = _rows_of(on, rows)
+                out[offset : offset + width] += np.bincount(
+                    _kept(index[rows], here), weights=_kept(part, here), minlength=width
+                )
         for offset, values in self.dense:
             out[offset : offset + values.shape[1]] = values.T @ demeaned
         return out
@@ -225,7 +257,8 @@ class AbsorbedDesign:
                     continue
                 # index -1 (no column) reads the block's last entry, which `on` then drops
                 picked = vector[offset : offset + width][index[rows]]
-                picked[~on[rows]] = 0.0
+                if on is not None:
+                    picked[~on[rows]] = 0.0
                 part_out += picked
                 part_out -= (np.bincount(groups, weights=picked, minlength=hi - lo) / self.share[lo:hi])[groups]
             for offset, values in self.dense:
@@ -266,15 +299,42 @@ def row_chunks(groups: np.ndarray, chunk_rows: int, probe: int = 4096) -> list[t
 
 
 def _scaled_counts(
-    groups: np.ndarray, size: int, index: np.ndarray, on: np.ndarray, width: int, root: np.ndarray
+    groups: np.ndarray,
+    size: int,
+    index: np.ndarray,
+    on: np.ndarray | None,
+    width: int,
+    scale: np.ndarray,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray | sparse.csr_matrix:
-    """(size, width) count of each group's rows at each level over `root`, the root of its size:
-    dense while the table is no larger than the rows (its product is then one BLAS call)."""
+    """(size, width) count (or weight sum) of each group's rows at each level over the group's
+    `scale`: dense while the table is no larger than the rows (its product is then one BLAS call)."""
+    weight = None if weights is None else _kept(weights, on)
     if size * width <= len(groups):  # few groups: count densely, no per-row triplets
-        counts = np.bincount(groups[on] * width + index[on], minlength=size * width).reshape(size, width)
-        return counts / root[:, None]
-    member = groups[on]  # duplicate (group, level) entries add up: each is one of the group's rows
-    return sparse.csr_matrix((1.0 / root[member], (member, index[on])), shape=(size, width))
+        counts = np.bincount(_kept(groups, on) * width + _kept(index, on), weights=weight, minlength=size * width)
+        return counts.reshape(size, width) / scale[:, None]
+    member = _kept(groups, on)  # duplicate (group, level) entries add up: each is one of the group's rows
+    entries = 1.0 / scale[member] if weight is None else weight / scale[member]
+    return sparse.csr_matrix((entries, (member, _kept(index, on))), shape=(size, width))
+
+
+def _rows_of(on: np.ndarray | None, rows: slice) -> np.ndarray | None:
+    return None if on is None else on[rows]
+
+
+def _kept(values: np.ndarray, on: np.ndarray | None) -> np.ndarray:
+    """The rows with a column in the block (all of them when there is no mask)."""
+    return values if on is None else values[on]
+
+
+def _means_term(scaled_a: Any, scaled_b: Any, halved_a: Any, halved_b: Any, same: bool) -> np.ndarray:
+    """The group means' part of an indicator block pair: K_a'C^-1 K_b, or with weights
+    U_a'C^-1 K_b + K_a'C^-1 U_b (halved: U over the root of C; one product when a is b)."""
+    if halved_a is None:
+        return _cross(scaled_a, scaled_b)
+    shift = _cross(halved_a, scaled_b)
+    total: np.ndarray = shift + (shift.T if same else _cross(scaled_a, halved_b))
+    return total
 
 
 def _cross(a: np.ndarray | sparse.csr_matrix, b: np.ndarray | sparse.csr_matrix) -> np.ndarray:
@@ -284,11 +344,18 @@ def _cross(a: np.ndarray | sparse.csr_matrix, b: np.ndarray | sparse.csr_matrix)
 
 
 def absorbed_least_squares(
-    design: np.ndarray | Sequence[Block], y: np.ndarray, groups: np.ndarray, *, chunk_rows: int = CHUNK_ROWS
+    design: np.ndarray | Sequence[Block],
+    y: np.ndarray,
+    groups: np.ndarray,
+    *,
+    keep_residual: bool = False,
+    chunk_rows: int = CHUNK_ROWS,
 ) -> FitResult | None:
     """y ~ design + group fixed effects (groups: non-negative ints, need not be dense). The design
     is a list of blocks (Indicators or dense columns), or one dense matrix. None when there are
-    no residual degrees of freedom. chunk_rows: see AbsorbedDesign."""
+    no residual degrees of freedom. keep_residual: for robust SEs and the caller's own use, at a
+    pass over the rows and an array as long as y, held while the fit is (sigma2 needs neither).
+    chunk_rows: see AbsorbedDesign."""
     n = len(y)
     if n == 0:
         return None
@@ -297,7 +364,6 @@ def absorbed_least_squares(
     yd = demean_by_group(y, groups, len(x.count))
     xtx = x.gram()
     pinv = np.linalg.pinv(xtx, rcond=RCOND, hermitian=True)
-    beta = pinv @ x.transpose_times(yd)
     # the rank pinv used: matrix_rank's default cut (near machine epsilon) can count a null
     # direction that rounding left at 1e-8 of a 1e5 eigenvalue
     size = np.abs(np.linalg.eigvalsh(xtx))
@@ -305,15 +371,13 @@ def absorbed_least_squares(
     df = n - rank - n_groups
     if df < 1:
         return None
-    residual = x.times(beta)
-    np.subtract(yd, residual, out=residual)  # in place: a window's cells long
-    return FitResult(
-        beta=beta,
-        xtx=xtx,
-        xtx_pinv=pinv,
-        sigma2=float(residual @ residual) / df,
-        df=df,
-        n=n,
-        residual=residual,
-        design=x,
-    )
+    xty = x.transpose_times(yd)
+    beta = pinv @ xty
+    # the residuals' sum of squares from the normal equations (b'X'Xb = b'X'y for the pinv's b):
+    # no pass over the rows unless the residuals themselves are kept
+    rss = max(float(yd @ yd) - float(beta @ xty), 0.0)
+    residual = None
+    if keep_residual:
+        residual = x.times(beta)
+        np.subtract(yd, residual, out=residual)  # in place: a window's cells long
+    return FitResult(beta=beta, xtx=xtx, xtx_pinv=pinv, sigma2=rss / df, df=df, n=n, design=x, residual=residual)

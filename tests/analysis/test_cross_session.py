@@ -144,13 +144,14 @@ def test_a_contrast_the_design_cannot_separate_is_not_estimable():
     assert fit.contrast(position_contrast) is None
 
 
-def test_krippendorff_alpha_matches_the_reference_package():
+@pytest.mark.parametrize("shift", [0, 10**12, -7], ids=["unit keys counted as they are", "far apart", "negative"])
+def test_krippendorff_alpha_matches_the_reference_package(shift):
     rng = np.random.default_rng(3)
     reliability = rng.normal(5, 2, size=(4, 60)) + rng.normal(0, 2, size=60)  # 4 coders, 60 units
     reliability[rng.random(reliability.shape) < 0.2] = np.nan  # missing scores
     expected = krippendorff.alpha(reliability_data=reliability, level_of_measurement="interval")
     coders, units = np.nonzero(~np.isnan(reliability))
-    alpha, _ = krippendorff_alpha_interval(reliability[coders, units], units)
+    alpha, _ = krippendorff_alpha_interval(reliability[coders, units], units * 3 + shift)
     assert alpha == pytest.approx(expected, abs=1e-9)
 
 
@@ -178,6 +179,50 @@ def test_position_consistency_on_swapped_pairs():
     consistent = [cells[0], [(0, 1, 1, 8, False), (0, 2, 0, 6, False)]]
     (b,) = position_consistency(window_cells([digest(i, c) for i, c in enumerate(consistent)]))
     assert (b.pairs, b.position_consistency, b.preference_fairness) == (1, 1.0, 0.0)
+
+
+def test_position_consistency_matches_each_order_with_the_other_in_time_order():
+    """Random windows against a loop: per reviewer and pair of models, the k-th time it saw the
+    lower model first is matched with the k-th time it saw the higher model first."""
+    rng = np.random.default_rng(21)
+    sessions = []
+    for _ in range(60):
+        order = rng.permutation(3)  # positions of models 0, 1, 2 this session
+        cells = [
+            (r, m, int(order[m]), int(rng.integers(5, 9)), False)
+            for r in range(3)
+            for m in range(3)
+            if m != r and rng.random() < 0.8
+        ]
+        sessions.append(cells)
+    expected = {}
+    for r in range(3):
+        seen: dict[tuple[int, int, bool], list[int]] = {}
+        for cells in sessions:
+            mine = {m: (p, score) for rr, m, p, score, _ in cells if rr == r}
+            for lo in mine:
+                for hi in mine:
+                    if lo < hi:
+                        (p_lo, s_lo), (p_hi, s_hi) = mine[lo], mine[hi]
+                        seen.setdefault((lo, hi, p_lo < p_hi), []).append(int(np.sign(s_lo - s_hi)))
+        counts = [0, 0, 0, 0]
+        for (lo, hi, lo_first), first in seen.items():
+            if not lo_first:
+                continue
+            for pa, pb in zip(first, seen.get((lo, hi, False), [])):
+                counts[0] += 1
+                counts[1] += pa == pb
+                counts[2] += pa == 1 and pb == -1
+                counts[3] += pa == -1 and pb == 1
+        if counts[0]:
+            expected[NAMES[r]] = tuple(counts)
+    result = position_consistency(window_cells([digest(i, c) for i, c in enumerate(sessions)]))
+    got = {
+        a.reviewer: (a.pairs, round(a.position_consistency * a.pairs), a.primacy_preferred, a.recency_preferred)
+        for a in result
+    }
+    assert got == expected
+    assert all(counts[0] >= 10 for counts in expected.values())
 
 
 @pytest.mark.parametrize(

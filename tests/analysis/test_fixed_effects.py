@@ -55,7 +55,7 @@ def test_indicator_blocks_fit_as_their_dense_matrix_with_a_dummy_per_group():
     y = rng.normal(size=n) + 0.4 * model - 0.3 * reviewer + 1.2 * (own >= 0) + 0.5 * term + 0.1 * group_of
     # 122 group keys: model's 4 levels are counted densely (488 <= 500 rows), the 5-level blocks as triplets
     blocks = [Indicators(model, 4), Indicators(reviewer, 5), Indicators(own, 5), term]
-    fit = absorbed_least_squares(blocks, y, groups)
+    fit = absorbed_least_squares(blocks, y, groups, keep_residual=True)
 
     x = dense(blocks, n)
     explicit = np.hstack([x, one_hot(group_of, kinds)])
@@ -116,6 +116,62 @@ def test_x_x_and_x_v_over_ranges_of_rows_are_the_dense_designs(chunk_rows):
     assert design.times(v) == pytest.approx(demeaned @ v, abs=1e-9)
 
 
+@pytest.mark.parametrize("chunk_rows", [7, 10_000])
+@pytest.mark.parametrize("groups_of", ["few groups", "many groups"])
+def test_the_weighted_cross_product_is_the_dense_designs(chunk_rows, groups_of):
+    """X' diag(w) X, the sandwich's middle, against the demeaned dense matrix; zero weights on whole
+    groups (a group whose residuals are all 0) included. Few groups count densely, many as triplets."""
+    rng = np.random.default_rng(11)
+    n = 400
+    session = np.sort(rng.integers(0, 8 if groups_of == "few groups" else 150, n))
+    groups = session * 3 + rng.integers(0, 3, n)
+    model, reviewer = rng.integers(0, 4, n), np.where(rng.random(n) < 0.9, rng.integers(0, 5, n), -1)
+    blocks = [Indicators(model, 4), Indicators(reviewer, 5), rng.normal(size=(n, 2))]
+    x = dense(blocks, n)
+    _, dense_group = np.unique(groups, return_inverse=True)
+    means = np.array([x[dense_group == g].mean(axis=0) for g in range(dense_group.max() + 1)])
+    demeaned = x - means[dense_group]
+    weights = rng.random(n) ** 2
+    weights[groups == groups[0]] = 0.0
+    design = AbsorbedDesign(blocks, groups, chunk_rows)
+    expected = demeaned.T @ (demeaned * weights[:, None])
+    assert design.gram(weights) == pytest.approx(expected, abs=1e-9)
+    assert np.abs(expected).max() > 1.0
+
+
+def test_a_robust_standard_error_is_hc1_of_the_dense_design():
+    """White's sandwich with the HC1 factor n / df, written out row by row from the dense design."""
+    rng = np.random.default_rng(12)
+    n = 300
+    session, groups = session_ordered(rng, n)
+    model, reviewer = rng.integers(0, 4, n), rng.integers(0, 5, n)
+    noise = rng.normal(size=n) * (1.0 + reviewer)  # reviewers differ in noise
+    y = noise + 0.3 * model - 0.2 * reviewer + 0.05 * session
+    blocks = [Indicators(model, 4), Indicators(reviewer, 5)]
+    fit = absorbed_least_squares(blocks, y, groups, keep_residual=True)
+    x = dense(blocks, n)
+    _, dense_group = np.unique(groups, return_inverse=True)
+    means = np.array([x[dense_group == g].mean(axis=0) for g in range(dense_group.max() + 1)])
+    demeaned = x - means[dense_group]
+    y_demeaned = y - np.array([y[dense_group == g].mean() for g in range(dense_group.max() + 1)])[dense_group]
+    pinv = np.linalg.pinv(demeaned.T @ demeaned, rcond=1e-10)
+    residual = y_demeaned - demeaned @ (pinv @ demeaned.T @ y_demeaned)
+    df = n - np.linalg.matrix_rank(demeaned) - len(means)
+    contrast = np.eye(9)[2] - np.eye(9)[0]
+    leverage = demeaned @ (pinv @ contrast)
+    robust = np.sqrt(sum((leverage[i] * residual[i]) ** 2 for i in range(n)) * n / df)
+    plain = np.sqrt(contrast @ pinv @ contrast * (residual @ residual) / df)
+    estimate, se, *_ = fit.robust_contrast(contrast)
+    assert se == pytest.approx(robust, rel=1e-9)
+    assert fit.contrast(contrast)[1] == pytest.approx(plain, rel=1e-9)
+    assert abs(robust / plain - 1.0) > 0.01  # the two differ here: the test tells them apart
+    assert fit.residual == pytest.approx(residual, abs=1e-9)
+    lean = absorbed_least_squares(blocks, y, groups)  # sigma2 from the normal equations, no residuals held
+    assert lean.residual is None and lean.sigma2 == pytest.approx(fit.sigma2, rel=1e-12)
+    with pytest.raises(ValueError, match="keep_residual"):
+        lean.robust_contrast(contrast)
+
+
 def test_a_fit_over_ranges_of_rows_is_the_fit_over_all_of_them():
     rng = np.random.default_rng(8)
     n = 600
@@ -123,7 +179,7 @@ def test_a_fit_over_ranges_of_rows_is_the_fit_over_all_of_them():
     model, reviewer = rng.integers(0, 4, n), rng.integers(0, 5, n)
     y = rng.normal(size=n) + 0.3 * model - 0.2 * reviewer + 0.05 * session
     blocks = [Indicators(model, 4), Indicators(reviewer, 5), rng.normal(size=n)]
-    whole, ranged = (absorbed_least_squares(blocks, y, groups, chunk_rows=rows) for rows in (n, 50))
+    whole, ranged = (absorbed_least_squares(blocks, y, groups, keep_residual=True, chunk_rows=rows) for rows in (n, 50))
     assert len(ranged.design.chunks) >= 8 and len(whole.design.chunks) == 1
     assert ranged.df == whole.df and ranged.sigma2 == pytest.approx(whole.sigma2, rel=1e-12)
     assert ranged.beta == pytest.approx(whole.beta, abs=1e-12)
