@@ -274,16 +274,21 @@ def anchoring(
     placed = position >= 0
     if not placed.any():
         return []
-    key = cells.session[index] * len(cells.reviewers) + cells.reviewer[index]
     size = cells.sessions * len(cells.reviewers)
+    # (session, reviewer) keys, 32-bit while they fit: the pair fit's cells long, beside its arrays
+    key = cells.session[index].astype(index_type(size))
+    key *= len(cells.reviewers)
+    key += cells.reviewer[index]
     first_position = np.full(size, np.iinfo(position.dtype).max, dtype=position.dtype)
     np.minimum.at(first_position, key[placed], position[placed])
     is_first = placed & (position == first_position[key])
     later = placed & ~is_first
     x = np.full(size, np.nan)
     x[key[is_first]] = residual[is_first]
-    later_sum = np.bincount(key[later], weights=residual[later], minlength=size)
-    later_n = np.bincount(key[later], minlength=size)
+    later_key = key[later]
+    del key
+    later_sum = np.bincount(later_key, weights=residual[later], minlength=size)
+    later_n = np.bincount(later_key, minlength=size)
     keys = np.flatnonzero(~np.isnan(x) & (later_n > 0))
     points: Points = {}
     for r in np.unique(keys % len(cells.reviewers)):

@@ -58,7 +58,10 @@ def centred_effects(effects: np.ndarray, used: np.ndarray) -> np.ndarray:
     scored = used.any(2)
     linked = np.matmul(used.astype(np.float64), np.swapaxes(used, 1, 2).astype(np.float64)) > 0
     for _ in range(max(int(np.ceil(np.log2(max(used.shape[1], 2)))), 1)):  # reachability by squaring
-        linked = np.matmul(linked.astype(np.float64), linked.astype(np.float64)) > 0
+        reached = np.matmul(linked.astype(np.float64), linked.astype(np.float64)) > 0
+        if np.array_equal(reached, linked):  # closed: a council whose members share answers, at once
+            break
+        linked = reached
     weights = linked.astype(np.float64)
     means = np.matmul(weights, np.where(scored, effects, 0.0)[..., None])[..., 0] / np.maximum(weights.sum(2), 1.0)
     return np.where(scored, effects - means, np.nan)

@@ -17,7 +17,7 @@ import numpy as np
 from .digest import SessionDigest
 from .reviewer_offset import offsets_from_effects, reviewer_effects
 from .session_noise import REFERENCE_SPAN
-from .stats import index_type
+from .stats import index_type, present_levels
 
 
 @dataclass(frozen=True)
@@ -330,7 +330,11 @@ SESSIONS_PER_FIT = 2048  # sessions fitted together: bounds the padded arrays' m
 def _local_index(session: np.ndarray, index: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(each cell's index among its session's distinct values, the distinct (session, value)
     keys in order): a window's names numbered again within each session."""
-    keys, inverse = np.unique(session * width + index, return_inverse=True)
+    codes = session * width + index
+    if (int(session.max()) + 1) * width <= 8 * len(codes):  # a table of the key range: count, not sort
+        keys, inverse = present_levels(codes)
+    else:
+        keys, inverse = np.unique(codes, return_inverse=True)
     first = np.searchsorted(keys, (keys // width) * width)
     return inverse - first[inverse], keys
 

@@ -71,6 +71,13 @@ def test_session_offsets_of_a_three_member_council():
     # With two others the median is their mean, so the offsets are the leave-one-out ones:
     # a: (6 - 7) on b and (6 - 7) on c -> -1; b: (8 - 9) and (7 - 6) -> 0; c: (9 - 8) and (7 - 6) -> +1
     assert offsets.tolist() == pytest.approx([-1.0, 0.0, 1.0])
+    # the same council among 300 names a window has seen: each session's names are numbered by sorting
+    names = [f"n{i}" for i in range(300)]
+    sparse = dataclasses.replace(
+        window, reviewer=window.reviewer * 100, model=window.model * 100, reviewers=names, models=names
+    )
+    assert sparse.session_offsets[0, [0, 100, 200]].tolist() == pytest.approx([-1.0, 0.0, 1.0])
+    assert np.isnan(np.delete(sparse.session_offsets[0], [0, 100, 200])).all()
 
 
 def test_pooled_length_correlation_matches_scipy_and_fisher():

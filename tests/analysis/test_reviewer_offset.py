@@ -61,3 +61,20 @@ def test_the_effects_of_two_unlinked_groups_of_reviewers_are_each_centred():
     effects = reviewer_effects(score, used)[0]
     assert effects[:4] == pytest.approx([1.0, -1.0, 1.0, -1.0], abs=1e-12)
     assert np.isnan(effects[4])
+
+
+def test_reviewers_linked_through_a_chain_of_shared_answers_are_centred_together():
+    """R1 scores A, B; R2 B, C; R3 C, D; R4 D, E: R1 and R4 share nothing, yet the chain links
+    them, so all four effects are one group's, centred together: the least-squares fit of
+    score = reviewer + answer written out as a dense design."""
+    cells = [(0, 0, 9), (0, 1, 7), (1, 1, 6), (1, 2, 5), (2, 2, 8), (2, 3, 4), (3, 3, 3), (3, 4, 6)]
+    score = np.zeros((1, 4, 5))
+    used = np.zeros((1, 4, 5), dtype=bool)
+    design = np.zeros((len(cells), 9))
+    for row, (r, m, y) in enumerate(cells):
+        score[0, r, m], used[0, r, m] = y, True
+        design[row, r], design[row, 4 + m] = 1.0, 1.0
+    coefficients, *_ = np.linalg.lstsq(design, np.array([y for *_, y in cells], dtype=float), rcond=None)
+    expected = coefficients[:4] - coefficients[:4].mean()  # the reviewer differences are identified
+    assert reviewer_effects(score, used)[0] == pytest.approx(expected, abs=1e-9)
+    assert abs(expected[0] - expected[3]) > 0.5
