@@ -36,6 +36,13 @@ def dense(blocks: list, n: int) -> np.ndarray:
     )
 
 
+def demeaned_by_loop(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, int]:
+    """The oracle's demeaning: each column less its group's mean, group by group; and how many groups."""
+    _, dense_group = np.unique(groups, return_inverse=True)
+    means = np.array([values[dense_group == g].mean(axis=0) for g in range(dense_group.max() + 1)])
+    return values - means[dense_group], len(means)
+
+
 @pytest.mark.parametrize("order", [[0, 1, 2, 3, 4], [4, 2, 0, 3, 1]], ids=["session order", "shuffled"])
 def test_each_column_loses_its_group_mean(order):
     groups = np.array([0, 0, 1, 1, 1])
@@ -106,9 +113,7 @@ def test_x_x_and_x_v_over_ranges_of_rows_are_the_dense_designs(chunk_rows):
     model, reviewer = rng.integers(0, 4, n), np.where(rng.random(n) < 0.9, rng.integers(0, 5, n), -1)
     blocks = [Indicators(model, 4), Indicators(reviewer, 5), rng.normal(size=(n, 2))]
     x = dense(blocks, n)
-    _, dense_group = np.unique(groups, return_inverse=True)
-    means = np.array([x[dense_group == g].mean(axis=0) for g in range(dense_group.max() + 1)])
-    demeaned = x - means[dense_group]
+    demeaned, _ = demeaned_by_loop(x, groups)
     design = AbsorbedDesign(blocks, groups, chunk_rows)
     assert len(design.chunks) > 1 or chunk_rows >= n // 2
     assert design.gram() == pytest.approx(demeaned.T @ demeaned, abs=1e-9)
@@ -128,9 +133,7 @@ def test_the_weighted_cross_product_is_the_dense_designs(chunk_rows, groups_of):
     model, reviewer = rng.integers(0, 4, n), np.where(rng.random(n) < 0.9, rng.integers(0, 5, n), -1)
     blocks = [Indicators(model, 4), Indicators(reviewer, 5), rng.normal(size=(n, 2))]
     x = dense(blocks, n)
-    _, dense_group = np.unique(groups, return_inverse=True)
-    means = np.array([x[dense_group == g].mean(axis=0) for g in range(dense_group.max() + 1)])
-    demeaned = x - means[dense_group]
+    demeaned, _ = demeaned_by_loop(x, groups)
     weights = rng.random(n) ** 2
     weights[groups == groups[0]] = 0.0
     design = AbsorbedDesign(blocks, groups, chunk_rows)
@@ -150,13 +153,11 @@ def test_a_robust_standard_error_is_hc1_of_the_dense_design():
     blocks = [Indicators(model, 4), Indicators(reviewer, 5)]
     fit = absorbed_least_squares(blocks, y, groups, keep_residual=True)
     x = dense(blocks, n)
-    _, dense_group = np.unique(groups, return_inverse=True)
-    means = np.array([x[dense_group == g].mean(axis=0) for g in range(dense_group.max() + 1)])
-    demeaned = x - means[dense_group]
-    y_demeaned = y - np.array([y[dense_group == g].mean() for g in range(dense_group.max() + 1)])[dense_group]
+    demeaned, _ = demeaned_by_loop(x, groups)
+    y_demeaned, n_groups = demeaned_by_loop(y, groups)
     pinv = np.linalg.pinv(demeaned.T @ demeaned, rcond=1e-10)
     residual = y_demeaned - demeaned @ (pinv @ demeaned.T @ y_demeaned)
-    df = n - np.linalg.matrix_rank(demeaned) - len(means)
+    df = n - np.linalg.matrix_rank(demeaned) - n_groups
     contrast = np.eye(9)[2] - np.eye(9)[0]
     leverage = demeaned @ (pinv @ contrast)
     robust = np.sqrt(sum((leverage[i] * residual[i]) ** 2 for i in range(n)) * n / df)
