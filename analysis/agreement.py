@@ -7,7 +7,7 @@ import numpy as np
 
 from bias_audit.schemas.report import Estimate, PositionConsistency
 
-from .stats import confidence_tier
+from .stats import confidence_tier, present_levels
 from .window_cells import WindowCells
 
 MIN_SESSIONS = 10
@@ -17,8 +17,7 @@ def krippendorff_alpha_interval(values: np.ndarray, units: np.ndarray) -> tuple[
     """Alpha with the interval metric, in O(n): for squared differences the pairable sums
     reduce to sums and sums of squares per unit. Units with one value are not pairable.
     Returns (alpha or None, pairable values)."""
-    if len(units) and (units.min() < 0 or units.max() > 4 * len(units)):  # else count by the keys as they are
-        _, units = np.unique(units, return_inverse=True)
+    _, units = present_levels(units)
     m = np.bincount(units).astype(np.float64)
     pairable = m[units] >= 2
     v, u = values[pairable], units[pairable]

@@ -19,6 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from .observations import score_bounds
+from .stats import present_levels
 
 # The record schema from which `position` is the display index (llm-council-core #611): older
 # records hold the ranking there, which must not be read as position.
@@ -106,8 +107,9 @@ def _grouped(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _present(codes: np.ndarray) -> list[int]:
-    """The distinct codes, -1 (none stored) among them: a count per code, as a table has few."""
-    return (np.flatnonzero(np.bincount(codes + 1)) - 1).tolist() if len(codes) else []
+    """The distinct codes, -1 (none stored) among them."""
+    distinct, _ = present_levels(codes + 1)
+    return [int(code) - 1 for code in distinct]
 
 
 def _bounds(codes: np.ndarray, scales: Sequence[str]) -> tuple[dict[int, tuple[float, float]], dict[int, str]]:

@@ -238,8 +238,12 @@ def average_ranks(values: np.ndarray, mask: np.ndarray | None = None) -> np.ndar
 
 
 def present_levels(values: np.ndarray, size: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(the distinct values, ascending; each value's place among them) for small non-negative
-    ints: np.unique's values and inverse, by counting instead of sorting."""
+    """(the distinct values, ascending; each value's place among them) of integers: np.unique's
+    values and inverse, by counting where they are non-negative and span no more than a few
+    times their number (keys built from a window's indices), else by sorting."""
+    if len(values) and (values.min() < 0 or values.max() >= max(size, 8 * len(values) + 64)):
+        distinct, inverse = np.unique(values, return_inverse=True)
+        return distinct, inverse.reshape(-1)
     present = np.bincount(values, minlength=size) > 0
     return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
 

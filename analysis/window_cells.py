@@ -330,11 +330,7 @@ SESSIONS_PER_FIT = 2048  # sessions fitted together: bounds the padded arrays' m
 def _local_index(session: np.ndarray, index: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(each cell's index among its session's distinct values, the distinct (session, value)
     keys in order): a window's names numbered again within each session."""
-    codes = session * width + index
-    if (int(session.max()) + 1) * width <= 8 * len(codes):  # a table of the key range: count, not sort
-        keys, inverse = present_levels(codes)
-    else:
-        keys, inverse = np.unique(codes, return_inverse=True)
+    keys, inverse = present_levels(session * width + index)
     first = np.searchsorted(keys, (keys // width) * width)
     return inverse - first[inverse], keys
 

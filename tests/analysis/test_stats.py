@@ -161,6 +161,8 @@ def test_fishers_p_is_the_normal_tail_of_z_over_its_se(r, n, rank):
         ([3, 3, 3], 10, [3], [0, 0, 0]),  # a size past the values changes nothing
         ([0, 4, 1], 0, [0, 1, 4], [0, 2, 1]),
         ([], 5, [], []),
+        ([-3, 7, -3], 0, [-3, 7], [0, 1, 0]),  # negative: sorted, not counted
+        ([10**12, 5, 10**12], 0, [5, 10**12], [1, 0, 1]),  # a range far past the values: sorted
     ],
 )
 def test_present_levels_are_numpys_unique_values_and_inverse(values, size, levels, index):
