@@ -291,7 +291,8 @@ def position_effects(
     placed = cells.peer & (cells.position >= 0)
     if without_reviewer is not None:
         placed &= cells.reviewer != without_reviewer
-    sessions = int(np.count_nonzero(np.bincount(cells.session[placed]))) if placed.any() else 0
+    session = cells.session[placed]
+    sessions = int(np.count_nonzero(np.bincount(session))) if len(session) else 0
     if sessions < MIN_SESSIONS:
         return PositionAnalysis(status="collecting data")
     positions, position_index = present_levels(cells.position[placed])
@@ -304,10 +305,11 @@ def position_effects(
         Indicators(position_index, len(positions)),
     ]
     width = n_models + n_reviewers + len(positions)
-    fit = absorbed_least_squares(design, cells.score[placed], cells.session[placed])
+    fit = absorbed_least_squares(design, cells.score[placed], session)
     if fit is None:
         return PositionAnalysis(status="not identifiable")
     offset = n_models + n_reviewers
+    at_position = np.bincount(position_index, minlength=len(positions))
     effects, rows = [], []
     for k in range(1, len(positions)):
         c = np.zeros(width)
@@ -317,7 +319,7 @@ def position_effects(
         effect = contrast_estimate(
             fit,
             c,
-            sample_size=int((position_index == k).sum()),
+            sample_size=int(at_position[k]),
             sessions=sessions,
             threshold=None,
             alpha=thresholds.position_alpha,
