@@ -496,11 +496,15 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
             est = fit.contrast(c) if k else (0.0,)
             if est is not None:
                 relative[k] = est[0]
-    loo = cells.loo_difference()
     size = cells.sessions * n_reviewers
-    key = cells.session * n_reviewers + cells.reviewer
+    # (session, reviewer) keys, 32-bit while they fit: a window's cells long, beside the fit's arrays
+    key = cells.session.astype(index_type(size))
+    key *= n_reviewers
+    key += cells.reviewer
     scored_in = (np.bincount(key, minlength=size).reshape(-1, n_reviewers) > 0).sum(0)
     owned_in = (np.bincount(key[cells.own], minlength=size).reshape(-1, n_reviewers) > 0).sum(0)
+    del key
+    loo = cells.loo_difference()
     profiles = []
     for i, name in enumerate(cells.reviewers):
         scored_sessions = int(scored_in[i])
