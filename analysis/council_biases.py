@@ -275,10 +275,7 @@ def anchoring(
     if not placed.any():
         return []
     size = cells.sessions * len(cells.reviewers)
-    # (session, reviewer) keys, 32-bit while they fit: the pair fit's cells long, beside its arrays
-    key = cells.session[index].astype(index_type(size))
-    key *= len(cells.reviewers)
-    key += cells.reviewer[index]
+    key = cells.reviewer_key(index)
     first_position = np.full(size, np.iinfo(position.dtype).max, dtype=position.dtype)
     np.minimum.at(first_position, key[placed], position[placed])
     is_first = placed & (position == first_position[key])

@@ -497,10 +497,7 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
             if est is not None:
                 relative[k] = est[0]
     size = cells.sessions * n_reviewers
-    # (session, reviewer) keys, 32-bit while they fit: a window's cells long, beside the fit's arrays
-    key = cells.session.astype(index_type(size))
-    key *= n_reviewers
-    key += cells.reviewer
+    key = cells.reviewer_key()
     scored_in = (np.bincount(key, minlength=size).reshape(-1, n_reviewers) > 0).sum(0)
     owned_in = (np.bincount(key[cells.own], minlength=size).reshape(-1, n_reviewers) > 0).sum(0)
     del key

@@ -115,6 +115,16 @@ class WindowCells:
         group: np.ndarray = self.session.astype(keys) * len(self.models) + self.model
         return group
 
+    def reviewer_key(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """(session, reviewer) key of each cell of `rows` (indices; all cells by default), as
+        `group` is the (session, model) one: made when asked, as few sections read it."""
+        keys = index_type(self.sessions * max(len(self.reviewers), 1))
+        session, reviewer = (self.session, self.reviewer) if rows is None else (self.session[rows], self.reviewer[rows])
+        key: np.ndarray = session.astype(keys)
+        key *= len(self.reviewers)
+        key += reviewer
+        return key
+
     @cached_property
     def _peer_sums(self) -> tuple[np.ndarray, np.ndarray]:
         size = self.sessions * len(self.models)

@@ -402,15 +402,13 @@ def interaction_record(row: tuple[Any, ...]) -> dict[str, Any]:
     }
 
 
-def digest_of_row(
-    row: tuple[Any, ...], _bounds: dict[str | None, tuple[float, float]] = {}, _display: dict[str, bool] = {}
-) -> SessionDigest | None:
+def digest_of_row(row: tuple[Any, ...]) -> SessionDigest | None:
     """A stored session's digest straight from its packed cells: what digest_from_records gives
     for its records (tested), without building them. None when a (reviewer, model) repeats.
     Column by column (zip, map): this runs for every session a report reads."""
     from bias_audit.analysis.digest import SessionDigest
     from bias_audit.analysis.observations import score_bounds
-    from bias_audit.analysis.record_cells import position_is_display_order
+    from bias_audit.analysis.record_cells import DEFAULT_SCALE, position_is_display_order
 
     (
         tenant_id,
@@ -443,11 +441,7 @@ def digest_of_row(
     # words where the records carry them, else characters (llm-council-core's), as digest_from_records
     in_words = words[model_column[0]] is not None
     lengths = words if in_words else chars
-    if scale not in _bounds:  # a few scales and versions in a store: parsed once each
-        _bounds[scale] = score_bounds(scale or "1-10")
-    if schema not in _display:
-        _display[schema] = position_is_display_order(schema)
-    low, high = _bounds[scale]
+    low, high = score_bounds(scale or DEFAULT_SCALE)  # both cached: a store holds a few scales and versions
     span = high - low
     return SessionDigest(
         session_id=session_id,
@@ -461,7 +455,9 @@ def digest_of_row(
         length_unit="words" if in_words else "chars",
         cell_reviewer=tuple(map(reviewers.__getitem__, reviewer_column)),
         cell_model=tuple(map(models.__getitem__, model_column)),
-        cell_position=position_column if _display[schema] else (-1,) * len(position_column),  # -1 stored for none
+        cell_position=position_column
+        if position_is_display_order(schema)
+        else (-1,) * len(position_column),  # -1 stored for none
         cell_score=tuple([(score - low) / span for score in score_column]),
         cell_own=tuple(map(bool, own_column)),
         fingerprints=tuple(fingerprints[m] for m in models) if fingerprints else (),
