@@ -99,7 +99,8 @@ test-lowest: install-lowest
 	PYTHONDONTWRITEBYTECODE= $(LOWEST)/bin/python -m pytest -q -n $(JOBS) --dist worksteal \
 	  -m "not pubsub and not postgres and not slow" \
 	  -p no:cacheprovider tests/analysis tests/consumers tests/state tests/schemas tests/worker tests/producers \
-	  tests/storage/test_parquet_export.py tests/storage/test_report_reader.py tests/integration/test_redis_worker.py tests/integration/test_evaluation_telemetry.py
+	  tests/storage/test_parquet_export.py tests/storage/test_report_reader.py tests/integration/test_redis_worker.py tests/integration/test_evaluation_telemetry.py \
+	  tests/service/test_serve_lifecycle.py
 
 bench: install-test
 	$(PY) bench/run.py
