@@ -15,9 +15,9 @@ own schema). Then, for each round and each interpreter in turn (alternated), one
   moment, so a server that falls behind is charged for the wait (no coordinated omission);
 - burst: `--burst` concurrent list queries at once, `--waves` times;
 - /analyze-bias at `--analyze-rate` per second, open loop, each a new audit_id;
-- cpu (`--loads cpu`): `--serial` list queries, then as many /analyze-bias, one at a time: the CPU
-  a request costs `serve` (its processes and its embedded Redis) and PostgreSQL (its processes),
-  from /proc.
+- cpu (`--loads cpu`): `--serial` list queries, as many review-queue pages, then as many
+  /analyze-bias, one at a time: the CPU a request costs `serve` (its processes and its embedded
+  Redis) and PostgreSQL (its processes), from /proc.
 
 A request that fails to connect or is cut (a dropped connection) counts as an error.
 """
@@ -69,6 +69,10 @@ QUERIES = [
         "{ id llmModel biasType } }",
     ),
 ]
+
+
+# a reviewer's next page of the review queue: unreviewed items in the order of their key's hash
+REVIEW_QUEUE = "{ reviewQueue(limit: 50) { id biasType biasConfidenceScore } }"
 
 
 def templates() -> list[dict]:
@@ -238,6 +242,9 @@ def measure(base: str, pid: int, args, events: list[dict]) -> tuple[dict[str, li
         name, query = QUERIES[index % len(QUERIES)]
         return "/graphql", {"query": query}, readers[index % len(readers)], name
 
+    def review_queue(index: int):
+        return "/graphql", {"query": REVIEW_QUEUE}, readers[index % len(readers)], "review queue"
+
     def analyze(index: int):
         event = dict(events[index % len(events)])
         event["audit_id"] = f"bench-{os.getpid()}-{time.time_ns()}-{next(serial)}"
@@ -263,7 +270,12 @@ def measure(base: str, pid: int, args, events: list[dict]) -> tuple[dict[str, li
                 measured[name] = await open_loop(client, base, args.analyze_rate, args.seconds, analyze)
             spent = {}
             if "cpu" in args.loads:
-                for name, request in (("GraphQL list", list_query), ("/analyze-bias", analyze)):
+                kinds = (
+                    ("GraphQL list", list_query),
+                    ("GraphQL review queue", review_queue),
+                    ("/analyze-bias", analyze),
+                )
+                for name, request in kinds:
                     serve, postgres = process_tree(pid), named_processes("postgres")
                     before = cpu_of(serve), cpu_of(postgres), time.perf_counter()
                     for index in range(args.serial):

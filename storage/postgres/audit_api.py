@@ -157,6 +157,24 @@ def _where(tenants: list[str] | None, found: InteractionFilter) -> tuple[list[st
     return clauses, values
 
 
+# the queue's order, as the review-order index (migration 0016) holds it
+_QUEUE_ORDER = "md5(a.tenant_id || '#' || a.audit_id)"
+
+
+def _review_scope(tenants: list[str] | None) -> tuple[str, list[Any]]:
+    """A CTE `scope(tenant)`: the caller's tenants, or with no scope (auth off) every tenant with
+    an unreviewed item, found by stepping through the review-order index a tenant at a time."""
+    if tenants is not None:
+        return "WITH scope(tenant) AS (SELECT unnest(%s::text[]))", [tenants]
+    return (
+        "WITH RECURSIVE scope(tenant) AS ("
+        "(SELECT tenant_id FROM llm_interaction_audit WHERE NOT human_reviewed ORDER BY tenant_id LIMIT 1) "
+        "UNION ALL SELECT (SELECT a.tenant_id FROM llm_interaction_audit a WHERE NOT a.human_reviewed "
+        "AND a.tenant_id > scope.tenant ORDER BY a.tenant_id LIMIT 1) FROM scope WHERE scope.tenant IS NOT NULL)",
+        [],
+    )
+
+
 def count_query(tenants: list[str] | None, found: InteractionFilter) -> tuple[bytes, list[Any]]:
     """(SQL, values) counting the interactions the filter keeps (a list's totalCount)."""
     clauses, values = _where(tenants, found)
@@ -278,8 +296,9 @@ class AuditStore:
     ) -> list[dict[str, Any]]:
         """Unreviewed items, flagged ones and the uniform sample of unflagged ones, in an order
         fixed by a hash of their key (random, so the reviewed ones are a uniform sample and the
-        estimates from them unbiased), leaving out the ones another person holds a lease on."""
-        clauses, values = _where(tenants, found)
+        estimates from them unbiased), leaving out the ones another person holds a lease on.
+        Each tenant's items are read in that order from its index, up to the page, then merged."""
+        clauses, values = _where(None, found)  # the scope is the tenants the page is merged from
         clauses += [
             "(bias_detected OR review_sample_key(tenant_id, audit_id) < %s)",
             "NOT human_reviewed",
@@ -287,13 +306,19 @@ class AuditStore:
             "l.audit_id = a.audit_id AND l.holder <> %s AND l.expires_at > now())",
         ]
         values += [self.review_sample, holder]
+        scope, scope_values = _review_scope(tenants)
         async with self._connection() as connection:
             cursor = await connection.execute(
-                f"SELECT {_selected(columns)} FROM llm_interaction_audit a WHERE {' AND '.join(clauses)} "
-                "ORDER BY md5(tenant_id || '#' || audit_id) LIMIT %s".encode(),
-                [*values, limit],
+                f"{scope} SELECT page.* FROM scope CROSS JOIN LATERAL (SELECT {_selected(columns)}, {_QUEUE_ORDER} "
+                f"AS queue_order FROM llm_interaction_audit a WHERE a.tenant_id = scope.tenant AND "
+                f"{' AND '.join(clauses)} ORDER BY {_QUEUE_ORDER} LIMIT %s) page "
+                "ORDER BY page.queue_order LIMIT %s".encode(),
+                [*scope_values, *values, limit, limit],
             )
-            return [as_audit(r) for r in await cursor.fetchall()]
+            rows = await cursor.fetchall()
+        for row in rows:
+            del row["queue_order"]
+        return [as_audit(r) for r in rows]
 
     async def lease(self, tenant_id: str, audit_id: str, holder: str) -> tuple[bool, str]:
         """Take (or renew) the item's lease; (taken, holder): another holder's live lease wins. A
