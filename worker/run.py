@@ -284,10 +284,10 @@ def _processes_config(settings: Settings, host: str, port: int, loopback_only: b
 
 
 def listening_socket(config):
-    """The port's socket, which `serve`'s processes share. uvicorn makes it with protocol 0, so
-    asyncio does not turn Nagle off on the connections it accepts, and a response written in two
-    parts waits for the client's delayed ACK; set on the listening socket, TCP_NODELAY is
-    inherited by every connection it accepts."""
+    """The port's socket, which `serve`'s processes share. uvicorn makes it with protocol 0, so an
+    event loop that looks at the protocol (asyncio's does) leaves Nagle on for the connections it
+    accepts, and a response written in two parts waits for the client's delayed ACK; set on the
+    listening socket, TCP_NODELAY is inherited by every connection it accepts, whichever loop runs."""
     from socket import IPPROTO_TCP, TCP_NODELAY
 
     try:
