@@ -184,6 +184,7 @@ def count_query(tenants: list[str] | None, found: InteractionFilter) -> tuple[by
 def as_audit(row: dict[str, Any]) -> dict[str, Any]:
     row = dict(row)
     row.pop("total_count", None)  # a counted page's rows carry its total
+    row.pop("queue_order", None)  # a review-queue page's rows, the order they were merged in
     if "bias_confidence_score" in row:  # stored in percent; divided exactly
         row["bias_confidence_score"] = float(row["bias_confidence_score"] / 100)
     return row
@@ -315,10 +316,7 @@ class AuditStore:
                 "ORDER BY page.queue_order LIMIT %s".encode(),
                 [*scope_values, *values, limit, limit],
             )
-            rows = await cursor.fetchall()
-        for row in rows:
-            del row["queue_order"]
-        return [as_audit(r) for r in rows]
+            return [as_audit(r) for r in await cursor.fetchall()]
 
     async def lease(self, tenant_id: str, audit_id: str, holder: str) -> tuple[bool, str]:
         """Take (or renew) the item's lease; (taken, holder): another holder's live lease wins. A
