@@ -18,20 +18,21 @@ def krippendorff_alpha_interval(values: np.ndarray, units: np.ndarray) -> tuple[
     reduce to sums and sums of squares per unit. Units with one value are not pairable.
     Returns (alpha or None, pairable values)."""
     _, units = present_levels(units)
-    m = np.bincount(units).astype(np.float64)
-    pairable = m[units] >= 2
-    v, u = values[pairable], units[pairable]
-    n = len(v)
+    m = np.bincount(units)
+    return alpha_interval_of_sums(m, np.bincount(units, weights=values), np.bincount(units, weights=values * values))
+
+
+def alpha_interval_of_sums(count: np.ndarray, total: np.ndarray, squares: np.ndarray) -> tuple[float | None, int]:
+    """krippendorff_alpha_interval from each unit's count, sum and sum of squares of its values
+    (units with fewer than two values, or none, are not pairable): a window's units, not its cells."""
+    keep = count >= 2
+    m_u, s1, s2 = count[keep].astype(np.float64), total[keep], squares[keep]
+    n = int(m_u.sum())
     if n < 2:
         return None, n
-    m_u = np.bincount(u)
-    keep = m_u >= 2
-    s1 = np.bincount(u, weights=v)[keep]
-    s2 = np.bincount(u, weights=v * v)[keep]
-    m_u = m_u[keep].astype(np.float64)
     # sum over ordered pairs i != j of (v_i - v_j)^2 = 2 m S2 - 2 S1^2
     observed = np.sum((2 * m_u * s2 - 2 * s1 * s1) / (m_u - 1)) / n
-    expected = (2 * n * (v @ v) - 2 * v.sum() ** 2) / (n * (n - 1))
+    expected = (2 * n * s2.sum() - 2 * s1.sum() ** 2) / (n * (n - 1))
     if expected <= 0:
         return None, n
     return float(1.0 - observed / expected), n
@@ -66,9 +67,8 @@ def krippendorff_alpha_nominal(labels: list[str], units: list[object]) -> tuple[
 
 
 def agreement(cells: WindowCells) -> Estimate:
-    peer = cells.peer
     sessions = cells.sessions
-    alpha, n = krippendorff_alpha_interval(cells.score[peer], cells.group[peer])
+    alpha, n = alpha_interval_of_sums(*cells.peer_sums, cells.peer_square_sums())
     if sessions < MIN_SESSIONS or alpha is None:
         return Estimate(
             point_estimate=None,

@@ -81,7 +81,7 @@ def pair_fit(cells: WindowCells) -> PairFit:
     fit = None
     if len(used) and len(pairs) <= MAX_PAIRS:
         fit = absorbed_least_squares(
-            [Indicators(pair, len(pairs))], cells.score[used], cells.group[used], keep_residual=True
+            [Indicators(pair, len(pairs))], cells.score[used], cells.group[used], keep_residual=True, overwrite=True
         )
     return PairFit(used, pair, pairs, fit)
 
@@ -407,7 +407,7 @@ def length_given_correctness(cells: WindowCells) -> Estimate | None:
         np.column_stack([cells.correct[known].astype(np.float64), cells.length[known] / 100.0]),
         Indicators(cells.reviewer[known], len(cells.reviewers)),
     ]
-    fit = absorbed_least_squares(design, cells.score[known], cells.session[known])
+    fit = absorbed_least_squares(design, cells.score[known], cells.session[known], overwrite=True)
     contrast = np.zeros(2 + len(cells.reviewers))
     contrast[1] = 1.0
     return contrast_estimate(
@@ -468,10 +468,14 @@ def calibrated_view(cells: WindowCells) -> list[CalibratedModel]:
     reviewer, model, score = cells.reviewer[peer], cells.model[peer], cells.score[peer]
     n_r = np.bincount(reviewer, minlength=len(cells.reviewers)).astype(np.float64)
     mean = np.bincount(reviewer, weights=score, minlength=len(cells.reviewers)) / np.maximum(n_r, 1)
-    square = np.bincount(reviewer, weights=(score - mean[reviewer]) ** 2, minlength=len(cells.reviewers))
+    # one array as long as the scores, worked in place: the deviations, their squares, then z
+    z = mean[reviewer]
+    np.subtract(score, z, out=z)
+    square = np.bincount(reviewer, weights=np.square(z), minlength=len(cells.reviewers))
     sd = np.sqrt(square / np.maximum(n_r - 1, 1))
     usable = (n_r >= 2) & (sd > 0)
-    z = np.where(usable[reviewer], (score - mean[reviewer]) / np.where(usable[reviewer], sd[reviewer], 1.0), np.nan)
+    z /= np.where(usable, sd, 1.0)[reviewer]
+    z[~usable[reviewer]] = np.nan
     out = []
     for m, name in enumerate(cells.models):
         mine = model == m

@@ -35,7 +35,7 @@ from .stats import (
     present_levels,
     rounded,
 )
-from .window_cells import WindowCells
+from .window_cells import SUM_BLOCK, WindowCells
 
 MIN_SESSIONS = 10  # below this a metric says "collecting data"
 
@@ -157,7 +157,10 @@ def contrast_estimate(
     )
 
 
-def length_correlation(cells: WindowCells, thresholds: WindowThresholds) -> LengthCorrelation:
+def length_correlation(cells: WindowCells, thresholds: WindowThresholds, *, ranks: bool = True) -> LengthCorrelation:
+    """Pearson r of response length and offset-adjusted mean peer score, flagged when the session
+    bootstrap's interval excludes 0 and |r| reaches the threshold. ranks=False leaves Spearman's
+    rho out (a sort of every point, twice), for a caller that asks only whether it flags."""
     session, x, y = cells.length_points
     n, sessions = len(x), cells.sessions
     base = dict(sample_size=n, sessions=sessions, confidence=confidence_tier(sessions))
@@ -180,7 +183,7 @@ def length_correlation(cells: WindowCells, thresholds: WindowThresholds) -> Leng
         p_value=rounded(p, 6),
         bootstrap_ci_lower=rounded(boot[0]) if boot else None,
         bootstrap_ci_upper=rounded(boot[1]) if boot else None,
-        spearman=_defined(*pearson_arrays(average_ranks(x), average_ranks(y))),
+        spearman=_defined(*pearson_arrays(average_ranks(x), average_ranks(y))) if ranks else None,
         flagged=bool(excludes_zero and abs(r) >= thresholds.length_correlation),
         **base,
     )
@@ -213,13 +216,13 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
         return LengthControl(status="collecting data", coefficient=collecting(int(peer.sum()), sessions))
     session, model, reviewer, y = cells.session[peer], cells.model[peer], cells.reviewer[peer], cells.score[peer]
     session = session.astype(index_type(sessions))  # the fit keeps its groups
-    length = cells.length[peer]
     # length difference from the session's mean response length (each response counted once)
     ls, lx, _ = cells.length_points
     session_mean = np.bincount(ls, weights=lx, minlength=sessions) / np.maximum(np.bincount(ls, minlength=sessions), 1)
-    diff = session_mean[session]
-    np.subtract(length, diff, out=diff)
-    del length
+    diff = cells.length[peer]
+    for start in range(0, len(diff), SUM_BLOCK):  # in place, a block at a time: no second such array
+        rows = slice(start, start + SUM_BLOCK)
+        diff[rows] -= session_mean[session[rows]]
     point_diff = lx - session_mean[ls]
     spread = float(point_diff.std())
     n_models, n_reviewers = len(cells.models), len(cells.reviewers)
@@ -247,17 +250,22 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     # in place: the fit's temporaries come next, a window's cells long each
     term = np.tanh(np.divide(diff, spread, out=diff), out=diff)
     del diff
-    fit = absorbed_least_squares([Indicators(model, n_models), Indicators(reviewer, n_reviewers), term], y, session)
+    grand = float(y.mean()) + 1.0
+    present = [i for i, m in enumerate(cells.models) if (model == i).any()]
+    # y and term are this section's own copies: the fit demeans them in place
+    fit = absorbed_least_squares(
+        [Indicators(model, n_models), Indicators(reviewer, n_reviewers), term], y, session, overwrite=True
+    )
+    samples = len(y)
+    del y, term
     if fit is None:
-        return LengthControl(status="not identifiable", coefficient=collecting(len(y), sessions, "not identifiable"))
+        return LengthControl(status="not identifiable", coefficient=collecting(samples, sessions, "not identifiable"))
     width = n_models + n_reviewers + 1
     c = np.zeros(width)
     c[-1] = 1.0
     estimate = contrast_estimate(
-        fit, c, sample_size=len(y), sessions=sessions, threshold=thresholds.length_coefficient, alpha=thresholds.alpha
+        fit, c, sample_size=samples, sessions=sessions, threshold=thresholds.length_coefficient, alpha=thresholds.alpha
     )
-    grand = float(y.mean()) + 1.0
-    present = [i for i, m in enumerate(cells.models) if (model == i).any()]
     lc_scores: list[float | None] = []
     for i in present:
         contrast = np.zeros(width)
@@ -287,7 +295,7 @@ def position_effects(
 ) -> PositionAnalysis:
     """score ~ model + reviewer + position + session effect; effects relative to the first
     position, a joint F test over all of them, and a flag that needs both p and size.
-    `without_reviewer`: leave that reviewer's scores out (as cells.without_reviewer, no copy)."""
+    `without_reviewer`: leave that reviewer's scores out (a mask, no copy)."""
     placed = cells.peer & (cells.position >= 0)
     if without_reviewer is not None:
         placed &= cells.reviewer != without_reviewer
@@ -305,7 +313,7 @@ def position_effects(
         Indicators(position_index, len(positions)),
     ]
     width = n_models + n_reviewers + len(positions)
-    fit = absorbed_least_squares(design, cells.score[placed], session)
+    fit = absorbed_least_squares(design, cells.score[placed], session, overwrite=True)  # y: a copy of its own
     if fit is None:
         return PositionAnalysis(status="not identifiable")
     offset = n_models + n_reviewers
@@ -352,44 +360,33 @@ def position_effects(
 def randomization_balance(cells: WindowCells, thresholds: WindowThresholds) -> Randomization:
     """Chi-square of models x positions. A placement is a distinct (session, model, position):
     a shared order counts once per session, so it cannot inflate the test."""
-    placed = cells.position >= 0
-    if not placed.any():
+    if not (cells.position >= 0).any():
         return Randomization(status="collecting data", sessions=0, placements=0)
-    width = int(cells.position[placed].max()) + 1
-    n_models = len(cells.models)
-    key = (cells.session[placed] * n_models + cells.model[placed]) * width + cells.position[placed]
-    unique = np.flatnonzero(np.bincount(key))  # distinct placements, sorted
-    session = unique // (n_models * width)
-    model = (unique // width) % n_models
-    position = unique % width
-    sessions = int(np.count_nonzero(np.diff(session))) + 1  # the keys are sorted: a new session where it changes
-    table = np.zeros((n_models, width), dtype=np.int64)
-    np.add.at(table, (model, position), 1)
+    counts = _placement_counts(cells)
+    table = counts.table
     keep_rows, keep_cols = table.sum(1) > 0, table.sum(0) > 0
     table = table[keep_rows][:, keep_cols]
     models = [m for m, keep in zip(cells.models, keep_rows) if keep]
     positions = [int(p) for p in np.flatnonzero(keep_cols)]
+    sessions = int(np.count_nonzero(counts.placements_per_session))
     # shared: every reviewer of the session saw the same order (distinct placements == models placed)
-    reviews = np.bincount(cells.session[placed] * len(cells.reviewers) + cells.reviewer[placed])
-    reviewers_per_session = np.bincount(np.flatnonzero(reviews) // len(cells.reviewers), minlength=cells.sessions)
-    placements_per_session = np.bincount(session, minlength=cells.sessions)
-    models_per_session = np.bincount(
-        np.flatnonzero(np.bincount(session * n_models + model)) // n_models, minlength=cells.sessions
-    )
-    multi = reviewers_per_session >= 2
+    multi = counts.reviewers_per_session >= 2
     shared_fraction = (
-        float((placements_per_session[multi] == models_per_session[multi]).mean()) if multi.any() else None
+        float((counts.placements_per_session[multi] == counts.models_per_session[multi]).mean())
+        if multi.any()
+        else None
     )
     balanced = table.shape[0] == table.shape[1] >= 2 and _even(table)
+    successions = counts.successions[keep_rows][:, keep_rows]
     base = dict(
         sessions=sessions,
-        placements=len(unique),
+        placements=int(counts.placements_per_session.sum()),
         models=models,
         positions=positions,
         counts=table.tolist(),
         shared_order_fraction=rounded(shared_fraction),
         balanced=bool(balanced),
-        carryover_balanced=bool(balanced and _even(_successions(cells), off_diagonal=True)),
+        carryover_balanced=bool(balanced and _even(successions, off_diagonal=True)),
     )
     if sessions < MIN_SESSIONS or table.shape[0] < 2 or table.shape[1] < 2:
         return Randomization(status="collecting data", **base)
@@ -402,19 +399,60 @@ def randomization_balance(cells: WindowCells, thresholds: WindowThresholds) -> R
         broken=bool(p < thresholds.randomization_alpha),
         shared=bool(shared_fraction is not None and shared_fraction >= thresholds.shared_order_fraction),
         **base,
-        **_per_reviewer_balance(cells, thresholds.randomization_alpha),
+        **_per_reviewer_balance(counts.per_reviewer, cells.reviewers, thresholds.randomization_alpha),
     )
 
 
-def _per_reviewer_balance(cells: WindowCells, alpha: float) -> dict[str, object]:
+@dataclass
+class _PlacementCounts:
+    """What the randomization checks count, over the cells with a known position."""
+
+    table: np.ndarray  # (models, positions) distinct placements (session, model, position)
+    per_reviewer: np.ndarray  # (reviewers, models, positions) every review's placements
+    successions: np.ndarray  # (models, models) how often a model was shown right after another
+    placements_per_session: np.ndarray  # (sessions,) distinct placements
+    models_per_session: np.ndarray  # (sessions,) models placed
+    reviewers_per_session: np.ndarray  # (sessions,) reviewers who saw an order
+
+
+def _placement_counts(cells: WindowCells, block: int = SUM_BLOCK) -> _PlacementCounts:
+    """The counts, a block of whole sessions at a time: each is a sum over sessions of integers,
+    so the blocks add up to the window's exactly, and the temporaries stay a block long."""
+    width = int(cells.position.max()) + 1
+    n_models, n_reviewers = len(cells.models), len(cells.reviewers)
+    out = _PlacementCounts(
+        table=np.zeros((n_models, width), dtype=np.int64),
+        per_reviewer=np.zeros((n_reviewers, n_models, width), dtype=np.int64),
+        successions=np.zeros((n_models, n_models), dtype=np.int64),
+        placements_per_session=np.zeros(cells.sessions, dtype=np.int64),
+        models_per_session=np.zeros(cells.sessions, dtype=np.int64),
+        reviewers_per_session=np.zeros(cells.sessions, dtype=np.int64),
+    )
+    for rows, first, stop in cells.session_blocks(block):
+        placed = cells.position[rows] >= 0
+        session = cells.session[rows][placed].astype(np.int64) - first
+        model, reviewer = cells.model[rows][placed], cells.reviewer[rows][placed]
+        position = cells.position[rows][placed]
+        span = stop - first
+        unique = np.flatnonzero(np.bincount((session * n_models + model) * width + position))  # sorted
+        here = unique // (n_models * width)
+        model_here = (unique // width) % n_models
+        out.table += np.bincount(unique % (n_models * width), minlength=n_models * width).reshape(n_models, width)
+        out.placements_per_session[first:stop] += np.bincount(here, minlength=span)
+        models = np.flatnonzero(np.bincount(here * n_models + model_here)) // n_models
+        out.models_per_session[first:stop] += np.bincount(models, minlength=span)
+        reviews = np.flatnonzero(np.bincount(session * n_reviewers + reviewer)) // n_reviewers
+        out.reviewers_per_session[first:stop] += np.bincount(reviews, minlength=span)
+        key = (reviewer.astype(np.int64) * n_models + model) * width + position
+        out.per_reviewer += np.bincount(key, minlength=out.per_reviewer.size).reshape(out.per_reviewer.shape)
+        out.successions += _successions(session * n_reviewers + reviewer, position, model, n_models)
+    return out
+
+
+def _per_reviewer_balance(tables: np.ndarray, names: list[str], alpha: float) -> dict[str, object]:
     """Each reviewer's models x positions table (every review counts) tested on its own: the
     chi-squares of independent tables add up, and a reviewer whose own table departs at
     alpha / reviewers (Bonferroni) is named."""
-    placed = cells.position >= 0
-    width = int(cells.position[placed].max()) + 1
-    n_models, n_reviewers = len(cells.models), len(cells.reviewers)
-    key = (cells.reviewer[placed].astype(np.int64) * n_models + cells.model[placed]) * width + cells.position[placed]
-    tables = np.bincount(key, minlength=n_reviewers * n_models * width).reshape(n_reviewers, n_models, width)
     total, dof_total, even, named, tested = 0.0, 0, True, [], []
     for reviewer, table in enumerate(tables):
         table = table[table.sum(1) > 0][:, table.sum(0) > 0]
@@ -424,7 +462,7 @@ def _per_reviewer_balance(cells: WindowCells, alpha: float) -> dict[str, object]
         chi2, dof, p = chi_square_independence(table)
         total += chi2
         dof_total += dof
-        tested.append((cells.reviewers[reviewer], p))
+        tested.append((names[reviewer], p))
     if not tested:
         return {}
     named = [name for name, p in tested if p < alpha / len(tested)]
@@ -449,18 +487,14 @@ def _even(counts: np.ndarray, off_diagonal: bool = False) -> bool:
     return bool(values.max() - values.min() <= max(1.0, BALANCE_TOLERANCE * values.mean()))
 
 
-def _successions(cells: WindowCells) -> np.ndarray:
+def _successions(review: np.ndarray, position: np.ndarray, model: np.ndarray, n_models: int) -> np.ndarray:
     """(models, models) how often each model was shown right after each other one, per
-    reviewer's order (display positions p and p + 1 of the same session and reviewer)."""
-    placed = np.flatnonzero(cells.position >= 0)
-    present, local = present_levels(cells.model[placed], len(cells.models))
-    review = cells.session[placed] * len(cells.reviewers) + cells.reviewer[placed]
-    order = np.lexsort((cells.position[placed], review))
-    review, position, model = review[order], cells.position[placed][order], local[order]
+    reviewer's order (display positions p and p + 1 of the same review: session and reviewer)."""
+    order = np.lexsort((position, review))
+    review, position, model = review[order], position[order], model[order]
     follows = (review[1:] == review[:-1]) & (position[1:] == position[:-1] + 1)
-    counts = np.zeros((len(present), len(present)), dtype=np.int64)
-    np.add.at(counts, (model[:-1][follows], model[1:][follows]), 1)
-    return counts
+    pairs = model[:-1][follows].astype(np.int64) * n_models + model[1:][follows]
+    return np.bincount(pairs, minlength=n_models * n_models).reshape(n_models, n_models)
 
 
 def _median_reference(values: dict[int, float]) -> dict[int, float]:

@@ -86,29 +86,51 @@ class FitResult:
         return f, float(fdtrc(q, self.df, f))
 
 
-def demean_by_group(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+def demean_by_group(
+    values: np.ndarray,
+    groups: np.ndarray,
+    n_groups: int,
+    *,
+    overwrite: bool = False,
+    chunks: Sequence[tuple[int, int]] | None = None,
+) -> np.ndarray:
+    """`values` (n,) or (n, k) less their group's mean. overwrite: into `values` itself (the
+    caller's own copy, not read again), else into a new array. chunks: ranges of rows that split
+    no group (row_chunks), summed one at a time: a group's sum is then its one range's, and no
+    other array as long as the values (numpy's own 64-bit copy of 32-bit groups among them) is made."""
     if len(groups) > 1 and values.ndim == 2 and bool(np.all(groups[1:] >= groups[:-1])):
         # cells arrive in session order: one pass over contiguous runs for all columns at once
         starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
         run_lengths = np.diff(np.r_[starts, len(groups)])
-        demeaned: np.ndarray = np.repeat(
-            np.add.reduceat(values, starts, axis=0) / run_lengths[:, None], run_lengths, axis=0
+        means = np.zeros((n_groups, values.shape[1]))
+        means[groups[starts]] = np.add.reduceat(values, starts, axis=0) / run_lengths[:, None]
+    else:
+        ranges = [(0, len(groups))] if chunks is None else chunks
+        counts = group_sums(groups, None, n_groups, ranges)
+        counts[counts == 0] = 1.0
+        columns = values.reshape(len(groups), -1)
+        means = (
+            np.column_stack([group_sums(groups, column, n_groups, ranges) for column in columns.T]) / counts[:, None]
         )
-        np.subtract(values, demeaned, out=demeaned)  # the means' rows become the answer: one copy
-        return demeaned
-    counts = np.bincount(groups, minlength=n_groups).astype(np.float64)
-    counts[counts == 0] = 1.0
-    if values.ndim == 1:
-        demeaned = (np.bincount(groups, weights=values, minlength=n_groups) / counts)[groups]
-        np.subtract(values, demeaned, out=demeaned)
-        return demeaned
-    means = (
-        np.column_stack([np.bincount(groups, weights=values[:, j], minlength=n_groups) for j in range(values.shape[1])])
-        / counts[:, None]
-    )
-    demeaned = means[groups]
-    np.subtract(values, demeaned, out=demeaned)
-    return demeaned
+        if values.ndim == 1:
+            means = means[:, 0]
+    out = values if overwrite and values.dtype == np.float64 else np.empty_like(values, dtype=np.float64)
+    for start in range(0, len(groups), CHUNK_ROWS):
+        rows = slice(start, start + CHUNK_ROWS)
+        np.subtract(values[rows], means[groups[rows]], out=out[rows])
+    return out
+
+
+def group_sums(
+    groups: np.ndarray, weights: np.ndarray | None, size: int, chunks: Sequence[tuple[int, int]]
+) -> np.ndarray:
+    """Per group, the sum of `weights` (its rows, with None), over ranges of rows that split no
+    group: each group's sum is taken in one range, in row order, as one pass would take it."""
+    out = np.zeros(size)
+    for start, stop in chunks:
+        part = None if weights is None else weights[start:stop]
+        out += np.bincount(groups[start:stop], weights=part, minlength=size)
+    return out
 
 
 @dataclass(frozen=True)
@@ -132,7 +154,9 @@ class AbsorbedDesign:
     X v = D v less each row's group mean of D v. The shares are built, sparse, only for X'X: a
     (session, model) group meets a few of the window's (reviewer, model) pairs."""
 
-    def __init__(self, blocks: Sequence[Block], groups: np.ndarray, chunk_rows: int = CHUNK_ROWS) -> None:
+    def __init__(
+        self, blocks: Sequence[Block], groups: np.ndarray, chunk_rows: int = CHUNK_ROWS, *, overwrite: bool = False
+    ) -> None:
         self.groups = groups
         self.size = int(groups.max()) + 1 if len(groups) else 0
         # X'X and X v are sums over whole groups: taken over ranges of rows that split no group,
@@ -144,7 +168,7 @@ class AbsorbedDesign:
             for start, stop in self.chunks
             for part in [groups[start:stop]]
         ]
-        self.count = np.bincount(groups, minlength=self.size).astype(np.float64)
+        self.count = group_sums(groups, None, self.size, self.chunks)
         self.share = np.where(self.count > 0, self.count, 1.0)  # a group's size, 1 for an absent one
         self.indicators: list[tuple[np.ndarray, np.ndarray | None, int, int]] = []
         self.dense: list[tuple[int, np.ndarray]] = []
@@ -157,7 +181,8 @@ class AbsorbedDesign:
                 offset += block.width
             else:
                 values = np.asarray(block, dtype=np.float64).reshape(len(groups), -1)
-                self.dense.append((offset, demean_by_group(values, groups, self.size)))
+                demeaned = demean_by_group(values, groups, self.size, overwrite=overwrite, chunks=self.chunks)
+                self.dense.append((offset, demeaned))
                 offset += values.shape[1]
         self.width = offset
 
@@ -350,18 +375,20 @@ def absorbed_least_squares(
     *,
     keep_residual: bool = False,
     chunk_rows: int = CHUNK_ROWS,
+    overwrite: bool = False,
 ) -> FitResult | None:
     """y ~ design + group fixed effects (groups: non-negative ints, need not be dense). The design
     is a list of blocks (Indicators or dense columns), or one dense matrix. None when there are
     no residual degrees of freedom. keep_residual: for robust SEs and the caller's own use, at a
     pass over the rows and an array as long as y, held while the fit is (sigma2 needs neither).
-    chunk_rows: see AbsorbedDesign."""
+    chunk_rows: see AbsorbedDesign. overwrite: y and the dense blocks are the caller's own copies,
+    not read again, and are demeaned in place (two arrays fewer as long as y)."""
     n = len(y)
     if n == 0:
         return None
-    x = AbsorbedDesign([design] if isinstance(design, np.ndarray) else design, groups, chunk_rows)
+    x = AbsorbedDesign([design] if isinstance(design, np.ndarray) else design, groups, chunk_rows, overwrite=overwrite)
     n_groups = int(np.count_nonzero(x.count))
-    yd = demean_by_group(y, groups, len(x.count))
+    yd = demean_by_group(y, groups, len(x.count), overwrite=overwrite, chunks=x.chunks)
     xtx = x.gram()
     pinv = np.linalg.pinv(xtx, rcond=RCOND, hermitian=True)
     # the rank pinv used: matrix_rank's default cut (near machine epsilon) can count a null

@@ -155,7 +155,7 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
     whose scores the same test no longer flags it, when exactly one does so."""
 
     def length_flagged(c: WindowCells) -> bool:
-        return bool(length_correlation(c, thresholds).flagged)
+        return bool(length_correlation(c, thresholds, ranks=False).flagged)
 
     def control_flagged(c: WindowCells) -> bool:
         return bool(length_control(c, thresholds).coefficient.flagged)
@@ -176,8 +176,8 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
         if position and not position_effects(cells, thresholds, without_reviewer=index).flagged:
             for flag in position:
                 gone[flag].append(name)
-        if checks:  # the length tests read the window's cached per-session quantities: one copy for them
-            without = cells.without_reviewer(index)
+        if checks:  # the length tests read peer scores alone, and their cached per-session quantities
+            without = cells.peer_scores_without(index)
             for flag, flagged in checks.items():
                 if not flagged(without):
                     gone[flag].append(name)

@@ -7,7 +7,8 @@ different scales pool.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -18,6 +19,9 @@ from .digest import SessionDigest
 from .reviewer_offset import offsets_from_effects, reviewer_effects
 from .session_noise import REFERENCE_SPAN
 from .stats import index_type, present_levels
+
+SUM_BLOCK = 1 << 20  # cells a blockwise sum reads at a time
+SessionBlock = tuple[slice, int, int]  # (a range of cells, its first session, its last session + 1)
 
 
 @dataclass(frozen=True)
@@ -68,12 +72,26 @@ class WindowCells:
         start, stop, _ = slice(start, stop).indices(self.sessions)
         return self._cells((self.session >= start) & (self.session < stop), start, max(start, stop))
 
-    def without_reviewer(self, index: int) -> WindowCells:
-        """The window without the scores reviewer `index` gave (names keep their indices)."""
-        return self._cells(self.reviewer != index, 0, self.sessions)
+    def peer_scores_without(self, index: int) -> WindowCells:
+        """The window with the scores reviewer `index` gave counted out of the peer scores, as if
+        each were a self-review: what a section that reads peer scores alone (the length tests)
+        finds without that reviewer, for one boolean column instead of a copy of the window. Not
+        for a section that reads self-reviews."""
+        return dataclasses.replace(self, own=self.own | (self.reviewer == index))
 
     def _cells(self, keep: np.ndarray, start: int, stop: int) -> WindowCells:
         """The cells `keep` selects, over the sessions start..stop-1."""
+        size = int(np.count_nonzero(keep))
+
+        def kept(column: np.ndarray) -> np.ndarray:
+            # a column no record carries is one value through a zero stride: it stays so, not a
+            # window's cells long copy of that value
+            if column.strides == (0,) and len(column):
+                one: np.ndarray = np.broadcast_to(column[:1], (size,))
+                return one
+            cut: np.ndarray = column[keep]
+            return cut
+
         return WindowCells(
             session_ids=self.session_ids[start:stop],
             ts_ms=self.ts_ms[start:stop],
@@ -92,11 +110,28 @@ class WindowCells:
             score=self.score[keep],
             own=self.own[keep],
             length=self.length[keep],
-            similarity=self.similarity[keep],
-            fingerprint=self.fingerprint[keep],
-            correct=self.correct[keep],
+            similarity=kept(self.similarity),
+            fingerprint=kept(self.fingerprint),
+            correct=kept(self.correct),
             fingerprints=self.fingerprints,
         )
+
+    def session_blocks(self, cells: int = SUM_BLOCK) -> Iterator[SessionBlock]:
+        """(a range of cells, its first session, its last session + 1): runs of whole sessions of
+        about `cells` cells each, for sums over sessions whose temporaries should stay a block
+        long. One range when the cells are not in session order."""
+        n = len(self.session)
+        if n <= cells or bool(np.any(self.session[1:] < self.session[:-1])):
+            yield slice(0, n), 0, self.sessions
+            return
+        start = 0
+        while start < n:
+            stop = n if start + cells >= n else int(np.searchsorted(self.session, self.session[start + cells]))
+            if stop <= start:  # one session longer than a block: the block is that session
+                stop = int(np.searchsorted(self.session, self.session[start], side="right"))
+            first = int(self.session[start])
+            yield slice(start, stop), first, (self.sessions if stop == n else int(self.session[stop]))
+            start = stop
 
     @cached_property
     def active_reviewers(self) -> list[str]:
@@ -126,66 +161,90 @@ class WindowCells:
         return key
 
     @cached_property
-    def _peer_sums(self) -> tuple[np.ndarray, np.ndarray]:
+    def peer_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """(count, sum) of the peer scores of each (session, model) group (`group`'s numbering),
+        a block of whole sessions at a time (a group's cells are in one block: the same sums)."""
+        n_models = len(self.models)
+        count, total = np.zeros(self.sessions * n_models), np.zeros(self.sessions * n_models)
+        for rows, first, stop in self.session_blocks():
+            span, low = (stop - first) * n_models, first * n_models
+            peer = ~self.own[rows]
+            g = self.group[rows][peer] - low
+            total[low : low + span] += np.bincount(g, weights=self.score[rows][peer], minlength=span)
+            count[low : low + span] += np.bincount(g, minlength=span)
+        return count, total
+
+    def peer_square_sums(self, block: int = SUM_BLOCK) -> np.ndarray:
+        """The sum of the squared peer scores of each (session, model) group, a block of cells at
+        a time: one section reads it, and its temporaries stay a block long."""
         size = self.sessions * len(self.models)
-        peer = self.peer
-        total = np.bincount(self.group[peer], weights=self.score[peer], minlength=size)
-        count = np.bincount(self.group[peer], minlength=size).astype(np.float64)
-        return total, count
+        out = np.zeros(size)
+        for start in range(0, len(self.score), block):
+            rows = slice(start, start + block)
+            peer = ~self.own[rows]
+            score = self.score[rows][peer]
+            out += np.bincount(self.group[rows][peer], weights=np.square(score, out=score), minlength=size)
+        return out
 
     def loo_difference(self) -> np.ndarray:
         """Peer cell: score minus the mean of the other peers' scores of the same response
         (NaN for self-reviews and responses with one peer score). Made when asked, not kept:
-        one section reads it, and it is a window's cells long."""
-        total, count = self._peer_sums
-        g = self.group
-        others = count[g] - 1.0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            diff = self.score - (total[g] - self.score) / others
-        return np.where(self.peer & (others >= 1.0), diff, np.nan)
+        one section reads it, and it is a window's cells long; its temporaries, a block long."""
+        count, total = self.peer_sums
+        out = np.empty(len(self.score))
+        for start in range(0, len(self.score), SUM_BLOCK):
+            rows = slice(start, start + SUM_BLOCK)
+            g, score = self.group[rows], self.score[rows]
+            others = count[g] - 1.0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                diff = score - (total[g] - score) / others
+            out[rows] = np.where(~self.own[rows] & (others >= 1.0), diff, np.nan)
+        return out
 
     def per_session_reviewer_mean(self, values: np.ndarray) -> np.ndarray:
-        """(sessions, reviewers) mean of the defined values of each reviewer in each session."""
-        size = self.sessions * len(self.reviewers)
-        defined = ~np.isnan(values)
-        key = self.session[defined] * len(self.reviewers) + self.reviewer[defined]
-        total = np.bincount(key, weights=values[defined], minlength=size)
-        count = np.bincount(key, minlength=size)
+        """(sessions, reviewers) mean of the defined values of each reviewer in each session, a
+        block of whole sessions at a time (the same sums)."""
+        n_reviewers = len(self.reviewers)
+        total, count = np.zeros(self.sessions * n_reviewers), np.zeros(self.sessions * n_reviewers, dtype=np.int64)
+        for rows, first, stop in self.session_blocks():
+            span = (stop - first) * n_reviewers
+            here = values[rows]
+            defined = ~np.isnan(here)
+            key = (self.session[rows][defined].astype(np.int64) - first) * n_reviewers + self.reviewer[rows][defined]
+            at = slice(first * n_reviewers, first * n_reviewers + span)
+            total[at] += np.bincount(key, weights=here[defined], minlength=span)
+            count[at] += np.bincount(key, minlength=span)
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = total / count
-        return np.where(count > 0, mean, np.nan).reshape(self.sessions, len(self.reviewers))
+        return np.where(count > 0, mean, np.nan).reshape(self.sessions, n_reviewers)
 
     @cached_property
     def session_offsets(self) -> np.ndarray:
         """(sessions, reviewers) offset of each reviewer in each session against the median of
         the other reviewers, as the per-session audit computes it (analysis.reviewer_offset)."""
-        total, count = self._peer_sums
-        used = self.peer & (count[self.group] >= 2.0)
-        return offsets_from_effects(
-            _session_effects(
-                self.session[used],
-                self.reviewer[used],
-                self.model[used],
-                self.score[used],
-                self.sessions,
-                len(self.reviewers),
-            )
-        )
+        return offsets_from_effects(_session_effects(self))
 
     @cached_property
     def length_points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(session, length, offset-adjusted mean peer score) per scored response: the
-        reviewer's offset in that session is removed first (undefined offsets count as 0)."""
-        offsets = np.nan_to_num(self.session_offsets[self.session, self.reviewer], nan=0.0)
-        peer = self.peer
-        size = self.sessions * len(self.models)
-        g = self.group[peer]
-        total = np.bincount(g, weights=(self.score - offsets)[peer], minlength=size)
-        count = np.bincount(g, minlength=size)
-        length = np.zeros(size)
-        length[self.group] = self.length
+        reviewer's offset in that session is removed first (undefined offsets count as 0).
+        Summed a block of whole sessions at a time: a response's cells are in one block, so the
+        sums are the window's, and the temporaries stay a block long."""
+        offsets, n_models = self.session_offsets, len(self.models)
+        size = self.sessions * n_models
+        total, count, length = np.zeros(size), np.zeros(size, dtype=np.int64), np.zeros(size)
+        for rows, first, stop in self.session_blocks():
+            span, low = (stop - first) * n_models, first * n_models
+            peer = ~self.own[rows]
+            adjusted = np.nan_to_num(offsets[self.session[rows], self.reviewer[rows]], nan=0.0)
+            np.subtract(self.score[rows], adjusted, out=adjusted)
+            g = self.group[rows] - low
+            length[low : low + span][g] = self.length[rows]
+            g = g[peer]
+            total[low : low + span] += np.bincount(g, weights=adjusted[peer], minlength=span)
+            count[low : low + span] += np.bincount(g, minlength=span)
         present = np.flatnonzero(count)
-        return present // len(self.models), length[present], total[present] / count[present]
+        return present // n_models, length[present], total[present] / count[present]
 
     @cached_property
     def session_mean_score(self) -> np.ndarray:
@@ -345,33 +404,47 @@ def _local_index(session: np.ndarray, index: np.ndarray, width: int) -> tuple[np
     return inverse - first[inverse], keys
 
 
-def _session_effects(
-    session: np.ndarray, reviewer: np.ndarray, model: np.ndarray, score: np.ndarray, sessions: int, reviewers: int
-) -> np.ndarray:
-    """(sessions, reviewers) effects of each session's two-way fit, from the cells that count;
-    NaN where a reviewer has none. A chunk of sessions at a time, each chunk's cells found by
-    bisection (cells are in session order), so the work and the temporaries follow the chunk."""
+def _session_effects(cells: WindowCells) -> np.ndarray:
+    """(sessions, reviewers) effects of each session's two-way fit on its peer scores of
+    responses with two or more of them; NaN where a reviewer has none. A chunk of sessions at a
+    time, each chunk's cells found by bisection (cells are in session order) and chosen there, so
+    the work and the temporaries follow the chunk."""
+    sessions, reviewers, models = cells.sessions, len(cells.reviewers), len(cells.models)
     out = np.full((sessions, reviewers), np.nan)
-    if not len(score):
-        return out
+    count, _ = cells.peer_sums
+    session, reviewer, model, score, own, group = (
+        cells.session,
+        cells.reviewer,
+        cells.model,
+        cells.score,
+        cells.own,
+        cells.group,
+    )
     if len(session) > 1 and bool(np.any(session[1:] < session[:-1])):
         order = np.argsort(session, kind="stable")
-        session, reviewer, model, score = session[order], reviewer[order], model[order], score[order]
-    models = int(model.max()) + 1
+        session, reviewer, model, score, own, group = (
+            session[order],
+            reviewer[order],
+            model[order],
+            score[order],
+            own[order],
+            group[order],
+        )
     for start in range(0, sessions, SESSIONS_PER_FIT):
         stop = min(start + SESSIONS_PER_FIT, sessions)
         lo, hi = np.searchsorted(session, [start, stop])
-        if lo == hi:
+        used = ~own[lo:hi] & (count[group[lo:hi]] >= 2.0)
+        if not used.any():
             continue
-        here = session[lo:hi] - start
-        local_reviewer, reviewer_keys = _local_index(here, reviewer[lo:hi], reviewers)
-        local_model, _ = _local_index(here, model[lo:hi], models)
+        here = session[lo:hi][used].astype(np.int64) - start
+        local_reviewer, reviewer_keys = _local_index(here, reviewer[lo:hi][used], reviewers)
+        local_model, _ = _local_index(here, model[lo:hi][used], models)
         shape = (stop - start, int(local_reviewer.max()) + 1, int(local_model.max()) + 1)
         grid = np.zeros(shape)
-        used = np.zeros(shape, dtype=bool)
-        grid[here, local_reviewer, local_model] = score[lo:hi]
-        used[here, local_reviewer, local_model] = True
-        effects = reviewer_effects(grid, used)
+        scored = np.zeros(shape, dtype=bool)
+        grid[here, local_reviewer, local_model] = score[lo:hi][used]
+        scored[here, local_reviewer, local_model] = True
+        effects = reviewer_effects(grid, scored)
         key_session = reviewer_keys // reviewers
         position = np.arange(len(reviewer_keys)) - np.searchsorted(reviewer_keys, key_session * reviewers)
         out[start + key_session, reviewer_keys % reviewers] = effects[key_session, position]

@@ -319,6 +319,24 @@ def test_calibrated_view_averages_each_reviewers_z_scores():
     assert view["c"].raw_mean == pytest.approx(np.concatenate([a[:12], b[:12]]).mean(), abs=1e-4)
 
 
+def test_a_reviewer_who_gives_one_score_has_no_z_and_leaves_the_calibrated_view_alone():
+    """Reviewer d scores c and d 7.0 every time: no spread, so no z score of its own (it is left
+    out of the calibrated mean, not counted as 0), while its scores still count in the raw mean."""
+    digests = [
+        _digest(
+            s, [(0, 2, -1, 8.0 + s % 2), (1, 2, -1, 4.0 + s % 3), (3, 2, -1, 7.0), (0, 3, -1, 6.0), (1, 3, -1, 5.0)]
+        )
+        for s in range(12)
+    ]
+    view = {m.model: m for m in calibrated_view(window_cells(digests))}
+    a = np.array([8.0 + s % 2 for s in range(12)] + [6.0] * 12)
+    b = np.array([4.0 + s % 3 for s in range(12)] + [5.0] * 12)
+    za, zb = (a - a.mean()) / a.std(ddof=1), (b - b.mean()) / b.std(ddof=1)
+    assert view["c"].calibrated_z == pytest.approx(np.concatenate([za[:12], zb[:12]]).mean(), abs=1e-4)
+    assert view["c"].raw_mean == pytest.approx(np.concatenate([a[:12], b[:12], [7.0] * 12]).mean(), abs=1e-4)
+    assert view["c"].scores == 36
+
+
 def test_the_length_effect_among_equally_correct_answers():
     """Correct answers score 2 points more and each 100 words 0.5 more: the coefficient is 0.5,
     not the 2 points correctness would lend long answers if correct ones were longer."""

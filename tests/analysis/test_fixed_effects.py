@@ -210,3 +210,37 @@ def test_the_residual_df_counts_the_null_directions_of_a_large_crossed_design():
     fit = absorbed_least_squares([Indicators(model, k), Indicators(reviewer, k), Indicators(position, k)], y, session)
     assert fit is not None
     assert fit.df == 200_000 - 12 - 10_000
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("chunk_rows", [7, 50, 10_000])
+@pytest.mark.parametrize("columns", [None, 2])
+def test_demeaning_over_ranges_of_rows_in_place_or_not_is_the_loops(overwrite, chunk_rows, columns):
+    rng = np.random.default_rng(12)
+    session, groups = session_ordered(rng, 300)
+    values = rng.normal(size=300 if columns is None else (300, columns))
+    wanted, _ = demeaned_by_loop(values.reshape(300, -1), groups)
+    given = values.copy()
+    out = demean_by_group(
+        given, groups, int(groups.max()) + 1, overwrite=overwrite, chunks=row_chunks(groups, chunk_rows)
+    )
+    assert out.shape == values.shape
+    np.testing.assert_allclose(out.reshape(300, -1), wanted, rtol=0, atol=1e-12)
+    assert (out is given) == overwrite  # in place only when told; else the caller's values are kept
+    if not overwrite:
+        assert np.array_equal(given, values)
+
+
+def test_a_fit_that_may_overwrite_its_inputs_is_the_same_fit():
+    rng = np.random.default_rng(13)
+    session, groups = session_ordered(rng, 400)
+    model = rng.integers(0, 4, 400)
+    y, term = rng.normal(size=400) + 0.3 * model, rng.normal(size=400)
+    kept = absorbed_least_squares([Indicators(model, 4), term], y, groups, keep_residual=True, chunk_rows=60)
+    y_own, term_own = y.copy(), term.copy()
+    spent = absorbed_least_squares(
+        [Indicators(model, 4), term_own], y_own, groups, keep_residual=True, chunk_rows=60, overwrite=True
+    )
+    assert spent.beta.tolist() == kept.beta.tolist() and spent.sigma2 == kept.sigma2
+    assert spent.residual.tolist() == kept.residual.tolist()
+    assert not np.array_equal(y_own, y)  # the copy was used as the fit's own memory

@@ -1,0 +1,162 @@
+"""Sums over a window taken a block of whole sessions (or of cells) at a time, so their
+temporaries stay a block long, equal to the same counts taken cell by cell in plain Python."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+
+from bias_audit.analysis.agreement import agreement, krippendorff_alpha_interval
+from bias_audit.analysis.cross_session import (
+    WindowThresholds,
+    _placement_counts,
+    length_control,
+    length_correlation,
+)
+from bias_audit.analysis.window_cells import WindowCells, window_cells
+from tests.simulate import Corpus
+
+
+def window(shuffle: str = "per_reviewer") -> WindowCells:
+    """Sessions of 4 and 3 models (the second corpus after the first), some positions unknown."""
+    digests = Corpus(sessions=40, models=4, seed=3, shuffle=shuffle).digests()
+    digests += Corpus(sessions=25, models=3, seed=4, shuffle="shared").digests()
+    cells = window_cells(digests)
+    position = cells.position.copy()
+    position[::11] = -1  # a record without its display order
+    return dataclasses.replace(cells, position=position)
+
+
+def cell_by_cell(cells: WindowCells) -> dict[str, object]:
+    rows = [
+        (s, r, m, p)
+        for s, r, m, p in zip(
+            cells.session.tolist(), cells.reviewer.tolist(), cells.model.tolist(), cells.position.tolist()
+        )
+        if p >= 0
+    ]
+    placements = {(s, m, p) for s, _, m, p in rows}
+    orders: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for s, r, m, p in rows:
+        orders[s, r].append((p, m))
+    follows: Counter = Counter()
+    for shown in orders.values():
+        shown.sort()
+        for (p, m), (q, n) in zip(shown, shown[1:]):
+            if q == p + 1:
+                follows[m, n] += 1
+    return {
+        "table": Counter((m, p) for _, m, p in placements),
+        "per_reviewer": Counter((r, m, p) for _, r, m, p in rows),
+        "successions": follows,
+        "placements_per_session": Counter(s for s, _, _ in placements),
+        "models_per_session": Counter(s for s, _ in {(s, m) for s, m, _ in placements}),
+        "reviewers_per_session": Counter(s for s, _ in {(s, r) for s, r, _, _ in rows}),
+    }
+
+
+def as_counter(array: np.ndarray) -> Counter:
+    return Counter({tuple(i) if len(i) > 1 else i[0]: int(v) for i, v in np.ndenumerate(array) if v})
+
+
+@pytest.mark.parametrize("block", [1, 9, 100, 10**9])
+def test_placement_counts_by_blocks_of_sessions_equal_the_counts_cell_by_cell(block):
+    cells = window()
+    counts = _placement_counts(cells, block)
+    expected = cell_by_cell(cells)
+    for name, wanted in expected.items():
+        assert as_counter(getattr(counts, name)) == wanted, name
+
+
+@pytest.mark.parametrize("block", [1, 9, 100, 10**9])
+def test_session_blocks_cover_every_cell_once_in_whole_sessions(block):
+    cells = window()
+    ranges = list(cells.session_blocks(block))
+    assert ranges[0][0].start == 0 and ranges[-1][0].stop == len(cells.session)
+    for (rows, first, stop), (after, *_) in zip(ranges, ranges[1:]):
+        assert rows.stop == after.start  # contiguous
+        assert cells.session[rows.stop - 1] < cells.session[after.start]  # no session split
+    for rows, first, stop in ranges:
+        sessions = set(cells.session[rows].tolist())
+        assert min(sessions) == first and max(sessions) < stop
+        # a block is at most `block` cells, unless one session alone is longer
+        assert rows.stop - rows.start <= block or len(sessions) == 1
+
+
+def test_a_window_out_of_session_order_is_one_block():
+    cells = window()
+    reversed_cells = dataclasses.replace(cells, session=cells.session[::-1].copy())
+    assert [(r.start, r.stop, a, b) for r, a, b in reversed_cells.session_blocks(9)] == [
+        (0, len(cells.session), 0, cells.sessions)
+    ]
+
+
+@pytest.mark.parametrize("block", [1, 13, 10**9])
+def test_peer_square_sums_by_blocks_equal_the_sums_cell_by_cell(block):
+    cells = window()
+    expected: dict[int, float] = defaultdict(float)
+    for group, score, own in zip(cells.group.tolist(), cells.score.tolist(), cells.own.tolist()):
+        if not own:
+            expected[group] += score * score
+    got = cells.peer_square_sums(block)
+    assert len(got) == cells.sessions * len(cells.models)
+    assert {g: v for g, v in enumerate(got.tolist()) if v} == pytest.approx(dict(expected), rel=1e-12)
+
+
+def test_agreement_from_the_window_sums_is_alpha_over_its_peer_scores():
+    cells = window()
+    peer = ~cells.own
+    alpha, n = krippendorff_alpha_interval(cells.score[peer], cells.group[peer])
+    estimate = agreement(cells)
+    assert estimate.sample_size == n == int(peer.sum())
+    assert estimate.point_estimate == round(alpha, 4)
+
+
+def test_a_column_no_record_carries_stays_one_value_in_the_windows_cut_from_it():
+    cells = window()
+    n = len(cells.session)
+    unknown = dataclasses.replace(
+        cells,
+        similarity=np.broadcast_to(np.array(np.nan), (n,)),
+        fingerprint=np.broadcast_to(np.array(-1, dtype=np.int32), (n,)),
+    )
+    for cut, kept in (
+        (unknown.slice(5, 30), (cells.session >= 5) & (cells.session < 30)),
+        (unknown.slice(0, 12), cells.session < 12),
+    ):
+        assert cut.similarity.strides == (0,) and cut.fingerprint.strides == (0,)  # no cells-long copy
+        assert len(cut.similarity) == len(cut.fingerprint) == int(kept.sum())
+        assert np.isnan(cut.similarity).all() and (cut.fingerprint == -1).all()
+        assert np.array_equal(cut.correct, cells.correct[kept])  # a column records carry is cut as before
+        assert np.array_equal(cut.score, cells.score[kept])
+
+
+PER_CELL = (
+    "session",
+    "reviewer",
+    "model",
+    "position",
+    "score",
+    "own",
+    "length",
+    "similarity",
+    "fingerprint",
+    "correct",
+)
+
+
+@pytest.mark.parametrize("reviewer", [0, 2])
+def test_the_length_tests_without_a_reviewer_equal_them_on_a_copy_without_its_scores(reviewer):
+    digests = Corpus(sessions=60, models=5, seed=11, length_slope=0.4, reviewer_offsets={2: -1.0}).digests()
+    cells = window_cells(digests)
+    kept = cells.reviewer != reviewer
+    copy = dataclasses.replace(cells, **{name: getattr(cells, name)[kept] for name in PER_CELL})
+    counted_out = cells.peer_scores_without(reviewer)
+    assert len(counted_out.score) == len(cells.score)  # no copy of the window's cells
+    thresholds = WindowThresholds(bootstrap_replicates=200)
+    assert length_correlation(counted_out, thresholds) == length_correlation(copy, thresholds)
+    assert length_control(counted_out, thresholds) == length_control(copy, thresholds)
+    assert length_control(counted_out, thresholds) != length_control(cells, thresholds)  # the reviewer mattered
