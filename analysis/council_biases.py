@@ -11,7 +11,7 @@ Scores are points of a 1-10 scale (WindowCells).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +31,7 @@ from .fixed_effects import RCOND, Block, FitResult, Indicators, absorbed_least_s
 from .multiple_tests import benjamini_hochberg
 from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
 from .stats import confidence_tier, index_type, present_levels, rounded
-from .window_cells import WindowCells
+from .window_cells import SUM_BLOCK, WindowCells
 
 Interval = tuple[float, float, float, float, float]  # estimate, se, ci_lower, ci_upper, p
 MAX_PAIRS = 400  # the pair fit's normal equations are pairs x pairs
@@ -268,30 +268,52 @@ def anchoring(
     sessions. Positive: later scores move with the first impression."""
     if cells.sessions < MIN_SESSIONS or fitted.fit is None:
         return []
-    residual = fitted.residual
-    index = fitted.cells
-    position = cells.position[index]
-    placed = position >= 0
-    if not placed.any():
+    found = first_and_later_residuals(cells, fitted)
+    if found is None:
         return []
-    size = cells.sessions * len(cells.reviewers)
-    key = cells.reviewer_key(index)
-    first_position = np.full(size, np.iinfo(position.dtype).max, dtype=position.dtype)
-    np.minimum.at(first_position, key[placed], position[placed])
-    is_first = placed & (position == first_position[key])
-    later = placed & ~is_first
-    x = np.full(size, np.nan)
-    x[key[is_first]] = residual[is_first]
-    later_key = key[later]
-    del key
-    later_sum = np.bincount(later_key, weights=residual[later], minlength=size)
-    later_n = np.bincount(later_key, minlength=size)
+    x, later_sum, later_n = found
     keys = np.flatnonzero(~np.isnan(x) & (later_n > 0))
     points: Points = {}
     for r in np.unique(keys % len(cells.reviewers)):
         mine = keys[keys % len(cells.reviewers) == r]
         points[int(r)] = (x[mine], later_sum[mine] / later_n[mine], None, len(mine))
     return _slopes(cells, points, thresholds.anchoring, thresholds)
+
+
+def first_and_later_residuals(
+    cells: WindowCells, fitted: PairFit, block: int = SUM_BLOCK
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per (session, reviewer) review (reviewer_key's numbering): the residual on the answer shown
+    first (NaN if none), the sum and count of the residuals on the later ones; None when no fitted
+    cell has a position. A review lies in one block of whole sessions, so each is its block's,
+    and the temporaries stay a block long."""
+    residual = fitted.residual
+    index = fitted.cells  # ascending: the fitted cells in session order
+    n_reviewers = len(cells.reviewers)
+    size = cells.sessions * n_reviewers
+    x = np.full(size, np.nan)
+    later_sum, later_n = np.zeros(size), np.zeros(size, dtype=np.int64)
+    placed_any = False
+    for rows, first, stop in cells.session_blocks(block):
+        lo, hi = np.searchsorted(index, [rows.start, rows.stop])
+        here = index[lo:hi]
+        position = cells.position[here]
+        placed = position >= 0
+        if not placed.any():
+            continue
+        placed_any = True
+        span = (stop - first) * n_reviewers
+        key = (cells.session[here].astype(np.int64) - first) * n_reviewers + cells.reviewer[here]
+        first_position = np.full(span, np.iinfo(position.dtype).max, dtype=position.dtype)
+        np.minimum.at(first_position, key[placed], position[placed])
+        is_first = placed & (position == first_position[key])
+        later = placed & ~is_first
+        part = residual[lo:hi]
+        at = first * n_reviewers
+        x[at + key[is_first]] = part[is_first]
+        later_sum[at : at + span] += np.bincount(key[later], weights=part[later], minlength=span)
+        later_n[at : at + span] += np.bincount(key[later], minlength=span)
+    return (x, later_sum, later_n) if placed_any else None
 
 
 def style_similarity(
@@ -460,34 +482,45 @@ def reviewer_posteriors(profiles: Sequence[ReviewerProfile]) -> list[ReviewerPos
     return out
 
 
-def calibrated_view(cells: WindowCells) -> list[CalibratedModel]:
-    """Each model's peer scores z-normalized by its reviewer's window mean and SD, averaged."""
-    peer = cells.peer
-    if cells.sessions < MIN_SESSIONS or not peer.any():
+def calibrated_view(cells: WindowCells, block: int = SUM_BLOCK) -> list[CalibratedModel]:
+    """Each model's peer scores z-normalized by its reviewer's window mean and SD, averaged. Three
+    passes over blocks of the window (the reviewers' means, their SDs, the models' sums), so no
+    array as long as the window's scores is made."""
+    if cells.sessions < MIN_SESSIONS or not cells.peer.any():
         return []
-    reviewer, model, score = cells.reviewer[peer], cells.model[peer], cells.score[peer]
-    n_r = np.bincount(reviewer, minlength=len(cells.reviewers)).astype(np.float64)
-    mean = np.bincount(reviewer, weights=score, minlength=len(cells.reviewers)) / np.maximum(n_r, 1)
-    # one array as long as the scores, worked in place: the deviations, their squares, then z
-    z = mean[reviewer]
-    np.subtract(score, z, out=z)
-    square = np.bincount(reviewer, weights=np.square(z), minlength=len(cells.reviewers))
+    n_reviewers, n_models = len(cells.reviewers), len(cells.models)
+
+    def peer_cells() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        for rows, _, _ in cells.session_blocks(block):
+            peer = ~cells.own[rows]
+            yield cells.reviewer[rows][peer], cells.model[rows][peer], cells.score[rows][peer]
+
+    n_r, total = np.zeros(n_reviewers), np.zeros(n_reviewers)
+    for reviewer, _, score in peer_cells():
+        n_r += np.bincount(reviewer, minlength=n_reviewers)
+        total += np.bincount(reviewer, weights=score, minlength=n_reviewers)
+    mean = total / np.maximum(n_r, 1)
+    square = np.zeros(n_reviewers)
+    for reviewer, _, score in peer_cells():
+        deviation = score - mean[reviewer]
+        square += np.bincount(reviewer, weights=np.square(deviation, out=deviation), minlength=n_reviewers)
     sd = np.sqrt(square / np.maximum(n_r - 1, 1))
     usable = (n_r >= 2) & (sd > 0)
-    z /= np.where(usable, sd, 1.0)[reviewer]
-    z[~usable[reviewer]] = np.nan
-    out = []
-    for m, name in enumerate(cells.models):
-        mine = model == m
-        if not mine.any():
-            continue
-        values = z[mine][~np.isnan(z[mine])]
-        out.append(
-            CalibratedModel(
-                model=name,
-                scores=int(mine.sum()),
-                raw_mean=round(float(score[mine].mean()) + 1.0, 4),
-                calibrated_z=rounded(values.mean()) if len(values) else None,
-            )
+    scores, raw, z_total, z_count = (np.zeros(n_models) for _ in range(4))
+    for reviewer, model, score in peer_cells():
+        scores += np.bincount(model, minlength=n_models)
+        raw += np.bincount(model, weights=score, minlength=n_models)
+        known = usable[reviewer]  # a reviewer without spread has no z scores
+        z = (score[known] - mean[reviewer[known]]) / sd[reviewer[known]]
+        z_total += np.bincount(model[known], weights=z, minlength=n_models)
+        z_count += np.bincount(model[known], minlength=n_models)
+    return [
+        CalibratedModel(
+            model=name,
+            scores=int(scores[m]),
+            raw_mean=round(float(raw[m] / scores[m]) + 1.0, 4),
+            calibrated_z=rounded(z_total[m] / z_count[m]) if z_count[m] else None,
         )
-    return out
+        for m, name in enumerate(cells.models)
+        if scores[m]
+    ]

@@ -306,17 +306,20 @@ def test_posteriors_shrink_by_the_method_of_moments():
         assert post.credible_upper - post.credible_lower == pytest.approx(2 * z * sd, abs=2e-4)
 
 
-def test_calibrated_view_averages_each_reviewers_z_scores():
+@pytest.mark.parametrize("block", [4, 10**9])  # cells a block: a session is 4 here
+def test_calibrated_view_averages_each_reviewers_z_scores(block):
     digests = [
         _digest(s, [(0, 2, -1, 8.0 + s % 2), (1, 2, -1, 4.0 + s % 3), (0, 3, -1, 6.0), (1, 3, -1, 5.0)])
         for s in range(12)
     ]
-    view = {m.model: m for m in calibrated_view(window_cells(digests))}
+    view = {m.model: m for m in calibrated_view(window_cells(digests), block)}
     a = np.array([8.0 + s % 2 for s in range(12)] + [6.0] * 12)
     b = np.array([4.0 + s % 3 for s in range(12)] + [5.0] * 12)
     za, zb = (a - a.mean()) / a.std(ddof=1), (b - b.mean()) / b.std(ddof=1)
     assert view["c"].calibrated_z == pytest.approx(np.concatenate([za[:12], zb[:12]]).mean(), abs=1e-4)
     assert view["c"].raw_mean == pytest.approx(np.concatenate([a[:12], b[:12]]).mean(), abs=1e-4)
+    assert view["d"].calibrated_z == pytest.approx(np.concatenate([za[12:], zb[12:]]).mean(), abs=1e-4)
+    assert view["c"].scores == view["d"].scores == 24
 
 
 def test_a_reviewer_who_gives_one_score_has_no_z_and_leaves_the_calibrated_view_alone():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bias_audit.analysis.agreement import agreement, krippendorff_alpha_interval
+from bias_audit.analysis.council_biases import first_and_later_residuals, pair_fit
 from bias_audit.analysis.cross_session import (
     WindowThresholds,
     _placement_counts,
@@ -160,3 +161,23 @@ def test_the_length_tests_without_a_reviewer_equal_them_on_a_copy_without_its_sc
     assert length_correlation(counted_out, thresholds) == length_correlation(copy, thresholds)
     assert length_control(counted_out, thresholds) == length_control(copy, thresholds)
     assert length_control(counted_out, thresholds) != length_control(cells, thresholds)  # the reviewer mattered
+
+
+@pytest.mark.parametrize("block", [1, 9, 100, 10**9])
+def test_anchorings_first_and_later_residuals_by_blocks_equal_them_review_by_review(block):
+    cells = window()
+    fitted = pair_fit(cells)
+    found = first_and_later_residuals(cells, fitted, block)
+    assert found is not None
+    x, later_sum, later_n = found
+    reviews: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for i, residual in zip(fitted.cells.tolist(), fitted.residual.tolist()):
+        if cells.position[i] >= 0:
+            key = int(cells.session[i]) * len(cells.reviewers) + int(cells.reviewer[i])
+            reviews[key].append((int(cells.position[i]), residual))
+    assert set(np.flatnonzero(~np.isnan(x)).tolist()) == set(reviews)
+    for key, shown in reviews.items():
+        first = min(p for p, _ in shown)
+        assert x[key] == [r for p, r in shown if p == first][-1]
+        later = [r for p, r in shown if p != first]
+        assert later_n[key] == len(later) and later_sum[key] == pytest.approx(sum(later), abs=1e-12)
