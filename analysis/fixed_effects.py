@@ -93,11 +93,13 @@ def demean_by_group(
     *,
     overwrite: bool = False,
     chunks: Sequence[tuple[int, int]] | None = None,
+    sizes: np.ndarray | None = None,
 ) -> np.ndarray:
     """`values` (n,) or (n, k) less their group's mean. overwrite: into `values` itself (the
     caller's own copy, not read again), else into a new array. chunks: ranges of rows that split
     no group (row_chunks), summed one at a time: a group's sum is then its one range's, and no
-    other array as long as the values (numpy's own 64-bit copy of 32-bit groups among them) is made."""
+    other array as long as the values (numpy's own 64-bit copy of 32-bit groups among them) is made.
+    sizes: each group's size, 1 for an absent one, when the caller has them (AbsorbedDesign.share)."""
     if len(groups) > 1 and values.ndim == 2 and bool(np.all(groups[1:] >= groups[:-1])):
         # cells arrive in session order: one pass over contiguous runs for all columns at once
         starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
@@ -106,8 +108,11 @@ def demean_by_group(
         means[groups[starts]] = np.add.reduceat(values, starts, axis=0) / run_lengths[:, None]
     else:
         ranges = [(0, len(groups))] if chunks is None else chunks
-        counts = group_sums(groups, None, n_groups, ranges)
-        counts[counts == 0] = 1.0
+        if sizes is None:
+            counts = group_sums(groups, None, n_groups, ranges)
+            counts[counts == 0] = 1.0
+        else:
+            counts = sizes
         columns = values.reshape(len(groups), -1)
         means = (
             np.column_stack([group_sums(groups, column, n_groups, ranges) for column in columns.T]) / counts[:, None]
@@ -128,8 +133,12 @@ def group_sums(
     group: each group's sum is taken in one range, in row order, as one pass would take it."""
     out = np.zeros(size)
     for start, stop in chunks:
+        if start == stop:
+            continue
+        keys = groups[start:stop]
+        low, high = int(keys.min()), int(keys.max()) + 1  # the range's groups: a span of the keys
         part = None if weights is None else weights[start:stop]
-        out += np.bincount(groups[start:stop], weights=part, minlength=size)
+        out[low:high] += np.bincount(keys - low, weights=part, minlength=high - low)
     return out
 
 
@@ -168,8 +177,10 @@ class AbsorbedDesign:
             for start, stop in self.chunks
             for part in [groups[start:stop]]
         ]
-        self.count = group_sums(groups, None, self.size, self.chunks)
-        self.share = np.where(self.count > 0, self.count, 1.0)  # a group's size, 1 for an absent one
+        size_of_group = group_sums(groups, None, self.size, self.chunks)
+        self.groups_present = int(np.count_nonzero(size_of_group))
+        size_of_group[size_of_group == 0] = 1.0
+        self.share = size_of_group  # a group's size, 1 for an absent one
         self.indicators: list[tuple[np.ndarray, np.ndarray | None, int, int]] = []
         self.dense: list[tuple[int, np.ndarray]] = []
         offset = 0
@@ -181,7 +192,9 @@ class AbsorbedDesign:
                 offset += block.width
             else:
                 values = np.asarray(block, dtype=np.float64).reshape(len(groups), -1)
-                demeaned = demean_by_group(values, groups, self.size, overwrite=overwrite, chunks=self.chunks)
+                demeaned = demean_by_group(
+                    values, groups, self.size, overwrite=overwrite, chunks=self.chunks, sizes=self.share
+                )
                 self.dense.append((offset, demeaned))
                 offset += values.shape[1]
         self.width = offset
@@ -387,8 +400,8 @@ def absorbed_least_squares(
     if n == 0:
         return None
     x = AbsorbedDesign([design] if isinstance(design, np.ndarray) else design, groups, chunk_rows, overwrite=overwrite)
-    n_groups = int(np.count_nonzero(x.count))
-    yd = demean_by_group(y, groups, len(x.count), overwrite=overwrite, chunks=x.chunks)
+    n_groups = x.groups_present
+    yd = demean_by_group(y, groups, x.size, overwrite=overwrite, chunks=x.chunks, sizes=x.share)
     xtx = x.gram()
     pinv = np.linalg.pinv(xtx, rcond=RCOND, hermitian=True)
     # the rank pinv used: matrix_rank's default cut (near machine epsilon) can count a null
