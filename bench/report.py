@@ -15,6 +15,12 @@ its peak RSS; the package is compiled to bytecode first, as the installed wheel 
 `--repeat K` writes the file K times over, each copy's sessions under new ids: a year of sessions
 from the generator's real records (the reference is left out: it would take hours). `--python`
 (repeatable) names the interpreters whose checkouts run `bias-audit report`, alternated.
+
+`--corpus simulated` reports the golden files' biased council instead (tests/simulate.py, in
+bias-audit's records): its length and position tests flag, so the report also refits them without
+each reviewer to find the one that drives a flag, work the reference corpus never asks for.
+
+    python bench/report.py --corpus simulated --repeat 30 --dir /tmp/files --rounds 2
 """
 
 from __future__ import annotations
@@ -79,12 +85,39 @@ def timed(command: list[str]) -> tuple[float, float, str]:
         return elapsed, usage.ru_maxrss / 1024, out.read().decode()
 
 
+def simulated_records(sessions: int, path: Path) -> None:
+    """`sessions` 5x5 sessions of the golden files' biased council (tests/reports/test_report_golden:
+    a length slope, a first-position effect, a harsh reviewer, self-preference; orders shuffled per
+    reviewer) as bias-audit's records: a window whose length and position tests flag, so the
+    report also finds which reviewer drives each flag."""
+    import orjson
+
+    from tests.simulate import Corpus, digest_records
+
+    corpus = Corpus(
+        sessions=sessions,
+        models=5,
+        seed=47,
+        reviewer_offsets={1: -1.0},
+        position_effects={0: 0.3},
+        length_slope=0.2,
+        self_bonus=0.5,
+        tenant="acme",
+    )
+    with open(path, "wb") as out:
+        for digest in corpus.digests():
+            out.write(b"".join(orjson.dumps(record) + b"\n" for record in digest_records(digest)))
+
+
 def repeated(source: Path, copies: int, target: Path) -> None:
     """The file `copies` times, each copy's session ids prefixed with the copy's number."""
     data = source.read_bytes()
     with open(target, "wb") as out:
         for copy in range(copies):
-            out.write(data.replace(b'"session_id": "', b'"session_id": "c%d-' % copy))
+            prefix = b"c%d-" % copy
+            # llm-council-core's writer puts a space after the colon, ours (orjson) none
+            spaced = data.replace(b'"session_id": "', b'"session_id": "' + prefix)
+            out.write(spaced.replace(b'"session_id":"', b'"session_id":"' + prefix))
 
 
 def main() -> None:
@@ -94,6 +127,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="runs of each, interleaved")
     parser.add_argument("--python", action="append", help="an interpreter whose checkout reports (repeatable)")
     parser.add_argument("--dir", type=Path, help="write the files here and keep them (default: a temp dir)")
+    parser.add_argument(
+        "--corpus",
+        choices=("reference", "simulated"),
+        default="reference",
+        help="reference: llm-council-core's sample records (no flag but position); simulated: the golden "
+        "files' biased council in bias-audit's records (length and position flags, their drivers)",
+    )
     parser.add_argument("--generate", type=Path, help=argparse.SUPPRESS)  # the child that writes the file
     args = parser.parse_args()
     if args.generate:
@@ -105,20 +145,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
         directory = args.dir or Path(tmp)
         directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"bias_metrics-{args.sessions}.jsonl"
-        if not path.exists():
+        stem = "bias_metrics" if args.corpus == "reference" else "simulated"
+        path = directory / f"{stem}-{args.sessions}.jsonl"
+        if not path.exists() and args.corpus == "simulated":
+            simulated_records(args.sessions, path)
+        elif not path.exists():
             subprocess.run(
                 [sys.executable, __file__, "--generate", str(path), "--sessions", str(args.sessions)], check=True
             )
         if args.repeat > 1:
-            copies = directory / f"bias_metrics-{args.sessions}x{args.repeat}.jsonl"
+            copies = directory / f"{stem}-{args.sessions}x{args.repeat}.jsonl"
             if not copies.exists():
                 repeated(path, args.repeat, copies)
             path = copies
         total = args.sessions * args.repeat
         runs: dict[str, list[tuple[float, float, float]]] = {}
         for _ in range(args.rounds):
-            if args.repeat == 1:
+            if args.repeat == 1 and args.corpus == "reference":
                 wall, rss, out = timed([sys.executable, "-c", REFERENCE, str(path)])
                 runs.setdefault("reference", []).append((wall, rss, float(out.split()[0])))
             for python in pythons:
@@ -127,9 +170,9 @@ def main() -> None:
                 wall, rss, _ = timed(command)
                 runs.setdefault(python, []).append((wall, rss, float("nan")))
         size_mb = path.stat().st_size / 1e6  # the temporary folder goes with the block
+    kind = "llm-council-core's sample records" if args.corpus == "reference" else "the golden files' biased council"
     table = Table(
-        title=f"report over {total:,} 5x5 sessions in llm-council-core's record format "
-        f"({size_mb:,.0f} MB), {args.rounds} run(s) each, alternated"
+        title=f"report over {total:,} 5x5 sessions, {kind} ({size_mb:,.0f} MB), {args.rounds} run(s) each, alternated"
     )
     reference = runs.pop("reference", None)
     columns = ["tool", "process s (median)", "process s (best)", "call s (median)", "peak RSS MB"]
