@@ -175,15 +175,16 @@ class WindowCells:
         return count, total
 
     def peer_square_sums(self, block: int = SUM_BLOCK) -> np.ndarray:
-        """The sum of the squared peer scores of each (session, model) group, a block of cells at
-        a time: one section reads it, and its temporaries stay a block long."""
-        size = self.sessions * len(self.models)
-        out = np.zeros(size)
-        for start in range(0, len(self.score), block):
-            rows = slice(start, start + block)
+        """The sum of the squared peer scores of each (session, model) group, as peer_sums takes
+        its sums: one section reads it, so it is not kept."""
+        n_models = len(self.models)
+        out = np.zeros(self.sessions * n_models)
+        for rows, first, stop in self.session_blocks(block):
+            span, low = (stop - first) * n_models, first * n_models
             peer = ~self.own[rows]
             score = self.score[rows][peer]
-            out += np.bincount(self.group[rows][peer], weights=np.square(score, out=score), minlength=size)
+            squares = np.square(score, out=score)
+            out[low : low + span] = np.bincount(self.group[rows][peer] - low, weights=squares, minlength=span)
         return out
 
     def loo_difference(self) -> np.ndarray:
