@@ -92,18 +92,9 @@ def simulated_records(sessions: int, path: Path) -> None:
     report also finds which reviewer drives each flag."""
     import orjson
 
-    from tests.simulate import Corpus, digest_records
+    from tests.simulate import biased_council, digest_records
 
-    corpus = Corpus(
-        sessions=sessions,
-        models=5,
-        seed=47,
-        reviewer_offsets={1: -1.0},
-        position_effects={0: 0.3},
-        length_slope=0.2,
-        self_bonus=0.5,
-        tenant="acme",
-    )
+    corpus = biased_council(sessions)
     with open(path, "wb") as out:
         for digest in corpus.digests():
             out.write(b"".join(orjson.dumps(record) + b"\n" for record in digest_records(digest)))

@@ -86,6 +86,22 @@ class Corpus:
         return out
 
 
+def biased_council(sessions: int) -> Corpus:
+    """The golden files' tenant acme: a harsh reviewer, a first-position effect, a length slope and
+    self-preference in a 5x5 council (the report's length and position tests flag; bench/report.py
+    --corpus simulated measures the report on it)."""
+    return Corpus(
+        sessions=sessions,
+        models=5,
+        seed=47,
+        reviewer_offsets={1: -1.0},
+        position_effects={0: 0.3},
+        length_slope=0.2,
+        self_bonus=0.5,
+        tenant="acme",
+    )
+
+
 def digest_records(digest: SessionDigest) -> list[dict]:
     """The stored records (contract shape) a worker would have written for this digest."""
     timestamp = digest.timestamp

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from tests.services import run_cli
-from tests.simulate import Corpus, digest_records
+from tests.simulate import Corpus, biased_council, digest_records
 
 pytestmark = pytest.mark.slow
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
@@ -28,16 +28,7 @@ def write_records(sessions: int, folder: Path) -> None:
     """Two tenants, their records interleaved by session as a worker writes them: acme with a
     harsh reviewer, a first-position effect, a length slope and self-preference; beta unbiased
     and a tenth as large."""
-    acme = Corpus(
-        sessions=sessions,
-        models=5,
-        seed=47,
-        reviewer_offsets={1: -1.0},
-        position_effects={0: 0.3},
-        length_slope=0.2,
-        self_bonus=0.5,
-        tenant="acme",
-    ).digests()
+    acme = biased_council(sessions).digests()
     beta = iter(Corpus(sessions=sessions // 10, models=4, seed=48, tenant="beta").digests())
     folder.mkdir()
     with open(folder / "records.jsonl", "wb") as out:
