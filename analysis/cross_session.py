@@ -290,15 +290,10 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     return LengthControl(status="ok", coefficient=estimate, models=models, rank_changes=changes)
 
 
-def position_effects(
-    cells: WindowCells, thresholds: WindowThresholds, without_reviewer: int | None = None
-) -> PositionAnalysis:
-    """score ~ model + reviewer + position + session effect; effects relative to the first
-    position, a joint F test over all of them, and a flag that needs both p and size.
-    `without_reviewer`: leave that reviewer's scores out (a mask, no copy)."""
+def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> PositionAnalysis:
+    """score ~ model + reviewer + position + session effect over peer scores; effects relative to
+    the first position, a joint F test over all of them, and a flag that needs both p and size."""
     placed = cells.peer & (cells.position >= 0)
-    if without_reviewer is not None:
-        placed &= cells.reviewer != without_reviewer
     session = cells.session[placed]
     sessions = int(np.count_nonzero(np.bincount(session))) if len(session) else 0
     if sessions < MIN_SESSIONS:

@@ -170,18 +170,20 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
     position = [flag for flag in flags if flag.startswith("POSITION_BIAS_")]
     checks = {flag: tests[flag] for flag in flags if flag in tests}
     gone: dict[str, list[str]] = {flag: [] for flag in flags if flag in position or flag in checks}
+    if not gone:
+        return {}
     for index, name in enumerate(cells.reviewers):
         if name not in active:
             continue
-        if position and not position_effects(cells, thresholds, without_reviewer=index).flagged:
+        # the three tests read peer scores alone: the reviewer's are counted out, not copied out
+        without = cells.peer_scores_without(index)
+        if position and not position_effects(without, thresholds).flagged:
             for flag in position:
                 gone[flag].append(name)
-        if checks:  # the length tests read peer scores alone, and their cached per-session quantities
-            without = cells.peer_scores_without(index)
-            for flag, flagged in checks.items():
-                if not flagged(without):
-                    gone[flag].append(name)
-            del without
+        for flag, flagged in checks.items():
+            if not flagged(without):
+                gone[flag].append(name)
+        del without  # its cached per-session quantities, before the next reviewer's
     return {flag: names[0] for flag, names in gone.items() if len(names) == 1}
 
 
