@@ -121,7 +121,7 @@ class WindowCells:
         about `cells` cells each, for sums over sessions whose temporaries should stay a block
         long. One range when the cells are not in session order."""
         n = len(self.session)
-        if n <= cells or bool(np.any(self.session[1:] < self.session[:-1])):
+        if n <= cells or not self.in_session_order:
             yield slice(0, n), 0, self.sessions
             return
         start = 0
@@ -132,6 +132,12 @@ class WindowCells:
             first = int(self.session[start])
             yield slice(start, stop), first, (self.sessions if stop == n else int(self.session[stop]))
             start = stop
+
+    @cached_property
+    def in_session_order(self) -> bool:
+        """Whether the cells come session by session (as windows are built), which blockwise
+        sums and the per-session fits' bisection rely on."""
+        return not bool(np.any(self.session[1:] < self.session[:-1]))
 
     @cached_property
     def active_reviewers(self) -> list[str]:
@@ -421,7 +427,7 @@ def _session_effects(cells: WindowCells) -> np.ndarray:
         cells.own,
         cells.group,
     )
-    if len(session) > 1 and bool(np.any(session[1:] < session[:-1])):
+    if not cells.in_session_order:
         order = np.argsort(session, kind="stable")
         session, reviewer, model, score, own, group = (
             session[order],
