@@ -436,11 +436,13 @@ def _placement_counts(cells: WindowCells, block: int = SUM_BLOCK) -> _PlacementC
         out.placements_per_session[first:stop] += np.bincount(here, minlength=span)
         models = np.flatnonzero(np.bincount(here * n_models + model_here)) // n_models
         out.models_per_session[first:stop] += np.bincount(models, minlength=span)
-        reviews = np.flatnonzero(np.bincount(session * n_reviewers + reviewer)) // n_reviewers
-        out.reviewers_per_session[first:stop] += np.bincount(reviews, minlength=span)
+        review = session * n_reviewers + reviewer  # (session, reviewer): one reviewer's order
+        out.reviewers_per_session[first:stop] += np.bincount(
+            np.flatnonzero(np.bincount(review)) // n_reviewers, minlength=span
+        )
         key = (reviewer.astype(np.int64) * n_models + model) * width + position
         out.per_reviewer += np.bincount(key, minlength=out.per_reviewer.size).reshape(out.per_reviewer.shape)
-        out.successions += _successions(session * n_reviewers + reviewer, position, model, n_models)
+        out.successions += _successions(review, position, model, n_models)
     return out
 
 

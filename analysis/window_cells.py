@@ -8,7 +8,7 @@ different scales pool.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -22,6 +22,7 @@ from .stats import index_type, present_levels
 
 SUM_BLOCK = 1 << 20  # cells a blockwise sum reads at a time
 SessionBlock = tuple[slice, int, int]  # (a range of cells, its first session, its last session + 1)
+PeerWeights = Callable[[slice, np.ndarray], "np.ndarray | None"]  # (a block's cells, its peer mask) -> weights
 
 
 @dataclass(frozen=True)
@@ -168,29 +169,28 @@ class WindowCells:
 
     @cached_property
     def peer_sums(self) -> tuple[np.ndarray, np.ndarray]:
-        """(count, sum) of the peer scores of each (session, model) group (`group`'s numbering),
-        a block of whole sessions at a time (a group's cells are in one block: the same sums)."""
-        n_models = len(self.models)
-        count, total = np.zeros(self.sessions * n_models), np.zeros(self.sessions * n_models)
-        for rows, first, stop in self.session_blocks():
-            span, low = (stop - first) * n_models, first * n_models
-            peer = ~self.own[rows]
-            g = self.group[rows][peer] - low
-            total[low : low + span] += np.bincount(g, weights=self.score[rows][peer], minlength=span)
-            count[low : low + span] += np.bincount(g, minlength=span)
-        return count, total
+        """(count, sum) of the peer scores of each (session, model) group (`group`'s numbering)."""
+        return self._sum_by_response(lambda rows, peer: None), self._sum_by_response(
+            lambda rows, peer: self.score[rows][peer]
+        )
 
     def peer_square_sums(self, block: int = SUM_BLOCK) -> np.ndarray:
-        """The sum of the squared peer scores of each (session, model) group, as peer_sums takes
-        its sums: one section reads it, so it is not kept."""
+        """The sum of the squared peer scores of each (session, model) group: one section reads
+        it, so it is not kept."""
+        return self._sum_by_response(lambda rows, peer: np.square(self.score[rows][peer]), block)
+
+    def _sum_by_response(self, weights: PeerWeights, block: int = SUM_BLOCK) -> np.ndarray:
+        """Per (session, model) group, the sum of `weights(rows, peer)` over its peer cells (their
+        count with None), a block of whole sessions at a time: a group's cells are in one block,
+        so each sum is the same floats as one pass, and the temporaries stay a block long."""
         n_models = len(self.models)
         out = np.zeros(self.sessions * n_models)
         for rows, first, stop in self.session_blocks(block):
             span, low = (stop - first) * n_models, first * n_models
             peer = ~self.own[rows]
-            score = self.score[rows][peer]
-            squares = np.square(score, out=score)
-            out[low : low + span] = np.bincount(self.group[rows][peer] - low, weights=squares, minlength=span)
+            out[low : low + span] = np.bincount(
+                self.group[rows][peer] - low, weights=weights(rows, peer), minlength=span
+            )
         return out
 
     def loo_difference(self) -> np.ndarray:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter, defaultdict
 
+import krippendorff
 import numpy as np
 import pytest
 
-from bias_audit.analysis.agreement import agreement, krippendorff_alpha_interval
+from bias_audit.analysis.agreement import agreement
 from bias_audit.analysis.council_biases import first_and_later_residuals, pair_fit
 from bias_audit.analysis.cross_session import (
     WindowThresholds,
@@ -107,13 +108,18 @@ def test_peer_square_sums_by_blocks_equal_the_sums_cell_by_cell(block):
     assert {g: v for g, v in enumerate(got.tolist()) if v} == pytest.approx(dict(expected), rel=1e-12)
 
 
-def test_agreement_from_the_window_sums_is_alpha_over_its_peer_scores():
+def test_agreement_from_the_window_sums_is_the_reference_packages_alpha_over_its_peer_scores():
     cells = window()
+    # coders are reviewers, units are the scored responses (session, model), peer scores only
+    reliability = np.full((len(cells.reviewers), cells.sessions * len(cells.models)), np.nan)
     peer = ~cells.own
-    alpha, n = krippendorff_alpha_interval(cells.score[peer], cells.group[peer])
+    reliability[cells.reviewer[peer], cells.group[peer]] = cells.score[peer]
+    scored = reliability[:, ~np.isnan(reliability).all(0)]
+    expected = krippendorff.alpha(reliability_data=scored, level_of_measurement="interval")
+    pairable = int(np.sum((~np.isnan(scored)).sum(0)[(~np.isnan(scored)).sum(0) >= 2]))
     estimate = agreement(cells)
-    assert estimate.sample_size == n == int(peer.sum())
-    assert estimate.point_estimate == round(alpha, 4)
+    assert estimate.point_estimate == round(expected, 4)
+    assert estimate.sample_size == pairable
 
 
 def test_a_column_no_record_carries_stays_one_value_in_the_windows_cut_from_it():
