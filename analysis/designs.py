@@ -1,8 +1,10 @@
-"""Eigendecompositions shared by the sessions of a batch that have the same design.
+"""Work shared by the sessions of a batch that have the same design.
 
-The two-way fit's normal matrix depends only on which cells of a session were scored, not on
-the scores; a council sends the same design session after session, so a batch of 100 holds one
-or a few. One LAPACK call per distinct design instead of one per session.
+The two-way fit's normal matrix, its pseudo-inverse and the links between reviewers depend only
+on which cells of a session were scored, not on the scores; a council sends the same design
+session after session, so a batch of thousands holds one or a few. Each is computed once per
+distinct design and handed to the design's sessions: the same routine on the same input gives
+the same floats, so the result is bit-identical to computing it for every session.
 """
 
 from __future__ import annotations
@@ -10,17 +12,18 @@ from __future__ import annotations
 import numpy as np
 
 
-def eigh_per_design(matrices: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.linalg.eigh(matrices), where matrices[b] is a function of used[b] alone (B, R, M bools):
-    decomposed once per distinct used[b]. The same LAPACK routine on the same matrix gives the
-    same floats, so the result is bit-identical to decomposing every matrix."""
+def design_index(used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(B, ...) bools -> (the first session of each distinct design, each session's design)."""
     sessions = used.shape[0]
     if sessions < 2:
-        return np.linalg.eigh(matrices)
+        return np.arange(sessions), np.arange(sessions)
     packed = np.packbits(used.reshape(sessions, -1), axis=1)
-    keys = packed.view(np.dtype((np.void, packed.shape[1])))[:, 0]  # one bytes-like key per session
+    keys: np.ndarray
+    if packed.shape[1] <= 8:  # up to 64 cells: one integer key a session sorts fastest
+        padded = np.zeros((sessions, 8), dtype=np.uint8)
+        padded[:, : packed.shape[1]] = packed
+        keys = padded.view(np.uint64)[:, 0]
+    else:
+        keys = packed.view(np.dtype((np.void, packed.shape[1])))[:, 0]
     _, first, which = np.unique(keys, return_index=True, return_inverse=True)
-    if len(first) == sessions:  # every design distinct: nothing to share
-        return np.linalg.eigh(matrices)
-    values, vectors = np.linalg.eigh(matrices[first])
-    return values[which], vectors[which]
+    return first, which.reshape(sessions)

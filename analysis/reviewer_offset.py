@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .designs import design_index
 from .session_noise import two_way_fit
 
 
@@ -56,14 +57,17 @@ def centred_effects(effects: np.ndarray, used: np.ndarray) -> np.ndarray:
     relative within a group of reviewers linked by responses they scored in common, so this is
     the one canonical choice: the same whatever solution the fit picked."""
     scored = used.any(2)
-    linked = np.matmul(used.astype(np.float64), np.swapaxes(used, 1, 2).astype(np.float64)) > 0
+    first, design = design_index(used)  # the links are the design's: found once per design
+    shared = used[first].astype(np.float64)
+    linked = np.matmul(shared, np.swapaxes(shared, 1, 2)) > 0
     for _ in range(max(int(np.ceil(np.log2(max(used.shape[1], 2)))), 1)):  # reachability by squaring
         reached = np.matmul(linked.astype(np.float64), linked.astype(np.float64)) > 0
         if np.array_equal(reached, linked):  # closed: a council whose members share answers, at once
             break
         linked = reached
     weights = linked.astype(np.float64)
-    means = np.matmul(weights, np.where(scored, effects, 0.0)[..., None])[..., 0] / np.maximum(weights.sum(2), 1.0)
+    means = np.matmul(weights[design], np.where(scored, effects, 0.0)[..., None])[..., 0]
+    means /= np.maximum(weights.sum(2), 1.0)[design]
     return np.where(scored, effects - means, np.nan)
 
 

@@ -29,7 +29,7 @@ from typing import Literal
 
 import numpy as np
 
-from .designs import eigh_per_design
+from .designs import design_index
 from .digest import SessionDigest
 from .score_arrays import ScoreArrays
 from .special import ndtr, stdtr
@@ -78,34 +78,36 @@ class TwoWayFit:
 
 
 def two_way_fit(score: np.ndarray, used: np.ndarray) -> TwoWayFit:
-    """One batched pseudo-inverse of each session's (R + M) normal matrix; the effects are one
-    solution of the singular system (predictions and residuals do not depend on which)."""
+    """One pseudo-inverse of the (R + M) normal matrix per distinct design of the batch, shared by
+    its sessions; the effects are one solution of the singular system (predictions and residuals
+    do not depend on which)."""
     w = used.astype(np.float64)
     sessions, reviewers, models = w.shape
-    normal = np.zeros((sessions, reviewers + models, reviewers + models))
+    first, design = design_index(used)
+    shared = w[first]
+    normal = np.zeros((len(first), reviewers + models, reviewers + models))
     rows, cols = np.arange(reviewers), reviewers + np.arange(models)
-    normal[:, rows, rows] = w.sum(2)
-    normal[:, cols, cols] = w.sum(1)
-    normal[:, :reviewers, reviewers:] = w
-    normal[:, reviewers:, :reviewers] = np.swapaxes(w, 1, 2)
-    scored = score * w
-    rhs = np.concatenate([scored.sum(2), scored.sum(1)], axis=1)
-    # one symmetric eigendecomposition (per distinct design of the batch) gives both the
-    # pseudo-inverse and the rank
-    values, vectors = eigh_per_design(normal, used)
+    normal[:, rows, rows] = shared.sum(2)
+    normal[:, cols, cols] = shared.sum(1)
+    normal[:, :reviewers, reviewers:] = shared
+    normal[:, reviewers:, :reviewers] = np.swapaxes(shared, 1, 2)
+    # one symmetric eigendecomposition gives both the pseudo-inverse and the rank
+    values, vectors = np.linalg.eigh(normal)
     kept = values > 1e-9 * np.maximum(values.max(-1, keepdims=True), 1.0)
     inverse = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
-    pinv = np.matmul(vectors * inverse[:, None, :], np.swapaxes(vectors, 1, 2))
+    pinv = np.matmul(vectors * inverse[:, None, :], np.swapaxes(vectors, 1, 2))[design]
+    scored = score * w
+    rhs = np.concatenate([scored.sum(2), scored.sum(1)], axis=1)
     theta = np.matmul(pinv, rhs[..., None])[..., 0]
     a, b = theta[:, :reviewers], theta[:, reviewers:]
     residual = (score - a[:, :, None] - b[:, None, :]) * w
     return TwoWayFit(
         rss=(residual * residual).sum((1, 2)),
-        df=w.sum((1, 2)) - kept.sum(1),
+        df=w.sum((1, 2)) - kept.sum(1)[design],
         reviewer=a,
         candidate=b,
         pinv=pinv,
-        normal=normal,
+        normal=normal[design],
     )
 
 
