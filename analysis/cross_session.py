@@ -7,6 +7,7 @@ numbers from the same digests.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,38 +86,57 @@ def session_length_sums(cells: WindowCells) -> np.ndarray:
 BOOTSTRAP_CLUSTERS = 20_000  # a longer window's sessions are resampled in this many clusters
 
 
-def cluster_bootstrap_ci(per_session: np.ndarray, replicates: int, seed: int) -> tuple[float, float] | None:
-    """Percentile CI of pooled r, resampling whole sessions (points of a session move together).
+class ClusterBootstrap:
+    """Percentile CIs of pooled r, resampling whole sessions (points of a session move together).
     Past BOOTSTRAP_CLUSTERS sessions, the sessions are dealt at random into that many clusters
     and the clusters are resampled: clusters of independent sessions are independent too, and
-    the work is replicates x clusters however long the window."""
-    sessions = per_session.shape[0]
-    if sessions < MIN_SESSIONS:
-        return None
-    rng = np.random.default_rng(seed)
-    if sessions > BOOTSTRAP_CLUSTERS:
-        cluster = rng.permutation(sessions) % BOOTSTRAP_CLUSTERS
-        per_session = np.column_stack(
-            [np.bincount(cluster, weights=column, minlength=BOOTSTRAP_CLUSTERS) for column in per_session.T]
-        )
-        sessions = BOOTSTRAP_CLUSTERS
-    estimates = []
-    # a few hundred thousand draws at a time: the counts stay in the CPU cache (a 64 MB chunk took 2x longer)
-    chunk = max(1, min(replicates, 250_000 // sessions))
-    done = 0
-    while done < replicates:
-        size = min(chunk, replicates - done)
-        # how often each session is drawn, per replicate: one bincount over all draws
-        draws = rng.integers(0, sessions, (size, sessions), dtype=np.int32)  # int32 halves the memory traffic
-        draws += (np.arange(size, dtype=np.int32) * sessions)[:, None]
-        counts = np.bincount(draws.ravel(), minlength=size * sessions).reshape(size, sessions)
-        estimates.append(pearson_from_sums(*(counts @ per_session).T))
-        done += size
-    r = np.concatenate(estimates)
-    r = r[~np.isnan(r)]
-    if len(r) < replicates // 2:
-        return None
-    return float(np.quantile(r, 0.025)), float(np.quantile(r, 0.975))
+    the work is replicates x clusters however long the window. The draws are made once and kept
+    (a byte a count) for the next set of points on the same sessions: the finding drivers test
+    the window again without each reviewer, with the same draws."""
+
+    def __init__(self, sessions: int, replicates: int, seed: int) -> None:
+        self.sessions, self.replicates = sessions, replicates
+        self._rng = np.random.default_rng(seed)
+        self._cluster = None
+        if sessions > BOOTSTRAP_CLUSTERS:
+            self._cluster = self._rng.permutation(sessions) % BOOTSTRAP_CLUSTERS
+        self._counts: list[np.ndarray] = []
+
+    def _draws(self) -> Iterator[np.ndarray]:
+        """How often each cluster is drawn, per replicate: a few hundred thousand draws at a
+        time, so the counts stay in the CPU cache (a 64 MB chunk took 2x longer)."""
+        if self._counts:
+            yield from self._counts
+            return
+        clusters = min(self.sessions, BOOTSTRAP_CLUSTERS)
+        chunk = max(1, min(self.replicates, 250_000 // clusters))
+        for done in range(0, self.replicates, chunk):
+            size = min(chunk, self.replicates - done)
+            draws = self._rng.integers(0, clusters, (size, clusters), dtype=np.int32)  # int32 halves the memory traffic
+            draws += (np.arange(size, dtype=np.int32) * clusters)[:, None]
+            counts = np.bincount(draws.ravel(), minlength=size * clusters).reshape(size, clusters)
+            self._counts.append(counts.astype(np.min_scalar_type(int(counts.max()))))
+            yield self._counts[-1]
+
+    def interval(self, per_session: np.ndarray) -> tuple[float, float] | None:
+        """(sessions, 6) sums of each session's points (session_length_sums) -> the interval."""
+        if self.sessions < MIN_SESSIONS:
+            return None
+        if self._cluster is not None:
+            per_session = np.column_stack(
+                [np.bincount(self._cluster, weights=column, minlength=BOOTSTRAP_CLUSTERS) for column in per_session.T]
+            )
+        estimates = [pearson_from_sums(*(counts.astype(np.float64) @ per_session).T) for counts in self._draws()]
+        r = np.concatenate(estimates)
+        r = r[~np.isnan(r)]
+        if len(r) < self.replicates // 2:
+            return None
+        return float(np.quantile(r, 0.025)), float(np.quantile(r, 0.975))
+
+
+def cluster_bootstrap_ci(per_session: np.ndarray, replicates: int, seed: int) -> tuple[float, float] | None:
+    """The session bootstrap's percentile CI of pooled r (ClusterBootstrap), for one set of points."""
+    return ClusterBootstrap(per_session.shape[0], replicates, seed).interval(per_session)
 
 
 def chi_square_independence(table: np.ndarray) -> tuple[float, int, float]:
@@ -157,10 +177,17 @@ def contrast_estimate(
     )
 
 
-def length_correlation(cells: WindowCells, thresholds: WindowThresholds, *, ranks: bool = True) -> LengthCorrelation:
+def length_correlation(
+    cells: WindowCells,
+    thresholds: WindowThresholds,
+    *,
+    ranks: bool = True,
+    bootstrap: ClusterBootstrap | None = None,
+) -> LengthCorrelation:
     """Pearson r of response length and offset-adjusted mean peer score, flagged when the session
     bootstrap's interval excludes 0 and |r| reaches the threshold. ranks=False leaves Spearman's
-    rho out (a sort of every point, twice), for a caller that asks only whether it flags."""
+    rho out (a sort of every point, twice), for a caller that asks only whether it flags;
+    `bootstrap` is the caller's plan for these sessions (its draws kept from an earlier test)."""
     session, x, y = cells.length_points
     n, sessions = len(x), cells.sessions
     base = dict(sample_size=n, sessions=sessions, confidence=confidence_tier(sessions))
@@ -172,7 +199,9 @@ def length_correlation(cells: WindowCells, thresholds: WindowThresholds, *, rank
     ci = fisher_ci(float(r), n)
     assert ci is not None  # n >= 4 here
     lo, hi = ci
-    boot = cluster_bootstrap_ci(session_length_sums(cells), thresholds.bootstrap_replicates, thresholds.bootstrap_seed)
+    if bootstrap is None:
+        bootstrap = ClusterBootstrap(sessions, thresholds.bootstrap_replicates, thresholds.bootstrap_seed)
+    boot = bootstrap.interval(session_length_sums(cells))
     # The flag trusts the bootstrap interval: it does not pretend points in a session are independent.
     excludes_zero = boot is not None and (boot[0] > 0 or boot[1] < 0)
     p = fisher_p(r, n)
@@ -226,11 +255,9 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     point_diff = lx - session_mean[ls]
     spread = float(point_diff.std())
     n_models, n_reviewers = len(cells.models), len(cells.reviewers)
-    raw = [
-        (m, float(y[model == i].mean()) + 1.0, int((model == i).sum()))
-        for i, m in enumerate(cells.models)
-        if (model == i).any()
-    ]
+    counts = np.bincount(model, minlength=n_models)
+    present = np.flatnonzero(counts).tolist()
+    raw = [(cells.models[i], float(y[model == i].mean()) + 1.0, int(counts[i])) for i in present]
     raw_ranks = rank_by_score([s for _, s, _ in raw])
     if spread == 0:
         models = [
@@ -251,7 +278,6 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     term = np.tanh(np.divide(diff, spread, out=diff), out=diff)
     del diff
     grand = float(y.mean()) + 1.0
-    present = [i for i, m in enumerate(cells.models) if (model == i).any()]
     # y and term are this section's own copies: the fit demeans them in place
     fit = absorbed_least_squares(
         [Indicators(model, n_models), Indicators(reviewer, n_reviewers), term], y, session, overwrite=True

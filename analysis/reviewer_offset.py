@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .designs import design_index
-from .session_noise import two_way_fit
+from .session_noise import two_way_solution
 
 
 def median_of_others(values: np.ndarray) -> np.ndarray:
@@ -73,7 +73,7 @@ def centred_effects(effects: np.ndarray, used: np.ndarray) -> np.ndarray:
 
 def reviewer_effects(score: np.ndarray, used: np.ndarray) -> np.ndarray:
     """(B, R, M) scores and the cells that count -> (B, R) reviewer effects of the least-squares
-    fit score = reviewer + response per session (analysis.session_noise.two_way_fit, the one fit
+    fit score = reviewer + response per session (analysis.session_noise.two_way_solution, the one fit
     of the per-session statistics), centred within each connected group of reviewers; NaN for a
     reviewer with no counted cell."""
-    return centred_effects(two_way_fit(score, used).reviewer, used)
+    return centred_effects(two_way_solution(score, used).theta[:, : score.shape[1]], used)

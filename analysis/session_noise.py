@@ -77,10 +77,21 @@ class TwoWayFit:
     normal: np.ndarray  # (B, R + M, R + M) the normal matrix
 
 
-def two_way_fit(score: np.ndarray, used: np.ndarray) -> TwoWayFit:
-    """One pseudo-inverse of the (R + M) normal matrix per distinct design of the batch, shared by
-    its sessions; the effects are one solution of the singular system (predictions and residuals
-    do not depend on which)."""
+@dataclass(frozen=True, slots=True)
+class TwoWaySolution:
+    """The effects of each session's fit, and what its design's sessions share."""
+
+    theta: np.ndarray  # (B, R + M) reviewer effects, then candidate effects
+    design: np.ndarray  # (B,) each session's design
+    normal: np.ndarray  # (D, R + M, R + M) each design's normal matrix
+    pinv: np.ndarray  # (D, R + M, R + M) its pseudo-inverse
+    rank: np.ndarray  # (D,) its rank
+
+
+def two_way_solution(score: np.ndarray, used: np.ndarray) -> TwoWaySolution:
+    """One pseudo-inverse of the (R + M) normal matrix per distinct design of the batch, applied to
+    each of its sessions; the effects are one solution of the singular system (predictions and
+    residuals do not depend on which)."""
     w = used.astype(np.float64)
     sessions, reviewers, models = w.shape
     first, design = design_index(used)
@@ -95,19 +106,30 @@ def two_way_fit(score: np.ndarray, used: np.ndarray) -> TwoWayFit:
     values, vectors = np.linalg.eigh(normal)
     kept = values > 1e-9 * np.maximum(values.max(-1, keepdims=True), 1.0)
     inverse = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
-    pinv = np.matmul(vectors * inverse[:, None, :], np.swapaxes(vectors, 1, 2))[design]
+    pinv = np.matmul(vectors * inverse[:, None, :], np.swapaxes(vectors, 1, 2))
     scored = score * w
     rhs = np.concatenate([scored.sum(2), scored.sum(1)], axis=1)
-    theta = np.matmul(pinv, rhs[..., None])[..., 0]
-    a, b = theta[:, :reviewers], theta[:, reviewers:]
+    theta = np.empty_like(rhs)
+    for d in range(len(first)):  # each session's product with its design's matrix, as if its own
+        members = design == d if len(first) > 1 else slice(None)
+        theta[members] = np.matmul(pinv[d], rhs[members][..., None])[..., 0]
+    return TwoWaySolution(theta=theta, design=design, normal=normal, pinv=pinv, rank=kept.sum(1))
+
+
+def two_way_fit(score: np.ndarray, used: np.ndarray) -> TwoWayFit:
+    """The batch's fits, with each session's residual sum of squares and normal matrices."""
+    solved = two_way_solution(score, used)
+    reviewers = score.shape[1]
+    a, b = solved.theta[:, :reviewers], solved.theta[:, reviewers:]
+    w = used.astype(np.float64)
     residual = (score - a[:, :, None] - b[:, None, :]) * w
     return TwoWayFit(
         rss=(residual * residual).sum((1, 2)),
-        df=w.sum((1, 2)) - kept.sum(1)[design],
+        df=w.sum((1, 2)) - solved.rank[solved.design],
         reviewer=a,
         candidate=b,
-        pinv=pinv,
-        normal=normal[design],
+        pinv=solved.pinv[solved.design],
+        normal=solved.normal[solved.design],
     )
 
 

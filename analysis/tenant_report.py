@@ -34,6 +34,7 @@ from .council_biases import (
     style_similarity,
 )
 from .cross_session import (
+    ClusterBootstrap,
     WindowThresholds,
     length_control,
     length_correlation,
@@ -154,8 +155,11 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
     """Each pooled flag (length, position) that comes from one reviewer: the one reviewer without
     whose scores the same test no longer flags it, when exactly one does so."""
 
+    # every refit resamples the same sessions: one set of draws serves them all
+    bootstrap = ClusterBootstrap(cells.sessions, thresholds.bootstrap_replicates, thresholds.bootstrap_seed)
+
     def length_flagged(c: WindowCells) -> bool:
-        return bool(length_correlation(c, thresholds, ranks=False).flagged)
+        return bool(length_correlation(c, thresholds, ranks=False, bootstrap=bootstrap).flagged)
 
     def control_flagged(c: WindowCells) -> bool:
         return bool(length_control(c, thresholds).coefficient.flagged)

@@ -14,6 +14,7 @@ from bias_audit.analysis.agreement import krippendorff_alpha_interval, position_
 from bias_audit.analysis.alerts import _z, robust_location
 from bias_audit.analysis.cross_session import (
     BOOTSTRAP_CLUSTERS,
+    ClusterBootstrap,
     WindowThresholds,
     chi_square_independence,
     cluster_bootstrap_ci,
@@ -107,6 +108,22 @@ def test_the_cluster_bootstrap_of_independent_points_is_fishers_interval(session
     want = stats.pearsonr(x, y).confidence_interval(0.95)
     assert got is not None
     assert got == pytest.approx((want.low, want.high), abs=0.0025)
+
+
+@pytest.mark.parametrize("sessions", [500, 3 * BOOTSTRAP_CLUSTERS])
+def test_a_bootstrap_plan_gives_each_set_of_points_the_draws_of_a_fresh_one(sessions):
+    """The finding drivers test several sets of points on the same sessions with one plan: each
+    interval must be the one a plan made for that set alone would give, to the last bit."""
+    rng = np.random.default_rng(8)
+    sets = []
+    for rho in (0.3, -0.1, 0.0):
+        x, y = rng.multivariate_normal([0.0, 0.0], [[1.0, rho], [rho, 1.0]], sessions).T
+        sets.append(np.column_stack([np.ones(sessions), x, y, x * x, y * y, x * y]))
+    shared = ClusterBootstrap(sessions, 300, 5)
+    got = [shared.interval(points) for points in sets]
+    assert got == [cluster_bootstrap_ci(points, 300, 5) for points in sets]
+    assert shared.interval(sets[0]) == got[0]
+    assert len(set(got)) == 3 and got[0][0] > 0.2
 
 
 def test_below_ten_sessions_every_metric_is_collecting_data():
