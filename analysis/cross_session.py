@@ -90,12 +90,12 @@ class ClusterBootstrap:
     """Percentile CIs of pooled r, resampling whole sessions (points of a session move together).
     Past BOOTSTRAP_CLUSTERS sessions, the sessions are dealt at random into that many clusters
     and the clusters are resampled: clusters of independent sessions are independent too, and
-    the work is replicates x clusters however long the window. The draws are made once and kept
-    (a byte a count) for the next set of points on the same sessions: the finding drivers test
-    the window again without each reviewer, with the same draws."""
+    the work is replicates x clusters however long the window. With keep_draws, the draws are
+    made once and kept (a byte a count: 20 MB at 1,000 replicates) for the next set of points on
+    the same sessions: the finding drivers test the window again without each reviewer."""
 
-    def __init__(self, sessions: int, replicates: int, seed: int) -> None:
-        self.sessions, self.replicates = sessions, replicates
+    def __init__(self, sessions: int, replicates: int, seed: int, *, keep_draws: bool = False) -> None:
+        self.sessions, self.replicates, self.keep_draws = sessions, replicates, keep_draws
         self._rng = np.random.default_rng(seed)
         self._cluster = None
         if sessions > BOOTSTRAP_CLUSTERS:
@@ -115,8 +115,9 @@ class ClusterBootstrap:
             draws = self._rng.integers(0, clusters, (size, clusters), dtype=np.int32)  # int32 halves the memory traffic
             draws += (np.arange(size, dtype=np.int32) * clusters)[:, None]
             counts = np.bincount(draws.ravel(), minlength=size * clusters).reshape(size, clusters)
-            self._counts.append(counts.astype(np.min_scalar_type(int(counts.max()))))
-            yield self._counts[-1]
+            if self.keep_draws:
+                self._counts.append(counts.astype(np.min_scalar_type(int(counts.max()))))
+            yield counts
 
     def interval(self, per_session: np.ndarray) -> tuple[float, float] | None:
         """(sessions, 6) sums of each session's points (session_length_sums) -> the interval."""
@@ -255,9 +256,13 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     point_diff = lx - session_mean[ls]
     spread = float(point_diff.std())
     n_models, n_reviewers = len(cells.models), len(cells.reviewers)
-    counts = np.bincount(model, minlength=n_models)
-    present = np.flatnonzero(counts).tolist()
-    raw = [(cells.models[i], float(y[model == i].mean()) + 1.0, int(counts[i])) for i in present]
+    raw, present = [], []
+    for i, name in enumerate(cells.models):
+        chosen = model == i  # one mask a model (bincount would copy the column to 64 bits)
+        count = int(np.count_nonzero(chosen))
+        if count:
+            raw.append((name, float(y[chosen].mean()) + 1.0, count))
+            present.append(i)
     raw_ranks = rank_by_score([s for _, s, _ in raw])
     if spread == 0:
         models = [

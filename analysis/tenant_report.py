@@ -156,7 +156,9 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
     whose scores the same test no longer flags it, when exactly one does so."""
 
     # every refit resamples the same sessions: one set of draws serves them all
-    bootstrap = ClusterBootstrap(cells.sessions, thresholds.bootstrap_replicates, thresholds.bootstrap_seed)
+    bootstrap = ClusterBootstrap(
+        cells.sessions, thresholds.bootstrap_replicates, thresholds.bootstrap_seed, keep_draws=True
+    )
 
     def length_flagged(c: WindowCells) -> bool:
         return bool(length_correlation(c, thresholds, ranks=False, bootstrap=bootstrap).flagged)
