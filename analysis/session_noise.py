@@ -109,10 +109,7 @@ def two_way_solution(score: np.ndarray, used: np.ndarray) -> TwoWaySolution:
     pinv = np.matmul(vectors * inverse[:, None, :], np.swapaxes(vectors, 1, 2))
     scored = score * w
     rhs = np.concatenate([scored.sum(2), scored.sum(1)], axis=1)
-    theta = np.empty_like(rhs)
-    for d in range(len(first)):  # each session's product with its design's matrix, as if its own
-        members = design == d if len(first) > 1 else slice(None)
-        theta[members] = np.matmul(pinv[d], rhs[members][..., None])[..., 0]
+    theta = np.matmul(pinv[design], rhs[..., None])[..., 0]
     return TwoWaySolution(theta=theta, design=design, normal=normal, pinv=pinv, rank=kept.sum(1))
 
 
