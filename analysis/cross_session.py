@@ -97,14 +97,12 @@ class ClusterBootstrap:
     def __init__(self, sessions: int, replicates: int, seed: int, *, keep_draws: bool = False) -> None:
         self.sessions, self.replicates, self.keep_draws = sessions, replicates, keep_draws
         self._rng = np.random.default_rng(seed)
-        self._cluster = None
-        if sessions > BOOTSTRAP_CLUSTERS:
-            self._cluster = self._rng.permutation(sessions) % BOOTSTRAP_CLUSTERS
+        self._cluster: np.ndarray | None = None  # dealt at the first interval: a plan costs nothing unused
         self._counts: list[np.ndarray] = []
 
     def _draws(self) -> Iterator[np.ndarray]:
         """How often each cluster is drawn, per replicate: a few hundred thousand draws at a
-        time, so the counts stay in the CPU cache (a 64 MB chunk took 2x longer)."""
+        time, so the counts stay in the CPU cache."""
         if self._counts:
             yield from self._counts
             return
@@ -123,7 +121,9 @@ class ClusterBootstrap:
         """(sessions, 6) sums of each session's points (session_length_sums) -> the interval."""
         if self.sessions < MIN_SESSIONS:
             return None
-        if self._cluster is not None:
+        if self.sessions > BOOTSTRAP_CLUSTERS:
+            if self._cluster is None:
+                self._cluster = self._rng.permutation(self.sessions) % BOOTSTRAP_CLUSTERS
             per_session = np.column_stack(
                 [np.bincount(self._cluster, weights=column, minlength=BOOTSTRAP_CLUSTERS) for column in per_session.T]
             )
@@ -237,6 +237,19 @@ def rank_by_score(values: list[float]) -> list[int]:
     return ranks
 
 
+def _model_means(models: list[str], model: np.ndarray, y: np.ndarray) -> tuple[list[int], list[tuple[str, float, int]]]:
+    """(the models scored, their (name, mean score on the 1-10 scale, scores)): one mask a model
+    at a time (bincount would copy the column to 64 bits), none left for the fit that follows."""
+    present, raw = [], []
+    for i, name in enumerate(models):
+        chosen = model == i
+        count = int(np.count_nonzero(chosen))
+        if count:
+            present.append(i)
+            raw.append((name, float(y[chosen].mean()) + 1.0, count))
+    return present, raw
+
+
 def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthControl:
     """AlpacaEval-style LC: score ~ model + reviewer + b*tanh(standardized length difference)
     + session effect; each model's score predicted at zero length difference."""
@@ -256,13 +269,7 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
     point_diff = lx - session_mean[ls]
     spread = float(point_diff.std())
     n_models, n_reviewers = len(cells.models), len(cells.reviewers)
-    raw, present = [], []
-    for i, name in enumerate(cells.models):
-        chosen = model == i  # one mask a model (bincount would copy the column to 64 bits)
-        count = int(np.count_nonzero(chosen))
-        if count:
-            raw.append((name, float(y[chosen].mean()) + 1.0, count))
-            present.append(i)
+    present, raw = _model_means(cells.models, model, y)
     raw_ranks = rank_by_score([s for _, s, _ in raw])
     if spread == 0:
         models = [
