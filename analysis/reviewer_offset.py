@@ -51,13 +51,16 @@ def offsets_from_effects(effects: np.ndarray) -> np.ndarray:
     return np.where(np.abs(offsets) < ROUNDING, 0.0, offsets)
 
 
-def centred_effects(effects: np.ndarray, used: np.ndarray) -> np.ndarray:
+def centred_effects(
+    effects: np.ndarray, used: np.ndarray, designs: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
     """(B, R) reviewer effects of a two-way fit on the (B, R, M) `used` cells -> the same effects,
     each connected group's centred on its mean, NaN for a reviewer with no used cell. Effects are
     relative within a group of reviewers linked by responses they scored in common, so this is
-    the one canonical choice: the same whatever solution the fit picked."""
+    the one canonical choice: the same whatever solution the fit picked. `designs`: the design
+    index of `used` (analysis.designs.design_index), when the caller has it."""
     scored = used.any(2)
-    first, design = design_index(used)  # the links are the design's: found once per design
+    first, design = designs or design_index(used)  # the links are the design's: found once per design
     shared = used[first].astype(np.float64)
     linked = np.matmul(shared, np.swapaxes(shared, 1, 2)) > 0
     for _ in range(max(int(np.ceil(np.log2(max(used.shape[1], 2)))), 1)):  # reachability by squaring
@@ -76,4 +79,5 @@ def reviewer_effects(score: np.ndarray, used: np.ndarray) -> np.ndarray:
     fit score = reviewer + response per session (analysis.session_noise.two_way_solution, the one fit
     of the per-session statistics), centred within each connected group of reviewers; NaN for a
     reviewer with no counted cell."""
-    return centred_effects(two_way_solution(score, used).theta[:, : score.shape[1]], used)
+    solved = two_way_solution(score, used)
+    return centred_effects(solved.theta[:, : score.shape[1]], used, (solved.first, solved.design))

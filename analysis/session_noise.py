@@ -82,6 +82,7 @@ class TwoWaySolution:
     """The effects of each session's fit, and what its design's sessions share."""
 
     theta: np.ndarray  # (B, R + M) reviewer effects, then candidate effects
+    first: np.ndarray  # (D,) the first session of each design
     design: np.ndarray  # (B,) each session's design
     normal: np.ndarray  # (D, R + M, R + M) each design's normal matrix
     pinv: np.ndarray  # (D, R + M, R + M) its pseudo-inverse
@@ -110,7 +111,7 @@ def two_way_solution(score: np.ndarray, used: np.ndarray) -> TwoWaySolution:
     scored = score * w
     rhs = np.concatenate([scored.sum(2), scored.sum(1)], axis=1)
     theta = np.matmul(pinv[design], rhs[..., None])[..., 0]
-    return TwoWaySolution(theta=theta, design=design, normal=normal, pinv=pinv, rank=kept.sum(1))
+    return TwoWaySolution(theta=theta, first=first, design=design, normal=normal, pinv=pinv, rank=kept.sum(1))
 
 
 def two_way_fit(score: np.ndarray, used: np.ndarray) -> TwoWayFit:
