@@ -235,21 +235,19 @@ class WindowCells:
     def length_points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(session, length, offset-adjusted mean peer score) per scored response: the
         reviewer's offset in that session is removed first (undefined offsets count as 0).
-        Summed a block of whole sessions at a time: a response's cells are in one block, so the
-        sums are the window's, and the temporaries stay a block long."""
+        The adjusted scores are summed as the peer sums are, a block of whole sessions at a time."""
         offsets, n_models = self.session_offsets, len(self.models)
-        size = self.sessions * n_models
-        total, count, length = np.zeros(size), np.zeros(size, dtype=np.int64), np.zeros(size)
-        for rows, first, stop in self.session_blocks():
-            span, low = (stop - first) * n_models, first * n_models
-            peer = ~self.own[rows]
-            adjusted = np.nan_to_num(offsets[self.session[rows], self.reviewer[rows]], nan=0.0)
-            np.subtract(self.score[rows], adjusted, out=adjusted)
-            g = self.group[rows] - low
-            length[low : low + span][g] = self.length[rows]
-            g = g[peer]
-            total[low : low + span] += np.bincount(g, weights=adjusted[peer], minlength=span)
-            count[low : low + span] += np.bincount(g, minlength=span)
+
+        def adjusted(rows: slice, peer: np.ndarray) -> np.ndarray:
+            offset: np.ndarray = np.nan_to_num(offsets[self.session[rows], self.reviewer[rows]], nan=0.0)
+            np.subtract(self.score[rows], offset, out=offset)
+            chosen: np.ndarray = offset[peer]
+            return chosen
+
+        count, _ = self.peer_sums
+        total = self._sum_by_response(adjusted)
+        length = np.zeros(self.sessions * n_models)
+        length[self.group] = self.length  # a response's cells carry its length
         present = np.flatnonzero(count)
         return present // n_models, length[present], total[present] / count[present]
 

@@ -108,6 +108,28 @@ def test_peer_square_sums_by_blocks_equal_the_sums_cell_by_cell(block):
     assert {g: v for g, v in enumerate(got.tolist()) if v} == pytest.approx(dict(expected), rel=1e-12)
 
 
+def test_length_points_are_each_responses_mean_peer_score_less_its_reviewers_offsets_cell_by_cell():
+    """A harsh reviewer makes the offsets matter: each point is the mean over a response's peer
+    cells of (score - that reviewer's offset in the session, 0 where undefined), with its length,
+    in (session, model) order."""
+    cells = window_cells(Corpus(sessions=30, models=4, seed=5, reviewer_offsets={0: -2.0}).digests())
+    offsets = cells.session_offsets
+    assert np.nanmax(np.abs(offsets)) > 1.0
+    adjusted: dict[tuple[int, int], list[float]] = defaultdict(list)
+    lengths: dict[tuple[int, int], float] = {}
+    columns = (cells.session, cells.reviewer, cells.model, cells.score, cells.own, cells.length)
+    for s, r, m, score, own, length in zip(*(column.tolist() for column in columns)):
+        lengths[s, m] = length
+        if not own:
+            offset = float(offsets[s, r])
+            adjusted[s, m].append(score - (0.0 if np.isnan(offset) else offset))
+    keys = sorted(adjusted)
+    session, length, mean = cells.length_points
+    assert session.tolist() == [s for s, _ in keys]
+    assert length.tolist() == [lengths[key] for key in keys]
+    np.testing.assert_allclose(mean, [sum(adjusted[key]) / len(adjusted[key]) for key in keys], rtol=0, atol=1e-12)
+
+
 def test_agreement_from_the_window_sums_is_the_reference_packages_alpha_over_its_peer_scores():
     cells = window()
     # coders are reviewers, units are the scored responses (session, model), peer scores only
