@@ -23,7 +23,7 @@ from bias_audit.schemas.report import (
     ReviewerProfile,
 )
 
-from .fixed_effects import FitResult, Indicators, absorbed_least_squares
+from .fixed_effects import Block, FitResult, Indicators, absorbed_least_squares, absorbed_sub_fits
 from .special import chdtrc
 from .stats import (
     average_ranks,
@@ -33,7 +33,6 @@ from .stats import (
     index_type,
     pearson_arrays,
     pearson_from_sums,
-    present_levels,
     rounded,
 )
 from .window_cells import SUM_BLOCK, WindowCells
@@ -237,40 +236,119 @@ def rank_by_score(values: list[float]) -> list[int]:
     return ranks
 
 
-def _model_means(models: list[str], model: np.ndarray, y: np.ndarray) -> tuple[list[int], list[tuple[str, float, int]]]:
-    """(the models scored, their (name, mean score on the 1-10 scale, scores)): one mask a model
-    at a time (bincount would copy the column to 64 bits), none left for the fit that follows."""
-    present, raw = [], []
-    for i, name in enumerate(models):
-        chosen = model == i
-        count = int(np.count_nonzero(chosen))
-        if count:
-            present.append(i)
-            raw.append((name, float(y[chosen].mean()) + 1.0, count))
-    return present, raw
+@dataclass(frozen=True, slots=True)
+class _FitRows:
+    """The columns of the peer rows a window fit reads: the fit's own copies (it demeans y in
+    place), the session as the smallest integer that holds it."""
+
+    session: np.ndarray
+    model: np.ndarray
+    reviewer: np.ndarray
+    y: np.ndarray
+
+    @staticmethod
+    def of(cells: WindowCells, rows: np.ndarray) -> _FitRows:
+        session = cells.session[rows].astype(index_type(cells.sessions))
+        return _FitRows(session, cells.model[rows], cells.reviewer[rows], cells.score[rows])
+
+    def blocks(self, cells: WindowCells) -> list[Block]:
+        """The model and reviewer indicators both fits start from."""
+        return [Indicators(self.model, len(cells.models)), Indicators(self.reviewer, len(cells.reviewers))]
+
+
+@dataclass(frozen=True, slots=True)
+class _LengthTerm:
+    """Length control's inputs past its early answers: its third block and its models' raw means."""
+
+    term: np.ndarray
+    present: list[int]
+    raw: list[tuple[str, float, int]]
+    grand: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Positions:
+    """The position fit's inputs past its early answers: its third block's levels."""
+
+    positions: np.ndarray
+    index: np.ndarray  # each row's position's place among them
+    scores: np.ndarray  # the scores at each
+    sessions: int
+
+
+def length_and_position(cells: WindowCells, thresholds: WindowThresholds) -> tuple[LengthControl, PositionAnalysis]:
+    """Length control and the position effects: two fits over the peer scores with the same model
+    and reviewer blocks and, when every peer score has a known position (as councils send them),
+    the same rows: then one pass over the rows makes both, each the same floats as alone."""
+    peer = cells.peer
+    placed = peer & (cells.position >= 0)
+    if int(np.count_nonzero(placed)) != int(np.count_nonzero(peer)):
+        return length_control(cells, thresholds), position_effects(cells, thresholds)
+    rows = _FitRows.of(cells, peer)
+    term, positions = _length_term(cells, peer, rows), _positions(rows, cells.position[peer], cells.sessions)
+    if isinstance(term, LengthControl):  # answered before its fit: the positions fit alone
+        return term, positions if isinstance(positions, PositionAnalysis) else _fit_positions(
+            cells, thresholds, rows, positions
+        )
+    if isinstance(positions, PositionAnalysis):
+        return _fit_length(cells, thresholds, rows, term), positions
+    blocks = [*rows.blocks(cells), term.term, Indicators(positions.index, len(positions.positions))]
+    control_fit, position_fit = absorbed_sub_fits(blocks, rows.y, rows.session, [(0, 1, 2), (0, 1, 3)], overwrite=True)
+    return (
+        _length_result(cells, thresholds, term, control_fit, len(rows.y)),
+        _position_result(cells, thresholds, positions, position_fit),
+    )
 
 
 def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthControl:
     """AlpacaEval-style LC: score ~ model + reviewer + b*tanh(standardized length difference)
     + session effect; each model's score predicted at zero length difference."""
     peer = cells.peer
+    rows = _FitRows.of(cells, peer)
+    term = _length_term(cells, peer, rows)
+    return term if isinstance(term, LengthControl) else _fit_length(cells, thresholds, rows, term)
+
+
+def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> PositionAnalysis:
+    """score ~ model + reviewer + position + session effect over peer scores; effects relative to
+    the first position, a joint F test over all of them, and a flag that needs both p and size."""
+    placed = cells.peer & (cells.position >= 0)
+    rows = _FitRows.of(cells, placed)
+    positions = _positions(rows, cells.position[placed], cells.sessions)
+    return positions if isinstance(positions, PositionAnalysis) else _fit_positions(cells, thresholds, rows, positions)
+
+
+def _fit_length(cells: WindowCells, thresholds: WindowThresholds, rows: _FitRows, term: _LengthTerm) -> LengthControl:
+    fit = absorbed_least_squares([*rows.blocks(cells), term.term], rows.y, rows.session, overwrite=True)
+    return _length_result(cells, thresholds, term, fit, len(rows.y))
+
+
+def _fit_positions(
+    cells: WindowCells, thresholds: WindowThresholds, rows: _FitRows, positions: _Positions
+) -> PositionAnalysis:
+    blocks = [*rows.blocks(cells), Indicators(positions.index, len(positions.positions))]
+    fit = absorbed_least_squares(blocks, rows.y, rows.session, overwrite=True)
+    return _position_result(cells, thresholds, positions, fit)
+
+
+def _length_term(cells: WindowCells, peer: np.ndarray, rows: _FitRows) -> LengthControl | _LengthTerm:
+    """Length control's answer when it has one before the fit, else its length term (the
+    standardized difference from the session's mean response length, each response counted
+    once) and the models' raw mean scores."""
     sessions = cells.sessions
-    if sessions < MIN_SESSIONS or peer.sum() == 0:
-        return LengthControl(status="collecting data", coefficient=collecting(int(peer.sum()), sessions))
-    session, model, reviewer, y = cells.session[peer], cells.model[peer], cells.reviewer[peer], cells.score[peer]
-    session = session.astype(index_type(sessions))  # the fit keeps its groups
-    # length difference from the session's mean response length (each response counted once)
+    if sessions < MIN_SESSIONS or len(rows.y) == 0:
+        return LengthControl(status="collecting data", coefficient=collecting(len(rows.y), sessions))
     ls, lx, _ = cells.length_points
     session_mean = np.bincount(ls, weights=lx, minlength=sessions) / np.maximum(np.bincount(ls, minlength=sessions), 1)
     diff = cells.length[peer]
     for start in range(0, len(diff), SUM_BLOCK):  # in place, a block at a time: no second such array
-        rows = slice(start, start + SUM_BLOCK)
-        diff[rows] -= session_mean[session[rows]]
-    point_diff = lx - session_mean[ls]
-    spread = float(point_diff.std())
-    n_models, n_reviewers = len(cells.models), len(cells.reviewers)
-    present, raw = _model_means(cells.models, model, y)
-    raw_ranks = rank_by_score([s for _, s, _ in raw])
+        part = slice(start, start + SUM_BLOCK)
+        diff[part] -= session_mean[rows.session[part]]
+    spread = float((lx - session_mean[ls]).std())
+    # each model's scores and their sum: the peer sums' groups are (session, model)
+    count, total = (column.reshape(-1, len(cells.models)).sum(0) for column in cells.peer_sums)
+    present = [int(i) for i in np.flatnonzero(count)]
+    raw = [(cells.models[i], float(total[i] / count[i]) + 1.0, int(count[i])) for i in present]
     if spread == 0:
         models = [
             ModelScore(
@@ -281,38 +359,38 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
                 raw_rank=rank,
                 length_controlled_rank=None,
             )
-            for (m, s, k), rank in zip(raw, raw_ranks)
+            for (m, s, k), rank in zip(raw, rank_by_score([s for _, s, _ in raw]))
         ]
         return LengthControl(
-            status="not identifiable", coefficient=collecting(len(y), sessions, "not identifiable"), models=models
+            status="not identifiable", coefficient=collecting(len(rows.y), sessions, "not identifiable"), models=models
         )
     # in place: the fit's temporaries come next, a window's cells long each
     term = np.tanh(np.divide(diff, spread, out=diff), out=diff)
-    del diff
-    grand = float(y.mean()) + 1.0
-    # y and term are this section's own copies: the fit demeans them in place
-    fit = absorbed_least_squares(
-        [Indicators(model, n_models), Indicators(reviewer, n_reviewers), term], y, session, overwrite=True
-    )
-    samples = len(y)
-    del y, term
+    return _LengthTerm(term=term, present=present, raw=raw, grand=float(rows.y.mean()) + 1.0)
+
+
+def _length_result(
+    cells: WindowCells, thresholds: WindowThresholds, term: _LengthTerm, fit: FitResult | None, samples: int
+) -> LengthControl:
+    sessions = cells.sessions
     if fit is None:
         return LengthControl(status="not identifiable", coefficient=collecting(samples, sessions, "not identifiable"))
-    width = n_models + n_reviewers + 1
+    width = len(cells.models) + len(cells.reviewers) + 1
     c = np.zeros(width)
     c[-1] = 1.0
     estimate = contrast_estimate(
         fit, c, sample_size=samples, sessions=sessions, threshold=thresholds.length_coefficient, alpha=thresholds.alpha
     )
     lc_scores: list[float | None] = []
-    for i in present:
+    for i in term.present:
         contrast = np.zeros(width)
-        contrast[present] = -1.0 / len(present)
+        contrast[term.present] = -1.0 / len(term.present)
         contrast[i] += 1.0
         est = fit.contrast(contrast)
-        lc_scores.append(None if est is None else grand + est[0])
+        lc_scores.append(None if est is None else term.grand + est[0])
     lc_known = [s for s in lc_scores if s is not None]
     lc_ranks = rank_by_score(lc_known) if len(lc_known) == len(lc_scores) else [None] * len(lc_scores)
+    raw_ranks = rank_by_score([s for _, s, _ in term.raw])
     models = [
         ModelScore(
             model=m,
@@ -322,35 +400,41 @@ def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthCo
             raw_rank=rank,
             length_controlled_rank=lc_rank,
         )
-        for (m, s, k), rank, lc, lc_rank in zip(raw, raw_ranks, lc_scores, lc_ranks)
+        for (m, s, k), rank, lc, lc_rank in zip(term.raw, raw_ranks, lc_scores, lc_ranks)
     ]
     changes = sum(1 for m in models if m.length_controlled_rank is not None and m.length_controlled_rank != m.raw_rank)
     return LengthControl(status="ok", coefficient=estimate, models=models, rank_changes=changes)
 
 
-def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> PositionAnalysis:
-    """score ~ model + reviewer + position + session effect over peer scores; effects relative to
-    the first position, a joint F test over all of them, and a flag that needs both p and size."""
-    placed = cells.peer & (cells.position >= 0)
-    session = cells.session[placed]
-    sessions = int(np.count_nonzero(np.bincount(session))) if len(session) else 0
+def _positions(rows: _FitRows, position: np.ndarray, window: int) -> PositionAnalysis | _Positions:
+    """The position fit's answer when it has one before the fit, else its positions' levels."""
+    scored = np.zeros(window, dtype=bool)
+    for start in range(0, len(rows.session), SUM_BLOCK):  # an index is copied to 64 bits: a block at a time
+        scored[rows.session[start : start + SUM_BLOCK]] = True
+    sessions = int(np.count_nonzero(scored))
     if sessions < MIN_SESSIONS:
         return PositionAnalysis(status="collecting data")
-    positions, position_index = present_levels(cells.position[placed])
+    # held beside length control's columns when the two fit together: no copy wider than the column
+    top = int(position.max())
+    counts = np.zeros(top + 1, dtype=np.int64)
+    for start in range(0, len(position), SUM_BLOCK):  # bincount copies its input to 64 bits: a block at a time
+        counts += np.bincount(position[start : start + SUM_BLOCK], minlength=top + 1)
+    positions = np.flatnonzero(counts)
     if len(positions) < 2:
         return PositionAnalysis(status="not identifiable")
-    n_models, n_reviewers = len(cells.models), len(cells.reviewers)
-    design = [
-        Indicators(cells.model[placed], n_models),
-        Indicators(cells.reviewer[placed], n_reviewers),
-        Indicators(position_index, len(positions)),
-    ]
-    width = n_models + n_reviewers + len(positions)
-    fit = absorbed_least_squares(design, cells.score[placed], session, overwrite=True)  # y: a copy of its own
+    # positions 0..k-1, as councils number them, are their own levels' indices
+    index = position if len(positions) == top + 1 else (np.cumsum(counts > 0) - 1)[position]
+    return _Positions(positions=positions, index=index, scores=counts[positions], sessions=sessions)
+
+
+def _position_result(
+    cells: WindowCells, thresholds: WindowThresholds, placed: _Positions, fit: FitResult | None
+) -> PositionAnalysis:
     if fit is None:
         return PositionAnalysis(status="not identifiable")
-    offset = n_models + n_reviewers
-    at_position = np.bincount(position_index, minlength=len(positions))
+    positions = placed.positions
+    offset = len(cells.models) + len(cells.reviewers)
+    width = offset + len(positions)
     effects, rows = [], []
     for k in range(1, len(positions)):
         c = np.zeros(width)
@@ -360,8 +444,8 @@ def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> Positi
         effect = contrast_estimate(
             fit,
             c,
-            sample_size=int(at_position[k]),
-            sessions=sessions,
+            sample_size=int(placed.scores[k]),
+            sessions=placed.sessions,
             threshold=None,
             alpha=thresholds.position_alpha,
         )

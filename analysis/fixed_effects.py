@@ -8,6 +8,7 @@ a contrast the design cannot separate (a model always shown first) reports None.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,13 +32,15 @@ class FitResult:
     sigma2: float
     df: int
     n: int
-    design: AbsorbedDesign  # the design with the groups absorbed, for robust SEs (indices and per-group shares)
+    # the design with the groups absorbed, for robust SEs (indices and per-group shares); None for a
+    # fit read from a larger design's sums (absorbed_sub_fits), which keeps no residuals
+    design: AbsorbedDesign | None
     residual: np.ndarray | None  # y less its fit, in the cells' order, when the fit was asked to keep it
 
     @cached_property
     def meat(self) -> np.ndarray:
         """X' diag(e^2) X: the sandwich's middle, made once for every contrast's robust SE."""
-        if self.residual is None:
+        if self.residual is None or self.design is None:
             raise ValueError("robust SEs need the residuals: fit with keep_residual=True")
         return self.design.gram(np.square(self.residual))
 
@@ -183,21 +186,29 @@ class AbsorbedDesign:
         self.share = size_of_group  # a group's size, 1 for an absent one
         self.indicators: list[tuple[np.ndarray, np.ndarray | None, int, int]] = []
         self.dense: list[tuple[int, np.ndarray]] = []
+        self.spans: list[tuple[int, int]] = []  # each block's first column and width, in the blocks' order
         offset = 0
         for block in blocks:
             if isinstance(block, Indicators):
                 on = block.index >= 0
                 # a block with a column on every row (most) skips the mask's gathers
                 self.indicators.append((block.index, None if on.all() else on, block.width, offset))
-                offset += block.width
+                width = block.width
             else:
                 values = np.asarray(block, dtype=np.float64).reshape(len(groups), -1)
                 demeaned = demean_by_group(
                     values, groups, self.size, overwrite=overwrite, chunks=self.chunks, sizes=self.share
                 )
                 self.dense.append((offset, demeaned))
-                offset += values.shape[1]
+                width = values.shape[1]
+            self.spans.append((offset, width))
+            offset += width
         self.width = offset
+
+    def columns_of(self, block: int) -> np.ndarray:
+        """The columns of X that the block-th block makes."""
+        offset, width = self.spans[block]
+        return np.arange(offset, offset + width)
 
     def gram(self, weights: np.ndarray | None = None) -> np.ndarray:
         """X'X of the demeaned design, or X' diag(weights) X (the sandwich's meat).
@@ -396,28 +407,57 @@ def absorbed_least_squares(
     pass over the rows and an array as long as y, held while the fit is (sigma2 needs neither).
     chunk_rows: see AbsorbedDesign. overwrite: y and the dense blocks are the caller's own copies,
     not read again, and are demeaned in place (two arrays fewer as long as y)."""
-    n = len(y)
-    if n == 0:
+    if len(y) == 0:
         return None
     x = AbsorbedDesign([design] if isinstance(design, np.ndarray) else design, groups, chunk_rows, overwrite=overwrite)
-    n_groups = x.groups_present
     yd = demean_by_group(y, groups, x.size, overwrite=overwrite, chunks=x.chunks, sizes=x.share)
-    xtx = x.gram()
+    xty = x.transpose_times(yd)
+    fit = _solved(x.gram(), xty, float(yd @ yd), len(y), x, x)
+    if fit is not None and keep_residual:
+        residual = x.times(fit.beta)
+        np.subtract(yd, residual, out=residual)  # in place: a window's cells long
+        fit = dataclasses.replace(fit, residual=residual)
+    return fit
+
+
+def absorbed_sub_fits(
+    blocks: Sequence[Block],
+    y: np.ndarray,
+    groups: np.ndarray,
+    subsets: Sequence[Sequence[int]],
+    *,
+    overwrite: bool = False,
+) -> list[FitResult | None]:
+    """The fit of y on each subset of the blocks (and the groups), as absorbed_least_squares would
+    make it alone (the same floats: X'X of a subset is its blocks' part of the whole X'X, each
+    part summed by itself), from one pass over the rows for all of them. Without residuals."""
+    if len(y) == 0:
+        return [None for _ in subsets]
+    x = AbsorbedDesign(blocks, groups, overwrite=overwrite)
+    yd = demean_by_group(y, groups, x.size, overwrite=overwrite, chunks=x.chunks, sizes=x.share)
+    xtx, xty, yy = x.gram(), x.transpose_times(yd), float(yd @ yd)
+    fits: list[FitResult | None] = []
+    for subset in subsets:
+        columns = np.concatenate([x.columns_of(block) for block in subset])
+        fits.append(_solved(xtx[np.ix_(columns, columns)], xty[columns], yy, len(y), x, None))
+    return fits
+
+
+def _solved(
+    xtx: np.ndarray, xty: np.ndarray, yy: float, n: int, x: AbsorbedDesign, design: AbsorbedDesign | None
+) -> FitResult | None:
+    """The fit from its normal equations (X'X, X'y, y'y of the demeaned rows); None without
+    residual degrees of freedom."""
     pinv = np.linalg.pinv(xtx, rcond=RCOND, hermitian=True)
     # the rank pinv used: matrix_rank's default cut (near machine epsilon) can count a null
     # direction that rounding left at 1e-8 of a 1e5 eigenvalue
     size = np.abs(np.linalg.eigvalsh(xtx))
     rank = int(np.count_nonzero(size > RCOND * size.max())) if len(size) else 0
-    df = n - rank - n_groups
+    df = n - rank - x.groups_present
     if df < 1:
         return None
-    xty = x.transpose_times(yd)
     beta = pinv @ xty
     # the residuals' sum of squares from the normal equations (b'X'Xb = b'X'y for the pinv's b):
     # no pass over the rows unless the residuals themselves are kept
-    rss = max(float(yd @ yd) - float(beta @ xty), 0.0)
-    residual = None
-    if keep_residual:
-        residual = x.times(beta)
-        np.subtract(yd, residual, out=residual)  # in place: a window's cells long
-    return FitResult(beta=beta, xtx=xtx, xtx_pinv=pinv, sigma2=rss / df, df=df, n=n, design=x, residual=residual)
+    rss = max(yy - float(beta @ xty), 0.0)
+    return FitResult(beta=beta, xtx=xtx, xtx_pinv=pinv, sigma2=rss / df, df=df, n=n, design=design, residual=None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from .council_biases import (
 from .cross_session import (
     ClusterBootstrap,
     WindowThresholds,
+    length_and_position,
     length_control,
     length_correlation,
     length_fit,
@@ -160,35 +161,36 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
         cells.sessions, thresholds.bootstrap_replicates, thresholds.bootstrap_seed, keep_draws=True
     )
 
-    def length_flagged(c: WindowCells) -> bool:
-        return bool(length_correlation(c, thresholds, ranks=False, bootstrap=bootstrap).flagged)
-
-    def control_flagged(c: WindowCells) -> bool:
-        return bool(length_control(c, thresholds).coefficient.flagged)
-
-    tests: dict[str, Callable[[WindowCells], bool]] = {
-        "LENGTH_BIAS": length_flagged,
-        "LENGTH_PREFERENCE_IN_SCORES": control_flagged,
-    }
     active = set(cells.active_reviewers)
     if len(active) < 3:  # with two reviewers, either one alone is half the council
         return {}
     position = [flag for flag in flags if flag.startswith("POSITION_BIAS_")]
-    checks = {flag: tests[flag] for flag in flags if flag in tests}
-    gone: dict[str, list[str]] = {flag: [] for flag in flags if flag in position or flag in checks}
+    length, control = "LENGTH_BIAS" in flags, "LENGTH_PREFERENCE_IN_SCORES" in flags
+    gone: dict[str, list[str]] = {
+        flag: [] for flag in flags if flag in position or flag in ("LENGTH_BIAS", "LENGTH_PREFERENCE_IN_SCORES")
+    }
     if not gone:
         return {}
     for index, name in enumerate(cells.reviewers):
         if name not in active:
             continue
-        # the three tests read peer scores alone: the reviewer's are counted out, not copied out
+        # the tests read peer scores alone: the reviewer's are counted out, not copied out
         without = cells.peer_scores_without(index)
-        if position and not position_effects(without, thresholds).flagged:
+        # length control and the position fit share their pass over the rows when both run
+        controlled: LengthControl | None
+        placed: PositionAnalysis | None
+        if control and position:
+            controlled, placed = length_and_position(without, thresholds)
+        else:
+            controlled = length_control(without, thresholds) if control else None
+            placed = position_effects(without, thresholds) if position else None
+        if placed is not None and not placed.flagged:
             for flag in position:
                 gone[flag].append(name)
-        for flag, flagged in checks.items():
-            if not flagged(without):
-                gone[flag].append(name)
+        if controlled is not None and not controlled.coefficient.flagged:
+            gone["LENGTH_PREFERENCE_IN_SCORES"].append(name)
+        if length and not length_correlation(without, thresholds, ranks=False, bootstrap=bootstrap).flagged:
+            gone["LENGTH_BIAS"].append(name)
         del without  # its cached per-session quantities, before the next reviewer's
     return {flag: names[0] for flag, names in gone.items() if len(names) == 1}
 
@@ -213,8 +215,7 @@ def _window_metrics(
     """Length, position, randomization, trends."""
     return (
         length_correlation(cells, thresholds),
-        length_control(cells, thresholds),
-        position_effects(cells, thresholds),
+        *length_and_position(cells, thresholds),
         position_consistency(cells),
         randomization_balance(cells, thresholds),
         compare_windows(combined.slice(0, before), cells) if before else [],

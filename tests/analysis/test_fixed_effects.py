@@ -11,6 +11,7 @@ from bias_audit.analysis.fixed_effects import (
     AbsorbedDesign,
     Indicators,
     absorbed_least_squares,
+    absorbed_sub_fits,
     demean_by_group,
     row_chunks,
 )
@@ -186,6 +187,38 @@ def test_a_fit_over_ranges_of_rows_is_the_fit_over_all_of_them():
     assert ranged.beta == pytest.approx(whole.beta, abs=1e-12)
     contrast = np.eye(10)[1] - np.eye(10)[0]
     assert ranged.robust_contrast(contrast) == pytest.approx(whole.robust_contrast(contrast), rel=1e-10)
+
+
+def test_each_fit_read_from_a_larger_designs_sums_is_that_fit_alone_to_the_last_bit():
+    """Length control and the position fit share the model and reviewer blocks and the rows: one
+    pass makes both. Each subset's fit must be the floats absorbed_least_squares makes for it."""
+    rng = np.random.default_rng(21)
+    n = 900
+    session, groups = session_ordered(rng, n)
+    model, reviewer, position = rng.integers(0, 4, n), rng.integers(0, 5, n), rng.integers(0, 3, n)
+    position[::13] = -1  # an indicator block without a column on every row
+    term = np.tanh(rng.normal(size=n))
+    y = rng.normal(size=n) + 0.3 * model - 0.2 * reviewer + 0.4 * term - 0.25 * (position == 0) + 0.05 * session
+    blocks = [Indicators(model, 4), Indicators(reviewer, 5), term, Indicators(position, 3)]
+    subsets = [(0, 1, 2), (0, 1, 3), (3, 1), (2,)]
+    together = absorbed_sub_fits(blocks, y.copy(), groups, subsets)
+    for subset, fit in zip(subsets, together):
+        alone = absorbed_least_squares([blocks[b] for b in subset], y, groups)
+        assert fit is not None and alone is not None
+        for name in ("beta", "xtx", "xtx_pinv"):
+            assert np.array_equal(getattr(fit, name), getattr(alone, name)), (subset, name)
+        assert (fit.sigma2, fit.df, fit.n) == (alone.sigma2, alone.df, alone.n)
+    # and the oracle: the position fit from the dense design with a dummy per session
+    x = dense([blocks[b] for b in subsets[1]], n)
+    with_dummies = np.hstack([x, one_hot(groups, int(groups.max()) + 1)])
+    coefficients = np.linalg.lstsq(with_dummies, y, rcond=None)[0]
+    contrast = np.zeros(12)
+    contrast[10], contrast[9] = 1.0, -1.0  # position 1 against position 0
+    assert together[1].contrast(contrast)[0] == pytest.approx(coefficients[10] - coefficients[9], abs=1e-9)
+    # the caller's own copies, demeaned in place, give the same fits
+    own = absorbed_sub_fits([*blocks[:2], term.copy(), blocks[3]], y.copy(), groups, subsets[:2], overwrite=True)
+    assert all(np.array_equal(a.beta, b.beta) for a, b in zip(own, together[:2]))
+    assert absorbed_sub_fits(blocks, y[:0], groups[:0], subsets) == [None] * 4
 
 
 def test_a_dense_matrix_is_one_block():

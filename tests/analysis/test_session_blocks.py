@@ -15,8 +15,10 @@ from bias_audit.analysis.council_biases import first_and_later_residuals, pair_f
 from bias_audit.analysis.cross_session import (
     WindowThresholds,
     _placement_counts,
+    length_and_position,
     length_control,
     length_correlation,
+    position_effects,
 )
 from bias_audit.analysis.window_cells import WindowCells, window_cells
 from tests.simulate import Corpus
@@ -209,3 +211,54 @@ def test_anchorings_first_and_later_residuals_by_blocks_equal_them_review_by_rev
         assert x[key] == [r for p, r in shown if p == first][-1]
         later = [r for p, r in shown if p != first]
         assert later_n[key] == len(later) and later_sum[key] == pytest.approx(sum(later), abs=1e-12)
+
+
+def biased_window(**changes: object) -> WindowCells:
+    corpus = Corpus(sessions=60, models=5, seed=11, length_slope=0.4, position_effects={0: 0.6})
+    return window_cells(dataclasses.replace(corpus, **changes).digests())
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["every position known", "some positions unknown", "every length equal", "too few sessions"],
+)
+def test_length_control_and_the_position_fit_made_together_are_each_made_alone(case):
+    """Together they share one pass over the rows when their rows are the same (every peer score
+    placed); else, or when one answers before its fit, each is made as alone."""
+    cells = biased_window(sessions=8) if case == "too few sessions" else biased_window()
+    if case == "some positions unknown":
+        position = cells.position.copy()
+        position[::7] = -1
+        cells = dataclasses.replace(cells, position=position)
+    if case == "every length equal":
+        cells = dataclasses.replace(cells, length=np.full(len(cells.length), 250.0))
+    thresholds = WindowThresholds(bootstrap_replicates=200)
+    control, placed = length_and_position(cells, thresholds)
+    assert (control, placed) == (length_control(cells, thresholds), position_effects(cells, thresholds))
+    expected_status = {"every length equal": ("not identifiable", "ok"), "too few sessions": ("collecting data",) * 2}
+    assert (control.status, placed.status) == expected_status.get(case, ("ok", "ok"))
+    if case == "every position known":
+        assert control.coefficient.flagged and placed.flagged  # both biases are there to be found
+
+
+def test_length_controls_raw_scores_are_each_models_mean_peer_score():
+    cells = biased_window(reviewer_offsets={1: -1.5})
+    by_model: dict[int, list[float]] = defaultdict(list)
+    for model, score, own in zip(cells.model.tolist(), cells.score.tolist(), cells.own.tolist()):
+        if not own:
+            by_model[model].append(score)
+    expected = [(cells.models[m], round(sum(v) / len(v) + 1.0, 4), len(v)) for m, v in sorted(by_model.items())]
+    found = length_control(cells, WindowThresholds(bootstrap_replicates=200)).models
+    assert [(m.model, m.raw_score, m.scores) for m in found] == expected
+
+
+def test_positions_numbered_with_gaps_are_the_same_positions():
+    """Display positions 1, 3, 5, ... (not 0..k-1) are levels of their own: the same fit, named
+    by the positions the records carry."""
+    cells = biased_window()
+    gapped = dataclasses.replace(cells, position=np.where(cells.position >= 0, 2 * cells.position + 1, -1))
+    thresholds = WindowThresholds(bootstrap_replicates=200)
+    plain, spaced = position_effects(cells, thresholds), position_effects(gapped, thresholds)
+    assert spaced.baseline_position == 1 and [e.position for e in spaced.effects] == [3, 5, 7, 9]
+    assert [e.effect for e in spaced.effects] == [e.effect for e in plain.effects]
+    assert (spaced.f_statistic, spaced.p_value, spaced.flagged) == (plain.f_statistic, plain.p_value, plain.flagged)
