@@ -338,7 +338,7 @@ def _length_term(cells: WindowCells, peer: np.ndarray, rows: _FitRows) -> Length
     sessions = cells.sessions
     if sessions < MIN_SESSIONS or len(rows.y) == 0:
         return LengthControl(status="collecting data", coefficient=collecting(len(rows.y), sessions))
-    ls, lx, _ = cells.length_points
+    ls, lx = cells.response_lengths
     session_mean = np.bincount(ls, weights=lx, minlength=sessions) / np.maximum(np.bincount(ls, minlength=sessions), 1)
     diff = cells.length[peer]
     for start in range(0, len(diff), SUM_BLOCK):  # in place, a block at a time: no second such array

@@ -176,7 +176,8 @@ def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: lis
             continue
         # the tests read peer scores alone: the reviewer's are counted out, not copied out
         without = cells.peer_scores_without(index)
-        # length control and the position fit share their pass over the rows when both run
+        # length control and the position fit share their pass over the rows when both run; they
+        # come first, before the length test's per-session offsets are held beside their columns
         controlled: LengthControl | None
         placed: PositionAnalysis | None
         if control and position:

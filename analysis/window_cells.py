@@ -236,7 +236,7 @@ class WindowCells:
         """(session, length, offset-adjusted mean peer score) per scored response: the
         reviewer's offset in that session is removed first (undefined offsets count as 0).
         The adjusted scores are summed as the peer sums are, a block of whole sessions at a time."""
-        offsets, n_models = self.session_offsets, len(self.models)
+        offsets = self.session_offsets
 
         def adjusted(rows: slice, peer: np.ndarray) -> np.ndarray:
             offset: np.ndarray = np.nan_to_num(offsets[self.session[rows], self.reviewer[rows]], nan=0.0)
@@ -245,11 +245,20 @@ class WindowCells:
             return chosen
 
         count, _ = self.peer_sums
-        total = self._sum_by_response(adjusted)
+        present = np.flatnonzero(count)
+        session, length = self.response_lengths
+        return session, length, self._sum_by_response(adjusted)[present] / count[present]
+
+    @property
+    def response_lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        """(session, length) per scored response (one with a peer score): the length points'
+        first two columns, without the per-session fits their third needs."""
+        count, _ = self.peer_sums
+        n_models = len(self.models)
         length = np.zeros(self.sessions * n_models)
         length[self.group] = self.length  # a response's cells carry its length
         present = np.flatnonzero(count)
-        return present // n_models, length[present], total[present] / count[present]
+        return present // n_models, length[present]
 
     @cached_property
     def session_mean_score(self) -> np.ndarray:

@@ -129,6 +129,8 @@ def test_length_points_are_each_responses_mean_peer_score_less_its_reviewers_off
     session, length, mean = cells.length_points
     assert session.tolist() == [s for s, _ in keys]
     assert length.tolist() == [lengths[key] for key in keys]
+    # length control reads these two columns alone, without the offsets
+    assert [column.tolist() for column in cells.response_lengths] == [session.tolist(), length.tolist()]
     np.testing.assert_allclose(mean, [sum(adjusted[key]) / len(adjusted[key]) for key in keys], rtol=0, atol=1e-12)
 
 
