@@ -170,27 +170,28 @@ class WindowCells:
     @cached_property
     def peer_sums(self) -> tuple[np.ndarray, np.ndarray]:
         """(count, sum) of the peer scores of each (session, model) group (`group`'s numbering)."""
-        return self._sum_by_response(lambda rows, peer: None), self._sum_by_response(
-            lambda rows, peer: self.score[rows][peer]
-        )
+        count, total = self._sums_by_response(lambda rows, peer: None, lambda rows, peer: self.score[rows][peer])
+        return count, total
 
     def peer_square_sums(self, block: int = SUM_BLOCK) -> np.ndarray:
         """The sum of the squared peer scores of each (session, model) group: one section reads
         it, so it is not kept."""
-        return self._sum_by_response(lambda rows, peer: np.square(self.score[rows][peer]), block)
+        [squares] = self._sums_by_response(lambda rows, peer: np.square(self.score[rows][peer]), block=block)
+        return squares
 
-    def _sum_by_response(self, weights: PeerWeights, block: int = SUM_BLOCK) -> np.ndarray:
-        """Per (session, model) group, the sum of `weights(rows, peer)` over its peer cells (their
-        count with None), a block of whole sessions at a time: a group's cells are in one block,
-        so each sum is the same floats as one pass, and the temporaries stay a block long."""
+    def _sums_by_response(self, *weights: PeerWeights, block: int = SUM_BLOCK) -> list[np.ndarray]:
+        """Per (session, model) group, for each of `weights`, the sum of `weights(rows, peer)` over
+        its peer cells (their count with None), a block of whole sessions at a time: a group's
+        cells are in one block, so each sum is the same floats as one pass, and the temporaries
+        stay a block long. One walk over the blocks for all of them."""
         n_models = len(self.models)
-        out = np.zeros(self.sessions * n_models)
+        out = [np.zeros(self.sessions * n_models) for _ in weights]
         for rows, first, stop in self.session_blocks(block):
             span, low = (stop - first) * n_models, first * n_models
             peer = ~self.own[rows]
-            out[low : low + span] = np.bincount(
-                self.group[rows][peer] - low, weights=weights(rows, peer), minlength=span
-            )
+            keys = self.group[rows][peer] - low
+            for sums, weight in zip(out, weights):
+                sums[low : low + span] = np.bincount(keys, weights=weight(rows, peer), minlength=span)
         return out
 
     def loo_difference(self) -> np.ndarray:
@@ -247,12 +248,13 @@ class WindowCells:
         count, _ = self.peer_sums
         present = np.flatnonzero(count)
         session, length = self.response_lengths
-        return session, length, self._sum_by_response(adjusted)[present] / count[present]
+        [total] = self._sums_by_response(adjusted)
+        return session, length, total[present] / count[present]
 
-    @property
+    @cached_property
     def response_lengths(self) -> tuple[np.ndarray, np.ndarray]:
         """(session, length) per scored response (one with a peer score): the length points'
-        first two columns, without the per-session fits their third needs."""
+        first two columns (the same arrays), without the per-session fits their third needs."""
         count, _ = self.peer_sums
         n_models = len(self.models)
         length = np.zeros(self.sessions * n_models)
