@@ -287,9 +287,9 @@ def length_and_position(cells: WindowCells, thresholds: WindowThresholds) -> tup
     rows = _FitRows.of(cells, peer)
     term, positions = _length_term(cells, peer, rows), _positions(rows, cells.position[peer], cells.sessions)
     if isinstance(term, LengthControl):  # answered before its fit: the positions fit alone
-        return term, positions if isinstance(positions, PositionAnalysis) else _fit_positions(
-            cells, thresholds, rows, positions
-        )
+        if isinstance(positions, _Positions):
+            return term, _fit_positions(cells, thresholds, rows, positions)
+        return term, positions
     if isinstance(positions, PositionAnalysis):
         return _fit_length(cells, thresholds, rows, term), positions
     blocks = [*rows.blocks(cells), term.term, Indicators(positions.index, len(positions.positions))]
