@@ -412,7 +412,7 @@ def absorbed_least_squares(
     x = AbsorbedDesign([design] if isinstance(design, np.ndarray) else design, groups, chunk_rows, overwrite=overwrite)
     yd = demean_by_group(y, groups, x.size, overwrite=overwrite, chunks=x.chunks, sizes=x.share)
     xty = x.transpose_times(yd)
-    fit = _solved(x.gram(), xty, float(yd @ yd), len(y), x, x)
+    fit = _solved(x.gram(), xty, float(yd @ yd), len(y), x.groups_present, x)
     if fit is not None and keep_residual:
         residual = x.times(fit.beta)
         np.subtract(yd, residual, out=residual)  # in place: a window's cells long
@@ -439,21 +439,21 @@ def absorbed_sub_fits(
     fits: list[FitResult | None] = []
     for subset in subsets:
         columns = np.concatenate([x.columns_of(block) for block in subset])
-        fits.append(_solved(xtx[np.ix_(columns, columns)], xty[columns], yy, len(y), x, None))
+        fits.append(_solved(xtx[np.ix_(columns, columns)], xty[columns], yy, len(y), x.groups_present, None))
     return fits
 
 
 def _solved(
-    xtx: np.ndarray, xty: np.ndarray, yy: float, n: int, x: AbsorbedDesign, design: AbsorbedDesign | None
+    xtx: np.ndarray, xty: np.ndarray, yy: float, n: int, groups: int, design: AbsorbedDesign | None
 ) -> FitResult | None:
-    """The fit from its normal equations (X'X, X'y, y'y of the demeaned rows); None without
-    residual degrees of freedom."""
+    """The fit from its normal equations (X'X, X'y, y'y of the demeaned rows of n rows in `groups`
+    groups); None without residual degrees of freedom."""
     pinv = np.linalg.pinv(xtx, rcond=RCOND, hermitian=True)
     # the rank pinv used: matrix_rank's default cut (near machine epsilon) can count a null
     # direction that rounding left at 1e-8 of a 1e5 eigenvalue
     size = np.abs(np.linalg.eigvalsh(xtx))
     rank = int(np.count_nonzero(size > RCOND * size.max())) if len(size) else 0
-    df = n - rank - x.groups_present
+    df = n - rank - groups
     if df < 1:
         return None
     beta = pinv @ xty
