@@ -31,8 +31,10 @@ from .stats import (
     fisher_ci,
     fisher_p,
     index_type,
+    level_counts,
     pearson_arrays,
     pearson_from_sums,
+    present_levels,
     rounded,
 )
 from .window_cells import SUM_BLOCK, WindowCells
@@ -408,23 +410,15 @@ def _length_result(
 
 def _positions(rows: _FitRows, position: np.ndarray, window: int) -> PositionAnalysis | _Positions:
     """The position fit's answer when it has one before the fit, else its positions' levels."""
-    scored = np.zeros(window, dtype=bool)
-    for start in range(0, len(rows.session), SUM_BLOCK):  # an index is copied to 64 bits: a block at a time
-        scored[rows.session[start : start + SUM_BLOCK]] = True
-    sessions = int(np.count_nonzero(scored))
+    sessions = int(np.count_nonzero(level_counts(rows.session, window)))
     if sessions < MIN_SESSIONS:
         return PositionAnalysis(status="collecting data")
-    # held beside length control's columns when the two fit together: no copy wider than the column
-    top = int(position.max())
-    counts = np.zeros(top + 1, dtype=np.int64)
-    for start in range(0, len(position), SUM_BLOCK):  # bincount copies its input to 64 bits: a block at a time
-        counts += np.bincount(position[start : start + SUM_BLOCK], minlength=top + 1)
-    positions = np.flatnonzero(counts)
+    # held beside length control's columns when the two fit together: positions 0..k-1, as
+    # councils number them, are their own levels, so the index is the column itself
+    positions, index = present_levels(position)
     if len(positions) < 2:
         return PositionAnalysis(status="not identifiable")
-    # positions 0..k-1, as councils number them, are their own levels' indices
-    index = position if len(positions) == top + 1 else (np.cumsum(counts > 0) - 1)[position]
-    return _Positions(positions=positions, index=index, scores=counts[positions], sessions=sessions)
+    return _Positions(positions=positions, index=index, scores=level_counts(index, len(positions)), sessions=sessions)
 
 
 def _position_result(

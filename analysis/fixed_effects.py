@@ -407,12 +407,11 @@ def absorbed_least_squares(
     pass over the rows and an array as long as y, held while the fit is (sigma2 needs neither).
     chunk_rows: see AbsorbedDesign. overwrite: y and the dense blocks are the caller's own copies,
     not read again, and are demeaned in place (two arrays fewer as long as y)."""
-    if len(y) == 0:
+    blocks = [design] if isinstance(design, np.ndarray) else design
+    fitted = _fits(blocks, y, groups, [range(len(blocks))], chunk_rows, overwrite)
+    if fitted is None:
         return None
-    x = AbsorbedDesign([design] if isinstance(design, np.ndarray) else design, groups, chunk_rows, overwrite=overwrite)
-    yd = demean_by_group(y, groups, x.size, overwrite=overwrite, chunks=x.chunks, sizes=x.share)
-    xty = x.transpose_times(yd)
-    fit = _solved(x.gram(), xty, float(yd @ yd), len(y), x.groups_present, x)
+    x, yd, [fit] = fitted
     if fit is not None and keep_residual:
         residual = x.times(fit.beta)
         np.subtract(yd, residual, out=residual)  # in place: a window's cells long
@@ -431,33 +430,54 @@ def absorbed_sub_fits(
     """The fit of y on each subset of the blocks (and the groups), as absorbed_least_squares would
     make it alone (the same floats: X'X of a subset is its blocks' part of the whole X'X, each
     part summed by itself), from one pass over the rows for all of them. Without residuals."""
+    fitted = _fits(blocks, y, groups, subsets, CHUNK_ROWS, overwrite)
+    return [None for _ in subsets] if fitted is None else fitted[2]
+
+
+def _fits(
+    blocks: Sequence[Block],
+    y: np.ndarray,
+    groups: np.ndarray,
+    subsets: Sequence[Sequence[int]],
+    chunk_rows: int,
+    overwrite: bool,
+) -> tuple[AbsorbedDesign, np.ndarray, list[FitResult | None]] | None:
+    """(the design, the demeaned y, each subset's fit from its part of X'X and X'y); None for no
+    rows. A fit of every block in order keeps the design, for robust SEs; None without residual
+    degrees of freedom."""
     if len(y) == 0:
-        return [None for _ in subsets]
-    x = AbsorbedDesign(blocks, groups, overwrite=overwrite)
+        return None
+    x = AbsorbedDesign(blocks, groups, chunk_rows, overwrite=overwrite)
     yd = demean_by_group(y, groups, x.size, overwrite=overwrite, chunks=x.chunks, sizes=x.share)
     xtx, xty, yy = x.gram(), x.transpose_times(yd), float(yd @ yd)
     fits: list[FitResult | None] = []
     for subset in subsets:
-        columns = np.concatenate([x.columns_of(block) for block in subset])
-        fits.append(_solved(xtx[np.ix_(columns, columns)], xty[columns], yy, len(y), x.groups_present, None))
-    return fits
-
-
-def _solved(
-    xtx: np.ndarray, xty: np.ndarray, yy: float, n: int, groups: int, design: AbsorbedDesign | None
-) -> FitResult | None:
-    """The fit from its normal equations (X'X, X'y, y'y of the demeaned rows of n rows in `groups`
-    groups); None without residual degrees of freedom."""
-    pinv = np.linalg.pinv(xtx, rcond=RCOND, hermitian=True)
-    # the rank pinv used: matrix_rank's default cut (near machine epsilon) can count a null
-    # direction that rounding left at 1e-8 of a 1e5 eigenvalue
-    size = np.abs(np.linalg.eigvalsh(xtx))
-    rank = int(np.count_nonzero(size > RCOND * size.max())) if len(size) else 0
-    df = n - rank - groups
-    if df < 1:
-        return None
-    beta = pinv @ xty
-    # the residuals' sum of squares from the normal equations (b'X'Xb = b'X'y for the pinv's b):
-    # no pass over the rows unless the residuals themselves are kept
-    rss = max(yy - float(beta @ xty), 0.0)
-    return FitResult(beta=beta, xtx=xtx, xtx_pinv=pinv, sigma2=rss / df, df=df, n=n, design=design, residual=None)
+        columns = np.concatenate([np.zeros(0, dtype=np.intp), *(x.columns_of(block) for block in subset)])
+        part = xtx[np.ix_(columns, columns)]
+        pinv = np.linalg.pinv(part, rcond=RCOND, hermitian=True)
+        # the rank pinv used: matrix_rank's default cut (near machine epsilon) can count a null
+        # direction that rounding left at 1e-8 of a 1e5 eigenvalue
+        size = np.abs(np.linalg.eigvalsh(part))
+        rank = int(np.count_nonzero(size > RCOND * size.max())) if len(size) else 0
+        df = len(y) - rank - x.groups_present
+        if df < 1:
+            fits.append(None)
+            continue
+        beta = pinv @ xty[columns]
+        # the residuals' sum of squares from the normal equations (b'X'Xb = b'X'y for the pinv's b):
+        # no pass over the rows unless the residuals themselves are kept
+        rss = max(yy - float(beta @ xty[columns]), 0.0)
+        whole = np.array_equal(columns, np.arange(x.width))
+        fits.append(
+            FitResult(
+                beta=beta,
+                xtx=part,
+                xtx_pinv=pinv,
+                sigma2=rss / df,
+                df=df,
+                n=len(y),
+                design=x if whole else None,
+                residual=None,
+            )
+        )
+    return x, yd, fits

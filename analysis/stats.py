@@ -237,14 +237,30 @@ def average_ranks(values: np.ndarray, mask: np.ndarray | None = None) -> np.ndar
     return ranks
 
 
+COUNT_BLOCK = 1 << 20  # values counted at a time: bincount copies its input to 64 bits
+
+
+def level_counts(values: np.ndarray, size: int = 0) -> np.ndarray:
+    """How often each of 0..max(values) (at least `size` entries) occurs among non-negative
+    integers: bincount's counts, taken a block at a time, so a 32-bit column is not copied to 64
+    bits whole."""
+    counts = np.zeros(max(int(values.max()) + 1 if len(values) else 0, size), dtype=np.int64)
+    for start in range(0, len(values), COUNT_BLOCK):
+        counts += np.bincount(values[start : start + COUNT_BLOCK], minlength=len(counts))
+    return counts
+
+
 def present_levels(values: np.ndarray, size: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct values, ascending; each value's place among them) of integers: np.unique's
     values and inverse, by counting where they are non-negative and span no more than a few
-    times their number (keys built from a window's indices), else by sorting."""
+    times their number (keys built from a window's indices), else by sorting. Values that are
+    already 0..k-1, every one present, are their own places: `values` itself is returned."""
     if len(values) and (values.min() < 0 or values.max() >= max(size, 8 * len(values) + 64)):
         distinct, inverse = np.unique(values, return_inverse=True)
         return distinct, inverse.reshape(-1)
-    present = np.bincount(values, minlength=size) > 0
+    present = level_counts(values, size) > 0
+    if present.all():
+        return np.arange(len(present)), values
     return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
 
 

@@ -5,11 +5,13 @@ import pytest
 from scipy import stats as sps
 
 from bias_audit.analysis.stats import (
+    COUNT_BLOCK,
     average_ranks,
     correlation_t,
     fisher_ci,
     fisher_p,
     index_type,
+    level_counts,
     one_sample_t_p,
     pearson,
     pearson_arrays,
@@ -163,6 +165,8 @@ def test_fishers_p_is_the_normal_tail_of_z_over_its_se(r, n, rank):
         ([], 5, [], []),
         ([-3, 7, -3], 0, [-3, 7], [0, 1, 0]),  # negative: sorted, not counted
         ([10**12, 5, 10**12], 0, [5, 10**12], [1, 0, 1]),  # a range far past the values: sorted
+        ([2, 0, 1, 0], 0, [0, 1, 2], [2, 0, 1, 0]),  # already 0..k-1: their own places
+        ([2, 0, 1, 0], 4, [0, 1, 2], [2, 0, 1, 0]),
     ],
 )
 def test_present_levels_are_numpys_unique_values_and_inverse(values, size, levels, index):
@@ -171,6 +175,20 @@ def test_present_levels_are_numpys_unique_values_and_inverse(values, size, level
     if values:
         unique, inverse = np.unique(values, return_inverse=True)
         assert got_levels.tolist() == unique.tolist() and got_index.tolist() == inverse.tolist()
+
+
+def test_values_that_are_their_own_levels_are_not_copied():
+    values = np.array([1, 0, 2, 2, 1], dtype=np.int32)
+    assert present_levels(values)[1] is values  # a window's 32-bit column stays one array
+
+
+@pytest.mark.parametrize("size", [0, 9])
+def test_level_counts_taken_a_block_at_a_time_are_bincounts(size):
+    values = np.random.default_rng(3).integers(0, 7, 2 * COUNT_BLOCK + 12_345).astype(np.int32)
+    values[:5] = 0  # every level present and more rows than two blocks
+    expected = np.bincount(values.astype(np.int64), minlength=size)
+    assert level_counts(values, size).tolist() == expected.tolist()
+    assert level_counts(values[:0], 4).tolist() == [0, 0, 0, 0]
 
 
 @pytest.mark.parametrize(
