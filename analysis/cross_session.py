@@ -24,6 +24,7 @@ from bias_audit.schemas.report import (
 )
 
 from .fixed_effects import Block, FitResult, Indicators, absorbed_least_squares, absorbed_sub_fits
+from .parallel import PIECE_CELLS, each_piece
 from .special import chdtrc
 from .stats import (
     average_ranks,
@@ -128,7 +129,13 @@ class ClusterBootstrap:
             per_session = np.column_stack(
                 [np.bincount(self._cluster, weights=column, minlength=BOOTSTRAP_CLUSTERS) for column in per_session.T]
             )
-        estimates = [pearson_from_sums(*(counts.astype(np.float64) @ per_session).T) for counts in self._draws()]
+
+        def replicates(counts: np.ndarray) -> np.ndarray:
+            r: np.ndarray = pearson_from_sums(*(counts.astype(np.float64) @ per_session).T)
+            return r
+
+        # kept draws are there to share among the cores; fresh ones come from one generator, in turn
+        estimates = each_piece(replicates, self._counts) if self._counts else list(map(replicates, self._draws()))
         r = np.concatenate(estimates)
         r = r[~np.isnan(r)]
         if len(r) < self.replicates // 2:
@@ -343,9 +350,12 @@ def _length_term(cells: WindowCells, peer: np.ndarray, rows: _FitRows) -> Length
     ls, lx = cells.response_lengths
     session_mean = np.bincount(ls, weights=lx, minlength=sessions) / np.maximum(np.bincount(ls, minlength=sessions), 1)
     diff = cells.length[peer]
-    for start in range(0, len(diff), SUM_BLOCK):  # in place, a block at a time: no second such array
-        part = slice(start, start + SUM_BLOCK)
+    blocks = [slice(start, start + PIECE_CELLS) for start in range(0, len(diff), PIECE_CELLS)]
+
+    def centre(part: slice) -> None:  # in place, a block at a time: no second such array
         diff[part] -= session_mean[rows.session[part]]
+
+    each_piece(centre, blocks)
     spread = float((lx - session_mean[ls]).std())
     # each model's scores and their sum: the peer sums' groups are (session, model)
     count, total = (column.reshape(-1, len(cells.models)).sum(0) for column in cells.peer_sums)
@@ -366,8 +376,13 @@ def _length_term(cells: WindowCells, peer: np.ndarray, rows: _FitRows) -> Length
         return LengthControl(
             status="not identifiable", coefficient=collecting(len(rows.y), sessions, "not identifiable"), models=models
         )
+
     # in place: the fit's temporaries come next, a window's cells long each
-    term = np.tanh(np.divide(diff, spread, out=diff), out=diff)
+    def squash(part: slice) -> None:
+        np.tanh(np.divide(diff[part], spread, out=diff[part]), out=diff[part])
+
+    each_piece(squash, blocks)
+    term = diff
     return _LengthTerm(term=term, present=present, raw=raw, grand=float(rows.y.mean()) + 1.0)
 
 

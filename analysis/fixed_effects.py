@@ -17,6 +17,7 @@ from typing import Any, Union
 import numpy as np
 from scipy import sparse
 
+from .parallel import each_piece
 from .special import fdtrc, stdtr, stdtrit
 
 ALPHA_95 = 0.05
@@ -123,9 +124,12 @@ def demean_by_group(
         if values.ndim == 1:
             means = means[:, 0]
     out = values if overwrite and values.dtype == np.float64 else np.empty_like(values, dtype=np.float64)
-    for start in range(0, len(groups), CHUNK_ROWS):
+
+    def subtract(start: int) -> None:
         rows = slice(start, start + CHUNK_ROWS)
         np.subtract(values[rows], means[groups[rows]], out=out[rows])
+
+    each_piece(subtract, range(0, len(groups), CHUNK_ROWS))  # each range writes its own rows
     return out
 
 
@@ -155,6 +159,8 @@ class Indicators:
 
 
 Block = Union[Indicators, np.ndarray]  # indicators, or dense columns: (n,) or (n, k)
+
+_Terms = dict[tuple[int, int], np.ndarray]  # gram's terms of a range of rows, by block pair
 
 
 class AbsorbedDesign:
@@ -234,38 +240,17 @@ class AbsorbedDesign:
             for d, (_, values) in enumerate(self.dense)
         }
         root = np.sqrt(self.share)
-        for rows, groups, lo, hi in self._chunked():
-            size = hi - lo
-            parts = [(index[rows], _rows_of(on, rows), width) for index, on, width, _ in blocks]
-            scaled = [_scaled_counts(groups, size, index, on, width, root[lo:hi]) for index, on, width in parts]
-            w = None if weights is None else weights[rows]
-            halved: list[Any] = [None] * len(parts)
-            if w is not None:
-                half_mean = np.bincount(groups, weights=w, minlength=size) / (2.0 * self.share[lo:hi])
-                centred = w - half_mean[groups]
-                halved = [_scaled_counts(groups, size, i, on, width, root[lo:hi], centred) for i, on, width in parts]
-            for a, (index_a, on_a, width_a) in enumerate(parts):
-                for b in range(a, len(parts)):
-                    index_b, on_b, width_b = parts[b]
-                    both = on_a if on_b is None else on_b if on_a is None else on_a & on_b
-                    raw = np.bincount(
-                        _kept(index_a, both) * width_b + _kept(index_b, both),
-                        weights=None if w is None else _kept(w, both),
-                        minlength=width_a * width_b,
-                    )
-                    shift = _means_term(scaled[a], scaled[b], halved[a], halved[b], a == b)
-                    products[a, b] += raw.reshape(width_a, width_b) - shift
-                for d, (_, values) in enumerate(self.dense):
-                    chunk = values[rows] if w is None else values[rows] * w[:, None]
-                    crossed[a, d] += np.column_stack(
-                        [
-                            np.bincount(_kept(index_a, on_a), weights=column, minlength=width_a)
-                            for column in _kept(chunk, on_a).T
-                        ]
-                    )
-                    if w is not None:  # weighted, the demeaned values no longer sum to 0 in a group
-                        sums = np.column_stack([np.bincount(groups, weights=c, minlength=size) for c in chunk.T])
-                        crossed[a, d] -= _cross(scaled[a], sums / root[lo:hi, None])
+
+        # each range's terms on a core, added here in the ranges' order: the same sums as one pass
+        for pairs, added, taken in each_piece(
+            lambda chunk: self._range_terms(chunk, weights, root), list(self._chunked())
+        ):
+            for key, term in pairs.items():
+                products[key] += term
+            for key, term in added.items():
+                crossed[key] += term
+                if key in taken:
+                    crossed[key] -= taken[key]
         for (a, b), block in products.items():
             put(blocks[a][3], blocks[b][3], block)
         for (a, d), block in crossed.items():
@@ -274,6 +259,48 @@ class AbsorbedDesign:
             for offset_b, values_b in self.dense[at:]:
                 put(offset_a, offset_b, values_a.T @ (values_b if weights is None else values_b * weights[:, None]))
         return xtx
+
+    def _range_terms(
+        self, chunk: tuple[slice, np.ndarray, int, int], weights: np.ndarray | None, root: np.ndarray
+    ) -> tuple[_Terms, _Terms, _Terms]:
+        """gram's terms of a range of rows: (each indicator pair's, each indicator and dense
+        block's, and with weights what comes off the latter)."""
+        rows, groups, lo, hi = chunk
+        size = hi - lo
+        parts = [(index[rows], _rows_of(on, rows), width) for index, on, width, _ in self.indicators]
+        scaled = [_scaled_counts(groups, size, index, on, width, root[lo:hi]) for index, on, width in parts]
+        w = None if weights is None else weights[rows]
+        halved: list[Any] = [None] * len(parts)
+        if w is not None:
+            half_mean = np.bincount(groups, weights=w, minlength=size) / (2.0 * self.share[lo:hi])
+            centred = w - half_mean[groups]
+            halved = [_scaled_counts(groups, size, i, on, width, root[lo:hi], centred) for i, on, width in parts]
+        pairs: _Terms = {}
+        added: _Terms = {}
+        taken: _Terms = {}
+        for a, (index_a, on_a, width_a) in enumerate(parts):
+            for b in range(a, len(parts)):
+                index_b, on_b, width_b = parts[b]
+                both = on_a if on_b is None else on_b if on_a is None else on_a & on_b
+                raw = np.bincount(
+                    _kept(index_a, both) * width_b + _kept(index_b, both),
+                    weights=None if w is None else _kept(w, both),
+                    minlength=width_a * width_b,
+                )
+                shift = _means_term(scaled[a], scaled[b], halved[a], halved[b], a == b)
+                pairs[a, b] = raw.reshape(width_a, width_b) - shift
+            for d, (_, values) in enumerate(self.dense):
+                chunk_values = values[rows] if w is None else values[rows] * w[:, None]
+                added[a, d] = np.column_stack(
+                    [
+                        np.bincount(_kept(index_a, on_a), weights=column, minlength=width_a)
+                        for column in _kept(chunk_values, on_a).T
+                    ]
+                )
+                if w is not None:  # weighted, the demeaned values no longer sum to 0 in a group
+                    sums = np.column_stack([np.bincount(groups, weights=c, minlength=size) for c in chunk_values.T])
+                    taken[a, d] = _cross(scaled[a], sums / root[lo:hi, None])
+        return pairs, added, taken
 
     def _chunked(self) -> Iterator[tuple[slice, np.ndarray, int, int]]:
         """Per range of rows: (its rows, its groups less the first key, first key, last key + 1)."""
@@ -284,14 +311,20 @@ class AbsorbedDesign:
     def transpose_times(self, demeaned: np.ndarray) -> np.ndarray:
         """X'y for a y already demeaned by group."""
         out = np.zeros(self.width)
-        for start, stop in self.chunks:
-            rows = slice(start, stop)
+
+        def sums(chunk: tuple[int, int]) -> list[np.ndarray]:  # each indicator block's, over a range
+            rows = slice(*chunk)
             part = demeaned[rows]
-            for index, on, width, offset in self.indicators:
-                here = _rows_of(on, rows)
-                out[offset : offset + width] += np.bincount(
-                    _kept(index[rows], here), weights=_kept(part, here), minlength=width
+            return [
+                np.bincount(
+                    _kept(index[rows], _rows_of(on, rows)), weights=_kept(part, _rows_of(on, rows)), minlength=width
                 )
+                for index, on, width, _ in self.indicators
+            ]
+
+        for terms in each_piece(sums, self.chunks):  # added in the ranges' order, as one pass adds them
+            for (_, _, width, offset), term in zip(self.indicators, terms):
+                out[offset : offset + width] += term
         for offset, values in self.dense:
             out[offset : offset + values.shape[1]] = values.T @ demeaned
         return out
@@ -299,7 +332,9 @@ class AbsorbedDesign:
     def times(self, vector: np.ndarray) -> np.ndarray:
         """X v: each row's demeaned design times v."""
         out = np.zeros(len(self.groups))
-        for rows, groups, lo, hi in self._chunked():
+
+        def fill(chunk: tuple[slice, np.ndarray, int, int]) -> None:
+            rows, groups, lo, hi = chunk
             part_out = out[rows]  # a view: the range's rows of the answer
             for index, on, width, offset in self.indicators:
                 if not width:
@@ -312,6 +347,8 @@ class AbsorbedDesign:
                 part_out -= (np.bincount(groups, weights=picked, minlength=hi - lo) / self.share[lo:hi])[groups]
             for offset, values in self.dense:
                 part_out += values[rows] @ vector[offset : offset + values.shape[1]]
+
+        each_piece(fill, list(self._chunked()))  # each range writes its own rows
         return out
 
 

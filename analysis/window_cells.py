@@ -16,6 +16,7 @@ from itertools import chain
 import numpy as np
 
 from .digest import SessionDigest
+from .parallel import PIECE_CELLS, each_piece
 from .reviewer_offset import offsets_from_effects, reviewer_effects
 from .session_noise import REFERENCE_SPAN
 from .stats import index_type, present_levels
@@ -78,7 +79,11 @@ class WindowCells:
         each were a self-review: what a section that reads peer scores alone (the length tests)
         finds without that reviewer, for one boolean column instead of a copy of the window. Not
         for a section that reads self-reviews."""
-        return dataclasses.replace(self, own=self.own | (self.reviewer == index))
+        view = dataclasses.replace(self, own=self.own | (self.reviewer == index))
+        # its cells' (session, model) groups are this window's: made once, not a copy per view
+        # (a cached property's value is the instance's attribute)
+        vars(view)["group"] = self.group
+        return view
 
     def _cells(self, keep: np.ndarray, start: int, stop: int) -> WindowCells:
         """The cells `keep` selects, over the sessions start..stop-1."""
@@ -179,19 +184,24 @@ class WindowCells:
         [squares] = self._sums_by_response(lambda rows, peer: np.square(self.score[rows][peer]), block=block)
         return squares
 
-    def _sums_by_response(self, *weights: PeerWeights, block: int = SUM_BLOCK) -> list[np.ndarray]:
+    def _sums_by_response(self, *weights: PeerWeights, block: int = PIECE_CELLS) -> list[np.ndarray]:
         """Per (session, model) group, for each of `weights`, the sum of `weights(rows, peer)` over
         its peer cells (their count with None), a block of whole sessions at a time: a group's
         cells are in one block, so each sum is the same floats as one pass, and the temporaries
         stay a block long. One walk over the blocks for all of them."""
         n_models = len(self.models)
         out = [np.zeros(self.sessions * n_models) for _ in weights]
-        for rows, first, stop in self.session_blocks(block):
+        group = self.group  # made before the blocks share it
+
+        def add(part: SessionBlock) -> None:
+            rows, first, stop = part
             span, low = (stop - first) * n_models, first * n_models
             peer = ~self.own[rows]
-            keys = self.group[rows][peer] - low
+            keys = group[rows][peer] - low
             for sums, weight in zip(out, weights):
                 sums[low : low + span] = np.bincount(keys, weights=weight(rows, peer), minlength=span)
+
+        each_piece(add, list(self.session_blocks(block)))  # each block writes its own sessions' sums
         return out
 
     def loo_difference(self) -> np.ndarray:
@@ -258,7 +268,13 @@ class WindowCells:
         count, _ = self.peer_sums
         n_models = len(self.models)
         length = np.zeros(self.sessions * n_models)
-        length[self.group] = self.length  # a response's cells carry its length
+        group = self.group
+
+        def put(part: SessionBlock) -> None:  # a response's cells carry its length
+            rows = part[0]
+            length[group[rows]] = self.length[rows]
+
+        each_piece(put, list(self.session_blocks(PIECE_CELLS)))  # a block's responses are its own
         present = np.flatnonzero(count)
         return present // n_models, length[present]
 
@@ -446,12 +462,13 @@ def _session_effects(cells: WindowCells) -> np.ndarray:
             own[order],
             group[order],
         )
-    for start in range(0, sessions, SESSIONS_PER_FIT):
+
+    def fit(start: int) -> None:
         stop = min(start + SESSIONS_PER_FIT, sessions)
         lo, hi = np.searchsorted(session, [start, stop])
         used = ~own[lo:hi] & (count[group[lo:hi]] >= 2.0)
         if not used.any():
-            continue
+            return
         here = session[lo:hi][used].astype(np.int64) - start
         local_reviewer, reviewer_keys = _local_index(here, reviewer[lo:hi][used], reviewers)
         local_model, _ = _local_index(here, model[lo:hi][used], models)
@@ -464,4 +481,6 @@ def _session_effects(cells: WindowCells) -> np.ndarray:
         key_session = reviewer_keys // reviewers
         position = np.arange(len(reviewer_keys)) - np.searchsorted(reviewer_keys, key_session * reviewers)
         out[start + key_session, reviewer_keys % reviewers] = effects[key_session, position]
+
+    each_piece(fit, range(0, sessions, SESSIONS_PER_FIT))  # each chunk writes its own sessions' rows
     return out

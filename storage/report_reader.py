@@ -78,6 +78,9 @@ _QUERY = (
     + "})"
 )
 BATCH_ROWS = 1 << 16  # records a batch: the engine's batches, and the cells reduced at once
+# What the engine may parse ahead while the batch before is reduced here: its default (10 MiB, about
+# one batch) leaves its threads waiting on this one; a few batches keep both busy.
+STREAM_AHEAD_MIB = 64
 # Evicted sessions are dropped once they outnumber the held ones and this: a small window over a
 # year of records is compacted every few thousand sessions, not on every batch.
 COMPACT_AFTER = 1 << 13
@@ -396,6 +399,7 @@ class WindowReader:
         self._cells = _Columns(_CELLS, room)
         self._slots = _Columns(_SLOTS, room)
         with collector_paused(), duckdb.connect() as connection:
+            connection.execute(f"SET streaming_buffer_size = '{STREAM_AHEAD_MIB}MiB'")
             for path, size, each in zip(files, sizes, per_record):
                 self._read_file(connection, path, _Progress(size, each, progress))
 

@@ -5,7 +5,7 @@ import statistics
 import numpy as np
 import pytest
 
-from bias_audit.analysis.reviewer_offset import median_of_others, offsets_from_effects, reviewer_effects
+from bias_audit.analysis.reviewer_offset import MEDIAN_ROWS, median_of_others, offsets_from_effects, reviewer_effects
 
 nan = float("nan")
 
@@ -42,6 +42,19 @@ def test_median_of_the_others_equals_statistics_median_on_random_rows():
     got = median_of_others(values)
     expected = np.array([oracle(list(row)) for row in values])
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12, equal_nan=True)
+
+
+def test_rows_past_a_block_are_each_their_own_rows_median():
+    """Past MEDIAN_ROWS rows the rows are sorted a block at a time on the cores: each row's
+    answer must still be its own, across the blocks' seams."""
+    rng = np.random.default_rng(11)
+    values = rng.normal(size=(2 * MEDIAN_ROWS + 500, 5)).round(2)
+    values[rng.random(values.shape) < 0.2] = nan
+    got = median_of_others(values)
+    seams = [0, MEDIAN_ROWS - 1, MEDIAN_ROWS, 2 * MEDIAN_ROWS - 1, 2 * MEDIAN_ROWS, len(values) - 1]
+    rows = sorted({*seams, *rng.integers(0, len(values), 300).tolist()})
+    expected = np.array([oracle(list(values[row])) for row in rows])
+    np.testing.assert_allclose(got[rows], expected, rtol=0, atol=1e-12, equal_nan=True)
 
 
 def test_a_harsh_reviewer_leaves_its_peers_at_zero():

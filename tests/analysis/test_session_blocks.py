@@ -189,6 +189,7 @@ def test_the_length_tests_without_a_reviewer_equal_them_on_a_copy_without_its_sc
     copy = dataclasses.replace(cells, **{name: getattr(cells, name)[kept] for name in PER_CELL})
     counted_out = cells.peer_scores_without(reviewer)
     assert len(counted_out.score) == len(cells.score)  # no copy of the window's cells
+    assert counted_out.group is cells.group  # nor of its (session, model) groups
     thresholds = WindowThresholds(bootstrap_replicates=200)
     assert length_correlation(counted_out, thresholds) == length_correlation(copy, thresholds)
     assert length_control(counted_out, thresholds) == length_control(copy, thresholds)
