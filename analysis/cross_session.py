@@ -38,7 +38,7 @@ from .stats import (
     present_levels,
     rounded,
 )
-from .window_cells import SUM_BLOCK, WindowCells
+from .window_cells import SessionBlock, WindowCells
 
 MIN_SESSIONS = 10  # below this a metric says "collecting data"
 
@@ -541,9 +541,10 @@ class _PlacementCounts:
     reviewers_per_session: np.ndarray  # (sessions,) reviewers who saw an order
 
 
-def _placement_counts(cells: WindowCells, block: int = SUM_BLOCK) -> _PlacementCounts:
-    """The counts, a block of whole sessions at a time: each is a sum over sessions of integers,
-    so the blocks add up to the window's exactly, and the temporaries stay a block long."""
+def _placement_counts(cells: WindowCells, block: int = PIECE_CELLS) -> _PlacementCounts:
+    """The counts, a block of whole sessions at a time (a block on each core): each is a sum over
+    sessions of integers, so the blocks add up to the window's exactly, and the temporaries stay a
+    block long."""
     width = int(cells.position.max()) + 1
     n_models, n_reviewers = len(cells.models), len(cells.reviewers)
     out = _PlacementCounts(
@@ -554,7 +555,10 @@ def _placement_counts(cells: WindowCells, block: int = SUM_BLOCK) -> _PlacementC
         models_per_session=np.zeros(cells.sessions, dtype=np.int64),
         reviewers_per_session=np.zeros(cells.sessions, dtype=np.int64),
     )
-    for rows, first, stop in cells.session_blocks(block):
+
+    def count(part: SessionBlock) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The block's (table, per-reviewer tables, successions); its sessions' own counts in place."""
+        rows, first, stop = part
         placed = cells.position[rows] >= 0
         session = cells.session[rows][placed].astype(np.int64) - first
         model, reviewer = cells.model[rows][placed], cells.reviewer[rows][placed]
@@ -563,7 +567,6 @@ def _placement_counts(cells: WindowCells, block: int = SUM_BLOCK) -> _PlacementC
         unique = np.flatnonzero(np.bincount((session * n_models + model) * width + position))  # sorted
         here = unique // (n_models * width)
         model_here = (unique // width) % n_models
-        out.table += np.bincount(unique % (n_models * width), minlength=n_models * width).reshape(n_models, width)
         out.placements_per_session[first:stop] += np.bincount(here, minlength=span)
         models = np.flatnonzero(np.bincount(here * n_models + model_here)) // n_models
         out.models_per_session[first:stop] += np.bincount(models, minlength=span)
@@ -572,8 +575,16 @@ def _placement_counts(cells: WindowCells, block: int = SUM_BLOCK) -> _PlacementC
             np.flatnonzero(np.bincount(review)) // n_reviewers, minlength=span
         )
         key = (reviewer.astype(np.int64) * n_models + model) * width + position
-        out.per_reviewer += np.bincount(key, minlength=out.per_reviewer.size).reshape(out.per_reviewer.shape)
-        out.successions += _successions(review, position, model, n_models)
+        return (
+            np.bincount(unique % (n_models * width), minlength=n_models * width).reshape(n_models, width),
+            np.bincount(key, minlength=out.per_reviewer.size).reshape(out.per_reviewer.shape),
+            _successions(review, position, model, n_models),
+        )
+
+    for table, per_reviewer, successions in each_piece(count, list(cells.session_blocks(block))):
+        out.table += table
+        out.per_reviewer += per_reviewer
+        out.successions += successions
     return out
 
 
