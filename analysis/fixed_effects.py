@@ -139,13 +139,17 @@ def group_sums(
     """Per group, the sum of `weights` (its rows, with None), over ranges of rows that split no
     group: each group's sum is taken in one range, in row order, as one pass would take it."""
     out = np.zeros(size)
-    for start, stop in chunks:
-        if start == stop:
-            continue
+
+    def sums(chunk: tuple[int, int]) -> tuple[int, np.ndarray]:
+        start, stop = chunk
         keys = groups[start:stop]
         low, high = int(keys.min()), int(keys.max()) + 1  # the range's groups: a span of the keys
         part = None if weights is None else weights[start:stop]
-        out[low:high] += np.bincount(keys - low, weights=part, minlength=high - low)
+        return low, np.bincount(keys - low, weights=part, minlength=high - low)
+
+    # a range on each core, added here in the ranges' order
+    for low, part_sums in each_piece(sums, [(start, stop) for start, stop in chunks if start < stop]):
+        out[low : low + len(part_sums)] += part_sums
     return out
 
 
