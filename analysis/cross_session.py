@@ -382,8 +382,7 @@ def _length_term(cells: WindowCells, peer: np.ndarray, rows: _FitRows) -> Length
         np.tanh(np.divide(diff[part], spread, out=diff[part]), out=diff[part])
 
     each_piece(squash, blocks)
-    term = diff
-    return _LengthTerm(term=term, present=present, raw=raw, grand=float(rows.y.mean()) + 1.0)
+    return _LengthTerm(term=diff, present=present, raw=raw, grand=float(rows.y.mean()) + 1.0)
 
 
 def _length_result(
