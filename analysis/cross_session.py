@@ -258,7 +258,10 @@ class _FitRows:
     @staticmethod
     def of(cells: WindowCells, rows: np.ndarray) -> _FitRows:
         session = cells.session[rows].astype(index_type(cells.sessions))
-        return _FitRows(session, cells.model[rows], cells.reviewer[rows], cells.score[rows])
+        # a council's models and reviewers are a few: a byte each a row, not four
+        model = cells.model[rows].astype(index_type(len(cells.models), np.int8))
+        reviewer = cells.reviewer[rows].astype(index_type(len(cells.reviewers), np.int8))
+        return _FitRows(session, model, reviewer, cells.score[rows])
 
     def blocks(self, cells: WindowCells) -> list[Block]:
         """The model and reviewer indicators both fits start from."""
@@ -429,9 +432,10 @@ def _positions(rows: _FitRows, position: np.ndarray, window: int) -> PositionAna
         return PositionAnalysis(status="collecting data")
     # held beside length control's columns when the two fit together: positions 0..k-1, as
     # councils number them, are their own levels, so the index is the column itself
-    positions, index = present_levels(position)
+    positions, levels = present_levels(position)
     if len(positions) < 2:
         return PositionAnalysis(status="not identifiable")
+    index = levels.astype(index_type(len(positions), np.int8))  # a council shows a few positions: a byte a row
     return _Positions(positions=positions, index=index, scores=level_counts(index, len(positions)), sessions=sessions)
 
 

@@ -271,7 +271,8 @@ class AbsorbedDesign:
         block's, and with weights what comes off the latter)."""
         rows, groups, lo, hi = chunk
         size = hi - lo
-        parts = [(index[rows], _rows_of(on, rows), width) for index, on, width, _ in self.indicators]
+        # a range's indices at full width: a pair's key (a * width_b + b) overflows a byte's
+        parts = [(index[rows].astype(np.intp), _rows_of(on, rows), width) for index, on, width, _ in self.indicators]
         scaled = [_scaled_counts(groups, size, index, on, width, root[lo:hi]) for index, on, width in parts]
         w = None if weights is None else weights[rows]
         halved: list[Any] = [None] * len(parts)

@@ -264,10 +264,16 @@ def present_levels(values: np.ndarray, size: int = 0) -> tuple[np.ndarray, np.nd
     return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
 
 
-def index_type(bound: int) -> type[np.signedinteger]:
-    """The integer type for keys and indices below `bound`: 32-bit while they fit (half the
-    memory of a window's cells long array), else 64-bit."""
-    return np.int32 if bound <= np.iinfo(np.int32).max else np.int64
+def index_type(bound: int, smallest: type[np.signedinteger] = np.int32) -> type[np.signedinteger]:
+    """The integer type for keys and indices below `bound` (and -1): the smallest of 8, 16, 32 and
+    64 bits from `smallest` up that holds them. Keys built from a window's indices default to 32
+    bits at least (half the memory of a window's cells long array); a column of a few levels
+    copied for a fit can be a byte."""
+    types: list[type[np.signedinteger]] = [np.int8, np.int16, np.int32, np.int64]
+    for kind in types[types.index(smallest) :]:
+        if bound <= np.iinfo(kind).max:
+            return kind
+    return np.int64
 
 
 def rounded(value: float | None, digits: int = 4) -> float | None:

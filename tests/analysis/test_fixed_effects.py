@@ -122,6 +122,20 @@ def test_x_x_and_x_v_over_ranges_of_rows_are_the_dense_designs(chunk_rows):
     assert design.times(v) == pytest.approx(demeaned @ v, abs=1e-9)
 
 
+def test_indices_of_a_byte_whose_pair_keys_do_not_fit_one_give_the_dense_designs_x_x():
+    """A fit's model, reviewer and position columns are a byte a row; a pair of blocks' keys
+    (a * width_b + b) reach past 127 with 20 and 15 levels."""
+    rng = np.random.default_rng(12)
+    n = 600
+    _, groups = session_ordered(rng, n)
+    first, second = rng.integers(0, 20, n), np.where(rng.random(n) < 0.9, rng.integers(0, 15, n), -1)
+    wide = [Indicators(first, 20), Indicators(second, 15)]
+    byte = [Indicators(first.astype(np.int8), 20), Indicators(second.astype(np.int8), 15)]
+    demeaned, _ = demeaned_by_loop(dense(wide, n), groups)
+    for chunk_rows in (n, 64):
+        assert AbsorbedDesign(byte, groups, chunk_rows).gram() == pytest.approx(demeaned.T @ demeaned, abs=1e-9)
+
+
 @pytest.mark.parametrize("chunk_rows", [7, 10_000])
 @pytest.mark.parametrize("groups_of", ["few groups", "many groups"])
 def test_the_weighted_cross_product_is_the_dense_designs(chunk_rows, groups_of):

@@ -196,3 +196,12 @@ def test_level_counts_taken_a_block_at_a_time_are_bincounts(size):
 )
 def test_keys_are_32_bit_while_they_fit(bound, expected):
     assert index_type(bound) is expected
+
+
+@pytest.mark.parametrize(
+    ("bound", "expected"),
+    [(0, np.int8), (127, np.int8), (128, np.int16), (32_767, np.int16), (32_768, np.int32), (2**31, np.int64)],
+)
+def test_a_few_levels_fit_a_byte_from_the_smallest_type_asked(bound, expected):
+    assert index_type(bound, np.int8) is expected
+    assert np.iinfo(expected).max >= bound and np.iinfo(expected).min <= -1  # -1: no level
