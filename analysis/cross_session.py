@@ -430,12 +430,12 @@ def _positions(rows: _FitRows, position: np.ndarray, window: int) -> PositionAna
     sessions = int(np.count_nonzero(level_counts(rows.session, window)))
     if sessions < MIN_SESSIONS:
         return PositionAnalysis(status="collecting data")
-    # held beside length control's columns when the two fit together: positions 0..k-1, as
-    # councils number them, are their own levels, so the index is the column itself
     positions, levels = present_levels(position)
     if len(positions) < 2:
         return PositionAnalysis(status="not identifiable")
-    index = levels.astype(index_type(len(positions), np.int8))  # a council shows a few positions: a byte a row
+    # held beside length control's columns when the two fit together: a council shows a few
+    # positions, so a byte a row
+    index = levels.astype(index_type(len(positions), np.int8))
     return _Positions(positions=positions, index=index, scores=level_counts(index, len(positions)), sessions=sessions)
 
 
