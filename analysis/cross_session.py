@@ -33,9 +33,9 @@ from .stats import (
     fisher_p,
     index_type,
     level_counts,
+    level_table,
     pearson_arrays,
     pearson_from_sums,
-    present_levels,
     rounded,
 )
 from .window_cells import SessionBlock, WindowCells
@@ -430,13 +430,13 @@ def _positions(rows: _FitRows, position: np.ndarray, window: int) -> PositionAna
     sessions = int(np.count_nonzero(level_counts(rows.session, window)))
     if sessions < MIN_SESSIONS:
         return PositionAnalysis(status="collecting data")
-    positions, levels = present_levels(position)
+    positions, levels, scores = level_table(position)
     if len(positions) < 2:
         return PositionAnalysis(status="not identifiable")
     # held beside length control's columns when the two fit together: a council shows a few
     # positions, so a byte a row
     index = levels.astype(index_type(len(positions), np.int8))
-    return _Positions(positions=positions, index=index, scores=level_counts(index, len(positions)), sessions=sessions)
+    return _Positions(positions=positions, index=index, scores=scores, sessions=sessions)
 
 
 def _position_result(

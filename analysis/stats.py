@@ -252,16 +252,25 @@ def level_counts(values: np.ndarray, size: int = 0) -> np.ndarray:
 
 def present_levels(values: np.ndarray, size: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct values, ascending; each value's place among them) of integers: np.unique's
-    values and inverse, by counting where they are non-negative and span no more than a few
-    times their number (keys built from a window's indices), else by sorting. Values that are
-    already 0..k-1, every one present, are their own places: `values` itself is returned."""
+    values and inverse (level_table without the counts)."""
+    distinct, inverse, _ = level_table(values, size)
+    return distinct, inverse
+
+
+def level_table(values: np.ndarray, size: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the distinct values, ascending; each value's place among them; how often each occurs) of
+    integers: np.unique's values, inverse and counts, by counting where they are non-negative and
+    span no more than a few times their number (keys built from a window's indices), else by
+    sorting. Values that are already 0..k-1, every one present, are their own places: `values`
+    itself is returned."""
     if len(values) and (values.min() < 0 or values.max() >= max(size, 8 * len(values) + 64)):
-        distinct, inverse = np.unique(values, return_inverse=True)
-        return distinct, inverse.reshape(-1)
-    present = level_counts(values, size) > 0
+        distinct, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+        return distinct, inverse.reshape(-1), counts
+    counts = level_counts(values, size)
+    present = counts > 0
     if present.all():
-        return np.arange(len(present)), values
-    return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
+        return np.arange(len(present)), values, counts
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[values], counts[present]
 
 
 def index_type(bound: int, smallest: type[np.signedinteger] = np.int32) -> type[np.signedinteger]:

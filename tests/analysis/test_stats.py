@@ -12,6 +12,7 @@ from bias_audit.analysis.stats import (
     fisher_p,
     index_type,
     level_counts,
+    level_table,
     one_sample_t_p,
     pearson,
     pearson_arrays,
@@ -175,6 +176,10 @@ def test_present_levels_are_numpys_unique_values_and_inverse(values, size, level
     if values:
         unique, inverse = np.unique(values, return_inverse=True)
         assert got_levels.tolist() == unique.tolist() and got_index.tolist() == inverse.tolist()
+    # the table's counts: how often each level occurs, counted in plain Python
+    table_levels, table_index, counts = level_table(np.array(values, dtype=np.int64), size)
+    assert table_levels.tolist() == levels and table_index.tolist() == index
+    assert counts.tolist() == [values.count(level) for level in levels]
 
 
 def test_values_that_are_their_own_levels_are_not_copied():
