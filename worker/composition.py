@@ -408,14 +408,14 @@ SERVE_LOOPBACK_ONLY = "BIAS_AUDIT_SERVE_LOOPBACK_ONLY"  # serve's word to its pr
 def served_app():
     """One `serve` process's app: uvicorn's factory, run in each process `serve` starts, with the
     settings `serve` left in the environment."""
-    from bias_audit.gc_tuning import tune_gc
+    from bias_audit.gc_tuning import SERVE_YOUNG_THRESHOLD, tune_gc
 
     from .logging_setup import configure_logging
 
     settings = Settings()
     configure_logging(settings.log_level)
     app = api_app(settings, loopback_only=os.environ.get(SERVE_LOOPBACK_ONLY) == "1")
-    tune_gc()  # the startup heap leaves every collection, as in a worker
+    tune_gc(SERVE_YOUNG_THRESHOLD)  # the startup heap leaves every collection, as in a worker
     return app
 
 

@@ -1,4 +1,5 @@
 import gc
+import logging
 
 from bias_audit import gc_tuning
 from bias_audit.gc_tuning import collector_paused
@@ -34,3 +35,21 @@ def test_a_collector_turned_off_before_stays_off():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_each_serve_process_collects_after_a_few_thousand_allocations(tmp_path, monkeypatch):
+    # a request's cycles are collected in small pauses, not the worker's rare long ones
+    monkeypatch.setenv("BIAS_AUDIT_DATA_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    from bias_audit.worker.composition import served_app
+
+    root = logging.getLogger()
+    before, handlers, level = gc.get_threshold(), root.handlers[:], root.level
+    try:
+        served_app()
+        assert gc.get_threshold() == (5_000, 20, 10)
+        assert gc.get_freeze_count() > 1000
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+        root.handlers[:], root.level = handlers, level  # the process's log set-up is the suite's
