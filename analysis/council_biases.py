@@ -134,9 +134,9 @@ def affinity(
     fit = fitted.fit
     cells_per_pair = np.bincount(fitted.pair, minlength=len(fitted.pairs))
     # a (pair, session) grid marked where the pair scored: no sort of the window's cells
-    seen = np.zeros(len(fitted.pairs) * cells.sessions, dtype=bool)
-    seen[fitted.pair * cells.sessions + cells.session[fitted.cells]] = True
-    sessions_per_pair = seen.reshape(len(fitted.pairs), cells.sessions).sum(axis=1)
+    seen = np.zeros((len(fitted.pairs), cells.sessions), dtype=bool)
+    seen[fitted.pair, cells.session[fitted.cells]] = True  # two indices: no (pair, session) key to overflow
+    sessions_per_pair = seen.sum(axis=1)
     reference = np.ones(len(fitted.pairs), dtype=bool)
     design = _additive_design(fitted.pairs)
     for _ in range(len(fitted.pairs) // 4 + 1):
@@ -327,7 +327,7 @@ def style_similarity(
     similarity = cells.similarity[fitted.cells]
     known = np.flatnonzero(~np.isnan(similarity))  # only these cells are read: records may carry none
     similarity, residual, index = similarity[known], fitted.residual[known], fitted.cells[known]
-    reviewer, session, length = cells.reviewer[index], cells.session[index], np.log1p(cells.length[index])
+    reviewer, session, length = cells.reviewer[index], cells.session[index], np.log1p(cells.length_of(index))
     points: Points = {}
     for r in np.unique(reviewer):
         mine = reviewer == r
@@ -426,7 +426,7 @@ def length_given_correctness(cells: WindowCells) -> Estimate | None:
     if sessions < MIN_SESSIONS:
         return collecting(int(known.sum()), sessions)
     design: list[Block] = [
-        np.column_stack([cells.correct[known].astype(np.float64), cells.length[known] / 100.0]),
+        np.column_stack([cells.correct[known].astype(np.float64), cells.length_of(known) / 100.0]),
         Indicators(cells.reviewer[known], len(cells.reviewers)),
     ]
     fit = absorbed_least_squares(design, cells.score[known], cells.session[known], overwrite=True)

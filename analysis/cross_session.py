@@ -352,7 +352,7 @@ def _length_term(cells: WindowCells, peer: np.ndarray, rows: _FitRows) -> Length
         return LengthControl(status="collecting data", coefficient=collecting(len(rows.y), sessions))
     ls, lx = cells.response_lengths
     session_mean = np.bincount(ls, weights=lx, minlength=sessions) / np.maximum(np.bincount(ls, minlength=sessions), 1)
-    diff = cells.length[peer]
+    diff = cells.length_of(peer)
     blocks = [slice(start, start + PIECE_CELLS) for start in range(0, len(diff), PIECE_CELLS)]
 
     def centre(part: slice) -> None:  # in place, a block at a time: no second such array

@@ -40,13 +40,15 @@ class WindowCells:
     # per cell
     reviewers: list[str]
     models: list[str]
-    session: np.ndarray  # (n,) int: index of the session
+    session: np.ndarray  # (n,) int: index of the session, 32 bits while the sessions fit
     reviewer: np.ndarray  # (n,) int: index into reviewers
     model: np.ndarray  # (n,) int: index into models
     position: np.ndarray  # (n,) int: display position, -1 unknown
     score: np.ndarray  # (n,) float: points of a 1-10 span (0..9)
     own: np.ndarray  # (n,) bool: self-review
-    length: np.ndarray  # (n,) float: the scored response's length
+    # per response: (sessions * models,) float, `group`'s numbering (session x model): the
+    # response's length, 0 where the session has none; its cells read it through `length_of`
+    response_length: np.ndarray
     similarity: np.ndarray  # (n,) float: to the reviewer's own answer, NaN unknown
     fingerprint: np.ndarray  # (n,) int: the scored answer's content, index into fingerprints; -1 unknown
     correct: np.ndarray  # (n,) int8: the scored answer is correct 1, wrong 0, unknown -1
@@ -68,6 +70,12 @@ class WindowCells:
     @property
     def peer(self) -> np.ndarray:
         return ~self.own
+
+    def length_of(self, rows: np.ndarray | slice) -> np.ndarray:
+        """The scored response's length of each cell of `rows` (indices, a mask or a slice): a
+        response's cells share its length, so the window keeps one a response, not one a cell."""
+        length: np.ndarray = self.response_length[self.group[rows]]
+        return length
 
     def slice(self, start: int, stop: int) -> WindowCells:
         """The sessions start..stop-1 (names keep their indices; some may have no cells)."""
@@ -115,7 +123,7 @@ class WindowCells:
             position=self.position[keep],
             score=self.score[keep],
             own=self.own[keep],
-            length=self.length[keep],
+            response_length=self.response_length[start * len(self.models) : stop * len(self.models)],
             similarity=kept(self.similarity),
             fingerprint=kept(self.fingerprint),
             correct=kept(self.correct),
@@ -266,17 +274,8 @@ class WindowCells:
         """(session, length) per scored response (one with a peer score): the length points'
         first two columns (the same arrays), without the per-session fits their third needs."""
         count, _ = self.peer_sums
-        n_models = len(self.models)
-        length = np.zeros(self.sessions * n_models)
-        group = self.group
-
-        def put(part: SessionBlock) -> None:  # a response's cells carry its length
-            rows = part[0]
-            length[group[rows]] = self.length[rows]
-
-        each_piece(put, list(self.session_blocks(PIECE_CELLS)))  # a block's responses are its own
         present = np.flatnonzero(count)
-        return present // n_models, length[present]
+        return present // len(self.models), self.response_length[present]
 
     @cached_property
     def session_mean_score(self) -> np.ndarray:
@@ -412,6 +411,10 @@ class WindowCellsBuilder:
             name: column[: sessions if name in _SESSION_COLUMNS else self.cells]
             for name, column in self.columns.items()
         }
+        session, models = columns["session"], len(self.model_index)
+        response_length = np.zeros(sessions * models)
+        response_length[session * models + columns["model"]] = columns.pop("length")
+        columns["session"] = session.astype(index_type(sessions))
         return WindowCells(
             session_ids=self.session_ids,
             configs=list(self.config_index),
@@ -421,6 +424,7 @@ class WindowCellsBuilder:
             reviewers=list(self.reviewer_index),
             models=list(self.model_index),
             fingerprints=list(self.fingerprint_index),
+            response_length=response_length,
             **columns,
         )
 

@@ -30,8 +30,9 @@ import numpy as np
 from bias_audit.analysis.digest import StoredCell, timestamp_ms
 from bias_audit.analysis.record_cells import RecordColumns, session_cells
 from bias_audit.analysis.session_noise import REFERENCE_SPAN
+from bias_audit.analysis.stats import index_type
 from bias_audit.analysis.window import window_bounds
-from bias_audit.analysis.window_cells import WindowCells
+from bias_audit.analysis.window_cells import SUM_BLOCK, WindowCells
 from bias_audit.gc_tuning import collector_paused
 
 from .jsonl_store import record_files
@@ -663,7 +664,7 @@ class WindowReader:
         slots = self._slots.take(runs["slots_from"][chosen], runs["slots_to"][chosen], last=last)
         cell_counts = runs["cells_to"][chosen] - runs["cells_from"][chosen]
         slot_counts = runs["slots_to"][chosen] - runs["slots_from"][chosen]
-        session = np.repeat(np.arange(len(chosen)), cell_counts)
+        session = np.repeat(np.arange(len(chosen), dtype=index_type(len(chosen))), cell_counts)
         slot = (np.cumsum(slot_counts) - slot_counts)[session] + cells.pop("slot")
         names = list(self._names)
         reviewer, reviewers = _first_seen(cells.pop("reviewer"))
@@ -685,6 +686,7 @@ class WindowReader:
         n = len(score)
         correct = _unknown(n, -1, np.int8) if (correct < 0).all() else correct[slot]
         fingerprint = by_slot[slot] if len(fingerprints) else _unknown(n, -1, np.int32)
+        response_length = response_lengths(len(chosen), session, model, len(models), slots["length"], slot)
         return WindowCells(
             session_ids=[self._session_ids[run] for run in chosen.tolist()],
             ts_ms=runs["ts"][chosen],
@@ -702,7 +704,7 @@ class WindowReader:
             position=cells.pop("position"),
             score=score,
             own=cells.pop("own"),
-            length=slots["length"][slot],
+            response_length=response_length,
             similarity=similarity,
             fingerprint=fingerprint,
             correct=correct,
@@ -720,6 +722,25 @@ def _session_of(line: bytes) -> str:
         return f"session {_HEAD.decode(line).session_id!r}: "
     except msgspec.DecodeError:
         return ""
+
+
+def response_lengths(
+    sessions: int,
+    session: np.ndarray,
+    model: np.ndarray,
+    models: int,
+    length: np.ndarray,
+    slot: np.ndarray,
+    block: int = SUM_BLOCK,
+) -> np.ndarray:
+    """Each (session, model) response's length, WindowCells' numbering, from its cells' slots (a
+    session's slot is one model's response); a block of cells at a time, so the keys stay a block
+    long."""
+    out = np.zeros(sessions * models)
+    for start in range(0, len(session), block):
+        part = slice(start, start + block)
+        out[session[part].astype(np.int64) * models + model[part]] = length[slot[part]]
+    return out
 
 
 def _unknown(size: int, value: float, kind: Any) -> np.ndarray:

@@ -114,14 +114,18 @@ def test_length_points_are_each_responses_mean_peer_score_less_its_reviewers_off
     """A harsh reviewer makes the offsets matter: each point is the mean over a response's peer
     cells of (score - that reviewer's offset in the session, 0 where undefined), with its length,
     in (session, model) order."""
-    cells = window_cells(Corpus(sessions=30, models=4, seed=5, reviewer_offsets={0: -2.0}).digests())
+    digests = Corpus(sessions=30, models=4, seed=5, reviewer_offsets={0: -2.0}).digests()
+    cells = window_cells(digests)
     offsets = cells.session_offsets
     assert np.nanmax(np.abs(offsets)) > 1.0
     adjusted: dict[tuple[int, int], list[float]] = defaultdict(list)
-    lengths: dict[tuple[int, int], float] = {}
-    columns = (cells.session, cells.reviewer, cells.model, cells.score, cells.own, cells.length)
-    for s, r, m, score, own, length in zip(*(column.tolist() for column in columns)):
-        lengths[s, m] = length
+    lengths = {  # each response's length as its session's digest has it
+        (s, cells.models.index(name)): length
+        for s, digest in enumerate(digests)
+        for name, length in zip(digest.models, digest.lengths)
+    }
+    columns = (cells.session, cells.reviewer, cells.model, cells.score, cells.own)
+    for s, r, m, score, own in zip(*(column.tolist() for column in columns)):
         if not own:
             offset = float(offsets[s, r])
             adjusted[s, m].append(score - (0.0 if np.isnan(offset) else offset))
@@ -174,7 +178,6 @@ PER_CELL = (
     "position",
     "score",
     "own",
-    "length",
     "similarity",
     "fingerprint",
     "correct",
@@ -234,7 +237,7 @@ def test_length_control_and_the_position_fit_made_together_are_each_made_alone(c
         position[::7] = -1
         cells = dataclasses.replace(cells, position=position)
     if case == "every length equal":
-        cells = dataclasses.replace(cells, length=np.full(len(cells.length), 250.0))
+        cells = dataclasses.replace(cells, response_length=np.full(len(cells.response_length), 250.0))
     thresholds = WindowThresholds(bootstrap_replicates=200)
     control, placed = length_and_position(cells, thresholds)
     assert (control, placed) == (length_control(cells, thresholds), position_effects(cells, thresholds))
