@@ -295,7 +295,8 @@ def first_and_later_residuals(
     later_sum, later_n = np.zeros(size), np.zeros(size, dtype=np.int64)
     placed_any = False
     for rows, first, stop in cells.session_blocks(block):
-        lo, hi = np.searchsorted(index, [rows.start, rows.stop])
+        # bounds of the column's own type: other ones would convert the whole column on every call
+        lo, hi = np.searchsorted(index, np.array([rows.start, rows.stop], dtype=index.dtype))
         here = index[lo:hi]
         position = cells.position[here]
         placed = position >= 0

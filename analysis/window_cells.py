@@ -469,7 +469,8 @@ def _session_effects(cells: WindowCells) -> np.ndarray:
 
     def fit(start: int) -> None:
         stop = min(start + SESSIONS_PER_FIT, sessions)
-        lo, hi = np.searchsorted(session, [start, stop])
+        # bounds of the column's own type: other ones would convert the whole column on every call
+        lo, hi = np.searchsorted(session, np.array([start, stop], dtype=session.dtype))
         used = ~own[lo:hi] & (count[group[lo:hi]] >= 2.0)
         if not used.any():
             return
