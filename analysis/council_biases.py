@@ -76,7 +76,7 @@ def pair_fit(cells: WindowCells) -> PairFit:
     small = index_type(len(peer))
     used = np.flatnonzero(peer & (group_size[cells.group] >= 2)).astype(small)
     keys, pair = present_levels(cells.reviewer[used].astype(np.int64) * len(cells.models) + cells.model[used])
-    pair = pair.astype(small)
+    pair = pair.astype(index_type(len(keys), smallest=np.int8))  # a byte a cell while the pairs fit one
     pairs = [(int(k) // len(cells.models), int(k) % len(cells.models)) for k in keys]
     fit = None
     if len(used) and len(pairs) <= MAX_PAIRS:

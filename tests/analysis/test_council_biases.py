@@ -436,3 +436,13 @@ def test_mutual_favour_is_named_as_possible_collusion():
     assert not any(
         a.mutual for key, a in flagged.items() if key not in {(MODELS[0], MODELS[1]), (MODELS[1], MODELS[0])}
     )
+
+
+@pytest.mark.parametrize(("models", "kind"), [(5, np.int8), (12, np.int16)])
+def test_the_pair_fit_keeps_each_cells_pair_in_a_byte_while_the_pairs_fit_one(models, kind):
+    from tests.simulate import Corpus
+
+    cells = window_cells(Corpus(sessions=12, models=models, seed=4).digests())
+    fitted = pair_fit(cells)
+    assert len(fitted.pairs) == models * (models - 1)  # every reviewer scored every other's answer
+    assert fitted.pair.dtype == kind
