@@ -41,6 +41,8 @@ class WindowCells:
     reviewers: list[str]
     models: list[str]
     session: np.ndarray  # (n,) int: index of the session, 32 bits while the sessions fit
+    # the next three in the narrowest integer type that holds them (a byte, for a council): keys
+    # made of them widen first
     reviewer: np.ndarray  # (n,) int: index into reviewers
     model: np.ndarray  # (n,) int: index into models
     position: np.ndarray  # (n,) int: display position, -1 unknown
@@ -415,6 +417,11 @@ class WindowCellsBuilder:
         response_length = np.zeros(sessions * models)
         response_length[session * models + columns["model"]] = columns.pop("length")
         columns["session"] = session.astype(index_type(sessions))
+        # names and positions in the narrowest type that holds them: a byte a cell for a council
+        for name, levels in (("reviewer", len(self.reviewer_index)), ("model", models)):
+            columns[name] = columns[name].astype(index_type(levels, np.int8))
+        position = columns["position"]
+        columns["position"] = position.astype(index_type(int(position.max()) + 1 if len(position) else 0, np.int8))
         return WindowCells(
             session_ids=self.session_ids,
             configs=list(self.config_index),

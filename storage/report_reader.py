@@ -701,7 +701,7 @@ class WindowReader:
             session=session,
             reviewer=reviewer,
             model=model,
-            position=cells.pop("position"),
+            position=_narrowest(cells.pop("position")),
             score=score,
             own=cells.pop("own"),
             response_length=response_length,
@@ -748,6 +748,13 @@ def _unknown(size: int, value: float, kind: Any) -> np.ndarray:
     return np.broadcast_to(np.array(value, dtype=kind), (size,))
 
 
+def _narrowest(position: np.ndarray) -> np.ndarray:
+    """Display positions (-1 unknown) in the narrowest integer type that holds them: a council
+    shows a few answers, so a byte a cell."""
+    narrow: np.ndarray = position.astype(index_type(int(position.max()) + 1 if len(position) else 0, np.int8))
+    return narrow
+
+
 def _first_seen_known(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """_first_seen of the codes that are not -1 (unknown), which stay -1."""
     known = codes >= 0
@@ -757,13 +764,17 @@ def _first_seen_known(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _first_seen(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(each code renumbered in the order the codes first appear, as int32; the codes in that order).
-    Each code's first place by one unbuffered minimum, not a sort of the window's cells."""
+    """(each code renumbered in the order the codes first appear, in the narrowest integer type
+    that holds them: a byte a cell for a council's names; the codes in that order). Each code's
+    first place by unbuffered minimums a block at a time, not a sort of the window's cells."""
     size = int(codes.max()) + 1 if len(codes) else 0
     first = np.full(size, len(codes), dtype=np.int64)
-    np.minimum.at(first, codes, np.arange(len(codes)))
+    for start in range(0, len(codes), SUM_BLOCK):
+        part = codes[start : start + SUM_BLOCK]
+        np.minimum.at(first, part, np.arange(start, start + len(part)))
     present = np.flatnonzero(first < len(codes))
     ordered = present[np.argsort(first[present])]
-    renumber = np.zeros(size, dtype=np.int32)
-    renumber[ordered] = np.arange(len(ordered), dtype=np.int32)
+    kind = index_type(len(ordered), np.int8)
+    renumber = np.zeros(size, dtype=kind)
+    renumber[ordered] = np.arange(len(ordered), dtype=kind)
     return renumber[codes], ordered

@@ -75,7 +75,11 @@ def test_session_offsets_of_a_three_member_council():
     # the same council among 300 names a window has seen: each session's names are numbered by sorting
     names = [f"n{i}" for i in range(300)]
     sparse = dataclasses.replace(
-        window, reviewer=window.reviewer * 100, model=window.model * 100, reviewers=names, models=names
+        window,
+        reviewer=window.reviewer.astype(np.int64) * 100,
+        model=window.model.astype(np.int64) * 100,
+        reviewers=names,
+        models=names,
     )
     assert sparse.session_offsets[0, [0, 100, 200]].tolist() == pytest.approx([-1.0, 0.0, 1.0])
     assert np.isnan(np.delete(sparse.session_offsets[0], [0, 100, 200])).all()

@@ -268,3 +268,16 @@ def test_positions_numbered_with_gaps_are_the_same_positions():
     assert spaced.baseline_position == 1 and [e.position for e in spaced.effects] == [3, 5, 7, 9]
     assert [e.effect for e in spaced.effects] == [e.effect for e in plain.effects]
     assert (spaced.f_statistic, spaced.p_value, spaced.flagged) == (plain.f_statistic, plain.p_value, plain.flagged)
+
+
+@pytest.mark.parametrize(("models", "kind"), [(5, np.int8), (130, np.int16)])
+def test_the_window_keeps_names_and_positions_in_the_narrowest_type_and_sums_as_with_wide_ones(models, kind):
+    cells = window_cells(Corpus(sessions=3, models=models, seed=3).digests())
+    assert {cells.reviewer.dtype, cells.model.dtype, cells.position.dtype} == {np.dtype(kind)}
+    assert cells.session.dtype == np.int32
+    wide = dataclasses.replace(
+        cells, **{name: getattr(cells, name).astype(np.int64) for name in ("session", "reviewer", "model", "position")}
+    )
+    for name in ("group", "session_offsets", "length_points", "session_mean_score"):
+        np.testing.assert_array_equal(np.asarray(getattr(cells, name)), np.asarray(getattr(wide, name)), err_msg=name)
+    assert cells.reviewer_key().tolist() == wide.reviewer_key().tolist()

@@ -108,6 +108,7 @@ def test_reads_llm_council_core_records(tmp_path):
     first = cells.session == 0
     assert sorted(set(cells.length_of(first).tolist())) == [100.0, 200.0, 300.0]
     assert cells.session.dtype == np.int32  # a window's cells long: 32 bits while the sessions fit
+    assert {cells.reviewer.dtype, cells.model.dtype, cells.position.dtype} == {np.dtype(np.int8)}  # a byte
     # reviewer == model is a self-review though the reference does not store the flag
     assert int(cells.own[first].sum()) == 3
     assert (cells.position[first] >= 0).all()  # schema 1.2.0: display positions
