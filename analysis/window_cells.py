@@ -414,14 +414,12 @@ class WindowCellsBuilder:
             for name, column in self.columns.items()
         }
         session, models = columns["session"], len(self.model_index)
-        response_length = np.zeros(sessions * models)
-        response_length[session * models + columns["model"]] = columns.pop("length")
+        response_length = response_lengths(sessions, models, session, columns["model"], columns.pop("length"))
         columns["session"] = session.astype(index_type(sessions))
         # names and positions in the narrowest type that holds them: a byte a cell for a council
         for name, levels in (("reviewer", len(self.reviewer_index)), ("model", models)):
             columns[name] = columns[name].astype(index_type(levels, np.int8))
-        position = columns["position"]
-        columns["position"] = position.astype(index_type(int(position.max()) + 1 if len(position) else 0, np.int8))
+        columns["position"] = narrow_positions(columns["position"])
         return WindowCells(
             session_ids=self.session_ids,
             configs=list(self.config_index),
@@ -434,6 +432,34 @@ class WindowCellsBuilder:
             response_length=response_length,
             **columns,
         )
+
+
+def response_lengths(
+    sessions: int,
+    models: int,
+    session: np.ndarray,
+    model: np.ndarray,
+    length: np.ndarray,
+    slot: np.ndarray | None = None,
+    block: int = SUM_BLOCK,
+) -> np.ndarray:
+    """Each (session, model) response's length in WindowCells' numbering (`response_length`), from
+    its cells: `length` a cell's, or with `slot` a slot's (a session's slot is one model's answer)
+    and each cell's slot; a block of cells at a time, so the keys stay a block long."""
+    out = np.zeros(sessions * models)
+    for start in range(0, len(session), block):
+        part = slice(start, start + block)
+        out[session[part].astype(np.int64) * models + model[part]] = (
+            length[part] if slot is None else length[slot[part]]
+        )
+    return out
+
+
+def narrow_positions(position: np.ndarray) -> np.ndarray:
+    """Display positions (-1 unknown) in the narrowest integer type that holds them: a council
+    shows a few answers, so a byte a cell."""
+    narrow: np.ndarray = position.astype(index_type(int(position.max()) + 1 if len(position) else 0, np.int8))
+    return narrow
 
 
 SESSIONS_PER_FIT = 2048  # sessions fitted together: bounds the padded arrays' memory

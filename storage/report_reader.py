@@ -32,7 +32,7 @@ from bias_audit.analysis.record_cells import RecordColumns, session_cells
 from bias_audit.analysis.session_noise import REFERENCE_SPAN
 from bias_audit.analysis.stats import index_type
 from bias_audit.analysis.window import window_bounds
-from bias_audit.analysis.window_cells import SUM_BLOCK, WindowCells
+from bias_audit.analysis.window_cells import SUM_BLOCK, WindowCells, narrow_positions, response_lengths
 from bias_audit.gc_tuning import collector_paused
 
 from .jsonl_store import record_files
@@ -686,7 +686,7 @@ class WindowReader:
         n = len(score)
         correct = _unknown(n, -1, np.int8) if (correct < 0).all() else correct[slot]
         fingerprint = by_slot[slot] if len(fingerprints) else _unknown(n, -1, np.int32)
-        response_length = response_lengths(len(chosen), session, model, len(models), slots["length"], slot)
+        response_length = response_lengths(len(chosen), len(models), session, model, slots["length"], slot)
         return WindowCells(
             session_ids=[self._session_ids[run] for run in chosen.tolist()],
             ts_ms=runs["ts"][chosen],
@@ -701,7 +701,7 @@ class WindowReader:
             session=session,
             reviewer=reviewer,
             model=model,
-            position=_narrowest(cells.pop("position")),
+            position=narrow_positions(cells.pop("position")),
             score=score,
             own=cells.pop("own"),
             response_length=response_length,
@@ -724,35 +724,9 @@ def _session_of(line: bytes) -> str:
         return ""
 
 
-def response_lengths(
-    sessions: int,
-    session: np.ndarray,
-    model: np.ndarray,
-    models: int,
-    length: np.ndarray,
-    slot: np.ndarray,
-    block: int = SUM_BLOCK,
-) -> np.ndarray:
-    """Each (session, model) response's length, WindowCells' numbering, from its cells' slots (a
-    session's slot is one model's response); a block of cells at a time, so the keys stay a block
-    long."""
-    out = np.zeros(sessions * models)
-    for start in range(0, len(session), block):
-        part = slice(start, start + block)
-        out[session[part].astype(np.int64) * models + model[part]] = length[slot[part]]
-    return out
-
-
 def _unknown(size: int, value: float, kind: Any) -> np.ndarray:
     """`size` copies of `value`, read-only, in the memory of one."""
     return np.broadcast_to(np.array(value, dtype=kind), (size,))
-
-
-def _narrowest(position: np.ndarray) -> np.ndarray:
-    """Display positions (-1 unknown) in the narrowest integer type that holds them: a council
-    shows a few answers, so a byte a cell."""
-    narrow: np.ndarray = position.astype(index_type(int(position.max()) + 1 if len(position) else 0, np.int8))
-    return narrow
 
 
 def _first_seen_known(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

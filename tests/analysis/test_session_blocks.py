@@ -20,7 +20,7 @@ from bias_audit.analysis.cross_session import (
     length_correlation,
     position_effects,
 )
-from bias_audit.analysis.window_cells import WindowCells, window_cells
+from bias_audit.analysis.window_cells import WindowCells, narrow_positions, response_lengths, window_cells
 from tests.simulate import Corpus
 
 
@@ -281,3 +281,26 @@ def test_the_window_keeps_names_and_positions_in_the_narrowest_type_and_sums_as_
     for name in ("group", "session_offsets", "length_points", "session_mean_score"):
         np.testing.assert_array_equal(np.asarray(getattr(cells, name)), np.asarray(getattr(wide, name)), err_msg=name)
     assert cells.reviewer_key().tolist() == wide.reviewer_key().tolist()
+
+
+@pytest.mark.parametrize("block", [1, 2, 4, 100])
+def test_each_responses_length_comes_from_its_cells_or_their_slots_whatever_the_block(block):
+    # sessions 0..2 of a 2-model window: session 0 has both answers, session 1 model 1's, session 2 model 0's
+    session = np.array([0, 0, 0, 1, 1, 2], dtype=np.int32)
+    model = np.array([0, 1, 0, 1, 1, 0], dtype=np.int8)
+    slot = np.array([0, 1, 0, 2, 2, 3])
+    by_slot = np.array([10.0, 20.0, 30.0, 40.0])
+    expected = [10.0, 20.0, 0.0, 30.0, 40.0, 0.0]
+    assert response_lengths(3, 2, session, model, by_slot, slot, block=block).tolist() == expected
+    by_cell = np.array([10.0, 20.0, 10.0, 30.0, 30.0, 40.0])
+    assert response_lengths(3, 2, session, model, by_cell, block=block).tolist() == expected
+
+
+@pytest.mark.parametrize(
+    ("positions", "kind"),
+    [([-1, 0, 4], np.int8), ([0, 126], np.int8), ([-1, 127], np.int16), ([3, 40_000], np.int32), ([], np.int8)],
+)
+def test_positions_are_kept_in_the_narrowest_type_that_holds_them(positions, kind):
+    narrow = narrow_positions(np.array(positions, dtype=np.int64))
+    assert narrow.dtype == kind
+    assert narrow.tolist() == positions

@@ -8,7 +8,7 @@ import pytest
 from llm_council.bias_persistence import BiasMetricRecord, append_bias_records
 
 from bias_audit.analysis.window import DAY_MS, window_bounds
-from bias_audit.storage.report_reader import InputError, WindowReader, expand_inputs, response_lengths
+from bias_audit.storage.report_reader import InputError, WindowReader, expand_inputs
 from tests.simulate import Corpus, digest_records
 
 
@@ -308,14 +308,3 @@ def test_the_window_equals_the_one_built_from_each_sessions_digest(tmp_path, bat
             "chars",
         }
     )
-
-
-@pytest.mark.parametrize("block", [1, 2, 4, 100])
-def test_each_responses_length_is_its_slots_in_session_by_model_order_whatever_the_block(block):
-    # sessions 0..2 of a 2-model window: session 0 has both answers, session 1 model 1's, session 2 model 0's
-    session = np.array([0, 0, 0, 1, 1, 2], dtype=np.int32)
-    model = np.array([0, 1, 0, 1, 1, 0], dtype=np.int32)
-    slot = np.array([0, 1, 0, 2, 2, 3])
-    length = np.array([10.0, 20.0, 30.0, 40.0])
-    got = response_lengths(3, session, model, 2, length, slot, block=block)
-    assert got.tolist() == [10.0, 20.0, 0.0, 30.0, 40.0, 0.0]
