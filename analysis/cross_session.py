@@ -677,7 +677,6 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
     scored_in = (np.bincount(key, minlength=size).reshape(-1, n_reviewers) > 0).sum(0)
     owned_in = (np.bincount(key[cells.own], minlength=size).reshape(-1, n_reviewers) > 0).sum(0)
     del key
-    loo = cells.loo_difference()
     profiles = []
     for i, name in enumerate(cells.reviewers):
         scored_sessions = int(scored_in[i])
@@ -722,11 +721,14 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
             if own.any()
             else collecting(0, 0)
         )
-        defined = peer & ~np.isnan(loo)
+        rows = np.flatnonzero(peer)
+        loo = cells.loo_difference(rows)
+        defined = ~np.isnan(loo)
         agreement = None
         if defined.sum() >= 3:
-            others_mean = cells.score[defined] - loo[defined]  # = mean of the other peers' scores
-            agreement = _defined(*pearson_arrays(cells.score[defined], others_mean))
+            defined_scores = cells.score[rows[defined]]
+            others_mean = defined_scores - loo[defined]  # = mean of the other peers' scores
+            agreement = _defined(*pearson_arrays(defined_scores, others_mean))
         flags = []
         if offset.flagged:
             flags.append("HARSH" if (offset.point_estimate or 0) < 0 else "GENEROUS")

@@ -214,19 +214,21 @@ class WindowCells:
         each_piece(add, list(self.session_blocks(block)))  # each block writes its own sessions' sums
         return out
 
-    def loo_difference(self) -> np.ndarray:
-        """Peer cell: score minus the mean of the other peers' scores of the same response
-        (NaN for self-reviews and responses with one peer score). Made when asked, not kept:
-        one section reads it, and it is a window's cells long; its temporaries, a block long."""
+    def loo_difference(self, cells: np.ndarray) -> np.ndarray:
+        """Each of `cells` (indices), if a peer score: its score minus the mean of the other peers'
+        scores of the same response (NaN for self-reviews and responses with one peer score).
+        Made for the cells asked, one reviewer's at a time, not a window's cells long; its
+        temporaries, a block long."""
         count, total = self.peer_sums
-        out = np.empty(len(self.score))
-        for start in range(0, len(self.score), SUM_BLOCK):
-            rows = slice(start, start + SUM_BLOCK)
+        out = np.empty(len(cells))
+        for start in range(0, len(cells), SUM_BLOCK):
+            part = slice(start, start + SUM_BLOCK)
+            rows = cells[part]
             g, score = self.group[rows], self.score[rows]
             others = count[g] - 1.0
             with np.errstate(invalid="ignore", divide="ignore"):
                 diff = score - (total[g] - score) / others
-            out[rows] = np.where(~self.own[rows] & (others >= 1.0), diff, np.nan)
+            out[part] = np.where(~self.own[rows] & (others >= 1.0), diff, np.nan)
         return out
 
     def per_session_reviewer_mean(self, values: np.ndarray) -> np.ndarray:

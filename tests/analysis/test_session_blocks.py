@@ -304,3 +304,18 @@ def test_positions_are_kept_in_the_narrowest_type_that_holds_them(positions, kin
     narrow = narrow_positions(np.array(positions, dtype=np.int64))
     assert narrow.dtype == kind
     assert narrow.tolist() == positions
+
+
+def test_a_cells_leave_one_out_difference_is_its_score_less_the_other_peers_mean_cell_by_cell():
+    cells = window()
+    peers: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for i, (group, score, own) in enumerate(zip(cells.group.tolist(), cells.score.tolist(), cells.own.tolist())):
+        if not own:
+            peers[group].append((i, score))
+    expected = []
+    for i, (group, score, own) in enumerate(zip(cells.group.tolist(), cells.score.tolist(), cells.own.tolist())):
+        others = [s for j, s in peers[group] if j != i]
+        expected.append(np.nan if own or not others else score - sum(others) / len(others))
+    asked = np.flatnonzero(cells.reviewer == 1)  # one reviewer's cells, as the profiles ask
+    np.testing.assert_allclose(cells.loo_difference(asked), np.array(expected)[asked], rtol=0, atol=1e-12)
+    assert np.isnan(cells.loo_difference(asked)).any() and not np.isnan(cells.loo_difference(asked)).all()
