@@ -334,13 +334,14 @@ class AbsorbedDesign:
             out[offset : offset + values.shape[1]] = values.T @ demeaned
         return out
 
-    def times(self, vector: np.ndarray) -> np.ndarray:
-        """X v: each row's demeaned design times v."""
-        out = np.zeros(len(self.groups))
+    def subtract_times(self, values: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        """values less X v (each row's demeaned design times v), into `values` itself: a range of
+        rows' X v at a time, so no second array as long as the rows is made (the residuals of a
+        fit, from its demeaned y)."""
 
         def fill(chunk: tuple[slice, np.ndarray, int, int]) -> None:
             rows, groups, lo, hi = chunk
-            part_out = out[rows]  # a view: the range's rows of the answer
+            part_out = np.zeros(rows.stop - rows.start)  # the range's X v
             for index, on, width, offset in self.indicators:
                 if not width:
                     continue
@@ -350,11 +351,12 @@ class AbsorbedDesign:
                     picked[~on[rows]] = 0.0
                 part_out += picked
                 part_out -= (np.bincount(groups, weights=picked, minlength=hi - lo) / self.share[lo:hi])[groups]
-            for offset, values in self.dense:
-                part_out += values[rows] @ vector[offset : offset + values.shape[1]]
+            for offset, dense in self.dense:
+                part_out += dense[rows] @ vector[offset : offset + dense.shape[1]]
+            np.subtract(values[rows], part_out, out=values[rows])
 
         each_piece(fill, list(self._chunked()))  # each range writes its own rows
-        return out
+        return values
 
 
 def row_chunks(groups: np.ndarray, chunk_rows: int, probe: int = 4096) -> list[tuple[int, int]]:
@@ -455,9 +457,9 @@ def absorbed_least_squares(
         return None
     x, yd, [fit] = fitted
     if fit is not None and keep_residual:
-        residual = x.times(fit.beta)
-        np.subtract(yd, residual, out=residual)  # in place: a window's cells long
-        fit = dataclasses.replace(fit, residual=residual)
+        # the demeaned y is the fit's own (a copy, or the caller's given to overwrite): it becomes
+        # the residuals in place
+        fit = dataclasses.replace(fit, residual=x.subtract_times(yd, fit.beta))
     return fit
 
 

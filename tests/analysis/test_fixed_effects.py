@@ -75,8 +75,10 @@ def test_indicator_blocks_fit_as_their_dense_matrix_with_a_dummy_per_group():
     for contrast in (np.eye(15)[1] - np.eye(15)[0], np.eye(15)[9] + np.eye(15)[4] - np.eye(15)[5], np.eye(15)[14]):
         assert fit.contrast(contrast)[0] == pytest.approx(contrast @ beta[:15], abs=1e-9)
     means = np.array([x[group_of == g].mean(axis=0) for g in range(kinds)])
-    v = rng.normal(size=15)
-    assert fit.design.times(v) == pytest.approx((x - means[group_of]) @ v, abs=1e-9)  # the sandwich's leverage
+    v, values = rng.normal(size=15), rng.normal(size=len(group_of))
+    given = values.copy()
+    assert fit.design.subtract_times(given, v) is given  # in place: the residuals are the demeaned y's array
+    assert given == pytest.approx(values - (x - means[group_of]) @ v, abs=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -118,8 +120,8 @@ def test_x_x_and_x_v_over_ranges_of_rows_are_the_dense_designs(chunk_rows):
     design = AbsorbedDesign(blocks, groups, chunk_rows)
     assert len(design.chunks) > 1 or chunk_rows >= n // 2
     assert design.gram() == pytest.approx(demeaned.T @ demeaned, abs=1e-9)
-    v = rng.normal(size=11)
-    assert design.times(v) == pytest.approx(demeaned @ v, abs=1e-9)
+    v, values = rng.normal(size=11), rng.normal(size=n)
+    assert design.subtract_times(values.copy(), v) == pytest.approx(values - demeaned @ v, abs=1e-9)
 
 
 def test_indices_of_a_byte_whose_pair_keys_do_not_fit_one_give_the_dense_designs_x_x():
