@@ -43,7 +43,7 @@ class FitResult:
         """X' diag(e^2) X: the sandwich's middle, made once for every contrast's robust SE."""
         if self.residual is None or self.design is None:
             raise ValueError("robust SEs need the residuals: fit with keep_residual=True")
-        return self.design.gram(np.square(self.residual))
+        return self.design.gram(self.residual)
 
     def robust_contrast(self, contrast: np.ndarray) -> tuple[float, float, float, float, float] | None:
         """contrast() with a heteroscedasticity-robust SE (White's sandwich, HC1: a noisier
@@ -220,8 +220,10 @@ class AbsorbedDesign:
         offset, width = self.spans[block]
         return np.arange(offset, offset + width)
 
-    def gram(self, weights: np.ndarray | None = None) -> np.ndarray:
-        """X'X of the demeaned design, or X' diag(weights) X (the sandwich's meat).
+    def gram(self, residual: np.ndarray | None = None) -> np.ndarray:
+        """X'X of the demeaned design, or with a fit's residuals e, X' diag(e^2) X (the sandwich's
+        meat): the row weights e^2 are squared a range of rows at a time, not as a second array as
+        long as the rows.
 
         An indicator block's X_a'X_b is D_a'D_b - K_a'C^-1 K_b (K the per-group counts, C the group
         sizes). With row weights w (W a group's sum): D_a'WD_b - U_a'C^-1 K_b - K_a'C^-1 U_b, where U
@@ -247,7 +249,7 @@ class AbsorbedDesign:
 
         # each range's terms on a core, added here in the ranges' order: the same sums as one pass
         for pairs, added, taken in each_piece(
-            lambda chunk: self._range_terms(chunk, weights, root), list(self._chunked())
+            lambda chunk: self._range_terms(chunk, residual, root), list(self._chunked())
         ):
             for key, term in pairs.items():
                 products[key] += term
@@ -261,20 +263,24 @@ class AbsorbedDesign:
             put(blocks[a][3], self.dense[d][0], block)
         for at, (offset_a, values_a) in enumerate(self.dense):
             for offset_b, values_b in self.dense[at:]:
-                put(offset_a, offset_b, values_a.T @ (values_b if weights is None else values_b * weights[:, None]))
+                put(
+                    offset_a,
+                    offset_b,
+                    values_a.T @ (values_b if residual is None else values_b * np.square(residual)[:, None]),
+                )
         return xtx
 
     def _range_terms(
-        self, chunk: tuple[slice, np.ndarray, int, int], weights: np.ndarray | None, root: np.ndarray
+        self, chunk: tuple[slice, np.ndarray, int, int], residual: np.ndarray | None, root: np.ndarray
     ) -> tuple[_Terms, _Terms, _Terms]:
         """gram's terms of a range of rows: (each indicator pair's, each indicator and dense
-        block's, and with weights what comes off the latter)."""
+        block's, and with residuals, weighted by their squares, what comes off the latter)."""
         rows, groups, lo, hi = chunk
         size = hi - lo
         # a range's indices at full width: a pair's key (a * width_b + b) overflows a byte's
         parts = [(index[rows].astype(np.intp), _rows_of(on, rows), width) for index, on, width, _ in self.indicators]
         scaled = [_scaled_counts(groups, size, index, on, width, root[lo:hi]) for index, on, width in parts]
-        w = None if weights is None else weights[rows]
+        w = None if residual is None else np.square(residual[rows])
         halved: list[Any] = [None] * len(parts)
         if w is not None:
             half_mean = np.bincount(groups, weights=w, minlength=size) / (2.0 * self.share[lo:hi])

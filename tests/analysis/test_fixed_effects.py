@@ -141,8 +141,8 @@ def test_indices_of_a_byte_whose_pair_keys_do_not_fit_one_give_the_dense_designs
 @pytest.mark.parametrize("chunk_rows", [7, 10_000])
 @pytest.mark.parametrize("groups_of", ["few groups", "many groups"])
 def test_the_weighted_cross_product_is_the_dense_designs(chunk_rows, groups_of):
-    """X' diag(w) X, the sandwich's middle, against the demeaned dense matrix; zero weights on whole
-    groups (a group whose residuals are all 0) included. Few groups count densely, many as triplets."""
+    """X' diag(e^2) X, the sandwich's middle, against the demeaned dense matrix; zero residuals on
+    whole groups included. Few groups count densely, many as triplets."""
     rng = np.random.default_rng(11)
     n = 400
     session = np.sort(rng.integers(0, 8 if groups_of == "few groups" else 150, n))
@@ -151,11 +151,11 @@ def test_the_weighted_cross_product_is_the_dense_designs(chunk_rows, groups_of):
     blocks = [Indicators(model, 4), Indicators(reviewer, 5), rng.normal(size=(n, 2))]
     x = dense(blocks, n)
     demeaned, _ = demeaned_by_loop(x, groups)
-    weights = rng.random(n) ** 2
-    weights[groups == groups[0]] = 0.0
+    residual = rng.normal(size=n)
+    residual[groups == groups[0]] = 0.0
     design = AbsorbedDesign(blocks, groups, chunk_rows)
-    expected = demeaned.T @ (demeaned * weights[:, None])
-    assert design.gram(weights) == pytest.approx(expected, abs=1e-9)
+    expected = demeaned.T @ (demeaned * (residual**2)[:, None])
+    assert design.gram(residual) == pytest.approx(expected, abs=1e-9)
     assert np.abs(expected).max() > 1.0
 
 
