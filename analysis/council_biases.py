@@ -30,7 +30,7 @@ from .cross_session import MIN_SESSIONS, collecting, contrast_estimate
 from .fixed_effects import RCOND, Block, FitResult, Indicators, absorbed_least_squares
 from .multiple_tests import benjamini_hochberg
 from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
-from .stats import confidence_tier, index_type, present_levels, rounded
+from .stats import confidence_tier, index_type, present_levels, rounded, sorted_span
 from .window_cells import SUM_BLOCK, WindowCells
 
 Interval = tuple[float, float, float, float, float]  # estimate, se, ci_lower, ci_upper, p
@@ -295,8 +295,7 @@ def first_and_later_residuals(
     later_sum, later_n = np.zeros(size), np.zeros(size, dtype=np.int64)
     placed_any = False
     for rows, first, stop in cells.session_blocks(block):
-        # bounds of the column's own type: other ones would convert the whole column on every call
-        lo, hi = np.searchsorted(index, np.array([rows.start, rows.stop], dtype=index.dtype))
+        lo, hi = sorted_span(index, rows.start, rows.stop)
         here = index[lo:hi]
         position = cells.position[here]
         placed = position >= 0

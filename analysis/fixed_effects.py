@@ -261,13 +261,10 @@ class AbsorbedDesign:
             put(blocks[a][3], blocks[b][3], block)
         for (a, d), block in crossed.items():
             put(blocks[a][3], self.dense[d][0], block)
+        squares = None if residual is None or not self.dense else np.square(residual)[:, None]
         for at, (offset_a, values_a) in enumerate(self.dense):
             for offset_b, values_b in self.dense[at:]:
-                put(
-                    offset_a,
-                    offset_b,
-                    values_a.T @ (values_b if residual is None else values_b * np.square(residual)[:, None]),
-                )
+                put(offset_a, offset_b, values_a.T @ (values_b if squares is None else values_b * squares))
         return xtx
 
     def _range_terms(

@@ -240,6 +240,14 @@ def average_ranks(values: np.ndarray, mask: np.ndarray | None = None) -> np.ndar
 COUNT_BLOCK = 1 << 20  # values counted at a time: bincount copies its input to 64 bits
 
 
+def sorted_span(column: np.ndarray, start: int, stop: int) -> tuple[int, int]:
+    """Where the values start..stop-1 lie in an ascending integer column (both bounds within its
+    type): bisection with bounds of the column's own type (bounds of another would make numpy
+    convert the whole column on every call)."""
+    lo, hi = np.searchsorted(column, np.array([start, stop], dtype=column.dtype))
+    return int(lo), int(hi)
+
+
 def level_counts(values: np.ndarray, size: int = 0) -> np.ndarray:
     """How often each of 0..max(values) (at least `size` entries) occurs among non-negative
     integers: bincount's counts, taken a block at a time, so a 32-bit column is not copied to 64

@@ -19,7 +19,7 @@ from .digest import SessionDigest
 from .parallel import PIECE_CELLS, each_piece
 from .reviewer_offset import offsets_from_effects, reviewer_effects
 from .session_noise import REFERENCE_SPAN
-from .stats import index_type, present_levels
+from .stats import index_type, present_levels, sorted_span
 
 SUM_BLOCK = 1 << 20  # cells a blockwise sum reads at a time
 SessionBlock = tuple[slice, int, int]  # (a range of cells, its first session, its last session + 1)
@@ -214,16 +214,16 @@ class WindowCells:
         each_piece(add, list(self.session_blocks(block)))  # each block writes its own sessions' sums
         return out
 
-    def loo_difference(self, cells: np.ndarray) -> np.ndarray:
-        """Each of `cells` (indices), if a peer score: its score minus the mean of the other peers'
-        scores of the same response (NaN for self-reviews and responses with one peer score).
-        Made for the cells asked, one reviewer's at a time, not a window's cells long; its
+    def loo_difference(self, asked: np.ndarray) -> np.ndarray:
+        """Each cell of `asked` (indices), if a peer score: its score minus the mean of the other
+        peers' scores of the same response (NaN for self-reviews and responses with one peer
+        score). Made for the cells asked, one reviewer's at a time, not a window's cells long; its
         temporaries, a block long."""
         count, total = self.peer_sums
-        out = np.empty(len(cells))
-        for start in range(0, len(cells), SUM_BLOCK):
+        out = np.empty(len(asked))
+        for start in range(0, len(asked), SUM_BLOCK):
             part = slice(start, start + SUM_BLOCK)
-            rows = cells[part]
+            rows = asked[part]
             g, score = self.group[rows], self.score[rows]
             others = count[g] - 1.0
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -504,8 +504,7 @@ def _session_effects(cells: WindowCells) -> np.ndarray:
 
     def fit(start: int) -> None:
         stop = min(start + SESSIONS_PER_FIT, sessions)
-        # bounds of the column's own type: other ones would convert the whole column on every call
-        lo, hi = np.searchsorted(session, np.array([start, stop], dtype=session.dtype))
+        lo, hi = sorted_span(session, start, stop)
         used = ~own[lo:hi] & (count[group[lo:hi]] >= 2.0)
         if not used.any():
             return

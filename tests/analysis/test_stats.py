@@ -18,6 +18,7 @@ from bias_audit.analysis.stats import (
     pearson_arrays,
     pearson_from_sums,
     present_levels,
+    sorted_span,
 )
 
 CORRELATION_TABLE = [
@@ -210,3 +211,19 @@ def test_keys_are_32_bit_while_they_fit(bound, expected):
 def test_a_few_levels_fit_a_byte_from_the_smallest_type_asked(bound, expected):
     assert index_type(bound, np.int8) is expected
     assert np.iinfo(expected).max >= bound and np.iinfo(expected).min <= -1  # -1: no level
+
+
+# (sorted column, start, stop) -> where start..stop-1 lie: (lo, hi)
+SPAN_TABLE = [
+    ([0, 0, 1, 1, 1, 3, 4], 1, 3, (2, 5)),  # sessions 1 and 2 (2 has no cells)
+    ([0, 0, 1, 1, 1, 3, 4], 0, 1, (0, 2)),
+    ([0, 0, 1, 1, 1, 3, 4], 4, 9, (6, 7)),
+    ([0, 0, 1, 1, 1, 3, 4], 5, 9, (7, 7)),  # past the end: empty
+    ([], 0, 2, (0, 0)),
+]
+
+
+@pytest.mark.parametrize("kind", [np.int8, np.int32, np.int64])
+@pytest.mark.parametrize(("column", "start", "stop", "expected"), SPAN_TABLE)
+def test_sorted_span_finds_the_rows_of_a_range_of_values_in_any_integer_type(column, start, stop, expected, kind):
+    assert sorted_span(np.array(column, dtype=kind), start, stop) == expected
