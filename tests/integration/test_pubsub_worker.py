@@ -30,6 +30,16 @@ RESULTS, DEAD, INPUT = "bias.audit.stream", "bias.audit.deadletter", "council.se
 HELD = {"batch_size": 10, "pubsub_max_outstanding": 40, "pubsub_lease_extension_s": 10, "window_sessions": 1000}
 
 
+class EmulatorLostMessages(AssertionError):
+    """Five replays did not bring every message: the emulator's loss once a stream went away
+    (docs/architecture.md); our workers skip and count nothing of what they did not get."""
+
+
+# a test that removes a worker runs once more, afresh (new project, emptied Redis), only when the
+# emulator lost messages for good; any other failure, or a second loss, fails it
+EMULATOR_MAY_LOSE = pytest.mark.flaky(reruns=1, only_rerun=[EmulatorLostMessages.__name__])
+
+
 def start_worker(project: str, redis_url: str, data_dir: Path, name: str, **env) -> subprocess.Popen:
     environment = {
         "BIAS_AUDIT_BROKER_URL": f"pubsub://{project}",
@@ -115,10 +125,12 @@ def replay_until_complete(
         # (the workers first skip what they did before, which publishes nothing)
         got = results.until(len(wanted), timeout=60, settle=5.0, stall=10.0)
         if {r["audit_id"] for r in got} >= wanted:
-            break
-    return got
+            return got
+    missing = len(wanted - {r["audit_id"] for r in got})
+    raise EmulatorLostMessages(f"{missing} of {len(wanted)} events never delivered, five replays included")
 
 
+@EMULATOR_MAY_LOSE
 def test_a_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(pubsub_project, redis_url, tmp_path):
     """SIGKILL one of two workers once each has taken a share, then replay the whole subscription:
     still 500 results, records for 500 sessions, exact window sums.
@@ -152,6 +164,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(pubsub_p
     assert count == 500 and sums == expected_window_sums(sessions)
 
 
+@EMULATOR_MAY_LOSE
 def test_a_judges_worker_killed_mid_run_loses_no_verdict_and_counts_none_twice(pubsub_project, redis_url, tmp_path):
     """As above for judge.verdicts: SIGKILL one of two `--consume judges` workers, replay the
     subscription; every verdict has a result and a row, and the judge's window counts each once."""
@@ -250,6 +263,7 @@ def test_a_worker_without_its_subscription_exits_1_saying_to_run_setup(pubsub_pr
     assert "run `bias-audit setup --broker pubsub://" in (tmp_path / "w1.log").read_text()
 
 
+@EMULATOR_MAY_LOSE
 def test_a_worker_added_and_one_removed_under_load_lose_nothing(pubsub_project, redis_url, tmp_path):
     """As on Redis, with a replay at the end: the emulator does not deliver messages published
     after one of a subscription's streams closed, even cleanly, to the streams still open
