@@ -70,18 +70,20 @@ class PairFit:
 
 def pair_fit(cells: WindowCells) -> PairFit:
     """Peer scores of answers that at least two reviewers scored (a lone score has no consensus)."""
-    peer = cells.peer
-    group_size = np.bincount(cells.group[peer], minlength=cells.sessions * max(len(cells.models), 1))
+    peer, group = cells.peer, cells.group()
+    group_size = np.bincount(group[peer], minlength=cells.sessions * max(len(cells.models), 1))
     # the fit and the sections after it keep these, a window's cells long
     small = index_type(len(peer))
-    used = np.flatnonzero(peer & (group_size[cells.group] >= 2)).astype(small)
+    used = np.flatnonzero(peer & (group_size[group] >= 2)).astype(small)
+    groups = group[used]
+    del group, group_size
     keys, pair = present_levels(cells.reviewer[used].astype(np.int64) * len(cells.models) + cells.model[used])
     pair = pair.astype(index_type(len(keys), smallest=np.int8))  # a byte a cell while the pairs fit one
     pairs = [(int(k) // len(cells.models), int(k) % len(cells.models)) for k in keys]
     fit = None
     if len(used) and len(pairs) <= MAX_PAIRS:
         fit = absorbed_least_squares(
-            [Indicators(pair, len(pairs))], cells.score[used], cells.group[used], keep_residual=True, overwrite=True
+            [Indicators(pair, len(pairs))], cells.score[used], groups, keep_residual=True, overwrite=True
         )
     return PairFit(used, pair, pairs, fit)
 

@@ -661,7 +661,7 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
     if len(cells.score):
         own = np.where(cells.own, cells.reviewer, -1)  # reviewer x self-review: a column only where it scores itself
         fit = absorbed_least_squares(
-            [Indicators(cells.reviewer, n_reviewers), Indicators(own, n_reviewers)], cells.score, cells.group
+            [Indicators(cells.reviewer, n_reviewers), Indicators(own, n_reviewers)], cells.score, cells.group()
         )
     width = 2 * n_reviewers
     relative: dict[int, float] = {}

@@ -76,7 +76,7 @@ class WindowCells:
     def length_of(self, rows: np.ndarray | slice) -> np.ndarray:
         """The scored response's length of each cell of `rows` (indices, a mask or a slice): a
         response's cells share its length, so the window keeps one a response, not one a cell."""
-        length: np.ndarray = self.response_length[self.group[rows]]
+        length: np.ndarray = self.response_length[self.group(rows)]
         return length
 
     def slice(self, start: int, stop: int) -> WindowCells:
@@ -89,11 +89,7 @@ class WindowCells:
         each were a self-review: what a section that reads peer scores alone (the length tests)
         finds without that reviewer, for one boolean column instead of a copy of the window. Not
         for a section that reads self-reviews."""
-        view = dataclasses.replace(self, own=self.own | (self.reviewer == index))
-        # its cells' (session, model) groups are this window's: made once, not a copy per view
-        # (a cached property's value is the instance's attribute)
-        vars(view)["group"] = self.group
-        return view
+        return dataclasses.replace(self, own=self.own | (self.reviewer == index))
 
     def _cells(self, keep: np.ndarray, start: int, stop: int) -> WindowCells:
         """The cells `keep` selects, over the sessions start..stop-1."""
@@ -165,11 +161,15 @@ class WindowCells:
         present = np.bincount(self.model, minlength=len(self.models)) > 0
         return [name for name, here in zip(self.models, present) if here]
 
-    @cached_property
-    def group(self) -> np.ndarray:
-        """(session, model) group of each cell: 32-bit while the keys fit, as the name indices."""
+    def group(self, rows: np.ndarray | slice | None = None) -> np.ndarray:
+        """(session, model) group of each cell of `rows` (indices, a mask or a slice; all cells by
+        default): 32-bit while the keys fit. Made when asked, a block at a time where a section
+        walks blocks, not kept a window's cells long."""
         keys = index_type(self.sessions * max(len(self.models), 1))
-        group: np.ndarray = self.session.astype(keys) * len(self.models) + self.model
+        session, model = (self.session, self.model) if rows is None else (self.session[rows], self.model[rows])
+        group: np.ndarray = session.astype(keys)
+        group *= len(self.models)
+        group += model
         return group
 
     def reviewer_key(self, rows: np.ndarray | None = None) -> np.ndarray:
@@ -201,13 +201,12 @@ class WindowCells:
         stay a block long. One walk over the blocks for all of them."""
         n_models = len(self.models)
         out = [np.zeros(self.sessions * n_models) for _ in weights]
-        group = self.group  # made before the blocks share it
 
         def add(part: SessionBlock) -> None:
             rows, first, stop = part
             span, low = (stop - first) * n_models, first * n_models
             peer = ~self.own[rows]
-            keys = group[rows][peer] - low
+            keys = self.group(rows)[peer] - low
             for sums, weight in zip(out, weights):
                 sums[low : low + span] = np.bincount(keys, weights=weight(rows, peer), minlength=span)
 
@@ -224,7 +223,7 @@ class WindowCells:
         for start in range(0, len(asked), SUM_BLOCK):
             part = slice(start, start + SUM_BLOCK)
             rows = asked[part]
-            g, score = self.group[rows], self.score[rows]
+            g, score = self.group(rows), self.score[rows]
             others = count[g] - 1.0
             with np.errstate(invalid="ignore", divide="ignore"):
                 diff = score - (total[g] - score) / others
@@ -489,7 +488,7 @@ def _session_effects(cells: WindowCells) -> np.ndarray:
         cells.model,
         cells.score,
         cells.own,
-        cells.group,
+        cells.group(),
     )
     if not cells.in_session_order:
         order = np.argsort(session, kind="stable")

@@ -159,36 +159,56 @@ def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
 class _Columns:
     """Columns of one length (cells, or slots), appended a batch at a time into room reserved for
     what the files may hold: the OS gives a page only once it is written, so the reservation
-    costs no memory and the columns are not copied as they fill."""
+    costs no memory and the columns are not copied as they fill. A `narrow` integer column starts
+    a byte wide and is widened, as far as a part needs, when a part's values do not fit it; a
+    column with a fill value (`fills`) holds no memory until a part holds another value."""
 
-    def __init__(self, types: dict[str, Any], room: int) -> None:
+    def __init__(
+        self, types: dict[str, Any], room: int, *, narrow: Iterable[str] = (), fills: dict[str, Any] | None = None
+    ) -> None:
         self.size = 0
-        self.data = {name: np.empty(max(room, 1 << 12), kind) for name, kind in types.items()}
+        self.room = max(room, 1 << 12)
+        self.types = {name: np.int8 if name in narrow else kind for name, kind in types.items()}
+        self.fills = fills or {}
+        # the columns held: one with a fill is absent until a part holds another value
+        self.data = {name: np.empty(self.room, kind) for name, kind in self.types.items() if name not in self.fills}
 
     def append(self, parts: dict[str, np.ndarray]) -> int:
         """Where the parts begin."""
         at = self.size
         for name, part in parts.items():
-            column = self.data[name]
+            column = self.data.get(name)
+            if column is None:
+                if _only(part, self.fills[name]):
+                    continue
+                column = np.empty(max(self.room, at), self.types[name])
+                column[:at] = self.fills[name]
+            if column.dtype.kind == "i" and len(part):
+                column = _wide_enough(column, part, at)
             if at + len(part) > len(column):  # more than reserved: grow by half again
                 grown = np.empty(max(at + len(part), len(column) * 3 // 2), column.dtype)
                 grown[:at] = column[:at]
-                column = self.data[name] = grown
+                column = grown
             column[at : at + len(part)] = part
+            self.data[name] = column
         self.size = at + len(next(iter(parts.values()))) if parts else at
         return at
 
     def take(self, starts: np.ndarray, stops: np.ndarray, *, last: bool = False) -> dict[str, np.ndarray]:
         """The ranges' rows, one range after another: views where the ranges lie end to end in
-        order (a window read whole from time-ordered files), else copies. `last`: nothing is
-        taken after, so each column is let go as soon as it is taken."""
+        order (a window read whole from time-ordered files), else copies; a column never held,
+        its fill seen through a zero stride. `last`: nothing is taken after, so each column is
+        let go as soon as it is taken."""
         contiguous = len(starts) > 0 and bool(np.array_equal(starts[1:], stops[:-1]))
         index = None if contiguous else _ranges(starts, stops)
         lo, hi = (int(starts[0]), int(stops[-1])) if contiguous else (0, 0)
         out = {}
-        for name in list(self.data):
-            column = self.data.pop(name) if last else self.data[name]
-            out[name] = column[lo:hi] if index is None else column[index]
+        for name, kind in self.types.items():
+            column = self.data.pop(name, None) if last else self.data.get(name)
+            if column is None:
+                out[name] = _unknown(int((stops - starts).sum()), self.fills[name], kind)
+            else:
+                out[name] = column[lo:hi] if index is None else column[index]
         return out
 
     def keep_rows(self, rows: np.ndarray) -> None:
@@ -197,6 +217,7 @@ class _Columns:
             name: np.concatenate([column[rows], np.empty(1 << 12, column.dtype)]) for name, column in self.data.items()
         }
         self.size = len(rows)
+        self.room = len(rows) + (1 << 12)
 
     def keep_only(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Keep the ranges, in their order, and drop the rest; where each range now begins."""
@@ -207,10 +228,16 @@ class _Columns:
 
 
 _CELLS = {
-    "reviewer": np.int32, "model": np.int32, "position": np.int32, "fraction": np.float64, "own": np.bool_,
-    "similarity": np.float64, "slot": np.int32,  # the slot within its session
+    "reviewer": np.int64, "model": np.int64, "position": np.int64, "fraction": np.float64, "own": np.bool_,
+    "similarity": np.float64, "slot": np.int64,  # the slot within its session
 }  # fmt: skip
-_SLOTS = {"length": np.float64, "fingerprint": np.int32, "correct": np.int8}
+_SLOTS = {"length": np.float64, "fingerprint": np.int64, "correct": np.int8}
+# a byte a cell while a council's names, positions and answers fit one; a value no record of the
+# files carries (llm-council-core's records carry none of these three) held as no memory at all
+_NARROW_CELLS = ("reviewer", "model", "position", "slot")
+_CELL_FILLS = {"similarity": np.nan}
+_NARROW_SLOTS = ("fingerprint",)
+_SLOT_FILLS = {"fingerprint": -1, "correct": -1}
 # the sessions held, one row each in read order (no object per session): their time, records,
 # tenant and config (indices), where their cells and slots are, and whether they are still held
 _RUNS = {
@@ -370,8 +397,8 @@ class WindowReader:
         self._versions: dict[str, int] = {}
         self._fingerprints: dict[str, int] = {}
         self._configs: dict[str, int] = {}
-        self._cells = _Columns(_CELLS, 0)
-        self._slots = _Columns(_SLOTS, 0)
+        self._cells = _Columns(_CELLS, 0, narrow=_NARROW_CELLS, fills=_CELL_FILLS)
+        self._slots = _Columns(_SLOTS, 0, narrow=_NARROW_SLOTS, fills=_SLOT_FILLS)
         self._runs = _Columns(_RUNS, 0)
         self._session_ids: list[str] = []  # per run
         self._traces: list[str | None] = []  # per run
@@ -397,8 +424,8 @@ class WindowReader:
             except OSError as error:
                 raise InputError(f"{path}: {error.strerror}") from None
         room = int(sum(size / each for size, each in zip(sizes, per_record)) * 1.1)  # every record a cell
-        self._cells = _Columns(_CELLS, room)
-        self._slots = _Columns(_SLOTS, room)
+        self._cells = _Columns(_CELLS, room, narrow=_NARROW_CELLS, fills=_CELL_FILLS)
+        self._slots = _Columns(_SLOTS, room, narrow=_NARROW_SLOTS, fills=_SLOT_FILLS)
         with collector_paused(), duckdb.connect() as connection:
             connection.execute(f"SET streaming_buffer_size = '{STREAM_AHEAD_MIB}MiB'")
             for path, size, each in zip(files, sizes, per_record):
@@ -665,7 +692,9 @@ class WindowReader:
         cell_counts = runs["cells_to"][chosen] - runs["cells_from"][chosen]
         slot_counts = runs["slots_to"][chosen] - runs["slots_from"][chosen]
         session = np.repeat(np.arange(len(chosen), dtype=index_type(len(chosen))), cell_counts)
-        slot = (np.cumsum(slot_counts) - slot_counts)[session] + cells.pop("slot")
+        slot_starts = (np.cumsum(slot_counts) - slot_counts).astype(index_type(int(slot_counts.sum())))
+        slot = slot_starts[session]
+        slot += cells.pop("slot")  # the slot within its session, a narrower type: added in place
         names = list(self._names)
         reviewer, reviewers = _first_seen(cells.pop("reviewer"))
         model, models = _first_seen(cells.pop("model"))
@@ -680,7 +709,7 @@ class WindowReader:
         similarity = cells.pop("similarity")
         # a column no record carries (llm-council-core's records carry none of these three) is one
         # value seen through a zero stride: a window's cells long, in no memory
-        if np.isnan(similarity).all():
+        if similarity.strides != (0,) and np.isnan(similarity).all():  # held, for other sessions only
             similarity = _unknown(len(similarity), np.nan, np.float64)
         correct = slots["correct"]
         n = len(score)
@@ -727,6 +756,30 @@ def _session_of(line: bytes) -> str:
 def _unknown(size: int, value: float, kind: Any) -> np.ndarray:
     """`size` copies of `value`, read-only, in the memory of one."""
     return np.broadcast_to(np.array(value, dtype=kind), (size,))
+
+
+def _only(part: np.ndarray, fill: float) -> bool:
+    """Whether every value of the part is the fill (NaN matching NaN)."""
+    if isinstance(fill, float) and np.isnan(fill):
+        return bool(np.isnan(part).all())
+    return bool((part == fill).all())
+
+
+def _wide_enough(column: np.ndarray, part: np.ndarray, at: int) -> np.ndarray:
+    """The integer column, or a wider copy of its first `at` rows in room as long, so that the
+    part's values fit: 8, 16, 32 or 64 bits."""
+    low, high = int(part.min()), int(part.max())
+    kind = column.dtype.type
+    for wider in (np.int8, np.int16, np.int32, np.int64):
+        info = np.iinfo(wider)
+        if np.iinfo(kind).bits <= info.bits and info.min <= low and high <= info.max:
+            kind = wider
+            break
+    if kind == column.dtype.type:
+        return column
+    widened = np.empty(len(column), kind)
+    widened[:at] = column[:at]
+    return widened
 
 
 def _first_seen_known(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

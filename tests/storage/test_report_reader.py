@@ -308,3 +308,44 @@ def test_the_window_equals_the_one_built_from_each_sessions_digest(tmp_path, bat
             "chars",
         }
     )
+
+
+def test_names_positions_and_biases_that_come_late_widen_the_columns_and_keep_every_value(tmp_path):
+    """The reader's cell columns start a byte wide and hold no similarity, fingerprint or
+    correctness until a record carries one: names past 127 and positions past 127 (from the 31st
+    session) and those three fields (from the 41st) arrive after the first batches, and the
+    window still equals the one built from each session's digest."""
+    import dataclasses
+    import random
+
+    import msgspec
+
+    from bias_audit.analysis.digest import StoredCell, digest_from_records
+    from bias_audit.analysis.window_cells import window_cells
+
+    rng = random.Random(5)
+    digests = []
+    for number, digest in enumerate(Corpus(sessions=60, models=4, seed=23).digests()):
+        renamed = tuple(f"s{number}-{name}" for name in digest.models)  # 240 names in all
+        shifted = tuple(p + 200 if p >= 0 and number >= 30 else p for p in digest.cell_position)
+        digests.append(dataclasses.replace(digest, models=renamed, reviewers=renamed, cell_position=shifted))
+    stored = {d.session_id: _stored(d, rng) for d in digests}
+    for digest in digests[:40]:
+        for record in stored[digest.session_id]:
+            record.update(response_fingerprint=None, response_correct=None, style_similarity=None)
+    with open(tmp_path / "r.jsonl", "wb") as out:
+        for digest in digests:
+            out.write(b"".join(orjson.dumps(r) + b"\n" for r in stored[digest.session_id]))
+    reader = WindowReader(sessions=None, days=None, batch_rows=7)
+    reader.read([tmp_path / "r.jsonl"])
+    [window] = reader.windows()
+    decode = msgspec.json.Decoder(StoredCell)
+    oracle = window_cells(
+        [digest_from_records([decode.decode(orjson.dumps(r)) for r in stored[d.session_id]]) for d in digests]
+    )
+    assert _columns(window.cells) == _columns(oracle)
+    cells = window.cells
+    assert len(cells.models) == 240 and int(cells.position.max()) > 200
+    assert cells.reviewer.dtype == np.int16 and cells.position.dtype == np.int16
+    assert np.isnan(cells.similarity[cells.session < 40]).all() and not np.isnan(cells.similarity).all()
+    assert (cells.fingerprint[cells.session < 40] == -1).all() and (cells.fingerprint >= 0).any()
