@@ -274,10 +274,12 @@ def anchoring(
     if found is None:
         return []
     x, later_sum, later_n = found
-    keys = np.flatnonzero(~np.isnan(x) & (later_n > 0))
+    # (session, reviewer) keys in 32 bits while they fit, each one's reviewer in a byte: made once
+    keys = np.flatnonzero(~np.isnan(x) & (later_n > 0)).astype(index_type(len(x)))
+    reviewer_of = (keys % len(cells.reviewers)).astype(index_type(len(cells.reviewers), np.int8))
     points: Points = {}
-    for r in np.unique(keys % len(cells.reviewers)):
-        mine = keys[keys % len(cells.reviewers) == r]
+    for r in np.unique(reviewer_of):
+        mine = keys[reviewer_of == r]
         points[int(r)] = (x[mine], later_sum[mine] / later_n[mine], None, len(mine))
     return _slopes(cells, points, thresholds.anchoring, thresholds)
 
@@ -294,7 +296,7 @@ def first_and_later_residuals(
     n_reviewers = len(cells.reviewers)
     size = cells.sessions * n_reviewers
     x = np.full(size, np.nan)
-    later_sum, later_n = np.zeros(size), np.zeros(size, dtype=np.int64)
+    later_sum, later_n = np.zeros(size), np.zeros(size, dtype=np.int32)  # a reviewer's answers in a session
     placed_any = False
     for rows, first, stop in cells.session_blocks(block):
         lo, hi = sorted_span(index, rows.start, rows.stop)

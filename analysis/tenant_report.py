@@ -86,6 +86,13 @@ def tenant_report(
     length, control, position, consistent_positions, balance, trends = _window_metrics(
         cells, combined, before, thresholds
     )
+    # what reads the per-session fits' quantities comes before the council sections, which run
+    # without them (a window's responses long each)
+    _, x, y = cells.length_points
+    chart, line, buckets, changes = _chart_points(x, y), length_fit(cells), timeline(cells), change_points(combined)
+    del x, y
+    for window in {id(cells): cells, id(combined): combined}.values():
+        window.let_go_of_session_fits()
     reviewers, alpha, affinities, anchors, styles, consistency, calibrated = _council_metrics(cells, thresholds)
     flags = []
     if length.flagged:
@@ -118,7 +125,6 @@ def tenant_report(
         )
     if position.status == "not identifiable" and sessions >= 10:
         warnings.append("position effects are not identifiable: no model was seen at more than one position")
-    _, x, y = cells.length_points
     return TenantReport(
         tenant_id=cells.tenant_id,
         sessions=sessions,
@@ -134,14 +140,14 @@ def tenant_report(
         randomization=balance,
         reviewers=reviewers,
         agreement={"krippendorff_alpha": alpha},
-        timeline=timeline(cells),
+        timeline=buckets,
         trends=trends,
-        change_points=change_points(combined),
+        change_points=changes,
         flags=flags,
         finding_drivers=drivers,
         warnings=warnings,
-        length_points=_chart_points(x, y),
-        length_fit=length_fit(cells),
+        length_points=chart,
+        length_fit=line,
         affinity=affinities,
         anchoring=anchors,
         style_similarity=styles,
@@ -214,9 +220,12 @@ def _window_metrics(
     cells: WindowCells, combined: WindowCells, before: int, thresholds: WindowThresholds
 ) -> _WindowMetrics:
     """Length, position, randomization, trends."""
+    # the two fits first, before the length test's per-session offsets are held beside their columns
+    control, position = length_and_position(cells, thresholds)
     return (
         length_correlation(cells, thresholds),
-        *length_and_position(cells, thresholds),
+        control,
+        position,
         position_consistency(cells),
         randomization_balance(cells, thresholds),
         compare_windows(combined.slice(0, before), cells) if before else [],

@@ -247,6 +247,13 @@ class WindowCells:
             mean = total / count
         return np.where(count > 0, mean, np.nan).reshape(self.sessions, n_reviewers)
 
+    def let_go_of_session_fits(self) -> None:
+        """Drop the per-session fits' quantities and the per-response ones kept with them (offsets,
+        length points, session means) once the sections that read them are done; asked again,
+        they are made again."""
+        for name in ("session_offsets", "length_points", "response_lengths", "session_mean_score"):
+            vars(self).pop(name, None)
+
     @cached_property
     def session_offsets(self) -> np.ndarray:
         """(sessions, reviewers) offset of each reviewer in each session against the median of

@@ -319,3 +319,18 @@ def test_a_cells_leave_one_out_difference_is_its_score_less_the_other_peers_mean
     asked = np.flatnonzero(cells.reviewer == 1)  # one reviewer's cells, as the profiles ask
     np.testing.assert_allclose(cells.loo_difference(asked), np.array(expected)[asked], rtol=0, atol=1e-12)
     assert np.isnan(cells.loo_difference(asked)).any() and not np.isnan(cells.loo_difference(asked)).all()
+
+
+def test_the_per_session_fits_quantities_are_let_go_and_made_again_alike():
+    """The report lets them go before the council sections: nothing of them stays, and asked
+    again they are the same arrays' values."""
+    cells = window_cells(Corpus(sessions=40, models=4, seed=5).digests())
+    names = ("session_offsets", "length_points", "response_lengths", "session_mean_score")
+    before = {name: [np.asarray(part).copy() for part in np.atleast_1d(getattr(cells, name))] for name in names}
+    cells.let_go_of_session_fits()
+    assert [name for name in names if name in vars(cells)] == []
+    for name in names:
+        again = [np.asarray(part) for part in np.atleast_1d(getattr(cells, name))]
+        assert len(again) == len(before[name])
+        for old, new in zip(before[name], again):
+            np.testing.assert_array_equal(old, new, err_msg=name)
