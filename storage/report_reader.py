@@ -227,6 +227,7 @@ class _Columns:
         return begins
 
 
+# the narrow columns' types here are the widest they may grow to
 _CELLS = {
     "reviewer": np.int64, "model": np.int64, "position": np.int64, "fraction": np.float64, "own": np.bool_,
     "similarity": np.float64, "slot": np.int64,  # the slot within its session
@@ -709,7 +710,8 @@ class WindowReader:
         similarity = cells.pop("similarity")
         # a column no record carries (llm-council-core's records carry none of these three) is one
         # value seen through a zero stride: a window's cells long, in no memory
-        if similarity.strides != (0,) and np.isnan(similarity).all():  # held, for other sessions only
+        # (one held for the records of another tenant, or of sessions evicted, may be all NaN here)
+        if similarity.strides != (0,) and np.isnan(similarity).all():
             similarity = _unknown(len(similarity), np.nan, np.float64)
         correct = slots["correct"]
         n = len(score)
