@@ -293,8 +293,7 @@ def length_and_position(cells: WindowCells, thresholds: WindowThresholds) -> tup
     and reviewer blocks and, when every peer score has a known position (as councils send them),
     the same rows: then one pass over the rows makes both, each the same floats as alone."""
     peer = cells.peer
-    placed = peer & (cells.position >= 0)
-    if int(np.count_nonzero(placed)) != int(np.count_nonzero(peer)):
+    if int(np.count_nonzero(peer & (cells.position >= 0))) != int(np.count_nonzero(peer)):
         return length_control(cells, thresholds), position_effects(cells, thresholds)
     rows = _FitRows.of(cells, peer)
     term, positions = _length_term(cells, peer, rows), _positions(rows, cells.position[peer], cells.sessions)

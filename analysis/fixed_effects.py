@@ -34,7 +34,7 @@ class FitResult:
     df: int
     n: int
     # the design with the groups absorbed, for robust SEs (indices and per-group shares); None for a
-    # fit read from a larger design's sums (absorbed_sub_fits), which keeps no residuals
+    # fit that keeps no residuals (absorbed_sub_fits', and one not asked to keep them)
     design: AbsorbedDesign | None
     residual: np.ndarray | None  # y less its fit, in the cells' order, when the fit was asked to keep it
 
@@ -463,6 +463,10 @@ def absorbed_least_squares(
         # the demeaned y is the fit's own (a copy, or the caller's given to overwrite): it becomes
         # the residuals in place
         fit = dataclasses.replace(fit, residual=x.subtract_times(yd, fit.beta))
+    elif fit is not None:
+        # robust SEs need the residuals: without them the design (its groups, shares and demeaned
+        # columns, rows long) is let go with the fit's caller still holding the fit
+        fit = dataclasses.replace(fit, design=None)
     return fit
 
 

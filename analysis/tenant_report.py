@@ -92,7 +92,7 @@ def tenant_report(
     chart, line, buckets, changes = _chart_points(x, y), length_fit(cells), timeline(cells), change_points(combined)
     del x, y
     for window in {id(cells): cells, id(combined): combined}.values():
-        window.let_go_of_session_fits()
+        window.let_go("session_offsets", "length_points", "response_lengths", "session_mean_score")
     reviewers, alpha, affinities, anchors, styles, consistency, calibrated = _council_metrics(cells, thresholds)
     flags = []
     if length.flagged:
@@ -237,6 +237,7 @@ def _council_metrics(cells: WindowCells, thresholds: WindowThresholds) -> _Counc
     the calibrated view."""
     profiles, alpha = reviewer_profiles(cells, thresholds), agreement(cells)
     consistency, calibrated = self_consistency(cells), calibrated_view(cells)
+    cells.let_go("peer_sums")  # the sections from the pair fit on do not read it
     # the pair fit holds a few arrays the length of the window's cells: built last, dropped first
     fitted = pair_fit(cells)
     return (

@@ -247,11 +247,13 @@ class WindowCells:
             mean = total / count
         return np.where(count > 0, mean, np.nan).reshape(self.sessions, n_reviewers)
 
-    def let_go_of_session_fits(self) -> None:
-        """Drop the per-session fits' quantities and the per-response ones kept with them (offsets,
-        length points, session means) once the sections that read them are done; asked again,
-        they are made again."""
-        for name in ("session_offsets", "length_points", "response_lengths", "session_mean_score"):
+    def let_go(self, *quantities: str) -> None:
+        """Drop kept quantities (peer sums, session offsets, length points, ...: a window's
+        responses long each) once the sections that read them are done; asked again, they are
+        made again."""
+        for name in quantities:
+            if not isinstance(getattr(type(self), name, None), cached_property):
+                raise ValueError(f"{name} is not a quantity the window keeps")
             vars(self).pop(name, None)
 
     @cached_property
@@ -285,14 +287,23 @@ class WindowCells:
         first two columns (the same arrays), without the per-session fits their third needs."""
         count, _ = self.peer_sums
         present = np.flatnonzero(count)
-        return present // len(self.models), self.response_length[present]
+        session: np.ndarray = (present // len(self.models)).astype(index_type(self.sessions))
+        return session, self.response_length[present]
 
     @cached_property
     def session_mean_score(self) -> np.ndarray:
         """(sessions,) mean peer score, points above the bottom of the scale."""
-        peer = self.peer
-        total = np.bincount(self.session[peer], weights=self.score[peer], minlength=self.sessions)
-        count = np.bincount(self.session[peer], minlength=self.sessions)
+        return self.session_means()
+
+    def session_means(self, block: int = SUM_BLOCK) -> np.ndarray:
+        """session_mean_score, summed a block of whole sessions at a time (the same sums), its
+        temporaries a block long."""
+        total, count = np.zeros(self.sessions), np.zeros(self.sessions, dtype=np.int64)
+        for rows, first, stop in self.session_blocks(block):
+            peer = ~self.own[rows]
+            session = self.session[rows][peer] - first
+            total[first:stop] = np.bincount(session, weights=self.score[rows][peer], minlength=stop - first)
+            count[first:stop] = np.bincount(session, minlength=stop - first)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(count > 0, total / count, np.nan)
 

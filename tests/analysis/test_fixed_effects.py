@@ -186,6 +186,7 @@ def test_a_robust_standard_error_is_hc1_of_the_dense_design():
     assert fit.residual == pytest.approx(residual, abs=1e-9)
     lean = absorbed_least_squares(blocks, y, groups)  # sigma2 from the normal equations, no residuals held
     assert lean.residual is None and lean.sigma2 == pytest.approx(fit.sigma2, rel=1e-12)
+    assert lean.design is None and fit.design is not None  # rows-long arrays held only for the sandwich
     with pytest.raises(ValueError, match="keep_residual"):
         lean.robust_contrast(contrast)
 

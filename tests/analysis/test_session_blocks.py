@@ -280,6 +280,7 @@ def test_the_window_keeps_names_and_positions_in_the_narrowest_type_and_sums_as_
     for name in ("session_offsets", "length_points", "session_mean_score"):
         np.testing.assert_array_equal(np.asarray(getattr(cells, name)), np.asarray(getattr(wide, name)), err_msg=name)
     assert cells.group().tolist() == wide.group().tolist()
+    assert cells.response_lengths[0].dtype == np.int32  # a response's session: 32 bits while they fit
     assert cells.reviewer_key().tolist() == wide.reviewer_key().tolist()
 
 
@@ -321,16 +322,31 @@ def test_a_cells_leave_one_out_difference_is_its_score_less_the_other_peers_mean
     assert np.isnan(cells.loo_difference(asked)).any() and not np.isnan(cells.loo_difference(asked)).all()
 
 
-def test_the_per_session_fits_quantities_are_let_go_and_made_again_alike():
+def test_the_kept_quantities_are_let_go_and_made_again_alike():
     """The report lets them go before the council sections: nothing of them stays, and asked
-    again they are the same arrays' values."""
+    again they are the same arrays' values; a name the window does not keep is refused."""
     cells = window_cells(Corpus(sessions=40, models=4, seed=5).digests())
-    names = ("session_offsets", "length_points", "response_lengths", "session_mean_score")
+    names = ("peer_sums", "session_offsets", "length_points", "response_lengths", "session_mean_score")
     before = {name: [np.asarray(part).copy() for part in np.atleast_1d(getattr(cells, name))] for name in names}
-    cells.let_go_of_session_fits()
+    cells.let_go(*names)
     assert [name for name in names if name in vars(cells)] == []
     for name in names:
         again = [np.asarray(part) for part in np.atleast_1d(getattr(cells, name))]
         assert len(again) == len(before[name])
         for old, new in zip(before[name], again):
             np.testing.assert_array_equal(old, new, err_msg=name)
+    with pytest.raises(ValueError, match="score is not a quantity the window keeps"):
+        cells.let_go("score")
+
+
+@pytest.mark.parametrize("block", [1, 7, 100, 1 << 20])
+def test_each_sessions_mean_peer_score_by_blocks_equals_it_cell_by_cell(block):
+    cells = window_cells(Corpus(sessions=30, models=4, seed=8).digests())
+    totals, counts = [0.0] * cells.sessions, [0] * cells.sessions
+    for session, score, own in zip(cells.session.tolist(), cells.score.tolist(), cells.own.tolist()):
+        if not own:
+            totals[session] += score
+            counts[session] += 1
+    expected = [t / c if c else None for t, c in zip(totals, counts)]
+    got = [None if v != v else v for v in cells.session_means(block).tolist()]
+    assert got == expected and None not in got
