@@ -464,8 +464,8 @@ def absorbed_least_squares(
         # the residuals in place
         fit = dataclasses.replace(fit, residual=x.subtract_times(yd, fit.beta))
     elif fit is not None:
-        # robust SEs need the residuals: without them the design (its groups, shares and demeaned
-        # columns, rows long) is let go with the fit's caller still holding the fit
+        # robust SEs need the residuals, so a fit without them need not hold its design (groups,
+        # shares and demeaned columns, rows long) for as long as its caller holds the fit
         fit = dataclasses.replace(fit, design=None)
     return fit
 
