@@ -24,6 +24,8 @@ from .stats import index_type, present_levels, sorted_span
 SUM_BLOCK = 1 << 20  # cells a blockwise sum reads at a time
 SessionBlock = tuple[slice, int, int]  # (a range of cells, its first session, its last session + 1)
 PeerWeights = Callable[[slice, np.ndarray], "np.ndarray | None"]  # (a block's cells, its peer mask) -> weights
+# some of a window's cells: indices, a mask or a range (named here: in the class, `slice` is its method)
+CellRows = np.ndarray | slice
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class WindowCells:
     def peer(self) -> np.ndarray:
         return ~self.own
 
-    def length_of(self, rows: np.ndarray | slice) -> np.ndarray:
+    def length_of(self, rows: CellRows) -> np.ndarray:
         """The scored response's length of each cell of `rows` (indices, a mask or a slice): a
         response's cells share its length, so the window keeps one a response, not one a cell."""
         length: np.ndarray = self.response_length[self.group(rows)]
@@ -161,7 +163,7 @@ class WindowCells:
         present = np.bincount(self.model, minlength=len(self.models)) > 0
         return [name for name, here in zip(self.models, present) if here]
 
-    def group(self, rows: np.ndarray | slice | None = None) -> np.ndarray:
+    def group(self, rows: CellRows | None = None) -> np.ndarray:
         """(session, model) group of each cell of `rows` (indices, a mask or a slice; all cells by
         default): 32-bit while the keys fit. Made when asked, a block at a time where a section
         walks blocks, not kept a window's cells long."""
