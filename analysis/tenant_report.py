@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -50,6 +50,28 @@ from .trends import change_points, compare_windows, timeline
 from .window_cells import WindowCells, window_cells
 
 CHART_POINTS = 2000
+# The report's sections in the order they run: `progress` hears each name as it begins.
+REPORT_STEPS = (
+    "length and position fits",
+    "length correlation",
+    "position consistency",
+    "randomization",
+    "trends",
+    "timeline and change points",
+    "reviewer profiles",
+    "agreement",
+    "self-consistency and calibration",
+    "pair fit",
+    "affinity",
+    "anchoring",
+    "style mimicry",
+    "finding drivers",
+)
+Progress = Callable[[str], None]
+
+
+def _quiet(step: str) -> None:
+    """No one is told."""
 
 
 def _chart_points(x: np.ndarray, y: np.ndarray) -> list[tuple[float, float]]:
@@ -62,11 +84,13 @@ def tenant_report(
     window: Sequence[SessionDigest] | WindowCells,
     previous: Sequence[SessionDigest] | int = (),
     thresholds: WindowThresholds = WindowThresholds(),
+    progress: Progress | None = None,
 ) -> TenantReport:
     """The window's report. `window`: its digests oldest first, or columns already built
     (the report's path) whose first `previous` sessions are the window before it; given
     digests, `previous` is that earlier window's digests. The earlier window feeds the
-    trend tests and the change points only."""
+    trend tests and the change points only. `progress` hears each of REPORT_STEPS as it begins."""
+    progress = progress or _quiet
     if isinstance(window, WindowCells):
         combined, before = window, previous if isinstance(previous, int) else len(previous)
     else:
@@ -84,16 +108,19 @@ def tenant_report(
     if sessions < 10:
         warnings.append(f"only {sessions} sessions: metrics need 10 to leave 'collecting data'")
     length, control, position, consistent_positions, balance, trends = _window_metrics(
-        cells, combined, before, thresholds
+        cells, combined, before, thresholds, progress
     )
     # what reads the per-session fits' quantities comes before the council sections, which run
     # without them (a window's responses long each)
+    progress("timeline and change points")
     _, x, y = cells.length_points
     chart, line, buckets, changes = _chart_points(x, y), length_fit(cells), timeline(cells), change_points(combined)
     del x, y
     for window in {id(cells): cells, id(combined): combined}.values():
         window.let_go("session_offsets", "length_points", "response_lengths", "session_mean_score")
-    reviewers, alpha, affinities, anchors, styles, consistency, calibrated = _council_metrics(cells, thresholds)
+    reviewers, alpha, affinities, anchors, styles, consistency, calibrated = _council_metrics(
+        cells, thresholds, progress
+    )
     flags = []
     if length.flagged:
         flags.append("LENGTH_BIAS")
@@ -105,6 +132,7 @@ def tenant_report(
         flags.append("RANDOMIZATION_BROKEN")
     if balance.shared:
         flags.append("ORDER_SHARED_ACROSS_REVIEWERS")
+    progress("finding drivers")
     drivers = finding_drivers(cells, thresholds, flags)
     for profile in reviewers:
         flags.extend(f"{flag}:{profile.reviewer}" for flag in profile.flags)
@@ -217,35 +245,40 @@ _CouncilMetrics = tuple[
 
 
 def _window_metrics(
-    cells: WindowCells, combined: WindowCells, before: int, thresholds: WindowThresholds
+    cells: WindowCells, combined: WindowCells, before: int, thresholds: WindowThresholds, progress: Progress
 ) -> _WindowMetrics:
     """Length, position, randomization, trends."""
     # the two fits first, before the length test's per-session offsets are held beside their columns
+    progress("length and position fits")
     control, position = length_and_position(cells, thresholds)
-    return (
-        length_correlation(cells, thresholds),
-        control,
-        position,
-        position_consistency(cells),
-        randomization_balance(cells, thresholds),
-        compare_windows(combined.slice(0, before), cells) if before else [],
-    )
+    progress("length correlation")
+    length = length_correlation(cells, thresholds)
+    progress("position consistency")
+    consistent = position_consistency(cells)
+    progress("randomization")
+    balance = randomization_balance(cells, thresholds)
+    progress("trends")
+    trends = compare_windows(combined.slice(0, before), cells) if before else []
+    return length, control, position, consistent, balance, trends
 
 
-def _council_metrics(cells: WindowCells, thresholds: WindowThresholds) -> _CouncilMetrics:
+def _council_metrics(cells: WindowCells, thresholds: WindowThresholds, progress: Progress) -> _CouncilMetrics:
     """Reviewers, agreement between them, favouritism, anchoring, style mimicry, self-consistency,
     the calibrated view."""
-    profiles, alpha = reviewer_profiles(cells, thresholds), agreement(cells)
+    progress("reviewer profiles")
+    profiles = reviewer_profiles(cells, thresholds)
+    progress("agreement")
+    alpha = agreement(cells)
+    progress("self-consistency and calibration")
     consistency, calibrated = self_consistency(cells), calibrated_view(cells)
     cells.let_go("peer_sums")  # the sections from the pair fit on do not read it
     # the pair fit holds a few arrays the length of the window's cells: built last, dropped first
+    progress("pair fit")
     fitted = pair_fit(cells)
-    return (
-        profiles,
-        alpha,
-        affinity(cells, fitted),
-        anchoring(cells, fitted),
-        style_similarity(cells, fitted),
-        consistency,
-        calibrated,
-    )
+    progress("affinity")
+    affinities = affinity(cells, fitted)
+    progress("anchoring")
+    anchors = anchoring(cells, fitted)
+    progress("style mimicry")
+    styles = style_similarity(cells, fitted)
+    return profiles, alpha, affinities, anchors, styles, consistency, calibrated

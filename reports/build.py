@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
+from functools import partial
 
 from bias_audit.analysis.cross_session import WindowThresholds
-from bias_audit.analysis.tenant_report import tenant_report
+from bias_audit.analysis.tenant_report import REPORT_STEPS, tenant_report
 from bias_audit.schemas.report import BiasReport, ReportInputs, RolledUpHistory
 from bias_audit.storage.report_reader import ReadStats, TenantWindows
 
@@ -20,7 +22,15 @@ def build_report(
     thresholds: WindowThresholds = WindowThresholds(),
     rolled_up: list[RolledUpHistory] | None = None,
     reviews: tuple[list, list] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> BiasReport:
+    """The report; `progress` hears "tenant: section" as each of a tenant's sections begins
+    (report_steps(windows) of them)."""
+    tenants = []
+    for window in windows:
+        if window.cells.sessions:
+            told = None if progress is None else partial(_step, progress, window)
+            tenants.append(tenant_report(window.cells, window.previous_sessions, thresholds, told))
     return BiasReport(
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
         window_sessions=sessions,
@@ -35,8 +45,17 @@ def build_report(
             skipped_lines=stats.skipped_lines,
             skipped_examples=stats.skipped_examples,
         ),
-        tenants=[tenant_report(w.cells, w.previous_sessions, thresholds) for w in windows if w.cells.sessions],
+        tenants=tenants,
         rolled_up=rolled_up or [],
         detector_precision=(reviews or ([], []))[0],
         most_dismissed=(reviews or ([], []))[1],
     )
+
+
+def report_steps(windows: list[TenantWindows]) -> int:
+    """How many sections build_report runs over these windows."""
+    return len(REPORT_STEPS) * sum(1 for w in windows if w.cells.sessions)
+
+
+def _step(progress: Callable[[str], None], window: TenantWindows, section: str) -> None:
+    progress(f"{window.tenant_id}: {section}")

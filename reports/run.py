@@ -15,6 +15,7 @@ from bias_audit.schemas.errors import CommandError
 
 FORMATS = ("text", "json", "csv", "html")
 PROGRESS_FROM_BYTES = 32 * 1024 * 1024  # smaller inputs finish before a bar would help
+PROGRESS_FROM_SESSIONS = 10_000  # windows whose sections take a second or more
 
 
 def stored_windows(

@@ -184,6 +184,35 @@ def progress_bar(label: str, total: int | None, in_bytes: bool = False):
     return bar()
 
 
+def step_bar(label: str, total: int):
+    """A transient bar on stderr over `total` named steps; yields step(name), called as each
+    begins: the bar shows the steps done and the one under way."""
+    from contextlib import contextmanager
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    @contextmanager
+    def bar() -> Iterator[Callable[[str], None]]:
+        console = Console(stderr=True)
+        if not console.is_terminal:
+            yield lambda name: None
+            return
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=True) as progress:
+            task = progress.add_task(label, total=total)
+            begun = 0
+
+            def step(name: str) -> None:
+                nonlocal begun
+                progress.update(task, completed=begun, description=f"{label} {name}")
+                begun += 1
+
+            yield step
+
+    return bar()
+
+
 def event_lines(source: str) -> Iterator[tuple[int, bytes]]:
     """(line number, bytes) of non-blank lines, streamed from a file or stdin."""
     if source == "-":

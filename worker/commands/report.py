@@ -14,7 +14,7 @@ import typer
 from bias_audit.schemas.errors import CommandError
 from bias_audit.schemas.safe_text import redact
 
-from .common import FLAG, DataDirOpt, StoreOpt, command, postgres_store, progress_bar, say, settings_with
+from .common import FLAG, DataDirOpt, StoreOpt, command, postgres_store, progress_bar, say, settings_with, step_bar
 
 
 class ReportFormat(str, Enum):
@@ -115,8 +115,9 @@ def run_report(
 ) -> None:
     """The report over record files, the live Redis window or a PostgreSQL store (with no input
     named: the data directory's store, else its records), written in `format`."""
-    from bias_audit.reports.build import build_report
+    from bias_audit.reports.build import build_report, report_steps
     from bias_audit.reports.run import (
+        PROGRESS_FROM_SESSIONS,
         default_sources,
         live_windows,
         store_inputs,
@@ -170,15 +171,18 @@ def run_report(
                 (lambda total: progress_bar("reading records", total, in_bytes=True)) if sys.stderr.isatty() else None
             )
             windows, stats = stored_windows(sources, tenant, window_sessions, window_days, progress)
-        document = build_report(
-            windows,
-            stats,
-            sources=sources,
-            sessions=window_sessions,
-            days=window_days,
-            rolled_up=rolled_up,
-            reviews=reviews,
-        )
+        large = sys.stderr.isatty() and sum(w.cells.sessions for w in windows) >= PROGRESS_FROM_SESSIONS
+        with step_bar("analysing", report_steps(windows)) if large else nullcontext(None) as step:
+            document = build_report(
+                windows,
+                stats,
+                sources=sources,
+                sessions=window_sessions,
+                days=window_days,
+                rolled_up=rolled_up,
+                reviews=reviews,
+                progress=step,
+            )
         if judges or quality or disparity:
             from bias_audit.analysis.group_disparity import CAVEAT
 
