@@ -116,7 +116,7 @@ def tenant_report(
     _, x, y = cells.length_points
     chart, line, buckets, changes = _chart_points(x, y), length_fit(cells), timeline(cells), change_points(combined)
     del x, y
-    for window in {id(cells): cells, id(combined): combined}.values():
+    for window in (cells,) if combined is cells else (cells, combined):
         window.let_go("session_offsets", "length_points", "response_lengths", "session_mean_score")
     reviewers, alpha, affinities, anchors, styles, consistency, calibrated = _council_metrics(
         cells, thresholds, progress

@@ -479,7 +479,9 @@ def response_lengths(
 def narrow_positions(position: np.ndarray) -> np.ndarray:
     """Display positions (-1 unknown) in the narrowest integer type that holds them: a council
     shows a few answers, so a byte a cell."""
-    narrow: np.ndarray = position.astype(index_type(int(position.max()) + 1 if len(position) else 0, np.int8))
+    narrow: np.ndarray = position.astype(
+        index_type(int(position.max()) + 1 if len(position) else 0, np.int8), copy=False
+    )  # already as narrow (the reader's column): not copied
     return narrow
 
 

@@ -163,54 +163,55 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def progress_bar(label: str, total: int | None, in_bytes: bool = False):
-    """A transient progress bar on stderr; yields the advance callback."""
-    from contextlib import contextmanager
-
+@contextmanager
+def _terminal_bar(label: str, total: int | None, *columns: Any) -> Iterator[tuple[Any, Any] | None]:
+    """A transient rich bar on stderr with these columns: (the Progress, its task), or None when
+    stderr is no terminal (a log or a pipe gets the summary line only)."""
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    from rich.progress import Progress
 
-    @contextmanager
-    def bar() -> Iterator[Any]:
-        console = Console(stderr=True)
-        if not console.is_terminal:  # a log or a pipe gets the summary line only
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield None
+        return
+    with Progress(*columns, console=console, transient=True) as progress:
+        yield progress, progress.add_task(label, total=total)
+
+
+@contextmanager
+def progress_bar(label: str, total: int | None, in_bytes: bool = False) -> Iterator[Callable[[int], None]]:
+    """A transient progress bar on stderr; yields the advance callback."""
+    from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, TimeRemainingColumn
+
+    done = DownloadColumn() if in_bytes else MofNCompleteColumn()
+    with _terminal_bar(label, total, label, BarColumn(), done, TimeRemainingColumn()) as shown:
+        if shown is None:
             yield lambda n: None
             return
-        done = DownloadColumn() if in_bytes else MofNCompleteColumn()
-        with Progress(label, BarColumn(), done, TimeRemainingColumn(), console=console, transient=True) as progress:
-            task = progress.add_task(label, total=total)
-            yield lambda n: progress.advance(task, n)
-
-    return bar()
+        progress, task = shown
+        yield lambda n: progress.advance(task, n)
 
 
-def step_bar(label: str, total: int):
+@contextmanager
+def step_bar(label: str, total: int) -> Iterator[Callable[[str], None]]:
     """A transient bar on stderr over `total` named steps; yields step(name), called as each
     begins: the bar shows the steps done and the one under way."""
-    from contextlib import contextmanager
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    @contextmanager
-    def bar() -> Iterator[Callable[[str], None]]:
-        console = Console(stderr=True)
-        if not console.is_terminal:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with _terminal_bar(label, total, *columns) as shown:
+        if shown is None:
             yield lambda name: None
             return
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=console, transient=True) as progress:
-            task = progress.add_task(label, total=total)
-            begun = 0
+        progress, task = shown
+        begun = 0
 
-            def step(name: str) -> None:
-                nonlocal begun
-                progress.update(task, completed=begun, description=f"{label} {name}")
-                begun += 1
+        def step(name: str) -> None:
+            nonlocal begun
+            progress.update(task, completed=begun, description=f"{label} {name}")
+            begun += 1
 
-            yield step
-
-    return bar()
+        yield step
 
 
 def event_lines(source: str) -> Iterator[tuple[int, bytes]]:

@@ -171,7 +171,7 @@ def run_report(
                 (lambda total: progress_bar("reading records", total, in_bytes=True)) if sys.stderr.isatty() else None
             )
             windows, stats = stored_windows(sources, tenant, window_sessions, window_days, progress)
-        large = sys.stderr.isatty() and sum(w.cells.sessions for w in windows) >= PROGRESS_FROM_SESSIONS
+        large = sum(w.cells.sessions for w in windows) >= PROGRESS_FROM_SESSIONS  # the bar: a terminal's only
         with step_bar("analysing", report_steps(windows)) if large else nullcontext(None) as step:
             document = build_report(
                 windows,
