@@ -8,7 +8,7 @@ import numpy as np
 from bias_audit.schemas.report import Estimate, PositionConsistency
 
 from .stats import confidence_tier, present_levels
-from .window_cells import WindowCells
+from .window_cells import SUM_BLOCK, WindowCells
 
 MIN_SESSIONS = 10
 
@@ -107,62 +107,82 @@ def _within_group_pairs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(firsts), np.concatenate(seconds)
 
 
-def position_consistency(cells: WindowCells) -> list[PositionConsistency]:
+def position_consistency(cells: WindowCells, block: int = SUM_BLOCK) -> list[PositionConsistency]:
     """For each reviewer, every time it saw a pair of models in one order is matched (in time
     order) with a time it saw them in the other order. Consistent: the same model preferred
     (or a tie) both times. Primacy-preferred: the first shown won both times; recency: the
-    second. PF = (recency - primacy) / pairs."""
-    use = cells.peer & (cells.position >= 0)
+    second. PF = (recency - primacy) / pairs. Read a block of whole sessions (about `block`
+    cells) at a time, each reviewer's orders not yet matched carried to the next block."""
+    n_models = len(cells.models)
+    tallies: dict[int, _SwapTally] = {}
+    for part, _, _ in cells.session_blocks(block):
+        use = ~cells.own[part] & (cells.position[part] >= 0)
+        reviewer = cells.reviewer[part]
+        # one reviewer at a time: its pairs are matched only with its own, and the pair arrays of
+        # all of a block's cells would be many times them
+        for k in np.flatnonzero(np.bincount(reviewer[use], minlength=len(cells.reviewers))).tolist():
+            mine = use & (reviewer == k)
+            seen = _orders_seen(
+                cells.session[part][mine], cells.model[part][mine], cells.position[part][mine], cells.score[part][mine]
+            )
+            tallies.setdefault(k, _SwapTally(n_models)).add(*seen)
     out = []
-    # one reviewer at a time: its pairs are matched only with its own, and the pair arrays of
-    # the whole window would be many times its cells
-    for k in np.flatnonzero(np.bincount(cells.reviewer[use], minlength=len(cells.reviewers))):
-        mine = use & (cells.reviewer == k)
-        total, n_consistent, n_primacy, n_recency = _swapped_pair_counts(
-            cells.session[mine], cells.model[mine], cells.position[mine], cells.score[mine], len(cells.models)
-        )
-        if total == 0:
+    for k, tally in sorted(tallies.items()):
+        if tally.pairs == 0:
             continue
         out.append(
             PositionConsistency(
                 reviewer=cells.reviewers[k],
-                pairs=total,
-                position_consistency=round(n_consistent / total, 4),
-                preference_fairness=round((n_recency - n_primacy) / total, 4),
-                primacy_preferred=n_primacy,
-                recency_preferred=n_recency,
+                pairs=tally.pairs,
+                position_consistency=round(tally.consistent / tally.pairs, 4),
+                preference_fairness=round((tally.recency - tally.primacy) / tally.pairs, 4),
+                primacy_preferred=tally.primacy,
+                recency_preferred=tally.recency,
             )
         )
     return out
 
 
-def _swapped_pair_counts(
-    session: np.ndarray, model: np.ndarray, position: np.ndarray, score: np.ndarray, n_models: int
-) -> tuple[int, int, int, int]:
-    """One reviewer's (matched pairs, consistent, primacy-preferred, recency-preferred) from its
-    scores: the k-th time it saw a pair with the lower model first is matched with the k-th time
-    it saw it the other way round."""
+def _orders_seen(
+    session: np.ndarray, model: np.ndarray, position: np.ndarray, score: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each time one reviewer saw two models in one session: (the lower model, the higher, whether
+    the lower was shown first, +1 if the lower won, -1 if the higher, 0 a tie), in session order."""
     order = np.argsort(session, kind="stable")
     i, j = _within_group_pairs(session[order])
     i, j = order[i], order[j]
-    lo = np.minimum(model[i], model[j])
-    swap = model[i] != lo  # orient each pair as (lower model index, higher)
+    swap = model[i] > model[j]  # orient each pair as (lower model index, higher)
     a, b = np.where(swap, j, i), np.where(swap, i, j)
-    del i, j, lo, swap
-    lo_first = position[a] < position[b]
-    preference = np.sign(score[a] - score[b]).astype(np.int8)  # +1: the lower-index model won
-    # (pair, orientation) blocks, each in time (session) order: one stable sort of a packed key
-    kind = (model[a].astype(np.int64) * n_models + model[b]) * 2 + lo_first
-    sessions = int(session.max()) + 1
-    sort = np.argsort(kind * sessions + session[a], kind="stable")
-    del a, b
-    counts = np.bincount(kind, minlength=2 * n_models * n_models)
-    starts = np.cumsum(counts) - counts
-    # the k-th time a pair was seen lower model first meets the k-th time it was seen the other way
-    matched = np.minimum(counts[1::2], counts[0::2])
-    pair = np.repeat(np.arange(len(matched)), matched)
-    k = np.arange(len(pair)) - np.repeat(np.cumsum(matched) - matched, matched)
-    pa, pb = preference[sort[starts[1::2][pair] + k]], preference[sort[starts[0::2][pair] + k]]
-    primacy = (pa == 1) & (pb == -1)  # lower model won when first, higher model won when first
-    recency = (pa == -1) & (pb == 1)
-    return len(pa), int(np.count_nonzero(pa == pb)), int(np.count_nonzero(primacy)), int(np.count_nonzero(recency))
+    del i, j, swap
+    sort = np.argsort(session[a], kind="stable")
+    a, b = a[sort], b[sort]
+    preference = np.sign(score[a] - score[b]).astype(np.int8)
+    return model[a], model[b], position[a] < position[b], preference
+
+
+class _SwapTally:
+    """One reviewer's matched pairs of opposite orders so far, and for each pair of models the
+    preferences of the orders not yet matched (those of one order only), in time order: the k-th
+    time it saw the lower model first meets the k-th time it saw the higher model first."""
+
+    def __init__(self, n_models: int) -> None:
+        self.n_models = n_models
+        self.waiting: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # pair -> (lower first, higher first)
+        self.pairs = self.consistent = self.primacy = self.recency = 0
+
+    def add(self, lower: np.ndarray, higher: np.ndarray, lower_first: np.ndarray, preference: np.ndarray) -> None:
+        """Orders seen in later sessions than any added before."""
+        pair = lower.astype(np.int64) * self.n_models + higher
+        none = np.zeros(0, dtype=np.int8)
+        for key in np.unique(pair).tolist():
+            here = pair == key
+            was_first, was_second = self.waiting.get(key, (none, none))
+            first = np.concatenate([was_first, preference[here & lower_first]])
+            second = np.concatenate([was_second, preference[here & ~lower_first]])
+            matched = min(len(first), len(second))
+            pa, pb = first[:matched], second[:matched]
+            self.pairs += matched
+            self.consistent += int(np.count_nonzero(pa == pb))
+            self.primacy += int(np.count_nonzero((pa == 1) & (pb == -1)))  # the first shown won both times
+            self.recency += int(np.count_nonzero((pa == -1) & (pb == 1)))
+            self.waiting[key] = (first[matched:], second[matched:])

@@ -23,22 +23,27 @@ from bias_audit.schemas.report import (
     ReviewerProfile,
 )
 
-from .fixed_effects import Block, FitResult, Indicators, absorbed_least_squares, absorbed_sub_fits
+from .fixed_effects import (
+    Block,
+    FitChunk,
+    FitResult,
+    Indicators,
+    absorbed_chunk_fits,
+)
 from .parallel import PIECE_CELLS, each_piece
 from .special import chdtrc
 from .stats import (
+    GroupMoments,
     average_ranks,
     confidence_tier,
     fisher_ci,
     fisher_p,
     index_type,
-    level_counts,
-    level_table,
     pearson_arrays,
     pearson_from_sums,
     rounded,
 )
-from .window_cells import SessionBlock, WindowCells
+from .window_cells import SUM_BLOCK, SessionBlock, WindowCells
 
 MIN_SESSIONS = 10  # below this a metric says "collecting data"
 
@@ -246,33 +251,41 @@ def rank_by_score(values: list[float]) -> list[int]:
 
 
 @dataclass(frozen=True, slots=True)
-class _FitRows:
-    """The columns of the peer rows a window fit reads: the fit's own copies (it demeans y in
-    place), the session as the smallest integer that holds it."""
+class _PeerCensus:
+    """What the length and position fits know of their rows before fitting, counted a block of
+    sessions at a time: the peer scores, those with a known position, each position's count
+    among the latter, and the sessions with one."""
 
-    session: np.ndarray
-    model: np.ndarray
-    reviewer: np.ndarray
-    y: np.ndarray
+    peer: int
+    placed: int
+    position_counts: np.ndarray
+    placed_sessions: int
 
     @staticmethod
-    def of(cells: WindowCells, rows: np.ndarray) -> _FitRows:
-        session = cells.session[rows].astype(index_type(cells.sessions))
-        # a council's models and reviewers are a few: a byte each a row, not four
-        model = cells.model[rows].astype(index_type(len(cells.models), np.int8))
-        reviewer = cells.reviewer[rows].astype(index_type(len(cells.reviewers), np.int8))
-        return _FitRows(session, model, reviewer, cells.score[rows])
-
-    def blocks(self, cells: WindowCells) -> list[Block]:
-        """The model and reviewer indicators both fits start from."""
-        return [Indicators(self.model, len(cells.models)), Indicators(self.reviewer, len(cells.reviewers))]
+    def of(cells: WindowCells, block: int) -> _PeerCensus:
+        peer_scores = placed_scores = placed_sessions = 0
+        counts = np.zeros(0, dtype=np.int64)
+        for part, first, stop in cells.session_blocks(block):
+            peer = ~cells.own[part]
+            placed = peer & (cells.position[part] >= 0)
+            peer_scores += int(np.count_nonzero(peer))
+            placed_scores += int(np.count_nonzero(placed))
+            here = np.bincount(cells.position[part][placed])
+            if len(here) > len(counts):
+                counts = np.r_[counts, np.zeros(len(here) - len(counts), dtype=np.int64)]
+            counts[: len(here)] += here
+            sessions = cells.session[part][placed].astype(np.int64) - first
+            placed_sessions += int(np.count_nonzero(np.bincount(sessions, minlength=stop - first)))
+        return _PeerCensus(peer_scores, placed_scores, counts, placed_sessions)
 
 
 @dataclass(frozen=True, slots=True)
 class _LengthTerm:
-    """Length control's inputs past its early answers: its third block and its models' raw means."""
+    """Length control's inputs past its early answers: what its third block is made of (each
+    session's mean response length, the spread it is standardized by) and its models' raw means."""
 
-    term: np.ndarray
+    session_mean: np.ndarray
+    spread: float
     present: list[int]
     raw: list[tuple[str, float, int]]
     grand: float
@@ -283,81 +296,110 @@ class _Positions:
     """The position fit's inputs past its early answers: its third block's levels."""
 
     positions: np.ndarray
-    index: np.ndarray  # each row's position's place among them
+    level: np.ndarray  # each position's place among them, -1 for a position no peer score has
     scores: np.ndarray  # the scores at each
     sessions: int
 
 
-def length_and_position(cells: WindowCells, thresholds: WindowThresholds) -> tuple[LengthControl, PositionAnalysis]:
+def _fit_rows(
+    cells: WindowCells, block: int, *, placed_only: bool, term: _LengthTerm | None, positions: _Positions | None
+) -> Iterator[FitChunk]:
+    """The peer scores (with a known position only, if asked), a block of whole sessions at a
+    time: y, the session as the group, the model and reviewer blocks, then length control's term
+    and the positions' block where given. Each chunk's columns are its own (demeaned in place)."""
+    n_models, n_reviewers = len(cells.models), len(cells.reviewers)
+    for part, _, _ in cells.session_blocks(block):
+        chosen = ~cells.own[part]
+        if placed_only:
+            chosen &= cells.position[part] >= 0
+        session = cells.session[part][chosen]
+        blocks: list[Block] = [
+            Indicators(cells.model[part][chosen], n_models),
+            Indicators(cells.reviewer[part][chosen], n_reviewers),
+        ]
+        if term is not None:
+            # the standardized difference from the session's mean response length, squashed
+            difference = cells.length_of(part)[chosen]
+            difference -= term.session_mean[session]
+            np.tanh(np.divide(difference, term.spread, out=difference), out=difference)
+            blocks.append(difference)
+        if positions is not None:
+            blocks.append(Indicators(positions.level[cells.position[part][chosen]], len(positions.positions)))
+        yield FitChunk(blocks, cells.score[part][chosen], session)
+
+
+def length_and_position(
+    cells: WindowCells, thresholds: WindowThresholds, block: int = SUM_BLOCK
+) -> tuple[LengthControl, PositionAnalysis]:
     """Length control and the position effects: two fits over the peer scores with the same model
     and reviewer blocks and, when every peer score has a known position (as councils send them),
-    the same rows: then one pass over the rows makes both, each the same floats as alone."""
-    peer = cells.peer
-    if int(np.count_nonzero(peer & (cells.position >= 0))) != int(np.count_nonzero(peer)):
-        return length_control(cells, thresholds), position_effects(cells, thresholds)
-    rows = _FitRows.of(cells, peer)
-    term, positions = _length_term(cells, peer, rows), _positions(rows, cells.position[peer], cells.sessions)
+    the same rows: then one pass over the rows makes both, each the same floats as alone. Both
+    read their rows a block of whole sessions (about `block` cells) at a time."""
+    census = _PeerCensus.of(cells, block)
+    if census.placed != census.peer:
+        return length_control(cells, thresholds, block), position_effects(cells, thresholds, block)
+    term, positions = _length_term(cells, census), _positions(census)
     if isinstance(term, LengthControl):  # answered before its fit: the positions fit alone
         if isinstance(positions, _Positions):
-            return term, _fit_positions(cells, thresholds, rows, positions)
+            return term, _fit_positions(cells, thresholds, positions, block)
         return term, positions
     if isinstance(positions, PositionAnalysis):
-        return _fit_length(cells, thresholds, rows, term), positions
-    blocks = [*rows.blocks(cells), term.term, Indicators(positions.index, len(positions.positions))]
-    control_fit, position_fit = absorbed_sub_fits(blocks, rows.y, rows.session, [(0, 1, 2), (0, 1, 3)], overwrite=True)
+        return _fit_length(cells, thresholds, census, term, block), positions
+    control_fit, position_fit = absorbed_chunk_fits(
+        _fit_rows(cells, block, placed_only=False, term=term, positions=positions),
+        [(0, 1, 2), (0, 1, 3)],
+        overwrite=True,
+    )
     return (
-        _length_result(cells, thresholds, term, control_fit, len(rows.y)),
+        _length_result(cells, thresholds, term, control_fit, census.peer),
         _position_result(cells, thresholds, positions, position_fit),
     )
 
 
-def length_control(cells: WindowCells, thresholds: WindowThresholds) -> LengthControl:
+def length_control(cells: WindowCells, thresholds: WindowThresholds, block: int = SUM_BLOCK) -> LengthControl:
     """AlpacaEval-style LC: score ~ model + reviewer + b*tanh(standardized length difference)
     + session effect; each model's score predicted at zero length difference."""
-    peer = cells.peer
-    rows = _FitRows.of(cells, peer)
-    term = _length_term(cells, peer, rows)
-    return term if isinstance(term, LengthControl) else _fit_length(cells, thresholds, rows, term)
+    census = _PeerCensus.of(cells, block)
+    term = _length_term(cells, census)
+    return term if isinstance(term, LengthControl) else _fit_length(cells, thresholds, census, term, block)
 
 
-def position_effects(cells: WindowCells, thresholds: WindowThresholds) -> PositionAnalysis:
+def position_effects(cells: WindowCells, thresholds: WindowThresholds, block: int = SUM_BLOCK) -> PositionAnalysis:
     """score ~ model + reviewer + position + session effect over peer scores; effects relative to
     the first position, a joint F test over all of them, and a flag that needs both p and size."""
-    placed = cells.peer & (cells.position >= 0)
-    rows = _FitRows.of(cells, placed)
-    positions = _positions(rows, cells.position[placed], cells.sessions)
-    return positions if isinstance(positions, PositionAnalysis) else _fit_positions(cells, thresholds, rows, positions)
+    positions = _positions(_PeerCensus.of(cells, block))
+    if isinstance(positions, PositionAnalysis):
+        return positions
+    return _fit_positions(cells, thresholds, positions, block)
 
 
-def _fit_length(cells: WindowCells, thresholds: WindowThresholds, rows: _FitRows, term: _LengthTerm) -> LengthControl:
-    fit = absorbed_least_squares([*rows.blocks(cells), term.term], rows.y, rows.session, overwrite=True)
-    return _length_result(cells, thresholds, term, fit, len(rows.y))
+def _fit_length(
+    cells: WindowCells, thresholds: WindowThresholds, census: _PeerCensus, term: _LengthTerm, block: int
+) -> LengthControl:
+    [fit] = absorbed_chunk_fits(
+        _fit_rows(cells, block, placed_only=False, term=term, positions=None), [(0, 1, 2)], overwrite=True
+    )
+    return _length_result(cells, thresholds, term, fit, census.peer)
 
 
 def _fit_positions(
-    cells: WindowCells, thresholds: WindowThresholds, rows: _FitRows, positions: _Positions
+    cells: WindowCells, thresholds: WindowThresholds, positions: _Positions, block: int
 ) -> PositionAnalysis:
-    blocks = [*rows.blocks(cells), Indicators(positions.index, len(positions.positions))]
-    fit = absorbed_least_squares(blocks, rows.y, rows.session, overwrite=True)
+    [fit] = absorbed_chunk_fits(
+        _fit_rows(cells, block, placed_only=True, term=None, positions=positions), [(0, 1, 2)], overwrite=True
+    )
     return _position_result(cells, thresholds, positions, fit)
 
 
-def _length_term(cells: WindowCells, peer: np.ndarray, rows: _FitRows) -> LengthControl | _LengthTerm:
-    """Length control's answer when it has one before the fit, else its length term (the
-    standardized difference from the session's mean response length, each response counted
-    once) and the models' raw mean scores."""
+def _length_term(cells: WindowCells, census: _PeerCensus) -> LengthControl | _LengthTerm:
+    """Length control's answer when it has one before the fit, else what its length term is made
+    of (the standardized difference from the session's mean response length, each response
+    counted once) and the models' raw mean scores."""
     sessions = cells.sessions
-    if sessions < MIN_SESSIONS or len(rows.y) == 0:
-        return LengthControl(status="collecting data", coefficient=collecting(len(rows.y), sessions))
+    if sessions < MIN_SESSIONS or census.peer == 0:
+        return LengthControl(status="collecting data", coefficient=collecting(census.peer, sessions))
     ls, lx = cells.response_lengths
     session_mean = np.bincount(ls, weights=lx, minlength=sessions) / np.maximum(np.bincount(ls, minlength=sessions), 1)
-    diff = cells.length_of(peer)
-    blocks = [slice(start, start + PIECE_CELLS) for start in range(0, len(diff), PIECE_CELLS)]
-
-    def centre(part: slice) -> None:  # in place, a block at a time: no second such array
-        diff[part] -= session_mean[rows.session[part]]
-
-    each_piece(centre, blocks)
     spread = float((lx - session_mean[ls]).std())
     # each model's scores and their sum: the peer sums' groups are (session, model)
     count, total = (column.reshape(-1, len(cells.models)).sum(0) for column in cells.peer_sums)
@@ -376,15 +418,10 @@ def _length_term(cells: WindowCells, peer: np.ndarray, rows: _FitRows) -> Length
             for (m, s, k), rank in zip(raw, rank_by_score([s for _, s, _ in raw]))
         ]
         return LengthControl(
-            status="not identifiable", coefficient=collecting(len(rows.y), sessions, "not identifiable"), models=models
+            status="not identifiable", coefficient=collecting(census.peer, sessions, "not identifiable"), models=models
         )
-
-    # in place: the fit's temporaries come next, a window's cells long each
-    def squash(part: slice) -> None:
-        np.tanh(np.divide(diff[part], spread, out=diff[part]), out=diff[part])
-
-    each_piece(squash, blocks)
-    return _LengthTerm(term=diff, present=present, raw=raw, grand=float(rows.y.mean()) + 1.0)
+    grand = float(total.sum() / count.sum()) + 1.0  # the mean peer score
+    return _LengthTerm(session_mean=session_mean, spread=spread, present=present, raw=raw, grand=grand)
 
 
 def _length_result(
@@ -424,18 +461,19 @@ def _length_result(
     return LengthControl(status="ok", coefficient=estimate, models=models, rank_changes=changes)
 
 
-def _positions(rows: _FitRows, position: np.ndarray, window: int) -> PositionAnalysis | _Positions:
+def _positions(census: _PeerCensus) -> PositionAnalysis | _Positions:
     """The position fit's answer when it has one before the fit, else its positions' levels."""
-    sessions = int(np.count_nonzero(level_counts(rows.session, window)))
-    if sessions < MIN_SESSIONS:
+    if census.placed_sessions < MIN_SESSIONS:
         return PositionAnalysis(status="collecting data")
-    positions, levels, scores = level_table(position)
+    positions = np.flatnonzero(census.position_counts)
     if len(positions) < 2:
         return PositionAnalysis(status="not identifiable")
-    # held beside length control's columns when the two fit together: a council shows a few
-    # positions, so a byte a row
-    index = levels.astype(index_type(len(positions), np.int8))
-    return _Positions(positions=positions, index=index, scores=scores, sessions=sessions)
+    # a council shows a few positions: a byte a row
+    level = np.full(len(census.position_counts), -1, dtype=index_type(len(positions), np.int8))
+    level[positions] = np.arange(len(positions))
+    return _Positions(
+        positions=positions, level=level, scores=census.position_counts[positions], sessions=census.placed_sessions
+    )
 
 
 def _position_result(
@@ -649,19 +687,28 @@ def _median_reference(values: dict[int, float]) -> dict[int, float]:
     return {order[middle - 1]: 0.5, order[middle]: 0.5}
 
 
-def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[ReviewerProfile]:
+def reviewer_profiles(
+    cells: WindowCells, thresholds: WindowThresholds, block: int = SUM_BLOCK
+) -> list[ReviewerProfile]:
     """score ~ reviewer + reviewer x self-review + (session, model) effect. The (session, model)
     effect absorbs each response's quality; a reviewer's offset is its effect minus the median
     of the other reviewers' effects, so one harsh reviewer does not make the rest look generous
     (a plain leave-one-out mean shifts them by offset / (reviewers - 1)); self-preference is
-    net of the reviewer's own offset and of a harsh peer among the scorers of its response."""
+    net of the reviewer's own offset and of a harsh peer among the scorers of its response.
+    The fit and each reviewer's counts, spread and agreement are summed a block of whole sessions
+    (about `block` cells) at a time."""
     n_reviewers = len(cells.reviewers)
-    fit = None
-    if len(cells.score):
-        own = np.where(cells.own, cells.reviewer, -1)  # reviewer x self-review: a column only where it scores itself
-        fit = absorbed_least_squares(
-            [Indicators(cells.reviewer, n_reviewers), Indicators(own, n_reviewers)], cells.score, cells.group()
-        )
+
+    def rows() -> Iterator[FitChunk]:
+        for part, _, _ in cells.session_blocks(block):
+            reviewer = cells.reviewer[part]
+            own = np.where(
+                cells.own[part], reviewer, -1
+            )  # reviewer x self-review: a column only where it scores itself
+            blocks = [Indicators(reviewer, n_reviewers), Indicators(own, n_reviewers)]
+            yield FitChunk(blocks, cells.score[part], cells.group(part))
+
+    [fit] = absorbed_chunk_fits(rows(), [(0, 1)])
     width = 2 * n_reviewers
     relative: dict[int, float] = {}
     if fit is not None:
@@ -671,20 +718,13 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
             est = fit.contrast(c) if k else (0.0,)
             if est is not None:
                 relative[k] = est[0]
-    size = cells.sessions * n_reviewers
-    key = cells.reviewer_key()
-    scored_in = (np.bincount(key, minlength=size).reshape(-1, n_reviewers) > 0).sum(0)
-    owned_in = (np.bincount(key[cells.own], minlength=size).reshape(-1, n_reviewers) > 0).sum(0)
-    del key
+    tally = _reviewer_tally(cells, block)
     profiles = []
     for i, name in enumerate(cells.reviewers):
-        scored_sessions = int(scored_in[i])
+        scored_sessions = int(tally.scored_in[i])
         if scored_sessions == 0:  # a name from another slice of the window
             continue
-        mine = cells.reviewer == i
-        peer = mine & cells.peer
-        own = mine & cells.own
-        scores = cells.score[peer]
+        peer_scores, own_scores = int(tally.scores.n[i]), int(tally.own[i])
         contrast = np.zeros(width)
         contrast[i] = 1.0
         others = {k: v for k, v in relative.items() if k != i}
@@ -697,37 +737,30 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
             contrast_estimate(
                 fit,
                 contrast,
-                sample_size=int(peer.sum()),
+                sample_size=peer_scores,
                 threshold=thresholds.reviewer_offset,
                 sessions=scored_sessions,
                 alpha=thresholds.alpha,
             )
             if contrast.any()
-            else collecting(int(peer.sum()), scored_sessions)
+            else collecting(peer_scores, scored_sessions)
         )
         self_contrast = np.zeros(width)
         self_contrast[n_reviewers + i] = 1.0
-        own_sessions = int(owned_in[i])
+        own_sessions = int(tally.owned_in[i])
         self_estimate = (
             contrast_estimate(
                 fit,
                 self_contrast,
-                sample_size=int(own.sum()),
+                sample_size=own_scores,
                 sessions=own_sessions,
                 threshold=thresholds.self_preference,
                 alpha=thresholds.alpha,
             )
-            if own.any()
+            if own_scores
             else collecting(0, 0)
         )
-        rows = np.flatnonzero(peer)
-        loo = cells.loo_difference(rows)
-        defined = ~np.isnan(loo)
-        agreement = None
-        if defined.sum() >= 3:
-            defined_scores = cells.score[rows[defined]]
-            others_mean = defined_scores - loo[defined]  # = mean of the other peers' scores
-            agreement = _defined(*pearson_arrays(defined_scores, others_mean))
+        agreement = tally.with_peers.r(i) if tally.with_peers.n[i] >= 3 else None
         flags = []
         if offset.flagged:
             flags.append("HARSH" if (offset.point_estimate or 0) < 0 else "GENEROUS")
@@ -737,14 +770,48 @@ def reviewer_profiles(cells: WindowCells, thresholds: WindowThresholds) -> list[
             ReviewerProfile(
                 reviewer=name,
                 sessions=scored_sessions,
-                scores=int(peer.sum()),
+                scores=peer_scores,
                 confidence=confidence_tier(scored_sessions),
-                mean_score=rounded(scores.mean() + 1.0) if len(scores) else None,
-                score_std=rounded(scores.std(ddof=1)) if len(scores) > 1 else None,
+                mean_score=rounded(float(tally.scores.mean_x[i]) + 1.0) if peer_scores else None,
+                score_std=rounded(tally.scores.std_x(i)),
                 offset=offset,
                 self_preference=self_estimate,
-                agreement_with_peers=agreement,
+                agreement_with_peers=rounded(agreement),
                 flags=flags,
             )
         )
     return profiles
+
+
+@dataclass(frozen=True, slots=True)
+class _ReviewerTally:
+    """Per reviewer: the sessions it scored in and scored itself in, its self-reviews, its peer
+    scores' moments, and the moments of (its peer score, the other peers' mean score of the same
+    response) where that mean exists."""
+
+    scored_in: np.ndarray
+    owned_in: np.ndarray
+    own: np.ndarray
+    scores: GroupMoments
+    with_peers: GroupMoments
+
+
+def _reviewer_tally(cells: WindowCells, block: int) -> _ReviewerTally:
+    """The reviewers' tally, a block of whole sessions at a time."""
+    n_reviewers = len(cells.reviewers)
+    scored_in, owned_in, own_count = (np.zeros(n_reviewers, dtype=np.int64) for _ in range(3))
+    scores, with_peers = GroupMoments(n_reviewers), GroupMoments(n_reviewers)
+    for part, first, stop in cells.session_blocks(block):
+        reviewer, own, score = cells.reviewer[part], cells.own[part], cells.score[part]
+        size = (stop - first) * n_reviewers
+        key = (cells.session[part].astype(np.int64) - first) * n_reviewers + reviewer
+        scored_in += (np.bincount(key, minlength=size).reshape(-1, n_reviewers) > 0).sum(0)
+        owned_in += (np.bincount(key[own], minlength=size).reshape(-1, n_reviewers) > 0).sum(0)
+        own_count += np.bincount(reviewer[own], minlength=n_reviewers)
+        peer = ~own
+        scores.add(reviewer[peer], score[peer], score[peer])
+        loo = cells.loo_difference(np.arange(part.start, part.stop))
+        defined = ~np.isnan(loo)
+        mine = score[defined]
+        with_peers.add(reviewer[defined], mine, mine - loo[defined])  # the other peers' mean score
+    return _ReviewerTally(scored_in, owned_in, own_count, scores, with_peers)

@@ -9,7 +9,7 @@ a contrast the design cannot separate (a model always shown first) reports None.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Union
@@ -439,6 +439,16 @@ def _cross(a: np.ndarray | sparse.csr_matrix, b: np.ndarray | sparse.csr_matrix)
     return product.toarray() if sparse.issparse(product) else np.asarray(product)
 
 
+@dataclass(frozen=True)
+class FitChunk:
+    """Some of a fit's rows, whole groups only (no group has rows in another chunk): a fit over
+    chunks adds up each chunk's X'X, X'y and y'y, so its rows need never be held at once."""
+
+    blocks: Sequence[Block]
+    y: np.ndarray
+    groups: np.ndarray
+
+
 def absorbed_least_squares(
     design: np.ndarray | Sequence[Block],
     y: np.ndarray,
@@ -455,18 +465,14 @@ def absorbed_least_squares(
     chunk_rows: see AbsorbedDesign. overwrite: y and the dense blocks are the caller's own copies,
     not read again, and are demeaned in place (two arrays fewer as long as y)."""
     blocks = [design] if isinstance(design, np.ndarray) else design
-    fitted = _fits(blocks, y, groups, [range(len(blocks))], chunk_rows, overwrite)
+    fitted = _fits([FitChunk(blocks, y, groups)], [range(len(blocks))], chunk_rows, overwrite)
     if fitted is None:
         return None
     x, yd, [fit] = fitted
     if fit is not None and keep_residual:
         # the demeaned y is the fit's own (a copy, or the caller's given to overwrite): it becomes
         # the residuals in place
-        fit = dataclasses.replace(fit, residual=x.subtract_times(yd, fit.beta))
-    elif fit is not None:
-        # robust SEs need the residuals, so a fit without them need not hold its design (groups,
-        # shares and demeaned columns, rows long) for as long as its caller holds the fit
-        fit = dataclasses.replace(fit, design=None)
+        fit = dataclasses.replace(fit, design=x, residual=x.subtract_times(yd, fit.beta))
     return fit
 
 
@@ -481,26 +487,49 @@ def absorbed_sub_fits(
     """The fit of y on each subset of the blocks (and the groups), as absorbed_least_squares would
     make it alone (the same floats: X'X of a subset is its blocks' part of the whole X'X, each
     part summed by itself), from one pass over the rows for all of them. Without residuals."""
-    fitted = _fits(blocks, y, groups, subsets, CHUNK_ROWS, overwrite)
+    return absorbed_chunk_fits([FitChunk(blocks, y, groups)], subsets, overwrite=overwrite)
+
+
+def absorbed_chunk_fits(
+    chunks: Iterable[FitChunk], subsets: Sequence[Sequence[int]], *, overwrite: bool = False
+) -> list[FitResult | None]:
+    """absorbed_sub_fits over rows that come a chunk of whole groups at a time (every chunk's
+    blocks alike): a chunk's rows and temporaries are held at once, never the whole rows'.
+    Without residuals. overwrite: each chunk's y and dense blocks are its own, demeaned in place."""
+    fitted = _fits(chunks, subsets, CHUNK_ROWS, overwrite)
     return [None for _ in subsets] if fitted is None else fitted[2]
 
 
 def _fits(
-    blocks: Sequence[Block],
-    y: np.ndarray,
-    groups: np.ndarray,
-    subsets: Sequence[Sequence[int]],
-    chunk_rows: int,
-    overwrite: bool,
+    chunks: Iterable[FitChunk], subsets: Sequence[Sequence[int]], chunk_rows: int, overwrite: bool
 ) -> tuple[AbsorbedDesign, np.ndarray, list[FitResult | None]] | None:
-    """(the design, the demeaned y, each subset's fit from its part of X'X and X'y); None for no
-    rows. A fit of every block in order keeps the design, for robust SEs; None without residual
-    degrees of freedom."""
-    if len(y) == 0:
+    """(the last chunk's design and demeaned y: the whole rows' when they came in one chunk; each
+    subset's fit from its part of X'X and X'y, summed a chunk at a time); None for no rows. The
+    fits hold no design (robust SEs: absorbed_least_squares's keep_residual); a fit is None
+    without residual degrees of freedom."""
+    xtx = xty = None
+    yy, n, groups_present = 0.0, 0, 0
+    x: AbsorbedDesign | None = None
+    yd = np.zeros(0)
+    for chunk in chunks:
+        if len(chunk.y) == 0:
+            continue
+        low = int(chunk.groups.min())
+        # a chunk's keys from 0: its per-group sums are as long as its own groups
+        groups = chunk.groups - low if low else chunk.groups
+        x = AbsorbedDesign(chunk.blocks, groups, chunk_rows, overwrite=overwrite)
+        yd = demean_by_group(chunk.y, groups, x.size, overwrite=overwrite, chunks=x.chunks, sizes=x.share)
+        part_xtx, part_xty = x.gram(), x.transpose_times(yd)
+        if xtx is None or xty is None:  # the first chunk's sums themselves: one chunk, one pass's floats
+            xtx, xty = part_xtx, part_xty
+        else:
+            xtx += part_xtx
+            xty += part_xty
+        yy += float(yd @ yd)
+        n += len(yd)
+        groups_present += x.groups_present
+    if x is None or xtx is None or xty is None:
         return None
-    x = AbsorbedDesign(blocks, groups, chunk_rows, overwrite=overwrite)
-    yd = demean_by_group(y, groups, x.size, overwrite=overwrite, chunks=x.chunks, sizes=x.share)
-    xtx, xty, yy = x.gram(), x.transpose_times(yd), float(yd @ yd)
     fits: list[FitResult | None] = []
     for subset in subsets:
         columns = np.concatenate([np.zeros(0, dtype=np.intp), *(x.columns_of(block) for block in subset)])
@@ -510,7 +539,7 @@ def _fits(
         # direction that rounding left at 1e-8 of a 1e5 eigenvalue
         size = np.abs(np.linalg.eigvalsh(part))
         rank = int(np.count_nonzero(size > RCOND * size.max())) if len(size) else 0
-        df = len(y) - rank - x.groups_present
+        df = n - rank - groups_present
         if df < 1:
             fits.append(None)
             continue
@@ -518,17 +547,7 @@ def _fits(
         # the residuals' sum of squares from the normal equations (b'X'Xb = b'X'y for the pinv's b):
         # no pass over the rows unless the residuals themselves are kept
         rss = max(yy - float(beta @ xty[columns]), 0.0)
-        whole = np.array_equal(columns, np.arange(x.width))
         fits.append(
-            FitResult(
-                beta=beta,
-                xtx=part,
-                xtx_pinv=pinv,
-                sigma2=rss / df,
-                df=df,
-                n=len(y),
-                design=x if whole else None,
-                residual=None,
-            )
+            FitResult(beta=beta, xtx=part, xtx_pinv=pinv, sigma2=rss / df, df=df, n=n, design=None, residual=None)
         )
     return x, yd, fits

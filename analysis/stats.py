@@ -237,6 +237,52 @@ def average_ranks(values: np.ndarray, mask: np.ndarray | None = None) -> np.ndar
     return ranks
 
 
+class GroupMoments:
+    """Per group (0..size-1): the count, the means of x and y, and the sums of squared and crossed
+    deviations from them, over values that arrive a chunk at a time: each chunk's are taken about
+    its own means and merged (Chan, Golub and LeVeque's pairwise update), so no chunk's values are
+    held after it and no sum of raw squares loses the digits a variance is made of."""
+
+    def __init__(self, size: int) -> None:
+        self.n = np.zeros(size)
+        self.mean_x, self.mean_y = np.zeros(size), np.zeros(size)
+        self.xx, self.yy, self.xy = np.zeros(size), np.zeros(size), np.zeros(size)
+
+    def add(self, group: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+        size = len(self.n)
+        n = np.bincount(group, minlength=size).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_x = np.bincount(group, weights=x, minlength=size) / n
+            mean_y = np.bincount(group, weights=y, minlength=size) / n
+        dx, dy = x - mean_x[group], y - mean_y[group]
+        xx, yy, xy = (np.bincount(group, weights=a * b, minlength=size) for a, b in ((dx, dx), (dy, dy), (dx, dy)))
+        total = self.n + n
+        here = n > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(here, n / total, 0.0)  # the chunk's part of the merged count
+            weight = np.where(here, self.n * n / total, 0.0)
+        ex, ey = np.where(here, mean_x - self.mean_x, 0.0), np.where(here, mean_y - self.mean_y, 0.0)
+        self.xx += xx + ex * ex * weight
+        self.yy += yy + ey * ey * weight
+        self.xy += xy + ex * ey * weight
+        self.mean_x += ex * share
+        self.mean_y += ey * share
+        self.n = total
+
+    def std_x(self, group: int) -> float | None:
+        """The sample standard deviation of the group's x (ddof 1); None below 2 values."""
+        n = self.n[group]
+        return float(np.sqrt(self.xx[group] / (n - 1))) if n > 1 else None
+
+    def r(self, group: int) -> float | None:
+        """Pearson's r of the group's x and y; None below 2 values or without spread on a side
+        (pearson_arrays' rule)."""
+        n, xx, yy = self.n[group], self.xx[group], self.yy[group]
+        if n < 2 or xx <= 1e-300 or yy <= 1e-300:
+            return None
+        return float(np.clip(self.xy[group] / np.sqrt(xx * yy), -1.0, 1.0))
+
+
 COUNT_BLOCK = 1 << 20  # values counted at a time: bincount copies its input to 64 bits
 
 

@@ -209,17 +209,22 @@ def test_position_consistency_on_swapped_pairs():
     assert (b.pairs, b.position_consistency, b.preference_fairness) == (1, 1.0, 0.0)
 
 
-def test_position_consistency_matches_each_order_with_the_other_in_time_order():
+@pytest.mark.parametrize("n_models", [3, 5])
+@pytest.mark.parametrize("block", [7, 50, 1 << 20])
+def test_position_consistency_matches_each_order_with_the_other_in_time_order(block, n_models):
     """Random windows against a loop: per reviewer and pair of models, the k-th time it saw the
-    lower model first is matched with the k-th time it saw the higher model first."""
+    lower model first is matched with the k-th time it saw the higher model first, whether the
+    window is read in one block or in blocks of a few sessions (orders carried across them). With
+    five models a reviewer sees several pairs a session, some not side by side among its cells."""
+    models = (*NAMES, "d", "e")[:n_models]
     rng = np.random.default_rng(21)
     sessions = []
     for _ in range(60):
-        order = rng.permutation(3)  # positions of models 0, 1, 2 this session
+        order = rng.permutation(n_models)  # each model's position this session
         cells = [
             (r, m, int(order[m]), int(rng.integers(5, 9)), False)
             for r in range(3)
-            for m in range(3)
+            for m in range(n_models)
             if m != r and rng.random() < 0.8
         ]
         sessions.append(cells)
@@ -244,7 +249,9 @@ def test_position_consistency_matches_each_order_with_the_other_in_time_order():
                 counts[3] += pa == -1 and pb == 1
         if counts[0]:
             expected[NAMES[r]] = tuple(counts)
-    result = position_consistency(window_cells([digest(i, c) for i, c in enumerate(sessions)]))
+    lengths = tuple(100.0 * (m + 1) for m in range(n_models))
+    window = window_cells([digest(i, c, models=models, lengths=lengths) for i, c in enumerate(sessions)])
+    result = position_consistency(window, block)
     got = {
         a.reviewer: (a.pairs, round(a.position_consistency * a.pairs), a.primacy_preferred, a.recency_preferred)
         for a in result

@@ -9,7 +9,9 @@ import pytest
 
 from bias_audit.analysis.fixed_effects import (
     AbsorbedDesign,
+    FitChunk,
     Indicators,
+    absorbed_chunk_fits,
     absorbed_least_squares,
     absorbed_sub_fits,
     demean_by_group,
@@ -294,3 +296,35 @@ def test_a_fit_that_may_overwrite_its_inputs_is_the_same_fit():
     assert spent.beta.tolist() == kept.beta.tolist() and spent.sigma2 == kept.sigma2
     assert spent.residual.tolist() == kept.residual.tolist()
     assert not np.array_equal(y_own, y)  # the copy was used as the fit's own memory
+
+
+@pytest.mark.parametrize("cuts", [[], [0, 150], [40, 41, 300, 499]], ids=["one chunk", "an empty chunk", "four"])
+def test_a_fit_over_chunks_of_whole_groups_is_the_dense_matrix_with_a_dummy_per_group(cuts):
+    """Rows in group order cut into chunks at group boundaries (an empty chunk skipped): each
+    subset's fit is the oracle's, the design as a dense matrix with a dummy per group."""
+    rng = np.random.default_rng(12)
+    n, kinds = 600, 50
+    group_of = np.sort(rng.integers(0, kinds, n))
+    model, reviewer, term = rng.integers(0, 4, n), rng.integers(0, 5, n), rng.normal(size=n)
+    y = rng.normal(size=n) + 0.4 * model - 0.3 * reviewer + 0.5 * term + 0.1 * group_of
+    edges = [0, *(int(np.searchsorted(group_of, group_of[cut])) for cut in cuts), n]
+
+    def chunks():
+        for start, stop in zip(edges, edges[1:]):
+            rows = slice(start, stop)
+            blocks = [Indicators(model[rows], 4), Indicators(reviewer[rows], 5), term[rows].copy()]
+            yield FitChunk(blocks, y[rows].copy(), group_of[rows] * 2 + 7)  # keys need not be dense
+
+    subsets = [(0, 1, 2), (0, 2)]
+    fits = absorbed_chunk_fits(chunks(), subsets, overwrite=True)
+    whole = dense([Indicators(model, 4), Indicators(reviewer, 5), term], n)
+    for subset, fit, columns in zip(subsets, fits, ([*range(10)], [0, 1, 2, 3, 9])):
+        explicit = np.hstack([whole[:, columns], one_hot(group_of, kinds)])
+        beta, *_ = np.linalg.lstsq(explicit, y, rcond=None)
+        residual = y - explicit @ beta
+        assert fit.n == n and fit.df == n - np.linalg.matrix_rank(explicit)
+        assert fit.sigma2 == pytest.approx(residual @ residual / fit.df, rel=1e-10)
+        width = len(columns)
+        for contrast in (np.eye(width)[1] - np.eye(width)[0], np.eye(width)[width - 1]):
+            assert fit.contrast(contrast)[0] == pytest.approx(contrast @ beta[:width], abs=1e-9)
+    assert absorbed_chunk_fits(iter([]), subsets) == [None, None]

@@ -19,8 +19,9 @@ from bias_audit.analysis.cross_session import (
     length_control,
     length_correlation,
     position_effects,
+    reviewer_profiles,
 )
-from bias_audit.analysis.window_cells import WindowCells, narrow_positions, response_lengths, window_cells
+from bias_audit.analysis.window_cells import SUM_BLOCK, WindowCells, narrow_positions, response_lengths, window_cells
 from tests.simulate import Corpus
 
 
@@ -350,3 +351,54 @@ def test_each_sessions_mean_peer_score_by_blocks_equals_it_cell_by_cell(block):
     expected = [t / c if c else None for t, c in zip(totals, counts)]
     got = [None if v != v else v for v in cells.session_means(block).tolist()]
     assert got == expected and None not in got
+
+
+@pytest.mark.parametrize("block", [40, 333, SUM_BLOCK])
+def test_the_reviewer_profiles_by_blocks_of_sessions_are_each_reviewers_scores_cell_by_cell(block):
+    """The fit and every reviewer's tally summed a block of sessions at a time: the same profiles
+    whatever the block, and each reviewer's counts, mean, spread and agreement with the other
+    peers' mean are those of its scores taken one by one (statistics module)."""
+    import statistics
+
+    cells = biased_window(reviewer_offsets={1: -1.5})
+    # no self-review in the first sessions: a reviewer scores itself in fewer sessions than it scores
+    cells = dataclasses.replace(cells, own=cells.own & (cells.session >= 12))
+    thresholds = WindowThresholds(bootstrap_replicates=200)
+    profiles = reviewer_profiles(cells, thresholds, block)
+    assert profiles == reviewer_profiles(cells, thresholds, SUM_BLOCK)
+    peers: dict[tuple[int, int], list[float]] = defaultdict(list)
+    rows = list(zip(cells.session.tolist(), cells.reviewer.tolist(), cells.model.tolist(), cells.score.tolist()))
+    for (s, r, m, score), own in zip(rows, cells.own.tolist()):
+        if not own:
+            peers[s, m].append(score)
+    for profile in profiles:
+        r = cells.reviewers.index(profile.reviewer)
+        mine = [(s, m, score) for (s, who, m, score), own in zip(rows, cells.own.tolist()) if who == r and not own]
+        scores = [score for _, _, score in mine]
+        pairs = [
+            (score, (sum(peers[s, m]) - score) / (len(peers[s, m]) - 1)) for s, m, score in mine if len(peers[s, m]) > 1
+        ]
+        assert profile.scores == len(scores)
+        assert profile.sessions == len({s for s, who, _, _ in rows if who == r})
+        owned = {s for (s, who, _, _), own in zip(rows, cells.own.tolist()) if who == r and own}
+        assert profile.self_preference.sessions == len(owned) < profile.sessions
+        assert profile.mean_score == round(statistics.fmean(scores) + 1.0, 4)
+        assert profile.score_std == round(statistics.stdev(scores), 4)
+        assert profile.agreement_with_peers == round(statistics.correlation(*zip(*pairs)), 4)
+    assert "HARSH" in next(p for p in profiles if p.reviewer == cells.reviewers[1]).flags
+
+
+@pytest.mark.parametrize("case", ["every position known", "some positions unknown"])
+@pytest.mark.parametrize("block", [40, 333])
+def test_the_length_and_position_fits_by_blocks_of_sessions_are_the_fits_in_one(case, block):
+    """The fits' rows come a block of whole sessions at a time (a block too small for one session
+    is that session): the same estimates as from one block."""
+    cells = biased_window()
+    if case == "some positions unknown":
+        position = cells.position.copy()
+        position[::7] = -1
+        cells = dataclasses.replace(cells, position=position)
+    thresholds = WindowThresholds(bootstrap_replicates=200)
+    assert length_and_position(cells, thresholds, block) == length_and_position(cells, thresholds, SUM_BLOCK)
+    assert length_control(cells, thresholds, block) == length_control(cells, thresholds)
+    assert position_effects(cells, thresholds, block) == position_effects(cells, thresholds)

@@ -6,6 +6,7 @@ from scipy import stats as sps
 
 from bias_audit.analysis.stats import (
     COUNT_BLOCK,
+    GroupMoments,
     average_ranks,
     correlation_t,
     fisher_ci,
@@ -227,3 +228,33 @@ SPAN_TABLE = [
 @pytest.mark.parametrize(("column", "start", "stop", "expected"), SPAN_TABLE)
 def test_sorted_span_finds_the_rows_of_a_range_of_values_in_any_integer_type(column, start, stop, expected, kind):
     assert sorted_span(np.array(column, dtype=kind), start, stop) == expected
+
+
+@pytest.mark.parametrize("cuts", [[], [7], [3, 3, 11], [1, 2, 3, 4, 5, 6, 20]], ids=["whole", "two", "empty", "many"])
+def test_group_moments_merged_chunk_by_chunk_are_each_groups_mean_spread_and_r(cuts):
+    """Groups 0..3 over 24 values cut into chunks (one chunk empty, groups missing from some);
+    group 3 has one value, group 2 no spread in y. The oracle: Python's statistics module."""
+    import statistics
+
+    rng = np.random.default_rng(8)
+    group = np.array([0, 1, 0, 2, 1, 0, 2, 1, 0, 1, 2, 0, 3, 1, 0, 2, 1, 0, 1, 2, 0, 1, 0, 1])
+    x = np.round(rng.normal(5.0, 2.0, len(group)), 3) + 1e6  # far from zero: a raw sum of squares loses it
+    y = np.where(group == 2, 4.0, np.round(rng.normal(0.0, 1.0, len(group)), 3))
+    moments = GroupMoments(5)  # group 4: never seen
+    for start, stop in zip([0, *cuts], [*cuts, len(group)]):
+        moments.add(group[start:stop], x[start:stop], y[start:stop])
+    for g in range(5):
+        xs, ys = x[group == g].tolist(), y[group == g].tolist()
+        assert moments.n[g] == len(xs)
+        if not xs:
+            assert moments.std_x(g) is None and moments.r(g) is None
+            continue
+        assert moments.mean_x[g] == pytest.approx(statistics.fmean(xs), abs=1e-9)
+        if len(xs) < 2:
+            assert moments.std_x(g) is None and moments.r(g) is None
+            continue
+        assert moments.std_x(g) == pytest.approx(statistics.stdev(xs), rel=1e-9)
+        if g == 2:
+            assert moments.r(g) is None  # y has no spread
+        else:
+            assert moments.r(g) == pytest.approx(statistics.correlation(xs, ys), abs=1e-9)
