@@ -321,16 +321,25 @@ def first_and_later_residuals(
 
 
 def style_similarity(
-    cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds = CouncilThresholds()
+    cells: WindowCells, fitted: PairFit, thresholds: CouncilThresholds = CouncilThresholds(), block: int = SUM_BLOCK
 ) -> list[CouncilBias]:
     """Per reviewer: the slope of its residual score on the scored answer's similarity to its own,
     its length held fixed (lexical similarity grows with length: a reviewer's appetite for long
     answers, or a peer's, would otherwise read as mimicry)."""
     if cells.sessions < MIN_SESSIONS or fitted.fit is None:
         return []
-    similarity = cells.similarity[fitted.cells]
-    known = np.flatnonzero(~np.isnan(similarity))  # only these cells are read: records may carry none
-    similarity, residual, index = similarity[known], fitted.residual[known], fitted.cells[known]
+    # only the cells with a similarity are read (records may carry none), found `block` cells at a time
+    known = np.concatenate(
+        [
+            np.zeros(0, dtype=np.intp),
+            *(
+                start + np.flatnonzero(~np.isnan(cells.similarity[fitted.cells[start : start + block]]))
+                for start in range(0, len(fitted.cells), block)
+            ),
+        ]
+    )
+    index, residual = fitted.cells[known], fitted.residual[known]
+    similarity = cells.similarity[index]
     reviewer, session, length = cells.reviewer[index], cells.session[index], np.log1p(cells.length_of(index))
     points: Points = {}
     for r in np.unique(reviewer):

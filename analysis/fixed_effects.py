@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Union
 
 import numpy as np
@@ -33,21 +32,16 @@ class FitResult:
     sigma2: float
     df: int
     n: int
-    # the design with the groups absorbed, for robust SEs (indices and per-group shares); None for a
-    # fit that keeps no residuals (absorbed_sub_fits', and one not asked to keep them)
-    design: AbsorbedDesign | None
     residual: np.ndarray | None  # y less its fit, in the cells' order, when the fit was asked to keep it
-
-    @cached_property
-    def meat(self) -> np.ndarray:
-        """X' diag(e^2) X: the sandwich's middle, made once for every contrast's robust SE."""
-        if self.residual is None or self.design is None:
-            raise ValueError("robust SEs need the residuals: fit with keep_residual=True")
-        return self.design.gram(self.residual)
+    # X' diag(e^2) X, the sandwich's middle for every contrast's robust SE: made with the residuals,
+    # so the fit need not hold its design (groups and per-group shares, rows long) for it
+    meat: np.ndarray | None
 
     def robust_contrast(self, contrast: np.ndarray) -> tuple[float, float, float, float, float] | None:
         """contrast() with a heteroscedasticity-robust SE (White's sandwich, HC1: a noisier
         reviewer's cells do not borrow the others' precision)."""
+        if self.meat is None:
+            raise ValueError("robust SEs need the residuals: fit with keep_residual=True")
         if self.df < 1 or not self.estimable(contrast):
             return None
         estimate = float(contrast @ self.beta)
@@ -460,8 +454,9 @@ def absorbed_least_squares(
 ) -> FitResult | None:
     """y ~ design + group fixed effects (groups: non-negative ints, need not be dense). The design
     is a list of blocks (Indicators or dense columns), or one dense matrix. None when there are
-    no residual degrees of freedom. keep_residual: for robust SEs and the caller's own use, at a
-    pass over the rows and an array as long as y, held while the fit is (sigma2 needs neither).
+    no residual degrees of freedom. keep_residual: for robust SEs and the caller's own use, at two
+    passes over the rows (the residuals, then the sandwich's middle) and an array as long as y,
+    held while the fit is (sigma2 needs neither).
     chunk_rows: see AbsorbedDesign. overwrite: y and the dense blocks are the caller's own copies,
     not read again, and are demeaned in place (two arrays fewer as long as y)."""
     blocks = [design] if isinstance(design, np.ndarray) else design
@@ -472,7 +467,8 @@ def absorbed_least_squares(
     if fit is not None and keep_residual:
         # the demeaned y is the fit's own (a copy, or the caller's given to overwrite): it becomes
         # the residuals in place
-        fit = dataclasses.replace(fit, design=x, residual=x.subtract_times(yd, fit.beta))
+        residual = x.subtract_times(yd, fit.beta)
+        fit = dataclasses.replace(fit, residual=residual, meat=x.gram(residual))
     return fit
 
 
@@ -505,7 +501,7 @@ def _fits(
 ) -> tuple[AbsorbedDesign, np.ndarray, list[FitResult | None]] | None:
     """(the last chunk's design and demeaned y: the whole rows' when they came in one chunk; each
     subset's fit from its part of X'X and X'y, summed a chunk at a time); None for no rows. The
-    fits hold no design (robust SEs: absorbed_least_squares's keep_residual); a fit is None
+    fits hold no residuals (robust SEs: absorbed_least_squares's keep_residual); a fit is None
     without residual degrees of freedom."""
     xtx = xty = None
     yy, n, groups_present = 0.0, 0, 0
@@ -548,6 +544,6 @@ def _fits(
         # no pass over the rows unless the residuals themselves are kept
         rss = max(yy - float(beta @ xty[columns]), 0.0)
         fits.append(
-            FitResult(beta=beta, xtx=part, xtx_pinv=pinv, sigma2=rss / df, df=df, n=n, design=None, residual=None)
+            FitResult(beta=beta, xtx=part, xtx_pinv=pinv, sigma2=rss / df, df=df, n=n, residual=None, meat=None)
         )
     return x, yd, fits

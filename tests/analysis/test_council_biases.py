@@ -4,6 +4,7 @@ arithmetic), then simulated corpora: each bias injected at a realistic size is f
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import random
@@ -446,3 +447,18 @@ def test_the_pair_fit_keeps_each_cells_pair_in_a_byte_while_the_pairs_fit_one(mo
     fitted = pair_fit(cells)
     assert len(fitted.pairs) == models * (models - 1)  # every reviewer scored every other's answer
     assert fitted.pair.dtype == kind
+
+
+@pytest.mark.parametrize("block", [5, 64])
+def test_style_mimicry_finds_the_cells_with_a_similarity_a_block_at_a_time(block):
+    """Similarities known on some cells only: found a few cells at a time, the same slopes as
+    found at once, and the injected mimic flagged."""
+    cells = window_cells(corpus(np.random.default_rng(6), Injected(style=(MODELS[3], 3.0))))
+    similarity = cells.similarity.copy()
+    similarity[::4] = np.nan  # a record without one
+    cells = dataclasses.replace(cells, similarity=similarity)
+    fitted = pair_fit(cells)
+    found = style_similarity(cells, fitted, block=block)
+    assert found == style_similarity(cells, fitted, block=1 << 20)
+    assert [a.reviewer for a in found if a.flagged] == [MODELS[3]]
+    assert sum(a.n for a in found) == int(np.count_nonzero(~np.isnan(similarity[fitted.cells])))
