@@ -11,6 +11,7 @@ Scores are points of a 1-10 scale (WindowCells).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -27,11 +28,21 @@ from bias_audit.schemas.report import (
 )
 
 from .cross_session import MIN_SESSIONS, collecting, contrast_estimate
-from .fixed_effects import RCOND, Block, FitResult, Indicators, absorbed_least_squares
+from .fixed_effects import (
+    RCOND,
+    Block,
+    FitChunk,
+    FitResult,
+    Indicators,
+    absorbed_chunk_fits,
+    absorbed_least_squares,
+    chunk_residuals,
+    with_meat,
+)
 from .multiple_tests import benjamini_hochberg
 from .special import chdtri, fdtrc, ndtri, stdtr, stdtrit
-from .stats import confidence_tier, index_type, present_levels, rounded, sorted_span
-from .window_cells import SUM_BLOCK, WindowCells
+from .stats import confidence_tier, index_type, rounded
+from .window_cells import SUM_BLOCK, SessionBlock, WindowCells
 
 Interval = tuple[float, float, float, float, float]  # estimate, se, ci_lower, ci_upper, p
 MAX_PAIRS = 400  # the pair fit's normal equations are pairs x pairs
@@ -53,39 +64,70 @@ class CouncilThresholds:
 
 @dataclass(frozen=True)
 class PairFit:
-    """The window's peer scores fitted on (reviewer, model) pairs with (session, model) absorbed."""
+    """The window's peer scores of answers that at least two reviewers scored (a lone score has no
+    consensus), fitted on (reviewer, model) pairs with (session, model) absorbed. It holds no rows:
+    a section that reads residuals makes them for the fitted cells of a block of sessions at a
+    time (`fitted_cells`, `residuals_of`)."""
 
-    cells: np.ndarray  # indices into WindowCells of the fitted cells
-    pair: np.ndarray  # (n,) pair index of each fitted cell
     pairs: list[tuple[int, int]]  # (reviewer, model) of each pair index
+    pair_of: np.ndarray  # (reviewers * models,) each (reviewer, model) key's pair index, -1 for none
+    cells_per_pair: np.ndarray
+    sessions_per_pair: np.ndarray
     fit: FitResult | None
 
-    @property
-    def residual(self) -> np.ndarray:
-        """Each fitted cell's residual (zeros when nothing could be fitted)."""
-        if self.fit is None or self.fit.residual is None:
-            return np.zeros(len(self.cells))
-        return self.fit.residual
+    def residuals_of(self, cells: WindowCells, here: np.ndarray) -> np.ndarray:
+        """The residuals of fitted cells `here` (window indices of whole responses: a block's
+        fitted cells)."""
+        if self.fit is None:
+            return np.zeros(len(here))
+        [(_, residual)] = chunk_residuals([self._rows(cells, here)], self.fit.beta)
+        return residual
+
+    def _rows(self, cells: WindowCells, here: np.ndarray) -> FitChunk:
+        key = cells.reviewer[here].astype(np.intp) * len(cells.models) + cells.model[here]
+        return FitChunk([Indicators(self.pair_of[key], len(self.pairs))], cells.score[here], cells.group(here))
 
 
-def pair_fit(cells: WindowCells) -> PairFit:
-    """Peer scores of answers that at least two reviewers scored (a lone score has no consensus)."""
-    peer, group = cells.peer, cells.group()
-    group_size = np.bincount(group[peer], minlength=cells.sessions * max(len(cells.models), 1))
-    # the fit and the sections after it keep these, a window's cells long
-    small = index_type(len(peer))
-    used = np.flatnonzero(peer & (group_size[group] >= 2)).astype(small)
-    groups = group[used]
-    del group, group_size
-    keys, pair = present_levels(cells.reviewer[used].astype(np.int64) * len(cells.models) + cells.model[used])
-    pair = pair.astype(index_type(len(keys), smallest=np.int8))  # a byte a cell while the pairs fit one
-    pairs = [(int(k) // len(cells.models), int(k) % len(cells.models)) for k in keys]
-    fit = None
-    if len(used) and len(pairs) <= MAX_PAIRS:
-        fit = absorbed_least_squares(
-            [Indicators(pair, len(pairs))], cells.score[used], groups, keep_residual=True, overwrite=True
-        )
-    return PairFit(used, pair, pairs, fit)
+def fitted_cells(cells: WindowCells, block: int = SUM_BLOCK) -> Iterator[tuple[SessionBlock, np.ndarray]]:
+    """Per block of whole sessions (about `block` cells): the block and the pair fit's cells in it
+    (window indices, ascending), the peer scores of responses with two or more."""
+    n_models = max(len(cells.models), 1)
+    for part, first, stop in cells.session_blocks(block):
+        peer = ~cells.own[part]
+        group = cells.group(part) - first * n_models
+        size = np.bincount(group[peer], minlength=(stop - first) * n_models)
+        yield (part, first, stop), part.start + np.flatnonzero(peer & (size[group] >= 2))
+
+
+def pair_fit(cells: WindowCells, block: int = SUM_BLOCK) -> PairFit:
+    """The pair fit, its rows read a block of sessions at a time: once to count each pair's cells
+    and sessions, once for X'X and X'y, once for the sandwich's middle."""
+    n_models, width = len(cells.models), len(cells.reviewers) * len(cells.models)
+    cells_per_key, sessions_per_key = np.zeros(width, dtype=np.int64), np.zeros(width, dtype=np.int64)
+    for (_, first, stop), here in fitted_cells(cells, block):
+        key = cells.reviewer[here].astype(np.intp) * n_models + cells.model[here]
+        cells_per_key += np.bincount(key, minlength=width)
+        session = cells.session[here].astype(np.intp) - first
+        seen = np.bincount(session * width + key, minlength=(stop - first) * width).reshape(-1, width)
+        sessions_per_key += np.count_nonzero(seen, axis=0)
+    keys = np.flatnonzero(cells_per_key)
+    pair_of = np.full(width, -1, dtype=index_type(len(keys), smallest=np.int8))  # a byte while the pairs fit one
+    pair_of[keys] = np.arange(len(keys))
+    fitted = PairFit(
+        pairs=[(int(k) // n_models, int(k) % n_models) for k in keys],
+        pair_of=pair_of,
+        cells_per_pair=cells_per_key[keys],
+        sessions_per_pair=sessions_per_key[keys],
+        fit=None,
+    )
+    if not len(keys) or len(keys) > MAX_PAIRS:
+        return fitted
+
+    def rows() -> Iterator[FitChunk]:
+        return (fitted._rows(cells, here) for _, here in fitted_cells(cells, block))
+
+    [fit] = absorbed_chunk_fits(rows(), [(0,)], overwrite=True)
+    return dataclasses.replace(fitted, fit=None if fit is None else with_meat(fit, rows()))
 
 
 def _additive_design(pairs: list[tuple[int, int]]) -> np.ndarray:
@@ -134,11 +176,6 @@ def affinity(
     if cells.sessions < MIN_SESSIONS or fitted.fit is None:
         return []
     fit = fitted.fit
-    cells_per_pair = np.bincount(fitted.pair, minlength=len(fitted.pairs))
-    # a (pair, session) grid marked where the pair scored: no sort of the window's cells
-    seen = np.zeros((len(fitted.pairs), cells.sessions), dtype=bool)
-    seen[fitted.pair, cells.session[fitted.cells]] = True  # two indices: no (pair, session) key to overflow
-    sessions_per_pair = seen.sum(axis=1)
     reference = np.ones(len(fitted.pairs), dtype=bool)
     design = _additive_design(fitted.pairs)
     for _ in range(len(fitted.pairs) // 4 + 1):
@@ -162,11 +199,11 @@ def affinity(
         reference[min(still_in, key=lambda i: (known[i][4], -abs(known[i][0])))] = False
     out = []
     for index, ((r, m), est) in enumerate(zip(fitted.pairs, estimates)):
-        sessions = int(sessions_per_pair[index])
+        sessions = int(fitted.sessions_per_pair[index])
         base = dict(
             reviewer=cells.reviewers[r],
             model=cells.models[m],
-            n=int(cells_per_pair[index]),
+            n=int(fitted.cells_per_pair[index]),
             sessions=sessions,
             confidence=confidence_tier(sessions),
         )
@@ -291,16 +328,12 @@ def first_and_later_residuals(
     first (NaN if none), the sum and count of the residuals on the later ones; None when no fitted
     cell has a position. A review lies in one block of whole sessions, so each is its block's,
     and the temporaries stay a block long."""
-    residual = fitted.residual
-    index = fitted.cells  # ascending: the fitted cells in session order
     n_reviewers = len(cells.reviewers)
     size = cells.sessions * n_reviewers
     x = np.full(size, np.nan)
     later_sum, later_n = np.zeros(size), np.zeros(size, dtype=np.int32)  # a reviewer's answers in a session
     placed_any = False
-    for rows, first, stop in cells.session_blocks(block):
-        lo, hi = sorted_span(index, rows.start, rows.stop)
-        here = index[lo:hi]
+    for (_, first, stop), here in fitted_cells(cells, block):
         position = cells.position[here]
         placed = position >= 0
         if not placed.any():
@@ -312,7 +345,7 @@ def first_and_later_residuals(
         np.minimum.at(first_position, key[placed], position[placed])
         is_first = placed & (position == first_position[key])
         later = placed & ~is_first
-        part = residual[lo:hi]
+        part = fitted.residuals_of(cells, here)
         at = first * n_reviewers
         x[at + key[is_first]] = part[is_first]
         later_sum[at : at + span] += np.bincount(key[later], weights=part[later], minlength=span)
@@ -328,17 +361,15 @@ def style_similarity(
     answers, or a peer's, would otherwise read as mimicry)."""
     if cells.sessions < MIN_SESSIONS or fitted.fit is None:
         return []
-    # only the cells with a similarity are read (records may carry none), found `block` cells at a time
-    known = np.concatenate(
-        [
-            np.zeros(0, dtype=np.intp),
-            *(
-                start + np.flatnonzero(~np.isnan(cells.similarity[fitted.cells[start : start + block]]))
-                for start in range(0, len(fitted.cells), block)
-            ),
-        ]
-    )
-    index, residual = fitted.cells[known], fitted.residual[known]
+    # only the cells with a similarity are read (records may carry none), a block of sessions at a
+    # time; a block's residuals are made only where it has one
+    indices, residuals = [np.zeros(0, dtype=np.intp)], [np.zeros(0)]
+    for _, here in fitted_cells(cells, block):
+        known = ~np.isnan(cells.similarity[here])
+        if known.any():
+            indices.append(here[known])
+            residuals.append(fitted.residuals_of(cells, here)[known])
+    index, residual = np.concatenate(indices), np.concatenate(residuals)
     similarity = cells.similarity[index]
     reviewer, session, length = cells.reviewer[index], cells.session[index], np.log1p(cells.length_of(index))
     points: Points = {}

@@ -32,16 +32,15 @@ class FitResult:
     sigma2: float
     df: int
     n: int
-    residual: np.ndarray | None  # y less its fit, in the cells' order, when the fit was asked to keep it
-    # X' diag(e^2) X, the sandwich's middle for every contrast's robust SE: made with the residuals,
-    # so the fit need not hold its design (groups and per-group shares, rows long) for it
-    meat: np.ndarray | None
+    # X' diag(e^2) X, the sandwich's middle for every contrast's robust SE (with_meat: a second pass
+    # over the rows); None until made
+    meat: np.ndarray | None = None
 
     def robust_contrast(self, contrast: np.ndarray) -> tuple[float, float, float, float, float] | None:
         """contrast() with a heteroscedasticity-robust SE (White's sandwich, HC1: a noisier
         reviewer's cells do not borrow the others' precision)."""
         if self.meat is None:
-            raise ValueError("robust SEs need the residuals: fit with keep_residual=True")
+            raise ValueError("robust SEs need the sandwich's middle: with_meat(fit, rows)")
         if self.df < 1 or not self.estimable(contrast):
             return None
         estimate = float(contrast @ self.beta)
@@ -448,27 +447,16 @@ def absorbed_least_squares(
     y: np.ndarray,
     groups: np.ndarray,
     *,
-    keep_residual: bool = False,
     chunk_rows: int = CHUNK_ROWS,
     overwrite: bool = False,
 ) -> FitResult | None:
     """y ~ design + group fixed effects (groups: non-negative ints, need not be dense). The design
     is a list of blocks (Indicators or dense columns), or one dense matrix. None when there are
-    no residual degrees of freedom. keep_residual: for robust SEs and the caller's own use, at two
-    passes over the rows (the residuals, then the sandwich's middle) and an array as long as y,
-    held while the fit is (sigma2 needs neither).
-    chunk_rows: see AbsorbedDesign. overwrite: y and the dense blocks are the caller's own copies,
-    not read again, and are demeaned in place (two arrays fewer as long as y)."""
+    no residual degrees of freedom. chunk_rows: see AbsorbedDesign. overwrite: y and the dense
+    blocks are the caller's own copies, not read again, and are demeaned in place (two arrays
+    fewer as long as y)."""
     blocks = [design] if isinstance(design, np.ndarray) else design
-    fitted = _fits([FitChunk(blocks, y, groups)], [range(len(blocks))], chunk_rows, overwrite)
-    if fitted is None:
-        return None
-    x, yd, [fit] = fitted
-    if fit is not None and keep_residual:
-        # the demeaned y is the fit's own (a copy, or the caller's given to overwrite): it becomes
-        # the residuals in place
-        residual = x.subtract_times(yd, fit.beta)
-        fit = dataclasses.replace(fit, residual=residual, meat=x.gram(residual))
+    [fit] = _fits([FitChunk(blocks, y, groups)], [range(len(blocks))], chunk_rows, overwrite)
     return fit
 
 
@@ -492,29 +480,58 @@ def absorbed_chunk_fits(
     """absorbed_sub_fits over rows that come a chunk of whole groups at a time (every chunk's
     blocks alike): a chunk's rows and temporaries are held at once, never the whole rows'.
     Without residuals. overwrite: each chunk's y and dense blocks are its own, demeaned in place."""
-    fitted = _fits(chunks, subsets, CHUNK_ROWS, overwrite)
-    return [None for _ in subsets] if fitted is None else fitted[2]
+    return _fits(chunks, subsets, CHUNK_ROWS, overwrite)
+
+
+def chunk_residuals(
+    chunks: Iterable[FitChunk], beta: np.ndarray, chunk_rows: int = CHUNK_ROWS
+) -> Iterator[tuple[AbsorbedDesign | None, np.ndarray]]:
+    """Each chunk's design and residuals (y less its group's mean and the demeaned design times
+    beta), a chunk at a time: a chunk's y and dense blocks are its own, and become its residuals
+    and demeaned columns. A chunk without rows: no design, no residuals."""
+    for chunk in chunks:
+        demeaned = _demeaned(chunk, chunk_rows, overwrite=True)
+        if demeaned is None:
+            yield None, np.zeros(0)
+            continue
+        x, yd = demeaned
+        yield x, x.subtract_times(yd, beta)
+
+
+def with_meat(fit: FitResult, chunks: Iterable[FitChunk]) -> FitResult:
+    """The fit with its sandwich's middle, X' diag(e^2) X, summed over a second pass over the
+    fit's rows (the same chunks, their columns the chunks' own): robust SEs for its contrasts."""
+    meat = np.zeros_like(fit.xtx)
+    for x, residual in chunk_residuals(chunks, fit.beta):
+        if x is not None:
+            meat += x.gram(residual)
+    return dataclasses.replace(fit, meat=meat)
+
+
+def _demeaned(chunk: FitChunk, chunk_rows: int, overwrite: bool) -> tuple[AbsorbedDesign, np.ndarray] | None:
+    """A chunk's design with its groups absorbed and its demeaned y; None without rows."""
+    if len(chunk.y) == 0:
+        return None
+    low = int(chunk.groups.min())
+    # a chunk's keys from 0: its per-group sums are as long as its own groups
+    groups = chunk.groups - low if low else chunk.groups
+    x = AbsorbedDesign(chunk.blocks, groups, chunk_rows, overwrite=overwrite)
+    return x, demean_by_group(chunk.y, groups, x.size, overwrite=overwrite, chunks=x.chunks, sizes=x.share)
 
 
 def _fits(
     chunks: Iterable[FitChunk], subsets: Sequence[Sequence[int]], chunk_rows: int, overwrite: bool
-) -> tuple[AbsorbedDesign, np.ndarray, list[FitResult | None]] | None:
-    """(the last chunk's design and demeaned y: the whole rows' when they came in one chunk; each
-    subset's fit from its part of X'X and X'y, summed a chunk at a time); None for no rows. The
-    fits hold no residuals (robust SEs: absorbed_least_squares's keep_residual); a fit is None
-    without residual degrees of freedom."""
+) -> list[FitResult | None]:
+    """Each subset's fit from its part of X'X and X'y, summed a chunk at a time; None for a subset
+    without residual degrees of freedom (every one, without rows)."""
     xtx = xty = None
     yy, n, groups_present = 0.0, 0, 0
     x: AbsorbedDesign | None = None
-    yd = np.zeros(0)
     for chunk in chunks:
-        if len(chunk.y) == 0:
+        demeaned = _demeaned(chunk, chunk_rows, overwrite)
+        if demeaned is None:
             continue
-        low = int(chunk.groups.min())
-        # a chunk's keys from 0: its per-group sums are as long as its own groups
-        groups = chunk.groups - low if low else chunk.groups
-        x = AbsorbedDesign(chunk.blocks, groups, chunk_rows, overwrite=overwrite)
-        yd = demean_by_group(chunk.y, groups, x.size, overwrite=overwrite, chunks=x.chunks, sizes=x.share)
+        x, yd = demeaned
         part_xtx, part_xty = x.gram(), x.transpose_times(yd)
         if xtx is None or xty is None:  # the first chunk's sums themselves: one chunk, one pass's floats
             xtx, xty = part_xtx, part_xty
@@ -525,7 +542,7 @@ def _fits(
         n += len(yd)
         groups_present += x.groups_present
     if x is None or xtx is None or xty is None:
-        return None
+        return [None for _ in subsets]
     fits: list[FitResult | None] = []
     for subset in subsets:
         columns = np.concatenate([np.zeros(0, dtype=np.intp), *(x.columns_of(block) for block in subset)])
@@ -541,9 +558,7 @@ def _fits(
             continue
         beta = pinv @ xty[columns]
         # the residuals' sum of squares from the normal equations (b'X'Xb = b'X'y for the pinv's b):
-        # no pass over the rows unless the residuals themselves are kept
+        # no pass over the rows for it
         rss = max(yy - float(beta @ xty[columns]), 0.0)
-        fits.append(
-            FitResult(beta=beta, xtx=part, xtx_pinv=pinv, sigma2=rss / df, df=df, n=n, residual=None, meat=None)
-        )
-    return x, yd, fits
+        fits.append(FitResult(beta=beta, xtx=part, xtx_pinv=pinv, sigma2=rss / df, df=df, n=n))
+    return fits

@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import hmac
 import random
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -24,6 +25,9 @@ from bias_audit.analysis.council_biases import (
     reviewer_posteriors,
     self_consistency,
     style_similarity,
+)
+from bias_audit.analysis.council_biases import (
+    fitted_cells as fitted_cells_of,
 )
 from bias_audit.analysis.digest import SessionDigest
 from bias_audit.analysis.multiple_tests import benjamini_hochberg
@@ -440,13 +444,13 @@ def test_mutual_favour_is_named_as_possible_collusion():
 
 
 @pytest.mark.parametrize(("models", "kind"), [(5, np.int8), (12, np.int16)])
-def test_the_pair_fit_keeps_each_cells_pair_in_a_byte_while_the_pairs_fit_one(models, kind):
+def test_the_pair_fit_numbers_its_pairs_in_a_byte_while_they_fit_one(models, kind):
     from tests.simulate import Corpus
 
     cells = window_cells(Corpus(sessions=12, models=models, seed=4).digests())
     fitted = pair_fit(cells)
     assert len(fitted.pairs) == models * (models - 1)  # every reviewer scored every other's answer
-    assert fitted.pair.dtype == kind
+    assert fitted.pair_of.dtype == kind
 
 
 @pytest.mark.parametrize("block", [5, 64])
@@ -461,4 +465,44 @@ def test_style_mimicry_finds_the_cells_with_a_similarity_a_block_at_a_time(block
     found = style_similarity(cells, fitted, block=block)
     assert found == style_similarity(cells, fitted, block=1 << 20)
     assert [a.reviewer for a in found if a.flagged] == [MODELS[3]]
-    assert sum(a.n for a in found) == int(np.count_nonzero(~np.isnan(similarity[fitted.cells])))
+    fitted_cells = np.concatenate([here for _, here in fitted_cells_of(cells)])
+    assert sum(a.n for a in found) == int(np.count_nonzero(~np.isnan(similarity[fitted_cells])))
+
+
+@pytest.mark.parametrize("block", [9, 200])
+def test_the_pair_fit_by_blocks_of_sessions_is_the_fit_in_one(block):
+    """The pair fit's counts, X'X and sandwich summed a block of sessions at a time: the same fit
+    and the same sections as from one block; each pair's cells and sessions as counted one by one."""
+    cells = window_cells(corpus(np.random.default_rng(9), Injected(affinity=(MODELS[0], MODELS[1], 1.5))))
+    # a quarter of the scores counted out of the peer scores: some responses keep one, not fitted
+    cells = dataclasses.replace(cells, own=cells.own | (np.arange(len(cells.own)) % 4 == 0))
+    one, by_blocks = pair_fit(cells, 1 << 20), pair_fit(cells, block)
+    assert by_blocks.pairs == one.pairs
+    assert by_blocks.fit.beta == pytest.approx(one.fit.beta, abs=1e-10)
+    assert by_blocks.fit.meat == pytest.approx(one.fit.meat, abs=1e-9)
+    assert affinity(cells, by_blocks) == affinity(cells, one)
+    assert anchoring(cells, by_blocks) == anchoring(cells, one)
+    peers: Counter = Counter()
+    for s, m, own in zip(cells.session.tolist(), cells.model.tolist(), cells.own.tolist()):
+        peers[s, m] += not own
+    fitted = [
+        (s, r, m)
+        for s, r, m, own in zip(
+            cells.session.tolist(), cells.reviewer.tolist(), cells.model.tolist(), cells.own.tolist()
+        )
+        if not own and peers[s, m] >= 2
+    ]
+    pairs = sorted({(r, m) for _, r, m in fitted})
+    assert one.pairs == pairs and len(fitted) < np.count_nonzero(~cells.own)
+    assert by_blocks.cells_per_pair.tolist() == [sum(1 for _, r, m in fitted if (r, m) == p) for p in pairs]
+    assert by_blocks.sessions_per_pair.tolist() == [len({s for s, r, m in fitted if (r, m) == p}) for p in pairs]
+    # the residuals a section reads: the dense design's, a dummy per pair and per (session, model)
+    [(_, here)] = fitted_cells_of(cells, 1 << 20)
+    pair = one.pair_of[cells.reviewer[here].astype(int) * len(cells.models) + cells.model[here]]
+    _, group = np.unique(cells.session[here].astype(int) * len(cells.models) + cells.model[here], return_inverse=True)
+    dense = np.hstack([np.eye(len(pairs))[pair], np.eye(group.max() + 1)[group]])
+    beta, *_ = np.linalg.lstsq(dense, cells.score[here], rcond=None)
+    expected = cells.score[here] - dense @ beta
+    assert one.residuals_of(cells, here) == pytest.approx(expected, abs=1e-9)
+    first = cells.session[here] < 5  # whole responses: the first sessions'
+    assert by_blocks.residuals_of(cells, here[first]) == pytest.approx(expected[first], abs=1e-9)

@@ -14,8 +14,10 @@ from bias_audit.analysis.fixed_effects import (
     absorbed_chunk_fits,
     absorbed_least_squares,
     absorbed_sub_fits,
+    chunk_residuals,
     demean_by_group,
     row_chunks,
+    with_meat,
 )
 
 VALUES = np.array([[1.0, 10.0], [3.0, 20.0], [5.0, 5.0], [6.0, 6.0], [7.0, 7.0]])
@@ -65,7 +67,9 @@ def test_indicator_blocks_fit_as_their_dense_matrix_with_a_dummy_per_group():
     y = rng.normal(size=n) + 0.4 * model - 0.3 * reviewer + 1.2 * (own >= 0) + 0.5 * term + 0.1 * group_of
     # 122 group keys: model's 4 levels are counted densely (488 <= 500 rows), the 5-level blocks as triplets
     blocks = [Indicators(model, 4), Indicators(reviewer, 5), Indicators(own, 5), term]
-    fit = absorbed_least_squares(blocks, y, groups, keep_residual=True)
+    fit = absorbed_least_squares(blocks, y, groups)
+    own_blocks = [*blocks[:3], term.copy()]  # the chunk's own columns: demeaned in place
+    [(_, residual_of_fit)] = chunk_residuals([FitChunk(own_blocks, y.copy(), groups)], fit.beta)
 
     x = dense(blocks, n)
     explicit = np.hstack([x, one_hot(group_of, kinds)])
@@ -73,7 +77,7 @@ def test_indicator_blocks_fit_as_their_dense_matrix_with_a_dummy_per_group():
     residual = y - explicit @ beta
     assert fit.df == n - np.linalg.matrix_rank(explicit)
     assert fit.sigma2 == pytest.approx(residual @ residual / fit.df, rel=1e-10)
-    assert fit.residual == pytest.approx(residual, abs=1e-9)
+    assert residual_of_fit == pytest.approx(residual, abs=1e-9)
     for contrast in (np.eye(15)[1] - np.eye(15)[0], np.eye(15)[9] + np.eye(15)[4] - np.eye(15)[5], np.eye(15)[14]):
         assert fit.contrast(contrast)[0] == pytest.approx(contrast @ beta[:15], abs=1e-9)
     means = np.array([x[group_of == g].mean(axis=0) for g in range(kinds)])
@@ -170,7 +174,14 @@ def test_a_robust_standard_error_is_hc1_of_the_dense_design():
     noise = rng.normal(size=n) * (1.0 + reviewer)  # reviewers differ in noise
     y = noise + 0.3 * model - 0.2 * reviewer + 0.05 * session
     blocks = [Indicators(model, 4), Indicators(reviewer, 5)]
-    fit = absorbed_least_squares(blocks, y, groups, keep_residual=True)
+    lean = absorbed_least_squares(blocks, y, groups)  # sigma2 from the normal equations, no residuals
+    # the sandwich's middle from a second pass, the rows in one chunk or a few of whole groups
+    edges = [0, *np.searchsorted(session, session[[70, 150, 230]]).tolist(), n]  # between sessions
+    parts = [slice(a, b) for a, b in zip(edges, edges[1:])]
+    fit = with_meat(lean, [FitChunk(blocks, y.copy(), groups)])
+    by_parts = with_meat(
+        lean, [FitChunk([Indicators(model[r], 4), Indicators(reviewer[r], 5)], y[r].copy(), groups[r]) for r in parts]
+    )
     x = dense(blocks, n)
     demeaned, _ = demeaned_by_loop(x, groups)
     y_demeaned, n_groups = demeaned_by_loop(y, groups)
@@ -183,13 +194,11 @@ def test_a_robust_standard_error_is_hc1_of_the_dense_design():
     plain = np.sqrt(contrast @ pinv @ contrast * (residual @ residual) / df)
     estimate, se, *_ = fit.robust_contrast(contrast)
     assert se == pytest.approx(robust, rel=1e-9)
+    assert by_parts.robust_contrast(contrast)[1] == pytest.approx(robust, rel=1e-9)
     assert fit.contrast(contrast)[1] == pytest.approx(plain, rel=1e-9)
     assert abs(robust / plain - 1.0) > 0.01  # the two differ here: the test tells them apart
-    assert fit.residual == pytest.approx(residual, abs=1e-9)
-    lean = absorbed_least_squares(blocks, y, groups)  # sigma2 from the normal equations, no residuals held
-    assert lean.residual is None and lean.sigma2 == pytest.approx(fit.sigma2, rel=1e-12)
-    assert lean.meat is None and fit.meat is not None  # the sandwich's middle, made with the residuals
-    with pytest.raises(ValueError, match="keep_residual"):
+    assert lean.meat is None and fit.sigma2 == lean.sigma2
+    with pytest.raises(ValueError, match="with_meat"):
         lean.robust_contrast(contrast)
 
 
@@ -200,12 +209,13 @@ def test_a_fit_over_ranges_of_rows_is_the_fit_over_all_of_them():
     model, reviewer = rng.integers(0, 4, n), rng.integers(0, 5, n)
     y = rng.normal(size=n) + 0.3 * model - 0.2 * reviewer + 0.05 * session
     blocks = [Indicators(model, 4), Indicators(reviewer, 5), rng.normal(size=n)]
-    whole, ranged = (absorbed_least_squares(blocks, y, groups, keep_residual=True, chunk_rows=rows) for rows in (n, 50))
+    whole, ranged = (absorbed_least_squares(blocks, y, groups, chunk_rows=rows) for rows in (n, 50))
     assert len(AbsorbedDesign(blocks, groups, 50).chunks) >= 8 and len(AbsorbedDesign(blocks, groups, n).chunks) == 1
     assert ranged.df == whole.df and ranged.sigma2 == pytest.approx(whole.sigma2, rel=1e-12)
     assert ranged.beta == pytest.approx(whole.beta, abs=1e-12)
-    contrast = np.eye(10)[1] - np.eye(10)[0]
-    assert ranged.robust_contrast(contrast) == pytest.approx(whole.robust_contrast(contrast), rel=1e-10)
+    assert ranged.contrast(np.eye(10)[1] - np.eye(10)[0]) == pytest.approx(
+        whole.contrast(np.eye(10)[1] - np.eye(10)[0]), rel=1e-10
+    )
 
 
 def test_each_fit_read_from_a_larger_designs_sums_is_that_fit_alone_to_the_last_bit():
@@ -288,13 +298,10 @@ def test_a_fit_that_may_overwrite_its_inputs_is_the_same_fit():
     session, groups = session_ordered(rng, 400)
     model = rng.integers(0, 4, 400)
     y, term = rng.normal(size=400) + 0.3 * model, rng.normal(size=400)
-    kept = absorbed_least_squares([Indicators(model, 4), term], y, groups, keep_residual=True, chunk_rows=60)
+    kept = absorbed_least_squares([Indicators(model, 4), term], y, groups, chunk_rows=60)
     y_own, term_own = y.copy(), term.copy()
-    spent = absorbed_least_squares(
-        [Indicators(model, 4), term_own], y_own, groups, keep_residual=True, chunk_rows=60, overwrite=True
-    )
+    spent = absorbed_least_squares([Indicators(model, 4), term_own], y_own, groups, chunk_rows=60, overwrite=True)
     assert spent.beta.tolist() == kept.beta.tolist() and spent.sigma2 == kept.sigma2
-    assert spent.residual.tolist() == kept.residual.tolist()
     assert not np.array_equal(y_own, y)  # the copy was used as the fit's own memory
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bias_audit.analysis.agreement import agreement
-from bias_audit.analysis.council_biases import first_and_later_residuals, pair_fit
+from bias_audit.analysis.council_biases import first_and_later_residuals, fitted_cells, pair_fit
 from bias_audit.analysis.cross_session import (
     WindowThresholds,
     _placement_counts,
@@ -207,7 +207,8 @@ def test_anchorings_first_and_later_residuals_by_blocks_equal_them_review_by_rev
     assert found is not None
     x, later_sum, later_n = found
     reviews: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    for i, residual in zip(fitted.cells.tolist(), fitted.residual.tolist()):
+    [(_, here)] = fitted_cells(cells, 10**9)  # every fitted cell, their residuals made at once
+    for i, residual in zip(here.tolist(), fitted.residuals_of(cells, here).tolist()):
         if cells.position[i] >= 0:
             key = int(cells.session[i]) * len(cells.reviewers) + int(cells.reviewer[i])
             reviews[key].append((int(cells.position[i]), residual))
