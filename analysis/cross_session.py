@@ -39,7 +39,6 @@ from .stats import (
     fisher_ci,
     fisher_p,
     index_type,
-    pearson_arrays,
     pearson_from_sums,
     rounded,
 )
@@ -86,8 +85,12 @@ def _defined(r: np.ndarray, defined: np.ndarray) -> float | None:
 def session_length_sums(cells: WindowCells) -> np.ndarray:
     """(sessions, 6) sums of the length points of each session, for the cluster bootstrap."""
     session, x, y = cells.length_points
-    columns = [np.ones_like(x), x, y, x * x, y * y, x * y]
-    return np.column_stack([np.bincount(session, weights=c, minlength=cells.sessions) for c in columns])
+    out = np.empty((cells.sessions, 6))
+    out[:, 0] = np.bincount(session, minlength=cells.sessions)
+    for column, (a, b) in enumerate(((x, None), (y, None), (x, x), (y, y), (x, y)), start=1):
+        # one product a responses long at a time
+        out[:, column] = np.bincount(session, weights=a if b is None else a * b, minlength=cells.sessions)
+    return out
 
 
 BOOTSTRAP_CLUSTERS = 20_000  # a longer window's sessions are resampled in this many clusters
@@ -226,19 +229,30 @@ def length_correlation(
         p_value=rounded(p, 6),
         bootstrap_ci_lower=rounded(boot[0]) if boot else None,
         bootstrap_ci_upper=rounded(boot[1]) if boot else None,
-        spearman=_defined(*pearson_arrays(average_ranks(x), average_ranks(y))) if ranks else None,
+        spearman=_rank_correlation(x, y) if ranks else None,
         flagged=bool(excludes_zero and abs(r) >= thresholds.length_correlation),
         **base,
     )
 
 
+def _rank_correlation(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Spearman's rho: Pearson's r of the average ranks, from their sums (no centred copies)."""
+    rx = average_ranks(x)
+    ry = average_ranks(y)
+    r = float(pearson_from_sums(len(rx), rx.sum(), ry.sum(), rx @ rx, ry @ ry, rx @ ry))
+    return None if np.isnan(r) else rounded(r)
+
+
 def length_fit(cells: WindowCells) -> tuple[float, float] | None:
-    """Least-squares line of the length chart: (intercept, slope) in points and points/unit."""
+    """Least-squares line of the length chart: (intercept, slope) in points and points/unit, from
+    the centred sums (two arrays the points long, not the solver's design and its copies)."""
     _, x, y = cells.length_points
     if len(x) < 2 or np.ptp(x) == 0:
         return None
-    slope, intercept = np.polyfit(x, y, 1)
-    return float(intercept) + 1.0, float(slope)  # +1: points above the bottom -> a 1-10 value
+    mean_x, mean_y = float(x.mean()), float(y.mean())
+    dx = x - mean_x
+    slope = float(dx @ (y - mean_y)) / float(dx @ dx)
+    return mean_y - slope * mean_x + 1.0, slope  # +1: points above the bottom -> a 1-10 value
 
 
 def rank_by_score(values: list[float]) -> list[int]:

@@ -19,8 +19,10 @@ from bias_audit.analysis.cross_session import (
     chi_square_independence,
     cluster_bootstrap_ci,
     length_correlation,
+    length_fit,
     randomization_balance,
     reviewer_profiles,
+    session_length_sums,
 )
 from bias_audit.analysis.digest import SessionDigest
 from bias_audit.analysis.fixed_effects import absorbed_least_squares
@@ -391,3 +393,28 @@ def test_session_offsets_do_not_depend_on_the_cells_order():
     moved = dataclasses.replace(cells, **{name: getattr(cells, name)[shuffled] for name in (*per_cell, "correct")})
     assert np.isfinite(cells.session_offsets).sum() == cells.sessions * 5  # 5 reviewers by default
     np.testing.assert_allclose(moved.session_offsets, cells.session_offsets, rtol=0, atol=1e-12)
+
+
+def test_the_length_points_rank_correlation_line_and_session_sums_are_the_references():
+    """Over a window's length points (lengths tie within a model): Spearman's rho is scipy's, the
+    chart's line numpy's least squares, and each session's sums those of its points one by one."""
+    cells = window_cells(Corpus(sessions=60, models=5, seed=11, length_slope=0.4).digests())
+    session, x, y = cells.length_points
+    assert len(np.unique(x)) < len(x)  # ties in the ranks
+    found = length_correlation(cells, WindowThresholds(bootstrap_replicates=200))
+    assert found.spearman == round(float(stats.spearmanr(x, y).statistic), 4)
+    slope, intercept = np.polyfit(x, y, 1)
+    assert length_fit(cells) == pytest.approx((intercept + 1.0, slope), rel=1e-9)
+    sums = session_length_sums(cells)
+    for s in (0, 17, 59):
+        mine = session == s
+        xs, ys = x[mine].tolist(), y[mine].tolist()
+        expected = [
+            len(xs),
+            sum(xs),
+            sum(ys),
+            sum(a * a for a in xs),
+            sum(b * b for b in ys),
+            sum(a * b for a, b in zip(xs, ys)),
+        ]
+        assert sums[s].tolist() == pytest.approx(expected, rel=1e-12)
