@@ -461,18 +461,24 @@ def response_lengths(
     session: np.ndarray,
     model: np.ndarray,
     length: np.ndarray,
-    slot: np.ndarray | None = None,
+    slots: tuple[np.ndarray, np.ndarray] | None = None,
     block: int = SUM_BLOCK,
 ) -> np.ndarray:
     """Each (session, model) response's length in WindowCells' numbering (`response_length`), from
-    its cells: `length` a cell's, or with `slot` a slot's (a session's slot is one model's answer)
-    and each cell's slot; a block of cells at a time, so the keys stay a block long."""
+    its cells: `length` a cell's, or with `slots` a slot's (a session's slot is one model's answer),
+    `slots` being each session's first slot and each cell's slot within its session; a block of
+    cells at a time, so the keys and the cells' slots stay a block long."""
     out = np.zeros(sessions * models)
     for start in range(0, len(session), block):
         part = slice(start, start + block)
-        out[session[part].astype(np.int64) * models + model[part]] = (
-            length[part] if slot is None else length[slot[part]]
-        )
+        if slots is None:
+            here = length[part]
+        else:
+            first, within = slots
+            slot = first[session[part]].astype(np.int64)
+            slot += within[part]
+            here = length[slot]
+        out[session[part].astype(np.int64) * models + model[part]] = here
     return out
 
 

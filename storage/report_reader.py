@@ -156,6 +156,20 @@ def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
 
 
+RANGES_AT_ONCE = 1 << 16  # ranges gathered at a time: their index, not a window's cells long
+
+
+def _gather(column: np.ndarray, starts: np.ndarray, stops: np.ndarray, at_once: int = RANGES_AT_ONCE) -> np.ndarray:
+    """The ranges' rows of a column, one range after another, gathered `at_once` ranges at a time."""
+    out = np.empty(int((stops - starts).sum()), column.dtype)
+    at = 0
+    for first in range(0, len(starts), at_once):
+        index = _ranges(starts[first : first + at_once], stops[first : first + at_once])
+        out[at : at + len(index)] = column[index]
+        at += len(index)
+    return out
+
+
 class _Columns:
     """Columns of one length (cells, or slots), appended a batch at a time into room reserved for
     what the files may hold: the OS gives a page only once it is written, so the reservation
@@ -200,7 +214,6 @@ class _Columns:
         its fill seen through a zero stride. `last`: nothing is taken after, so each column is
         let go as soon as it is taken."""
         contiguous = len(starts) > 0 and bool(np.array_equal(starts[1:], stops[:-1]))
-        index = None if contiguous else _ranges(starts, stops)
         lo, hi = (int(starts[0]), int(stops[-1])) if contiguous else (0, 0)
         out = {}
         for name, kind in self.types.items():
@@ -208,7 +221,7 @@ class _Columns:
             if column is None:
                 out[name] = _unknown(int((stops - starts).sum()), self.fills[name], kind)
             else:
-                out[name] = column[lo:hi] if index is None else column[index]
+                out[name] = column[lo:hi] if contiguous else _gather(column, starts, stops)
         return out
 
     def keep_rows(self, rows: np.ndarray) -> None:
@@ -694,8 +707,7 @@ class WindowReader:
         slot_counts = runs["slots_to"][chosen] - runs["slots_from"][chosen]
         session = np.repeat(np.arange(len(chosen), dtype=index_type(len(chosen))), cell_counts)
         slot_starts = (np.cumsum(slot_counts) - slot_counts).astype(index_type(int(slot_counts.sum())))
-        slot = slot_starts[session]
-        slot += cells.pop("slot")  # the slot within its session, a narrower type: added in place
+        within = cells.pop("slot")  # each cell's slot within its session
         names = list(self._names)
         reviewer, reviewers = _first_seen(cells.pop("reviewer"))
         model, models = _first_seen(cells.pop("model"))
@@ -715,9 +727,15 @@ class WindowReader:
             similarity = _unknown(len(similarity), np.nan, np.float64)
         correct = slots["correct"]
         n = len(score)
-        correct = _unknown(n, -1, np.int8) if (correct < 0).all() else correct[slot]
-        fingerprint = by_slot[slot] if len(fingerprints) else _unknown(n, -1, np.int32)
-        response_length = response_lengths(len(chosen), len(models), session, model, slots["length"], slot)
+        known_correct = not (correct < 0).all()
+        # each cell's slot, a window's cells long: made only for a column that records carry
+        slot = slot_starts[session] + within if known_correct or len(fingerprints) else None
+        correct = correct[slot] if slot is not None and known_correct else _unknown(n, -1, np.int8)
+        fingerprint = by_slot[slot] if slot is not None and len(fingerprints) else _unknown(n, -1, np.int32)
+        del slot
+        response_length = response_lengths(
+            len(chosen), len(models), session, model, slots["length"], (slot_starts, within)
+        )
         return WindowCells(
             session_ids=[self._session_ids[run] for run in chosen.tolist()],
             ts_ms=runs["ts"][chosen],

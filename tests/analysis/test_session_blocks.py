@@ -291,10 +291,11 @@ def test_each_responses_length_comes_from_its_cells_or_their_slots_whatever_the_
     # sessions 0..2 of a 2-model window: session 0 has both answers, session 1 model 1's, session 2 model 0's
     session = np.array([0, 0, 0, 1, 1, 2], dtype=np.int32)
     model = np.array([0, 1, 0, 1, 1, 0], dtype=np.int8)
-    slot = np.array([0, 1, 0, 2, 2, 3])
+    first_slot = np.array([0, 2, 3], dtype=np.int8)  # each session's first slot
+    within = np.array([0, 1, 0, 0, 0, 0], dtype=np.int8)  # each cell's slot within its session
     by_slot = np.array([10.0, 20.0, 30.0, 40.0])
     expected = [10.0, 20.0, 0.0, 30.0, 40.0, 0.0]
-    assert response_lengths(3, 2, session, model, by_slot, slot, block=block).tolist() == expected
+    assert response_lengths(3, 2, session, model, by_slot, (first_slot, within), block=block).tolist() == expected
     by_cell = np.array([10.0, 20.0, 10.0, 30.0, 30.0, 40.0])
     assert response_lengths(3, 2, session, model, by_cell, block=block).tolist() == expected
 
