@@ -460,26 +460,14 @@ def absorbed_least_squares(
     return fit
 
 
-def absorbed_sub_fits(
-    blocks: Sequence[Block],
-    y: np.ndarray,
-    groups: np.ndarray,
-    subsets: Sequence[Sequence[int]],
-    *,
-    overwrite: bool = False,
-) -> list[FitResult | None]:
-    """The fit of y on each subset of the blocks (and the groups), as absorbed_least_squares would
-    make it alone (the same floats: X'X of a subset is its blocks' part of the whole X'X, each
-    part summed by itself), from one pass over the rows for all of them. Without residuals."""
-    return absorbed_chunk_fits([FitChunk(blocks, y, groups)], subsets, overwrite=overwrite)
-
-
 def absorbed_chunk_fits(
     chunks: Iterable[FitChunk], subsets: Sequence[Sequence[int]], *, overwrite: bool = False
 ) -> list[FitResult | None]:
-    """absorbed_sub_fits over rows that come a chunk of whole groups at a time (every chunk's
-    blocks alike): a chunk's rows and temporaries are held at once, never the whole rows'.
-    Without residuals. overwrite: each chunk's y and dense blocks are its own, demeaned in place."""
+    """The fit of y on each subset of the blocks (and the groups), as absorbed_least_squares would
+    make it alone (X'X of a subset is its blocks' part of the whole X'X, each part summed by
+    itself: the same floats), from one pass over rows that come a chunk of whole groups at a time
+    (every chunk's blocks alike): a chunk's rows and temporaries are held at once, never the whole
+    rows'. overwrite: each chunk's y and dense blocks are its own, demeaned in place."""
     return _fits(chunks, subsets, CHUNK_ROWS, overwrite)
 
 

@@ -13,7 +13,6 @@ from bias_audit.analysis.fixed_effects import (
     Indicators,
     absorbed_chunk_fits,
     absorbed_least_squares,
-    absorbed_sub_fits,
     chunk_residuals,
     demean_by_group,
     row_chunks,
@@ -230,7 +229,7 @@ def test_each_fit_read_from_a_larger_designs_sums_is_that_fit_alone_to_the_last_
     y = rng.normal(size=n) + 0.3 * model - 0.2 * reviewer + 0.4 * term - 0.25 * (position == 0) + 0.05 * session
     blocks = [Indicators(model, 4), Indicators(reviewer, 5), term, Indicators(position, 3)]
     subsets = [(0, 1, 2), (0, 1, 3), (3, 1), (2,)]
-    together = absorbed_sub_fits(blocks, y.copy(), groups, subsets)
+    together = absorbed_chunk_fits([FitChunk(blocks, y.copy(), groups)], subsets)
     for subset, fit in zip(subsets, together):
         alone = absorbed_least_squares([blocks[b] for b in subset], y, groups)
         assert fit is not None and alone is not None
@@ -245,9 +244,11 @@ def test_each_fit_read_from_a_larger_designs_sums_is_that_fit_alone_to_the_last_
     contrast[10], contrast[9] = 1.0, -1.0  # position 1 against position 0
     assert together[1].contrast(contrast)[0] == pytest.approx(coefficients[10] - coefficients[9], abs=1e-9)
     # the caller's own copies, demeaned in place, give the same fits
-    own = absorbed_sub_fits([*blocks[:2], term.copy(), blocks[3]], y.copy(), groups, subsets[:2], overwrite=True)
+    own = absorbed_chunk_fits(
+        [FitChunk([*blocks[:2], term.copy(), blocks[3]], y.copy(), groups)], subsets[:2], overwrite=True
+    )
     assert all(np.array_equal(a.beta, b.beta) for a, b in zip(own, together[:2]))
-    assert absorbed_sub_fits(blocks, y[:0], groups[:0], subsets) == [None] * 4
+    assert absorbed_chunk_fits([FitChunk(blocks, y[:0], groups[:0])], subsets) == [None] * 4
 
 
 def test_a_dense_matrix_is_one_block():
