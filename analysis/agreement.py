@@ -123,7 +123,7 @@ def position_consistency(cells: WindowCells, block: int = SUM_BLOCK) -> list[Pos
         for k in np.flatnonzero(np.bincount(reviewer[use], minlength=len(cells.reviewers))).tolist():
             mine = use & (reviewer == k)
             seen = _orders_seen(
-                cells.session[part][mine], cells.model[part][mine], cells.position[part][mine], cells.score[part][mine]
+                cells.session[part][mine], cells.model[part][mine], cells.position[part][mine], cells.scores(part)[mine]
             )
             tallies.setdefault(k, _SwapTally(n_models)).add(*seen)
     out = []

@@ -85,7 +85,7 @@ class PairFit:
 
     def _rows(self, cells: WindowCells, here: np.ndarray) -> FitChunk:
         key = cells.reviewer[here].astype(np.intp) * len(cells.models) + cells.model[here]
-        return FitChunk([Indicators(self.pair_of[key], len(self.pairs))], cells.score[here], cells.group(here))
+        return FitChunk([Indicators(self.pair_of[key], len(self.pairs))], cells.scores(here), cells.group(here))
 
 
 def fitted_cells(cells: WindowCells, block: int = SUM_BLOCK) -> Iterator[tuple[SessionBlock, np.ndarray]]:
@@ -414,7 +414,7 @@ def self_consistency(cells: WindowCells, thresholds: CouncilThresholds = Council
     per_reviewer = {}
     for r in np.unique(cells.reviewer[known]):
         mine = known & (cells.reviewer == r)
-        ss, df, icc, contents = _within_content(cells.score[mine], cells.fingerprint[mine])
+        ss, df, icc, contents = _within_content(cells.scores(mine), cells.fingerprint[mine])
         per_reviewer[int(r)] = (ss, df, icc, contents, int(mine.sum()), _sessions_of(cells, mine))
     tested = [r for r, v in per_reviewer.items() if v[1] >= 2]
     out = []
@@ -473,7 +473,7 @@ def length_given_correctness(cells: WindowCells) -> Estimate | None:
         np.column_stack([cells.correct[known].astype(np.float64), cells.length_of(known) / 100.0]),
         Indicators(cells.reviewer[known], len(cells.reviewers)),
     ]
-    fit = absorbed_least_squares(design, cells.score[known], cells.session[known], overwrite=True)
+    fit = absorbed_least_squares(design, cells.scores(known), cells.session[known], overwrite=True)
     contrast = np.zeros(2 + len(cells.reviewers))
     contrast[1] = 1.0
     return contrast_estimate(
@@ -537,7 +537,7 @@ def calibrated_view(cells: WindowCells, block: int = SUM_BLOCK) -> list[Calibrat
     def peer_cells() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         for rows, _, _ in cells.session_blocks(block):
             peer = ~cells.own[rows]
-            yield cells.reviewer[rows][peer], cells.model[rows][peer], cells.score[rows][peer]
+            yield cells.reviewer[rows][peer], cells.model[rows][peer], cells.scores(rows)[peer]
 
     n_r, total = np.zeros(n_reviewers), np.zeros(n_reviewers)
     for reviewer, _, score in peer_cells():

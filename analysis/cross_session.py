@@ -339,7 +339,7 @@ def _fit_rows(
             blocks.append(difference)
         if positions is not None:
             blocks.append(Indicators(positions.level[cells.position[part][chosen]], len(positions.positions)))
-        yield FitChunk(blocks, cells.score[part][chosen], session)
+        yield FitChunk(blocks, cells.scores(part)[chosen], session)
 
 
 def length_and_position(
@@ -720,7 +720,7 @@ def reviewer_profiles(
                 cells.own[part], reviewer, -1
             )  # reviewer x self-review: a column only where it scores itself
             blocks = [Indicators(reviewer, n_reviewers), Indicators(own, n_reviewers)]
-            yield FitChunk(blocks, cells.score[part], cells.group(part))
+            yield FitChunk(blocks, cells.scores(part), cells.group(part))
 
     [fit] = absorbed_chunk_fits(rows(), [(0, 1)])
     width = 2 * n_reviewers
@@ -816,7 +816,7 @@ def _reviewer_tally(cells: WindowCells, block: int) -> _ReviewerTally:
     scored_in, owned_in, own_count = (np.zeros(n_reviewers, dtype=np.int64) for _ in range(3))
     scores, with_peers = GroupMoments(n_reviewers), GroupMoments(n_reviewers)
     for part, first, stop in cells.session_blocks(block):
-        reviewer, own, score = cells.reviewer[part], cells.own[part], cells.score[part]
+        reviewer, own, score = cells.reviewer[part], cells.own[part], cells.scores(part)
         size = (stop - first) * n_reviewers
         key = (cells.session[part].astype(np.int64) - first) * n_reviewers + reviewer
         scored_in += (np.bincount(key, minlength=size).reshape(-1, n_reviewers) > 0).sum(0)

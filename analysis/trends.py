@@ -133,7 +133,7 @@ def compare_windows(
 def _model_session_means(cells: WindowCells, model: str) -> np.ndarray:
     index = cells.models.index(model)
     use = cells.peer & (cells.model == index)
-    total = np.bincount(cells.session[use], weights=cells.score[use], minlength=cells.sessions)
+    total = np.bincount(cells.session[use], weights=cells.scores(use), minlength=cells.sessions)
     count = np.bincount(cells.session[use], minlength=cells.sessions)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count > 0, total / count, np.nan)

@@ -48,7 +48,11 @@ class WindowCells:
     reviewer: np.ndarray  # (n,) int: index into reviewers
     model: np.ndarray  # (n,) int: index into models
     position: np.ndarray  # (n,) int: display position, -1 unknown
-    score: np.ndarray  # (n,) float: points of a 1-10 span (0..9)
+    # scores in points of a 1-10 span (0..9), read through `scores`: a council scores on a small
+    # scale, so each cell holds its score's place among the window's distinct scores (a byte);
+    # with too many distinct scores to number, score_values holds each cell's and score_code is None
+    score_values: np.ndarray
+    score_code: np.ndarray | None
     own: np.ndarray  # (n,) bool: self-review
     # per response: (sessions * models,) float, `group`'s numbering (session x model): the
     # response's length, 0 where the session has none; its cells read it through `length_of`
@@ -74,6 +78,13 @@ class WindowCells:
     @property
     def peer(self) -> np.ndarray:
         return ~self.own
+
+    def scores(self, rows: CellRows | None = None) -> np.ndarray:
+        """The scores of `rows` (indices, a mask or a slice; every cell's by default)."""
+        if self.score_code is None:
+            return self.score_values if rows is None else self.score_values[rows]
+        chosen: np.ndarray = self.score_values[self.score_code if rows is None else self.score_code[rows]]
+        return chosen
 
     def length_of(self, rows: CellRows) -> np.ndarray:
         """The scored response's length of each cell of `rows` (indices, a mask or a slice): a
@@ -121,7 +132,8 @@ class WindowCells:
             reviewer=self.reviewer[keep],
             model=self.model[keep],
             position=self.position[keep],
-            score=self.score[keep],
+            score_values=self.score_values if self.score_code is not None else self.score_values[keep],
+            score_code=None if self.score_code is None else self.score_code[keep],
             own=self.own[keep],
             response_length=self.response_length[start * len(self.models) : stop * len(self.models)],
             similarity=kept(self.similarity),
@@ -187,13 +199,13 @@ class WindowCells:
     @cached_property
     def peer_sums(self) -> tuple[np.ndarray, np.ndarray]:
         """(count, sum) of the peer scores of each (session, model) group (`group`'s numbering)."""
-        count, total = self._sums_by_response(lambda rows, peer: None, lambda rows, peer: self.score[rows][peer])
+        count, total = self._sums_by_response(lambda rows, peer: None, lambda rows, peer: self.scores(rows)[peer])
         return count, total
 
     def peer_square_sums(self, block: int = SUM_BLOCK) -> np.ndarray:
         """The sum of the squared peer scores of each (session, model) group: one section reads
         it, so it is not kept."""
-        [squares] = self._sums_by_response(lambda rows, peer: np.square(self.score[rows][peer]), block=block)
+        [squares] = self._sums_by_response(lambda rows, peer: np.square(self.scores(rows)[peer]), block=block)
         return squares
 
     def _sums_by_response(self, *weights: PeerWeights, block: int = PIECE_CELLS) -> list[np.ndarray]:
@@ -225,7 +237,7 @@ class WindowCells:
         for start in range(0, len(asked), SUM_BLOCK):
             part = slice(start, start + SUM_BLOCK)
             rows = asked[part]
-            g, score = self.group(rows), self.score[rows]
+            g, score = self.group(rows), self.scores(rows)
             others = count[g] - 1.0
             with np.errstate(invalid="ignore", divide="ignore"):
                 diff = score - (total[g] - score) / others
@@ -273,7 +285,7 @@ class WindowCells:
 
         def adjusted(rows: slice, peer: np.ndarray) -> np.ndarray:
             offset: np.ndarray = np.nan_to_num(offsets[self.session[rows], self.reviewer[rows]], nan=0.0)
-            np.subtract(self.score[rows], offset, out=offset)
+            np.subtract(self.scores(rows), offset, out=offset)
             chosen: np.ndarray = offset[peer]
             return chosen
 
@@ -304,7 +316,7 @@ class WindowCells:
         for rows, first, stop in self.session_blocks(block):
             peer = ~self.own[rows]
             session = self.session[rows][peer] - first
-            total[first:stop] = np.bincount(session, weights=self.score[rows][peer], minlength=stop - first)
+            total[first:stop] = np.bincount(session, weights=self.scores(rows)[peer], minlength=stop - first)
             count[first:stop] = np.bincount(session, minlength=stop - first)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(count > 0, total / count, np.nan)
@@ -441,6 +453,7 @@ class WindowCellsBuilder:
         for name, levels in (("reviewer", len(self.reviewer_index)), ("model", models)):
             columns[name] = columns[name].astype(index_type(levels, np.int8))
         columns["position"] = narrow_positions(columns["position"])
+        score_values, score_code = number_scores(columns.pop("score"))
         return WindowCells(
             session_ids=self.session_ids,
             configs=list(self.config_index),
@@ -451,6 +464,8 @@ class WindowCellsBuilder:
             models=list(self.model_index),
             fingerprints=list(self.fingerprint_index),
             response_length=response_length,
+            score_values=score_values,
+            score_code=score_code,
             **columns,
         )
 
@@ -491,6 +506,27 @@ def narrow_positions(position: np.ndarray) -> np.ndarray:
     return narrow
 
 
+MOST_SCORES = 1 << 15  # distinct scores a window numbers; past them, each cell holds its own
+
+
+def number_scores(score: np.ndarray, block: int = SUM_BLOCK) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the distinct scores ascending, each cell's place among them in the narrowest type), read a
+    block of cells at a time; (the scores, None) when there are more than MOST_SCORES of them."""
+    distinct = np.zeros(0)
+    for start in range(0, len(score), block):
+        part = score[start : start + block]
+        place = np.minimum(np.searchsorted(distinct, part), max(len(distinct) - 1, 0))
+        missing = part if not len(distinct) else part[distinct[place] != part]
+        if len(missing):
+            distinct = np.union1d(distinct, missing)
+            if len(distinct) > MOST_SCORES:
+                return score, None
+    code = np.empty(len(score), dtype=index_type(len(distinct), np.int8))
+    for start in range(0, len(score), block):
+        code[start : start + block] = np.searchsorted(distinct, score[start : start + block])
+    return distinct, code
+
+
 SESSIONS_PER_FIT = 2048  # sessions fitted together: bounds the padded arrays' memory
 
 
@@ -510,29 +546,24 @@ def _session_effects(cells: WindowCells) -> np.ndarray:
     sessions, reviewers, models = cells.sessions, len(cells.reviewers), len(cells.models)
     out = np.full((sessions, reviewers), np.nan)
     count, _ = cells.peer_sums
-    session, reviewer, model, score, own, group = (
+    # a score's code where the window numbers its scores, else the score itself: read a chunk at a time
+    coded = cells.score_code is not None
+    session, reviewer, model, score, own = (
         cells.session,
         cells.reviewer,
         cells.model,
-        cells.score,
+        cells.score_code if cells.score_code is not None else cells.score_values,
         cells.own,
-        cells.group(),
     )
     if not cells.in_session_order:
         order = np.argsort(session, kind="stable")
-        session, reviewer, model, score, own, group = (
-            session[order],
-            reviewer[order],
-            model[order],
-            score[order],
-            own[order],
-            group[order],
-        )
+        session, reviewer, model, score, own = session[order], reviewer[order], model[order], score[order], own[order]
 
     def fit(start: int) -> None:
         stop = min(start + SESSIONS_PER_FIT, sessions)
         lo, hi = sorted_span(session, start, stop)
-        used = ~own[lo:hi] & (count[group[lo:hi]] >= 2.0)
+        group = session[lo:hi].astype(np.int64) * models + model[lo:hi]  # (session, model), the chunk's
+        used = ~own[lo:hi] & (count[group] >= 2.0)
         if not used.any():
             return
         here = session[lo:hi][used].astype(np.int64) - start
@@ -541,7 +572,8 @@ def _session_effects(cells: WindowCells) -> np.ndarray:
         shape = (stop - start, int(local_reviewer.max()) + 1, int(local_model.max()) + 1)
         grid = np.zeros(shape)
         scored = np.zeros(shape, dtype=bool)
-        grid[here, local_reviewer, local_model] = score[lo:hi][used]
+        chosen = score[lo:hi][used]
+        grid[here, local_reviewer, local_model] = cells.score_values[chosen] if coded else chosen
         scored[here, local_reviewer, local_model] = True
         effects = reviewer_effects(grid, scored)
         key_session = reviewer_keys // reviewers

@@ -32,7 +32,7 @@ from bias_audit.analysis.record_cells import RecordColumns, session_cells
 from bias_audit.analysis.session_noise import REFERENCE_SPAN
 from bias_audit.analysis.stats import index_type
 from bias_audit.analysis.window import window_bounds
-from bias_audit.analysis.window_cells import SUM_BLOCK, WindowCells, narrow_positions, response_lengths
+from bias_audit.analysis.window_cells import SUM_BLOCK, WindowCells, narrow_positions, number_scores, response_lengths
 from bias_audit.gc_tuning import collector_paused
 
 from .jsonl_store import record_files
@@ -719,6 +719,10 @@ class WindowReader:
         changed = np.flatnonzero((config[1:] >= 0) & (config[:-1] >= 0) & (config[1:] != config[:-1])) + 1
         score = cells.pop("fraction")
         np.multiply(score, REFERENCE_SPAN, out=score)  # in place: the columns are the window's now
+        # numbered: a byte a cell for a council's scale, and the float column let go
+        score_values, score_code = number_scores(score)
+        n = len(score)
+        del score
         similarity = cells.pop("similarity")
         # a column no record carries (llm-council-core's records carry none of these three) is one
         # value seen through a zero stride: a window's cells long, in no memory
@@ -726,7 +730,6 @@ class WindowReader:
         if similarity.strides != (0,) and np.isnan(similarity).all():
             similarity = _unknown(len(similarity), np.nan, np.float64)
         correct = slots["correct"]
-        n = len(score)
         known_correct = not (correct < 0).all()
         # each cell's slot, a window's cells long: made only for a column that records carry
         slot = slot_starts[session] + within if known_correct or len(fingerprints) else None
@@ -751,7 +754,8 @@ class WindowReader:
             reviewer=reviewer,
             model=model,
             position=narrow_positions(cells.pop("position")),
-            score=score,
+            score_values=score_values,
+            score_code=score_code,
             own=cells.pop("own"),
             response_length=response_length,
             similarity=similarity,

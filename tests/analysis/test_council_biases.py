@@ -501,8 +501,8 @@ def test_the_pair_fit_by_blocks_of_sessions_is_the_fit_in_one(block):
     pair = one.pair_of[cells.reviewer[here].astype(int) * len(cells.models) + cells.model[here]]
     _, group = np.unique(cells.session[here].astype(int) * len(cells.models) + cells.model[here], return_inverse=True)
     dense = np.hstack([np.eye(len(pairs))[pair], np.eye(group.max() + 1)[group]])
-    beta, *_ = np.linalg.lstsq(dense, cells.score[here], rcond=None)
-    expected = cells.score[here] - dense @ beta
+    beta, *_ = np.linalg.lstsq(dense, cells.scores(here), rcond=None)
+    expected = cells.scores(here) - dense @ beta
     assert one.residuals_of(cells, here) == pytest.approx(expected, abs=1e-9)
     first = cells.session[here] < 5  # whole responses: the first sessions'
     assert by_blocks.residuals_of(cells, here[first]) == pytest.approx(expected[first], abs=1e-9)

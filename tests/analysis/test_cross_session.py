@@ -388,8 +388,9 @@ def test_session_offsets_do_not_depend_on_the_cells_order():
     """The per-session fits, SESSIONS_PER_FIT sessions at a time, find a chunk's cells by bisection
     on the session column; cells given out of session order are put in order first."""
     cells = window_cells(Corpus(sessions=2 * SESSIONS_PER_FIT + 10, seed=9, reviewer_offsets={1: -1.0}).digests())
-    shuffled = np.random.default_rng(3).permutation(len(cells.score))
-    per_cell = ("session", "reviewer", "model", "position", "score", "own", "similarity", "fingerprint")
+    shuffled = np.random.default_rng(3).permutation(len(cells.scores()))
+    score = "score_values" if cells.score_code is None else "score_code"  # the column a cell's score is in
+    per_cell = ("session", "reviewer", "model", "position", score, "own", "similarity", "fingerprint")
     moved = dataclasses.replace(cells, **{name: getattr(cells, name)[shuffled] for name in (*per_cell, "correct")})
     assert np.isfinite(cells.session_offsets).sum() == cells.sessions * 5  # 5 reviewers by default
     np.testing.assert_allclose(moved.session_offsets, cells.session_offsets, rtol=0, atol=1e-12)

@@ -21,7 +21,15 @@ from bias_audit.analysis.cross_session import (
     position_effects,
     reviewer_profiles,
 )
-from bias_audit.analysis.window_cells import SUM_BLOCK, WindowCells, narrow_positions, response_lengths, window_cells
+from bias_audit.analysis.window_cells import (
+    MOST_SCORES,
+    SUM_BLOCK,
+    WindowCells,
+    narrow_positions,
+    number_scores,
+    response_lengths,
+    window_cells,
+)
 from tests.simulate import Corpus
 
 
@@ -103,7 +111,7 @@ def test_a_window_out_of_session_order_is_one_block():
 def test_peer_square_sums_by_blocks_equal_the_sums_cell_by_cell(block):
     cells = window()
     expected: dict[int, float] = defaultdict(float)
-    for group, score, own in zip(cells.group().tolist(), cells.score.tolist(), cells.own.tolist()):
+    for group, score, own in zip(cells.group().tolist(), cells.scores().tolist(), cells.own.tolist()):
         if not own:
             expected[group] += score * score
     got = cells.peer_square_sums(block)
@@ -125,7 +133,7 @@ def test_length_points_are_each_responses_mean_peer_score_less_its_reviewers_off
         for s, digest in enumerate(digests)
         for name, length in zip(digest.models, digest.lengths)
     }
-    columns = (cells.session, cells.reviewer, cells.model, cells.score, cells.own)
+    columns = (cells.session, cells.reviewer, cells.model, cells.scores(), cells.own)
     for s, r, m, score, own in zip(*(column.tolist() for column in columns)):
         if not own:
             offset = float(offsets[s, r])
@@ -144,7 +152,7 @@ def test_agreement_from_the_window_sums_is_the_reference_packages_alpha_over_its
     # coders are reviewers, units are the scored responses (session, model), peer scores only
     reliability = np.full((len(cells.reviewers), cells.sessions * len(cells.models)), np.nan)
     peer = ~cells.own
-    reliability[cells.reviewer[peer], cells.group(peer)] = cells.score[peer]
+    reliability[cells.reviewer[peer], cells.group(peer)] = cells.scores(peer)
     scored = reliability[:, ~np.isnan(reliability).all(0)]
     expected = krippendorff.alpha(reliability_data=scored, level_of_measurement="interval")
     pairable = int(np.sum((~np.isnan(scored)).sum(0)[(~np.isnan(scored)).sum(0) >= 2]))
@@ -169,7 +177,7 @@ def test_a_column_no_record_carries_stays_one_value_in_the_windows_cut_from_it()
         assert len(cut.similarity) == len(cut.fingerprint) == int(kept.sum())
         assert np.isnan(cut.similarity).all() and (cut.fingerprint == -1).all()
         assert np.array_equal(cut.correct, cells.correct[kept])  # a column records carry is cut as before
-        assert np.array_equal(cut.score, cells.score[kept])
+        assert np.array_equal(cut.scores(), cells.scores(kept))
 
 
 PER_CELL = (
@@ -177,7 +185,6 @@ PER_CELL = (
     "reviewer",
     "model",
     "position",
-    "score",
     "own",
     "similarity",
     "fingerprint",
@@ -190,9 +197,11 @@ def test_the_length_tests_without_a_reviewer_equal_them_on_a_copy_without_its_sc
     digests = Corpus(sessions=60, models=5, seed=11, length_slope=0.4, reviewer_offsets={2: -1.0}).digests()
     cells = window_cells(digests)
     kept = cells.reviewer != reviewer
-    copy = dataclasses.replace(cells, **{name: getattr(cells, name)[kept] for name in PER_CELL})
+    # the column a cell's score is in: its code, or the score itself when the window numbers none
+    score = ("score_values",) if cells.score_code is None else ("score_code",)
+    copy = dataclasses.replace(cells, **{name: getattr(cells, name)[kept] for name in (*PER_CELL, *score)})
     counted_out = cells.peer_scores_without(reviewer)
-    assert len(counted_out.score) == len(cells.score)  # no copy of the window's cells
+    assert len(counted_out.scores()) == len(cells.scores())  # no copy of the window's cells
     thresholds = WindowThresholds(bootstrap_replicates=200)
     assert length_correlation(counted_out, thresholds) == length_correlation(copy, thresholds)
     assert length_control(counted_out, thresholds) == length_control(copy, thresholds)
@@ -251,7 +260,7 @@ def test_length_control_and_the_position_fit_made_together_are_each_made_alone(c
 def test_length_controls_raw_scores_are_each_models_mean_peer_score():
     cells = biased_window(reviewer_offsets={1: -1.5})
     by_model: dict[int, list[float]] = defaultdict(list)
-    for model, score, own in zip(cells.model.tolist(), cells.score.tolist(), cells.own.tolist()):
+    for model, score, own in zip(cells.model.tolist(), cells.scores().tolist(), cells.own.tolist()):
         if not own:
             by_model[model].append(score)
     expected = [(cells.models[m], round(sum(v) / len(v) + 1.0, 4), len(v)) for m, v in sorted(by_model.items())]
@@ -313,11 +322,11 @@ def test_positions_are_kept_in_the_narrowest_type_that_holds_them(positions, kin
 def test_a_cells_leave_one_out_difference_is_its_score_less_the_other_peers_mean_cell_by_cell():
     cells = window()
     peers: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    for i, (group, score, own) in enumerate(zip(cells.group().tolist(), cells.score.tolist(), cells.own.tolist())):
+    for i, (group, score, own) in enumerate(zip(cells.group().tolist(), cells.scores().tolist(), cells.own.tolist())):
         if not own:
             peers[group].append((i, score))
     expected = []
-    for i, (group, score, own) in enumerate(zip(cells.group().tolist(), cells.score.tolist(), cells.own.tolist())):
+    for i, (group, score, own) in enumerate(zip(cells.group().tolist(), cells.scores().tolist(), cells.own.tolist())):
         others = [s for j, s in peers[group] if j != i]
         expected.append(np.nan if own or not others else score - sum(others) / len(others))
     asked = np.flatnonzero(cells.reviewer == 1)  # one reviewer's cells, as the profiles ask
@@ -346,7 +355,7 @@ def test_the_kept_quantities_are_let_go_and_made_again_alike():
 def test_each_sessions_mean_peer_score_by_blocks_equals_it_cell_by_cell(block):
     cells = window_cells(Corpus(sessions=30, models=4, seed=8).digests())
     totals, counts = [0.0] * cells.sessions, [0] * cells.sessions
-    for session, score, own in zip(cells.session.tolist(), cells.score.tolist(), cells.own.tolist()):
+    for session, score, own in zip(cells.session.tolist(), cells.scores().tolist(), cells.own.tolist()):
         if not own:
             totals[session] += score
             counts[session] += 1
@@ -369,7 +378,7 @@ def test_the_reviewer_profiles_by_blocks_of_sessions_are_each_reviewers_scores_c
     profiles = reviewer_profiles(cells, thresholds, block)
     assert profiles == reviewer_profiles(cells, thresholds, SUM_BLOCK)
     peers: dict[tuple[int, int], list[float]] = defaultdict(list)
-    rows = list(zip(cells.session.tolist(), cells.reviewer.tolist(), cells.model.tolist(), cells.score.tolist()))
+    rows = list(zip(cells.session.tolist(), cells.reviewer.tolist(), cells.model.tolist(), cells.scores().tolist()))
     for (s, r, m, score), own in zip(rows, cells.own.tolist()):
         if not own:
             peers[s, m].append(score)
@@ -404,3 +413,16 @@ def test_the_length_and_position_fits_by_blocks_of_sessions_are_the_fits_in_one(
     assert length_and_position(cells, thresholds, block) == length_and_position(cells, thresholds, SUM_BLOCK)
     assert length_control(cells, thresholds, block) == length_control(cells, thresholds)
     assert position_effects(cells, thresholds, block) == position_effects(cells, thresholds)
+
+
+@pytest.mark.parametrize("block", [1, 3, 1 << 20])
+def test_scores_are_numbered_by_their_distinct_values_whatever_the_block(block):
+    """A byte a cell for a scale's few scores, each read back as the same float; past MOST_SCORES
+    distinct scores the column stays as it is."""
+    score = np.array([3.0, 1.5, 3.0, 0.0, 9.0, 1.5, 2.9999999999999996, 9.0])
+    values, code = number_scores(score, block)
+    assert values.tolist() == sorted(set(score.tolist()))
+    assert code is not None and code.dtype == np.int8 and values[code].tolist() == score.tolist()
+    many = np.arange(MOST_SCORES + 1) / 7.0
+    same, none = number_scores(many, 4096 if block > 3 else 5000)
+    assert none is None and same is many
