@@ -456,62 +456,24 @@ def absorbed_least_squares(
     blocks are the caller's own copies, not read again, and are demeaned in place (two arrays
     fewer as long as y)."""
     blocks = [design] if isinstance(design, np.ndarray) else design
-    [fit] = _fits([FitChunk(blocks, y, groups)], [range(len(blocks))], chunk_rows, overwrite)
+    [fit] = absorbed_chunk_fits([FitChunk(blocks, y, groups)], [range(len(blocks))], chunk_rows, overwrite=overwrite)
     return fit
 
 
 def absorbed_chunk_fits(
-    chunks: Iterable[FitChunk], subsets: Sequence[Sequence[int]], *, overwrite: bool = False
+    chunks: Iterable[FitChunk],
+    subsets: Sequence[Sequence[int]],
+    chunk_rows: int = CHUNK_ROWS,
+    *,
+    overwrite: bool = False,
 ) -> list[FitResult | None]:
     """The fit of y on each subset of the blocks (and the groups), as absorbed_least_squares would
     make it alone (X'X of a subset is its blocks' part of the whole X'X, each part summed by
     itself: the same floats), from one pass over rows that come a chunk of whole groups at a time
     (every chunk's blocks alike): a chunk's rows and temporaries are held at once, never the whole
-    rows'. overwrite: each chunk's y and dense blocks are its own, demeaned in place."""
-    return _fits(chunks, subsets, CHUNK_ROWS, overwrite)
-
-
-def chunk_residuals(
-    chunks: Iterable[FitChunk], beta: np.ndarray, chunk_rows: int = CHUNK_ROWS
-) -> Iterator[tuple[AbsorbedDesign | None, np.ndarray]]:
-    """Each chunk's design and residuals (y less its group's mean and the demeaned design times
-    beta), a chunk at a time: a chunk's y and dense blocks are its own, and become its residuals
-    and demeaned columns. A chunk without rows: no design, no residuals."""
-    for chunk in chunks:
-        demeaned = _demeaned(chunk, chunk_rows, overwrite=True)
-        if demeaned is None:
-            yield None, np.zeros(0)
-            continue
-        x, yd = demeaned
-        yield x, x.subtract_times(yd, beta)
-
-
-def with_meat(fit: FitResult, chunks: Iterable[FitChunk]) -> FitResult:
-    """The fit with its sandwich's middle, X' diag(e^2) X, summed over a second pass over the
-    fit's rows (the same chunks, their columns the chunks' own): robust SEs for its contrasts."""
-    meat = np.zeros_like(fit.xtx)
-    for x, residual in chunk_residuals(chunks, fit.beta):
-        if x is not None:
-            meat += x.gram(residual)
-    return dataclasses.replace(fit, meat=meat)
-
-
-def _demeaned(chunk: FitChunk, chunk_rows: int, overwrite: bool) -> tuple[AbsorbedDesign, np.ndarray] | None:
-    """A chunk's design with its groups absorbed and its demeaned y; None without rows."""
-    if len(chunk.y) == 0:
-        return None
-    low = int(chunk.groups.min())
-    # a chunk's keys from 0: its per-group sums are as long as its own groups
-    groups = chunk.groups - low if low else chunk.groups
-    x = AbsorbedDesign(chunk.blocks, groups, chunk_rows, overwrite=overwrite)
-    return x, demean_by_group(chunk.y, groups, x.size, overwrite=overwrite, chunks=x.chunks, sizes=x.share)
-
-
-def _fits(
-    chunks: Iterable[FitChunk], subsets: Sequence[Sequence[int]], chunk_rows: int, overwrite: bool
-) -> list[FitResult | None]:
-    """Each subset's fit from its part of X'X and X'y, summed a chunk at a time; None for a subset
-    without residual degrees of freedom (every one, without rows)."""
+    rows'. overwrite: each chunk's y and dense blocks are its own, demeaned in place.
+    chunk_rows: see AbsorbedDesign. A subset's fit is None without residual degrees of freedom
+    (every one, without rows)."""
     xtx = xty = None
     yy, n, groups_present = 0.0, 0, 0
     x: AbsorbedDesign | None = None
@@ -550,3 +512,39 @@ def _fits(
         rss = max(yy - float(beta @ xty[columns]), 0.0)
         fits.append(FitResult(beta=beta, xtx=part, xtx_pinv=pinv, sigma2=rss / df, df=df, n=n))
     return fits
+
+
+def chunk_residuals(
+    chunks: Iterable[FitChunk], beta: np.ndarray, chunk_rows: int = CHUNK_ROWS
+) -> Iterator[tuple[AbsorbedDesign | None, np.ndarray]]:
+    """Each chunk's design and residuals (y less its group's mean and the demeaned design times
+    beta), a chunk at a time: a chunk's y and dense blocks are its own, and become its residuals
+    and demeaned columns. A chunk without rows: no design, no residuals."""
+    for chunk in chunks:
+        demeaned = _demeaned(chunk, chunk_rows, overwrite=True)
+        if demeaned is None:
+            yield None, np.zeros(0)
+            continue
+        x, yd = demeaned
+        yield x, x.subtract_times(yd, beta)
+
+
+def with_meat(fit: FitResult, chunks: Iterable[FitChunk]) -> FitResult:
+    """The fit with its sandwich's middle, X' diag(e^2) X, summed over a second pass over the
+    fit's rows (the same chunks, their columns the chunks' own): robust SEs for its contrasts."""
+    meat = np.zeros_like(fit.xtx)
+    for x, residual in chunk_residuals(chunks, fit.beta):
+        if x is not None:
+            meat += x.gram(residual)
+    return dataclasses.replace(fit, meat=meat)
+
+
+def _demeaned(chunk: FitChunk, chunk_rows: int, overwrite: bool) -> tuple[AbsorbedDesign, np.ndarray] | None:
+    """A chunk's design with its groups absorbed and its demeaned y; None without rows."""
+    if len(chunk.y) == 0:
+        return None
+    low = int(chunk.groups.min())
+    # a chunk's keys from 0: its per-group sums are as long as its own groups
+    groups = chunk.groups - low if low else chunk.groups
+    x = AbsorbedDesign(chunk.blocks, groups, chunk_rows, overwrite=overwrite)
+    return x, demean_by_group(chunk.y, groups, x.size, overwrite=overwrite, chunks=x.chunks, sizes=x.share)

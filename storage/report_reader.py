@@ -159,9 +159,12 @@ def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
 RANGES_AT_ONCE = 1 << 16  # ranges gathered at a time: their index, not a window's cells long
 
 
-def _gather(column: np.ndarray, starts: np.ndarray, stops: np.ndarray, at_once: int = RANGES_AT_ONCE) -> np.ndarray:
-    """The ranges' rows of a column, one range after another, gathered `at_once` ranges at a time."""
-    out = np.empty(int((stops - starts).sum()), column.dtype)
+def _gather(
+    column: np.ndarray, starts: np.ndarray, stops: np.ndarray, at_once: int = RANGES_AT_ONCE, room: int = 0
+) -> np.ndarray:
+    """The ranges' rows of a column, one range after another, gathered `at_once` ranges at a time
+    (into an array of `room` rows, when more than they fill)."""
+    out = np.empty(max(int((stops - starts).sum()), room), column.dtype)
     at = 0
     for first in range(0, len(starts), at_once):
         index = _ranges(starts[first : first + at_once], stops[first : first + at_once])
@@ -234,8 +237,10 @@ class _Columns:
 
     def keep_only(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Keep the ranges, in their order, and drop the rest; where each range now begins."""
-        self.keep_rows(_ranges(starts, stops))
         lengths = stops - starts
+        self.size = int(lengths.sum())
+        self.room = self.size + (1 << 12)
+        self.data = {name: _gather(column, starts, stops, room=self.room) for name, column in self.data.items()}
         begins: np.ndarray = np.cumsum(lengths) - lengths
         return begins
 
