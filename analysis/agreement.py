@@ -7,7 +7,7 @@ import numpy as np
 
 from bias_audit.schemas.report import Estimate, PositionConsistency
 
-from .stats import confidence_tier, present_levels
+from .stats import COUNT_BLOCK, confidence_tier, present_levels
 from .window_cells import SUM_BLOCK, WindowCells
 
 MIN_SESSIONS = 10
@@ -22,20 +22,28 @@ def krippendorff_alpha_interval(values: np.ndarray, units: np.ndarray) -> tuple[
     return alpha_interval_of_sums(m, np.bincount(units, weights=values), np.bincount(units, weights=values * values))
 
 
-def alpha_interval_of_sums(count: np.ndarray, total: np.ndarray, squares: np.ndarray) -> tuple[float | None, int]:
+def alpha_interval_of_sums(
+    count: np.ndarray, total: np.ndarray, squares: np.ndarray, block: int = COUNT_BLOCK
+) -> tuple[float | None, int]:
     """krippendorff_alpha_interval from each unit's count, sum and sum of squares of its values
-    (units with fewer than two values, or none, are not pairable): a window's units, not its cells."""
-    keep = count >= 2
-    m_u, s1, s2 = count[keep].astype(np.float64), total[keep], squares[keep]
-    n = int(m_u.sum())
+    (units with fewer than two values, or none, are not pairable): a window's units, not its
+    cells, read a block of units at a time."""
+    n, observed, s1_total, s2_total = 0, 0.0, 0.0, 0.0
+    for start in range(0, len(count), block):
+        keep = count[start : start + block] >= 2
+        m_u = count[start : start + block][keep].astype(np.float64)
+        s1, s2 = total[start : start + block][keep], squares[start : start + block][keep]
+        n += int(m_u.sum())
+        # sum over ordered pairs i != j of (v_i - v_j)^2 = 2 m S2 - 2 S1^2
+        observed += float(np.sum((2 * m_u * s2 - 2 * s1 * s1) / (m_u - 1)))
+        s1_total += float(s1.sum())
+        s2_total += float(s2.sum())
     if n < 2:
         return None, n
-    # sum over ordered pairs i != j of (v_i - v_j)^2 = 2 m S2 - 2 S1^2
-    observed = np.sum((2 * m_u * s2 - 2 * s1 * s1) / (m_u - 1)) / n
-    expected = (2 * n * s2.sum() - 2 * s1.sum() ** 2) / (n * (n - 1))
+    expected = (2 * n * s2_total - 2 * s1_total**2) / (n * (n - 1))
     if expected <= 0:
         return None, n
-    return float(1.0 - observed / expected), n
+    return float(1.0 - observed / n / expected), n
 
 
 def krippendorff_alpha_nominal(labels: list[str], units: list[object]) -> tuple[float | None, int]:

@@ -34,12 +34,12 @@ from .parallel import PIECE_CELLS, each_piece
 from .special import chdtrc
 from .stats import (
     GroupMoments,
-    average_ranks,
     confidence_tier,
     fisher_ci,
     fisher_p,
     index_type,
     pearson_from_sums,
+    rank_correlation,
     rounded,
 )
 from .window_cells import SUM_BLOCK, SessionBlock, WindowCells
@@ -82,14 +82,26 @@ def _defined(r: np.ndarray, defined: np.ndarray) -> float | None:
     return rounded(float(r)) if defined else None
 
 
-def session_length_sums(cells: WindowCells) -> np.ndarray:
-    """(sessions, 6) sums of the length points of each session, for the cluster bootstrap."""
+def session_length_sums(cells: WindowCells, block: int = SUM_BLOCK) -> np.ndarray:
+    """(sessions, 6) sums of the length points of each session, for the cluster bootstrap: a
+    block of whole sessions' points at a time (the points are in session order), so each sum
+    is the same floats as one pass over them all and the temporaries stay a block long."""
     session, x, y = cells.length_points
-    out = np.empty((cells.sessions, 6))
-    out[:, 0] = np.bincount(session, minlength=cells.sessions)
-    for column, (a, b) in enumerate(((x, None), (y, None), (x, x), (y, y), (x, y)), start=1):
-        # one product a responses long at a time
-        out[:, column] = np.bincount(session, weights=a if b is None else a * b, minlength=cells.sessions)
+    out = np.zeros((cells.sessions, 6))
+    start = 0
+    while start < len(x):
+        stop = min(start + block, len(x))
+        if stop < len(x):  # back to the start of the session the block would cut, or past a long one
+            cut = int(np.searchsorted(session, session[stop]))
+            stop = cut if cut > start else int(np.searchsorted(session, session[start], side="right"))
+        first = int(session[start])
+        at = session[start:stop] - first
+        size = int(session[stop - 1]) - first + 1
+        xs, ys = x[start:stop], y[start:stop]
+        out[first : first + size, 0] = np.bincount(at, minlength=size)
+        for column, (a, b) in enumerate(((xs, None), (ys, None), (xs, xs), (ys, ys), (xs, ys)), start=1):
+            out[first : first + size, column] = np.bincount(at, weights=a if b is None else a * b, minlength=size)
+        start = stop
     return out
 
 
@@ -236,11 +248,9 @@ def length_correlation(
 
 
 def _rank_correlation(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Spearman's rho: Pearson's r of the average ranks, from their sums (no centred copies)."""
-    rx = average_ranks(x)
-    ry = average_ranks(y)
-    r = float(pearson_from_sums(len(rx), rx.sum(), ry.sum(), rx @ rx, ry @ ry, rx @ ry))
-    return None if np.isnan(r) else rounded(r)
+    """Spearman's rho, rounded for the report."""
+    r = rank_correlation(x, y)
+    return None if r is None else rounded(r)
 
 
 def length_fit(cells: WindowCells) -> tuple[float, float] | None:

@@ -127,11 +127,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> Correlation:
     Bonett and Wright's se, so that p < 0.05 exactly when fisher_ci(rank=True) excludes 0; both
     None below n = 4 or with no variance."""
     n = len(x)
-    r = (
-        _defined_r(average_ranks(np.asarray(x, dtype=np.float64)), average_ranks(np.asarray(y, dtype=np.float64)))
-        if n >= 4
-        else None
-    )
+    r = rank_correlation(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)) if n >= 4 else None
     if r is None:
         return Correlation(None, None, n)
     return Correlation(r, fisher_p(r, n, rank=True), n)
@@ -247,6 +243,38 @@ def average_ranks(values: np.ndarray, mask: np.ndarray | None = None) -> np.ndar
     ranks = np.empty(values.shape)
     np.put_along_axis(ranks, order, first, axis=-1)
     return ranks
+
+
+RANK_BLOCK = 1 << 20  # points whose ranks are looked up at a time
+
+
+def value_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct values, ascending; each one's average 1-based rank among `values`, ties
+    sharing it, as average_ranks gives them) of finite values, from one sorted copy: a point's
+    rank is then looked up, and a window of points that repeat their values holds a few ranks."""
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    opens = np.empty(len(ordered), dtype=bool)
+    opens[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=opens[1:])
+    starts = np.flatnonzero(opens)
+    distinct = ordered[starts]
+    del ordered, opens
+    stops = np.append(starts[1:], len(values))
+    return distinct, (starts + stops + 1) / 2.0  # the mean of places starts+1 .. stops
+
+
+def rank_correlation(x: np.ndarray, y: np.ndarray, block: int = RANK_BLOCK) -> float | None:
+    """Spearman's rho of finite values: Pearson's r of the average ranks, a block of points'
+    ranks looked up among the distinct values (value_ranks) and merged as moments
+    (GroupMoments), so no rank array is the points long. None below 2 points or without spread."""
+    x_values, x_ranks = value_ranks(x)
+    y_values, y_ranks = value_ranks(y)
+    moments = GroupMoments(1)
+    for start in range(0, len(x), block):
+        rx = x_ranks[np.searchsorted(x_values, x[start : start + block])]
+        ry = y_ranks[np.searchsorted(y_values, y[start : start + block])]
+        moments.add(np.zeros(len(rx), dtype=np.intp), rx, ry)
+    return moments.r(0)
 
 
 class GroupMoments:

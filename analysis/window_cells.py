@@ -19,7 +19,7 @@ from .digest import SessionDigest
 from .parallel import PIECE_CELLS, each_piece
 from .reviewer_offset import offsets_from_effects, reviewer_effects
 from .session_noise import REFERENCE_SPAN
-from .stats import index_type, present_levels, sorted_span
+from .stats import index_type, level_counts, present_levels, sorted_span
 
 SUM_BLOCK = 1 << 20  # cells a blockwise sum reads at a time
 SessionBlock = tuple[slice, int, int]  # (a range of cells, its first session, its last session + 1)
@@ -167,12 +167,12 @@ class WindowCells:
 
     @cached_property
     def active_reviewers(self) -> list[str]:
-        present = np.bincount(self.reviewer, minlength=len(self.reviewers)) > 0
+        present = level_counts(self.reviewer, len(self.reviewers)) > 0  # a block at a time: no 64-bit copy
         return [name for name, here in zip(self.reviewers, present) if here]
 
     @cached_property
     def active_models(self) -> list[str]:
-        present = np.bincount(self.model, minlength=len(self.models)) > 0
+        present = level_counts(self.model, len(self.models)) > 0  # a block at a time: no 64-bit copy
         return [name for name, here in zip(self.models, present) if here]
 
     def group(self, rows: CellRows | None = None) -> np.ndarray:
@@ -290,19 +290,26 @@ class WindowCells:
             return chosen
 
         count, _ = self.peer_sums
-        present = np.flatnonzero(count)
         session, length = self.response_lengths
         [total] = self._sums_by_response(adjusted)
-        return session, length, total[present] / count[present]
+        scored = _scored(count)
+        mean: np.ndarray = total[scored]  # every response scored: total itself, divided in place
+        mean /= count[scored]
+        return session, length, mean
 
     @cached_property
     def response_lengths(self) -> tuple[np.ndarray, np.ndarray]:
         """(session, length) per scored response (one with a peer score): the length points'
         first two columns (the same arrays), without the per-session fits their third needs."""
         count, _ = self.peer_sums
-        present = np.flatnonzero(count)
-        session: np.ndarray = (present // len(self.models)).astype(index_type(self.sessions))
-        return session, self.response_length[present]
+        scored = _scored(count)
+        if isinstance(scored, slice):
+            session = np.repeat(np.arange(self.sessions, dtype=index_type(self.sessions)), len(self.models))
+            length = self.response_length.view()  # the window's column itself: not to be written
+            length.flags.writeable = False
+            return session, length
+        session = (scored // len(self.models)).astype(index_type(self.sessions))
+        return session, self.response_length[scored]
 
     @cached_property
     def session_mean_score(self) -> np.ndarray:
@@ -507,6 +514,12 @@ def narrow_positions(position: np.ndarray) -> np.ndarray:
 
 
 MOST_SCORES = 1 << 15  # distinct scores a window numbers; past them, each cell holds its own
+
+
+def _scored(count: np.ndarray) -> slice | np.ndarray:
+    """The responses with a peer score (indices), or all of them as a slice: a council whose
+    every answer is reviewed needs no index the responses long."""
+    return slice(None) if count.all() else np.flatnonzero(count)
 
 
 def number_scores(score: np.ndarray, block: int = SUM_BLOCK) -> tuple[np.ndarray, np.ndarray | None]:

@@ -143,7 +143,7 @@ class TenantWindows:
 class _TenantWindow:
     code: int  # the tenant's index in the reader
     keep: int | None  # sessions to hold; None = all
-    held: dict[str, int] = field(default_factory=dict)  # session id -> its run
+    held: set[str] = field(default_factory=set)  # the session ids held
     # (ts, run), kept only when `keep` is set: runs are numbered in read order, and tuples
     # compare in C, oldest first, then read order
     heap: list[tuple[int, int]] = field(default_factory=list)
@@ -247,13 +247,13 @@ class _Columns:
 
 # the narrow columns' types here are the widest they may grow to
 _CELLS = {
-    "reviewer": np.int64, "model": np.int64, "position": np.int64, "fraction": np.float64, "own": np.bool_,
+    "reviewer": np.int64, "model": np.int64, "position": np.int64, "score": np.int64, "own": np.bool_,
     "similarity": np.float64, "slot": np.int64,  # the slot within its session
 }  # fmt: skip
 _SLOTS = {"length": np.float64, "fingerprint": np.int64, "correct": np.int8}
 # a byte a cell while a council's names, positions and answers fit one; a value no record of the
 # files carries (llm-council-core's records carry none of these three) held as no memory at all
-_NARROW_CELLS = ("reviewer", "model", "position", "slot")
+_NARROW_CELLS = ("reviewer", "model", "position", "score", "slot")
 _CELL_FILLS = {"similarity": np.nan}
 _NARROW_SLOTS = ("fingerprint",)
 _SLOT_FILLS = {"fingerprint": -1, "correct": -1}
@@ -412,6 +412,8 @@ class WindowReader:
         self._tenants: dict[str, _TenantWindow] = {}
         # text as indices: reviewers and models in one table (reviewer == model is a self-review)
         self._names: dict[str, int] = {}
+        # a score as its fraction of the scale's place in this table: a byte a cell for a council
+        self._fractions: dict[float, int] = {}
         self._scales: dict[str, int] = {}
         self._versions: dict[str, int] = {}
         self._fingerprints: dict[str, int] = {}
@@ -584,7 +586,7 @@ class WindowReader:
             run = len(self._session_ids)
             if not self._hold(window, (ts, run), first, gone):
                 continue  # older than every session held
-            window.held[session_id] = run
+            window.held.add(session_id)
             self._session_ids.append(session_id)
             self._traces.append(rows.traces[index])
             config = rows.configs[index]
@@ -623,7 +625,7 @@ class WindowReader:
         if entry <= window.heap[0]:
             return False
         evicted = heapq.heapreplace(window.heap, entry)[1]
-        del window.held[self._session_ids[evicted]]
+        window.held.discard(self._session_ids[evicted])
         self._dead += 1
         if evicted >= first:
             gone.append(evicted - first)
@@ -643,7 +645,7 @@ class WindowReader:
                 "reviewer": cells.reviewer,
                 "model": cells.model,
                 "position": cells.position,
-                "fraction": cells.fraction,
+                "score": _numbered(cells.fraction, self._fractions),
                 "own": cells.own,
                 "similarity": cells.similarity,
                 "slot": cells.slot - slot_starts[cells.session],
@@ -677,7 +679,6 @@ class WindowReader:
         self._session_ids = [self._session_ids[run] for run in kept.tolist()]
         self._traces = [self._traces[run] for run in kept.tolist()]
         for window in self._tenants.values():
-            window.held = {session_id: int(renumber[run]) for session_id, run in window.held.items()}
             window.heap = [(ts, int(renumber[run])) for ts, run in window.heap]  # runs keep their order
         self._dead = 0
 
@@ -722,12 +723,9 @@ class WindowReader:
         every_config = list(self._configs)
         unit, units = _first_seen(runs["words"][chosen].astype(np.int32))
         changed = np.flatnonzero((config[1:] >= 0) & (config[:-1] >= 0) & (config[1:] != config[:-1])) + 1
-        score = cells.pop("fraction")
-        np.multiply(score, REFERENCE_SPAN, out=score)  # in place: the columns are the window's now
-        # numbered: a byte a cell for a council's scale, and the float column let go
-        score_values, score_code = number_scores(score)
-        n = len(score)
-        del score
+        points = np.fromiter(self._fractions, np.float64, len(self._fractions)) * REFERENCE_SPAN
+        score_values, score_code = _window_scores(cells.pop("score"), points)
+        n = len(session)
         similarity = cells.pop("similarity")
         # a column no record carries (llm-council-core's records carry none of these three) is one
         # value seen through a zero stride: a window's cells long, in no memory
@@ -809,6 +807,31 @@ def _wide_enough(column: np.ndarray, part: np.ndarray, at: int) -> np.ndarray:
     widened = np.empty(len(column), kind)
     widened[:at] = column[:at]
     return widened
+
+
+def _numbered(values: np.ndarray, table: dict[float, int]) -> np.ndarray:
+    """Numbers as indices into `table` (which grows): one lookup per distinct value."""
+    distinct, inverse = np.unique(values, return_inverse=True)
+    mapping = np.array([table.setdefault(value, len(table)) for value in distinct.tolist()], dtype=np.int64)
+    codes: np.ndarray = mapping[inverse]
+    return codes
+
+
+def _window_scores(codes: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The window's (score_values, score_code), as number_scores makes them, from each cell's
+    index into `points` (the reader's table): the table's scores the window uses are numbered,
+    not its cells' scores."""
+    used = np.zeros(len(points), dtype=bool)
+    for start in range(0, len(codes), SUM_BLOCK):
+        used |= np.bincount(codes[start : start + SUM_BLOCK], minlength=len(points)) > 0
+    distinct, place = number_scores(points[used])
+    if place is None:
+        scores: np.ndarray = points[codes]  # too many to number: each cell's score
+        return scores, None
+    renumber = np.zeros(len(points), dtype=place.dtype)
+    renumber[used] = place
+    code: np.ndarray = renumber[codes]
+    return distinct, code
 
 
 def _first_seen_known(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

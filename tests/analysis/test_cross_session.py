@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bias_audit.analysis.agreement import krippendorff_alpha_interval, position_consistency
+from bias_audit.analysis.agreement import alpha_interval_of_sums, krippendorff_alpha_interval, position_consistency
 from bias_audit.analysis.alerts import _z, robust_location
 from bias_audit.analysis.cross_session import (
     BOOTSTRAP_CLUSTERS,
@@ -183,6 +183,20 @@ def test_krippendorff_alpha_matches_the_reference_package(shift):
     coders, units = np.nonzero(~np.isnan(reliability))
     alpha, _ = krippendorff_alpha_interval(reliability[coders, units], units * 3 + shift)
     assert alpha == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 20])
+def test_krippendorff_alpha_from_unit_sums_read_a_block_of_units_at_a_time(block):
+    rng = np.random.default_rng(4)
+    reliability = rng.normal(5, 2, size=(3, 40)) + rng.normal(0, 2, size=40)
+    reliability[rng.random(reliability.shape) < 0.3] = np.nan  # some units pair nothing
+    expected = krippendorff.alpha(reliability_data=reliability, level_of_measurement="interval")
+    known = ~np.isnan(reliability)
+    values = np.where(known, reliability, 0.0)
+    count, total, squares = known.sum(0), values.sum(0), (values * values).sum(0)
+    alpha, n = alpha_interval_of_sums(count, total, squares, block)
+    assert alpha == pytest.approx(expected, abs=1e-9)
+    assert n == int(count[count >= 2].sum())
 
 
 def test_position_consistency_on_swapped_pairs():
@@ -396,9 +410,11 @@ def test_session_offsets_do_not_depend_on_the_cells_order():
     np.testing.assert_allclose(moved.session_offsets, cells.session_offsets, rtol=0, atol=1e-12)
 
 
-def test_the_length_points_rank_correlation_line_and_session_sums_are_the_references():
+@pytest.mark.parametrize("block", [1, 7, 1 << 20])
+def test_the_length_points_rank_correlation_line_and_session_sums_are_the_references(block):
     """Over a window's length points (lengths tie within a model): Spearman's rho is scipy's, the
-    chart's line numpy's least squares, and each session's sums those of its points one by one."""
+    chart's line numpy's least squares, and each session's sums those of its points one by one,
+    whatever the block of points summed at a time."""
     cells = window_cells(Corpus(sessions=60, models=5, seed=11, length_slope=0.4).digests())
     session, x, y = cells.length_points
     assert len(np.unique(x)) < len(x)  # ties in the ranks
@@ -406,8 +422,8 @@ def test_the_length_points_rank_correlation_line_and_session_sums_are_the_refere
     assert found.spearman == round(float(stats.spearmanr(x, y).statistic), 4)
     slope, intercept = np.polyfit(x, y, 1)
     assert length_fit(cells) == pytest.approx((intercept + 1.0, slope), rel=1e-9)
-    sums = session_length_sums(cells)
-    for s in (0, 17, 59):
+    sums = session_length_sums(cells, block)
+    for s in range(cells.sessions):
         mine = session == s
         xs, ys = x[mine].tolist(), y[mine].tolist()
         expected = [
@@ -419,3 +435,23 @@ def test_the_length_points_rank_correlation_line_and_session_sums_are_the_refere
             sum(a * b for a, b in zip(xs, ys)),
         ]
         assert sums[s].tolist() == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_response_without_a_peer_score_is_no_length_point():
+    """Each length point by hand: a response's length and the mean of its peer scores less each
+    reviewer's offset in that session; a response no peer scored (here: session 3's first model,
+    its cells made self-reviews) has none."""
+    plain = window_cells(Corpus(sessions=12, models=4, seed=12).digests())
+    cells = dataclasses.replace(plain, own=plain.own | ((plain.session == 3) & (plain.model == 0)))
+    offsets, scores = cells.session_offsets, cells.scores()
+    expected = []
+    for s in range(cells.sessions):
+        for m in range(len(cells.models)):
+            peer = np.flatnonzero((cells.session == s) & (cells.model == m) & ~cells.own)
+            if len(peer):
+                adjusted = [scores[c] - np.nan_to_num(offsets[s, cells.reviewer[c]]) for c in peer]
+                expected.append((s, cells.response_length[s * len(cells.models) + m], sum(adjusted) / len(adjusted)))
+    session, x, y = cells.length_points
+    assert len(session) == cells.sessions * len(cells.models) - 1
+    assert session.tolist() == [e[0] for e in expected] and x.tolist() == [e[1] for e in expected]
+    assert y.tolist() == pytest.approx([e[2] for e in expected], rel=1e-12)

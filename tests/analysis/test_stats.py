@@ -19,7 +19,9 @@ from bias_audit.analysis.stats import (
     pearson_arrays,
     pearson_from_sums,
     present_levels,
+    rank_correlation,
     sorted_span,
+    value_ranks,
 )
 
 CORRELATION_TABLE = [
@@ -150,6 +152,38 @@ def test_average_ranks_equal_scipys_rankdata_among_the_masked_cells(values, mask
     for row, row_keep, row_ranks in zip(array, keep, ranks):
         assert row_ranks[row_keep].tolist() == sps.rankdata(row[row_keep]).tolist()
         assert np.isfinite(row_ranks).all()
+
+
+@pytest.mark.parametrize(
+    "values, distinct, ranks",
+    [
+        ([3.0, 1.0, 3.0, 2.0], [1.0, 2.0, 3.0], [1.0, 2.0, 3.5]),
+        ([5.0, 5.0, 5.0, 1.0], [1.0, 5.0], [1.0, 3.0]),
+        ([7.0], [7.0], [1.0]),
+        ([-1.5, 0.0, -1.5, 0.0, 0.0, 9.0], [-1.5, 0.0, 9.0], [1.5, 4.0, 6.0]),
+    ],
+)
+def test_value_ranks_give_each_distinct_value_its_average_place(values, distinct, ranks):
+    got_values, got_ranks = value_ranks(np.array(values))
+    assert got_values.tolist() == distinct
+    assert got_ranks.tolist() == ranks
+    # every point's rank looked up is scipy's average rank
+    looked_up = got_ranks[np.searchsorted(got_values, values)]
+    assert looked_up.tolist() == sps.rankdata(values).tolist()
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 1 << 20])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_rank_correlation_read_a_block_at_a_time_is_scipys_spearman(block, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 12, 90).astype(float)  # many ties
+    y = np.round(0.4 * x + rng.normal(0, 2, 90), 1)
+    assert rank_correlation(x, y, block) == pytest.approx(sps.spearmanr(x, y).statistic, abs=1e-12)
+
+
+def test_rank_correlation_without_spread_or_points_is_none():
+    assert rank_correlation(np.array([2.0, 2.0, 2.0]), np.array([1.0, 2.0, 3.0])) is None
+    assert rank_correlation(np.zeros(0), np.zeros(0)) is None
 
 
 @pytest.mark.parametrize("r, n, rank", [(0.3, 50, False), (-0.6, 12, True), (0.99, 5, False)])

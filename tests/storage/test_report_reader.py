@@ -359,3 +359,33 @@ def test_ranges_out_of_order_are_gathered_one_after_another_a_few_at_a_time(at_o
     expected = np.concatenate([column[a:b] for a, b in zip(starts.tolist(), stops.tolist())])
     found = _gather(column, starts, stops, at_once)
     assert found.dtype == column.dtype and found.tolist() == expected.tolist()
+
+
+def test_a_window_of_more_scores_than_can_be_numbered_keeps_each_cells_score(tmp_path):
+    """Past MOST_SCORES distinct scores a window holds each cell's float: the reader's numbered
+    scores are read back as the same floats the digests' window holds."""
+    import msgspec
+
+    from bias_audit.analysis.digest import StoredCell, digest_from_records
+    from bias_audit.analysis.window_cells import MOST_SCORES, window_cells
+
+    digests = Corpus(sessions=MOST_SCORES // 20 + 50, models=5, seed=31).digests()
+    stored = {d.session_id: digest_records(d) for d in digests}
+    scored = 0
+    for records in stored.values():
+        for record in records:
+            # each record's own score, in no order (7919 is prime to 2 * MOST_SCORES)
+            record["score_value"] = 1 + 9 * (scored * 7919 % (2 * MOST_SCORES)) / (2 * MOST_SCORES)
+            scored += 1
+    with open(tmp_path / "r.jsonl", "wb") as out:
+        for digest in digests:
+            out.write(b"".join(orjson.dumps(r) + b"\n" for r in stored[digest.session_id]))
+    reader = WindowReader(sessions=None, days=None)
+    reader.read([tmp_path / "r.jsonl"])
+    [window] = reader.windows()
+    decode = msgspec.json.Decoder(StoredCell)
+    oracle = window_cells(
+        [digest_from_records([decode.decode(orjson.dumps(r)) for r in stored[d.session_id]]) for d in digests]
+    )
+    assert window.cells.score_code is None and oracle.score_code is None
+    assert _columns(window.cells) == _columns(oracle)
