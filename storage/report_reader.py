@@ -32,7 +32,14 @@ from bias_audit.analysis.record_cells import RecordColumns, session_cells
 from bias_audit.analysis.session_noise import REFERENCE_SPAN
 from bias_audit.analysis.stats import index_type
 from bias_audit.analysis.window import window_bounds
-from bias_audit.analysis.window_cells import SUM_BLOCK, WindowCells, narrow_positions, number_scores, response_lengths
+from bias_audit.analysis.window_cells import (
+    MOST_SCORES,
+    SUM_BLOCK,
+    WindowCells,
+    narrow_positions,
+    number_scores,
+    response_lengths,
+)
 from bias_audit.gc_tuning import collector_paused
 
 from .jsonl_store import record_files
@@ -235,6 +242,15 @@ class _Columns:
         self.size = len(rows)
         self.room = len(rows) + (1 << 12)
 
+    def recast(self, name: str, kind: Any, convert: Callable[[np.ndarray], np.ndarray]) -> None:
+        """The column held as another type from now on, its rows so far converted."""
+        self.types[name] = kind
+        column = self.data.get(name)
+        if column is not None:
+            recast = np.empty(len(column), kind)
+            recast[: self.size] = convert(column[: self.size])
+            self.data[name] = recast
+
     def keep_only(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Keep the ranges, in their order, and drop the rest; where each range now begins."""
         lengths = stops - starts
@@ -412,8 +428,9 @@ class WindowReader:
         self._tenants: dict[str, _TenantWindow] = {}
         # text as indices: reviewers and models in one table (reviewer == model is a self-review)
         self._names: dict[str, int] = {}
-        # a score as its fraction of the scale's place in this table: a byte a cell for a council
-        self._fractions: dict[float, int] = {}
+        # a score as its fraction of the scale's place in this table, a byte a cell for a council;
+        # None once more than MOST_SCORES fractions are read: each cell then holds its own
+        self._fractions: dict[float, int] | None = {}
         self._scales: dict[str, int] = {}
         self._versions: dict[str, int] = {}
         self._fingerprints: dict[str, int] = {}
@@ -645,7 +662,7 @@ class WindowReader:
                 "reviewer": cells.reviewer,
                 "model": cells.model,
                 "position": cells.position,
-                "score": _numbered(cells.fraction, self._fractions),
+                "score": self._scores(cells.fraction),
                 "own": cells.own,
                 "similarity": cells.similarity,
                 "slot": cells.slot - slot_starts[cells.session],
@@ -663,6 +680,20 @@ class WindowReader:
         for number, why in cells.unreadable:
             data["readable"][runs[number]] = False
             self.stats.skip(f"session {self._session_ids[runs[number]]!r}: unreadable record ({why})")
+
+    def _scores(self, fraction: np.ndarray) -> np.ndarray:
+        """The cells' scores as the cells column holds them: their places in the table of
+        fractions while it holds few enough to number, else the fractions themselves (the
+        places held so far turned back into theirs)."""
+        if self._fractions is None:
+            return fraction
+        codes = _numbered(fraction, self._fractions)
+        if len(self._fractions) <= MOST_SCORES:
+            return codes
+        table = np.fromiter(self._fractions, np.float64, len(self._fractions))
+        self._cells.recast("score", np.float64, lambda held: table[held])
+        self._fractions = None
+        return fraction
 
     def _compact(self) -> None:
         """Drop the evicted sessions and their cells: memory follows the sessions held."""
@@ -723,8 +754,13 @@ class WindowReader:
         every_config = list(self._configs)
         unit, units = _first_seen(runs["words"][chosen].astype(np.int32))
         changed = np.flatnonzero((config[1:] >= 0) & (config[:-1] >= 0) & (config[1:] != config[:-1])) + 1
-        points = np.fromiter(self._fractions, np.float64, len(self._fractions)) * REFERENCE_SPAN
-        score_values, score_code = _window_scores(cells.pop("score"), points)
+        held = cells.pop("score")
+        if self._fractions is None:  # each cell's fraction
+            score_values, score_code = number_scores(np.multiply(held, REFERENCE_SPAN))
+        else:
+            points = np.fromiter(self._fractions, np.float64, len(self._fractions)) * REFERENCE_SPAN
+            score_values, score_code = _window_scores(held, points)
+        del held
         n = len(session)
         similarity = cells.pop("similarity")
         # a column no record carries (llm-council-core's records carry none of these three) is one

@@ -361,9 +361,10 @@ def test_ranges_out_of_order_are_gathered_one_after_another_a_few_at_a_time(at_o
     assert found.dtype == column.dtype and found.tolist() == expected.tolist()
 
 
-def test_a_window_of_more_scores_than_can_be_numbered_keeps_each_cells_score(tmp_path):
-    """Past MOST_SCORES distinct scores a window holds each cell's float: the reader's numbered
-    scores are read back as the same floats the digests' window holds."""
+@pytest.mark.parametrize("batch_rows", [997, 1 << 16])  # past MOST_SCORES mid-read, or in the first batch
+def test_a_window_of_more_scores_than_can_be_numbered_keeps_each_cells_score(tmp_path, batch_rows):
+    """Past MOST_SCORES distinct scores a window holds each cell's float: the scores the reader
+    numbered before it read too many are turned back into the same floats the digests' window holds."""
     import msgspec
 
     from bias_audit.analysis.digest import StoredCell, digest_from_records
@@ -380,7 +381,7 @@ def test_a_window_of_more_scores_than_can_be_numbered_keeps_each_cells_score(tmp
     with open(tmp_path / "r.jsonl", "wb") as out:
         for digest in digests:
             out.write(b"".join(orjson.dumps(r) + b"\n" for r in stored[digest.session_id]))
-    reader = WindowReader(sessions=None, days=None)
+    reader = WindowReader(sessions=None, days=None, batch_rows=batch_rows)
     reader.read([tmp_path / "r.jsonl"])
     [window] = reader.windows()
     decode = msgspec.json.Decoder(StoredCell)
