@@ -19,10 +19,11 @@ from __future__ import annotations
 import glob
 import heapq
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import msgspec
 import numpy as np
@@ -150,11 +151,101 @@ class TenantWindows:
 class _TenantWindow:
     code: int  # the tenant's index in the reader
     keep: int | None  # sessions to hold; None = all
-    held: set[str] = field(default_factory=set)  # the session ids held
     # (ts, run), kept only when `keep` is set: runs are numbered in read order, and tuples
     # compare in C, oldest first, then read order
     heap: list[tuple[int, int]] = field(default_factory=list)
     newest_ms: int | None = None
+
+
+class _TextColumn:
+    """Text a row (None allowed), appended a batch at a time into Arrow arrays: a row costs its
+    bytes and an offset, not a Python object."""
+
+    def __init__(self) -> None:
+        self._chunks: list[pa.Array] = []
+        self._ends: list[int] = []  # each chunk's end, in rows
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def append(self, values: list[str | None]) -> None:
+        import pyarrow as pa
+
+        if values:
+            self._chunks.append(pa.array(values, pa.large_string()))
+            self._ends.append(len(self) + len(values))
+
+    def at(self, row: int) -> str | None:
+        chunk = bisect_right(self._ends, row)
+        begins = self._ends[chunk - 1] if chunk else 0
+        value: str | None = self._chunks[chunk][row - begins].as_py()
+        return value
+
+    def take(self, rows: np.ndarray) -> pa.Array:
+        """The rows, in their order, as one array."""
+        import pyarrow as pa
+
+        whole = pa.chunked_array(self._chunks, pa.large_string())
+        taken: pa.Array = whole.take(pa.array(rows, pa.int64())).combine_chunks()
+        return taken
+
+    def keep(self, rows: np.ndarray) -> None:
+        """Keep the rows (indices, ascending) and drop the rest."""
+        kept = self.take(rows)
+        self._chunks, self._ends = [kept], [len(kept)]
+
+
+class _Texts(Sequence[str]):
+    """A window's session ids as Arrow holds them: sliced without a copy, a string made when asked."""
+
+    def __init__(self, array: pa.Array) -> None:
+        self._array = array
+
+    def __len__(self) -> int:
+        return len(self._array)
+
+    @overload
+    def __getitem__(self, key: int) -> str: ...
+    @overload
+    def __getitem__(self, key: slice) -> Sequence[str]: ...
+    def __getitem__(self, key: int | slice) -> str | Sequence[str]:
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self._array))
+            if step == 1:
+                return _Texts(self._array.slice(start, max(0, stop - start)))
+            texts: list[str] = self._array.to_pylist()[key]
+            return texts
+        row = key + len(self._array) if key < 0 else key
+        if not 0 <= row < len(self._array):
+            raise IndexError(key)
+        text: str = self._array[row].as_py()
+        return text
+
+
+class _HeldSessions:
+    """Which sessions the reader holds, without an object a session: each held run's key (a hash
+    of its tenant and session id, sorted) beside the run. Keys are only where to look: a run found
+    by its key is still checked against the tenant and id, so sessions whose keys collide are kept."""
+
+    def __init__(self) -> None:
+        self.keys = np.empty(0, dtype=np.int64)
+        self.runs = np.empty(0, dtype=np.int64)
+
+    def among(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per key, where its runs begin and end in `runs` (empty when none has it)."""
+        return np.searchsorted(self.keys, keys, "left"), np.searchsorted(self.keys, keys, "right")
+
+    def add(self, keys: np.ndarray, runs: np.ndarray) -> None:
+        order = np.argsort(keys, kind="stable")
+        at = np.searchsorted(self.keys, keys[order], "right")
+        self.keys = np.insert(self.keys, at, keys[order])
+        self.runs = np.insert(self.runs, at, runs[order])
+
+    def renumber(self, renumber: np.ndarray) -> None:
+        """Runs renumbered (-1: dropped) after a compaction."""
+        runs = renumber[self.runs]
+        kept = runs >= 0
+        self.keys, self.runs = self.keys[kept], runs[kept]
 
 
 def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -438,8 +529,9 @@ class WindowReader:
         self._cells = _Columns(_CELLS, 0, narrow=_NARROW_CELLS, fills=_CELL_FILLS)
         self._slots = _Columns(_SLOTS, 0, narrow=_NARROW_SLOTS, fills=_SLOT_FILLS)
         self._runs = _Columns(_RUNS, 0)
-        self._session_ids: list[str] = []  # per run
-        self._traces: list[str | None] = []  # per run
+        self._session_ids = _TextColumn()  # per run
+        self._traces = _TextColumn()  # per run
+        self._held = _HeldSessions()
         self._dead = 0  # runs evicted, still in the columns
 
     def _window(self, tenant: str) -> _TenantWindow:
@@ -577,12 +669,20 @@ class WindowReader:
         """Offer the first `runs` sessions to their tenants' windows, and reduce the ones held."""
         stats = self.stats
         stats.sessions += runs
-        first = len(self._session_ids)  # the run the batch's first session held becomes
+        first = self._runs.size  # the run the batch's first session held becomes
         taken: list[int] = []  # the rows' runs held, in order, and their times, tenant, config
         times: list[int] = []
         tenants: list[int] = []
         configs: list[int] = []
         gone: list[int] = []  # runs of this batch evicted by later ones
+        named: list[tuple[str, str]] = []  # the (tenant, session id) of each run taken
+        fresh: dict[tuple[str, str], int] = {}  # the sessions this batch holds
+        keys = np.fromiter(
+            (hash((tenant or "default", session)) for tenant, session in zip(rows.tenants, rows.session_ids[:runs])),
+            np.int64,
+            runs,
+        )
+        begins, ends = self._held.among(keys)
         for index in range(runs):
             tenant = rows.tenants[index] or "default"
             if self.tenant is not None and tenant != self.tenant:
@@ -595,30 +695,47 @@ class WindowReader:
                 stats.skipped_lines += int(rows.starts[index + 1] - rows.starts[index]) - 1
                 continue
             window = self._window(tenant)
-            if session_id in window.held:
+            name = (tenant, session_id)
+            if name in fresh or self._holds(window.code, session_id, begins[index], ends[index]):
                 stats.duplicate_sessions += 1  # a redelivered batch appended again
                 continue
             if window.newest_ms is None or ts > window.newest_ms:
                 window.newest_ms = ts
-            run = len(self._session_ids)
-            if not self._hold(window, (ts, run), first, gone):
+            run = first + len(taken)
+            held, evicted = self._hold(window, (ts, run))
+            if evicted >= first:
+                gone.append(evicted - first)
+                del fresh[named[evicted - first]]
+            if not held:
                 continue  # older than every session held
-            window.held.add(session_id)
-            self._session_ids.append(session_id)
-            self._traces.append(rows.traces[index])
+            fresh[name] = run
+            named.append(name)
             config = rows.configs[index]
             configs.append(-1 if config is None else self._configs.setdefault(config, len(self._configs)))
             times.append(ts)
             tenants.append(window.code)
             taken.append(index)
         if taken:
-            self._add(rows, np.array(taken), {"ts": times, "tenant": tenants, "config": configs}, gone)
+            self._add(rows, np.array(taken), {"ts": times, "tenant": tenants, "config": configs}, gone, keys)
 
-    def _add(self, rows: _Rows, taken: np.ndarray, columns: dict[str, list[int]], gone: list[int]) -> None:
+    def _holds(self, tenant: int, session_id: str, begin: int, end: int) -> bool:
+        """Whether a run of an earlier batch, among those whose key is the session's, holds it."""
+        data = self._runs.data
+        for run in self._held.runs[begin:end].tolist():
+            if data["live"][run] and data["tenant"][run] == tenant and self._session_ids.at(run) == session_id:
+                return True
+        return False
+
+    def _add(
+        self, rows: _Rows, taken: np.ndarray, columns: dict[str, list[int]], gone: list[int], keys: np.ndarray
+    ) -> None:
         """The runs held (the rows' runs `taken`) as rows of the run columns, the live ones reduced."""
         held = np.ones(len(taken), dtype=bool)
         held[gone] = False
         count = len(taken)
+        taken_list = taken.tolist()
+        self._session_ids.append([rows.session_ids[index] for index in taken_list])
+        self._traces.append([rows.traces[index] for index in taken_list])
         empty = np.zeros(count, dtype=np.int64)
         at = self._runs.append(
             {name: np.array(values, dtype=_RUNS[name]) for name, values in columns.items()}
@@ -626,29 +743,27 @@ class WindowReader:
             | {"readable": np.ones(count, dtype=bool), "words": np.ones(count, dtype=bool)}
             | {"cells_from": empty, "cells_to": empty, "slots_from": empty, "slots_to": empty}
         )
+        self._held.add(keys[taken[held]], at + np.flatnonzero(held))
         if held.any():
             self._reduce(rows, taken[held], at + np.flatnonzero(held))
         if self._dead > max(self._runs.size - self._dead, self.compact_after):
             self._compact()
 
-    def _hold(self, window: _TenantWindow, entry: tuple[int, int], first: int, gone: list[int]) -> bool:
-        """Whether the run of `entry` (ts, run) is among its tenant's newest; the
-        oldest held is evicted for it (`gone` gets those of this batch, from run `first` on)."""
+    def _hold(self, window: _TenantWindow, entry: tuple[int, int]) -> tuple[bool, int]:
+        """Whether the run of `entry` (ts, run) is among its tenant's newest, and the run evicted
+        for it (-1: none); a run of an earlier batch is marked no longer live here."""
         if window.keep is None:
-            return True
+            return True, -1
         if len(window.heap) < window.keep:
             heapq.heappush(window.heap, entry)
-            return True
+            return True, -1
         if entry <= window.heap[0]:
-            return False
+            return False, -1
         evicted = heapq.heapreplace(window.heap, entry)[1]
-        window.held.discard(self._session_ids[evicted])
         self._dead += 1
-        if evicted >= first:
-            gone.append(evicted - first)
-        else:
+        if evicted < self._runs.size:
             self._runs.data["live"][evicted] = False
-        return True
+        return True, evicted
 
     def _reduce(self, rows: _Rows, indices: np.ndarray, runs: np.ndarray) -> None:
         """The cells and slots of the rows' runs `indices` (reader runs `runs`), appended."""
@@ -679,7 +794,7 @@ class WindowReader:
         data["words"][runs] = cells.words
         for number, why in cells.unreadable:
             data["readable"][runs[number]] = False
-            self.stats.skip(f"session {self._session_ids[runs[number]]!r}: unreadable record ({why})")
+            self.stats.skip(f"session {self._session_ids.at(int(runs[number]))!r}: unreadable record ({why})")
 
     def _scores(self, fraction: np.ndarray) -> np.ndarray:
         """The cells' scores as the cells column holds them: their places in the table of
@@ -707,8 +822,9 @@ class WindowReader:
         renumber = np.full(self._runs.size, -1, dtype=np.int64)
         renumber[kept] = np.arange(len(kept))
         self._runs.keep_rows(kept)
-        self._session_ids = [self._session_ids[run] for run in kept.tolist()]
-        self._traces = [self._traces[run] for run in kept.tolist()]
+        self._session_ids.keep(kept)
+        self._traces.keep(kept)
+        self._held.renumber(renumber)
         for window in self._tenants.values():
             window.heap = [(ts, int(renumber[run])) for ts, run in window.heap]  # runs keep their order
         self._dead = 0
@@ -779,13 +895,13 @@ class WindowReader:
             len(chosen), len(models), session, model, slots["length"], (slot_starts, within)
         )
         return WindowCells(
-            session_ids=[self._session_ids[run] for run in chosen.tolist()],
+            session_ids=_Texts(self._session_ids.take(chosen)),
             ts_ms=runs["ts"][chosen],
             config=config.astype(np.int64),
             configs=[every_config[code] for code in configs.tolist()],
             unit=unit.astype(np.int64),
             units=["words" if words else "chars" for words in units.tolist()],
-            change_traces={number: self._traces[int(chosen[number])] for number in changed.tolist()},
+            change_traces={number: self._traces.at(int(chosen[number])) for number in changed.tolist()},
             tenant_id=tenant,
             reviewers=[names[code] for code in reviewers.tolist()],
             models=[names[code] for code in models.tolist()],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import orjson
 import pytest
@@ -30,7 +32,7 @@ def _columns(cells) -> dict:
     for name, value in vars(cells).items():
         if hasattr(value, "tolist"):
             value = [None if v != v else v for v in value.tolist()]
-        out[name] = list(value) if isinstance(value, (list, tuple)) else value
+        out[name] = list(value) if isinstance(value, Sequence) and not isinstance(value, str) else value
     return out
 
 
@@ -213,6 +215,27 @@ def test_evicted_sessions_are_dropped_and_the_windows_stay_the_same(tmp_path):
     assert dropped == kept and [w["session_ids"] for w in kept] == [ids(acme[184:]), ids(beta[44:])]
     assert often.stats == never.stats and never.stats.duplicate_sessions == 5
     assert never._runs.size > 200 and often._runs.size <= 2 * 32 + 2  # twice the held runs, and a batch's
+
+
+@pytest.mark.parametrize("batch_rows", [25, 1 << 16])  # a session a batch, or the file in one
+@pytest.mark.parametrize("compact_after", [1, 1 << 20])  # compacted between a session and its copy, or never
+def test_a_redelivered_session_counts_once_if_held_and_is_dropped_if_evicted(tmp_path, batch_rows, compact_after):
+    """The held sessions are found again by key whether their first copy is in the same batch or
+    an earlier one, before or after a compaction renumbered it; an evicted session's copy is
+    older than the window, not a duplicate."""
+    digests = Corpus(sessions=20, seed=33).digests()
+    write(tmp_path / "once.jsonl", digests)
+    write(tmp_path / "twice.jsonl", digests)
+    write(tmp_path / "twice.jsonl", digests[:4] + digests[16:])  # evicted ones, then held ones
+
+    def read(name: str) -> tuple[list, WindowReader]:
+        reader = WindowReader(sessions=2, days=None, batch_rows=batch_rows, compact_after=compact_after)
+        reader.read([tmp_path / name])
+        return [_columns(w.cells) for w in reader.windows()], reader
+
+    (once, _), (twice, reader) = read("once.jsonl"), read("twice.jsonl")
+    assert twice == once and once[0]["session_ids"] == ids(digests[16:])
+    assert reader.stats.duplicate_sessions == 4
 
 
 def test_a_bad_line_past_the_engines_first_buffers_is_skipped_and_the_rest_read(tmp_path):
