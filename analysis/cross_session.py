@@ -253,15 +253,19 @@ def _rank_correlation(x: np.ndarray, y: np.ndarray) -> float | None:
     return None if r is None else rounded(r)
 
 
-def length_fit(cells: WindowCells) -> tuple[float, float] | None:
+def length_fit(cells: WindowCells, block: int = SUM_BLOCK) -> tuple[float, float] | None:
     """Least-squares line of the length chart: (intercept, slope) in points and points/unit, from
-    the centred sums (two arrays the points long, not the solver's design and its copies)."""
+    the centred sums, a block of points at a time (not the solver's design and its copies)."""
     _, x, y = cells.length_points
     if len(x) < 2 or np.ptp(x) == 0:
         return None
     mean_x, mean_y = float(x.mean()), float(y.mean())
-    dx = x - mean_x
-    slope = float(dx @ (y - mean_y)) / float(dx @ dx)
+    sxy = sxx = 0.0
+    for start in range(0, len(x), block):  # the centred points a block at a time
+        dx = x[start : start + block] - mean_x
+        sxy += float(dx @ (y[start : start + block] - mean_y))
+        sxx += float(dx @ dx)
+    slope = sxy / sxx
     return mean_y - slope * mean_x + 1.0, slope  # +1: points above the bottom -> a 1-10 value
 
 

@@ -27,8 +27,13 @@ def median_of_others(values: np.ndarray) -> np.ndarray:
     block of them on each core."""
     if len(values) <= MEDIAN_ROWS:
         return _median_of_others(values)
-    starts = range(0, len(values), MEDIAN_ROWS)
-    return np.concatenate(each_piece(lambda start: _median_of_others(values[start : start + MEDIAN_ROWS]), starts))
+    out = np.empty(values.shape)
+
+    def block(start: int) -> None:  # each block writes its own rows: no list of blocks to join
+        out[start : start + MEDIAN_ROWS] = _median_of_others(values[start : start + MEDIAN_ROWS])
+
+    each_piece(block, range(0, len(values), MEDIAN_ROWS))
+    return out
 
 
 def _median_of_others(values: np.ndarray) -> np.ndarray:
@@ -58,9 +63,14 @@ ROUNDING = 1e-9
 
 
 def offsets_from_effects(effects: np.ndarray) -> np.ndarray:
-    """(sessions, reviewers) effects (NaN = not measured) -> offsets against the peers' median."""
-    offsets = effects - median_of_others(effects)
-    return np.where(np.abs(offsets) < ROUNDING, 0.0, offsets)
+    """(sessions, reviewers) effects (NaN = not measured) -> offsets against the peers' median,
+    made in the medians' array a block of rows at a time: no other array a window's sessions long."""
+    offsets = median_of_others(effects)
+    for start in range(0, len(offsets), MEDIAN_ROWS):
+        part = offsets[start : start + MEDIAN_ROWS]
+        np.subtract(effects[start : start + MEDIAN_ROWS], part, out=part)
+        part[np.abs(part) < ROUNDING] = 0.0
+    return offsets
 
 
 def centred_effects(

@@ -421,7 +421,7 @@ def test_the_length_points_rank_correlation_line_and_session_sums_are_the_refere
     found = length_correlation(cells, WindowThresholds(bootstrap_replicates=200))
     assert found.spearman == round(float(stats.spearmanr(x, y).statistic), 4)
     slope, intercept = np.polyfit(x, y, 1)
-    assert length_fit(cells) == pytest.approx((intercept + 1.0, slope), rel=1e-9)
+    assert length_fit(cells, block) == pytest.approx((intercept + 1.0, slope), rel=1e-9)
     sums = session_length_sums(cells, block)
     for s in range(cells.sessions):
         mine = session == s

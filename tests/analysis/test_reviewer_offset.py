@@ -46,7 +46,7 @@ def test_median_of_the_others_equals_statistics_median_on_random_rows():
 
 def test_rows_past_a_block_are_each_their_own_rows_median():
     """Past MEDIAN_ROWS rows the rows are sorted a block at a time on the cores: each row's
-    answer must still be its own, across the blocks' seams."""
+    answer (its median of the others, and its offsets) must still be its own, across the blocks' seams."""
     rng = np.random.default_rng(11)
     values = rng.normal(size=(2 * MEDIAN_ROWS + 500, 5)).round(2)
     values[rng.random(values.shape) < 0.2] = nan
@@ -55,6 +55,11 @@ def test_rows_past_a_block_are_each_their_own_rows_median():
     rows = sorted({*seams, *rng.integers(0, len(values), 300).tolist()})
     expected = np.array([oracle(list(values[row])) for row in rows])
     np.testing.assert_allclose(got[rows], expected, rtol=0, atol=1e-12, equal_nan=True)
+    offsets = offsets_from_effects(values)
+    by_hand = values[rows] - expected
+    np.testing.assert_allclose(
+        offsets[rows], np.where(np.abs(by_hand) < 1e-9, 0.0, by_hand), atol=1e-12, equal_nan=True
+    )
 
 
 def test_a_harsh_reviewer_leaves_its_peers_at_zero():
