@@ -676,7 +676,7 @@ class WindowReader:
         configs: list[int] = []
         gone: list[int] = []  # runs of this batch evicted by later ones
         named: list[tuple[str, str]] = []  # the (tenant, session id) of each run taken
-        fresh: dict[tuple[str, str], int] = {}  # the sessions this batch holds
+        fresh: set[tuple[str, str]] = set()  # the sessions this batch holds
         keys = np.fromiter(
             (hash((tenant or "default", session)) for tenant, session in zip(rows.tenants, rows.session_ids[:runs])),
             np.int64,
@@ -705,10 +705,10 @@ class WindowReader:
             held, evicted = self._hold(window, (ts, run))
             if evicted >= first:
                 gone.append(evicted - first)
-                del fresh[named[evicted - first]]
+                fresh.remove(named[evicted - first])
             if not held:
                 continue  # older than every session held
-            fresh[name] = run
+            fresh.add(name)
             named.append(name)
             config = rows.configs[index]
             configs.append(-1 if config is None else self._configs.setdefault(config, len(self._configs)))
@@ -743,9 +743,10 @@ class WindowReader:
             | {"readable": np.ones(count, dtype=bool), "words": np.ones(count, dtype=bool)}
             | {"cells_from": empty, "cells_to": empty, "slots_from": empty, "slots_to": empty}
         )
-        self._held.add(keys[taken[held]], at + np.flatnonzero(held))
+        live = at + np.flatnonzero(held)
+        self._held.add(keys[taken[held]], live)
         if held.any():
-            self._reduce(rows, taken[held], at + np.flatnonzero(held))
+            self._reduce(rows, taken[held], live)
         if self._dead > max(self._runs.size - self._dead, self.compact_after):
             self._compact()
 
@@ -870,13 +871,13 @@ class WindowReader:
         every_config = list(self._configs)
         unit, units = _first_seen(runs["words"][chosen].astype(np.int32))
         changed = np.flatnonzero((config[1:] >= 0) & (config[:-1] >= 0) & (config[1:] != config[:-1])) + 1
-        held = cells.pop("score")
-        if self._fractions is None:  # each cell's fraction
-            score_values, score_code = number_scores(np.multiply(held, REFERENCE_SPAN))
+        stored = cells.pop("score")  # places in the table of fractions, or the fractions themselves
+        if self._fractions is None:
+            score_values, score_code = number_scores(np.multiply(stored, REFERENCE_SPAN))
         else:
             points = np.fromiter(self._fractions, np.float64, len(self._fractions)) * REFERENCE_SPAN
-            score_values, score_code = _window_scores(held, points)
-        del held
+            score_values, score_code = _window_scores(stored, points)
+        del stored
         n = len(session)
         similarity = cells.pop("similarity")
         # a column no record carries (llm-council-core's records carry none of these three) is one
