@@ -310,14 +310,17 @@ def anchoring(
     found = first_and_later_residuals(cells, fitted)
     if found is None:
         return []
-    x, later_sum, later_n = found
-    # (session, reviewer) keys in 32 bits while they fit, each one's reviewer in a byte: made once
-    keys = np.flatnonzero(~np.isnan(x) & (later_n > 0)).astype(index_type(len(x)))
-    reviewer_of = (keys % len(cells.reviewers)).astype(index_type(len(cells.reviewers), np.int8))
+    # a row a session, a column a reviewer (reviewer_key's numbering): each reviewer's points are
+    # taken in session order, and the per-review arrays let go before the fits
+    shape = (cells.sessions, len(cells.reviewers))
+    x, later_sum, later_n = (part.reshape(shape) for part in found)
+    del found
     points: Points = {}
-    for r in np.unique(reviewer_of):
-        mine = keys[reviewer_of == r]
-        points[int(r)] = (x[mine], later_sum[mine] / later_n[mine], None, len(mine))
+    for r in range(shape[1]):
+        mine = ~np.isnan(x[:, r]) & (later_n[:, r] > 0)
+        if mine.any():
+            points[r] = (x[mine, r], later_sum[mine, r] / later_n[mine, r], None, int(np.count_nonzero(mine)))
+    del x, later_sum, later_n
     return _slopes(cells, points, thresholds.anchoring, thresholds)
 
 

@@ -82,12 +82,16 @@ def _defined(r: np.ndarray, defined: np.ndarray) -> float | None:
     return rounded(float(r)) if defined else None
 
 
-def session_length_sums(cells: WindowCells, block: int = SUM_BLOCK) -> np.ndarray:
+def session_length_sums(
+    cells: WindowCells, block: int = SUM_BLOCK, cluster: np.ndarray | None = None, clusters: int = 0
+) -> np.ndarray:
     """(sessions, 6) sums of the length points of each session, for the cluster bootstrap: a
     block of whole sessions' points at a time (the points are in session order), so each sum
-    is the same floats as one pass over them all and the temporaries stay a block long."""
+    is the same floats as one pass over them all and the temporaries stay a block long. With
+    `cluster` (each session's cluster), (clusters, 6): each block's sessions added into their
+    clusters as they are made, so no row a session is kept."""
     session, x, y = cells.length_points
-    out = np.zeros((cells.sessions, 6))
+    out = np.zeros((cells.sessions if cluster is None else clusters, 6))
     start = 0
     while start < len(x):
         stop = min(start + block, len(x))
@@ -98,11 +102,22 @@ def session_length_sums(cells: WindowCells, block: int = SUM_BLOCK) -> np.ndarra
         at = session[start:stop] - first
         size = int(session[stop - 1]) - first + 1
         xs, ys = x[start:stop], y[start:stop]
-        out[first : first + size, 0] = np.bincount(at, minlength=size)
+        sums = np.empty((size, 6))
+        sums[:, 0] = np.bincount(at, minlength=size)
         for column, (a, b) in enumerate(((xs, None), (ys, None), (xs, xs), (ys, ys), (xs, ys)), start=1):
-            out[first : first + size, column] = np.bincount(at, weights=a if b is None else a * b, minlength=size)
+            sums[:, column] = np.bincount(at, weights=a if b is None else a * b, minlength=size)
+        if cluster is None:
+            out[first : first + size] = sums
+        else:
+            # bincount adds in session order, so block by block the totals are one pass's floats
+            out += cluster_sums(sums, cluster[first : first + size], clusters)
         start = stop
     return out
+
+
+def cluster_sums(per_session: np.ndarray, cluster: np.ndarray, clusters: int) -> np.ndarray:
+    """(clusters, 6): each cluster's sessions' sums, added in session order."""
+    return np.column_stack([np.bincount(cluster, weights=column, minlength=clusters) for column in per_session.T])
 
 
 BOOTSTRAP_CLUSTERS = 20_000  # a longer window's sessions are resampled in this many clusters
@@ -139,19 +154,30 @@ class ClusterBootstrap:
                 self._counts.append(counts.astype(np.min_scalar_type(int(counts.max()))))
             yield counts
 
-    def interval(self, per_session: np.ndarray) -> tuple[float, float] | None:
-        """(sessions, 6) sums of each session's points (session_length_sums) -> the interval."""
+    def clusters(self) -> np.ndarray | None:
+        """Each session's cluster, dealt at the first call (None: the sessions are resampled one
+        by one). Dealt before any draw, so a plan's draws are the same whoever asks first."""
+        if self.sessions <= BOOTSTRAP_CLUSTERS:
+            return None
+        if self._cluster is None:
+            self._cluster = self._rng.permutation(self.sessions) % BOOTSTRAP_CLUSTERS
+        return self._cluster
+
+    def sums(self, cells: WindowCells) -> np.ndarray:
+        """The window's length sums as this plan resamples them: a row a session, or a cluster."""
+        return session_length_sums(cells, cluster=self.clusters(), clusters=BOOTSTRAP_CLUSTERS)
+
+    def interval(self, sums: np.ndarray) -> tuple[float, float] | None:
+        """(sessions, 6) sums of each session's points (session_length_sums), or past
+        BOOTSTRAP_CLUSTERS sessions each cluster's (`sums`) -> the interval."""
         if self.sessions < MIN_SESSIONS:
             return None
-        if self.sessions > BOOTSTRAP_CLUSTERS:
-            if self._cluster is None:
-                self._cluster = self._rng.permutation(self.sessions) % BOOTSTRAP_CLUSTERS
-            per_session = np.column_stack(
-                [np.bincount(self._cluster, weights=column, minlength=BOOTSTRAP_CLUSTERS) for column in per_session.T]
-            )
+        cluster = self.clusters()
+        if cluster is not None and len(sums) == self.sessions:
+            sums = cluster_sums(sums, cluster, BOOTSTRAP_CLUSTERS)
 
         def replicates(counts: np.ndarray) -> np.ndarray:
-            r: np.ndarray = pearson_from_sums(*(counts.astype(np.float64) @ per_session).T)
+            r: np.ndarray = pearson_from_sums(*(counts.astype(np.float64) @ sums).T)
             return r
 
         # kept draws are there to share among the cores; fresh ones come from one generator, in turn
@@ -230,7 +256,7 @@ def length_correlation(
     lo, hi = ci
     if bootstrap is None:
         bootstrap = ClusterBootstrap(sessions, thresholds.bootstrap_replicates, thresholds.bootstrap_seed)
-    boot = bootstrap.interval(session_length_sums(cells))
+    boot = bootstrap.interval(bootstrap.sums(cells))
     # The flag trusts the bootstrap interval: it does not pretend points in a session are independent.
     excludes_zero = boot is not None and (boot[0] > 0 or boot[1] < 0)
     p = fisher_p(r, n)

@@ -132,6 +132,18 @@ def test_a_bootstrap_plan_gives_each_set_of_points_the_draws_of_a_fresh_one(sess
     assert len(set(got)) == 3 and got[0][0] > 0.2
 
 
+def test_a_plan_summing_a_long_windows_sessions_into_its_clusters_gives_the_per_session_interval():
+    """Past BOOTSTRAP_CLUSTERS sessions a plan adds each session's length sums into its cluster as
+    they are made: the interval is the one a plan given each session's row gives, to the last bit."""
+    cells = window_cells(Corpus(sessions=BOOTSTRAP_CLUSTERS + 500, models=3, seed=11, length_slope=0.4).digests())
+    plan = ClusterBootstrap(cells.sessions, 200, 5)
+    sums = plan.sums(cells)
+    assert sums.shape == (BOOTSTRAP_CLUSTERS, 6)
+    got = plan.interval(sums)
+    assert got is not None and got[0] > 0
+    assert got == cluster_bootstrap_ci(session_length_sums(cells), 200, 5)
+
+
 def test_below_ten_sessions_every_metric_is_collecting_data():
     report = tenant_report(Corpus(sessions=9, seed=1, reviewer_offsets={0: -3.0}).digests())
     assert report.confidence == "insufficient"
@@ -435,6 +447,13 @@ def test_the_length_points_rank_correlation_line_and_session_sums_are_the_refere
             sum(a * b for a, b in zip(xs, ys)),
         ]
         assert sums[s].tolist() == pytest.approx(expected, rel=1e-12)
+    # dealt into clusters as they are made: each cluster's totals are its sessions' sums added in
+    # session order, the same floats as adding the rows above one by one
+    cluster = np.random.default_rng(3).permutation(cells.sessions) % 7
+    totals = [[0.0] * 6 for _ in range(7)]
+    for s in range(cells.sessions):
+        totals[cluster[s]] = [t + v for t, v in zip(totals[cluster[s]], sums[s].tolist())]
+    assert session_length_sums(cells, block, cluster, 7).tolist() == totals
 
 
 def test_a_response_without_a_peer_score_is_no_length_point():
