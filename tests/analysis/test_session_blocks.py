@@ -9,9 +9,10 @@ from collections import Counter, defaultdict
 import krippendorff
 import numpy as np
 import pytest
+from scipy import stats
 
 from bias_audit.analysis.agreement import agreement
-from bias_audit.analysis.council_biases import first_and_later_residuals, fitted_cells, pair_fit
+from bias_audit.analysis.council_biases import anchoring, first_and_later_residuals, fitted_cells, pair_fit
 from bias_audit.analysis.cross_session import (
     WindowThresholds,
     _placement_counts,
@@ -227,6 +228,34 @@ def test_anchorings_first_and_later_residuals_by_blocks_equal_them_review_by_rev
         assert x[key] == [r for p, r in shown if p == first][-1]
         later = [r for p, r in shown if p != first]
         assert later_n[key] == len(later) and later_sum[key] == pytest.approx(sum(later), abs=1e-12)
+
+
+def test_anchorings_slopes_are_each_reviewers_least_squares_over_its_reviews():
+    """Each reviewer's anchoring slope: scipy's least squares of the mean residual of its later
+    answers on its residual on the first, over the sessions where it has both, its reviews
+    gathered one by one (councils of 4 and 3, some positions unknown: reviewers see different
+    numbers of answers)."""
+    cells = window()
+    fitted = pair_fit(cells)
+    reviews: dict[tuple[int, int], list[tuple[int, float]]] = defaultdict(list)
+    [(_, here)] = fitted_cells(cells, 10**9)
+    for i, residual in zip(here.tolist(), fitted.residuals_of(cells, here).tolist()):
+        if cells.position[i] >= 0:
+            reviews[int(cells.reviewer[i]), int(cells.session[i])].append((int(cells.position[i]), residual))
+    points: dict[int, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+    for (reviewer, _), shown in sorted(reviews.items()):
+        first = min(p for p, _ in shown)
+        later = [r for p, r in shown if p != first]
+        if later:
+            points[reviewer][0].append([r for p, r in shown if p == first][-1])
+            points[reviewer][1].append(sum(later) / len(later))
+    assert len({len(shown) for shown in reviews.values()}) > 1  # reviews of different lengths
+    found = {bias.reviewer: bias for bias in anchoring(cells, fitted)}
+    assert set(found) == {cells.reviewers[r] for r in points}
+    for reviewer, (x, y) in points.items():
+        bias = found[cells.reviewers[reviewer]]
+        assert bias.n == len(x)
+        assert bias.effect == round(float(stats.linregress(x, y).slope), 4)
 
 
 def biased_window(**changes: object) -> WindowCells:
