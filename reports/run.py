@@ -4,6 +4,7 @@ report, render it in the asked format."""
 from __future__ import annotations
 
 import io
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ def stored_windows(
     entered around the read and its advance callback gets the bytes read."""
     from bias_audit.storage.report_reader import InputError, WindowReader, expand_inputs
 
+    arrow_memory_from_jemalloc()
     try:
         files = expand_inputs(sources)
         reader = WindowReader(sessions=sessions, days=days, tenant=tenant)
@@ -41,6 +43,20 @@ def stored_windows(
     except InputError as error:
         raise CommandError(str(error)) from None
     return reader.windows(), reader.stats
+
+
+def arrow_memory_from_jemalloc() -> None:
+    """Arrow's buffers from jemalloc, which hands the read's freed batches back to the system;
+    pyarrow's default (mimalloc) keeps them for the rest of the process. A pool named in Arrow's
+    own ARROW_DEFAULT_MEMORY_POOL is left as chosen, and a build without jemalloc keeps its default."""
+    import pyarrow as pa
+
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return
+    try:
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except NotImplementedError:
+        pass
 
 
 def live_windows(url: str, prefix: str, tenant: str | None, sessions: int | None, days: float | None):

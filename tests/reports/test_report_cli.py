@@ -5,7 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -211,3 +214,21 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralized(hostile):
         if not re.fullmatch(r"-?[0-9.e+-]+", cell)
     )
     assert {'\'=HYPERLINK("http://evil.example")', "'+cmd|' /C calc'!A0", "'-2+3", "'@SUM(1)", "'\tjudge"} & subjects
+
+
+@pytest.mark.parametrize(("named", "backend"), [(None, "jemalloc"), ("system", "system")])
+def test_the_read_takes_arrows_memory_from_jemalloc_unless_arrows_own_setting_names_a_pool(records, named, backend):
+    """jemalloc gives the read's freed Arrow buffers back; a pool the user names is kept."""
+    env = {key: value for key, value in os.environ.items() if key != "ARROW_DEFAULT_MEMORY_POOL"}
+    if named:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = named
+    code = (
+        "import sys, pyarrow as pa\n"
+        "from bias_audit.reports.run import stored_windows\n"
+        "windows, _ = stored_windows([sys.argv[1]], None, None, None)\n"
+        "print(len(windows), pa.default_memory_pool().backend_name)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(records)], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["1", backend]
