@@ -102,13 +102,11 @@ def session_length_sums(
         at = session[start:stop] - first
         size = int(session[stop - 1]) - first + 1
         xs, ys = x[start:stop], y[start:stop]
-        sums = np.empty((size, 6))
+        sums = out[first : first + size] if cluster is None else np.empty((size, 6))
         sums[:, 0] = np.bincount(at, minlength=size)
         for column, (a, b) in enumerate(((xs, None), (ys, None), (xs, xs), (ys, ys), (xs, ys)), start=1):
             sums[:, column] = np.bincount(at, weights=a if b is None else a * b, minlength=size)
-        if cluster is None:
-            out[first : first + size] = sums
-        else:
+        if cluster is not None:
             # bincount adds in session order, so block by block the totals are one pass's floats
             out += cluster_sums(sums, cluster[first : first + size], clusters)
         start = stop
