@@ -23,7 +23,7 @@ from .stats import index_type, level_counts, present_levels, sorted_span
 
 SUM_BLOCK = 1 << 20  # cells a blockwise sum reads at a time
 SessionBlock = tuple[slice, int, int]  # (a range of cells, its first session, its last session + 1)
-PeerWeights = Callable[[slice, np.ndarray], "np.ndarray | None"]  # (a block's cells, its peer mask) -> weights
+PeerWeights = Callable[[slice, np.ndarray], np.ndarray]  # (a block's cells, its peer mask) -> weights
 # some of a window's cells: indices, a mask or a range (named here: in the class, `slice` is its method)
 CellRows = np.ndarray | slice
 
@@ -198,8 +198,9 @@ class WindowCells:
 
     @cached_property
     def peer_sums(self) -> tuple[np.ndarray, np.ndarray]:
-        """(count, sum) of the peer scores of each (session, model) group (`group`'s numbering)."""
-        count, total = self._sums_by_response(lambda rows, peer: None, lambda rows, peer: self.scores(rows)[peer])
+        """(count, sum) of the peer scores of each (session, model) group (`group`'s numbering); the
+        count in the narrowest integer that holds the most cells a session has."""
+        count, total = self._sums_by_response(None, lambda rows, peer: self.scores(rows)[peer])
         return count, total
 
     def peer_square_sums(self, block: int = SUM_BLOCK) -> np.ndarray:
@@ -208,13 +209,16 @@ class WindowCells:
         [squares] = self._sums_by_response(lambda rows, peer: np.square(self.scores(rows)[peer]), block=block)
         return squares
 
-    def _sums_by_response(self, *weights: PeerWeights, block: int = PIECE_CELLS) -> list[np.ndarray]:
+    def _sums_by_response(self, *weights: PeerWeights | None, block: int = PIECE_CELLS) -> list[np.ndarray]:
         """Per (session, model) group, for each of `weights`, the sum of `weights(rows, peer)` over
-        its peer cells (their count with None), a block of whole sessions at a time: a group's
-        cells are in one block, so each sum is the same floats as one pass, and the temporaries
-        stay a block long. One walk over the blocks for all of them."""
+        its peer cells (their count, as integers, with None), a block of whole sessions at a time:
+        a group's cells are in one block, so each sum is the same floats as one pass, and the
+        temporaries stay a block long. One walk over the blocks for all of them."""
         n_models = len(self.models)
-        out = [np.zeros(self.sessions * n_models) for _ in weights]
+        counted: type[np.number] = np.float64
+        if None in weights:  # a count is at most the cells of its session
+            counted = index_type(int(level_counts(self.session, self.sessions).max(initial=0)), np.int8)
+        out = [np.zeros(self.sessions * n_models, counted if weight is None else np.float64) for weight in weights]
 
         def add(part: SessionBlock) -> None:
             rows, first, stop = part
@@ -222,7 +226,9 @@ class WindowCells:
             peer = ~self.own[rows]
             keys = self.group(rows)[peer] - low
             for sums, weight in zip(out, weights):
-                sums[low : low + span] = np.bincount(keys, weights=weight(rows, peer), minlength=span)
+                sums[low : low + span] = np.bincount(
+                    keys, weights=None if weight is None else weight(rows, peer), minlength=span
+                )
 
         each_piece(add, list(self.session_blocks(block)))  # each block writes its own sessions' sums
         return out

@@ -309,6 +309,24 @@ def test_positions_numbered_with_gaps_are_the_same_positions():
     assert (spaced.f_statistic, spaced.p_value, spaced.flagged) == (plain.f_statistic, plain.p_value, plain.flagged)
 
 
+@pytest.mark.parametrize(("models", "kind"), [(5, np.int8), (12, np.int16)])
+def test_each_responses_peer_count_and_sum_are_its_peer_cells_the_count_in_the_narrowest_type(models, kind):
+    """A count is at most its session's cells: 5x5 councils' (25) fit a byte, 12x12's (144) do not."""
+    cells = window_cells(Corpus(sessions=6, models=models, seed=3).digests())
+    assert max(Counter(cells.session.tolist()).values()) == models * models
+    expected: dict[int, list] = defaultdict(lambda: [0, 0.0])
+    for group, score, own in zip(cells.group().tolist(), cells.scores().tolist(), cells.own.tolist()):
+        if not own:
+            expected[group][0] += 1
+            expected[group][1] += score
+    count, total = cells.peer_sums
+    assert count.dtype == kind and len(count) == cells.sessions * models
+    assert {g: c for g, c in enumerate(count.tolist()) if c} == {g: c for g, (c, _) in expected.items()}
+    assert {g: t for g, t in enumerate(total.tolist()) if g in expected} == pytest.approx(
+        {g: t for g, (_, t) in expected.items()}, rel=1e-12
+    )
+
+
 @pytest.mark.parametrize(("models", "kind"), [(5, np.int8), (130, np.int16)])
 def test_the_window_keeps_names_and_positions_in_the_narrowest_type_and_sums_as_with_wide_ones(models, kind):
     cells = window_cells(Corpus(sessions=3, models=models, seed=3).digests())
