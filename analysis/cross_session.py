@@ -165,14 +165,15 @@ class ClusterBootstrap:
         """The window's length sums as this plan resamples them: a row a session, or a cluster."""
         return session_length_sums(cells, cluster=self.clusters(), clusters=BOOTSTRAP_CLUSTERS)
 
+    def grouped(self, per_session: np.ndarray) -> np.ndarray:
+        """(sessions, 6) sums of each session's points as this plan resamples them."""
+        cluster = self.clusters()
+        return per_session if cluster is None else cluster_sums(per_session, cluster, BOOTSTRAP_CLUSTERS)
+
     def interval(self, sums: np.ndarray) -> tuple[float, float] | None:
-        """(sessions, 6) sums of each session's points (session_length_sums), or past
-        BOOTSTRAP_CLUSTERS sessions each cluster's (`sums`) -> the interval."""
+        """The sums as this plan resamples them (`sums`, `grouped`) -> the interval."""
         if self.sessions < MIN_SESSIONS:
             return None
-        cluster = self.clusters()
-        if cluster is not None and len(sums) == self.sessions:
-            sums = cluster_sums(sums, cluster, BOOTSTRAP_CLUSTERS)
 
         def replicates(counts: np.ndarray) -> np.ndarray:
             r: np.ndarray = pearson_from_sums(*(counts.astype(np.float64) @ sums).T)
@@ -189,7 +190,8 @@ class ClusterBootstrap:
 
 def cluster_bootstrap_ci(per_session: np.ndarray, replicates: int, seed: int) -> tuple[float, float] | None:
     """The session bootstrap's percentile CI of pooled r (ClusterBootstrap), for one set of points."""
-    return ClusterBootstrap(per_session.shape[0], replicates, seed).interval(per_session)
+    plan = ClusterBootstrap(per_session.shape[0], replicates, seed)
+    return plan.interval(plan.grouped(per_session))
 
 
 def chi_square_independence(table: np.ndarray) -> tuple[float, int, float]:

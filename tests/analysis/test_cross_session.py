@@ -126,9 +126,9 @@ def test_a_bootstrap_plan_gives_each_set_of_points_the_draws_of_a_fresh_one(sess
         x, y = rng.multivariate_normal([0.0, 0.0], [[1.0, rho], [rho, 1.0]], sessions).T
         sets.append(np.column_stack([np.ones(sessions), x, y, x * x, y * y, x * y]))
     shared = ClusterBootstrap(sessions, 300, 5, keep_draws=True)
-    got = [shared.interval(points) for points in sets]
+    got = [shared.interval(shared.grouped(points)) for points in sets]
     assert got == [cluster_bootstrap_ci(points, 300, 5) for points in sets]
-    assert shared.interval(sets[0]) == got[0]
+    assert shared.interval(shared.grouped(sets[0])) == got[0]
     assert len(set(got)) == 3 and got[0][0] > 0.2
 
 
