@@ -669,6 +669,7 @@ def _placement_counts(cells: WindowCells, block: int = PIECE_CELLS) -> _Placemen
             np.flatnonzero(np.bincount(review)) // n_reviewers, minlength=span
         )
         key = (reviewer.astype(np.int64) * n_models + model) * width + position
+        cells.hand_back()  # the block's pages of a spilled window
         return (
             np.bincount(unique % (n_models * width), minlength=n_models * width).reshape(n_models, width),
             np.bincount(key, minlength=out.per_reviewer.size).reshape(out.per_reviewer.shape),

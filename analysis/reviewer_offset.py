@@ -12,6 +12,8 @@ the leave-one-out mean.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .designs import design_index
@@ -23,22 +25,9 @@ MEDIAN_ROWS = 1 << 15  # rows a core sorts at a time
 
 def median_of_others(values: np.ndarray) -> np.ndarray:
     """(rows, k) -> for each defined (non-NaN) cell, the median of the other defined cells of its
-    row; NaN where the cell or every other cell of the row is undefined. Rows are independent: a
-    block of them on each core."""
-    if len(values) <= MEDIAN_ROWS:
-        return _median_of_others(values)
-    out = np.empty(values.shape)
-
-    def block(start: int) -> None:  # each block writes its own rows: no list of blocks to join
-        out[start : start + MEDIAN_ROWS] = _median_of_others(values[start : start + MEDIAN_ROWS])
-
-    each_piece(block, range(0, len(values), MEDIAN_ROWS))
-    return out
-
-
-def _median_of_others(values: np.ndarray) -> np.ndarray:
-    """median_of_others of a block of rows. One sort per row: the median without the cell at
-    sorted rank p reads the sorted row with index j -> j + (j >= p)."""
+    row; NaN where the cell or every other cell of the row is undefined. One sort per row: the
+    median without the cell at sorted rank p reads the sorted row with index j -> j + (j >= p).
+    Rows are independent, so a caller may take them a block at a time."""
     rows, k = values.shape
     if k == 0:
         return values.copy()
@@ -62,15 +51,19 @@ def _median_of_others(values: np.ndarray) -> np.ndarray:
 ROUNDING = 1e-9
 
 
-def offsets_from_effects(effects: np.ndarray) -> np.ndarray:
+def offsets_from_effects(effects: np.ndarray, between: Callable[[], None] = lambda: None) -> np.ndarray:
     """(sessions, reviewers) effects (NaN = not measured) -> offsets against the peers' median,
-    made in the medians' array a block of rows at a time: no other array a window's sessions long."""
-    offsets = median_of_others(effects)
-    for start in range(0, len(offsets), MEDIAN_ROWS):
-        part = offsets[start : start + MEDIAN_ROWS]
-        np.subtract(effects[start : start + MEDIAN_ROWS], part, out=part)
+    made in the effects' own array (which they replace) a block of rows at a time, a block on each
+    core: no other array a window's sessions long. `between` is called after each block."""
+
+    def block(start: int) -> None:  # a row's median reads its own row alone
+        part = effects[start : start + MEDIAN_ROWS]
+        part -= median_of_others(part)
         part[np.abs(part) < ROUNDING] = 0.0
-    return offsets
+        between()
+
+    each_piece(block, range(0, len(effects), MEDIAN_ROWS))
+    return effects
 
 
 def centred_effects(

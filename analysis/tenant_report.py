@@ -90,13 +90,13 @@ def tenant_report(
     (the report's path) whose first `previous` sessions are the window before it; given
     digests, `previous` is that earlier window's digests. The earlier window feeds the
     trend tests and the change points only. `progress` hears each of REPORT_STEPS as it begins."""
-    progress = progress or _quiet
     if isinstance(window, WindowCells):
         combined, before = window, previous if isinstance(previous, int) else len(previous)
     else:
         earlier = [] if isinstance(previous, int) else list(previous)
         combined, before = window_cells([*earlier, *window]), len(earlier)
     cells = combined.slice(before, combined.sessions) if before else combined
+    begin = _handing_back(combined, progress or _quiet)
     sessions = cells.sessions
     units = cells.length_units
     warnings = []
@@ -108,19 +108,17 @@ def tenant_report(
     if sessions < 10:
         warnings.append(f"only {sessions} sessions: metrics need 10 to leave 'collecting data'")
     length, control, position, consistent_positions, balance, trends = _window_metrics(
-        cells, combined, before, thresholds, progress
+        cells, combined, before, thresholds, begin
     )
     # what reads the per-session fits' quantities comes before the council sections, which run
     # without them (a window's responses long each)
-    progress("timeline and change points")
+    begin("timeline and change points")
     _, x, y = cells.length_points
     chart, line, buckets, changes = _chart_points(x, y), length_fit(cells), timeline(cells), change_points(combined)
     del x, y
     for window in (cells,) if combined is cells else (cells, combined):
         window.let_go("session_offsets", "length_points", "response_lengths", "session_mean_score")
-    reviewers, alpha, affinities, anchors, styles, consistency, calibrated = _council_metrics(
-        cells, thresholds, progress
-    )
+    reviewers, alpha, affinities, anchors, styles, consistency, calibrated = _council_metrics(cells, thresholds, begin)
     flags = []
     if length.flagged:
         flags.append("LENGTH_BIAS")
@@ -132,7 +130,7 @@ def tenant_report(
         flags.append("RANDOMIZATION_BROKEN")
     if balance.shared:
         flags.append("ORDER_SHARED_ACROSS_REVIEWERS")
-    progress("finding drivers")
+    begin("finding drivers")
     drivers = finding_drivers(cells, thresholds, flags)
     for profile in reviewers:
         flags.extend(f"{flag}:{profile.reviewer}" for flag in profile.flags)
@@ -184,6 +182,16 @@ def tenant_report(
         reviewer_posteriors=reviewer_posteriors(reviewers),
         calibrated_view=calibrated,
     )
+
+
+def _handing_back(window: WindowCells, progress: Progress) -> Progress:
+    """`progress`, the pages the section before read of a spilled window handed back first."""
+
+    def begin(step: str) -> None:
+        window.hand_back()
+        progress(step)
+
+    return begin
 
 
 def finding_drivers(cells: WindowCells, thresholds: WindowThresholds, flags: list[str]) -> dict[str, str]:

@@ -12,20 +12,23 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
+from .column_space import IN_MEMORY, ColumnSpace
 from .digest import SessionDigest
 from .parallel import PIECE_CELLS, each_piece
 from .reviewer_offset import offsets_from_effects, reviewer_effects
 from .session_noise import REFERENCE_SPAN
-from .stats import index_type, level_counts, present_levels, sorted_span
+from .stats import index_type, present_levels, sorted_span
 
 SUM_BLOCK = 1 << 20  # cells a blockwise sum reads at a time
 SessionBlock = tuple[slice, int, int]  # (a range of cells, its first session, its last session + 1)
 PeerWeights = Callable[[slice, np.ndarray], np.ndarray]  # (a block's cells, its peer mask) -> weights
 # some of a window's cells: indices, a mask or a range (named here: in the class, `slice` is its method)
 CellRows = np.ndarray | slice
+CellRange = slice
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,13 @@ class WindowCells:
     fingerprint: np.ndarray  # (n,) int: the scored answer's content, index into fingerprints; -1 unknown
     correct: np.ndarray  # (n,) int8: the scored answer is correct 1, wrong 0, unknown -1
     fingerprints: list[str]
+    # where the columns and the quantities kept a window's responses long live: the report
+    # reader's files, whose pages are handed back between blocks and sections, or memory
+    space: ColumnSpace = IN_MEMORY
+
+    def hand_back(self) -> None:
+        """The pages of the columns read so far handed back (their data stays): between blocks."""
+        self.space.hand_back()
 
     @property
     def sessions(self) -> int:
@@ -102,7 +112,10 @@ class WindowCells:
         each were a self-review: what a section that reads peer scores alone (the length tests)
         finds without that reviewer, for one boolean column instead of a copy of the window. Not
         for a section that reads self-reviews."""
-        return dataclasses.replace(self, own=self.own | (self.reviewer == index))
+        own = self.space.zeros(len(self.own), np.bool_)
+        for part in self.cell_blocks():
+            np.logical_or(self.own[part], self.reviewer[part] == index, out=own[part])
+        return dataclasses.replace(self, own=own)
 
     def _cells(self, keep: np.ndarray, start: int, stop: int) -> WindowCells:
         """The cells `keep` selects, over the sessions start..stop-1."""
@@ -140,6 +153,7 @@ class WindowCells:
             fingerprint=kept(self.fingerprint),
             correct=kept(self.correct),
             fingerprints=self.fingerprints,
+            space=self.space,
         )
 
     def session_blocks(self, cells: int = SUM_BLOCK) -> Iterator[SessionBlock]:
@@ -157,22 +171,43 @@ class WindowCells:
                 stop = int(np.searchsorted(self.session, self.session[start], side="right"))
             first = int(self.session[start])
             yield slice(start, stop), first, (self.sessions if stop == n else int(self.session[stop]))
+            self.hand_back()  # the block's pages: the next block's take their place
             start = stop
+
+    def cell_blocks(self, cells: int = SUM_BLOCK) -> Iterator[CellRange]:
+        """Ranges of about `cells` cells (a session may be cut), for a pass that reads each cell
+        alone; the pages read are handed back after each."""
+        for start in range(0, len(self.session), cells):
+            yield slice(start, start + cells)
+            self.hand_back()
 
     @cached_property
     def in_session_order(self) -> bool:
         """Whether the cells come session by session (as windows are built), which blockwise
         sums and the per-session fits' bisection rely on."""
-        return not bool(np.any(self.session[1:] < self.session[:-1]))
+        session = self.session
+        for part in self.cell_blocks():
+            later = session[part.start + 1 : part.stop + 1]  # each cell's next, across the block's end
+            if np.any(later < session[part.start : part.start + len(later)]):
+                return False
+        return True
+
+    def level_counts(self, column: np.ndarray, size: int) -> np.ndarray:
+        """How often each of 0..size-1 occurs in a column of the cells (non-negative integers
+        below `size`), a block at a time: no 64-bit copy."""
+        counts = np.zeros(size, dtype=np.int64)
+        for part in self.cell_blocks():
+            counts += np.bincount(column[part], minlength=size)
+        return counts
 
     @cached_property
     def active_reviewers(self) -> list[str]:
-        present = level_counts(self.reviewer, len(self.reviewers)) > 0  # a block at a time: no 64-bit copy
+        present = self.level_counts(self.reviewer, len(self.reviewers)) > 0
         return [name for name, here in zip(self.reviewers, present) if here]
 
     @cached_property
     def active_models(self) -> list[str]:
-        present = level_counts(self.model, len(self.models)) > 0  # a block at a time: no 64-bit copy
+        present = self.level_counts(self.model, len(self.models)) > 0
         return [name for name, here in zip(self.models, present) if here]
 
     def group(self, rows: CellRows | None = None) -> np.ndarray:
@@ -217,8 +252,10 @@ class WindowCells:
         n_models = len(self.models)
         counted: type[np.number] = np.float64
         if None in weights:  # a count is at most the cells of its session
-            counted = index_type(int(level_counts(self.session, self.sessions).max(initial=0)), np.int8)
-        out = [np.zeros(self.sessions * n_models, counted if weight is None else np.float64) for weight in weights]
+            counted = index_type(int(self.level_counts(self.session, self.sessions).max(initial=0)), np.int8)
+        out = [
+            self.space.zeros(self.sessions * n_models, counted if weight is None else np.float64) for weight in weights
+        ]
 
         def add(part: SessionBlock) -> None:
             rows, first, stop = part
@@ -229,6 +266,7 @@ class WindowCells:
                 sums[low : low + span] = np.bincount(
                     keys, weights=None if weight is None else weight(rows, peer), minlength=span
                 )
+            self.hand_back()
 
         each_piece(add, list(self.session_blocks(block)))  # each block writes its own sessions' sums
         return out
@@ -280,7 +318,7 @@ class WindowCells:
     def session_offsets(self) -> np.ndarray:
         """(sessions, reviewers) offset of each reviewer in each session against the median of
         the other reviewers, as the per-session audit computes it (analysis.reviewer_offset)."""
-        return offsets_from_effects(_session_effects(self))
+        return offsets_from_effects(_session_effects(self), self.hand_back)
 
     @cached_property
     def length_points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -310,12 +348,24 @@ class WindowCells:
         count, _ = self.peer_sums
         scored = _scored(count)
         if isinstance(scored, slice):
-            session = np.repeat(np.arange(self.sessions, dtype=index_type(self.sessions)), len(self.models))
+            session = self._response_sessions()
             length = self.response_length.view()  # the window's column itself: not to be written
             length.flags.writeable = False
             return session, length
         session = (scored // len(self.models)).astype(index_type(self.sessions))
         return session, self.response_length[scored]
+
+    def _response_sessions(self) -> np.ndarray:
+        """Each response's session (`group`'s numbering), in the window's space, a block of
+        sessions at a time."""
+        kind, models = index_type(self.sessions), len(self.models)
+        out = self.space.zeros(self.sessions * models, kind)
+        step = max(SUM_BLOCK // max(models, 1), 1)
+        for start in range(0, self.sessions, step):
+            stop = min(start + step, self.sessions)
+            out[start * models : stop * models] = np.repeat(np.arange(start, stop, dtype=kind), models)
+            self.hand_back()
+        return out
 
     @cached_property
     def session_mean_score(self) -> np.ndarray:
@@ -455,7 +505,7 @@ class WindowCellsBuilder:
 
     def build(self) -> WindowCells:
         sessions = len(self.session_ids)
-        columns = {
+        columns: dict[str, Any] = {
             name: column[: sessions if name in _SESSION_COLUMNS else self.cells]
             for name, column in self.columns.items()
         }
@@ -491,12 +541,14 @@ def response_lengths(
     length: np.ndarray,
     slots: tuple[np.ndarray, np.ndarray] | None = None,
     block: int = SUM_BLOCK,
+    space: ColumnSpace = IN_MEMORY,
 ) -> np.ndarray:
     """Each (session, model) response's length in WindowCells' numbering (`response_length`), from
     its cells: `length` a cell's, or with `slots` a slot's (a session's slot is one model's answer),
     `slots` being each session's first slot and each cell's slot within its session; a block of
-    cells at a time, so the keys and the cells' slots stay a block long."""
-    out = np.zeros(sessions * models)
+    cells at a time, so the keys and the cells' slots stay a block long; the lengths in `space`,
+    its pages handed back after each block."""
+    out = space.zeros(sessions * models, np.float64)
     for start in range(0, len(session), block):
         part = slice(start, start + block)
         if slots is None:
@@ -507,6 +559,7 @@ def response_lengths(
             slot += within[part]
             here = length[slot]
         out[session[part].astype(np.int64) * models + model[part]] = here
+        space.hand_back()
     return out
 
 
@@ -563,7 +616,11 @@ def _session_effects(cells: WindowCells) -> np.ndarray:
     time, each chunk's cells found by bisection (cells are in session order) and chosen there, so
     the work and the temporaries follow the chunk."""
     sessions, reviewers, models = cells.sessions, len(cells.reviewers), len(cells.models)
-    out = np.full((sessions, reviewers), np.nan)
+    out = cells.space.zeros(sessions * reviewers, np.float64).reshape(sessions, reviewers)
+    step = max(SUM_BLOCK // max(reviewers, 1), 1)
+    for start in range(0, sessions, step):
+        out[start : start + step] = np.nan
+        cells.hand_back()
     count, _ = cells.peer_sums
     # a score's code where the window numbers its scores, else the score itself: read a chunk at a time
     coded = cells.score_code is not None
@@ -598,6 +655,7 @@ def _session_effects(cells: WindowCells) -> np.ndarray:
         key_session = reviewer_keys // reviewers
         position = np.arange(len(reviewer_keys)) - np.searchsorted(reviewer_keys, key_session * reviewers)
         out[start + key_session, reviewer_keys % reviewers] = effects[key_session, position]
+        cells.hand_back()
 
     each_piece(fit, range(0, sessions, SESSIONS_PER_FIT))  # each chunk writes its own sessions' rows
     return out

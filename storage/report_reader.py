@@ -19,7 +19,6 @@ from __future__ import annotations
 import glob
 import heapq
 import tempfile
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +43,7 @@ from bias_audit.analysis.window_cells import (
 from bias_audit.gc_tuning import collector_paused
 
 from .jsonl_store import record_files
+from .spill import Spill
 
 if TYPE_CHECKING:
     import duckdb
@@ -158,41 +158,86 @@ class _TenantWindow:
 
 
 class _TextColumn:
-    """Text a row (None allowed), appended a batch at a time into Arrow arrays: a row costs its
-    bytes and an offset, not a Python object."""
+    """Text a row (None allowed), appended a batch at a time: its bytes end to end, each row's end
+    and whether it is text, three arrays in `spill`'s files, grown by half as they fill. A row
+    costs its bytes and nine more, not a Python object, and the column a few mappings whatever
+    its length."""
 
-    def __init__(self) -> None:
-        self._chunks: list[pa.Array] = []
-        self._ends: list[int] = []  # each chunk's end, in rows
+    def __init__(self, spill: Spill) -> None:
+        self.spill = spill
+        self.size = 0
+        self._bytes = spill.zeros(1 << 16, np.uint8)
+        self._ends = spill.zeros(1 << 12, np.int64)  # each row's end in _bytes
+        self._text = spill.zeros(1 << 12, np.bool_)  # the row is text, not None
 
     def __len__(self) -> int:
-        return self._ends[-1] if self._ends else 0
+        return self.size
 
     def append(self, values: list[str | None]) -> None:
         import pyarrow as pa
 
-        if values:
-            self._chunks.append(pa.array(values, pa.large_string()))
-            self._ends.append(len(self) + len(values))
+        if not values:
+            return
+        array = pa.array(values, pa.large_string())
+        _, offsets_buffer, data_buffer = array.buffers()
+        offsets = np.frombuffer(offsets_buffer, np.int64, len(array) + 1, array.offset * 8)
+        used = self._end(self.size)
+        chunk = np.frombuffer(data_buffer, np.uint8)[offsets[0] : offsets[-1]] if data_buffer else np.empty(0, np.uint8)
+        self._bytes = self._room(self._bytes, used, len(chunk))
+        self._bytes[used : used + len(chunk)] = chunk
+        self._ends = self._room(self._ends, self.size, len(values))
+        self._ends[self.size : self.size + len(values)] = offsets[1:] - offsets[0] + used
+        self._text = self._room(self._text, self.size, len(values))
+        self._text[self.size : self.size + len(values)] = array.is_valid().to_numpy(zero_copy_only=False)
+        self.size += len(values)
+
+    def _room(self, column: np.ndarray, used: int, more: int) -> np.ndarray:
+        """The column, or a copy half again as long, with room for `more` rows after `used`."""
+        if used + more <= len(column):
+            return column
+        grown = self.spill.zeros(max(used + more, len(column) * 3 // 2), column.dtype)
+        grown[:used] = column[:used]
+        self.spill.hand_back()
+        return grown
+
+    def _end(self, row: int) -> int:
+        """Where row `row` begins: the end of the one before."""
+        return int(self._ends[row - 1]) if row else 0
 
     def at(self, row: int) -> str | None:
-        chunk = bisect_right(self._ends, row)
-        begins = self._ends[chunk - 1] if chunk else 0
-        value: str | None = self._chunks[chunk][row - begins].as_py()
-        return value
+        if not self._text[row]:
+            return None
+        return bytes(self._bytes[self._end(row) : int(self._ends[row])]).decode()
+
+    def _spans(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        stops = self._ends[rows]
+        return np.where(rows > 0, self._ends[np.maximum(rows - 1, 0)], 0), stops
 
     def take(self, rows: np.ndarray) -> pa.Array:
-        """The rows, in their order, as one array."""
+        """The rows, in their order, as one Arrow array whose buffers are in `spill`'s files."""
         import pyarrow as pa
 
-        whole = pa.chunked_array(self._chunks, pa.large_string())
-        taken: pa.Array = whole.take(pa.array(rows, pa.int64())).combine_chunks()
-        return taken
+        starts, stops = self._spans(rows)
+        data = _gather(self._bytes, starts, stops, spill=self.spill)
+        offsets = self.spill.zeros(len(rows) + 1, np.int64)
+        np.cumsum(stops - starts, out=offsets[1:])
+        text = self._text[rows]
+        missing = len(rows) - int(np.count_nonzero(text))
+        valid = pa.py_buffer(np.packbits(text, bitorder="little")) if missing else None
+        return pa.Array.from_buffers(
+            pa.large_string(), len(rows), [valid, pa.py_buffer(offsets), pa.py_buffer(data)], missing
+        )
 
     def keep(self, rows: np.ndarray) -> None:
         """Keep the rows (indices, ascending) and drop the rest."""
-        kept = self.take(rows)
-        self._chunks, self._ends = [kept], [len(kept)]
+        starts, stops = self._spans(rows)
+        self._bytes = _gather(self._bytes, starts, stops, spill=self.spill, room=1 << 16)
+        ends = self.spill.zeros(len(rows) + (1 << 12), np.int64)
+        np.cumsum(stops - starts, out=ends[: len(rows)])
+        text = self.spill.zeros(len(ends), np.bool_)
+        text[: len(rows)] = self._text[rows]
+        self._ends, self._text, self.size = ends, text, len(rows)
+        self.spill.hand_back()
 
 
 class _Texts(Sequence[str]):
@@ -222,12 +267,21 @@ class _Texts(Sequence[str]):
         return text
 
 
+def _held(spill: Spill, values: np.ndarray) -> np.ndarray:
+    """A copy of `values` in `spill`'s files."""
+    held = spill.zeros(len(values), values.dtype)
+    held[:] = values
+    return held
+
+
 class _HeldSessions:
     """Which sessions the reader holds, without an object a session: each held run's key (a hash
     of its tenant and session id, sorted) beside the run. Keys are only where to look: a run found
-    by its key is still checked against the tenant and id, so sessions whose keys collide are kept."""
+    by its key is still checked against the tenant and id, so sessions whose keys collide are kept.
+    Both columns live in `spill`'s files."""
 
-    def __init__(self) -> None:
+    def __init__(self, spill: Spill) -> None:
+        self.spill = spill
         self.keys = np.empty(0, dtype=np.int64)
         self.runs = np.empty(0, dtype=np.int64)
 
@@ -237,15 +291,25 @@ class _HeldSessions:
 
     def add(self, keys: np.ndarray, runs: np.ndarray) -> None:
         order = np.argsort(keys, kind="stable")
-        at = np.searchsorted(self.keys, keys[order], "right")
-        self.keys = np.insert(self.keys, at, keys[order])
-        self.runs = np.insert(self.runs, at, runs[order])
+        # where the new keys go among the held ones, as np.insert places them (after equal keys)
+        places = np.searchsorted(self.keys, keys[order], "right") + np.arange(len(keys))
+        held = np.ones(len(self.keys) + len(keys), dtype=bool)
+        held[places] = False
+        self.keys = self._merged(self.keys, keys[order], places, held)
+        self.runs = self._merged(self.runs, runs[order], places, held)
+
+    def _merged(self, old: np.ndarray, new: np.ndarray, places: np.ndarray, held: np.ndarray) -> np.ndarray:
+        out = self.spill.zeros(len(held), np.int64)
+        out[places] = new
+        out[held] = old
+        self.spill.hand_back()
+        return out
 
     def renumber(self, renumber: np.ndarray) -> None:
         """Runs renumbered (-1: dropped) after a compaction."""
         runs = renumber[self.runs]
         kept = runs >= 0
-        self.keys, self.runs = self.keys[kept], runs[kept]
+        self.keys, self.runs = _held(self.spill, self.keys[kept]), _held(self.spill, runs[kept])
 
 
 def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -258,16 +322,24 @@ RANGES_AT_ONCE = 1 << 16  # ranges gathered at a time: their index, not a window
 
 
 def _gather(
-    column: np.ndarray, starts: np.ndarray, stops: np.ndarray, at_once: int = RANGES_AT_ONCE, room: int = 0
+    column: np.ndarray,
+    starts: np.ndarray,
+    stops: np.ndarray,
+    at_once: int = RANGES_AT_ONCE,
+    room: int = 0,
+    spill: Spill | None = None,
 ) -> np.ndarray:
     """The ranges' rows of a column, one range after another, gathered `at_once` ranges at a time
-    (into an array of `room` rows, when more than they fill)."""
-    out = np.empty(max(int((stops - starts).sum()), room), column.dtype)
+    (into an array of `room` rows, when more than they fill; in `spill`'s files, handed back a
+    step at a time, when given)."""
+    out = (np.empty if spill is None else spill.zeros)(max(int((stops - starts).sum()), room), column.dtype)
     at = 0
     for first in range(0, len(starts), at_once):
         index = _ranges(starts[first : first + at_once], stops[first : first + at_once])
         out[at : at + len(index)] = column[index]
         at += len(index)
+        if spill is not None:
+            spill.hand_back()
     return out
 
 
@@ -279,14 +351,22 @@ class _Columns:
     column with a fill value (`fills`) holds no memory until a part holds another value."""
 
     def __init__(
-        self, types: dict[str, Any], room: int, *, narrow: Iterable[str] = (), fills: dict[str, Any] | None = None
+        self,
+        types: dict[str, Any],
+        room: int,
+        spill: Spill,
+        *,
+        narrow: Iterable[str] = (),
+        fills: dict[str, Any] | None = None,
     ) -> None:
+        self.spill = spill
+        self.empty = spill.zeros  # the columns live in files, read back a block at a time
         self.size = 0
         self.room = max(room, 1 << 12)
         self.types = {name: np.int8 if name in narrow else kind for name, kind in types.items()}
         self.fills = fills or {}
         # the columns held: one with a fill is absent until a part holds another value
-        self.data = {name: np.empty(self.room, kind) for name, kind in self.types.items() if name not in self.fills}
+        self.data = {name: self.empty(self.room, kind) for name, kind in self.types.items() if name not in self.fills}
 
     def append(self, parts: dict[str, np.ndarray]) -> int:
         """Where the parts begin."""
@@ -296,14 +376,15 @@ class _Columns:
             if column is None:
                 if _only(part, self.fills[name]):
                     continue
-                column = np.empty(max(self.room, at), self.types[name])
+                column = self.empty(max(self.room, at), self.types[name])
                 column[:at] = self.fills[name]
             if column.dtype.kind == "i" and len(part):
-                column = _wide_enough(column, part, at)
+                column = _wide_enough(column, part, at, self.empty)
             if at + len(part) > len(column):  # more than reserved: grow by half again
-                grown = np.empty(max(at + len(part), len(column) * 3 // 2), column.dtype)
+                grown = self.empty(max(at + len(part), len(column) * 3 // 2), column.dtype)
                 grown[:at] = column[:at]
                 column = grown
+                self.spill.hand_back()  # the copy's pages, both sides: a column's length each
             column[at : at + len(part)] = part
             self.data[name] = column
         self.size = at + len(next(iter(parts.values()))) if parts else at
@@ -322,23 +403,26 @@ class _Columns:
             if column is None:
                 out[name] = _unknown(int((stops - starts).sum()), self.fills[name], kind)
             else:
-                out[name] = column[lo:hi] if contiguous else _gather(column, starts, stops)
+                out[name] = column[lo:hi] if contiguous else _gather(column, starts, stops, spill=self.spill)
         return out
 
     def keep_rows(self, rows: np.ndarray) -> None:
         """Keep the rows (indices, ascending) and drop the rest."""
-        self.data = {
-            name: np.concatenate([column[rows], np.empty(1 << 12, column.dtype)]) for name, column in self.data.items()
-        }
         self.size = len(rows)
         self.room = len(rows) + (1 << 12)
+        self.data = {name: self._kept(column, rows) for name, column in self.data.items()}
+
+    def _kept(self, column: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        kept = self.empty(self.room, column.dtype)
+        kept[: self.size] = column[rows]
+        return kept
 
     def recast(self, name: str, kind: Any, convert: Callable[[np.ndarray], np.ndarray]) -> None:
         """The column held as another type from now on, its rows so far converted."""
         self.types[name] = kind
         column = self.data.get(name)
         if column is not None:
-            recast = np.empty(len(column), kind)
+            recast = self.empty(len(column), kind)
             recast[: self.size] = convert(column[: self.size])
             self.data[name] = recast
 
@@ -347,7 +431,9 @@ class _Columns:
         lengths = stops - starts
         self.size = int(lengths.sum())
         self.room = self.size + (1 << 12)
-        self.data = {name: _gather(column, starts, stops, room=self.room) for name, column in self.data.items()}
+        self.data = {
+            name: _gather(column, starts, stops, room=self.room, spill=self.spill) for name, column in self.data.items()
+        }
         begins: np.ndarray = np.cumsum(lengths) - lengths
         return begins
 
@@ -526,12 +612,13 @@ class WindowReader:
         self._versions: dict[str, int] = {}
         self._fingerprints: dict[str, int] = {}
         self._configs: dict[str, int] = {}
-        self._cells = _Columns(_CELLS, 0, narrow=_NARROW_CELLS, fills=_CELL_FILLS)
-        self._slots = _Columns(_SLOTS, 0, narrow=_NARROW_SLOTS, fills=_SLOT_FILLS)
-        self._runs = _Columns(_RUNS, 0)
-        self._session_ids = _TextColumn()  # per run
-        self._traces = _TextColumn()  # per run
-        self._held = _HeldSessions()
+        self._spill = Spill()
+        self._cells = _Columns(_CELLS, 0, self._spill, narrow=_NARROW_CELLS, fills=_CELL_FILLS)
+        self._slots = _Columns(_SLOTS, 0, self._spill, narrow=_NARROW_SLOTS, fills=_SLOT_FILLS)
+        self._runs = _Columns(_RUNS, 0, self._spill)
+        self._session_ids = _TextColumn(self._spill)  # per run
+        self._traces = _TextColumn(self._spill)  # per run
+        self._held = _HeldSessions(self._spill)
         self._dead = 0  # runs evicted, still in the columns
 
     def _window(self, tenant: str) -> _TenantWindow:
@@ -554,8 +641,8 @@ class WindowReader:
             except OSError as error:
                 raise InputError(f"{path}: {error.strerror}") from None
         room = int(sum(size / each for size, each in zip(sizes, per_record)) * 1.1)  # every record a cell
-        self._cells = _Columns(_CELLS, room, narrow=_NARROW_CELLS, fills=_CELL_FILLS)
-        self._slots = _Columns(_SLOTS, room, narrow=_NARROW_SLOTS, fills=_SLOT_FILLS)
+        self._cells = _Columns(_CELLS, room, self._spill, narrow=_NARROW_CELLS, fills=_CELL_FILLS)
+        self._slots = _Columns(_SLOTS, room, self._spill, narrow=_NARROW_SLOTS, fills=_SLOT_FILLS)
         with collector_paused(), duckdb.connect() as connection:
             connection.execute(f"SET streaming_buffer_size = '{STREAM_AHEAD_MIB}MiB'")
             for path, size, each in zip(files, sizes, per_record):
@@ -577,6 +664,7 @@ class WindowReader:
             for batch in self._batches(connection, path):
                 good = _readable_rows(batch)
                 self._take(batch.slice(0, good), carry, path)
+                self._spill.hand_back()  # the batch's cells are in their files
                 read += good
                 meter.rows(good)
                 if good < batch.num_rows:
@@ -859,12 +947,13 @@ class WindowReader:
         slots = self._slots.take(runs["slots_from"][chosen], runs["slots_to"][chosen], last=last)
         cell_counts = runs["cells_to"][chosen] - runs["cells_from"][chosen]
         slot_counts = runs["slots_to"][chosen] - runs["slots_from"][chosen]
-        session = np.repeat(np.arange(len(chosen), dtype=index_type(len(chosen))), cell_counts)
+        spill = self._spill  # the window's cell columns live in files, as the reader's do
+        session = _cell_sessions(cell_counts, spill)
         slot_starts = (np.cumsum(slot_counts) - slot_counts).astype(index_type(int(slot_counts.sum())))
         within = cells.pop("slot")  # each cell's slot within its session
         names = list(self._names)
-        reviewer, reviewers = _first_seen(cells.pop("reviewer"))
-        model, models = _first_seen(cells.pop("model"))
+        reviewer, reviewers = _first_seen(cells.pop("reviewer"), spill)
+        model, models = _first_seen(cells.pop("model"), spill)
         by_slot, fingerprints = _first_seen_known(slots["fingerprint"])
         every_fingerprint = list(self._fingerprints) if len(fingerprints) else []
         config, configs = _first_seen_known(runs["config"][chosen])
@@ -876,7 +965,7 @@ class WindowReader:
             score_values, score_code = number_scores(np.multiply(stored, REFERENCE_SPAN))
         else:
             points = np.fromiter(self._fractions, np.float64, len(self._fractions)) * REFERENCE_SPAN
-            score_values, score_code = _window_scores(stored, points)
+            score_values, score_code = _window_scores(stored, points, spill)
         del stored
         n = len(session)
         similarity = cells.pop("similarity")
@@ -893,8 +982,9 @@ class WindowReader:
         fingerprint = by_slot[slot] if slot is not None and len(fingerprints) else _unknown(n, -1, np.int32)
         del slot
         response_length = response_lengths(
-            len(chosen), len(models), session, model, slots["length"], (slot_starts, within)
+            len(chosen), len(models), session, model, slots["length"], (slot_starts, within), space=spill
         )
+        spill.hand_back()
         return WindowCells(
             session_ids=_Texts(self._session_ids.take(chosen)),
             ts_ms=runs["ts"][chosen],
@@ -918,6 +1008,7 @@ class WindowReader:
             fingerprint=fingerprint,
             correct=correct,
             fingerprints=[every_fingerprint[code] for code in fingerprints.tolist()],
+            space=spill,
         )
 
 
@@ -945,9 +1036,9 @@ def _only(part: np.ndarray, fill: float) -> bool:
     return bool((part == fill).all())
 
 
-def _wide_enough(column: np.ndarray, part: np.ndarray, at: int) -> np.ndarray:
-    """The integer column, or a wider copy of its first `at` rows in room as long, so that the
-    part's values fit: 8, 16, 32 or 64 bits."""
+def _wide_enough(column: np.ndarray, part: np.ndarray, at: int, empty: Callable[[int, Any], np.ndarray]) -> np.ndarray:
+    """The integer column, or a wider copy of its first `at` rows in room as long (that `empty`
+    makes), so that the part's values fit: 8, 16, 32 or 64 bits."""
     low, high = int(part.min()), int(part.max())
     kind = column.dtype.type
     for wider in (np.int8, np.int16, np.int32, np.int64):
@@ -957,7 +1048,7 @@ def _wide_enough(column: np.ndarray, part: np.ndarray, at: int) -> np.ndarray:
             break
     if kind == column.dtype.type:
         return column
-    widened = np.empty(len(column), kind)
+    widened = empty(len(column), kind)
     widened[:at] = column[:at]
     return widened
 
@@ -970,21 +1061,48 @@ def _numbered(values: np.ndarray, table: dict[float, int]) -> np.ndarray:
     return codes
 
 
-def _window_scores(codes: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+def _window_scores(
+    codes: np.ndarray, points: np.ndarray, spill: Spill | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
     """The window's (score_values, score_code), as number_scores makes them, from each cell's
     index into `points` (the reader's table): the table's scores the window uses are numbered,
-    not its cells' scores."""
+    not its cells' scores; the cells' column in `spill`'s files when given."""
     used = np.zeros(len(points), dtype=bool)
     for start in range(0, len(codes), SUM_BLOCK):
         used |= np.bincount(codes[start : start + SUM_BLOCK], minlength=len(points)) > 0
+        if spill is not None:
+            spill.hand_back()
     distinct, place = number_scores(points[used])
     if place is None:
-        scores: np.ndarray = points[codes]  # too many to number: each cell's score
-        return scores, None
+        return _looked_up(points, codes, spill), None  # too many to number: each cell's score
     renumber = np.zeros(len(points), dtype=place.dtype)
     renumber[used] = place
-    code: np.ndarray = renumber[codes]
-    return distinct, code
+    return distinct, _looked_up(renumber, codes, spill)
+
+
+def _looked_up(table: np.ndarray, codes: np.ndarray, spill: Spill | None) -> np.ndarray:
+    """table[codes], a block at a time (no temporary as long): in `spill`'s files, handed back
+    a block at a time, when given."""
+    out = (np.empty if spill is None else spill.zeros)(len(codes), table.dtype)
+    for start in range(0, len(codes), SUM_BLOCK):
+        out[start : start + SUM_BLOCK] = table[codes[start : start + SUM_BLOCK]]
+        if spill is not None:
+            spill.hand_back()
+    return out
+
+
+def _cell_sessions(cell_counts: np.ndarray, spill: Spill) -> np.ndarray:
+    """Each cell's session (its index), the sessions having `cell_counts` cells each, in
+    `spill`'s files, RANGES_AT_ONCE sessions at a time."""
+    kind = index_type(len(cell_counts))
+    out = spill.zeros(int(cell_counts.sum()), kind)
+    at = 0
+    for first in range(0, len(cell_counts), RANGES_AT_ONCE):
+        counts = cell_counts[first : first + RANGES_AT_ONCE]
+        out[at : at + int(counts.sum())] = np.repeat(np.arange(first, first + len(counts), dtype=kind), counts)
+        at += int(counts.sum())
+        spill.hand_back()
+    return out
 
 
 def _first_seen_known(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -995,18 +1113,21 @@ def _first_seen_known(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return out, order
 
 
-def _first_seen(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _first_seen(codes: np.ndarray, spill: Spill | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(each code renumbered in the order the codes first appear, in the narrowest integer type
-    that holds them: a byte a cell for a council's names; the codes in that order). Each code's
-    first place by unbuffered minimums a block at a time, not a sort of the window's cells."""
+    that holds them: a byte a cell for a council's names, in `spill`'s files when given; the codes
+    in that order). Each code's first place by unbuffered minimums a block at a time, not a sort of
+    the window's cells."""
     size = int(codes.max()) + 1 if len(codes) else 0
     first = np.full(size, len(codes), dtype=np.int64)
     for start in range(0, len(codes), SUM_BLOCK):
         part = codes[start : start + SUM_BLOCK]
         np.minimum.at(first, part, np.arange(start, start + len(part)))
+        if spill is not None:
+            spill.hand_back()
     present = np.flatnonzero(first < len(codes))
     ordered = present[np.argsort(first[present])]
     kind = index_type(len(ordered), np.int8)
     renumber = np.zeros(size, dtype=kind)
     renumber[ordered] = np.arange(len(ordered), dtype=kind)
-    return renumber[codes], ordered
+    return _looked_up(renumber, codes, spill), ordered

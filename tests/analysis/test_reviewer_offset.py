@@ -55,7 +55,7 @@ def test_rows_past_a_block_are_each_their_own_rows_median():
     rows = sorted({*seams, *rng.integers(0, len(values), 300).tolist()})
     expected = np.array([oracle(list(values[row])) for row in rows])
     np.testing.assert_allclose(got[rows], expected, rtol=0, atol=1e-12, equal_nan=True)
-    offsets = offsets_from_effects(values)
+    offsets = offsets_from_effects(values.copy())
     by_hand = values[rows] - expected
     np.testing.assert_allclose(
         offsets[rows], np.where(np.abs(by_hand) < 1e-9, 0.0, by_hand), atol=1e-12, equal_nan=True
@@ -96,3 +96,12 @@ def test_reviewers_linked_through_a_chain_of_shared_answers_are_centred_together
     expected = coefficients[:4] - coefficients[:4].mean()  # the reviewer differences are identified
     assert reviewer_effects(score, used)[0] == pytest.approx(expected, abs=1e-9)
     assert abs(expected[0] - expected[3]) > 0.5
+
+
+def test_offsets_are_made_in_the_effects_own_array():
+    """No second array a window's sessions long: the offsets replace the effects they come from.
+    By hand, row 2: 1 - median(-1, 0), -1 - median(1, 0), 0 - median(1, -1)."""
+    effects = np.array([[0.75, 0.75, 0.75, -2.25], [1.0, nan, -1.0, 0.0]])
+    offsets = offsets_from_effects(effects)
+    assert offsets is effects
+    np.testing.assert_allclose(offsets, [[0.0, 0.0, 0.0, -3.0], [1.5, nan, -1.5, 0.0]], equal_nan=True)

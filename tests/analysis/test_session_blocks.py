@@ -473,3 +473,61 @@ def test_scores_are_numbered_by_their_distinct_values_whatever_the_block(block):
     many = np.arange(MOST_SCORES + 1) / 7.0
     same, none = number_scores(many, 4096 if block > 3 else 5000)
     assert none is None and same is many
+
+
+def test_cells_out_of_session_order_are_found_across_a_blocks_end():
+    """The order check reads a block of cells at a time: a session going back just past a block's
+    end, or just before it, is found; sessions in order, or repeated, are not."""
+    cells = window()
+    n = SUM_BLOCK + 10
+    ordered = np.arange(n, dtype=np.int64) // 7
+
+    def in_order(session: np.ndarray) -> bool:
+        return dataclasses.replace(cells, session=session).in_session_order
+
+    assert in_order(ordered) and in_order(np.zeros(n, np.int64))
+    for at in (SUM_BLOCK - 1, SUM_BLOCK, SUM_BLOCK + 1, n - 1):
+        back = ordered.copy()
+        back[at] = back[at - 1] - 1  # one cell's session before the cell ahead of it
+        assert not in_order(back), at
+
+
+def test_the_windows_level_counts_and_active_names_equal_bincount():
+    cells = window()
+    assert (
+        cells.level_counts(cells.reviewer, len(cells.reviewers)).tolist()
+        == np.bincount(cells.reviewer, minlength=len(cells.reviewers)).tolist()
+    )
+    seen = set(np.unique(cells.model).tolist())
+    assert cells.active_models == [name for index, name in enumerate(cells.models) if index in seen]
+
+
+def test_a_window_whose_columns_live_in_files_reports_what_the_same_window_in_memory_does(tmp_path):
+    """The report's sections over a window spilled to files (each column copied into one, the
+    pages handed back between blocks and sections) and over the same window in memory."""
+    from bias_audit.analysis.tenant_report import tenant_report
+    from bias_audit.storage.spill import Spill
+
+    digests = Corpus(sessions=60, models=5, seed=11, length_slope=0.4, reviewer_offsets={2: -1.0}).digests()
+    cells = window_cells(digests)
+    spill = Spill(str(tmp_path))
+
+    def spilled(column: np.ndarray) -> np.ndarray:
+        if column.strides == (0,):
+            return column
+        copy = spill.zeros(len(column), column.dtype)
+        copy[:] = column
+        return copy
+
+    arrays = {
+        field.name: spilled(getattr(cells, field.name))
+        for field in dataclasses.fields(cells)
+        if isinstance(getattr(cells, field.name), np.ndarray) and getattr(cells, field.name).ndim == 1
+    }
+    in_files = dataclasses.replace(cells, **arrays, space=spill)
+    expected = tenant_report(cells).model_dump(mode="json")
+    assert tenant_report(in_files).model_dump(mode="json") == expected
+    assert (
+        expected["length_control"]
+        != tenant_report(window_cells(digests[:30])).model_dump(mode="json")["length_control"]
+    )

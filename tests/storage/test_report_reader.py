@@ -27,9 +27,12 @@ def ids(digests) -> list[str]:
 
 
 def _columns(cells) -> dict:
-    """Everything a window holds, as plain values (NaN as None, so equal windows compare equal)."""
+    """Everything a window holds, as plain values (NaN as None, so equal windows compare equal),
+    wherever its columns live."""
     out = {}
     for name, value in vars(cells).items():
+        if name == "space":
+            continue
         if hasattr(value, "tolist"):
             value = [None if v != v else v for v in value.tolist()]
         out[name] = list(value) if isinstance(value, Sequence) and not isinstance(value, str) else value
