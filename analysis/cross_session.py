@@ -23,6 +23,7 @@ from bias_audit.schemas.report import (
     ReviewerProfile,
 )
 
+from .column_space import ColumnSpace
 from .fixed_effects import (
     Block,
     FitChunk,
@@ -249,6 +250,7 @@ def length_correlation(
     if sessions < MIN_SESSIONS or n < 4:
         return LengthCorrelation(point_estimate=None, ci_lower=None, ci_upper=None, status="collecting data", **base)
     r = float(pearson_from_sums(n, x.sum(), y.sum(), x @ x, y @ y, x @ y))
+    cells.hand_back()  # each step below reads the points again, a block at a time
     if np.isnan(r):
         return LengthCorrelation(point_estimate=None, ci_lower=None, ci_upper=None, status="not identifiable", **base)
     ci = fisher_ci(float(r), n)
@@ -257,6 +259,7 @@ def length_correlation(
     if bootstrap is None:
         bootstrap = ClusterBootstrap(sessions, thresholds.bootstrap_replicates, thresholds.bootstrap_seed)
     boot = bootstrap.interval(bootstrap.sums(cells))
+    cells.hand_back()
     # The flag trusts the bootstrap interval: it does not pretend points in a session are independent.
     excludes_zero = boot is not None and (boot[0] > 0 or boot[1] < 0)
     p = fisher_p(r, n)
@@ -267,15 +270,15 @@ def length_correlation(
         p_value=rounded(p, 6),
         bootstrap_ci_lower=rounded(boot[0]) if boot else None,
         bootstrap_ci_upper=rounded(boot[1]) if boot else None,
-        spearman=_rank_correlation(x, y) if ranks else None,
+        spearman=_rank_correlation(x, y, cells.space) if ranks else None,
         flagged=bool(excludes_zero and abs(r) >= thresholds.length_correlation),
         **base,
     )
 
 
-def _rank_correlation(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Spearman's rho, rounded for the report."""
-    r = rank_correlation(x, y)
+def _rank_correlation(x: np.ndarray, y: np.ndarray, space: ColumnSpace) -> float | None:
+    """Spearman's rho, rounded for the report; its sorts made in `space`."""
+    r = rank_correlation(x, y, space=space)
     return None if r is None else rounded(r)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .column_space import IN_MEMORY, ColumnSpace
 from .special import ndtr, stdtr, stdtrit
 
 Z_95 = 1.959963984540054
@@ -248,32 +249,58 @@ def average_ranks(values: np.ndarray, mask: np.ndarray | None = None) -> np.ndar
 RANK_BLOCK = 1 << 20  # points whose ranks are looked up at a time
 
 
-def value_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def value_ranks(
+    values: np.ndarray, space: ColumnSpace = IN_MEMORY, block: int = RANK_BLOCK
+) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct values, ascending; each one's average 1-based rank among `values`, ties
-    sharing it, as average_ranks gives them) of finite values, from one sorted copy: a point's
-    rank is then looked up, and a window of points that repeat their values holds a few ranks."""
-    ordered = np.sort(np.asarray(values, dtype=np.float64))
-    opens = np.empty(len(ordered), dtype=bool)
-    opens[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=opens[1:])
-    starts = np.flatnonzero(opens)
-    distinct = ordered[starts]
-    del ordered, opens
-    stops = np.append(starts[1:], len(values))
-    return distinct, (starts + stops + 1) / 2.0  # the mean of places starts+1 .. stops
+    sharing it, as average_ranks gives them) of finite values, from one copy sorted in place: a
+    point's rank is then looked up, and a window of points that repeat their values holds a few
+    ranks. The copy, the values and their ranks are made in `space` a block at a time, its pages
+    handed back after each."""
+    n = len(values)
+    ordered = space.zeros(n, np.float64)
+    for start in range(0, n, block):
+        ordered[start : start + block] = values[start : start + block]
+        space.hand_back()
+    ordered.sort()
+    space.hand_back()
+    distinct = space.zeros(n, np.float64)  # room for every value distinct
+    starts = space.zeros(n + 1, np.int64)
+    found = 0
+    for start in range(0, n, block):
+        part = ordered[start : start + block]
+        opens = np.empty(len(part), dtype=bool)
+        opens[0] = start == 0 or part[0] != ordered[start - 1]
+        np.not_equal(part[1:], part[:-1], out=opens[1:])
+        here = np.flatnonzero(opens)
+        distinct[found : found + len(here)] = part[here]
+        starts[found : found + len(here)] = here + start
+        found += len(here)
+        space.hand_back()
+    starts[found] = n
+    ranks = space.zeros(found, np.float64)
+    for start in range(0, found, block):
+        stop = min(start + block, found)
+        ranks[start:stop] = (starts[start:stop] + starts[start + 1 : stop + 1] + 1) / 2.0  # places starts+1 .. stops
+        space.hand_back()
+    return distinct[:found], ranks
 
 
-def rank_correlation(x: np.ndarray, y: np.ndarray, block: int = RANK_BLOCK) -> float | None:
+def rank_correlation(
+    x: np.ndarray, y: np.ndarray, block: int = RANK_BLOCK, space: ColumnSpace = IN_MEMORY
+) -> float | None:
     """Spearman's rho of finite values: Pearson's r of the average ranks, a block of points'
-    ranks looked up among the distinct values (value_ranks) and merged as moments
-    (GroupMoments), so no rank array is the points long. None below 2 points or without spread."""
-    x_values, x_ranks = value_ranks(x)
-    y_values, y_ranks = value_ranks(y)
+    ranks looked up among the distinct values (value_ranks, made in `space`) and merged as
+    moments (GroupMoments), so no rank array is the points long. None below 2 points or without
+    spread."""
+    x_values, x_ranks = value_ranks(x, space, block)
+    y_values, y_ranks = value_ranks(y, space, block)
     moments = GroupMoments(1)
     for start in range(0, len(x), block):
         rx = x_ranks[np.searchsorted(x_values, x[start : start + block])]
         ry = y_ranks[np.searchsorted(y_values, y[start : start + block])]
         moments.add(np.zeros(len(rx), dtype=np.intp), rx, ry)
+        space.hand_back()
     return moments.r(0)
 
 

@@ -16,11 +16,12 @@ MAD_TO_SD = 1.4826  # MAD of a normal sample x this = its standard deviation
 MIN_BUCKET = 10
 
 
-def _pooled_r(cells: WindowCells, sessions: np.ndarray | None = None) -> tuple[float | None, int]:
+def _pooled_r(cells: WindowCells, span: tuple[int, int] | None = None) -> tuple[float | None, int]:
+    """Pearson r of the length points of the sessions span[0]..span[1]-1 (every one's by default)."""
     session, x, y = cells.length_points
-    if sessions is not None:
-        keep = np.isin(session, sessions)
-        x, y = x[keep], y[keep]
+    if span is not None:
+        lo, hi = np.searchsorted(session, span)  # the points come in session order: a range
+        x, y = x[lo:hi], y[lo:hi]
     r, defined = pearson_arrays(x, y)
     return (float(r) if defined and len(x) >= 4 else None), len(x)
 
@@ -35,8 +36,8 @@ def timeline(cells: WindowCells, buckets: int = 10) -> list[TimeBucket]:
     out = []
     offsets = cells.session_offsets
     for lo, hi in zip(edges[:-1], edges[1:]):
-        members = np.arange(lo, hi)
-        r, _ = _pooled_r(cells, members)
+        cells.hand_back()  # the bucket before's points
+        r, _ = _pooled_r(cells, (int(lo), int(hi)))
         means = cells.session_mean_score[lo:hi]
         reviewer_offsets = {}
         for k, name in enumerate(cells.reviewers):

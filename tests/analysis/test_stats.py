@@ -163,8 +163,9 @@ def test_average_ranks_equal_scipys_rankdata_among_the_masked_cells(values, mask
         ([-1.5, 0.0, -1.5, 0.0, 0.0, 9.0], [-1.5, 0.0, 9.0], [1.5, 4.0, 6.0]),
     ],
 )
-def test_value_ranks_give_each_distinct_value_its_average_place(values, distinct, ranks):
-    got_values, got_ranks = value_ranks(np.array(values))
+@pytest.mark.parametrize("block", [1, 2, 1 << 20])  # ties cut by a block's end, or one block
+def test_value_ranks_give_each_distinct_value_its_average_place(values, distinct, ranks, block):
+    got_values, got_ranks = value_ranks(np.array(values), block=block)
     assert got_values.tolist() == distinct
     assert got_ranks.tolist() == ranks
     # every point's rank looked up is scipy's average rank
@@ -179,6 +180,19 @@ def test_rank_correlation_read_a_block_at_a_time_is_scipys_spearman(block, seed)
     x = rng.integers(0, 12, 90).astype(float)  # many ties
     y = np.round(0.4 * x + rng.normal(0, 2, 90), 1)
     assert rank_correlation(x, y, block) == pytest.approx(sps.spearmanr(x, y).statistic, abs=1e-12)
+
+
+@pytest.mark.parametrize("block", [5, 1 << 20])
+def test_rank_correlation_over_files_is_the_one_in_memory(tmp_path, block):
+    """Its sorted copy, distinct values and ranks made in a spill's files, their pages handed back
+    between blocks: the same floats."""
+    from bias_audit.storage.spill import Spill
+
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 30, 400).astype(float)
+    y = np.round(0.2 * x + rng.normal(0, 2, 400), 2)
+    in_files = rank_correlation(x, y, block, space=Spill(str(tmp_path)))
+    assert in_files is not None and in_files == rank_correlation(x, y, block)
 
 
 def test_rank_correlation_without_spread_or_points_is_none():
