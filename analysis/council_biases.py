@@ -275,6 +275,7 @@ def _slopes(cells: WindowCells, points: Points, threshold: float, thresholds: Co
     for r, (x, y, covariate, sessions) in sorted(points.items()):
         estimate = _slope(x, y, covariate) if len(x) >= thresholds.min_points else None
         rows.append((r, len(x), sessions, estimate))
+        cells.hand_back()
     known = {i: row[3] for i, row in enumerate(rows) if row[3] is not None}
     adjusted = dict(zip(known, benjamini_hochberg([est[4] for est in known.values()])))
     out = []
@@ -315,13 +316,36 @@ def anchoring(
     shape = (cells.sessions, len(cells.reviewers))
     x, later_sum, later_n = (part.reshape(shape) for part in found)
     del found
-    points: Points = {}
-    for r in range(shape[1]):
-        mine = ~np.isnan(x[:, r]) & (later_n[:, r] > 0)
-        if mine.any():
-            points[r] = (x[mine, r], later_sum[mine, r] / later_n[mine, r], None, int(np.count_nonzero(mine)))
+    points = _reviewer_points(cells, x, later_sum, later_n)
     del x, later_sum, later_n
     return _slopes(cells, points, thresholds.anchoring, thresholds)
+
+
+def _reviewer_points(
+    cells: WindowCells, x: np.ndarray, later_sum: np.ndarray, later_n: np.ndarray, block: int = SUM_BLOCK
+) -> Points:
+    """Each reviewer's (first residual, mean later residual) of its reviews with both, in session
+    order, in the window's space: counted, then gathered, a block of sessions' rows at a time."""
+    step = max(block // max(x.shape[1], 1), 1)
+
+    def rows() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        for start in range(0, len(x), step):
+            here = slice(start, start + step)
+            yield x[here], later_sum[here], later_n[here], ~np.isnan(x[here]) & (later_n[here] > 0)
+            cells.hand_back()
+
+    counts = sum((mine.sum(0) for _, _, _, mine in rows()), np.zeros(x.shape[1], dtype=np.int64))
+    first = {r: cells.space.zeros(int(count), np.float64) for r, count in enumerate(counts.tolist()) if count}
+    later = {r: cells.space.zeros(len(first[r]), np.float64) for r in first}
+    filled = dict.fromkeys(first, 0)
+    for xs, sums, ns, mine in rows():
+        for r, at in filled.items():
+            m = mine[:, r]
+            k = int(np.count_nonzero(m))
+            first[r][at : at + k] = xs[m, r]
+            np.divide(sums[m, r], ns[m, r], out=later[r][at : at + k])
+            filled[r] = at + k
+    return {r: (first[r], later[r], None, len(first[r])) for r in first}
 
 
 def first_and_later_residuals(
@@ -333,8 +357,11 @@ def first_and_later_residuals(
     and the temporaries stay a block long."""
     n_reviewers = len(cells.reviewers)
     size = cells.sessions * n_reviewers
-    x = np.full(size, np.nan)
-    later_sum, later_n = np.zeros(size), np.zeros(size, dtype=np.int32)  # a reviewer's answers in a session
+    # a review each, in the window's space: a reviewer's answers in a session
+    x, later_sum, later_n = (cells.space.zeros(size, kind) for kind in (np.float64, np.float64, np.int32))
+    for start in range(0, size, block):
+        x[start : start + block] = np.nan
+        cells.hand_back()
     placed_any = False
     for (_, first, stop), here in fitted_cells(cells, block):
         position = cells.position[here]
@@ -353,6 +380,7 @@ def first_and_later_residuals(
         x[at + key[is_first]] = part[is_first]
         later_sum[at : at + span] += np.bincount(key[later], weights=part[later], minlength=span)
         later_n[at : at + span] += np.bincount(key[later], minlength=span)
+        cells.hand_back()
     return (x, later_sum, later_n) if placed_any else None
 
 

@@ -531,3 +531,22 @@ def test_a_window_whose_columns_live_in_files_reports_what_the_same_window_in_me
         expected["length_control"]
         != tenant_report(window_cells(digests[:30])).model_dump(mode="json")["length_control"]
     )
+
+
+@pytest.mark.parametrize("block", [1, 7, 40, 10**9])
+def test_anchorings_points_gathered_by_blocks_of_sessions_are_each_reviewers_in_session_order(block):
+    from bias_audit.analysis.council_biases import _reviewer_points
+
+    cells = window()
+    found = first_and_later_residuals(cells, pair_fit(cells))
+    assert found is not None
+    x, later_sum, later_n = (part.reshape(cells.sessions, len(cells.reviewers)) for part in found)
+    points = _reviewer_points(cells, x, later_sum, later_n, block)
+    expected = {}
+    for r in range(len(cells.reviewers)):  # a reviewer's column at once: the oracle
+        mine = ~np.isnan(x[:, r]) & (later_n[:, r] > 0)
+        if mine.any():
+            expected[r] = (x[mine, r].tolist(), (later_sum[mine, r] / later_n[mine, r]).tolist())
+    assert len(expected) >= 3
+    assert {r: (a.tolist(), b.tolist()) for r, (a, b, _, _) in points.items()} == expected
+    assert all(n == len(a) for a, _, _, n in points.values())
