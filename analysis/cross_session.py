@@ -249,8 +249,7 @@ def length_correlation(
     base = dict(sample_size=n, sessions=sessions, confidence=confidence_tier(sessions))
     if sessions < MIN_SESSIONS or n < 4:
         return LengthCorrelation(point_estimate=None, ci_lower=None, ci_upper=None, status="collecting data", **base)
-    r = float(pearson_from_sums(n, x.sum(), y.sum(), x @ x, y @ y, x @ y))
-    cells.hand_back()  # each step below reads the points again, a block at a time
+    r = float(pearson_from_sums(n, *_point_sums(cells, x, y)))
     if np.isnan(r):
         return LengthCorrelation(point_estimate=None, ci_lower=None, ci_upper=None, status="not identifiable", **base)
     ci = fisher_ci(float(r), n)
@@ -276,6 +275,17 @@ def length_correlation(
     )
 
 
+def _point_sums(cells: WindowCells, x: np.ndarray, y: np.ndarray, block: int = SUM_BLOCK) -> np.ndarray:
+    """(sum x, sum y, sum x^2, sum y^2, sum xy) of the points, a block at a time, their pages handed
+    back after each (one block: the sums of the whole arrays)."""
+    sums = np.zeros(5)
+    for start in range(0, len(x), block):
+        a, b = x[start : start + block], y[start : start + block]
+        sums += (a.sum(), b.sum(), a @ a, b @ b, a @ b)
+        cells.hand_back()
+    return sums
+
+
 def _rank_correlation(x: np.ndarray, y: np.ndarray, space: ColumnSpace) -> float | None:
     """Spearman's rho, rounded for the report; its sorts made in `space`."""
     r = rank_correlation(x, y, space=space)
@@ -286,14 +296,23 @@ def length_fit(cells: WindowCells, block: int = SUM_BLOCK) -> tuple[float, float
     """Least-squares line of the length chart: (intercept, slope) in points and points/unit, from
     the centred sums, a block of points at a time (not the solver's design and its copies)."""
     _, x, y = cells.length_points
-    if len(x) < 2 or np.ptp(x) == 0:
+    if len(x) < 2:
         return None
-    mean_x, mean_y = float(x.mean()), float(y.mean())
+    low, high, sum_x, sum_y = np.inf, -np.inf, 0.0, 0.0
+    for start in range(0, len(x), block):  # the points' range and means, a block at a time
+        part = x[start : start + block]
+        low, high = min(low, float(part.min())), max(high, float(part.max()))
+        sum_x, sum_y = sum_x + part.sum(), sum_y + y[start : start + block].sum()
+        cells.hand_back()
+    if low == high:
+        return None
+    mean_x, mean_y = float(sum_x / len(x)), float(sum_y / len(y))
     sxy = sxx = 0.0
     for start in range(0, len(x), block):  # the centred points a block at a time
         dx = x[start : start + block] - mean_x
         sxy += float(dx @ (y[start : start + block] - mean_y))
         sxx += float(dx @ dx)
+        cells.hand_back()
     slope = sxy / sxx
     return mean_y - slope * mean_x + 1.0, slope  # +1: points above the bottom -> a 1-10 value
 
