@@ -988,10 +988,10 @@ class WindowReader:
         spill.hand_back()
         return WindowCells(
             session_ids=_Texts(self._session_ids.take(chosen)),
-            ts_ms=runs["ts"][chosen],
-            config=config.astype(np.int64),
+            ts_ms=_held(spill, runs["ts"][chosen]),  # a session each: in the files too
+            config=_held(spill, config.astype(np.int64)),
             configs=[every_config[code] for code in configs.tolist()],
-            unit=unit.astype(np.int64),
+            unit=_held(spill, unit.astype(np.int64)),
             units=["words" if words else "chars" for words in units.tolist()],
             change_traces={number: self._traces.at(int(chosen[number])) for number in changed.tolist()},
             tenant_id=tenant,
