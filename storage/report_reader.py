@@ -184,22 +184,13 @@ class _TextColumn:
         offsets = np.frombuffer(offsets_buffer, np.int64, len(array) + 1, array.offset * 8)
         used = self._end(self.size)
         chunk = np.frombuffer(data_buffer, np.uint8)[offsets[0] : offsets[-1]] if data_buffer else np.empty(0, np.uint8)
-        self._bytes = self._room(self._bytes, used, len(chunk))
+        self._bytes = _with_room(self.spill, self._bytes, used, len(chunk))
         self._bytes[used : used + len(chunk)] = chunk
-        self._ends = self._room(self._ends, self.size, len(values))
+        self._ends = _with_room(self.spill, self._ends, self.size, len(values))
         self._ends[self.size : self.size + len(values)] = offsets[1:] - offsets[0] + used
-        self._text = self._room(self._text, self.size, len(values))
+        self._text = _with_room(self.spill, self._text, self.size, len(values))
         self._text[self.size : self.size + len(values)] = array.is_valid().to_numpy(zero_copy_only=False)
         self.size += len(values)
-
-    def _room(self, column: np.ndarray, used: int, more: int) -> np.ndarray:
-        """The column, or a copy half again as long, with room for `more` rows after `used`."""
-        if used + more <= len(column):
-            return column
-        grown = self.spill.zeros(max(used + more, len(column) * 3 // 2), column.dtype)
-        grown[:used] = column[:used]
-        self.spill.hand_back()
-        return grown
 
     def _end(self, row: int) -> int:
         """Where row `row` begins: the end of the one before."""
@@ -266,6 +257,17 @@ class _Texts(Sequence[str]):
             raise IndexError(key)
         text: str = self._array[row].as_py()
         return text
+
+
+def _with_room(spill: Spill, column: np.ndarray, used: int, more: int) -> np.ndarray:
+    """The column, or a copy of its first `used` rows in `spill`'s files half again as long (or as
+    long as needed), with room for `more` rows after them; the copy's pages handed back."""
+    if used + more <= len(column):
+        return column
+    grown = spill.zeros(max(used + more, len(column) * 3 // 2), column.dtype)
+    grown[:used] = column[:used]
+    spill.hand_back()
+    return grown
 
 
 def _held(spill: Spill, values: np.ndarray) -> np.ndarray:
@@ -360,14 +362,15 @@ class _Columns:
         narrow: Iterable[str] = (),
         fills: dict[str, Any] | None = None,
     ) -> None:
-        self.spill = spill
-        self.empty = spill.zeros  # the columns live in files, read back a block at a time
+        self.spill = spill  # the columns live in files, read back a block at a time
         self.size = 0
         self.room = max(room, 1 << 12)
         self.types = {name: np.int8 if name in narrow else kind for name, kind in types.items()}
         self.fills = fills or {}
         # the columns held: one with a fill is absent until a part holds another value
-        self.data = {name: self.empty(self.room, kind) for name, kind in self.types.items() if name not in self.fills}
+        self.data = {
+            name: self.spill.zeros(self.room, kind) for name, kind in self.types.items() if name not in self.fills
+        }
 
     def append(self, parts: dict[str, np.ndarray]) -> int:
         """Where the parts begin."""
@@ -377,15 +380,11 @@ class _Columns:
             if column is None:
                 if _only(part, self.fills[name]):
                     continue
-                column = self.empty(max(self.room, at), self.types[name])
+                column = self.spill.zeros(max(self.room, at), self.types[name])
                 column[:at] = self.fills[name]
             if column.dtype.kind == "i" and len(part):
-                column = _wide_enough(column, part, at, self.empty)
-            if at + len(part) > len(column):  # more than reserved: grow by half again
-                grown = self.empty(max(at + len(part), len(column) * 3 // 2), column.dtype)
-                grown[:at] = column[:at]
-                column = grown
-                self.spill.hand_back()  # the copy's pages, both sides: a column's length each
+                column = _wide_enough(column, part, at, self.spill.zeros)
+            column = _with_room(self.spill, column, at, len(part))  # more than reserved: grown
             column[at : at + len(part)] = part
             self.data[name] = column
         self.size = at + len(next(iter(parts.values()))) if parts else at
@@ -414,7 +413,7 @@ class _Columns:
         self.data = {name: self._kept(column, rows) for name, column in self.data.items()}
 
     def _kept(self, column: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        kept = self.empty(self.room, column.dtype)
+        kept = self.spill.zeros(self.room, column.dtype)
         kept[: self.size] = column[rows]
         return kept
 
@@ -423,7 +422,7 @@ class _Columns:
         self.types[name] = kind
         column = self.data.get(name)
         if column is not None:
-            recast = self.empty(len(column), kind)
+            recast = self.spill.zeros(len(column), kind)
             recast[: self.size] = convert(column[: self.size])
             self.data[name] = recast
 
