@@ -356,16 +356,8 @@ class WindowCells:
         return session, self.response_length[scored]
 
     def _response_sessions(self) -> np.ndarray:
-        """Each response's session (`group`'s numbering), in the window's space, a block of
-        sessions at a time."""
-        kind, models = index_type(self.sessions), len(self.models)
-        out = self.space.zeros(self.sessions * models, kind)
-        step = max(SUM_BLOCK // max(models, 1), 1)
-        for start in range(0, self.sessions, step):
-            stop = min(start + step, self.sessions)
-            out[start * models : stop * models] = np.repeat(np.arange(start, stop, dtype=kind), models)
-            self.hand_back()
-        return out
+        """Each response's session (`group`'s numbering), in the window's space."""
+        return repeated_sessions(np.broadcast_to(len(self.models), (self.sessions,)), self.space)
 
     @cached_property
     def session_mean_score(self) -> np.ndarray:
@@ -383,6 +375,26 @@ class WindowCells:
             count[first:stop] = np.bincount(session, minlength=stop - first)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(count > 0, total / count, np.nan)
+
+
+SESSIONS_AT_ONCE = 1 << 16  # sessions whose rows repeated_sessions makes at a time
+
+
+def repeated_sessions(
+    counts: np.ndarray, space: ColumnSpace = IN_MEMORY, at_once: int = SESSIONS_AT_ONCE
+) -> np.ndarray:
+    """Each row's session (its index), session i having counts[i] rows, in `space`, made
+    `at_once` sessions at a time and their pages handed back after each."""
+    kind = index_type(len(counts))
+    out = space.zeros(int(counts.sum()), kind)
+    at = 0
+    for first in range(0, len(counts), at_once):
+        here = counts[first : first + at_once]
+        rows = int(here.sum())
+        out[at : at + rows] = np.repeat(np.arange(first, first + len(here), dtype=kind), here)
+        at += rows
+        space.hand_back()
+    return out
 
 
 def window_cells(digests: Sequence[SessionDigest]) -> WindowCells:

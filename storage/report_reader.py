@@ -38,6 +38,7 @@ from bias_audit.analysis.window_cells import (
     WindowCells,
     narrow_positions,
     number_scores,
+    repeated_sessions,
     response_lengths,
 )
 from bias_audit.gc_tuning import collector_paused
@@ -210,7 +211,7 @@ class _TextColumn:
         import pyarrow as pa
 
         starts, stops = self._spans(rows)
-        data = _gather(self._bytes, starts, stops, spill=self.spill)
+        data = _gather(self._bytes, starts, stops, self.spill)
         offsets = self.spill.zeros(len(rows) + 1, np.int64)
         np.cumsum(stops - starts, out=offsets[1:])
         text = self._text[rows]
@@ -223,7 +224,7 @@ class _TextColumn:
     def keep(self, rows: np.ndarray) -> None:
         """Keep the rows (indices, ascending) and drop the rest."""
         starts, stops = self._spans(rows)
-        self._bytes = _gather(self._bytes, starts, stops, spill=self.spill, room=1 << 16)
+        self._bytes = _gather(self._bytes, starts, stops, self.spill, room=1 << 16)
         ends = self.spill.zeros(len(rows) + (1 << 12), np.int64)
         np.cumsum(stops - starts, out=ends[: len(rows)])
         text = self.spill.zeros(len(ends), np.bool_)
@@ -328,21 +329,20 @@ def _gather(
     column: np.ndarray,
     starts: np.ndarray,
     stops: np.ndarray,
+    spill: Spill,
     at_once: int = RANGES_AT_ONCE,
     room: int = 0,
-    spill: Spill | None = None,
 ) -> np.ndarray:
     """The ranges' rows of a column, one range after another, gathered `at_once` ranges at a time
-    (into an array of `room` rows, when more than they fill; in `spill`'s files, handed back a
-    step at a time, when given)."""
-    out = (np.empty if spill is None else spill.zeros)(max(int((stops - starts).sum()), room), column.dtype)
+    into `spill`'s files (an array of `room` rows, when more than they fill), handed back a step at
+    a time."""
+    out = spill.zeros(max(int((stops - starts).sum()), room), column.dtype)
     at = 0
     for first in range(0, len(starts), at_once):
         index = _ranges(starts[first : first + at_once], stops[first : first + at_once])
         out[at : at + len(index)] = column[index]
         at += len(index)
-        if spill is not None:
-            spill.hand_back()
+        spill.hand_back()
     return out
 
 
@@ -403,7 +403,7 @@ class _Columns:
             if column is None:
                 out[name] = _unknown(int((stops - starts).sum()), self.fills[name], kind)
             else:
-                out[name] = column[lo:hi] if contiguous else _gather(column, starts, stops, spill=self.spill)
+                out[name] = column[lo:hi] if contiguous else _gather(column, starts, stops, self.spill)
         return out
 
     def keep_rows(self, rows: np.ndarray) -> None:
@@ -432,7 +432,7 @@ class _Columns:
         self.size = int(lengths.sum())
         self.room = self.size + (1 << 12)
         self.data = {
-            name: _gather(column, starts, stops, room=self.room, spill=self.spill) for name, column in self.data.items()
+            name: _gather(column, starts, stops, self.spill, room=self.room) for name, column in self.data.items()
         }
         begins: np.ndarray = np.cumsum(lengths) - lengths
         return begins
@@ -948,7 +948,7 @@ class WindowReader:
         cell_counts = runs["cells_to"][chosen] - runs["cells_from"][chosen]
         slot_counts = runs["slots_to"][chosen] - runs["slots_from"][chosen]
         spill = self._spill  # the window's cell columns live in files, as the reader's do
-        session = _cell_sessions(cell_counts, spill)
+        session = repeated_sessions(cell_counts, spill)
         slot_starts = (np.cumsum(slot_counts) - slot_counts).astype(index_type(int(slot_counts.sum())))
         within = cells.pop("slot")  # each cell's slot within its session
         names = list(self._names)
@@ -1088,20 +1088,6 @@ def _looked_up(table: np.ndarray, codes: np.ndarray, spill: Spill | None) -> np.
         out[start : start + SUM_BLOCK] = table[codes[start : start + SUM_BLOCK]]
         if spill is not None:
             spill.hand_back()
-    return out
-
-
-def _cell_sessions(cell_counts: np.ndarray, spill: Spill) -> np.ndarray:
-    """Each cell's session (its index), the sessions having `cell_counts` cells each, in
-    `spill`'s files, RANGES_AT_ONCE sessions at a time."""
-    kind = index_type(len(cell_counts))
-    out = spill.zeros(int(cell_counts.sum()), kind)
-    at = 0
-    for first in range(0, len(cell_counts), RANGES_AT_ONCE):
-        counts = cell_counts[first : first + RANGES_AT_ONCE]
-        out[at : at + int(counts.sum())] = np.repeat(np.arange(first, first + len(counts), dtype=kind), counts)
-        at += int(counts.sum())
-        spill.hand_back()
     return out
 
 

@@ -550,3 +550,13 @@ def test_anchorings_points_gathered_by_blocks_of_sessions_are_each_reviewers_in_
     assert len(expected) >= 3
     assert {r: (a.tolist(), b.tolist()) for r, (a, b, _, _) in points.items()} == expected
     assert all(n == len(a) for a, _, _, n in points.values())
+
+
+@pytest.mark.parametrize("at_once", [1, 3, 1 << 16])
+def test_repeated_sessions_are_nps_repeat_of_the_session_indices(at_once):
+    from bias_audit.analysis.window_cells import repeated_sessions
+
+    counts = np.array([2, 0, 3, 1, 0, 0, 4])
+    assert repeated_sessions(counts, at_once=at_once).tolist() == [0, 0, 2, 2, 2, 3, 6, 6, 6, 6]
+    same = repeated_sessions(np.broadcast_to(5, (4,)), at_once=at_once)  # a council's responses
+    assert same.dtype == np.int32 and same.tolist() == np.repeat(np.arange(4), 5).tolist()  # 32 bits while they fit

@@ -11,6 +11,7 @@ from llm_council.bias_persistence import BiasMetricRecord, append_bias_records
 
 from bias_audit.analysis.window import DAY_MS, window_bounds
 from bias_audit.storage.report_reader import InputError, WindowReader, _gather, expand_inputs
+from bias_audit.storage.spill import Spill
 from tests.simulate import Corpus, digest_records
 
 
@@ -378,12 +379,12 @@ def test_names_positions_and_biases_that_come_late_widen_the_columns_and_keep_ev
 
 
 @pytest.mark.parametrize("at_once", [1, 3, 1 << 16])
-def test_ranges_out_of_order_are_gathered_one_after_another_a_few_at_a_time(at_once):
+def test_ranges_out_of_order_are_gathered_one_after_another_a_few_at_a_time(tmp_path, at_once):
     column = np.arange(100, dtype=np.int8) * 2
     starts = np.array([40, 0, 90, 7, 7, 60])
     stops = np.array([45, 3, 100, 12, 7, 61])  # one range empty
     expected = np.concatenate([column[a:b] for a, b in zip(starts.tolist(), stops.tolist())])
-    found = _gather(column, starts, stops, at_once)
+    found = _gather(column, starts, stops, Spill(str(tmp_path)), at_once)
     assert found.dtype == column.dtype and found.tolist() == expected.tolist()
 
 
